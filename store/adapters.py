@@ -1,0 +1,71 @@
+"""Adapter settings: what the reference's ``adapters.<name>`` config says about resuming."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+BUILTIN_ADAPTERS: tuple[str, ...] = ("codex", "claude", "gemini", "opencode", "generic")
+PLACEHOLDER = "{{external_session_id}}"
+DEFAULT_EXTERNAL_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+
+
+@dataclass(frozen=True)
+class AdapterConfig:
+    """One adapter as configured. ``explicit`` is False for the built-in disposable defaults."""
+
+    name: str
+    command: str | None = None
+    supports_resume: bool = False
+    resume_pattern: str | None = None
+    supports_mcp: bool = False
+    supports_readonly_workspace: bool = False
+    captures_session_id: bool = False
+    external_session_id_pattern: str | None = None
+    explicit: bool = True
+
+    @classmethod
+    def from_mapping(cls, name: str, values: Mapping[str, Any]) -> AdapterConfig:
+        def flag(key: str) -> bool:
+            return bool(values.get(key, False))
+
+        def text(key: str) -> str | None:
+            value = values.get(key)
+            return str(value) if value not in (None, "") else None
+
+        return cls(
+            name=name,
+            command=text("command"),
+            supports_resume=flag("supports_resume"),
+            resume_pattern=text("resume_pattern"),
+            supports_mcp=flag("supports_mcp"),
+            supports_readonly_workspace=flag("supports_readonly_workspace"),
+            captures_session_id=flag("captures_session_id"),
+            external_session_id_pattern=text("external_session_id_pattern"),
+        )
+
+    def accepts_external_id(self, external_id: str) -> bool:
+        pattern = self.external_session_id_pattern or DEFAULT_EXTERNAL_ID_PATTERN
+        try:
+            return re.fullmatch(pattern, external_id) is not None
+        except re.error:
+            return False
+
+    def expand(self, external_id: str) -> str | None:
+        """The resume pattern with the external id in place, if this adapter has one."""
+        if not self.explicit or not self.resume_pattern or not external_id:
+            return None
+        return self.resume_pattern.replace(PLACEHOLDER, external_id)
+
+
+def builtin(name: str) -> AdapterConfig:
+    return AdapterConfig(name=name, explicit=False)
+
+
+def resolve(adapters: Mapping[str, AdapterConfig] | None, name: str) -> AdapterConfig:
+    """The configured adapter of that name, else a disposable built-in with no resume pattern."""
+    if adapters and name in adapters:
+        return adapters[name]
+    return builtin(name)

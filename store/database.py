@@ -1,0 +1,176 @@
+"""Engines, transactions and schema currency for SQLite and PostgreSQL stores."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, exc
+from sqlalchemy.engine import URL, make_url
+
+from store.errors import DatabaseUnavailable, StoreError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+BUSY_TIMEOUT_MS = 5000
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+def _normalise_url(url: str) -> URL:
+    try:
+        parsed = make_url(url)
+    except exc.ArgumentError as error:
+        raise DatabaseUnavailable(f"{url!r} is not a database URL: {error}") from None
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise DatabaseUnavailable(
+            f"Unsupported database {parsed.get_backend_name()!r}: use a sqlite:/// or "
+            "postgresql:// URL."
+        )
+    return parsed
+
+
+def _check_sqlite_file(database: str | None) -> None:
+    """Refuse paths that cannot hold a store, before SQLite can create or clobber anything."""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    path = Path(database)
+    if path.is_dir():
+        raise DatabaseUnavailable(f"{path} is a directory, not a SQLite database file.")
+    if path.exists():
+        try:
+            with path.open("rb") as handle:
+                header = handle.read(len(SQLITE_MAGIC))
+        except OSError as error:
+            raise DatabaseUnavailable(f"Cannot read {path}: {error.strerror}.") from None
+        if header and header != SQLITE_MAGIC:
+            raise DatabaseUnavailable(f"{path} is not a SQLite database; it was left untouched.")
+        return
+    parent = path.parent
+    if parent.exists() and not parent.is_dir():
+        raise DatabaseUnavailable(f"{parent} is not a directory.")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise DatabaseUnavailable(f"Cannot create {parent}: {error.strerror}.") from None
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event issue BEGIN itself, so writers can take the lock up front.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+        if mode != "wal" and mode != "memory":
+            cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        immediate = connection.get_execution_options().get("write", False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def create_store_engine(url: str, *, pool_size: int | None = None) -> Engine:
+    parsed = _normalise_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        _check_sqlite_file(parsed.database)
+        engine = create_engine(parsed, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
+        _configure_sqlite(engine)
+        return engine
+    kwargs: dict[str, Any] = {"pool_pre_ping": True}
+    if pool_size is not None:
+        kwargs["pool_size"] = pool_size
+    return create_engine(parsed, connect_args={"connect_timeout": 5}, **kwargs)
+
+
+def _is_unavailable(error: exc.DBAPIError) -> bool:
+    return not isinstance(error, exc.IntegrityError | exc.ProgrammingError | exc.DataError)
+
+
+def describe_url(url: str | URL) -> str:
+    """The URL with any password hidden, for headers and messages."""
+    try:
+        parsed = make_url(url) if isinstance(url, str) else url
+    except exc.ArgumentError:
+        return "(unreadable URL)"
+    return parsed.render_as_string(hide_password=True)
+
+
+class Store:
+    """One database: its engine, and the two kinds of transaction the operations use."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.dialect: str = engine.dialect.name
+        self._writer = engine.execution_options(write=True)
+        self._snapshot_reader = (
+            engine.execution_options(isolation_level="REPEATABLE READ")
+            if self.dialect == "postgresql"
+            else engine
+        )
+
+    @property
+    def description(self) -> str:
+        return describe_url(self.engine.url)
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except StoreError:
+            raise
+        except exc.DBAPIError as error:
+            if _is_unavailable(error):
+                reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
+                raise DatabaseUnavailable(
+                    f"The database {self.description} is unavailable: {reason}"
+                ) from None
+            raise
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read transaction that sees one consistent snapshot."""
+        with self._guard(), self._snapshot_reader.connect() as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction: the row change and its history commit together or not at all.
+        On SQLite it takes the write lock at BEGIN, so a read-then-write cannot be overtaken."""
+        with self._guard(), self._writer.connect() as conn, conn.begin():
+            yield conn
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def open_store(
+    url: str,
+    *,
+    upgrade: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> Store:
+    """Open a store and bring its schema up to date (cheaply, when it already is)."""
+    from store.schema import ensure_schema
+
+    engine = create_store_engine(url)
+    store = Store(engine)
+    if upgrade:
+        with store._guard():
+            ensure_schema(engine, progress=progress)
+    return store
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")

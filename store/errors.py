@@ -1,0 +1,70 @@
+"""Typed store errors. Each carries a stable ``code`` shared by the CLI, the TUI and the tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Codes that mean "the input was bad" (CLI exit 2); every other code is a refusal (exit 1).
+BAD_INPUT_CODES = frozenset(
+    {
+        "invalid_session",
+        "invalid_session_status",
+        "invalid_limit",
+        "invalid_cursor",
+        "invalid_import",
+        "idempotency_key_required",
+    }
+)
+
+
+class StoreError(Exception):
+    """A refusal with a stable code and a sentence a person can act on."""
+
+    code: str = "store_error"
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details or {}
+
+    @property
+    def is_bad_input(self) -> bool:
+        return self.code in BAD_INPUT_CODES
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details:
+            body["details"] = self.details
+        return {"error": body}
+
+
+def _error(code: str, doc: str) -> type[StoreError]:
+    name = "".join(part.capitalize() for part in code.split("_"))
+    return type(name, (StoreError,), {"code": code, "__doc__": doc})
+
+
+InvalidSession = _error("invalid_session", "Required session values are missing or malformed.")
+InvalidSessionStatus = _error("invalid_session_status", "A status string is not acceptable.")
+SessionNotFound = _error("session_not_found", "No session has that id.")
+AgentNotFound = _error("agent_not_found", "The session's agent is not in the store.")
+AgentUnavailable = _error("agent_unavailable", "The session's agent is disabled.")
+IllegalSessionTransition = _error(
+    "illegal_session_transition", "The action is not allowed from the session's current status."
+)
+SessionTransitionConflict = _error(
+    "session_transition_conflict", "The session changed since it was read."
+)
+SessionBranchConflict = _error(
+    "session_branch_conflict", "The workspace is not on the session's saved branch."
+)
+TerminationImpactRequired = _error(
+    "termination_impact_required", "The agent holds active claims; impact details are required."
+)
+IdempotencyKeyRequired = _error("idempotency_key_required", "The action needs an idempotency key.")
+IdempotencyKeyReuse = _error(
+    "idempotency_key_reuse", "The idempotency key was used for another action or session."
+)
+InvalidLimit = _error("invalid_limit", "A page limit is outside 1…200.")
+InvalidCursor = _error("invalid_cursor", "A page cursor is not one this store issued.")
+InvalidImport = _error("invalid_import", "An import record is malformed.")
+DatabaseUnavailable = _error("database_unavailable", "The database cannot be opened or reached.")

@@ -1,0 +1,428 @@
+"""Lifecycle actions by a human operator: heartbeat, pause, stop, resume, terminate.
+
+Each action is one transaction: idempotency look-up, state checks, a compare-and-swap update on
+the row's ``version``, the session event, the run's ``session.<event>`` event, and the idempotency
+record. A success proves all of them were written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, insert, select, update
+
+from store import validation
+from store.claims import ActiveClaim, active_claims
+from store.clock import Clock, format_ts, system_clock
+from store.errors import (
+    AgentNotFound,
+    AgentUnavailable,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReuse,
+    IllegalSessionTransition,
+    InvalidSessionStatus,
+    SessionBranchConflict,
+    SessionTransitionConflict,
+    TerminationImpactRequired,
+)
+from store.gitcheck import BranchReading, read_branch
+from store.history import append_run_event, append_session_event
+from store.models import ACTIVE_STATES, Agent, AgentSession, IdempotencyKey, Workspace
+from store.sessions import SESSIONS, get_session
+
+_KEYS = IdempotencyKey.__table__  # type: ignore[attr-defined]
+_AGENTS = Agent.__table__  # type: ignore[attr-defined]
+_WORKSPACES = Workspace.__table__  # type: ignore[attr-defined]
+
+NOT_DONE_BY_TERMINATE = (
+    "Terminating records the session as terminated. It releases no claim, cancels no task, "
+    "resolves no proposal, and starts or kills no process."
+)
+
+
+@dataclass(frozen=True)
+class ActionOutcome:
+    action: str
+    session: AgentSession
+    replayed: bool = False
+    notes: tuple[str, ...] = ()
+    claims: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "session": self.session.to_json(),
+            "replayed": self.replayed,
+            "notes": list(self.notes),
+            "claims": list(self.claims),
+        }
+
+    @classmethod
+    def from_json(cls, body: dict[str, Any], *, replayed: bool) -> ActionOutcome:
+        stored = dict(body["session"])
+        metadata = stored.pop("metadata", None)
+        stored["metadata_json"] = validation.metadata(metadata)
+        return cls(
+            action=body["action"],
+            session=AgentSession(**stored),
+            replayed=replayed,
+            notes=tuple(body.get("notes", ())),
+            claims=tuple(body.get("claims", ())),
+        )
+
+
+@dataclass(frozen=True)
+class TerminationImpact:
+    """What the terminate dialog shows before a human acknowledges it."""
+
+    session: AgentSession
+    claims: list[ActiveClaim]
+
+    @property
+    def live_claims(self) -> list[ActiveClaim]:
+        return [claim for claim in self.claims if not claim.expired]
+
+    @property
+    def expired_claims(self) -> list[ActiveClaim]:
+        return [claim for claim in self.claims if claim.expired]
+
+    @property
+    def requires_details(self) -> bool:
+        # Expired claims still have status "active": the agent holds them until someone
+        # releases them, so they count too; they are only shown apart.
+        return bool(self.claims)
+
+
+def termination_impact(
+    *, db: Connection, session_id: str, clock: Clock = system_clock
+) -> TerminationImpact:
+    session = get_session(db=db, session_id=session_id)
+    return TerminationImpact(
+        session=session, claims=active_claims(db=db, agent_id=session.agent_id, now=clock())
+    )
+
+
+# Hooks for the action-specific parts: a check that may raise and returns extra payload, and the
+# column changes.
+Check = Callable[[Connection, AgentSession, str], dict[str, Any]]
+
+
+def _replay(db: Connection, key: str | None, action: str, session_id: str) -> ActionOutcome | None:
+    if key is None:
+        return None
+    row = db.execute(select(_KEYS).where(_KEYS.c.key == key)).one_or_none()
+    if row is None:
+        return None
+    if row.action != action or row.session_id != session_id:
+        raise IdempotencyKeyReuse(
+            f"The idempotency key {key!r} was already used to {row.action} session "
+            f"{row.session_id!r}; use a new key for this action."
+        )
+    return ActionOutcome.from_json(json.loads(row.outcome), replayed=True)
+
+
+def _apply(
+    *,
+    db: Connection,
+    action: str,
+    event_type: str,
+    session_id: str,
+    actor: str,
+    key: str | None,
+    key_required: bool,
+    expected_version: int | None,
+    allowed: Callable[[AgentSession], bool],
+    allowed_text: str,
+    changes: Callable[[str], dict[str, Any]],
+    check: Check | None = None,
+    clock: Clock,
+) -> ActionOutcome:
+    key = (key or "").strip() or None
+    if key_required and key is None:
+        raise IdempotencyKeyRequired(
+            f"To {action} a session, give an idempotency key so a retry never applies twice."
+        )
+    replayed = _replay(db, key, action, session_id)
+    if replayed is not None:
+        return replayed
+    session = get_session(db=db, session_id=session_id)
+    if expected_version is not None and session.version != expected_version:
+        raise _conflict(session)
+    if not allowed(session):
+        raise IllegalSessionTransition(
+            f"Cannot {action} session {session.id!r}: its status is {session.status!r}; "
+            f"{action} is allowed {allowed_text}."
+        )
+    now = format_ts(clock())
+    extra = check(db, session, now) if check is not None else {}
+    notes = tuple(extra.pop("notes", ()))
+    claims = tuple(extra.pop("claims", ()))
+    values = changes(now)
+    row = db.execute(
+        update(SESSIONS)
+        .where(SESSIONS.c.id == session.id, SESSIONS.c.version == session.version)
+        .values(**values, version=SESSIONS.c.version + 1)
+        .returning(*SESSIONS.c)
+    ).one_or_none()
+    if row is None:
+        raise _conflict(get_session(db=db, session_id=session_id))
+    updated = AgentSession(**row._mapping)
+    payload = {
+        "status": updated.status,
+        "previous_status": session.status,
+        "actor": actor,
+        **{name: values[name] for name in ("last_seen_at", "ended_at") if name in values},
+        **extra,
+    }
+    append_session_event(db, session_id=session.id, event_type=event_type, payload=payload, now=now)
+    append_run_event(
+        db,
+        run_id=session.run_id,
+        event_type=f"session.{event_type}",
+        actor=actor,
+        payload={"session_id": session.id, **payload},
+        now=now,
+    )
+    outcome = ActionOutcome(action=action, session=updated, notes=notes, claims=claims)
+    if key is not None:
+        db.execute(
+            insert(_KEYS).values(
+                key=key,
+                action=action,
+                session_id=session.id,
+                outcome=json.dumps(outcome.to_json(), sort_keys=True),
+                created_at=now,
+            )
+        )
+    return outcome
+
+
+def _conflict(current: AgentSession) -> SessionTransitionConflict:
+    return SessionTransitionConflict(
+        f"Session {current.id!r} changed since it was read: it is now {current.status!r} "
+        f"(version {current.version}). Reload it and decide again.",
+        details={"current": current.to_json()},
+    )
+
+
+def _is_active(session: AgentSession) -> bool:
+    return session.status in ACTIVE_STATES
+
+
+ACTIVE_TEXT = "from an active state (" + ", ".join(ACTIVE_STATES) + ")"
+
+
+def operator_heartbeat(
+    *,
+    db: Connection,
+    session_id: str,
+    actor: str,
+    status: str | None = None,
+    idempotency_key: str | None = None,
+    expected_version: int | None = None,
+    clock: Clock = system_clock,
+) -> ActionOutcome:
+    new_status = validation.status(status) if status and status.strip() else None
+    if new_status is not None and new_status not in ACTIVE_STATES:
+        raise InvalidSessionStatus(
+            f"A heartbeat may only set an active status ({', '.join(ACTIVE_STATES)}), "
+            f"not {new_status!r}."
+        )
+
+    def changes(now: str) -> dict[str, Any]:
+        values: dict[str, Any] = {"last_seen_at": now}
+        if new_status is not None:
+            values["status"] = new_status
+        return values
+
+    return _apply(
+        db=db,
+        action="heartbeat",
+        event_type="heartbeat",
+        session_id=session_id,
+        actor=actor,
+        key=idempotency_key,
+        key_required=False,
+        expected_version=expected_version,
+        allowed=_is_active,
+        allowed_text=ACTIVE_TEXT,
+        changes=changes,
+        clock=clock,
+    )
+
+
+def pause(
+    *,
+    db: Connection,
+    session_id: str,
+    actor: str,
+    idempotency_key: str | None = None,
+    expected_version: int | None = None,
+    clock: Clock = system_clock,
+) -> ActionOutcome:
+    return _apply(
+        db=db,
+        action="pause",
+        event_type="paused",
+        session_id=session_id,
+        actor=actor,
+        key=idempotency_key,
+        key_required=False,
+        expected_version=expected_version,
+        allowed=lambda s: _is_active(s) and s.status != "paused",
+        allowed_text="from an active state other than 'paused'",
+        changes=lambda now: {"status": "paused"},
+        clock=clock,
+    )
+
+
+def stop(
+    *,
+    db: Connection,
+    session_id: str,
+    actor: str,
+    idempotency_key: str | None = None,
+    expected_version: int | None = None,
+    clock: Clock = system_clock,
+) -> ActionOutcome:
+    return _apply(
+        db=db,
+        action="stop",
+        event_type="stopped",
+        session_id=session_id,
+        actor=actor,
+        key=idempotency_key,
+        key_required=False,
+        expected_version=expected_version,
+        allowed=_is_active,
+        allowed_text=ACTIVE_TEXT,
+        changes=lambda now: {"status": "stopped", "ended_at": now, "last_seen_at": now},
+        clock=clock,
+    )
+
+
+def workspace_root(db: Connection, session: AgentSession) -> str:
+    """Where the session's workspace lives: its workspace row's root, else its working dir."""
+    workspace_id = session.effective_workspace_id
+    if workspace_id:
+        root = db.execute(
+            select(_WORKSPACES.c.root_path).where(_WORKSPACES.c.id == workspace_id)
+        ).scalar_one_or_none()
+        if root:
+            return str(root)
+    return session.working_directory
+
+
+def resume(
+    *,
+    db: Connection,
+    session_id: str,
+    actor: str,
+    idempotency_key: str | None,
+    expected_version: int | None = None,
+    clock: Clock = system_clock,
+    branch_reader: Callable[[str | Path], BranchReading] = read_branch,
+) -> ActionOutcome:
+    def check(db: Connection, session: AgentSession, now: str) -> dict[str, Any]:
+        enabled = db.execute(
+            select(_AGENTS.c.is_enabled).where(_AGENTS.c.id == session.agent_id)
+        ).one_or_none()
+        if enabled is None:
+            raise AgentNotFound(
+                f"Session {session.id!r} belongs to agent {session.agent_id!r}, "
+                "which is not in the store; register the agent before resuming."
+            )
+        if not enabled.is_enabled:
+            raise AgentUnavailable(
+                f"Agent {session.agent_id!r} is disabled; enable it before resuming its session."
+            )
+        return _branch_check(db, session, branch_reader)
+
+    return _apply(
+        db=db,
+        action="resume",
+        event_type="resuming",
+        session_id=session_id,
+        actor=actor,
+        key=idempotency_key,
+        key_required=True,
+        expected_version=expected_version,
+        allowed=lambda s: s.status in ("paused", "stopped"),
+        allowed_text="only from 'paused' or 'stopped'",
+        changes=lambda now: {"status": "resuming", "last_seen_at": now, "ended_at": None},
+        check=check,
+        clock=clock,
+    )
+
+
+def _branch_check(
+    db: Connection, session: AgentSession, branch_reader: Callable[[str | Path], BranchReading]
+) -> dict[str, Any]:
+    saved = (session.metadata_dict or {}).get("branch")
+    if not saved:
+        return {}
+    root = workspace_root(db, session)
+    reading = branch_reader(root)
+    if not reading.repository:
+        problem = reading.problem or f"{root} is not a git repository"
+        note = f"Branch {saved!r} was not checked: {problem}."
+        return {"notes": [note], "branch_checked": False}
+    if reading.branch is None:
+        raise SessionBranchConflict(
+            f"The repository at {root} could not be inspected ({reading.problem}); "
+            f"the session expects branch {saved!r}. Fix the repository and retry."
+        )
+    if reading.branch != saved:
+        raise SessionBranchConflict(
+            f"The workspace at {root} is on branch {reading.branch!r}, but the session was "
+            f"saved on {saved!r}. Check out {saved!r} and retry."
+        )
+    return {"branch_checked": True, "branch": saved}
+
+
+def terminate(
+    *,
+    db: Connection,
+    session_id: str,
+    actor: str,
+    idempotency_key: str | None,
+    impact_details: str | None = None,
+    expected_version: int | None = None,
+    clock: Clock = system_clock,
+) -> ActionOutcome:
+    details = (impact_details or "").strip()
+
+    def check(db: Connection, session: AgentSession, now: str) -> dict[str, Any]:
+        claims = active_claims(db=db, agent_id=session.agent_id, now=clock())
+        if claims and not details:
+            raise TerminationImpactRequired(
+                f"Agent {session.agent_id!r} holds {len(claims)} active claim(s) "
+                f"({', '.join(claim.resource_id for claim in claims)}); describe the impact of "
+                "terminating before you confirm."
+            )
+        return {
+            "impact_details": details or None,
+            "active_claims": [claim.id for claim in claims],
+            "claims": [claim.to_json() for claim in claims],
+            "notes": [NOT_DONE_BY_TERMINATE],
+        }
+
+    return _apply(
+        db=db,
+        action="terminate",
+        event_type="terminated",
+        session_id=session_id,
+        actor=actor,
+        key=idempotency_key,
+        key_required=True,
+        expected_version=expected_version,
+        allowed=_is_active,
+        allowed_text=ACTIVE_TEXT,
+        changes=lambda now: {"status": "terminated", "ended_at": now, "last_seen_at": now},
+        check=check,
+        clock=clock,
+    )

@@ -1,0 +1,62 @@
+"""Our additions, all additive: the session version for compare-and-swap, persisted idempotency
+keys, a timestamp sort key on PostgreSQL, and indexes for every order and filter the product uses.
+
+Revision ID: 0002_console_additions
+"""
+
+from alembic import op
+from sqlalchemy import inspect
+
+from store.sqlfuncs import (
+    PG_EFFECTIVE_WORKSPACE,
+    PG_METADATA_WORKSPACE_FUNCTION,
+    PG_TS_KEY_FUNCTION,
+    SQLITE_EFFECTIVE_WORKSPACE,
+)
+
+revision = "0002_console_additions"
+down_revision = "0001_reference_baseline"
+branch_labels = None
+depends_on = None
+
+
+def _indexes(key: str, workspace: str) -> dict[str, str]:
+    """Index name → target; ``key`` formats the timestamp sort-key expression."""
+    return {
+        "ix_agent_sessions_started": f"agent_sessions(({key.format('started_at')}), id)",
+        "ix_agent_sessions_status": "agent_sessions(status)",
+        "ix_agent_sessions_agent": "agent_sessions(agent_id)",
+        "ix_agent_sessions_run": "agent_sessions(run_id)",
+        "ix_agent_sessions_workspace": "agent_sessions(workspace_id)",
+        "ix_agent_sessions_last_seen": f"agent_sessions(({key.format('last_seen_at')}))",
+        "ix_agent_session_events_session": "agent_session_events(session_id, id)",
+        "ix_events_run": "events(run_id, id)",
+        "ix_tasks_agent": "tasks(assigned_agent_id)",
+        "ix_claims_agent": "claims(agent_id, status)",
+        "ix_proposals_agent": "proposals(agent_id)",
+        "ix_decisions_created": f"decisions(({key.format('created_at')}))",
+        "ix_agent_sessions_effective_workspace": f"agent_sessions(({workspace}))",
+    }
+
+
+def upgrade() -> None:
+    bind = op.get_bind()
+    postgres = bind.dialect.name == "postgresql"
+    session_columns = {column["name"] for column in inspect(bind).get_columns("agent_sessions")}
+    if "version" not in session_columns:
+        op.execute("ALTER TABLE agent_sessions ADD COLUMN version INTEGER NOT NULL DEFAULT 0")
+    op.execute(
+        "CREATE TABLE IF NOT EXISTS idempotency_keys (key TEXT PRIMARY KEY, action TEXT NOT NULL,"
+        " session_id TEXT NOT NULL, outcome TEXT NOT NULL, created_at TEXT NOT NULL)"
+    )
+    if postgres:
+        op.execute(PG_TS_KEY_FUNCTION)
+        op.execute(PG_METADATA_WORKSPACE_FUNCTION)
+    key = "rt_ts_key({})" if postgres else "julianday({})"
+    workspace = PG_EFFECTIVE_WORKSPACE if postgres else SQLITE_EFFECTIVE_WORKSPACE
+    for name, target in _indexes(key, workspace).items():
+        op.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {target}")
+
+
+def downgrade() -> None:
+    raise NotImplementedError("Additive migrations are not rolled back.")

@@ -1,0 +1,221 @@
+"""SQLModel tables with the reference store's table and column names (reference/schema.md).
+
+Everything the reference keeps as TEXT stays TEXT: timestamps are text in several forms, JSON lives
+in ``*_json`` columns. Our additions are ``agent_sessions.version`` and ``idempotency_keys``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Integer, Text
+from sqlmodel import Field, SQLModel
+
+from store.clock import parse_ts
+
+ACTIVE_STATES: tuple[str, ...] = ("starting", "active", "running", "paused", "resuming")
+FINISHED_TASK_STATES: tuple[str, ...] = ("completed", "done", "cancelled", "canceled")
+
+
+def _text(*, nullable: bool = True, primary_key: bool = False, default: str | None = None) -> str:
+    kwargs: dict = {"sa_type": Text, "nullable": nullable, "primary_key": primary_key}
+    if default is not None:
+        kwargs["default"] = default
+    elif nullable:
+        kwargs["default"] = None
+    return Field(**kwargs)  # type: ignore[no-any-return]
+
+
+class Workspace(SQLModel, table=True):
+    __tablename__ = "workspaces"
+    id: str = _text(primary_key=True, nullable=False)
+    name: str = _text(nullable=False)
+    root_path: str = Field(sa_type=Text, nullable=False, unique=True)
+    status: str = _text(nullable=False, default="active")
+    created_at: str = _text(nullable=False)
+    updated_at: str = _text(nullable=False)
+    display_name: str | None = _text()
+    root_alias: str | None = _text()
+    canonical_repository_identity: str | None = _text()
+    default_branch: str | None = _text()
+    last_opened_at: str | None = _text()
+    revision: int = Field(default=1, sa_type=Integer, nullable=False)
+
+
+class Agent(SQLModel, table=True):
+    __tablename__ = "agents"
+    id: str = _text(primary_key=True, nullable=False)
+    role: str = _text(nullable=False)
+    name: str = _text(nullable=False)
+    adapter: str = _text(nullable=False)
+    command: str | None = _text()
+    status: str = _text(nullable=False, default="idle")
+    is_enabled: int = Field(default=1, sa_type=Integer, nullable=False)
+    created_at: str | None = _text()
+
+
+class Run(SQLModel, table=True):
+    __tablename__ = "runs"
+    id: str = _text(primary_key=True, nullable=False)
+    goal: str | None = _text()
+    status: str = _text(nullable=False, default="active")
+    started_at: str = _text(nullable=False)
+    ended_at: str | None = _text()
+    metadata_json: str | None = _text()
+    workspace_id: str | None = _text()
+
+
+class Task(SQLModel, table=True):
+    __tablename__ = "tasks"
+    id: str = _text(primary_key=True, nullable=False)
+    title: str = _text(nullable=False)
+    body_md: str = _text(nullable=False)
+    status: str = _text(nullable=False, default="open")
+    priority: int = Field(default=100, sa_type=Integer, nullable=False)
+    risk: str = _text(nullable=False, default="normal")
+    assigned_agent_id: str | None = _text()
+    created_at: str | None = _text()
+    updated_at: str | None = _text()
+
+
+class Claim(SQLModel, table=True):
+    __tablename__ = "claims"
+    id: str = _text(primary_key=True, nullable=False)
+    resource_id: str = _text(nullable=False)
+    agent_id: str = _text(nullable=False)
+    task_id: str = _text(nullable=False)
+    claim_type: str = _text(nullable=False)
+    base_hash: str | None = _text()
+    status: str = _text(nullable=False, default="active")
+    expires_at: str = _text(nullable=False)
+    heartbeat_at: str | None = _text()
+    renewable: int = Field(default=1, sa_type=Integer, nullable=False)
+    resume_policy: str = _text(nullable=False, default="hold")
+    rationale_md: str | None = _text()
+    created_at: str | None = _text()
+    workspace_id: str | None = _text()
+
+
+class Proposal(SQLModel, table=True):
+    __tablename__ = "proposals"
+    id: str = _text(primary_key=True, nullable=False)
+    task_id: str = _text(nullable=False)
+    agent_id: str = _text(nullable=False)
+    title: str = _text(nullable=False)
+    summary_md: str = _text(nullable=False)
+    patch_path: str = _text(nullable=False)
+    status: str = _text(nullable=False, default="pending")
+    risk: str = _text(nullable=False, default="normal")
+    created_at: str | None = _text()
+    workspace_id: str | None = _text()
+    proposer_session_id: str | None = _text()
+    updated_at: str | None = _text()
+
+
+class Decision(SQLModel, table=True):
+    __tablename__ = "decisions"
+    id: str = _text(primary_key=True, nullable=False)
+    proposal_id: str | None = _text()
+    task_id: str | None = _text()
+    decision: str = _text(nullable=False)
+    rationale_md: str = _text(nullable=False)
+    decided_by: str = _text(nullable=False)
+    created_at: str | None = _text()
+
+
+class Event(SQLModel, table=True):
+    """The general activity stream."""
+
+    __tablename__ = "events"
+    __table_args__ = {"sqlite_autoincrement": True}
+    id: int | None = Field(default=None, primary_key=True, sa_type=Integer)
+    run_id: str = _text(nullable=False)
+    type: str = _text(nullable=False)
+    actor_id: str | None = _text()
+    task_id: str | None = _text()
+    payload_json: str = _text(nullable=False)
+    created_at: str = _text(nullable=False)
+
+
+class AgentSession(SQLModel, table=True):
+    __tablename__ = "agent_sessions"
+    id: str = _text(primary_key=True, nullable=False)
+    agent_id: str = _text(nullable=False)
+    run_id: str = _text(nullable=False)
+    adapter: str = _text(nullable=False)
+    provider: str | None = _text()
+    model: str | None = _text()
+    external_session_id: str | None = _text()
+    external_resume_command: str | None = _text()
+    working_directory: str = _text(nullable=False)
+    mcp_socket: str | None = _text()
+    status: str = _text(nullable=False, default="active")
+    started_at: str = _text(nullable=False)
+    last_seen_at: str | None = _text()
+    ended_at: str | None = _text()
+    metadata_json: str | None = _text()
+    workspace_id: str | None = _text()
+    version: int = Field(default=0, sa_type=Integer, nullable=False)
+
+    @property
+    def metadata_dict(self) -> dict[str, Any] | None:
+        if not self.metadata_json:
+            return None
+        try:
+            decoded = json.loads(self.metadata_json)
+        except (json.JSONDecodeError, TypeError):
+            return None
+        return decoded if isinstance(decoded, dict) else None
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE_STATES
+
+    @property
+    def effective_workspace_id(self) -> str | None:
+        if self.workspace_id:
+            return self.workspace_id
+        value = (self.metadata_dict or {}).get("workspace_id")
+        return str(value) if value not in (None, "") else None
+
+    def last_seen(self) -> datetime | None:
+        return parse_ts(self.last_seen_at) or parse_ts(self.started_at)
+
+    def is_stale(self, now: datetime, stale_after: timedelta) -> bool:
+        """Active, and not seen for longer than ``stale_after`` — shown, never written."""
+        seen = self.last_seen()
+        return self.is_active and seen is not None and now - seen > stale_after
+
+    def to_json(self) -> dict[str, Any]:
+        """Column names as keys, ``metadata`` decoded to an object or null."""
+        body: dict[str, Any] = {name: getattr(self, name) for name in SESSION_JSON_COLUMNS}
+        body["metadata"] = self.metadata_dict
+        body["version"] = self.version
+        return body
+
+
+class AgentSessionEvent(SQLModel, table=True):
+    __tablename__ = "agent_session_events"
+    __table_args__ = {"sqlite_autoincrement": True}
+    id: int | None = Field(default=None, primary_key=True, sa_type=Integer)
+    session_id: str = _text(nullable=False)
+    event_type: str = _text(nullable=False)
+    payload_json: str = _text(nullable=False)
+    created_at: str = _text(nullable=False)
+
+
+class IdempotencyKey(SQLModel, table=True):
+    __tablename__ = "idempotency_keys"
+    key: str = _text(primary_key=True, nullable=False)
+    action: str = _text(nullable=False)
+    session_id: str = _text(nullable=False)
+    outcome: str = _text(nullable=False)
+    created_at: str = _text(nullable=False)
+
+
+SESSION_COLUMNS: tuple[str, ...] = tuple(AgentSession.__table__.columns.keys())  # type: ignore[attr-defined]
+SESSION_JSON_COLUMNS: tuple[str, ...] = tuple(
+    name for name in SESSION_COLUMNS if name not in ("metadata_json", "version")
+)

@@ -1,0 +1,57 @@
+"""Bringing a database's schema up to date with Alembic, and skipping that when it already is.
+
+The check costs one query; Alembic itself is imported only when there is work to do, so the
+agent-facing commands pay nothing for it on a current store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import Connection, Engine, text
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+HEAD_REVISION = "0002_console_additions"
+_PG_MIGRATION_LOCK = 0x526F756E64  # any fixed number; "Round"
+
+
+def current_revision(conn: Connection) -> str | None:
+    if conn.dialect.name == "postgresql":
+        exists = conn.execute(text("SELECT to_regclass('alembic_version') IS NOT NULL")).scalar()
+    else:
+        exists = conn.execute(
+            text("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'")
+        ).scalar()
+    if not exists:
+        return None
+    return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def ensure_schema(engine: Engine, *, progress: Callable[[str], None] | None = None) -> bool:
+    """Upgrade to head if needed. Returns True when migrations ran."""
+    with engine.connect() as conn:
+        if current_revision(conn) == HEAD_REVISION:
+            return False
+    writer = engine.execution_options(write=True)
+    with writer.connect() as conn, conn.begin():
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+        # Another process may have upgraded while we waited for the lock.
+        if current_revision(conn) == HEAD_REVISION:
+            return False
+        if progress is not None:
+            progress("Bringing the store's schema up to date (first open only)…")
+        _run_alembic_upgrade(conn, progress)
+    return True
+
+
+def _run_alembic_upgrade(conn: Connection, progress: Callable[[str], None] | None) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["connection"] = conn
+    config.attributes["progress"] = progress
+    command.upgrade(config, "head")

@@ -1,0 +1,98 @@
+"""SQL expressions that differ by dialect, compiled per dialect and backed by indexes.
+
+``ts_key``: a sortable key for timestamp text, whatever form the reference wrote it in.
+
+The reference store mixes ``CURRENT_TIMESTAMP`` text with RFC 3339 (with and without nanoseconds);
+as text those do not sort chronologically. ``ts_key(column)`` compiles to an expression that does:
+``julianday(x)`` on SQLite and the immutable ``rt_ts_key(x)`` function on PostgreSQL (created by a
+migration). Indexes are built on the same expressions, so ordering and keyset pages use them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
+from sqlalchemy.types import Float
+
+
+class ts_key(FunctionElement[Any]):  # noqa: N801 - reads like the SQL function it stands for
+    type = Float()
+    name = "ts_key"
+    inherit_cache = True
+
+
+@compiles(ts_key, "sqlite")
+def _ts_key_sqlite(element: ts_key, compiler: Any, **kw: Any) -> str:
+    return f"julianday({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(ts_key, "postgresql")
+def _ts_key_postgresql(element: ts_key, compiler: Any, **kw: Any) -> str:
+    return f"rt_ts_key({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(ts_key)
+def _ts_key_default(element: ts_key, compiler: Any, **kw: Any) -> str:
+    return compiler.process(element.clauses, **kw)  # type: ignore[no-any-return]
+
+
+# The PostgreSQL twin of SQLite's julianday(): NULL for text it cannot read, UTC otherwise.
+# Declared IMMUTABLE so it can back an index; every branch supplies an explicit zone, so the
+# result does not depend on the session's TimeZone setting.
+PG_TS_KEY_FUNCTION = r"""
+CREATE OR REPLACE FUNCTION rt_ts_key(t text) RETURNS timestamp
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+  IF t ~ '^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|z|[+-]\d{2}(:?\d{2})?)$' THEN
+    RETURN t::timestamptz AT TIME ZONE 'UTC';
+  ELSIF t ~ '^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?$' THEN
+    RETURN (t || 'Z')::timestamptz AT TIME ZONE 'UTC';
+  END IF;
+  RETURN NULL;
+EXCEPTION WHEN others THEN
+  RETURN NULL;
+END
+$$;
+"""
+
+
+class effective_workspace(FunctionElement[Any]):  # noqa: N801
+    """The session's workspace: its ``workspace_id`` column, else ``workspace_id`` in its metadata
+    (ref). Malformed metadata gives NULL rather than an error."""
+
+    name = "effective_workspace"
+    inherit_cache = True
+
+
+SQLITE_EFFECTIVE_WORKSPACE = (
+    "COALESCE(workspace_id, CASE WHEN json_valid(metadata_json) "
+    "THEN json_extract(metadata_json, '$.workspace_id') END)"
+)
+PG_EFFECTIVE_WORKSPACE = "COALESCE(workspace_id, rt_metadata_workspace(metadata_json))"
+
+
+@compiles(effective_workspace, "sqlite")
+def _workspace_sqlite(element: effective_workspace, compiler: Any, **kw: Any) -> str:
+    return SQLITE_EFFECTIVE_WORKSPACE
+
+
+@compiles(effective_workspace, "postgresql")
+def _workspace_postgresql(element: effective_workspace, compiler: Any, **kw: Any) -> str:
+    return PG_EFFECTIVE_WORKSPACE
+
+
+PG_METADATA_WORKSPACE_FUNCTION = r"""
+CREATE OR REPLACE FUNCTION rt_metadata_workspace(t text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+  IF t IS NULL OR t NOT LIKE '%workspace_id%' THEN
+    RETURN NULL;
+  END IF;
+  RETURN (t::jsonb) ->> 'workspace_id';
+EXCEPTION WHEN others THEN
+  RETURN NULL;
+END
+$$;
+"""

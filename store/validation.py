@@ -1,0 +1,90 @@
+"""Input checks shared by the operations: required strings, statuses, metadata, limits."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from typing import Any
+
+from store.errors import InvalidLimit, InvalidSession, InvalidSessionStatus
+
+MAX_STATUS_LENGTH = 64
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 200
+
+
+def has_control_characters(value: str) -> bool:
+    return any(unicodedata.category(char) in ("Cc", "Cf") for char in value)
+
+
+def required(name: str, value: str | None) -> str:
+    cleaned = (value or "").strip()
+    if not cleaned:
+        raise InvalidSession(f"{name} is required and must not be blank.")
+    return cleaned
+
+
+def optional(value: str | None) -> str | None:
+    """Omitted or blank optional values are stored as NULL."""
+    if value is None:
+        return None
+    cleaned = value.strip()
+    return cleaned or None
+
+
+def status(value: str) -> str:
+    """Any printable string up to 64 characters (ref: a free string)."""
+    cleaned = value.strip()
+    if not cleaned:
+        raise InvalidSessionStatus("A status must not be blank.")
+    if len(cleaned) > MAX_STATUS_LENGTH:
+        raise InvalidSessionStatus(
+            f"A status is at most {MAX_STATUS_LENGTH} characters; this one has {len(cleaned)}."
+        )
+    if has_control_characters(cleaned):
+        raise InvalidSessionStatus("A status must not contain control characters.")
+    return cleaned
+
+
+def metadata(value: str | dict[str, Any] | None) -> str | None:
+    """A JSON object, stored as text; ``{}`` and nothing are stored as NULL."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        try:
+            decoded = json.loads(value)
+        except json.JSONDecodeError as error:
+            raise InvalidSession(
+                f"Metadata is not valid JSON: {error.msg} at character {error.pos}."
+            ) from None
+    else:
+        decoded = value
+    if not isinstance(decoded, dict):
+        raise InvalidSession(f"Metadata must be a JSON object, not {type(decoded).__name__}.")
+    if not decoded:
+        return None
+    try:
+        return json.dumps(decoded, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise InvalidSession(f"Metadata cannot be stored as JSON: {error}.") from None
+
+
+def limit(value: int | None) -> int:
+    if value is None:
+        return DEFAULT_LIMIT
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
+        raise InvalidLimit(f"A page limit must be a whole number from 1 to {MAX_LIMIT}.")
+    return value
+
+
+def decode_metadata(text: str | None) -> dict[str, Any] | None:
+    """Stored metadata as an object, or None when absent or unreadable."""
+    if not text:
+        return None
+    try:
+        decoded = json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        return None
+    return decoded if isinstance(decoded, dict) else None

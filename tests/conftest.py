@@ -1,0 +1,94 @@
+"""Fixtures shared by the whole suite: a store on SQLite and on a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from store.database import Store, open_store
+from tests.pg_server import PostgresServer
+
+TEMPLATE_DB = "rt_template"
+_database_numbers = itertools.count()
+
+
+class FakeClock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2026, 9, 17, 17, 26, 35, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now += timedelta(**delta)
+        return self.now
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    server = PostgresServer()
+    server.start()
+    admin = create_engine(server.url(), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {TEMPLATE_DB}"))
+    admin.dispose()
+    open_store(server.url(TEMPLATE_DB)).dispose()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def new_pg_database(server: PostgresServer) -> str:
+    """A fresh, already-migrated database copied from the template."""
+    name = f"rt_test_{next(_database_numbers)}"
+    admin = create_engine(server.url(), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE_DB}"))
+    admin.dispose()
+    return server.url(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty, migrated store URL on each backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'roundtable.db'}"
+    return new_pg_database(request.getfixturevalue("pg_server"))
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    opened = open_store(store_url)
+    try:
+        yield opened
+    finally:
+        opened.dispose()
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[Store]:
+    opened = open_store(f"sqlite:///{tmp_path / 'roundtable.db'}")
+    try:
+        yield opened
+    finally:
+        opened.dispose()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("store_url") == "postgresql":
+            item.add_marker(pytest.mark.postgres)

@@ -1,0 +1,80 @@
+"""A throwaway PostgreSQL cluster on a loopback port, started by the test suite itself.
+
+initdb refuses to run as root, so under root (as in CI) the cluster runs as the ``postgres``
+system user that Debian's server package creates.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+
+
+def find_pg_bin() -> Path:
+    found = shutil.which("pg_ctl")
+    if found:
+        return Path(found).resolve().parent
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
+    if candidates:
+        return Path(candidates[-1]).parent
+    raise RuntimeError(
+        "PostgreSQL's server (initdb, pg_ctl) is not installed: "
+        "apt-get install postgresql (the tests need a real server; they never skip it)."
+    )
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class PostgresServer:
+    def __init__(self) -> None:
+        self.bin = find_pg_bin()
+        self.port = free_port()
+        self.base = Path(tempfile.mkdtemp(prefix="rt-pg-"))
+        self.data = self.base / "data"
+        self.log = self.base / "server.log"
+        self.run_as: str | None = "postgres" if os.geteuid() == 0 else None
+
+    def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        command = [str(self.bin / args[0]), *args[1:]]
+        if self.run_as:
+            command = ["runuser", "-u", self.run_as, "--", *command]
+        return subprocess.run(command, capture_output=True, text=True, check=False, timeout=120)
+
+    def start(self) -> None:
+        if self.run_as:
+            entry = pwd.getpwnam(self.run_as)
+            os.chown(self.base, entry.pw_uid, entry.pw_gid)
+        result = self._run(
+            "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
+            "--no-sync", "--locale=C",
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"initdb failed: {result.stderr.strip()}")
+        options = (
+            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.base} "
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+            "-c max_connections=100"
+        )
+        result = self._run(
+            "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "start"
+        )
+        if result.returncode != 0:
+            log = self.log.read_text() if self.log.exists() else ""
+            raise RuntimeError(f"PostgreSQL did not start: {result.stderr.strip()}\n{log}")
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "stop")
+        shutil.rmtree(self.base, ignore_errors=True)
