@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, func, literal, or_, select, tuple_, update
+from sqlalchemy import Connection, and_, case, func, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -226,8 +226,10 @@ def list_sessions(
         started_at, session_id = decode_cursor(_CURSOR_KIND, cursor, 2)
         if not isinstance(started_at, str) or not isinstance(session_id, str):
             raise InvalidCursor("That cursor is not one this store issued.")
-        after = tuple_(ts_key(literal(started_at)), session_id)
-        conditions.append(tuple_(order_key, _C.id) > after)
+        key = ts_key(literal(started_at))
+        # The leading ">=" is a plain range on the index; a row-value comparison is not.
+        conditions.append(order_key >= key)
+        conditions.append(or_(order_key > key, _C.id > session_id))
     statement = select(SESSIONS).where(and_(*conditions)).order_by(order_key, _C.id).limit(size + 1)
     rows = db.execute(statement).all()
     items = [_record(row) for row in rows[:size]]

@@ -24,10 +24,11 @@ def _indexes(key: str, workspace: str) -> dict[str, str]:
     """Index name → target; ``key`` formats the timestamp sort-key expression."""
     return {
         "ix_agent_sessions_started": f"agent_sessions(({key.format('started_at')}), id)",
-        "ix_agent_sessions_status": "agent_sessions(status)",
-        "ix_agent_sessions_agent": "agent_sessions(agent_id)",
-        "ix_agent_sessions_run": "agent_sessions(run_id)",
-        "ix_agent_sessions_workspace": "agent_sessions(workspace_id)",
+        # Each filter column leads an index that continues in list order, so a filtered page
+        # is an index range, not a scan of the whole table.
+        "ix_agent_sessions_status": f"agent_sessions(status, ({key.format('started_at')}), id)",
+        "ix_agent_sessions_agent": f"agent_sessions(agent_id, ({key.format('started_at')}), id)",
+        "ix_agent_sessions_run": f"agent_sessions(run_id, ({key.format('started_at')}), id)",
         "ix_agent_sessions_last_seen": f"agent_sessions(({key.format('last_seen_at')}))",
         "ix_agent_session_events_session": "agent_session_events(session_id, id)",
         "ix_events_run": "events(run_id, id)",
@@ -35,7 +36,9 @@ def _indexes(key: str, workspace: str) -> dict[str, str]:
         "ix_claims_agent": "claims(agent_id, status)",
         "ix_proposals_agent": "proposals(agent_id)",
         "ix_decisions_created": f"decisions(({key.format('created_at')}))",
-        "ix_agent_sessions_effective_workspace": f"agent_sessions(({workspace}))",
+        "ix_agent_sessions_workspace": (
+            f"agent_sessions(({workspace}), ({key.format('started_at')}), id)"
+        ),
     }
 
 

@@ -1,0 +1,40 @@
+"""Making store text safe to show: control characters become visible, never reach a terminal."""
+
+from __future__ import annotations
+
+import unicodedata
+
+_SPECIAL = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\e"}
+
+
+def _visible(char: str) -> str:
+    if char in _SPECIAL:
+        return _SPECIAL[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str | None, *, keep_newlines: bool = False) -> str:
+    """``text`` with every control or format character (ESC, BEL, CSI, bidi overrides, …) shown
+    as an escape sequence. Newlines are kept only when asked (multi-line views)."""
+    if not text:
+        return ""
+    if text.isprintable() and (keep_newlines or "\n" not in text):
+        return text
+    out = []
+    for char in text:
+        if keep_newlines and char == "\n":
+            out.append(char)
+        elif unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(_visible(char))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def one_line(text: str | None, width: int | None = None) -> str:
+    """Printable, on one line, cut to ``width`` characters with an ellipsis."""
+    shown = printable(text)
+    if width is not None and len(shown) > width:
+        return shown[: max(width - 1, 0)] + "…"
+    return shown

@@ -1,0 +1,177 @@
+"""Where the data lives and who is acting: URL resolution, user settings, adapter config.
+
+No Textual here: the agent-facing CLI imports this on every heartbeat.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from store.adapters import AdapterConfig
+
+APP_NAME = "roundtable"
+DEFAULT_REFRESH_SECONDS = 2.0
+DEFAULT_STALE_AFTER_SECONDS = 300.0
+
+
+class ConfigError(Exception):
+    """Bad configuration or a bad location: the user must fix something (exit 2)."""
+
+    code = "invalid_configuration"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def config_dir() -> Path:
+    # platformdirs honours XDG_CONFIG_HOME on Linux.
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir(APP_NAME))
+
+
+def data_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+def default_database_path() -> Path:
+    return data_dir() / "roundtable.db"
+
+
+@dataclass(frozen=True)
+class Settings:
+    database: str | None = None
+    operator: str | None = None
+    refresh_seconds: float = DEFAULT_REFRESH_SECONDS
+    stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS
+    theme: str | None = None
+    adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
+    source: Path | None = None
+
+
+def _positive_number(values: Mapping[str, Any], key: str, default: float, source: Path) -> float:
+    value = values.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"{source}: {key} must be a positive number, not {value!r}.")
+    return float(value)
+
+
+def _optional_text(values: Mapping[str, Any], key: str, source: Path) -> str | None:
+    value = values.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigError(f"{source}: {key} must be a string, not {value!r}.")
+    return value.strip() or None
+
+
+def _adapter_table(values: Any, source: Path) -> dict[str, AdapterConfig]:
+    if values is None:
+        return {}
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{source}: adapters must be a table of adapter names.")
+    adapters = {}
+    for name, body in values.items():
+        if not isinstance(body, Mapping):
+            raise ConfigError(f"{source}: adapters.{name} must be a table.")
+        adapters[str(name)] = AdapterConfig.from_mapping(str(name), body)
+    return adapters
+
+
+def load_settings(path: Path | None = None) -> Settings:
+    """The user's ``config.toml``; missing means defaults, malformed is a clear error."""
+    source = path or config_dir() / "config.toml"
+    if not source.is_file():
+        return Settings()
+    try:
+        values = tomllib.loads(source.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{source} is not valid TOML: {error}.") from None
+    except OSError as error:
+        raise ConfigError(f"Cannot read {source}: {error.strerror}.") from None
+    return Settings(
+        database=_optional_text(values, "database", source),
+        operator=_optional_text(values, "operator", source),
+        refresh_seconds=_positive_number(
+            values, "refresh_seconds", DEFAULT_REFRESH_SECONDS, source
+        ),
+        stale_after_seconds=_positive_number(
+            values, "stale_after_seconds", DEFAULT_STALE_AFTER_SECONDS, source
+        ),
+        theme=_optional_text(values, "theme", source),
+        adapters=_adapter_table(values.get("adapters"), source),
+        source=source,
+    )
+
+
+def workspace_dir(root: str | Path) -> Path:
+    """``DIR/.roundtable`` of a Roundtable workspace; DIR must be an existing directory."""
+    path = Path(root).expanduser()
+    if not path.exists():
+        raise ConfigError(f"--root {path}: no such directory.")
+    if not path.is_dir():
+        raise ConfigError(f"--root {path} is not a directory.")
+    return path / ".roundtable"
+
+
+def workspace_adapters(root: str | Path) -> dict[str, AdapterConfig]:
+    """``adapters.<name>`` from the workspace's ``.roundtable/config.yaml`` (ref format)."""
+    source = workspace_dir(root) / "config.yaml"
+    if not source.is_file():
+        return {}
+    import yaml
+
+    try:
+        values = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{source} is not valid YAML: {error}.") from None
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{source} must hold a mapping at the top level.")
+    return _adapter_table(values.get("adapters"), source)
+
+
+def resolve_adapters(settings: Settings, root: str | Path | None) -> dict[str, AdapterConfig]:
+    """The user's adapters, overridden by the workspace's for that workspace."""
+    adapters = dict(settings.adapters)
+    if root is not None:
+        adapters.update(workspace_adapters(root))
+    return adapters
+
+
+def resolve_database_url(*, db: str | None, root: str | Path | None, settings: Settings) -> str:
+    """First that is set wins: --db, $ROUNDTABLE_DB, --root DIR, config ``database``, default."""
+    if db and db.strip():
+        return db.strip()
+    from_env = os.environ.get("ROUNDTABLE_DB", "").strip()
+    if from_env:
+        return from_env
+    if root is not None:
+        directory = workspace_dir(root)
+        try:
+            directory.mkdir(exist_ok=True)
+        except OSError as error:
+            raise ConfigError(f"Cannot create {directory}: {error.strerror}.") from None
+        return f"sqlite:///{directory / 'roundtable.db'}"
+    if settings.database:
+        return settings.database
+    return f"sqlite:///{default_database_path()}"
+
+
+def resolve_operator(*, flag: str | None, settings: Settings) -> str:
+    """--operator, config ``operator``, $ROUNDTABLE_OPERATOR, else the OS login name."""
+    for candidate in (flag, settings.operator, os.environ.get("ROUNDTABLE_OPERATOR")):
+        if candidate and candidate.strip():
+            return candidate.strip()
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown-operator"
