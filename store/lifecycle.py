@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 from store import validation
 from store.claims import ActiveClaim, active_claims
@@ -189,16 +190,30 @@ def _apply(
     )
     outcome = ActionOutcome(action=action, session=updated, notes=notes, claims=claims)
     if key is not None:
+        _record_key(db, key=key, action=action, session_id=session.id, outcome=outcome, now=now)
+    return outcome
+
+
+def _record_key(
+    db: Connection, *, key: str, action: str, session_id: str, outcome: ActionOutcome, now: str
+) -> None:
+    try:
         db.execute(
             insert(_KEYS).values(
                 key=key,
                 action=action,
-                session_id=session.id,
+                session_id=session_id,
                 outcome=json.dumps(outcome.to_json(), sort_keys=True),
                 created_at=now,
             )
         )
-    return outcome
+    except IntegrityError:
+        # Another transaction recorded the same key after our look-up (PostgreSQL lets both
+        # look-ups run at once; the key's primary key is where they meet). Its action won.
+        raise IdempotencyKeyReuse(
+            f"The idempotency key {key!r} was used by another action at the same moment; "
+            "nothing was applied. Use a new key for this action."
+        ) from None
 
 
 def _conflict(current: AgentSession) -> SessionTransitionConflict:

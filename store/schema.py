@@ -11,8 +11,12 @@ from pathlib import Path
 
 from sqlalchemy import Connection, Engine, text
 
+from store.errors import DatabaseUnavailable
+
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-HEAD_REVISION = "0002_console_additions"
+HEAD_REVISION = "0003_session_version_trigger"
+# Each migration file is named after its revision id (tests/test_database.py checks this).
+KNOWN_REVISIONS = frozenset(path.stem for path in (MIGRATIONS_DIR / "versions").glob("0*.py"))
 _PG_MIGRATION_LOCK = 0x526F756E64  # any fixed number; "Round"
 
 
@@ -31,19 +35,31 @@ def current_revision(conn: Connection) -> str | None:
 def ensure_schema(engine: Engine, *, progress: Callable[[str], None] | None = None) -> bool:
     """Upgrade to head if needed. Returns True when migrations ran."""
     with engine.connect() as conn:
-        if current_revision(conn) == HEAD_REVISION:
+        if _known(current_revision(conn)) == HEAD_REVISION:
             return False
     writer = engine.execution_options(write=True)
     with writer.connect() as conn, conn.begin():
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
         # Another process may have upgraded while we waited for the lock.
-        if current_revision(conn) == HEAD_REVISION:
+        if _known(current_revision(conn)) == HEAD_REVISION:
             return False
         if progress is not None:
             progress("Bringing the store's schema up to date (first open only)…")
         _run_alembic_upgrade(conn, progress)
     return True
+
+
+def _known(revision: str | None) -> str | None:
+    """A revision this code can upgrade from; a newer store is refused in words, not with
+    Alembic's "Can't locate revision" traceback."""
+    if revision is not None and revision not in KNOWN_REVISIONS:
+        raise DatabaseUnavailable(
+            f"The store's schema is at revision {revision!r}, which this roundtable does not "
+            f"know (it knows up to {HEAD_REVISION!r}): a newer roundtable upgraded it. "
+            "Upgrade roundtable to open this store."
+        )
+    return revision
 
 
 def _run_alembic_upgrade(conn: Connection, progress: Callable[[str], None] | None) -> None:

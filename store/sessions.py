@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, func, literal, or_, select, update
+from sqlalchemy import Connection, case, func, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -230,7 +230,7 @@ def list_sessions(
         # The leading ">=" is a plain range on the index; a row-value comparison is not.
         conditions.append(order_key >= key)
         conditions.append(or_(order_key > key, _C.id > session_id))
-    statement = select(SESSIONS).where(and_(*conditions)).order_by(order_key, _C.id).limit(size + 1)
+    statement = select(SESSIONS).where(*conditions).order_by(order_key, _C.id).limit(size + 1)
     rows = db.execute(statement).all()
     items = [_record(row) for row in rows[:size]]
     next_cursor = (

@@ -1,0 +1,45 @@
+"""What every screen needs to reach the store: the opened store, the clock, who is acting.
+
+The app builds one ``ConsoleContext`` and hands it to each screen, so screens never import
+``tui`` (arrows go one way: tui → screens → store).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from store.adapters import AdapterConfig
+from store.clock import Clock, system_clock
+from store.database import Store
+
+DEFAULT_PAGE_SIZE = 50
+DEFAULT_WINDOW_PAGES = 4
+
+
+@dataclass
+class ConsoleContext:
+    """Shared, long-lived state of one console. ``store`` is None until it has been opened."""
+
+    description: str
+    operator: str
+    clock: Clock = system_clock
+    refresh_seconds: float = 2.0
+    stale_after_seconds: float = 300.0
+    adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
+    store: Store | None = None
+    page_size: int = DEFAULT_PAGE_SIZE
+    window_pages: int = DEFAULT_WINDOW_PAGES
+    # Where the briefing screen's ``w`` writes (None: the current directory).
+    export_dir: Path | None = None
+    # Tests and snapshots turn this off so screenshots do not depend on the blink phase.
+    cursor_blink: bool = True
+
+    @property
+    def stale_after(self) -> timedelta:
+        return timedelta(seconds=self.stale_after_seconds)
+
+    def now(self) -> datetime:
+        return self.clock()

@@ -1,0 +1,216 @@
+"""The reads and writes the screens make, each a blocking call meant for a thread worker.
+
+Everything here composes store/ functions inside one transaction; nothing here touches a widget.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, case, func, literal, select
+
+from screens.context import ConsoleContext
+from store import lifecycle
+from store.briefing import Briefing, ResumePlan, build_briefing, resume_plan
+from store.clock import format_ts
+from store.database import Store
+from store.errors import DatabaseUnavailable
+from store.models import AgentSession, Claim
+from store.paging import encode_cursor
+from store.projections import session_logs
+from store.sessions import SessionFilter, get_session, list_sessions
+from store.sessions import count_by_status as store_count_by_status
+from store.sqlfuncs import ts_key
+from store.validation import MAX_LIMIT
+
+_CLAIMS = Claim.__table__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class ClaimCount:
+    live: int = 0
+    expired: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.live + self.expired
+
+
+@dataclass(frozen=True)
+class ListWindow:
+    """Consecutive keyset pages of the session list, read in one snapshot."""
+
+    sessions: list[AgentSession]
+    # The cursor that starts each page after the first of the window, then the one after it.
+    following_starts: list[str | None]
+    has_more: bool
+    claims: dict[str, ClaimCount] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    now: datetime | None = None
+
+
+def claim_counts(*, db: Connection, agent_ids: list[str], now: datetime) -> dict[str, ClaimCount]:
+    """Active-status claims per agent, for the agents on screen only; expired ones counted apart.
+
+    (A batch form of store.claims.active_claims; it belongs in store/claims.py.)"""
+    if not agent_ids:
+        return {}
+    expired = case((ts_key(_CLAIMS.c.expires_at) <= ts_key(literal(format_ts(now))), 1), else_=0)
+    rows = db.execute(
+        select(_CLAIMS.c.agent_id, func.count(), func.sum(expired))
+        .where(_CLAIMS.c.agent_id.in_(sorted(set(agent_ids))), _CLAIMS.c.status == "active")
+        .group_by(_CLAIMS.c.agent_id)
+    ).all()
+    return {
+        str(agent): ClaimCount(live=int(total) - int(gone or 0), expired=int(gone or 0))
+        for agent, total, gone in rows
+    }
+
+
+def read_list_window(
+    *,
+    db: Connection,
+    filters: SessionFilter,
+    start: str | None,
+    pages: int,
+    page_size: int,
+    now: datetime,
+) -> ListWindow:
+    sessions: list[AgentSession] = []
+    following: list[str | None] = []
+    cursor = start
+    for _ in range(pages):
+        page = list_sessions(db=db, filters=filters, limit=page_size, cursor=cursor)
+        sessions.extend(page.items)
+        following.append(page.next_cursor)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return ListWindow(
+        sessions=sessions,
+        following_starts=following,
+        has_more=cursor is not None,
+        claims=claim_counts(db=db, agent_ids=[s.agent_id for s in sessions], now=now),
+        counts=store_count_by_status(db=db),
+        now=now,
+    )
+
+
+def require_store(ctx: ConsoleContext) -> Store:
+    if ctx.store is None:
+        raise DatabaseUnavailable("The store is not open yet; wait a moment and try again.")
+    return ctx.store
+
+
+def load_session(ctx: ConsoleContext, session_id: str) -> AgentSession:
+    with require_store(ctx).read() as db:
+        return get_session(db=db, session_id=session_id)
+
+
+# Each lifecycle action as the console calls it: (db, session, actor, key, details, clock).
+ACTION_LABELS: dict[str, str] = {
+    "heartbeat": "Heartbeat",
+    "pause": "Pause",
+    "stop": "Stop",
+    "resume": "Resume",
+    "terminate": "Terminate",
+}
+
+
+def perform_action(
+    ctx: ConsoleContext,
+    action: str,
+    session: AgentSession,
+    *,
+    idempotency_key: str | None = None,
+    impact_details: str | None = None,
+) -> lifecycle.ActionOutcome:
+    """Run one lifecycle action as the operator, against the version the operator saw."""
+    common = {
+        "session_id": session.id,
+        "actor": ctx.operator,
+        "idempotency_key": idempotency_key,
+        "expected_version": session.version,
+        "clock": ctx.clock,
+    }
+    calls: dict[str, Callable[..., lifecycle.ActionOutcome]] = {
+        "heartbeat": lifecycle.operator_heartbeat,
+        "pause": lifecycle.pause,
+        "stop": lifecycle.stop,
+        "resume": lifecycle.resume,
+        "terminate": lifecycle.terminate,
+    }
+    if action == "terminate":
+        common["impact_details"] = impact_details
+    with require_store(ctx).write() as db:
+        return calls[action](db=db, **common)
+
+
+def load_termination_impact(ctx: ConsoleContext, session_id: str) -> lifecycle.TerminationImpact:
+    with require_store(ctx).read() as db:
+        return lifecycle.termination_impact(db=db, session_id=session_id, clock=ctx.clock)
+
+
+@dataclass(frozen=True)
+class LogBatch:
+    items: list[dict[str, Any]]
+    last_id: int | None
+    # True when the reader stopped at MAX_LOG_ROWS per poll with more still waiting.
+    more_waiting: bool = False
+
+
+MAX_LOG_ROWS = 2000
+
+
+def read_log_after(ctx: ConsoleContext, session_id: str, last_id: int | None) -> LogBatch:
+    """The session's history rows after ``last_id`` (all of them from the start when None),
+    oldest first, in one snapshot. Payloads come redacted from store.projections."""
+    items: list[dict[str, Any]] = []
+    # The logs projection pages by event id; a cursor for "after this id" has the same form as
+    # the ones it issues (kind, session, last id).
+    cursor = encode_cursor("logs", session_id, last_id) if last_id is not None else None
+    with require_store(ctx).read() as db:
+        while True:
+            page = session_logs(db=db, session_id=session_id, limit=MAX_LIMIT, cursor=cursor)
+            items.extend(page.items)
+            cursor = page.next_cursor
+            if cursor is None or len(items) >= MAX_LOG_ROWS:
+                break
+    newest = int(items[-1]["id"]) if items else last_id
+    return LogBatch(items=items, last_id=newest, more_waiting=cursor is not None)
+
+
+@dataclass(frozen=True)
+class BriefingView:
+    briefing: Briefing
+    plan: ResumePlan
+
+
+def read_briefing(ctx: ConsoleContext, session_id: str) -> BriefingView:
+    with require_store(ctx).read() as db:
+        briefing = build_briefing(db=db, session_id=session_id, clock=ctx.clock)
+    plan = resume_plan(
+        session=briefing.session, briefing_markdown=briefing.markdown, adapters=ctx.adapters
+    )
+    return BriefingView(briefing=briefing, plan=plan)
+
+
+def write_briefing(directory: Path, session_id: str, markdown: str) -> Path:
+    """Write the briefing to a new file (never over an existing one) and return where."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:80] or "session"
+    directory.mkdir(parents=True, exist_ok=True)
+    for number in range(1000):
+        suffix = f"-{number}" if number else ""
+        path = directory / f"briefing-{safe}{suffix}.md"
+        try:
+            with path.open("x", encoding="utf-8") as handle:
+                handle.write(markdown)
+        except FileExistsError:
+            continue
+        return path.resolve()
+    raise FileExistsError(f"Too many briefing files for {safe} in {directory}.")

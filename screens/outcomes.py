@@ -1,0 +1,116 @@
+"""What each lifecycle action may do from which status, and how its outcome is put in words."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from store.clock import parse_ts
+from store.display import one_line
+from store.errors import StoreError
+from store.lifecycle import ActionOutcome
+from store.models import ACTIVE_STATES, AgentSession
+
+LIFECYCLE_ACTIONS: tuple[str, ...] = ("heartbeat", "pause", "stop", "resume", "terminate")
+
+PAST_TENSE: dict[str, str] = {
+    "heartbeat": "Heartbeat recorded for",
+    "pause": "Paused",
+    "stop": "Stopped",
+    "resume": "Resuming",
+    "terminate": "Terminated",
+}
+
+ALLOWED_FROM: dict[str, str] = {
+    "heartbeat": "from an active state (" + ", ".join(ACTIVE_STATES) + ")",
+    "pause": "from an active state other than paused",
+    "stop": "from an active state (" + ", ".join(ACTIVE_STATES) + ")",
+    "resume": "only from paused or stopped",
+    "terminate": "from an active state (" + ", ".join(ACTIVE_STATES) + ")",
+}
+
+# Refusals after which the session the operator saw is out of date: the dialog closes and the
+# screen reloads. Any other refusal leaves the dialog open so a retry reuses its key.
+STALE_VIEW_CODES = frozenset(
+    {"session_transition_conflict", "illegal_session_transition", "session_not_found"}
+)
+
+
+def is_allowed(action: str, status: str) -> bool:
+    """Mirrors store.lifecycle's rules so the footer offers only what can succeed."""
+    if action == "resume":
+        return status in ("paused", "stopped")
+    if action == "pause":
+        return status in ACTIVE_STATES and status != "paused"
+    return status in ACTIVE_STATES
+
+
+def why_not(action: str, session: AgentSession | None) -> str:
+    if session is None:
+        return f"No session is selected, so there is nothing to {action}."
+    return (
+        f"Cannot {action} {one_line(session.id, 40)}: its status is "
+        f"{one_line(session.status, 30)!r}; {action} is allowed {ALLOWED_FROM[action]}."
+    )
+
+
+@dataclass(frozen=True)
+class ActionResult:
+    """How a lifecycle action ended: an outcome, a refusal, or neither (cancelled)."""
+
+    action: str
+    session: AgentSession
+    outcome: ActionOutcome | None = None
+    error: StoreError | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        return self.outcome is None and self.error is None
+
+
+def describe_outcome(outcome: ActionOutcome, before: AgentSession) -> str:
+    session = outcome.session
+    head = f"{PAST_TENSE.get(outcome.action, outcome.action)} {one_line(session.id, 40)}"
+    if outcome.action != "heartbeat":
+        head += f" ({one_line(before.status, 20)} → {one_line(session.status, 20)})"
+    lines = [head + "."]
+    if outcome.replayed:
+        lines.append("This key was already used: the first outcome is shown; nothing was redone.")
+    lines.extend(one_line(note, 300) for note in outcome.notes)
+    return "\n".join(lines)
+
+
+def describe_error(error: StoreError) -> str:
+    return f"{one_line(error.message, 400)} [{error.code}]"
+
+
+_COMPARED = ("status", "last_seen_at", "ended_at", "agent_id", "run_id", "adapter")
+# Sensitive: a change is reported, never the value.
+_SENSITIVE = ("external_session_id", "external_resume_command")
+
+
+def what_changed(seen: AgentSession, current: dict[str, Any] | AgentSession) -> list[str]:
+    """The fields that differ between the row the operator saw and the row as it is now."""
+    now = current.to_json() if isinstance(current, AgentSession) else current
+    changes = []
+    for name in _COMPARED:
+        before, after = getattr(seen, name), now.get(name)
+        if name.endswith("_at") and parse_ts(before) == parse_ts(after):
+            continue
+        if before != after:
+            changes.append(f"{name}: {one_line(str(before), 40)} → {one_line(str(after), 40)}")
+    changes.extend(f"{name} changed" for name in _SENSITIVE if getattr(seen, name) != now.get(name))
+    if seen.version != now.get("version"):
+        changes.append(f"version: {seen.version} → {now.get('version')}")
+    return changes
+
+
+def describe_conflict(seen: AgentSession, error: StoreError) -> str:
+    current = error.details.get("current")
+    lines = [describe_error(error)]
+    if isinstance(current, dict):
+        changed = what_changed(seen, current)
+        if changed:
+            lines.append("What changed since you looked: " + "; ".join(changed) + ".")
+    lines.append("Nothing was done. The row has been reloaded; decide again.")
+    return "\n".join(lines)

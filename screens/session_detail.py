@@ -1,0 +1,420 @@
+"""One session: every field (sensitive ones masked), its metadata, and the six projections."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
+
+from screens.context import ConsoleContext
+from screens.data import load_session, require_store
+from screens.session_actions import SessionActionScreen
+from screens.text import block, exact, exact_and_relative, masked, plain, status_text
+from store.briefing import resume_plan
+from store.display import one_line
+from store.errors import StoreError
+from store.models import AgentSession
+from store.projections import PAGED, PROJECTIONS
+from store.redaction import redact_json_value, redact_text
+
+PROJECTION_PAGE = 50
+
+
+@dataclass(frozen=True)
+class ProjectionSpec:
+    name: str
+    title: str
+    # (item key, column label, width)
+    columns: tuple[tuple[str, str, int | None], ...] = ()
+
+
+SPECS: tuple[ProjectionSpec, ...] = (
+    ProjectionSpec(
+        "logs",
+        "Logs",
+        (
+            ("id", "#", 6),
+            ("created_at", "When", 23),
+            ("event_type", "Event", 12),
+            ("payload", "Payload (redacted)", None),
+        ),
+    ),
+    ProjectionSpec(
+        "tool-calls",
+        "Tool calls",
+        (
+            ("id", "#", 6),
+            ("created_at", "When", 23),
+            ("tool", "Tool", 14),
+            ("action", "Action", 30),
+            ("status", "Status", 10),
+            ("actor", "Actor", 14),
+        ),
+    ),
+    ProjectionSpec(
+        "claims",
+        "Claims",
+        (
+            ("resource_id", "Resource", 22),
+            ("task_id", "Task", 12),
+            ("claim_type", "Type", 10),
+            ("status", "Status", 9),
+            ("expires_at", "Expires", 23),
+            ("rationale", "Rationale", None),
+        ),
+    ),
+    ProjectionSpec(
+        "proposals",
+        "Proposals",
+        (
+            ("id", "Proposal", 12),
+            ("task_id", "Task", 10),
+            ("title", "Title", 26),
+            ("status", "Status", 9),
+            ("risk", "Risk", 7),
+            ("created_at", "Created", 23),
+            ("summary", "Summary", None),
+        ),
+    ),
+    ProjectionSpec("metrics", "Metrics"),
+    ProjectionSpec("environment", "Environment"),
+)
+TIME_KEYS = ("created_at", "expires_at")
+
+
+def tab_id(name: str) -> str:
+    return "tab-" + name
+
+
+def pretty_metadata(raw: str | None) -> Text:
+    """Metadata pretty-printed, secrets redacted; text that is not JSON is redacted as text."""
+    if not raw:
+        return Text("(no metadata)", style="dim")
+    try:
+        decoded = json.loads(raw)
+    except (json.JSONDecodeError, TypeError, ValueError, RecursionError):
+        return block(redact_text(raw))
+    pretty = json.dumps(redact_json_value(decoded), indent=2, sort_keys=True, ensure_ascii=False)
+    return block(pretty)
+
+
+def resumable(ctx: ConsoleContext, session: AgentSession) -> Text:
+    """Whether a resume plan can be built; the reasons never quote the external id."""
+    plan = resume_plan(session=session, briefing_markdown="", adapters=ctx.adapters)
+    if plan.resumable:
+        return Text("yes — the briefing (b) shows the command", style="green")
+    return Text("no — " + one_line(plan.reason, 200))
+
+
+def fields_table(ctx: ConsoleContext, session: AgentSession, *, revealed: bool) -> Table:
+    now = ctx.now()
+    table = Table(box=None, show_header=False, padding=(0, 2, 0, 0), expand=True)
+    table.add_column("field", style="bold", no_wrap=True, width=20)
+    table.add_column("value", overflow="fold", ratio=1)
+    workspace = plain(session.effective_workspace_id)
+    if session.effective_workspace_id and not session.workspace_id:
+        workspace.append("  (from metadata)", style="dim")
+    rows: list[tuple[str, Text]] = [
+        ("Session id", plain(session.id)),
+        ("Agent", plain(session.agent_id)),
+        ("Run", plain(session.run_id)),
+        ("Workspace", workspace),
+        ("Adapter", plain(session.adapter)),
+        ("Provider", plain(session.provider)),
+        ("Model", plain(session.model)),
+        ("Status", status_text(session, now, ctx.stale_after)),
+        ("External session id", masked(session.external_session_id, revealed=revealed)),
+        ("Resume command", masked(session.external_resume_command, revealed=revealed)),
+        ("Resumable", resumable(ctx, session)),
+        ("Working directory", plain(session.working_directory)),
+        ("MCP socket", plain(session.mcp_socket)),
+        ("Started", exact_and_relative(session.started_at, now)),
+        ("Last seen", exact_and_relative(session.last_seen_at, now)),
+        ("Ended", exact_and_relative(session.ended_at, now)),
+        ("Version", Text(str(session.version))),
+    ]
+    for name, value in rows:
+        table.add_row(Text(name), value)
+    return table
+
+
+def key_values(values: dict[str, Any]) -> Table:
+    table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
+    table.add_column("key", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    for key, value in values.items():
+        table.add_row(plain(key), plain(value if not isinstance(value, float) else f"{value:g}"))
+    return table
+
+
+TAB_KEYS: tuple[tuple[str, str], ...] = tuple(
+    zip("1234567", ("session", *(spec.name for spec in SPECS)), strict=True)
+)
+
+
+class SessionDetailScreen(SessionActionScreen):
+    # Tabs focused: left/right switch tabs at once; tab moves into the tab's content.
+    AUTO_FOCUS = "#detail-tabs Tabs"
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("v", "reveal", "Reveal"),
+        Binding("n", "next_page", "More"),
+        *(Binding(key, f"show_tab('{name}')", show=False) for key, name in TAB_KEYS),
+    ]
+
+    class SessionLoaded(Message):
+        def __init__(self, session: AgentSession) -> None:
+            super().__init__()
+            self.session = session
+
+    class SessionFailed(Message):
+        def __init__(self, error: StoreError) -> None:
+            super().__init__()
+            self.error = error
+
+    class ProjectionLoaded(Message):
+        def __init__(self, name: str, body: Any, append: bool) -> None:
+            super().__init__()
+            self.name = name
+            self.body = body
+            self.append = append
+
+    class ProjectionFailed(Message):
+        def __init__(self, name: str, error: StoreError) -> None:
+            super().__init__()
+            self.name = name
+            self.error = error
+
+    def __init__(self, ctx: ConsoleContext, session_id: str) -> None:
+        super().__init__(ctx)
+        self.session_id = session_id
+        self.session: AgentSession | None = None
+        self.revealed = False
+        self.next_cursors: dict[str, str | None] = {}
+        self.loaded_tabs: set[str] = set()
+        self.refresh_timer: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        summary = Text("Session ")
+        summary.append(one_line(self.session_id, 80), style="bold")
+        summary.append(" · loading…", style="dim")
+        yield Static(summary, id="detail-summary")
+        yield Static("", id="banner")
+        with TabbedContent(id="detail-tabs", initial=tab_id("session")):
+            with TabPane("Session", id=tab_id("session")), VerticalScroll():
+                yield Static("", id="fields", classes="fields")
+                yield Static(Text("Metadata", style="bold underline"), classes="fields")
+                yield Static("", id="metadata", classes="metadata")
+            for spec in SPECS:
+                with TabPane(spec.title, id=tab_id(spec.name)):
+                    if spec.columns:
+                        table: DataTable[Text] = DataTable(
+                            id=f"table-{spec.name}", cursor_type="row", classes="projection-table"
+                        )
+                        yield table
+                        yield Static("", id=f"note-{spec.name}", classes="projection-note")
+                    else:
+                        with VerticalScroll():
+                            yield Static("", id=f"note-{spec.name}", classes="projection-note")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for spec in SPECS:
+            if spec.columns:
+                table = self.query_one(f"#table-{spec.name}", DataTable)
+                for key, label, width in spec.columns:
+                    table.add_column(Text(label), key=key, width=width)
+        self.refresh_timer = self.set_interval(self.ctx.refresh_seconds, self._load_session)
+        self._load_session()
+
+    # -- the session ---------------------------------------------------------------------
+
+    def selected_session(self) -> AgentSession | None:
+        return self.session
+
+    def known_sessions(self) -> list[AgentSession]:
+        return []  # this session is already open
+
+    def reload(self) -> None:
+        self._load_session()
+        for name in list(self.loaded_tabs):
+            self._load_projection(name, None, append=False)
+
+    @work(thread=True, exclusive=True, group="detail-session", exit_on_error=False)
+    def _load_session(self) -> None:
+        try:
+            session = load_session(self.ctx, self.session_id)
+        except StoreError as error:
+            self.post_message(self.SessionFailed(error))
+            return
+        self.post_message(self.SessionLoaded(session))
+
+    def on_session_detail_screen_session_loaded(self, message: SessionLoaded) -> None:
+        self.query_one("#banner", Static).remove_class("shown")
+        self.session_updated(message.session)
+
+    def on_session_detail_screen_session_failed(self, message: SessionFailed) -> None:
+        banner = self.query_one("#banner", Static)
+        error = message.error
+        text = Text(f"⚠ {one_line(error.message, 300)} [{error.code}]")
+        if error.code == "database_unavailable":
+            text.append(f"\nRetrying every {self.ctx.refresh_seconds:g}s.", style="dim")
+        banner.update(text)
+        banner.add_class("shown")
+
+    def session_updated(self, session: AgentSession) -> None:
+        self.session = session
+        self._render_session()
+        self.refresh_bindings()
+
+    def _render_session(self) -> None:
+        session = self.session
+        if session is None:
+            return
+        summary = Text("Session ")
+        summary.append(one_line(session.id, 60), style="bold")
+        summary.append(f" · agent {one_line(session.agent_id, 30)} · ")
+        summary.append_text(status_text(session, self.ctx.now(), self.ctx.stale_after))
+        summary.append(f" · version {session.version}", style="dim")
+        self.query_one("#detail-summary", Static).update(summary)
+        self.query_one("#fields", Static).update(
+            fields_table(self.ctx, session, revealed=self.revealed)
+        )
+        self.query_one("#metadata", Static).update(pretty_metadata(session.metadata_json))
+
+    def action_reveal(self) -> None:
+        self.revealed = not self.revealed
+        self._render_session()
+        self.notify(
+            "Sensitive fields revealed (v masks them again)."
+            if self.revealed
+            else "Sensitive fields masked."
+        )
+
+    def action_show_tab(self, name: str) -> None:
+        self.query_one("#detail-tabs", TabbedContent).active = tab_id(name)
+
+    def action_back(self) -> None:
+        self.dismiss(None)
+
+    # -- projections ---------------------------------------------------------------------
+
+    @on(TabbedContent.TabActivated, "#detail-tabs")
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        name = (event.pane.id or "").removeprefix("tab-")
+        if name in PROJECTIONS and name not in self.loaded_tabs:
+            self.loaded_tabs.add(name)
+            self._load_projection(name, None, append=False)
+        self.refresh_bindings()
+
+    def active_projection(self) -> str | None:
+        active = self.query_one("#detail-tabs", TabbedContent).active.removeprefix("tab-")
+        return active if active in PROJECTIONS else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "reveal":
+            session = self.session
+            return session is not None and bool(
+                session.external_session_id or session.external_resume_command
+            )
+        if action == "next_page":
+            name = self.active_projection()
+            return name in PAGED and bool(self.next_cursors.get(name))
+        return super().check_action(action, parameters)
+
+    def action_next_page(self) -> None:
+        name = self.active_projection()
+        if name is not None and self.next_cursors.get(name):
+            self._load_projection(name, self.next_cursors[name], append=True)
+
+    def _load_projection(self, name: str, cursor: str | None, *, append: bool) -> None:
+        self.run_worker(
+            lambda: self._read_projection(name, cursor, append),
+            thread=True,
+            exclusive=True,
+            group=f"projection-{name}",
+            exit_on_error=False,
+        )
+
+    def _read_projection(self, name: str, cursor: str | None, append: bool) -> None:
+        read = PROJECTIONS[name]
+        try:
+            with require_store(self.ctx).read() as db:
+                if name in PAGED:
+                    body = read(
+                        db=db, session_id=self.session_id, limit=PROJECTION_PAGE, cursor=cursor
+                    )
+                else:
+                    body = read(db=db, session_id=self.session_id)
+        except StoreError as error:
+            self.post_message(self.ProjectionFailed(name, error))
+            return
+        self.post_message(self.ProjectionLoaded(name, body, append))
+
+    def on_session_detail_screen_projection_failed(self, message: ProjectionFailed) -> None:
+        note = Text(f"Could not read {message.name}: {one_line(message.error.message, 300)}")
+        note.append(f" [{message.error.code}] — ctrl+r retries", style="dim")
+        self.query_one(f"#note-{message.name}", Static).update(note)
+
+    def on_session_detail_screen_projection_loaded(self, message: ProjectionLoaded) -> None:
+        name, body = message.name, message.body
+        if name in PAGED:
+            self._show_page(name, body.items, body.next_cursor, append=message.append)
+        elif name == "metrics":
+            self._show_metrics(body)
+        else:
+            self._show_environment(body)
+        self.refresh_bindings()
+
+    def _show_page(
+        self, name: str, items: list[dict[str, Any]], next_cursor: str | None, *, append: bool
+    ) -> None:
+        spec = next(s for s in SPECS if s.name == name)
+        table = self.query_one(f"#table-{name}", DataTable)
+        if not append:
+            table.clear()
+        for item in items:
+            table.add_row(*(self._cell(item, key, width) for key, _label, width in spec.columns))
+        self.next_cursors[name] = next_cursor
+        count = table.row_count
+        note = Text(f"{count} row{'s' if count != 1 else ''}")
+        if not count:
+            note = Text(f"No {spec.title.lower()} for this session.")
+        if next_cursor:
+            note.append(" · n reads the next page", style="bold")
+        self.query_one(f"#note-{name}", Static).update(note)
+
+    @staticmethod
+    def _cell(item: dict[str, Any], key: str, width: int | None) -> Text:
+        value = item.get(key)
+        if key in TIME_KEYS and value:
+            return Text(exact(str(value)))
+        return plain(value, width or 200)
+
+    def _show_metrics(self, body: dict[str, Any]) -> None:
+        usage = body.get("usage") or {}
+        note = self.query_one("#note-metrics", Static)
+        if not usage:
+            note.update(Text("No usage metrics in this session's metadata (metadata.usage)."))
+            return
+        source = Text(f"source: {one_line(str(body.get('source', '')), 60)}", style="dim")
+        note.update(Group(key_values(usage), Text(""), source))
+
+    def _show_environment(self, body: dict[str, Any]) -> None:
+        fingerprint = dict(body.get("fingerprint") or {})
+        note = Text(one_line(str(body.get("note", "")), 400), style="dim")
+        self.query_one("#note-environment", Static).update(
+            Group(key_values(fingerprint), Text(""), note)
+        )

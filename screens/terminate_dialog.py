@@ -1,0 +1,220 @@
+"""The terminate dialog: the agent's claims, what terminating does and does not do, the impact."""
+
+from __future__ import annotations
+
+from uuid import uuid4
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static, TextArea
+
+from screens.context import ConsoleContext
+from screens.data import load_termination_impact, perform_action
+from screens.outcomes import STALE_VIEW_CODES, ActionResult, describe_error
+from screens.text import exact
+from store.claims import ActiveClaim
+from store.display import one_line
+from store.errors import StoreError
+from store.lifecycle import NOT_DONE_BY_TERMINATE, ActionOutcome, TerminationImpact
+from store.models import AgentSession
+
+WHAT_IT_DOES = (
+    "Terminating sets the session's status to terminated and its end and last-seen times to now, "
+    "and records your name and the impact text below in the session's history."
+)
+# NOT_DONE_BY_TERMINATE opens by restating what terminating records; WHAT_IT_DOES says that.
+WHAT_IT_DOES_NOT = NOT_DONE_BY_TERMINATE.split(". ", 1)[-1]
+BLANK_REFUSAL = (
+    "The agent holds active claims: describe the impact of terminating before you confirm "
+    "(who picks up the claimed work, what is left half done)."
+)
+
+
+def _claim_line(claim: ActiveClaim) -> Text:
+    line = Text("  • ")
+    line.append(one_line(claim.resource_id, 50), style="bold")
+    line.append(f"  task {one_line(claim.task_id, 30)} · {one_line(claim.claim_type, 20)}")
+    line.append(f" · expires {exact(claim.expires_at)}", style="dim")
+    return line
+
+
+def claims_text(impact: TerminationImpact) -> Text:
+    """Live claims first; expired ones apart (they still count: nobody has released them)."""
+    text = Text()
+    live, expired = impact.live_claims, impact.expired_claims
+    if not impact.claims:
+        text.append("The agent holds no active claims.", style="green")
+        return text
+    text.append(f"Claims held by {one_line(impact.session.agent_id, 40)}: ", style="bold")
+    text.append(f"{len(live)} live, {len(expired)} expired but not released")
+    for claim in live:
+        text.append("\n")
+        text.append_text(_claim_line(claim))
+    if expired:
+        text.append("\nExpired, still held until someone releases them:", style="yellow")
+        for claim in expired:
+            text.append("\n")
+            text.append_text(_claim_line(claim))
+    return text
+
+
+class TerminateDialog(ModalScreen[ActionResult | None]):
+    """``ctrl+s`` terminates with the typed impact; ``escape`` cancels."""
+
+    action = "terminate"
+
+    BINDINGS = [
+        Binding("ctrl+s", "submit", "Terminate", priority=True),
+        Binding("escape", "cancel", "Cancel", priority=True),
+    ]
+
+    class ImpactLoaded(Message):
+        def __init__(self, impact: TerminationImpact) -> None:
+            super().__init__()
+            self.impact = impact
+
+    class Done(Message):
+        def __init__(self, outcome: ActionOutcome) -> None:
+            super().__init__()
+            self.outcome = outcome
+
+    class Failed(Message):
+        def __init__(self, error: StoreError, *, loading: bool = False) -> None:
+            super().__init__()
+            self.error = error
+            self.loading = loading
+
+    def __init__(self, *, ctx: ConsoleContext, session: AgentSession) -> None:
+        super().__init__(classes="dialog-screen")
+        self.ctx = ctx
+        self.session = session
+        self.impact: TerminationImpact | None = None
+        self.idempotency_key = str(uuid4())
+        self.busy = False
+        self.load_failed = False
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="terminate-dialog"):
+            title = Text("Terminate session ")
+            title.append(one_line(self.session.id, 60), style="bold")
+            title.append("?")
+            yield Static(title, classes="dialog-title")
+            # Scrolls when the terminal is short; the impact field and its messages stay put.
+            with VerticalScroll(id="terminate-body"):
+                yield Static(self._summary(), id="terminate-summary")
+                yield Static(
+                    Text("Loading the agent's claims…", style="italic"), id="terminate-claims"
+                )
+                explained = Text(WHAT_IT_DOES + "\n")
+                explained.append(WHAT_IT_DOES_NOT, style="bold")
+                yield Static(explained, classes="dialog-body")
+            yield Label(Text("Impact details"), id="impact-label")
+            yield Static("", id="dialog-error", classes="dialog-error")
+            area = TextArea(id="impact", soft_wrap=True, show_line_numbers=False)
+            area.cursor_blink = self.ctx.cursor_blink
+            yield area
+            yield Static(Text("ctrl+s terminate · escape cancel"), classes="dialog-hint")
+
+    def on_resize(self) -> None:
+        # Everything but the scrolling body takes about this many rows.
+        self.query_one("#terminate-body").styles.max_height = max(self.size.height - 19, 3)
+
+    def _summary(self) -> Text:
+        session = self.session
+        text = Text(f"agent {one_line(session.agent_id, 40)} · run {one_line(session.run_id, 40)}")
+        text.append(f" · status {one_line(session.status, 30)}")
+        return text
+
+    def on_mount(self) -> None:
+        self.query_one("#impact", TextArea).focus()
+        self._load_impact()
+
+    @work(thread=True, exclusive=True, group="terminate-impact", exit_on_error=False)
+    def _load_impact(self) -> None:
+        try:
+            impact = load_termination_impact(self.ctx, self.session.id)
+        except StoreError as error:
+            self.post_message(self.Failed(error, loading=True))
+            return
+        self.post_message(self.ImpactLoaded(impact))
+
+    def on_terminate_dialog_impact_loaded(self, message: ImpactLoaded) -> None:
+        self.impact = message.impact
+        self.query_one("#terminate-claims", Static).update(claims_text(message.impact))
+        label = "Impact details (required: the agent holds claims)"
+        if not message.impact.requires_details:
+            label = "Impact details (optional)"
+        self.query_one("#impact-label", Label).update(Text(label))
+
+    @property
+    def impact_text(self) -> str:
+        return self.query_one("#impact", TextArea).text
+
+    def action_submit(self) -> None:
+        if self.busy:
+            return
+        if self.impact is None:
+            if self.load_failed:
+                self.load_failed = False
+                self._load_impact()
+            self._show_error(Text("Still loading the agent's claims; try again in a moment."))
+            return
+        if self.impact.requires_details and not self.impact_text.strip():
+            self._show_error(Text(BLANK_REFUSAL, style="bold"))
+            self.query_one("#impact", TextArea).focus()
+            return
+        self.busy = True
+        self._show_error(Text("Working…", style="italic"))
+        self._perform(self.impact_text.strip())
+
+    def action_cancel(self) -> None:
+        if self.busy:
+            self.notify("Still waiting for the store's answer; it cannot be taken back now.")
+            return
+        self.dismiss(None)
+
+    @work(thread=True, exclusive=True, group="terminate-action", exit_on_error=False)
+    def _perform(self, details: str) -> None:
+        try:
+            outcome = perform_action(
+                self.ctx,
+                "terminate",
+                self.session,
+                idempotency_key=self.idempotency_key,
+                impact_details=details or None,
+            )
+        except StoreError as error:
+            self.post_message(self.Failed(error))
+            return
+        self.post_message(self.Done(outcome))
+
+    def on_terminate_dialog_done(self, message: Done) -> None:
+        self.dismiss(ActionResult("terminate", self.session, outcome=message.outcome))
+
+    def on_terminate_dialog_failed(self, message: Failed) -> None:
+        self.busy = False
+        error = message.error
+        if error.code in STALE_VIEW_CODES:
+            self.dismiss(ActionResult("terminate", self.session, error=error))
+            return
+        if message.loading:
+            self.load_failed = True
+            self.query_one("#terminate-claims", Static).update(
+                Text("Could not load the agent's claims: " + describe_error(error), style="red")
+            )
+            return
+        if error.code == "termination_impact_required":
+            # Claims appeared since the dialog opened: show them and ask for the impact.
+            self._load_impact()
+        shown = Text(describe_error(error))
+        shown.append("\nctrl+s retries with the same key; escape gives up.", style="dim")
+        self._show_error(shown)
+        self.notify(describe_error(error), severity="error", markup=False)
+
+    def _show_error(self, text: Text) -> None:
+        self.query_one("#dialog-error", Static).update(text)

@@ -1,0 +1,111 @@
+"""Store values as terminal text: always ``rich.text.Text`` from printable strings, never markup."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from rich.text import Text
+
+from store.clock import parse_ts
+from store.display import one_line, printable
+from store.models import ACTIVE_STATES, AgentSession
+
+MASK = "•••••• (v to reveal)"
+NONE_SHOWN = "—"
+
+STATUS_STYLES: dict[str, str] = {
+    "active": "bold green",
+    "running": "bold green",
+    "starting": "cyan",
+    "resuming": "cyan",
+    "paused": "yellow",
+    "stopped": "dim",
+    "ended": "dim",
+    "terminated": "red",
+}
+STALE_STYLE = "bold dark_orange"
+
+
+def plain(value: object, width: int | None = None) -> Text:
+    """One line of store data, control characters made visible, cut to ``width``."""
+    if value is None or value == "":
+        return Text(NONE_SHOWN, style="dim")
+    return Text(one_line(str(value), width))
+
+
+def block(value: str | None) -> Text:
+    """Multi-line store data (metadata, payloads): newlines kept, everything else visible."""
+    return Text(printable(value, keep_newlines=True))
+
+
+def masked(value: str | None, *, revealed: bool) -> Text:
+    if not value:
+        return Text(NONE_SHOWN, style="dim")
+    if not revealed:
+        return Text(MASK, style="dim italic")
+    return Text(printable(value))
+
+
+def status_text(session: AgentSession, now: datetime, stale_after: timedelta) -> Text:
+    """Status as words and colour; an active session not seen for too long is marked stale."""
+    style = STATUS_STYLES.get(session.status, "magenta")
+    text = Text()
+    text.append(one_line(session.status, 20), style=style)
+    if session.is_stale(now, stale_after):
+        text.append(" ⚠ stale", style=STALE_STYLE)
+    return text
+
+
+def is_lifecycle_active(status: str) -> bool:
+    return status in ACTIVE_STATES
+
+
+def relative(moment: datetime | None, now: datetime) -> str:
+    """``12s ago``, ``5m ago``, ``3h ago``, ``2d ago`` (or ``in 5s`` for a clock ahead of ours)."""
+    if moment is None:
+        return NONE_SHOWN
+    seconds = int((now - moment).total_seconds())
+    ahead = seconds < 0
+    seconds = abs(seconds)
+    if seconds < 60:
+        amount = f"{seconds}s"
+    elif seconds < 3600:
+        amount = f"{seconds // 60}m"
+    elif seconds < 86400:
+        amount = f"{seconds // 3600}h"
+    else:
+        amount = f"{seconds // 86400}d"
+    return f"in {amount}" if ahead else f"{amount} ago"
+
+
+def relative_ts(text: str | None, now: datetime) -> Text:
+    moment = parse_ts(text)
+    if moment is None:
+        return plain(text)
+    return Text(relative(moment, now))
+
+
+def exact(text: str | None) -> str:
+    """The stored time in UTC to the second; unreadable text is shown as it is stored."""
+    moment = parse_ts(text)
+    if moment is None:
+        return one_line(text) if text else NONE_SHOWN
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def exact_and_relative(text: str | None, now: datetime) -> Text:
+    if not text:
+        return Text(NONE_SHOWN, style="dim")
+    moment = parse_ts(text)
+    shown = Text(exact(text))
+    if moment is not None:
+        shown.append(f"  ({relative(moment, now)})", style="dim")
+    return shown
+
+
+def short_time(text: str | None) -> Text:
+    """A compact start time for the list: ``09-17 17:26``."""
+    moment = parse_ts(text)
+    if moment is None:
+        return plain(text, 16)
+    return Text(moment.astimezone(UTC).strftime("%m-%d %H:%M"))

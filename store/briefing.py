@@ -1,0 +1,301 @@
+"""The resume briefing (the reference's Markdown layout) and the resume plan.
+
+``build_briefing`` is meant to run inside one ``Store.read()`` transaction, so every section comes
+from the same snapshot (the reference read each section separately). The briefing never carries
+task bodies, review findings, votes, patches, test logs or memory results.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, case, func, select
+
+from store.adapters import PLACEHOLDER, AdapterConfig, resolve
+from store.claims import ActiveClaim, active_claims
+from store.clock import Clock, system_clock
+from store.models import FINISHED_TASK_STATES, AgentSession, Decision, Proposal, Task
+from store.redaction import redact_text
+from store.sessions import get_session
+from store.sqlfuncs import ts_key
+
+_TASKS = Task.__table__  # type: ignore[attr-defined]
+_PROPOSALS = Proposal.__table__  # type: ignore[attr-defined]
+_DECISIONS = Decision.__table__  # type: ignore[attr-defined]
+
+RESOLVED_PROPOSAL_STATES: tuple[str, ...] = ("accepted", "rejected")
+LATEST_DECISIONS = 3
+NONE_LINE = "- none"
+NO_TASK = "(no assigned task)"
+WAIT_ACTION = "Query the table and memory, then wait for task assignment or claim work."
+
+
+@dataclass(frozen=True)
+class BriefingTask:
+    id: str
+    title: str
+    status: str
+    priority: int
+
+
+@dataclass(frozen=True)
+class BriefingProposal:
+    id: str
+    status: str
+    created_at: str | None
+
+
+@dataclass(frozen=True)
+class BriefingDecision:
+    id: str
+    rationale: str
+    created_at: str | None
+
+
+@dataclass(frozen=True)
+class Briefing:
+    session: AgentSession
+    task: BriefingTask | None
+    claims: list[ActiveClaim]
+    proposals: list[BriefingProposal]
+    decisions: list[BriefingDecision]
+    next_action: str
+    markdown: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session.id,
+            "task": None if self.task is None else self.task.__dict__.copy(),
+            "claims": [claim.to_json() for claim in self.claims],
+            "proposals": [proposal.__dict__.copy() for proposal in self.proposals],
+            "decisions": [decision.__dict__.copy() for decision in self.decisions],
+            "next_action": self.next_action,
+            "markdown": self.markdown,
+        }
+
+
+def one_line(value: object) -> str:
+    """Data made safe for a single Markdown line: line breaks and control or format characters
+    (which could forge layout lines or reorder the text) become spaces."""
+    text = str(value)
+    cleaned = "".join(
+        " " if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") else char for char in text
+    )
+    return cleaned.strip()
+
+
+def _safe(value: str | None) -> str:
+    return one_line(redact_text(value or ""))
+
+
+def _not_finished() -> Any:
+    return func.lower(_TASKS.c.status).not_in(FINISHED_TASK_STATES)
+
+
+def _task(row: Any) -> BriefingTask:
+    return BriefingTask(
+        id=one_line(row.id), title=_safe(row.title), status=row.status, priority=row.priority
+    )
+
+
+_TASK_COLUMNS = (_TASKS.c.id, _TASKS.c.title, _TASKS.c.status, _TASKS.c.priority)
+
+
+def _assigned_task(db: Connection, agent_id: str) -> BriefingTask | None:
+    """``in_progress`` first, then lower priority number, then older, then id."""
+    row = db.execute(
+        select(*_TASK_COLUMNS)
+        .where(_TASKS.c.assigned_agent_id == agent_id, _not_finished())
+        .order_by(
+            case((_TASKS.c.status == "in_progress", 0), else_=1),
+            _TASKS.c.priority,
+            ts_key(_TASKS.c.created_at).asc().nulls_last(),
+            _TASKS.c.id,
+        )
+        .limit(1)
+    ).first()
+    return _task(row) if row is not None else None
+
+
+def _claim_order(claims: list[ActiveClaim]) -> list[ActiveClaim]:
+    """Unexpired claims before expired ones, each by resource id: "the first active claim"."""
+    return sorted(claims, key=lambda claim: claim.expired)
+
+
+def _claimed_task(db: Connection, claims: list[ActiveClaim]) -> BriefingTask | None:
+    """The unfinished task behind the first active claim that has one."""
+    task_ids = {claim.task_id for claim in claims}
+    if not task_ids:
+        return None
+    rows = db.execute(
+        select(*_TASK_COLUMNS).where(_TASKS.c.id.in_(task_ids), _not_finished())
+    ).all()
+    found = {row.id: row for row in rows}
+    for claim in _claim_order(claims):
+        if claim.task_id in found:
+            return _task(found[claim.task_id])
+    return None
+
+
+def _pending_proposals(db: Connection, agent_id: str) -> list[BriefingProposal]:
+    rows = db.execute(
+        select(_PROPOSALS.c.id, _PROPOSALS.c.status, _PROPOSALS.c.created_at)
+        .where(
+            _PROPOSALS.c.agent_id == agent_id,
+            _PROPOSALS.c.status.not_in(RESOLVED_PROPOSAL_STATES),
+        )
+        .order_by(ts_key(_PROPOSALS.c.created_at).desc().nulls_last(), _PROPOSALS.c.id.desc())
+    ).all()
+    return [
+        BriefingProposal(id=one_line(row.id), status=_safe(row.status), created_at=row.created_at)
+        for row in rows
+    ]
+
+
+def _latest_decisions(db: Connection) -> list[BriefingDecision]:
+    rows = db.execute(
+        select(_DECISIONS.c.id, _DECISIONS.c.rationale_md, _DECISIONS.c.created_at)
+        .order_by(ts_key(_DECISIONS.c.created_at).desc().nulls_last(), _DECISIONS.c.id.desc())
+        .limit(LATEST_DECISIONS)
+    ).all()
+    return [
+        BriefingDecision(
+            id=one_line(row.id), rationale=_safe(row.rationale_md), created_at=row.created_at
+        )
+        for row in rows
+    ]
+
+
+def next_action(
+    task: BriefingTask | None, claims: list[ActiveClaim], proposals: list[BriefingProposal]
+) -> str:
+    """Newest pending proposal, else the task, else the first active claim, else wait (ref)."""
+    if proposals:
+        return (
+            f"Review proposal {proposals[0].id} and address any blocking feedback before "
+            "resubmitting or applying."
+        )
+    if task is not None:
+        return f"Resume task {task.id}: {task.title}"
+    if claims:
+        first = _claim_order(claims)[0]
+        return (
+            f"Reconcile active claim {one_line(first.id)} with current table state "
+            "before continuing."
+        )
+    return WAIT_ACTION
+
+
+def _section(title: str, lines: list[str]) -> list[str]:
+    return [title, *(lines or [NONE_LINE]), ""]
+
+
+def render_markdown(
+    session: AgentSession,
+    task: BriefingTask | None,
+    claims: list[ActiveClaim],
+    proposals: list[BriefingProposal],
+    decisions: list[BriefingDecision],
+    action: str,
+) -> str:
+    """The reference layout, line for line."""
+    lines = [
+        "# Roundtable Resume Briefing",
+        "",
+        f"You are resuming as {one_line(session.agent_id)}.",
+        "",
+        f"Run: {one_line(session.run_id)}",
+    ]
+    if session.external_session_id:
+        lines.append(f"External session: {one_line(session.external_session_id)}")
+    lines.append("")
+    lines += ["Current task:", f"{task.id} {task.title}" if task else NO_TASK, ""]
+    lines += _section(
+        "Your active claims:",
+        [
+            f"- {_safe(claim.resource_id)}" + (" (expired)" if claim.expired else "")
+            for claim in claims
+        ],
+    )
+    lines += _section(
+        "Pending proposals:", [f"- {item.id} from you: {item.status}" for item in proposals]
+    )
+    lines += _section("Latest decisions:", [f"- {item.id}: {item.rationale}" for item in decisions])
+    lines += ["Required next action:", action]
+    return "\n".join(lines) + "\n"
+
+
+def build_briefing(*, db: Connection, session_id: str, clock: Clock = system_clock) -> Briefing:
+    """The session's resume briefing; call it inside one ``Store.read()`` for a snapshot."""
+    session = get_session(db=db, session_id=session_id)
+    claims = active_claims(db=db, agent_id=session.agent_id, now=clock())
+    task = _assigned_task(db, session.agent_id) or _claimed_task(db, claims)
+    proposals = _pending_proposals(db, session.agent_id)
+    decisions = _latest_decisions(db)
+    action = next_action(task, claims, proposals)
+    return Briefing(
+        session=session,
+        task=task,
+        claims=claims,
+        proposals=proposals,
+        decisions=decisions,
+        next_action=action,
+        markdown=render_markdown(session, task, claims, proposals, decisions, action),
+    )
+
+
+DEFAULT_EXTERNAL_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    resumable: bool
+    argv: list[str] = field(default_factory=list)
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"resumable": self.resumable, "resume_argv": list(self.argv), "reason": self.reason}
+
+
+def _refuse(reason: str) -> ResumePlan:
+    return ResumePlan(resumable=False, argv=[], reason=reason)
+
+
+def resume_plan(
+    *,
+    session: AgentSession,
+    briefing_markdown: str,
+    adapters: Mapping[str, AdapterConfig] | None,
+) -> ResumePlan:
+    """The argv that resumes the agent's external session, briefing last; never a shell line.
+    Reasons never quote the external session id: it is sensitive."""
+    external_id = (session.external_session_id or "").strip()
+    if not external_id:
+        return _refuse("The session has no external session id, so there is nothing to resume.")
+    adapter = resolve(adapters, session.adapter)
+    name = one_line(session.adapter)
+    if not adapter.explicit:
+        return _refuse(
+            f"Adapter {name!r} is not configured; built-in adapters are disposable and "
+            "cannot resume a session. Configure adapters.<name>.resume_pattern to enable it."
+        )
+    if not (adapter.resume_pattern or "").strip():
+        return _refuse(f"Adapter {name!r} has no resume_pattern configured.")
+    if not adapter.accepts_external_id(external_id):
+        return _refuse(
+            "The external session id does not match the allowed pattern "
+            f"({adapter.external_session_id_pattern or DEFAULT_EXTERNAL_ID.pattern}); "
+            "it is not passed to a command."
+        )
+    try:
+        # Split the pattern first and substitute per argument, so an id can never add arguments.
+        words = shlex.split(adapter.resume_pattern or "")
+    except ValueError as error:
+        return _refuse(f"The resume_pattern of adapter {name!r} cannot be split: {error}.")
+    argv = [word.replace(PLACEHOLDER, external_id) for word in words]
+    return ResumePlan(resumable=True, argv=[*argv, briefing_markdown], reason=None)

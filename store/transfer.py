@@ -1,0 +1,357 @@
+"""Import and export (DESIGN.md §7): JSON Lines, one record a line, the table's column names as
+fields, ``kind`` naming the table.
+
+Export streams each table in id order, so a store of any size costs a batch of memory. Import runs
+in the caller's write transaction: entity kinds are upserted by id (a record replaces the row; an
+omitted column takes its default), history kinds are appended without ever duplicating a row an
+earlier import of the same export wrote. The first bad line raises ``InvalidImport`` naming it, and
+the caller's transaction rolls back, so nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, Table, exc, insert, select, text
+from sqlalchemy.dialects import postgresql, sqlite
+
+from store import validation
+from store.clock import Clock, format_ts, system_clock
+from store.errors import InvalidImport, StoreError
+from store.models import (
+    Agent,
+    AgentSession,
+    AgentSessionEvent,
+    Claim,
+    Decision,
+    Event,
+    Proposal,
+    Run,
+    Task,
+    Workspace,
+)
+
+# kind → table name, in export order. idempotency_keys are not exported.
+KINDS: dict[str, str] = {
+    "workspace": "workspaces",
+    "agent": "agents",
+    "run": "runs",
+    "task": "tasks",
+    "claim": "claims",
+    "proposal": "proposals",
+    "decision": "decisions",
+    "event": "events",
+    "session": "agent_sessions",
+    "session_event": "agent_session_events",
+}
+HISTORY_KINDS = frozenset({"event", "session_event"})
+
+_MODELS = (
+    Workspace,
+    Agent,
+    Run,
+    Task,
+    Claim,
+    Proposal,
+    Decision,
+    Event,
+    AgentSession,
+    AgentSessionEvent,
+)
+TABLES: dict[str, Table] = {
+    kind: next(model.__table__ for model in _MODELS if model.__tablename__ == name)  # type: ignore[attr-defined]
+    for kind, name in KINDS.items()
+}
+
+# Reference columns whose default is CURRENT_TIMESTAMP; the others' defaults are on the models.
+_NOW_DEFAULTS = frozenset(
+    {
+        ("runs", "started_at"),
+        ("events", "created_at"),
+        ("agent_sessions", "started_at"),
+        ("agent_session_events", "created_at"),
+    }
+)
+EXPORT_BATCH = 1000
+IMPORT_BATCH = 500
+_INT_RANGE = {"postgresql": (-(2**31), 2**31 - 1), "sqlite": (-(2**63), 2**63 - 1)}
+
+
+# ---------------------------------------------------------------------------------------- export
+
+
+def export_records(*, db: Connection, write: Callable[[str], None]) -> dict[str, int]:
+    """Write every record as one JSON line, table by table in ``KINDS`` order, rows in id order.
+    Returns how many records of each kind were written."""
+    counts: dict[str, int] = {}
+    for kind, table in TABLES.items():
+        counts[kind] = 0
+        for row in _stream(db, table):
+            write(encode_record(kind, row))
+            counts[kind] += 1
+    return counts
+
+
+def _stream(db: Connection, table: Table) -> Iterator[dict[str, Any]]:
+    statement = select(table).order_by(*table.primary_key.columns)
+    result = db.execute(statement, execution_options={"yield_per": EXPORT_BATCH})
+    for row in result:
+        yield dict(row._mapping)
+
+
+def encode_record(kind: str, values: dict[str, Any]) -> str:
+    """One JSON line: ``kind`` first, then the columns in table order. ASCII only, so no line
+    separator splits a record and no control or bidi character reaches a terminal."""
+    return json.dumps({"kind": kind, **values}, separators=(",", ":")) + "\n"
+
+
+# ---------------------------------------------------------------------------------------- import
+
+
+@dataclass
+class _Batch:
+    """Consecutive records that can go to the database in one executemany."""
+
+    kind: str
+    variant: bool
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+
+
+def import_records(
+    *, db: Connection, lines: Iterable[str], clock: Clock = system_clock
+) -> dict[str, int]:
+    """Apply an export in the caller's write transaction. Returns the records read per kind.
+
+    Raises ``InvalidImport`` naming the first bad line; the caller's transaction must then roll
+    back (``Store.write()`` does), so nothing is written."""
+    importer = _Importer(db, format_ts(clock()))
+    for number, line in enumerate(lines, start=1):
+        if number == 1:
+            line = line.removeprefix("\ufeff")
+        if not line.strip():
+            continue
+        kind, row = importer.parse(number, line)
+        importer.add(number, kind, row)
+    importer.flush()
+    importer.sync_sequences()
+    return importer.counts
+
+
+class _Importer:
+    def __init__(self, db: Connection, now: str) -> None:
+        self.db = db
+        self.now = now
+        self.dialect = db.dialect.name
+        self.counts: dict[str, int] = dict.fromkeys(KINDS, 0)
+        self.batch: _Batch | None = None
+        self.unsynced: set[str] = set()
+
+    # -- validation
+
+    def parse(self, number: int, line: str) -> tuple[str, dict[str, Any]]:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise _bad(number, f"not JSON: {error.msg} at character {error.pos}") from None
+        if not isinstance(record, dict):
+            raise _bad(number, f"a record must be a JSON object, not {_type_name(record)}")
+        if "kind" not in record:
+            raise _bad(number, 'the record has no "kind"')
+        kind = record.pop("kind")
+        if not isinstance(kind, str) or kind not in KINDS:
+            raise _bad(number, f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+        return kind, self._row(number, kind, record)
+
+    def _row(self, number: int, kind: str, record: dict[str, Any]) -> dict[str, Any]:
+        table = TABLES[kind]
+        unknown = sorted(set(record) - set(table.columns.keys()))
+        if unknown:
+            raise _bad(number, f"unknown column {unknown[0]!r} for kind {kind}")
+        row: dict[str, Any] = {}
+        for column in table.columns:
+            name = column.name
+            if kind in HISTORY_KINDS and name == "id" and record.get("id") is None:
+                continue  # no id: the row is appended with a new one
+            if name in record:
+                row[name] = self._value(number, kind, column, record[name])
+            elif kind == "session" and name == "version":
+                continue  # decided at write time: 0 when new, one more when replacing
+            else:
+                row[name] = self._default(number, kind, column)
+        if kind == "session":
+            self._check_session(number, row)
+        return row
+
+    def _value(self, number: int, kind: str, column: Any, value: Any) -> Any:
+        name = column.name
+        if value is None:
+            if not column.nullable:
+                raise _bad(number, f"column {name!r} of kind {kind} must not be null")
+            return None
+        if column.type.python_type is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise _bad(number, f"column {name!r} must be an integer, not {_type_name(value)}")
+            low, high = _INT_RANGE.get(self.dialect, _INT_RANGE["sqlite"])
+            if not low <= value <= high:
+                raise _bad(number, f"column {name!r} must be an integer from {low} to {high}")
+            return value
+        if not isinstance(value, str):
+            raise _bad(number, f"column {name!r} must be a string or null, not {_type_name(value)}")
+        if self.dialect == "postgresql" and "\x00" in value:
+            raise _bad(
+                number, f"column {name!r} contains a NUL character, which PostgreSQL refuses"
+            )
+        return value
+
+    def _default(self, number: int, kind: str, column: Any) -> Any:
+        if (column.table.name, column.name) in _NOW_DEFAULTS:
+            return self.now
+        if column.default is not None:
+            return column.default.arg
+        if not column.nullable:
+            raise _bad(number, f"missing required column {column.name!r} for kind {kind}")
+        return None
+
+    def _check_session(self, number: int, row: dict[str, Any]) -> None:
+        metadata = row.get("metadata_json")
+        if metadata is not None:
+            try:
+                decoded = json.loads(metadata)
+            except json.JSONDecodeError as error:
+                raise _bad(
+                    number, f"metadata_json is not JSON: {error.msg} at character {error.pos}"
+                ) from None
+            if not isinstance(decoded, dict):
+                raise _bad(
+                    number, f"metadata_json must be a JSON object, not {_type_name(decoded)}"
+                )
+        try:
+            validation.status(row["status"])
+        except StoreError as error:
+            raise _bad(number, f"status: {error.message}") from None
+
+    # -- batching
+
+    def add(self, number: int, kind: str, row: dict[str, Any]) -> None:
+        variant = kind == "session" and "version" in row
+        if self.batch is not None and (
+            self.batch.kind != kind
+            or self.batch.variant != variant
+            or len(self.batch.rows) >= IMPORT_BATCH
+        ):
+            self.flush()
+        if self.batch is None:
+            self.batch = _Batch(kind=kind, variant=variant)
+        self.batch.rows.append(row)
+        self.batch.lines.append(number)
+        self.counts[kind] += 1
+
+    def flush(self) -> None:
+        batch, self.batch = self.batch, None
+        if batch is None:
+            return
+        if batch.kind in HISTORY_KINDS:
+            self._append(batch)
+        else:
+            self._upsert(batch)
+
+    def _upsert(self, batch: _Batch) -> None:
+        table = TABLES[batch.kind]
+        dialect_insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
+        statement = dialect_insert(table)
+        replaced: dict[str, Any] = {
+            name: statement.excluded[name] for name in batch.rows[0] if name != "id"
+        }
+        if batch.kind == "session" and not batch.variant:
+            # No version given: a new row starts at 0, a replaced one moves on, so an operator
+            # holding the old version learns the row changed.
+            replaced["version"] = table.c.version + 1
+            for row in batch.rows:
+                row["version"] = 0
+        statement = statement.on_conflict_do_update(index_elements=["id"], set_=replaced)
+        self._execute(statement, batch.rows, batch.lines)
+
+    def _append(self, batch: _Batch) -> None:
+        """History rows keep their id when it is free, are skipped when that id already holds the
+        same content (a re-import), and get a new id when it holds something else."""
+        table = TABLES[batch.kind]
+        ids = [row["id"] for row in batch.rows if "id" in row]
+        stored: dict[int, dict[str, Any]] = {}
+        if ids:
+            found = self.db.execute(select(table).where(table.c.id.in_(set(ids))))
+            stored = {row.id: dict(row._mapping) for row in found}
+        keep: list[tuple[dict[str, Any], int]] = []
+        fresh: list[tuple[dict[str, Any], int]] = []
+        for row, number in zip(batch.rows, batch.lines, strict=True):
+            if "id" not in row:
+                fresh.append((row, number))
+                continue
+            existing = stored.get(row["id"])
+            if existing is None:
+                stored[row["id"]] = row
+                keep.append((row, number))
+            elif existing != row:
+                fresh.append(({k: v for k, v in row.items() if k != "id"}, number))
+        if keep:
+            self._execute(insert(table), *_unzip(keep))
+            self.unsynced.add(table.name)
+            self.sync_sequences()
+        if fresh:
+            self._execute(insert(table), *_unzip(fresh))
+
+    def _execute(self, statement: Any, rows: list[dict[str, Any]], lines: list[int]) -> None:
+        try:
+            with self.db.begin_nested():
+                self.db.execute(statement, rows)
+        except (exc.IntegrityError, exc.DataError):
+            self._replay_one_by_one(statement, rows, lines)
+
+    def _replay_one_by_one(
+        self, statement: Any, rows: list[dict[str, Any]], lines: list[int]
+    ) -> None:
+        """The batch was refused as a whole; replay it row by row to name the line."""
+        for row, number in zip(rows, lines, strict=True):
+            try:
+                with self.db.begin_nested():
+                    self.db.execute(statement, [row])
+            except (exc.IntegrityError, exc.DataError) as error:
+                reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
+                raise _bad(number, f"the database refused the record: {reason}") from None
+
+    def sync_sequences(self) -> None:
+        """After explicit ids on PostgreSQL, move each serial past the largest id, so rows
+        appended later (by this import or anyone) get free ids. SQLite's AUTOINCREMENT does
+        this by itself."""
+        if self.dialect == "postgresql":
+            for name in sorted(self.unsynced):
+                self.db.execute(
+                    text(
+                        "SELECT setval(pg_get_serial_sequence(:table, 'id'), max_id) "
+                        f"FROM (SELECT max(id) AS max_id FROM {name}) AS largest "
+                        "WHERE max_id IS NOT NULL"
+                    ),
+                    {"table": name},
+                )
+        self.unsynced.clear()
+
+
+def _unzip(pairs: list[tuple[dict[str, Any], int]]) -> tuple[list[dict[str, Any]], list[int]]:
+    return [row for row, _ in pairs], [number for _, number in pairs]
+
+
+def _type_name(value: Any) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", float: "number"}
+    if value is None:
+        return "null"
+    return names.get(type(value), "integer" if isinstance(value, int) else type(value).__name__)
+
+
+def _bad(number: int, reason: str) -> InvalidImport:
+    return InvalidImport(f"line {number}: {reason.rstrip('.')}.", details={"line": number})
+
+
+__all__ = ["KINDS", "HISTORY_KINDS", "TABLES", "export_records", "import_records", "encode_record"]

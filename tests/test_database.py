@@ -1,0 +1,350 @@
+"""Database URLs and engines (DESIGN §3): SQLite settings, refusals as ``database_unavailable``,
+transactions, and schema currency on both backends."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from store import schema, sessions
+from store.database import (
+    BUSY_TIMEOUT_MS,
+    Store,
+    create_store_engine,
+    describe_url,
+    open_store,
+    sqlite_url,
+)
+from store.errors import DatabaseUnavailable
+from store.schema import HEAD_REVISION, current_revision, ensure_schema
+from tests.conftest import FakeClock, new_pg_database
+from tests.pg_server import PostgresServer, free_port
+
+NOT_SQLITE = b"PK\x03\x04 this is a zip file, not a database \x00\xff" * 20
+
+
+def assert_clear(error: DatabaseUnavailable) -> None:
+    """One sentence a person can act on: no traceback, no chained exception to print."""
+    assert error.code == "database_unavailable"
+    assert error.message and "\n" not in error.message
+    assert "Traceback" not in error.message and 'File "' not in error.message
+    assert "(Background on this error" not in error.message
+    assert error.__cause__ is None
+
+
+# --- SQLite -----------------------------------------------------------------------------------
+
+
+def test_sqlite_connections_use_wal_busy_timeout_and_foreign_keys(sqlite_store: Store):
+    with sqlite_store.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == BUSY_TIMEOUT_MS == 5000
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    # Every pooled connection, not just the first.
+    connections = [sqlite_store.engine.connect() for _ in range(3)]
+    try:
+        for conn in connections:
+            assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 5000
+    finally:
+        for conn in connections:
+            conn.close()
+
+
+def test_foreign_keys_are_enforced(sqlite_store: Store):
+    with sqlite_store.write() as db:
+        db.execute(text("CREATE TABLE parent (id INTEGER PRIMARY KEY)"))
+        db.execute(text("CREATE TABLE child (p INTEGER REFERENCES parent(id))"))
+    with pytest.raises(Exception, match="FOREIGN KEY"), sqlite_store.write() as db:
+        db.execute(text("INSERT INTO child VALUES (42)"))
+
+
+def test_a_sqlite_write_takes_the_lock_at_begin(sqlite_store: Store, tmp_path: Path):
+    """BEGIN IMMEDIATE: a read-then-write cannot be overtaken by another writer."""
+    path = tmp_path / "roundtable.db"
+    with sqlite_store.write() as db:
+        db.execute(text("SELECT 1"))
+        other = sqlite3.connect(path, timeout=0, isolation_level=None)
+        try:
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                other.execute("BEGIN IMMEDIATE")
+        finally:
+            other.close()
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("ROLLBACK")
+    other.close()
+
+
+def test_a_sqlite_read_does_not_block_a_writer(sqlite_store: Store, clock: FakeClock):
+    with sqlite_store.read() as reader:
+        reader.execute(text("SELECT COUNT(*) FROM agent_sessions")).scalar_one()
+        with sqlite_store.write() as db:
+            sessions.register(
+                db=db,
+                session_id="s1",
+                agent_id="a",
+                run_id="r",
+                adapter="codex",
+                working_directory="/w",
+                clock=clock,
+            )
+
+
+def test_a_file_that_is_not_sqlite_is_refused_and_left_untouched(tmp_path: Path):
+    path = tmp_path / "notes.db"
+    path.write_bytes(NOT_SQLITE)
+    with pytest.raises(DatabaseUnavailable) as raised:
+        open_store(sqlite_url(path))
+    assert_clear(raised.value)
+    assert str(path) in raised.value.message and "not a SQLite database" in raised.value.message
+    assert path.read_bytes() == NOT_SQLITE
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.db"]
+
+
+def test_a_short_file_that_is_not_sqlite_is_refused(tmp_path: Path):
+    path = tmp_path / "tiny.db"
+    path.write_bytes(b"hello")
+    with pytest.raises(DatabaseUnavailable):
+        open_store(sqlite_url(path))
+    assert path.read_bytes() == b"hello"
+
+
+def test_a_damaged_sqlite_file_is_refused_and_left_untouched(tmp_path: Path):
+    path = tmp_path / "damaged.db"
+    damaged = b"SQLite format 3\x00" + b"\xff" * 4080
+    path.write_bytes(damaged)
+    with pytest.raises(DatabaseUnavailable) as raised:
+        open_store(sqlite_url(path))
+    assert_clear(raised.value)
+    assert path.read_bytes() == damaged
+
+
+def test_an_empty_file_becomes_a_store(tmp_path: Path):
+    path = tmp_path / "empty.db"
+    path.touch()
+    store = open_store(sqlite_url(path))
+    try:
+        with store.read() as db:
+            assert current_revision(db) == HEAD_REVISION
+    finally:
+        store.dispose()
+
+
+def test_a_directory_is_refused(tmp_path: Path):
+    with pytest.raises(DatabaseUnavailable) as raised:
+        open_store(sqlite_url(tmp_path))
+    assert_clear(raised.value)
+    assert "directory" in raised.value.message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_path_under_a_file_is_refused(tmp_path: Path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(DatabaseUnavailable) as raised:
+        open_store(sqlite_url(blocker / "roundtable.db"))
+    assert_clear(raised.value)
+    assert blocker.read_text() == "x"
+
+
+def test_missing_parent_directories_are_created(tmp_path: Path):
+    path = tmp_path / "a" / "b" / ".roundtable" / "roundtable.db"
+    open_store(sqlite_url(path)).dispose()
+    assert path.read_bytes()[:16] == b"SQLite format 3\x00"
+
+
+# --- URLs -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["mysql://user@localhost/db", "oracle://x", "http://example.invalid/", "not a url", ""],
+)
+def test_an_unsupported_url_is_refused(url: str):
+    with pytest.raises(DatabaseUnavailable) as raised:
+        create_store_engine(url)
+    assert_clear(raised.value)
+
+
+def test_the_unsupported_scheme_message_names_what_works():
+    with pytest.raises(DatabaseUnavailable) as raised:
+        open_store("mysql://user@localhost/db")
+    assert "mysql" in raised.value.message
+    assert "sqlite:///" in raised.value.message and "postgresql://" in raised.value.message
+
+
+@pytest.mark.parametrize("scheme", ["postgresql", "postgres", "postgresql+psycopg"])
+def test_postgres_urls_use_psycopg(scheme: str):
+    engine = create_store_engine(f"{scheme}://u@127.0.0.1:1/db")
+    try:
+        assert engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
+    finally:
+        engine.dispose()
+
+
+def test_an_unreachable_postgres_is_unavailable_with_a_clear_message():
+    port = free_port()  # bound and released: nothing listens there
+    url = f"postgresql://roundtable:s3cret-pw@127.0.0.1:{port}/roundtable"
+    with pytest.raises(DatabaseUnavailable) as raised:
+        open_store(url)
+    assert_clear(raised.value)
+    message = raised.value.message
+    assert "unavailable" in message and str(port) in message
+    assert "s3cret-pw" not in message
+    assert "refused" in message.lower()
+
+
+def test_a_missing_postgres_database_is_unavailable(pg_server: PostgresServer):
+    with pytest.raises(DatabaseUnavailable) as raised:
+        open_store(pg_server.url("no_such_database"))
+    assert_clear(raised.value)
+    assert "no_such_database" in raised.value.message
+
+
+def test_a_postgres_connection_lost_mid_transaction_is_unavailable(
+    pg_server: PostgresServer, clock: FakeClock
+):
+    store = open_store(new_pg_database(pg_server))
+    admin = create_engine(pg_server.url(), isolation_level="AUTOCOMMIT")
+    try:
+        with pytest.raises(DatabaseUnavailable) as raised, store.write() as db:
+            pid = db.execute(text("SELECT pg_backend_pid()")).scalar_one()
+            with admin.connect() as conn:
+                conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            sessions.register(
+                db=db,
+                session_id="s1",
+                agent_id="a",
+                run_id="r",
+                adapter="codex",
+                working_directory="/w",
+                clock=clock,
+            )
+        assert_clear(raised.value)
+        # The pool recovers: the next transaction works, and nothing was half-written.
+        with store.read() as db:
+            assert db.execute(text("SELECT COUNT(*) FROM agent_sessions")).scalar_one() == 0
+    finally:
+        admin.dispose()
+        store.dispose()
+
+
+def test_describe_url_hides_the_password():
+    assert describe_url("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
+    assert describe_url("sqlite:////tmp/x.db") == "sqlite:////tmp/x.db"
+
+
+# --- both backends ----------------------------------------------------------------------------
+
+
+def test_a_fresh_store_is_at_head_and_opening_again_does_nothing(store: Store, store_url: str):
+    with store.read() as db:
+        assert current_revision(db) == HEAD_REVISION
+    assert ensure_schema(store.engine) is False
+    again = open_store(store_url)
+    try:
+        assert ensure_schema(again.engine) is False
+    finally:
+        again.dispose()
+
+
+def test_a_read_sees_one_snapshot(store: Store, clock: FakeClock):
+    def register(session_id: str) -> None:
+        with store.write() as db:
+            sessions.register(
+                db=db,
+                session_id=session_id,
+                agent_id="a",
+                run_id="r",
+                adapter="codex",
+                working_directory="/w",
+                clock=clock,
+            )
+
+    register("s1")
+    with store.read() as db:
+        first = db.execute(text("SELECT COUNT(*) FROM agent_sessions")).scalar_one()
+        writer = threading.Thread(target=register, args=("s2",))
+        writer.start()
+        writer.join(timeout=30)
+        assert not writer.is_alive()
+        second = db.execute(text("SELECT COUNT(*) FROM agent_sessions")).scalar_one()
+    assert first == second == 1
+    with store.read() as db:
+        assert db.execute(text("SELECT COUNT(*) FROM agent_sessions")).scalar_one() == 2
+
+
+def test_a_failed_write_rolls_back_everything(store: Store, clock: FakeClock):
+    with pytest.raises(RuntimeError), store.write() as db:
+        sessions.register(
+            db=db,
+            session_id="s1",
+            agent_id="a",
+            run_id="r",
+            adapter="codex",
+            working_directory="/w",
+            clock=clock,
+        )
+        raise RuntimeError("boom")
+    with store.read() as db:
+        assert db.execute(text("SELECT COUNT(*) FROM agent_sessions")).scalar_one() == 0
+        assert db.execute(text("SELECT COUNT(*) FROM agent_session_events")).scalar_one() == 0
+
+
+def test_ensure_schema_upgrades_a_blank_database_once(tmp_path: Path):
+    path = tmp_path / "new.db"
+    engine = create_store_engine(sqlite_url(path))
+    progress: list[str] = []
+    try:
+        assert ensure_schema(engine, progress=progress.append) is True
+        assert len(progress) == 1 and "schema" in progress[0]
+        assert ensure_schema(engine, progress=progress.append) is False
+        assert len(progress) == 1
+    finally:
+        engine.dispose()
+
+
+def test_a_store_from_a_newer_roundtable_is_refused_in_words(store: Store, store_url: str):
+    with store.write() as db:
+        db.execute(text("UPDATE alembic_version SET version_num = '0099_from_the_future'"))
+    with pytest.raises(DatabaseUnavailable) as raised:
+        open_store(store_url)
+    assert_clear(raised.value)
+    assert "0099_from_the_future" in raised.value.message
+    assert "Upgrade roundtable" in raised.value.message
+    with store.read() as db:
+        assert current_revision(db) == "0099_from_the_future"
+
+
+def test_every_migration_file_is_named_after_its_revision():
+    versions = Path(schema.__file__).with_name("migrations") / "versions"
+    found = {}
+    for path in sorted(versions.glob("0*.py")):
+        match = re.search(r'^revision = "([^"]+)"$', path.read_text(), re.MULTILINE)
+        assert match is not None, path
+        found[path.stem] = match.group(1)
+    assert found and all(stem == revision for stem, revision in found.items())
+    assert HEAD_REVISION == max(found) and set(found) == schema.KNOWN_REVISIONS
+
+
+def test_a_store_at_the_baseline_is_brought_to_head(tmp_path: Path):
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(Path(__file__).with_name("reference_ddl.sql").read_text())
+        conn.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) PRIMARY KEY)")
+        conn.execute("INSERT INTO alembic_version VALUES ('0001_reference_baseline')")
+    open_store(sqlite_url(path)).dispose()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchall() == [
+            (HEAD_REVISION,)
+        ]
+        columns = [c[1] for c in conn.execute("PRAGMA table_info(agent_sessions)")]
+        assert columns[-1] == "version"
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert "idempotency_keys" in tables

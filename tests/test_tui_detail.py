@@ -1,0 +1,212 @@
+"""The session detail screen: fields, masking, redacted metadata, projections, actions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import insert
+from textual.widgets import DataTable
+
+from screens.session_detail import SessionDetailScreen
+from screens.session_list import SessionListScreen
+from store import sessions
+from store.clock import fixed_clock
+from store.database import Store
+from store.models import Event, Proposal
+from tests.test_tui_support import (
+    FROZEN,
+    add_claim,
+    add_session,
+    console,
+    footer_keys,
+    history,
+    notifications,
+    open_test_store,
+    press,
+    screen_text,
+    session_row,
+    settle,
+    sqlite_url,
+)
+
+SECRET_ID = "ext-9f8e7d"
+SECRET_COMMAND = "codex resume ext-9f8e7d"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Store]:
+    store = open_test_store(tmp_path)
+    try:
+        yield store
+    finally:
+        store.dispose()
+
+
+def rich_session(db: Store) -> None:
+    add_session(
+        db,
+        "sess-42",
+        agent_id="ada",
+        run_id="run-7",
+        provider="openai",
+        model="gpt-5",
+        external_session_id=SECRET_ID,
+        resume_command=SECRET_COMMAND,
+        mcp_socket="/tmp/mcp.sock",
+        metadata={
+            "workspace_id": "ws-atlas",
+            "branch": "main",
+            "api_key": "sk-live-123",
+            "notes": "token=abc123 and more",
+            "usage": {"input_tokens": 1200, "output_tokens": 300, "secret_cost": 9},
+        },
+    )
+
+
+def table_rows(app, name: str) -> list[list[str]]:  # type: ignore[no-untyped-def]
+    table = app.screen.query_one(f"#table-{name}", DataTable)
+    return [[cell.plain for cell in table.get_row_at(index)] for index in range(table.row_count)]
+
+
+async def open_detail(pilot) -> None:  # type: ignore[no-untyped-def]
+    await settle(pilot)
+    await press(pilot, "enter")
+
+
+async def test_detail_shows_every_field_masks_secrets_and_redacts_metadata(
+    tmp_path: Path, db: Store
+) -> None:
+    rich_session(db)
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 50)) as pilot:
+        await open_detail(pilot)
+        assert isinstance(app.screen, SessionDetailScreen)
+        shown = screen_text(app)
+        for text in (
+            "sess-42",
+            "ada",
+            "run-7",
+            "ws-atlas  (from metadata)",
+            "openai",
+            "gpt-5",
+            "/work/repo",
+            "/tmp/mcp.sock",
+            "2026-09-17 17:26:35 UTC  (0s ago)",
+            '"branch": "main"',
+            '"api_key": "[REDACTED]"',
+            "token=[REDACTED] and more",
+            "Version",
+        ):
+            assert text in shown, text
+        assert SECRET_ID not in shown and "codex resume" not in shown
+        assert "sk-live-123" not in shown and "abc123" not in shown
+        assert shown.count("(v to reveal)") == 2
+        await press(pilot, "v")
+        shown = screen_text(app)
+        assert SECRET_ID in shown and SECRET_COMMAND in shown
+        await press(pilot, "v")
+        assert SECRET_ID not in screen_text(app)
+        await press(pilot, "escape")
+        assert isinstance(app.screen, SessionListScreen)
+
+
+async def test_projection_tabs_show_history_claims_proposals_metrics_environment(
+    tmp_path: Path, db: Store
+) -> None:
+    rich_session(db)
+    add_claim(db, "c1", agent_id="ada", resource_id="src/app.py", expires_in=timedelta(hours=1))
+    with db.write() as conn:
+        conn.execute(
+            insert(Proposal.__table__).values(  # type: ignore[attr-defined]
+                id="prop-1",
+                task_id="task-1",
+                agent_id="ada",
+                title="Fix [bold]login[/]",
+                summary_md="Uses password=hunter2",
+                patch_path="/p",
+                status="pending",
+                created_at="2026-09-17T17:00:00Z",
+            )
+        )
+        conn.execute(
+            insert(Event.__table__).values(  # type: ignore[attr-defined]
+                run_id="run-7",
+                type="tool.shell",
+                actor_id="ada",
+                payload_json='{"action": "run", "status": "ok"}',
+                created_at="2026-09-17T17:10:00Z",
+            )
+        )
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_detail(pilot)
+        await press(pilot, "2")
+        assert table_rows(app, "logs")[0][2] == "registered"
+        assert '"adapter":"codex"' in table_rows(app, "logs")[0][3]
+        await press(pilot, "3")
+        assert table_rows(app, "tool-calls")[0][2:6] == ["shell", "run", "ok", "ada"]
+        await press(pilot, "4")
+        assert table_rows(app, "claims")[0][:3] == ["src/app.py", "task-1", "write"]
+        await press(pilot, "5")
+        proposal = table_rows(app, "proposals")[0]
+        assert proposal[2] == "Fix [bold]login[/]"
+        assert "hunter2" not in proposal[6]
+        await press(pilot, "6")
+        shown = screen_text(app)
+        assert "input_tokens" in shown and "1200" in shown and "secret_cost" not in shown
+        await press(pilot, "7")
+        shown = screen_text(app)
+        assert "python_version" in shown and "viewer's own process" in shown
+
+
+async def test_logs_are_paged_with_n(tmp_path: Path, db: Store) -> None:
+    add_session(db, "s1")
+    with db.write() as conn:
+        for second in range(55):
+            sessions.heartbeat(
+                db=conn, session_id="s1", clock=fixed_clock(FROZEN + timedelta(seconds=second))
+            )
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_detail(pilot)
+        await press(pilot, "2")
+        assert len(table_rows(app, "logs")) == 50
+        assert "next_page" in footer_keys(app)
+        assert "n reads the next page" in screen_text(app)
+        await press(pilot, "n")
+        assert len(table_rows(app, "logs")) == 56
+        assert "next_page" not in footer_keys(app)
+        assert "56 rows" in screen_text(app)
+
+
+async def test_actions_work_from_the_detail_screen(tmp_path: Path, db: Store) -> None:
+    add_session(db, "s1")
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_detail(pilot)
+        await press(pilot, "p")
+        assert "Paused s1 (active → paused)." in notifications(app)[-1]
+        assert "paused" in screen_text(app).splitlines()[1]
+        assert "resume" in footer_keys(app) and "pause" not in footer_keys(app)
+        await press(pilot, "s", "y")
+        assert session_row(db, "s1")["status"] == "stopped"
+        assert [event for event, _ in history(db, "s1")][-2:] == ["paused", "stopped"]
+        await press(pilot, "escape")
+        assert app.screen.query_one("#sessions", DataTable).get_cell("s1", "status").plain == (
+            "stopped"
+        )
+
+
+async def test_detail_of_a_session_deleted_meanwhile_says_so(tmp_path: Path, db: Store) -> None:
+    add_session(db, "s1")
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        with db.write() as conn:
+            conn.exec_driver_sql("DELETE FROM agent_sessions")
+        await press(pilot, "enter")
+        assert "No session has the id 's1'. [session_not_found]" in screen_text(app)
+        assert "pause" not in footer_keys(app)

@@ -1,0 +1,187 @@
+"""SVG snapshots of every screen and dialog, with a frozen clock and fixed data.
+
+Update after a deliberate change with ``pytest tests/test_tui_snapshots.py --snapshot-update``
+and look at the report before committing the new SVGs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from store.adapters import AdapterConfig
+from store.database import Store
+from tests.test_tui_support import (
+    FROZEN,
+    SNAPSHOT_DESCRIPTION,
+    add_agent,
+    add_claim,
+    add_session,
+    console,
+    open_test_store,
+    press,
+    settle,
+    sqlite_url,
+)
+from tui.app import RoundtableApp
+
+SIZE = (120, 40)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Store]:
+    store = open_test_store(tmp_path)
+    try:
+        yield store
+    finally:
+        store.dispose()
+
+
+def seed(db: Store) -> None:
+    """A small store with every kind of row the screens show differently."""
+    add_agent(db, "ada")
+    add_session(
+        db,
+        "sess-01",
+        agent_id="ada",
+        run_id="run-atlas",
+        provider="openai",
+        model="gpt-5",
+        external_session_id="ext-123",
+        at=FROZEN - timedelta(hours=3),
+        metadata={"workspace_id": "ws-atlas", "branch": "main", "token": "t0k3n"},
+    )
+    add_session(
+        db,
+        "sess-02",
+        agent_id="grace",
+        run_id="run-harbor",
+        status="paused",
+        provider="anthropic",
+        model="claude",
+        at=FROZEN - timedelta(hours=2),
+    )
+    add_session(
+        db,
+        "sess-03",
+        agent_id="linus",
+        run_id="run-harbor",
+        status="running",
+        at=FROZEN - timedelta(hours=1, minutes=30),
+    )
+    add_session(
+        db,
+        "sess-04",
+        agent_id="knuth",
+        run_id="run-lumen",
+        status="stopped",
+        at=FROZEN - timedelta(minutes=50),
+    )
+    add_session(
+        db,
+        "[bold]x[/]",
+        agent_id="[link=http://x]y[/link]",
+        run_id="run\x1b[2J",
+        status="terminated",
+        at=FROZEN - timedelta(minutes=40),
+    )
+    add_session(db, "sess-06", agent_id="ada", run_id="run-atlas", at=FROZEN - timedelta(seconds=8))
+    add_claim(db, "c1", agent_id="ada", resource_id="src/api.py", expires_in=timedelta(hours=1))
+    add_claim(db, "c2", agent_id="ada", resource_id="src/db.py", expires_in=-timedelta(minutes=5))
+
+
+def app_for(tmp_path: Path, **options: Any) -> RoundtableApp:
+    app = console(sqlite_url(tmp_path), **options)
+    app.ctx.description = SNAPSHOT_DESCRIPTION  # tmp_path differs on every run
+    return app
+
+
+def driving(*keys: str) -> Callable[[Pilot[Any]], Any]:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await press(pilot, *keys)
+        await settle(pilot)
+        # Toasts expire on a wall-clock timer; a slow run would lose them from the picture.
+        pilot.app.clear_notifications()
+        await settle(pilot)
+
+    return run_before
+
+
+def test_session_list(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving())
+
+
+def test_session_list_small_terminal(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)
+    assert snap_compare(app_for(tmp_path), terminal_size=(80, 24), run_before=driving())
+
+
+def test_session_list_filtered(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)
+    keys = ("a", "slash", "s", "e", "s", "s", "enter")
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving(*keys))
+
+
+def test_empty_store(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving())
+
+
+def test_session_detail(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving("enter"))
+
+
+def test_session_detail_logs_tab(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)
+    run_before = driving("down", "enter", "p", "2")
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+def test_stop_dialog(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving("s"))
+
+
+def test_resume_dialog_after_a_refusal(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)  # grace is not a registered agent: resume is refused, the dialog stays
+    run_before = driving("down", "r", "y")
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+def test_terminate_dialog_with_claims(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving("t"))
+
+
+def test_terminate_dialog_refuses_blank(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)
+    run_before = driving("t", "ctrl+s")
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+def test_help(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)
+    run_before = driving("question_mark")
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+def test_session_log(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)
+    run_before = driving("p", "h", "l")
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+def test_briefing(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)
+    adapters = {
+        "codex": AdapterConfig(name="codex", resume_pattern="codex resume {{external_session_id}}")
+    }
+    app = app_for(tmp_path, adapters=adapters)
+    assert snap_compare(app, terminal_size=SIZE, run_before=driving("b"))

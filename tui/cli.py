@@ -1,0 +1,839 @@
+"""The ``roundtable`` command line (DESIGN.md §7).
+
+Start-up time is a feature: agents run ``roundtable sessions heartbeat`` all day. So this module
+imports only click, the standard library and ``tui.output`` at the top; store modules are imported
+inside the commands that need them, and Textual only by ``roundtable tui``.
+"""
+
+from __future__ import annotations
+
+import functools
+import shlex
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from tui import output
+
+if TYPE_CHECKING:
+    from store.adapters import AdapterConfig
+    from store.database import Store
+    from store.lifecycle import ActionOutcome
+    from store.models import AgentSession
+    from store.paging import Page
+    from tui.config import Settings
+
+OUTPUT_HELP = """\b
+Output: on a terminal, aligned columns under a header; in a pipe, one tab-separated line per
+row and no header (control characters are shown as escapes, never sent raw). --json prints
+JSON instead. Errors go to stderr, the last line being "error: …" (or, with --json,
+{"error": {"code", "message"}}). Exit codes: 0 done, 1 refused, 2 bad usage or bad input."""
+
+_GROUP_OPTIONS = "roundtable.group_options"
+_GROUP_FILTERS = "roundtable.group_filters"
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+SESSION_COLUMNS = ("id", "agent", "status", "adapter", "resume command")
+PROJECTION_FUNCTIONS = {
+    "logs": "session_logs",
+    "tool-calls": "tool_calls",
+    "claims": "session_claims",
+    "proposals": "session_proposals",
+    "metrics": "session_metrics",
+    "environment": "session_environment",
+}
+
+
+@dataclass
+class CliState:
+    """What one run shares between its parts. Tests pass their own clock."""
+
+    clock: Callable[[], datetime] | None = None
+    json_mode: bool | None = None
+
+
+@dataclass
+class Invocation:
+    """One command's resolved options: where the data lives, how to answer, what time it is."""
+
+    db: str | None
+    root: str | None
+    json_mode: bool
+    state: CliState
+    _settings: Settings | None = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            from tui.config import load_settings
+
+            self._settings = load_settings()
+        return self._settings
+
+    def clock(self) -> datetime:
+        if self.state.clock is not None:
+            return self.state.clock()
+        from store.clock import system_clock
+
+        return system_clock()
+
+    def url(self) -> str:
+        from tui.config import resolve_database_url
+
+        return resolve_database_url(db=self.db, root=self.root, settings=self.settings)
+
+    def adapters(self) -> dict[str, AdapterConfig]:
+        from tui.config import resolve_adapters
+
+        return resolve_adapters(self.settings, self.root)
+
+    def operator(self, flag: str | None) -> str:
+        from tui.config import resolve_operator
+
+        return resolve_operator(flag=flag, settings=self.settings)
+
+    @contextmanager
+    def store(self) -> Iterator[Store]:
+        from store.database import open_store
+
+        opened = open_store(self.url(), progress=_progress)
+        try:
+            yield opened
+        finally:
+            opened.dispose()
+
+
+def _progress(message: str) -> None:
+    output.echo_text(message, err=True)
+
+
+# ------------------------------------------------------------------------------------ options
+
+
+def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = (
+        click.option("--db", "db", metavar="URL", help="SQLAlchemy database URL (wins over all)."),
+        click.option(
+            "--root",
+            "root",
+            metavar="DIR",
+            help="Roundtable workspace: DIR/.roundtable/roundtable.db and its config.yaml.",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text."),
+    )
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def with_invocation(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a command ``--db``, ``--root`` and ``--json``, resolved into an ``Invocation``."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, db: str | None, root: str | None, as_json: bool, **kwargs: Any) -> Any:
+        invocation = _invocation(click.get_current_context(), db=db, root=root, as_json=as_json)
+        return func(invocation, *args, **kwargs)
+
+    return _common_options(wrapper)
+
+
+def _invocation(
+    ctx: click.Context, *, db: str | None, root: str | None, as_json: bool
+) -> Invocation:
+    # Options given to the `sessions` group before the subcommand act as defaults.
+    group = ctx.meta.get(_GROUP_OPTIONS, {})
+    db = db if db is not None else group.get("db")
+    root = root if root is not None else group.get("root")
+    json_mode = bool(as_json or group.get("as_json"))
+    state = ctx.find_object(CliState) or CliState()
+    state.json_mode = json_mode
+    for name, value in (("--db", db), ("--root", root)):
+        if value is not None and not value.strip():
+            raise click.BadParameter("must not be blank.", ctx=ctx, param_hint=f"'{name}'")
+    return Invocation(db=db, root=root, json_mode=json_mode, state=state)
+
+
+def _list_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = (
+        click.option(
+            "--status", "statuses", multiple=True, metavar="ST", help="Only this status (repeat)."
+        ),
+        click.option("--agent", metavar="A", help="Only sessions of this agent."),
+        click.option("--run", metavar="R", help="Only sessions of this run."),
+        click.option("--workspace", metavar="W", help="Only sessions of this workspace."),
+        click.option("--active", is_flag=True, help="Only sessions in an active state."),
+        click.option(
+            "--stale",
+            is_flag=True,
+            help="Only active sessions not seen for stale_after_seconds (config; 300 s).",
+        ),
+        click.option("--text", metavar="TEXT", help="Only sessions whose fields contain TEXT."),
+        click.option("--limit", type=int, metavar="N", help="One page of N (1…200)."),
+        click.option("--cursor", metavar="C", help="Continue after the page that gave C."),
+    )
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _page_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option("--cursor", metavar="C", help="Continue after the page that gave C.")(func)
+    return click.option("--limit", type=int, metavar="N", help="One page of N (1…200).")(func)
+
+
+_session_option = click.option("--session", "session_id", required=True, metavar="S")
+_operator_option = click.option(
+    "--operator", metavar="NAME", help="Who acts (default: config, $ROUNDTABLE_OPERATOR, login)."
+)
+
+
+def _session_id(value: str) -> str:
+    from store.validation import required
+
+    return required("--session", value)
+
+
+# ------------------------------------------------------------------------------------ the group
+
+
+class RoundtableGroup(click.Group):
+    """The root group. Its ``main`` turns every failure into a message and an exit code, so
+    both the console script and ``CliRunner`` behave the same and no traceback reaches a user."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> int:
+        argv = list(sys.argv[1:] if args is None else args)
+        state = extra.setdefault("obj", CliState())
+
+        def invoke() -> Any:
+            return super(RoundtableGroup, self).main(
+                argv, prog_name or "roundtable", complete_var, standalone_mode=False, **extra
+            )
+
+        code = run_guarded(invoke, state=state, argv=argv)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+def _json_requested(state: Any, argv: Sequence[str]) -> bool:
+    if isinstance(state, CliState) and state.json_mode is not None:
+        return state.json_mode
+    options = argv[: argv.index("--")] if "--" in argv else argv
+    return "--json" in options
+
+
+def run_guarded(invoke: Callable[[], Any], *, state: Any, argv: Sequence[str]) -> int:
+    try:
+        result = invoke()
+        return result if isinstance(result, int) and not isinstance(result, bool) else 0
+    except click.exceptions.NoArgsIsHelpError as error:
+        error.show()
+        return EXIT_USAGE
+    except click.UsageError as error:
+        _show_usage(error)
+        output.write_error(
+            code="usage_error",
+            message=error.format_message(),
+            json_mode=_json_requested(state, argv),
+        )
+        return EXIT_USAGE
+    except click.ClickException as error:
+        output.write_error(
+            code="usage_error" if error.exit_code == EXIT_USAGE else "error",
+            message=error.format_message(),
+            json_mode=_json_requested(state, argv),
+        )
+        return error.exit_code
+    except (click.Abort, KeyboardInterrupt):
+        output.write_error(
+            code="interrupted", message="Interrupted.", json_mode=_json_requested(state, argv)
+        )
+        return EXIT_INTERRUPTED
+    except Exception as error:
+        code, name, message, details = _classify(error)
+        output.write_error(
+            code=name, message=message, details=details, json_mode=_json_requested(state, argv)
+        )
+        return code
+
+
+def _show_usage(error: click.UsageError) -> None:
+    ctx = error.ctx
+    if ctx is None:
+        return
+    click.echo(ctx.get_usage(), err=True)
+    if ctx.command.get_help_option(ctx) is not None:
+        click.echo(f"Try '{ctx.command_path} --help' for help.", err=True)
+
+
+def _classify(error: Exception) -> tuple[int, str, str, Mapping[str, Any] | None]:
+    from store.errors import StoreError
+    from tui.config import ConfigError
+
+    if isinstance(error, StoreError):
+        code = EXIT_USAGE if error.is_bad_input else EXIT_REFUSED
+        return code, error.code, error.message, error.details or None
+    if isinstance(error, ConfigError):
+        return EXIT_USAGE, error.code, error.message, None
+    text = str(error).strip().splitlines()
+    reason = f": {text[0]}" if text else ""
+    return (
+        EXIT_REFUSED,
+        "internal_error",
+        f"Unexpected {type(error).__name__}{reason}. "
+        "This is a bug in roundtable; please report it.",
+        None,
+    )
+
+
+@click.group(
+    "roundtable",
+    cls=RoundtableGroup,
+    help="Roundtable agent sessions: the store, the CLI agents use, and the operator console.\n\n"
+    + OUTPUT_HELP,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+def cli() -> None:
+    pass
+
+
+# ------------------------------------------------------------------------------------ sessions
+
+
+@cli.group(
+    "sessions",
+    invoke_without_command=True,
+    help="List sessions (the default), or register, heartbeat, end, inspect and act on one.\n\n"
+    + OUTPUT_HELP,
+)
+@_list_options
+@_common_options
+@click.pass_context
+def sessions_group(
+    ctx: click.Context, db: str | None, root: str | None, as_json: bool, **filters: Any
+) -> None:
+    ctx.meta[_GROUP_OPTIONS] = {"db": db, "root": root, "as_json": as_json}
+    if as_json:
+        ctx.ensure_object(CliState).json_mode = True
+    if ctx.invoked_subcommand is None:
+        _list_sessions(_invocation(ctx, db=db, root=root, as_json=as_json), **filters)
+    elif ctx.invoked_subcommand == "list":
+        ctx.meta[_GROUP_FILTERS] = filters
+    elif any(_given(value) for value in filters.values()):
+        raise click.UsageError(
+            "List filters (--status, --agent, --limit, …) apply only to listing sessions.", ctx=ctx
+        )
+
+
+def _given(value: Any) -> bool:
+    return value not in (None, (), False)
+
+
+@sessions_group.command("list", help="List sessions: ID, agent, status, adapter, resume command.")
+@_list_options
+@with_invocation
+def list_command(inv: Invocation, **filters: Any) -> None:
+    group_filters = click.get_current_context().meta.get(_GROUP_FILTERS, {})
+    for name, value in group_filters.items():
+        if _given(value) and not _given(filters[name]):
+            filters[name] = value
+    _list_sessions(inv, **filters)
+
+
+def _list_sessions(
+    inv: Invocation,
+    *,
+    statuses: tuple[str, ...],
+    agent: str | None,
+    run: str | None,
+    workspace: str | None,
+    active: bool,
+    stale: bool,
+    text: str | None,
+    limit: int | None,
+    cursor: str | None,
+) -> None:
+    from store.sessions import SessionFilter, list_sessions
+
+    stale_before = None
+    if stale:
+        stale_before = inv.clock() - timedelta(seconds=inv.settings.stale_after_seconds)
+    filters = SessionFilter(
+        statuses=tuple(status.strip() for status in statuses),
+        agent_id=agent,
+        run_id=run,
+        workspace_id=workspace,
+        active_only=active,
+        stale_before=stale_before,
+        text=text,
+    )
+    with inv.store() as store:
+
+        def fetch(size: int | None, after: str | None) -> Page[AgentSession]:
+            with store.read() as db:
+                return list_sessions(db=db, filters=filters, limit=size, cursor=after)
+
+        pages = _pages(fetch, inv, limit=limit, cursor=cursor, what="sessions")
+        if inv.json_mode:
+            page = next(pages)
+            output.emit_json(
+                {"items": [s.to_json() for s in page.items], "next_cursor": page.next_cursor}
+            )
+            return
+        table = output.Table(SESSION_COLUMNS)
+        for page in pages:
+            table.write(
+                (s.id, s.agent_id, s.status, s.adapter, s.external_resume_command)
+                for s in page.items
+            )
+        table.finish("No sessions.")
+
+
+def _pages(
+    fetch: Callable[[int | None, str | None], Page[Any]],
+    inv: Invocation,
+    *,
+    limit: int | None,
+    cursor: str | None,
+    what: str,
+) -> Iterator[Page[Any]]:
+    """The pages to print. Human output without --limit follows every cursor, one page in
+    memory at a time; --json and --limit give one page and its cursor."""
+    from store.validation import MAX_LIMIT
+
+    follow = not inv.json_mode and limit is None
+    while True:
+        page = fetch(MAX_LIMIT if follow else limit, cursor)
+        yield page
+        if not page.next_cursor:
+            return
+        if not follow:
+            if not inv.json_mode:
+                click.echo(f"More {what}: --cursor {page.next_cursor}", err=True)
+            return
+        cursor = page.next_cursor
+
+
+@sessions_group.command("register", help="Register a session (an upsert keyed by --id).")
+@click.option("--id", "session_id", required=True, metavar="S")
+@click.option("--agent", required=True, metavar="A")
+@click.option("--run", required=True, metavar="R")
+@click.option("--adapter", required=True, metavar="NAME")
+@click.option("--cwd", "working_directory", required=True, metavar="DIR")
+@click.option("--provider", metavar="P")
+@click.option("--model", metavar="M")
+@click.option("--external-session-id", metavar="E")
+@click.option("--resume-command", metavar="C")
+@click.option("--mcp-socket", metavar="PATH")
+@click.option("--status", metavar="ST", help="Default: active.")
+@click.option("--metadata", metavar="JSON", help="A JSON object.")
+@with_invocation
+def register_command(inv: Invocation, **values: Any) -> None:
+    from store.sessions import register
+
+    adapters = inv.adapters()
+    with inv.store() as store, store.write() as db:
+        session = register(
+            db=db,
+            session_id=values["session_id"],
+            agent_id=values["agent"],
+            run_id=values["run"],
+            adapter=values["adapter"],
+            working_directory=values["working_directory"],
+            provider=values["provider"],
+            model=values["model"],
+            external_session_id=values["external_session_id"],
+            resume_command=values["resume_command"],
+            mcp_socket=values["mcp_socket"],
+            status=values["status"],
+            metadata=values["metadata"],
+            adapters=adapters,
+            clock=inv.clock,
+        )
+    _print_session_row(
+        inv,
+        session,
+        ("id", "status", "agent", "run", "adapter"),
+        (session.id, session.status, session.agent_id, session.run_id, session.adapter),
+    )
+
+
+def _print_session_row(
+    inv: Invocation, session: AgentSession, headers: Sequence[str], row: Sequence[Any]
+) -> None:
+    if inv.json_mode:
+        output.emit_json(session.to_json())
+        return
+    output.Table(headers).write([row])
+
+
+@sessions_group.command("heartbeat", help="Record that a session is alive.")
+@_session_option
+@click.option("--status", metavar="ST", help="A new status (blank keeps the current one).")
+@click.option("--external-session-id", metavar="E", help="Blank keeps the current one.")
+@with_invocation
+def heartbeat_command(
+    inv: Invocation, session_id: str, status: str | None, external_session_id: str | None
+) -> None:
+    from store.sessions import heartbeat
+
+    with inv.store() as store, store.write() as db:
+        session = heartbeat(
+            db=db,
+            session_id=_session_id(session_id),
+            status=status,
+            external_session_id=external_session_id,
+            clock=inv.clock,
+        )
+    _print_session_row(
+        inv,
+        session,
+        ("id", "status", "last seen"),
+        (session.id, session.status, session.last_seen_at),
+    )
+
+
+@sessions_group.command("end", help="Record that a session ended.")
+@_session_option
+@click.option("--status", metavar="ST", help="Final status (default: ended).")
+@with_invocation
+def end_command(inv: Invocation, session_id: str, status: str | None) -> None:
+    from store.sessions import end
+
+    with inv.store() as store, store.write() as db:
+        session = end(db=db, session_id=_session_id(session_id), status=status, clock=inv.clock)
+    _print_session_row(
+        inv, session, ("id", "status", "ended"), (session.id, session.status, session.ended_at)
+    )
+
+
+@sessions_group.command("show", help="Every field of one session.")
+@_session_option
+@with_invocation
+def show_command(inv: Invocation, session_id: str) -> None:
+    from store.sessions import get_session
+
+    with inv.store() as store, store.read() as db:
+        session = get_session(db=db, session_id=_session_id(session_id))
+    if inv.json_mode:
+        output.emit_json(session.to_json())
+        return
+    pairs = list(session.to_json().items())
+    stale_after = timedelta(seconds=inv.settings.stale_after_seconds)
+    position = next(i for i, (name, _) in enumerate(pairs) if name == "status") + 1
+    pairs.insert(position, ("stale", session.is_stale(inv.clock(), stale_after)))
+    output.write_record(pairs)
+
+
+def _projection_command(name: str, *, paged: bool) -> None:
+    def command(inv: Invocation, session_id: str, **page: Any) -> None:
+        _show_projection(inv, name, _session_id(session_id), **page)
+
+    decorated = with_invocation(command)
+    if paged:
+        decorated = _page_options(decorated)
+    decorated = _session_option(decorated)
+    sessions_group.command(name, help=f"The session's {name} (a projection of the store).")(
+        decorated
+    )
+
+
+def _show_projection(
+    inv: Invocation,
+    name: str,
+    session_id: str,
+    *,
+    limit: int | None = None,
+    cursor: str | None = None,
+) -> None:
+    from store import projections
+
+    project = getattr(projections, PROJECTION_FUNCTIONS[name])
+    with inv.store() as store:
+        if name not in projections.PAGED:
+            with store.read() as db:
+                result = project(db=db, session_id=session_id)
+            if inv.json_mode:
+                output.emit_json(result)
+            else:
+                output.write_record(output.flatten(result))
+            return
+
+        def fetch(size: int | None, after: str | None) -> Page[dict[str, Any]]:
+            with store.read() as db:
+                return project(db=db, session_id=session_id, limit=size, cursor=after)
+
+        pages = _pages(fetch, inv, limit=limit, cursor=cursor, what=name)
+        if inv.json_mode:
+            page = next(pages)
+            output.emit_json({"items": page.items, "next_cursor": page.next_cursor})
+            return
+        table: output.Table | None = None
+        for page in pages:
+            if page.items and table is None:
+                table = output.Table([key.replace("_", " ") for key in page.items[0]])
+            if table is not None:
+                table.write(list(item.values()) for item in page.items)
+        if table is None and output.stdout_is_tty():
+            click.echo(f"No {name}.")
+
+
+for _name in PROJECTION_FUNCTIONS:
+    _projection_command(_name, paged=_name in ("logs", "tool-calls", "claims", "proposals"))
+
+
+# ------------------------------------------------------------------------------------ lifecycle
+
+
+def _lifecycle_command(action: str, summary: str, *, impact: bool = False) -> None:
+    def command(inv: Invocation, session_id: str, **options: Any) -> None:
+        _run_lifecycle(inv, action, _session_id(session_id), **options)
+
+    decorated = with_invocation(command)
+    if impact:
+        decorated = click.option(
+            "--impact-details",
+            metavar="TEXT",
+            help="Required when the agent holds active claims: what terminating affects.",
+        )(decorated)
+    decorated = click.option(
+        "--expected-version",
+        type=click.IntRange(min=0),
+        metavar="N",
+        help="Refuse if the session's version is no longer N.",
+    )(decorated)
+    decorated = _operator_option(decorated)
+    decorated = click.option(
+        "--idempotency-key", metavar="K", help="The same key never applies twice."
+    )(decorated)
+    sessions_group.command(action, help=summary)(_session_option(decorated))
+
+
+_lifecycle_command("pause", "Pause a session (from an active state other than paused).")
+_lifecycle_command("stop", "Stop a session (from an active state).")
+_lifecycle_command(
+    "resume", "Mark a paused or stopped session as resuming (needs --idempotency-key)."
+)
+_lifecycle_command(
+    "terminate",
+    "Terminate a session (needs --idempotency-key; releases no claim, cancels no task).",
+    impact=True,
+)
+
+
+def _run_lifecycle(
+    inv: Invocation,
+    action: str,
+    session_id: str,
+    *,
+    idempotency_key: str | None,
+    operator: str | None,
+    expected_version: int | None,
+    impact_details: str | None = None,
+) -> None:
+    from store import lifecycle
+
+    extra = {"impact_details": impact_details} if action == "terminate" else {}
+    actor = inv.operator(operator)
+    with inv.store() as store, store.write() as db:
+        outcome = getattr(lifecycle, action)(
+            db=db,
+            session_id=session_id,
+            actor=actor,
+            idempotency_key=idempotency_key,
+            expected_version=expected_version,
+            clock=inv.clock,
+            **extra,
+        )
+    if inv.json_mode:
+        output.emit_json(outcome.to_json())
+    else:
+        _print_outcome(outcome)
+
+
+def _print_outcome(outcome: ActionOutcome) -> None:
+    session = outcome.session
+    lines = [
+        f"{outcome.action}: session {output.cell(session.id)} is now "
+        f"{output.cell(session.status)} (version {session.version})."
+    ]
+    if outcome.claims:
+        lines.append(f"Active claims of agent {output.cell(session.agent_id)}:")
+        lines.extend(_claim_line(claim) for claim in outcome.claims)
+    lines.extend(output.cell(note) for note in outcome.notes)
+    if outcome.replayed:
+        lines.append("(replayed: already applied with this key)")
+    click.echo("\n".join(lines))
+
+
+def _claim_line(claim: Mapping[str, Any]) -> str:
+    expired = ", expired" if claim.get("expired") else ""
+    return (
+        f"  - {output.cell(claim.get('resource_id'))} (task {output.cell(claim.get('task_id'))}, "
+        f"{output.cell(claim.get('claim_type'))}, expires "
+        f"{output.cell(claim.get('expires_at'))}{expired})"
+    )
+
+
+# ------------------------------------------------------------------------------------ resume
+
+
+@cli.command("resume", help="Print a session's resume briefing (Markdown), then its resume plan.")
+@click.option("--session", "session_id", metavar="S", help="The session to resume.")
+@click.option("--agent", metavar="A", help="The agent whose session to resume (active first).")
+@with_invocation
+def resume_command(inv: Invocation, session_id: str | None, agent: str | None) -> None:
+    from store.briefing import build_briefing, resume_plan
+    from store.sessions import find_by_agent, get_session
+    from store.validation import required
+
+    if (session_id is None) == (agent is None):
+        raise click.UsageError("Give exactly one of --session or --agent.")
+    adapters = inv.adapters()
+    with inv.store() as store, store.read() as db:
+        if session_id is not None:
+            session = get_session(db=db, session_id=required("--session", session_id))
+        else:
+            session = find_by_agent(db=db, agent_id=required("--agent", agent))
+        briefing = build_briefing(db=db, session_id=session.id, clock=inv.clock)
+    plan = resume_plan(session=session, briefing_markdown=briefing.markdown, adapters=adapters)
+    if inv.json_mode:
+        output.emit_json(
+            {
+                "session_id": session.id,
+                "briefing": briefing.markdown,
+                "resumable": plan.resumable,
+                "resume_argv": list(plan.argv) if plan.resumable else None,
+                "reason": plan.reason,
+            }
+        )
+        return
+    output.echo_text(briefing.markdown.rstrip("\n"))
+    click.echo()
+    if plan.resumable:
+        click.echo("Resume command (the briefing above is its last argument):")
+        output.echo_text(shlex.join(plan.argv))
+    else:
+        click.echo(f"Not resumable: {output.cell(plan.reason)}")
+
+
+# ------------------------------------------------------------------------------------ the rest
+
+
+@cli.command("tui", help="Open the operator console.")
+@click.option("--demo", is_flag=True, help="Open a seeded demo store.")
+@_operator_option
+@with_invocation
+def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
+    settings = inv.settings
+    url = inv.url()
+    adapters = inv.adapters()
+    actor = inv.operator(operator)
+    from tui.app import run_console
+
+    return int(
+        run_console(url=url, settings=settings, operator=actor, adapters=adapters, demo=demo) or 0
+    )
+
+
+@cli.command("demo", help="Seed the store with demo sessions, agents, tasks and claims.")
+@click.option("--sessions", "count", type=click.IntRange(min=0), metavar="N")
+@with_invocation
+def demo_command(inv: Invocation, count: int | None) -> None:
+    from store.demo import seed_demo
+
+    extra = {"sessions": count} if count is not None else {}
+    with inv.store() as store, store.write() as db:
+        counts = seed_demo(db=db, clock=inv.clock, **extra)
+    _print_counts(inv, counts)
+
+
+def _print_counts(inv: Invocation, counts: Mapping[str, Any]) -> None:
+    if inv.json_mode:
+        output.emit_json(dict(counts))
+    else:
+        output.write_record(list(counts.items()))
+
+
+@cli.group("db", help="The database itself.")
+def db_group() -> None:
+    pass
+
+
+@db_group.command("upgrade", help="Bring the schema up to date; says whether anything ran.")
+@with_invocation
+def upgrade_command(inv: Invocation) -> None:
+    from sqlalchemy import exc
+
+    from store.database import create_store_engine, describe_url
+    from store.errors import DatabaseUnavailable
+    from store.schema import HEAD_REVISION, ensure_schema
+
+    url = inv.url()
+    engine = create_store_engine(url)
+    try:
+        ran = ensure_schema(engine, progress=_progress)
+    except exc.DBAPIError as error:
+        reason = str(error.orig or error).strip().splitlines()[0]
+        raise DatabaseUnavailable(
+            f"The database {describe_url(url)} is unavailable: {reason}"
+        ) from None
+    finally:
+        engine.dispose()
+    where = describe_url(url)
+    if inv.json_mode:
+        output.emit_json({"upgraded": ran, "revision": HEAD_REVISION, "database": where})
+    elif ran:
+        click.echo(f"Upgraded {output.cell(where)} to {HEAD_REVISION}.")
+    else:
+        click.echo(f"{output.cell(where)} is already up to date ({HEAD_REVISION}).")
+
+
+@cli.command(
+    "import",
+    help="Import JSON Lines (FILE, or - for stdin) in one transaction: all or nothing.",
+)
+@click.argument("source", metavar="FILE|-", type=click.File("r", encoding="utf-8"))
+@with_invocation
+def import_command(inv: Invocation, source: Any) -> None:
+    from store.transfer import import_records
+
+    with inv.store() as store, store.write() as db:
+        counts = import_records(db=db, lines=source, clock=inv.clock)
+    _print_counts(inv, counts)
+
+
+@cli.command("export", help="Export every record as JSON Lines on stdout.")
+@with_invocation
+def export_command(inv: Invocation) -> None:
+    from store.transfer import export_records
+
+    with inv.store() as store, store.read() as db:
+        counts = export_records(db=db, write=sys.stdout.write)
+    sys.stdout.flush()
+    if not inv.json_mode:
+        total = sum(counts.values())
+        click.echo(f"Exported {total} records.", err=True)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The console script ``roundtable``."""
+    cli.main(args=argv, prog_name="roundtable")
+
+
+if __name__ == "__main__":
+    main()
