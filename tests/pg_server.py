@@ -55,8 +55,16 @@ class PostgresServer:
             entry = pwd.getpwnam(self.run_as)
             os.chown(self.base, entry.pw_uid, entry.pw_gid)
         result = self._run(
-            "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
-            "--no-sync", "--locale=C",
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--locale=C",
         )
         if result.returncode != 0:
             raise RuntimeError(f"initdb failed: {result.stderr.strip()}")

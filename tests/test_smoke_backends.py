@@ -5,8 +5,13 @@ from store.database import Store
 def test_register_and_read_back_on_each_backend(store: Store, clock) -> None:
     with store.write() as db:
         sessions.register(
-            db=db, session_id="s1", agent_id="a1", run_id="r1", adapter="codex",
-            working_directory="/w", clock=clock,
+            db=db,
+            session_id="s1",
+            agent_id="a1",
+            run_id="r1",
+            adapter="codex",
+            working_directory="/w",
+            clock=clock,
         )
     with store.read() as db:
         assert sessions.get_session(db=db, session_id="s1").agent_id == "a1"
