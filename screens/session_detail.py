@@ -47,7 +47,7 @@ SPECS: tuple[ProjectionSpec, ...] = (
             ("id", "#", 6),
             ("created_at", "When", 23),
             ("event_type", "Event", 12),
-            ("payload", "Payload (redacted)", None),
+            ("payload", "Payload (redacted)", 64),
         ),
     ),
     ProjectionSpec(
@@ -71,7 +71,7 @@ SPECS: tuple[ProjectionSpec, ...] = (
             ("claim_type", "Type", 10),
             ("status", "Status", 9),
             ("expires_at", "Expires", 23),
-            ("rationale", "Rationale", None),
+            ("rationale", "Rationale", 48),
         ),
     ),
     ProjectionSpec(
@@ -84,7 +84,7 @@ SPECS: tuple[ProjectionSpec, ...] = (
             ("status", "Status", 9),
             ("risk", "Risk", 7),
             ("created_at", "Created", 23),
-            ("summary", "Summary", None),
+            ("summary", "Summary", 48),
         ),
     ),
     ProjectionSpec("metrics", "Metrics"),

@@ -157,6 +157,8 @@ class _Importer:
             record = json.loads(line)
         except json.JSONDecodeError as error:
             raise _bad(number, f"not JSON: {error.msg} at character {error.pos}") from None
+        except RecursionError:
+            raise _bad(number, "the record is nested too deeply") from None
         if not isinstance(record, dict):
             raise _bad(number, f"a record must be a JSON object, not {_type_name(record)}")
         if "kind" not in record:
@@ -225,6 +227,8 @@ class _Importer:
                 raise _bad(
                     number, f"metadata_json is not JSON: {error.msg} at character {error.pos}"
                 ) from None
+            except RecursionError:
+                raise _bad(number, "metadata_json is nested too deeply") from None
             if not isinstance(decoded, dict):
                 raise _bad(
                     number, f"metadata_json must be a JSON object, not {_type_name(decoded)}"
