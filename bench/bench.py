@@ -116,6 +116,75 @@ def bench_heartbeat_rate(path: Path, beats: int) -> list[tuple[str, float, str, 
     return [(f"{beats} heartbeats (store)", ours_time, f"{beats} raw sqlite3", floor_time)]
 
 
+REFERENCE_DDL = ROOT / "tests" / "reference_ddl.sql"
+STATUSES = ("active", "running", "paused", "stopped", "ended", "terminated", "starting")
+
+
+def build_reference_store(path: Path, sessions: int) -> None:
+    """A store as the reference system would leave it: its DDL, its timestamp forms, no
+    migrations yet."""
+    raw = sqlite3.connect(path)
+    raw.executescript(REFERENCE_DDL.read_text())
+    forms = (
+        "2026-09-{day:02d} {hour:02d}:{minute:02d}:{second:02d}",
+        "2026-09-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}Z",
+        "2026-09-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}.123456789Z",
+    )
+
+    def rows():
+        for n in range(sessions):
+            moment = {
+                "day": 1 + n * 29 // max(sessions, 1),
+                "hour": n % 24,
+                "minute": n % 60,
+                "second": (n // 60) % 60,
+            }
+            yield (
+                f"sess-{n:07d}",
+                f"agent-{n % 97}",
+                f"run-{n % 1009}",
+                "codex",
+                "/work",
+                STATUSES[n % len(STATUSES)],
+                forms[n % 3].format(**moment),
+                forms[(n + 1) % 3].format(**moment),
+                f"ws-{n % 5}",
+            )
+
+    raw.executemany(
+        "INSERT INTO agent_sessions (id, agent_id, run_id, adapter, working_directory, status,"
+        " started_at, last_seen_at, workspace_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows(),
+    )
+    raw.commit()
+    raw.close()
+
+
+def bench_first_open(path: Path) -> tuple[float, float]:
+    """Seconds for the first open (migrations and indexes) and for a later open."""
+    started = time.perf_counter()
+    open_store(f"sqlite:///{path}").dispose()
+    first = time.perf_counter() - started
+    started = time.perf_counter()
+    open_store(f"sqlite:///{path}").dispose()
+    return first, time.perf_counter() - started
+
+
+def first_paint_command(*args: str) -> list[str]:
+    return [sys.executable, str(ROOT / "bench" / "first_paint.py"), *args]
+
+
+def bench_first_paint(stores: dict[str, str], repeats: int) -> list[tuple[str, float, str, float]]:
+    floor = median_seconds(lambda: run_process(first_paint_command("bare")), repeats)
+    rows = []
+    for name, url in stores.items():
+        ours = median_seconds(
+            lambda url=url: run_process(first_paint_command("console", url)), repeats
+        )
+        rows.append((f"tui first rows ({name})", ours, "bare Textual app, 60 rows", floor))
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small stores, few repeats (CI)")
@@ -127,6 +196,24 @@ def main() -> int:
         seed(url, 20 if args.quick else 1000)
         rows = bench_cli_startup(url, repeats)
         rows += bench_heartbeat_rate(path, 50 if args.quick else 500)
+        big_size = 10_000 if args.quick else 1_000_000
+        big = Path(tmp) / "reference-big.db"
+        started = time.perf_counter()
+        build_reference_store(big, big_size)
+        print(
+            f"built a reference store of {big_size:,} sessions in "
+            f"{time.perf_counter() - started:.1f}s",
+            file=sys.stderr,
+        )
+        first_open, later_open = bench_first_open(big)
+        print(
+            f"first open of that store (migrations, indexes): {first_open:.1f}s; "
+            f"a later open: {later_open * 1000:.0f}ms",
+            file=sys.stderr,
+        )
+        rows += bench_first_paint(
+            {"20 sessions": url, f"{big_size:,} sessions": f"sqlite:///{big}"}, repeats
+        )
     print(f"{'measurement':<28} {'median':>9}   {'baseline':<30} {'median':>9}   ratio")
     for name, value, base_name, base in rows:
         print(
