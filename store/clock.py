@@ -49,4 +49,6 @@ def parse_ts(text: str | None) -> datetime | None:
 
 def format_ts(moment: datetime) -> str:
     """UTC RFC 3339 with a fixed six-digit fraction, so our own timestamps sort as text."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    utc = moment.astimezone(UTC)
+    # The year by hand: strftime("%Y") does not pad years before 1000 on every platform.
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S.%f}Z"

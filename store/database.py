@@ -25,7 +25,10 @@ def _normalise_url(url: str) -> URL:
     try:
         parsed = make_url(url)
     except exc.ArgumentError as error:
-        raise DatabaseUnavailable(f"{url!r} is not a database URL: {error}") from None
+        raise DatabaseUnavailable(
+            f"{url!r} is not a database URL ({str(error).rstrip('.')}); "
+            "give a sqlite:///PATH or postgresql://HOST/NAME URL."
+        ) from None
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() not in ("sqlite", "postgresql"):
@@ -98,6 +101,19 @@ def _is_unavailable(error: exc.DBAPIError) -> bool:
     return not isinstance(error, exc.IntegrityError | exc.ProgrammingError | exc.DataError)
 
 
+def unavailable_message(description: str, reason: str) -> str:
+    """Why the database cannot be used, and what the person can do about it."""
+    reason = reason.strip().rstrip(".")
+    if "locked" in reason or "busy" in reason:
+        hint = (
+            f"another process held its write lock for more than {BUSY_TIMEOUT_MS // 1000} s; "
+            "retry when it is done"
+        )
+    else:
+        hint = "check that it exists and is reachable, then retry"
+    return f"The database {description} is unavailable: {reason}. {hint[0].upper()}{hint[1:]}."
+
+
 def describe_url(url: str | URL) -> str:
     """The URL with any password hidden, for headers and messages."""
     try:
@@ -133,9 +149,7 @@ class Store:
         except exc.DBAPIError as error:
             if _is_unavailable(error):
                 reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
-                raise DatabaseUnavailable(
-                    f"The database {self.description} is unavailable: {reason}"
-                ) from None
+                raise DatabaseUnavailable(unavailable_message(self.description, reason)) from None
             raise
 
     @contextmanager

@@ -13,8 +13,13 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 
 
+# Not printable: controls, format characters (bidi overrides), line and paragraph separators,
+# and lone surrogates (bytes that were not UTF-8). The same set store.display escapes.
+_UNPRINTABLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
 def has_control_characters(value: str) -> bool:
-    return any(unicodedata.category(char) in ("Cc", "Cf") for char in value)
+    return any(unicodedata.category(char) in _UNPRINTABLE_CATEGORIES for char in value)
 
 
 def required(name: str, value: str | None) -> str:
@@ -59,6 +64,8 @@ def metadata(value: str | dict[str, Any] | None) -> str | None:
             raise InvalidSession(
                 f"Metadata is not valid JSON: {error.msg} at character {error.pos}."
             ) from None
+        except RecursionError:
+            raise InvalidSession("Metadata is nested too deeply to store.") from None
     else:
         decoded = value
     if not isinstance(decoded, dict):
@@ -69,6 +76,8 @@ def metadata(value: str | dict[str, Any] | None) -> str | None:
         return json.dumps(decoded, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as error:
         raise InvalidSession(f"Metadata cannot be stored as JSON: {error}.") from None
+    except RecursionError:
+        raise InvalidSession("Metadata is nested too deeply to store.") from None
 
 
 def limit(value: int | None) -> int:

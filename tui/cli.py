@@ -217,6 +217,16 @@ class RoundtableGroup(click.Group):
     ) -> int:
         argv = list(sys.argv[1:] if args is None else args)
         state = extra.setdefault("obj", CliState())
+        undecodable = _undecodable_argument(argv)
+        if undecodable is not None:
+            output.write_error(
+                code="usage_error",
+                message=f"Argument {undecodable} is not valid UTF-8 text; nothing was done.",
+                json_mode=_json_requested(state, argv),
+            )
+            if standalone_mode:
+                sys.exit(EXIT_USAGE)
+            return EXIT_USAGE
 
         def invoke() -> Any:
             return super(RoundtableGroup, self).main(
@@ -227,6 +237,15 @@ class RoundtableGroup(click.Group):
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+def _undecodable_argument(argv: Sequence[str]) -> int | None:
+    """The 1-based position of an argument holding bytes that were not UTF-8 (Python keeps them
+    as lone surrogates, which no database can store), if any."""
+    for position, argument in enumerate(argv, start=1):
+        if any("\ud800" <= char <= "\udfff" for char in argument):
+            return position
+    return None
 
 
 def _json_requested(state: Any, argv: Sequence[str]) -> bool:
@@ -779,7 +798,7 @@ def db_group() -> None:
 def upgrade_command(inv: Invocation) -> None:
     from sqlalchemy import exc
 
-    from store.database import create_store_engine, describe_url
+    from store.database import create_store_engine, describe_url, unavailable_message
     from store.errors import DatabaseUnavailable
     from store.schema import HEAD_REVISION, ensure_schema
 
@@ -789,9 +808,7 @@ def upgrade_command(inv: Invocation) -> None:
         ran = ensure_schema(engine, progress=_progress)
     except exc.DBAPIError as error:
         reason = str(error.orig or error).strip().splitlines()[0]
-        raise DatabaseUnavailable(
-            f"The database {describe_url(url)} is unavailable: {reason}"
-        ) from None
+        raise DatabaseUnavailable(unavailable_message(describe_url(url), reason)) from None
     finally:
         engine.dispose()
     where = describe_url(url)
@@ -807,14 +824,28 @@ def upgrade_command(inv: Invocation) -> None:
     "import",
     help="Import JSON Lines (FILE, or - for stdin) in one transaction: all or nothing.",
 )
-@click.argument("source", metavar="FILE|-", type=click.File("r", encoding="utf-8"))
+@click.argument("source", metavar="FILE|-", type=click.File("rb"))
 @with_invocation
 def import_command(inv: Invocation, source: Any) -> None:
     from store.transfer import import_records
 
     with inv.store() as store, store.write() as db:
-        counts = import_records(db=db, lines=source, clock=inv.clock)
+        counts = import_records(db=db, lines=_utf8_lines(source), clock=inv.clock)
     _print_counts(inv, counts)
+
+
+def _utf8_lines(source: Any) -> Iterator[str]:
+    """The file's lines as text; a line that is not UTF-8 is a bad record, named like any other."""
+    from store.errors import InvalidImport
+
+    for number, raw in enumerate(source, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InvalidImport(
+                f"line {number}: not UTF-8 text (byte {error.start + 1} of the line).",
+                details={"line": number},
+            ) from None
 
 
 @cli.command("export", help="Export every record as JSON Lines on stdout.")

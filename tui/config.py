@@ -6,7 +6,9 @@ No Textual here: the agent-facing CLI imports this on every heartbeat.
 from __future__ import annotations
 
 import getpass
+import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +20,15 @@ from store.adapters import AdapterConfig
 APP_NAME = "roundtable"
 DEFAULT_REFRESH_SECONDS = 2.0
 DEFAULT_STALE_AFTER_SECONDS = 300.0
+# A hundred years: beyond it a duration no longer fits a datetime sum.
+MAX_SECONDS = 100 * 365 * 24 * 3600.0
+ADAPTER_TEXT_KEYS = ("command", "resume_pattern", "external_session_id_pattern")
+ADAPTER_FLAG_KEYS = (
+    "supports_resume",
+    "supports_mcp",
+    "supports_readonly_workspace",
+    "captures_session_id",
+)
 
 
 class ConfigError(Exception):
@@ -60,8 +71,16 @@ class Settings:
 
 def _positive_number(values: Mapping[str, Any], key: str, default: float, source: Path) -> float:
     value = values.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"{source}: {key} must be a positive number, not {value!r}.")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 < value <= MAX_SECONDS
+    ):
+        raise ConfigError(
+            f"{source}: {key} must be a positive number of seconds "
+            f"(at most {MAX_SECONDS:.0f}), not {value!r}."
+        )
     return float(value)
 
 
@@ -83,8 +102,32 @@ def _adapter_table(values: Any, source: Path) -> dict[str, AdapterConfig]:
     for name, body in values.items():
         if not isinstance(body, Mapping):
             raise ConfigError(f"{source}: adapters.{name} must be a table.")
+        _check_adapter(str(name), body, source)
         adapters[str(name)] = AdapterConfig.from_mapping(str(name), body)
     return adapters
+
+
+def _check_adapter(name: str, body: Mapping[str, Any], source: Path) -> None:
+    """Wrong types are refused rather than coerced (a string "false" is not false)."""
+    for key in ADAPTER_TEXT_KEYS:
+        value = body.get(key)
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{source}: adapters.{name}.{key} must be a string, not {value!r}.")
+    for key in ADAPTER_FLAG_KEYS:
+        value = body.get(key)
+        if value is not None and not isinstance(value, bool):
+            raise ConfigError(
+                f"{source}: adapters.{name}.{key} must be true or false, not {value!r}."
+            )
+    pattern = body.get("external_session_id_pattern")
+    if pattern:
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            raise ConfigError(
+                f"{source}: adapters.{name}.external_session_id_pattern is not a valid "
+                f"regular expression: {error}."
+            ) from None
 
 
 def load_settings(path: Path | None = None) -> Settings:
@@ -151,7 +194,7 @@ def resolve_database_url(*, db: str | None, root: str | Path | None, settings: S
     """First that is set wins: --db, $ROUNDTABLE_DB, --root DIR, config ``database``, default."""
     if db and db.strip():
         return db.strip()
-    from_env = os.environ.get("ROUNDTABLE_DB", "").strip()
+    from_env = _environment("ROUNDTABLE_DB")
     if from_env:
         return from_env
     if root is not None:
@@ -160,17 +203,36 @@ def resolve_database_url(*, db: str | None, root: str | Path | None, settings: S
             directory.mkdir(exist_ok=True)
         except OSError as error:
             raise ConfigError(f"Cannot create {directory}: {error.strerror}.") from None
-        return f"sqlite:///{directory / 'roundtable.db'}"
+        return sqlite_url(directory / "roundtable.db")
     if settings.database:
         return settings.database
-    return f"sqlite:///{default_database_path()}"
+    return sqlite_url(default_database_path())
+
+
+def sqlite_url(path: Path) -> str:
+    """A SQLite URL that names exactly ``path``: SQLAlchemy reads ``?`` as the start of the
+    query and decodes ``%XX`` in the path, so those two are escaped."""
+    escaped = str(path).replace("%", "%25").replace("?", "%3F")
+    return f"sqlite:///{escaped}"
+
+
+def _environment(name: str) -> str:
+    """An environment variable, trimmed; bytes that are not UTF-8 are a clear error, not a
+    crash when the value reaches the database."""
+    value = os.environ.get(name, "").strip()
+    if any("\ud800" <= char <= "\udfff" for char in value):
+        raise ConfigError(f"${name} is not valid UTF-8 text.")
+    return value
 
 
 def resolve_operator(*, flag: str | None, settings: Settings) -> str:
     """--operator, config ``operator``, $ROUNDTABLE_OPERATOR, else the OS login name."""
-    for candidate in (flag, settings.operator, os.environ.get("ROUNDTABLE_OPERATOR")):
+    for candidate in (flag, settings.operator):
         if candidate and candidate.strip():
             return candidate.strip()
+    from_env = _environment("ROUNDTABLE_OPERATOR")
+    if from_env:
+        return from_env
     try:
         return getpass.getuser()
     except (KeyError, OSError):
