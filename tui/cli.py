@@ -504,26 +504,69 @@ def _print_session_row(
 @_session_option
 @click.option("--status", metavar="ST", help="A new status (blank keeps the current one).")
 @click.option("--external-session-id", metavar="E", help="Blank keeps the current one.")
+@click.option(
+    "--every",
+    metavar="SECONDS",
+    type=click.FloatRange(min=0.05, max=86_400),
+    help="Keep beating every SECONDS until interrupted (SIGINT or SIGTERM ends it cleanly).",
+)
 @with_invocation
 def heartbeat_command(
-    inv: Invocation, session_id: str, status: str | None, external_session_id: str | None
+    inv: Invocation,
+    session_id: str,
+    status: str | None,
+    external_session_id: str | None,
+    every: float | None,
 ) -> None:
     from store.sessions import heartbeat
 
-    with inv.store() as store, store.write() as db:
-        session = heartbeat(
-            db=db,
-            session_id=_session_id(session_id),
-            status=status,
-            external_session_id=external_session_id,
-            clock=inv.clock,
-        )
-    _print_session_row(
-        inv,
-        session,
-        ("id", "status", "last seen"),
-        (session.id, session.status, session.last_seen_at),
-    )
+    session_id = _session_id(session_id)
+    table = None if inv.json_mode else output.Table(("id", "status", "last seen"))
+
+    def beat(store: Store) -> None:
+        with store.write() as db:
+            session = heartbeat(
+                db=db,
+                session_id=session_id,
+                status=status,
+                external_session_id=external_session_id,
+                clock=inv.clock,
+            )
+        if table is None:
+            output.emit_json(session.to_json())
+        else:
+            table.write([(session.id, session.status, session.last_seen_at)])
+
+    with inv.store() as store:
+        if every is None:
+            beat(store)
+            return
+        _beat_until_stopped(store, beat, every)
+
+
+def _beat_until_stopped(store: Store, beat: Callable[[Store], None], every: float) -> None:
+    """One process, one connection pool, many beats: agents pay start-up once. A database that
+    is briefly unavailable is reported and retried at the next beat; any other refusal ends it."""
+    import signal
+    import threading
+
+    from store.errors import DatabaseUnavailable
+
+    stopping = threading.Event()
+    previous = {
+        sig: signal.signal(sig, lambda _sig, _frame: stopping.set())
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        while not stopping.is_set():
+            try:
+                beat(store)
+            except DatabaseUnavailable as error:
+                output.echo_text(f"warning: {error.message} (retrying)", err=True)
+            stopping.wait(every)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @sessions_group.command("end", help="Record that a session ended.")
