@@ -12,10 +12,11 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Markdown, Static
+from textual.widgets import Header, Markdown, Static
 
 from screens.context import ConsoleContext
 from screens.data import BriefingView, read_briefing, write_briefing
+from screens.footer import ConsoleFooter
 from screens.text import MASK
 from store.display import one_line, printable
 from store.errors import StoreError
@@ -45,6 +46,13 @@ def plan_text(view: BriefingView, *, revealed: bool) -> Text:
     if secret and not revealed:
         text.append(f"\n  external session id {MASK}", style="dim")
     return text
+
+
+def with_line_breaks(markdown: str) -> str:
+    """The briefing is written line by line (the reference layout); Markdown would join
+    consecutive lines into one paragraph ("Run: … External session: …"), so each line ends in a
+    hard break."""
+    return "\n".join(f"{line}  " if line.strip() else line for line in markdown.split("\n"))
 
 
 class BriefingScreen(Screen[None]):
@@ -89,7 +97,7 @@ class BriefingScreen(Screen[None]):
         yield Static(Text("Reading the briefing…", style="italic"), id="resume-plan")
         with VerticalScroll(id="briefing-scroll"):
             yield Markdown("", id="briefing")
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         self._load()
@@ -136,7 +144,7 @@ class BriefingScreen(Screen[None]):
         secret = self.view.briefing.session.external_session_id
         if secret and not self.revealed:
             markdown = markdown.replace(secret, MASKED_ID)
-        self.query_one("#briefing", Markdown).update(markdown)
+        self.query_one("#briefing", Markdown).update(with_line_breaks(markdown))
 
     def action_reveal(self) -> None:
         self.revealed = not self.revealed

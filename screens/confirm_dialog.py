@@ -28,6 +28,7 @@ class ConfirmActionDialog(ModalScreen[ActionResult | None]):
         Binding("y", "confirm", "Yes"),
         Binding("n", "cancel", "No"),
         Binding("escape", "cancel", "Cancel", show=False),
+        Binding("q", "answer_first", show=False),
     ]
 
     class Done(Message):
@@ -78,6 +79,9 @@ class ConfirmActionDialog(ModalScreen[ActionResult | None]):
             self.notify("Still waiting for the store's answer; it cannot be taken back now.")
             return
         self.dismiss(None)
+
+    def action_answer_first(self) -> None:
+        self.notify("Answer first: y yes, n no (escape cancels); then q quits.", markup=False)
 
     @work(thread=True, exclusive=True, group="dialog-action", exit_on_error=False)
     def _perform(self) -> None:

@@ -12,89 +12,77 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, case, func, literal, select
+from sqlalchemy import Connection
 
 from screens.context import ConsoleContext
 from store import lifecycle
 from store.briefing import Briefing, ResumePlan, build_briefing, resume_plan
-from store.clock import format_ts
+from store.claims import ClaimCount, claim_counts
 from store.database import Store
 from store.errors import DatabaseUnavailable
-from store.models import AgentSession, Claim
+from store.models import AgentSession
 from store.paging import encode_cursor
 from store.projections import session_logs
-from store.sessions import SessionFilter, get_session, list_sessions
+from store.sessions import (
+    SessionFilter,
+    SessionOrder,
+    get_session,
+    list_sessions,
+    list_sessions_before,
+)
 from store.sessions import count_by_status as store_count_by_status
-from store.sqlfuncs import ts_key
 from store.validation import MAX_LIMIT
-
-_CLAIMS = Claim.__table__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
-class ClaimCount:
-    live: int = 0
-    expired: int = 0
+class WindowSpec:
+    """Which run of the list to read: ``pages`` pages after ``cursor`` (from the start when
+    None), or, when ``backwards``, the ``pages`` pages that end just before it (the very end
+    when None)."""
 
-    @property
-    def total(self) -> int:
-        return self.live + self.expired
+    cursor: str | None = None
+    pages: int = 1
+    backwards: bool = False
 
 
 @dataclass(frozen=True)
 class ListWindow:
-    """Consecutive keyset pages of the session list, read in one snapshot."""
+    """A run of consecutive rows of the session list, read in one snapshot."""
 
     sessions: list[AgentSession]
-    # The cursor that starts each page after the first of the window, then the one after it.
-    following_starts: list[str | None]
-    has_more: bool
+    has_before: bool
+    has_after: bool
     claims: dict[str, ClaimCount] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     now: datetime | None = None
-
-
-def claim_counts(*, db: Connection, agent_ids: list[str], now: datetime) -> dict[str, ClaimCount]:
-    """Active-status claims per agent, for the agents on screen only; expired ones counted apart.
-
-    (A batch form of store.claims.active_claims; it belongs in store/claims.py.)"""
-    if not agent_ids:
-        return {}
-    expired = case((ts_key(_CLAIMS.c.expires_at) <= ts_key(literal(format_ts(now))), 1), else_=0)
-    rows = db.execute(
-        select(_CLAIMS.c.agent_id, func.count(), func.sum(expired))
-        .where(_CLAIMS.c.agent_id.in_(sorted(set(agent_ids))), _CLAIMS.c.status == "active")
-        .group_by(_CLAIMS.c.agent_id)
-    ).all()
-    return {
-        str(agent): ClaimCount(live=int(total) - int(gone or 0), expired=int(gone or 0))
-        for agent, total, gone in rows
-    }
 
 
 def read_list_window(
     *,
     db: Connection,
     filters: SessionFilter,
-    start: str | None,
-    pages: int,
+    order: SessionOrder,
+    spec: WindowSpec,
     page_size: int,
     now: datetime,
 ) -> ListWindow:
+    """Page by page in SQL from the spec's cursor, in either direction; the claim counts of the
+    agents on those rows and the counts by status come from the same snapshot."""
     sessions: list[AgentSession] = []
-    following: list[str | None] = []
-    cursor = start
-    for _ in range(pages):
-        page = list_sessions(db=db, filters=filters, limit=page_size, cursor=cursor)
-        sessions.extend(page.items)
-        following.append(page.next_cursor)
+    cursor = spec.cursor
+    read = list_sessions_before if spec.backwards else list_sessions
+    for _ in range(max(spec.pages, 1)):
+        page = read(db=db, filters=filters, order=order, limit=page_size, cursor=cursor)
+        sessions = [*page.items, *sessions] if spec.backwards else [*sessions, *page.items]
         cursor = page.next_cursor
         if cursor is None:
             break
+    # Sessions are never deleted, so a window read from a cursor has that row on the far side.
+    beyond_start = spec.cursor is not None
     return ListWindow(
         sessions=sessions,
-        following_starts=following,
-        has_more=cursor is not None,
+        has_before=cursor is not None if spec.backwards else beyond_start,
+        has_after=beyond_start if spec.backwards else cursor is not None,
         claims=claim_counts(db=db, agent_ids=[s.agent_id for s in sessions], now=now),
         counts=store_count_by_status(db=db),
         now=now,

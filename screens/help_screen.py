@@ -15,12 +15,15 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     (
         "Session list",
         (
-            ("enter", "open the selected session's detail"),
-            ("↑ ↓ pgup pgdn", "move; more sessions are read as you reach the end"),
+            ("enter", "open the selected session's detail (or double-click a row)"),
+            ("↑ ↓ pgup pgdn", "move; more sessions are read as you reach either end"),
+            ("home / end", "the first / the last session of the whole list"),
+            ("click", "select a row; a click on a header sorts by that column"),
             ("/", "filter by text (id, agent, run, adapter, model, status, workspace)"),
             ("f", "cycle the status filter"),
             ("a", "show or hide ended sessions (stopped, ended, terminated, …)"),
             ("S", "show only stale sessions (active, not seen for too long)"),
+            ("o / O", "sort by the next column (started, seen, status, agent) / flip it"),
             ("escape", "clear and close the text filter"),
         ),
     ),
@@ -68,7 +71,7 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     (
         "Dialogs",
         (
-            ("y / n", "answer a confirmation (escape also cancels)"),
+            ("y / n", "answer a confirmation (escape also cancels; q does not quit here)"),
             ("ctrl+s", "terminate with the impact text you typed"),
             ("escape", "cancel the terminate dialog"),
         ),
@@ -77,7 +80,7 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         "Everywhere",
         (
             ("ctrl+r", "refresh now (the list also refreshes by itself)"),
-            ("ctrl+p", "command palette: actions for the selected session, open a session"),
+            ("ctrl+p", "command palette: actions for the selected session, open a session, theme"),
             ("?", "this help"),
             ("q", "quit"),
         ),

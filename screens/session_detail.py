@@ -15,13 +15,14 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Header, Static, TabbedContent, TabPane
 
 from screens.context import ConsoleContext
 from screens.data import load_session, require_store
+from screens.footer import ConsoleFooter
 from screens.session_actions import SessionActionScreen
 from screens.text import block, exact, exact_and_relative, masked, plain, status_text
-from store.briefing import resume_plan
+from store.briefing import resume_blocker
 from store.display import one_line
 from store.errors import StoreError
 from store.models import AgentSession
@@ -111,10 +112,10 @@ def pretty_metadata(raw: str | None) -> Text:
 
 def resumable(ctx: ConsoleContext, session: AgentSession) -> Text:
     """Whether a resume plan can be built; the reasons never quote the external id."""
-    plan = resume_plan(session=session, briefing_markdown="", adapters=ctx.adapters)
-    if plan.resumable:
+    blocker = resume_blocker(session=session, adapters=ctx.adapters)
+    if blocker is None:
         return Text("yes — the briefing (b) shows the command", style="green")
-    return Text("no — " + one_line(plan.reason, 200))
+    return Text("no — " + one_line(blocker, 200))
 
 
 def fields_table(ctx: ConsoleContext, session: AgentSession, *, revealed: bool) -> Table:
@@ -228,7 +229,7 @@ class SessionDetailScreen(SessionActionScreen):
                     else:
                         with VerticalScroll():
                             yield Static("", id=f"note-{spec.name}", classes="projection-note")
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         for spec in SPECS:

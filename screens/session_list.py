@@ -1,9 +1,12 @@
-"""The default screen: every session, read a window of keyset pages at a time, live-refreshed."""
+"""The default screen: every session, a window of keyset pages at a time, filtered and sorted in
+SQL, live-refreshed."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from math import ceil
 
 from rich.text import Text
 from textual import on, work
@@ -11,22 +14,33 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import DataTable, Footer, Header, Input, Static
+from textual.widgets import DataTable, Header, Input, Static
 
 from screens.context import ConsoleContext
-from screens.data import ClaimCount, ListWindow, read_list_window, require_store
+from screens.data import ListWindow, WindowSpec, read_list_window, require_store
+from screens.footer import ConsoleFooter
 from screens.session_actions import SessionActionScreen
+from screens.session_table import SessionTable
 from screens.text import plain, relative_ts, short_time, status_text
+from store.adapters import AdapterConfig
+from store.briefing import resume_blocker
+from store.claims import ClaimCount
 from store.display import one_line
 from store.errors import StoreError
 from store.models import ACTIVE_STATES, AgentSession
-from store.sessions import SessionFilter
+from store.sessions import SORT_COLUMNS, SessionFilter, SessionOrder, session_cursor
 
 TERMINAL_STATUSES: tuple[str, ...] = ("stopped", "ended", "terminated")
 # Statuses are free strings: the header names this many and sums the rest.
 MAX_STATUSES_SHOWN = 10
 # Rows from the window's edge at which the next (or previous) page is read.
 EDGE_ROWS = 3
+SORT_NAMES: dict[str, str] = {
+    "started": "started",
+    "last_seen": "last seen",
+    "status": "status",
+    "agent": "agent",
+}
 
 
 @dataclass(frozen=True)
@@ -36,39 +50,69 @@ class Column:
     width: int
     # Columns with a weight share whatever width is left; the others keep ``width``.
     weight: int = 0
+    # When the terminal is too narrow for every column, the lowest rank goes first (0: never).
+    drop_rank: int = 0
+    # The sort column a click on the header chooses.
+    sort: str | None = None
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("id", "Session", 10, 2),
-    Column("agent", "Agent", 7, 1),
-    Column("run", "Run", 5, 1),
-    Column("workspace", "Workspace", 9, 1),
-    Column("adapter", "Adapter", 7),
-    Column("model", "Provider/model", 8, 4),
-    Column("status", "Status", 16),
+    Column("id", "Session", 10, weight=1),
+    Column("agent", "Agent", 6, weight=1, sort="agent"),
+    Column("run", "Run", 8, weight=3, drop_rank=2),
+    Column("workspace", "Workspace", 9, weight=1, drop_rank=4),
+    Column("adapter", "Adapter", 8, drop_rank=1),
+    Column("model", "Model", 10, weight=3, drop_rank=3),
+    Column("status", "Status", 16, sort="status"),
     Column("claims", "Claims", 6),
-    Column("seen", "Last seen", 9),
-    Column("started", "Started", 11),
+    Column("resume", "Resume", 6),
+    Column("seen", "Seen", 9, sort="last_seen"),
+    Column("started", "Started", 11, drop_rank=5, sort="started"),
 )
+COLUMN_BY_KEY: dict[str, Column] = {column.key: column for column in COLUMNS}
 CELL_PADDING = 1
+# The table's vertical scrollbar.
+TABLE_CHROME = 2
 
 
 def column_widths(total: int) -> dict[str, int]:
-    """Fixed columns keep their width; the weighted ones share the rest (at least their width)."""
-    fixed = sum(c.width for c in COLUMNS) + 2 * CELL_PADDING * len(COLUMNS) + 2
-    spare = max(total - fixed, 0)
-    weights = sum(c.weight for c in COLUMNS)
-    return {c.key: c.width + (spare * c.weight) // weights for c in COLUMNS}
+    """The columns that fit in ``total`` cells, in order, with their widths: a narrow terminal
+    hides the lowest-ranked columns first; the weighted columns share what is left."""
+    shown = list(COLUMNS)
+
+    def needed(columns: list[Column]) -> int:
+        return sum(c.width + 2 * CELL_PADDING for c in columns) + TABLE_CHROME
+
+    for column in sorted((c for c in COLUMNS if c.drop_rank), key=lambda c: c.drop_rank):
+        if needed(shown) <= total:
+            break
+        shown.remove(column)
+    spare = max(total - needed(shown), 0)
+    weights = sum(c.weight for c in shown) or 1
+    extra = {c.key: (spare * c.weight) // weights for c in shown}
+    # What the division leaves goes to the columns it shortchanged most.
+    leftover = spare - sum(extra.values()) if any(c.weight for c in shown) else 0
+    by_remainder = sorted(shown, key=lambda c: -((spare * c.weight) % weights))
+    for column in by_remainder[:leftover]:
+        extra[column.key] += 1
+    return {c.key: c.width + extra[c.key] for c in shown}
+
+
+def header_label(column: Column, order: SessionOrder) -> Text:
+    if column.sort != order.column:
+        return Text(column.label)
+    return Text(column.label + ("▼" if order.descending else "▲"), style="bold")
 
 
 @dataclass(frozen=True)
 class ListState:
-    """What the operator asked to see. The window is the run of pages currently read."""
+    """What the operator asked to see, and in which order."""
 
     text: str = ""
     status: str | None = None
     show_ended: bool = True
     stale_only: bool = False
+    order: SessionOrder = field(default_factory=SessionOrder)
 
     def status_cycle(self) -> tuple[str | None, ...]:
         states: tuple[str | None, ...] = (None, *ACTIVE_STATES)
@@ -79,6 +123,10 @@ class ListState:
         index = cycle.index(self.status) if self.status in cycle else 0
         return cycle[(index + 1) % len(cycle)]
 
+    def next_sort(self) -> SessionOrder:
+        index = SORT_COLUMNS.index(self.order.column)
+        return SessionOrder(SORT_COLUMNS[(index + 1) % len(SORT_COLUMNS)], self.order.descending)
+
     def to_filter(self, now: datetime, stale_after: timedelta) -> SessionFilter:
         return SessionFilter(
             statuses=(self.status,) if self.status else (),
@@ -87,9 +135,19 @@ class ListState:
             text=self.text.strip() or None,
         )
 
+    def total(self, counts: Mapping[str, int]) -> int | None:
+        """How many sessions the filters let through, when the counts by status say it."""
+        if self.text.strip() or self.stale_only:
+            return None
+        if self.status:
+            return counts.get(self.status, 0)
+        if not self.show_ended:
+            return sum(counts.get(status, 0) for status in ACTIVE_STATES)
+        return sum(counts.values())
+
     def describe(self) -> Text:
-        """The filters in force, each with the key that changes it."""
-        text = Text("Showing ")
+        """The filters and the sort in force, each with the key that changes it."""
+        text = Text()
         text.append(f"status {self.status}" if self.status else "every status", style="bold")
         text.append(" (f) · ")
         text.append("ended shown" if self.show_ended else "ended hidden", style="bold")
@@ -105,6 +163,10 @@ class ListState:
             text.append(" (/)")
         else:
             text.append("any text (/)")
+        text.append(" · sorted by ")
+        direction = "▼" if self.order.descending else "▲"
+        text.append(f"{SORT_NAMES[self.order.column]} {direction}", style="bold")
+        text.append(" (o O)")
         return text
 
 
@@ -118,6 +180,12 @@ def claims_cell(count: ClaimCount | None) -> Text:
     return text
 
 
+def resume_cell(session: AgentSession, adapters: Mapping[str, AdapterConfig]) -> Text:
+    if resume_blocker(session=session, adapters=adapters) is None:
+        return Text("yes", style="green")
+    return Text("no", style="dim")
+
+
 def provider_model(session: AgentSession) -> str | None:
     parts = [part for part in (session.provider, session.model) if part]
     return "/".join(parts) or None
@@ -129,19 +197,24 @@ def row_cells(
     now: datetime,
     stale_after: timedelta,
     widths: dict[str, int],
+    adapters: Mapping[str, AdapterConfig] | None = None,
 ) -> list[Text]:
-    return [
-        plain(session.id, widths["id"]),
-        plain(session.agent_id, widths["agent"]),
-        plain(session.run_id, widths["run"]),
-        plain(session.effective_workspace_id, widths["workspace"]),
-        plain(session.adapter, widths["adapter"]),
-        plain(provider_model(session), widths["model"]),
-        status_text(session, now, stale_after),
-        claims_cell(claims),
-        relative_ts(session.last_seen_at or session.started_at, now),
-        short_time(session.started_at),
-    ]
+    """The cells of the columns in ``widths``, in that order."""
+    width = widths.get
+    cells = {
+        "id": lambda: plain(session.id, width("id")),
+        "agent": lambda: plain(session.agent_id, width("agent")),
+        "run": lambda: plain(session.run_id, width("run")),
+        "workspace": lambda: plain(session.effective_workspace_id, width("workspace")),
+        "adapter": lambda: plain(session.adapter, width("adapter")),
+        "model": lambda: plain(provider_model(session), width("model")),
+        "status": lambda: status_text(session, now, stale_after),
+        "claims": lambda: claims_cell(claims),
+        "resume": lambda: resume_cell(session, adapters or {}),
+        "seen": lambda: relative_ts(session.last_seen_at or session.started_at, now),
+        "started": lambda: short_time(session.started_at),
+    }
+    return [cells[key]() for key in widths]
 
 
 def counts_line(counts: dict[str, int]) -> Text:
@@ -153,7 +226,8 @@ def counts_line(counts: dict[str, int]) -> Text:
     ordered += sorted((s for s in counts if s not in ordered), key=lambda s: -counts[s])
     for status in ordered[:MAX_STATUSES_SHOWN]:
         text.append(" · ")
-        text.append(f"{one_line(status, 20)} {counts[status]}")
+        # A no-break space: a wrapped line never parts a status from its count.
+        text.append(f"{one_line(status, 20)}\u00a0{counts[status]}")
     others = ordered[MAX_STATUSES_SHOWN:]
     if others:
         text.append(f" · {len(others)} other statuses {sum(counts[s] for s in others)}")
@@ -168,6 +242,8 @@ class SessionListScreen(SessionActionScreen):
         Binding("f", "cycle_status", "Status", show=False),
         Binding("a", "toggle_ended", "Ended", show=False),
         Binding("S", "toggle_stale", "Stale", show=False),
+        Binding("o", "cycle_sort", "Sort", show=False),
+        Binding("O", "flip_sort", "Sort direction", show=False),
         Binding("escape", "close_filter", "Close filter", show=False),
     ]
 
@@ -195,12 +271,15 @@ class SessionListScreen(SessionActionScreen):
         # Direction of the operator's last move: a page read while keys were held down is
         # followed by the next one if the cursor is still at the window's edge.
         self.last_move = 0
-        # Start cursor of every page met so far (None: the list's beginning), the window's first
-        # page and how many pages it spans.
-        self.starts: list[str | None] = [None]
-        self.first_page = 0
-        self.page_count = 1
-        self.has_more = False
+        # The run of the list on hand: where it was read from, and what lies beyond each end.
+        self.spec = WindowSpec()
+        self.has_before = False
+        self.has_after = False
+        # The list position of the window's first row (1-based), when it is known.
+        self.first_row: int | None = 1
+        self.total: int | None = None
+        # Where home or end put the cursor once the rows they asked for arrive.
+        self.pending_jump: bool | None = None
         self.serial = 0
         self.loading = False
         self.loaded_once = False
@@ -217,16 +296,15 @@ class SessionListScreen(SessionActionScreen):
         filter_input.cursor_blink = self.ctx.cursor_blink
         yield filter_input
         yield Static(self.state.describe(), id="filter-line")
-        table: DataTable[Text] = DataTable(
+        yield SessionTable(
             id="sessions", cursor_type="row", zebra_stripes=True, cell_padding=CELL_PADDING
         )
-        yield table
         yield Static(Text("Loading sessions…", style="italic"), id="empty")
-        yield Footer()
+        yield ConsoleFooter()
 
     @property
-    def table(self) -> DataTable[Text]:
-        return self.query_one("#sessions", DataTable)
+    def table(self) -> SessionTable:
+        return self.query_one("#sessions", SessionTable)
 
     def on_mount(self) -> None:
         self._build_columns()
@@ -253,8 +331,9 @@ class SessionListScreen(SessionActionScreen):
     def _build_columns(self) -> None:
         table = self.table
         table.clear(columns=True)
-        for column in COLUMNS:
-            table.add_column(Text(column.label), key=column.key, width=self.widths[column.key])
+        for key, width in self.widths.items():
+            label = header_label(COLUMN_BY_KEY[key], self.state.order)
+            table.add_column(label, key=key, width=width)
         self.cells.clear()
 
     # -- selection -----------------------------------------------------------------------
@@ -288,7 +367,29 @@ class SessionListScreen(SessionActionScreen):
     def known_sessions(self) -> list[AgentSession]:
         return list(self.sessions)
 
-    # -- filters -------------------------------------------------------------------------
+    @on(SessionTable.Jump)
+    def _jump(self, event: SessionTable.Jump) -> None:
+        """Home and end reach the ends of the whole list: the far end is read directly (a keyset
+        page from that end), never by reading every page in between."""
+        if not self.sessions:
+            return
+        beyond = self.has_after if event.to_end else self.has_before
+        self.last_move = 0
+        if not beyond:
+            self._place_cursor(len(self.sessions) - 1 if event.to_end else 0)
+            return
+        self.pending_jump = event.to_end
+        self.spec = WindowSpec(cursor=None, pages=1, backwards=event.to_end)
+        self.first_row = 1 if not event.to_end else None
+        self.reload()
+
+    def _place_cursor(self, row: int) -> None:
+        self.last_row = row  # placed, not moved: the window must not slide for it
+        self.table.move_cursor(row=row, animate=False)
+        self.selected_id = self.sessions[row].id
+        self.refresh_bindings()
+
+    # -- filters and sort ----------------------------------------------------------------
 
     def action_filter_text(self) -> None:
         filter_input = self.query_one("#filter", Input)
@@ -324,21 +425,53 @@ class SessionListScreen(SessionActionScreen):
     def action_toggle_stale(self) -> None:
         self._set_state(replace(self.state, stale_only=not self.state.stale_only))
 
+    def action_cycle_sort(self) -> None:
+        self._set_state(replace(self.state, order=self.state.next_sort()))
+
+    def action_flip_sort(self) -> None:
+        self._set_state(replace(self.state, order=self.state.order.flipped()))
+
+    @on(DataTable.HeaderSelected, "#sessions")
+    def _header_clicked(self, event: DataTable.HeaderSelected) -> None:
+        column = COLUMN_BY_KEY.get(str(event.column_key.value))
+        if column is None or column.sort is None:
+            self.notify(
+                "Sessions sort by started, seen, status or agent: click one of those headers, "
+                "or press o (O flips the direction).",
+                markup=False,
+            )
+            return
+        current = self.state.order
+        order = current.flipped() if current.column == column.sort else SessionOrder(column.sort)
+        self._set_state(replace(self.state, order=order))
+
     def _set_state(self, state: ListState) -> None:
         if state == self.state:
             return
+        resorted = state.order != self.state.order
         self.state = state
+        self.spec = WindowSpec()
+        self.first_row = 1
+        if resorted:
+            self._build_columns()
         self.query_one("#filter-line", Static).update(self._filter_line())
-        self.starts, self.first_page, self.page_count = [None], 0, 1
         self.reload()
 
     def _filter_line(self) -> Text:
         text = self.state.describe()
-        if self.sessions:
-            first_row = self.first_page * self.ctx.page_size + 1
-            text.append(f" · rows {first_row}–{first_row + len(self.sessions) - 1}")
-            if self.has_more:
-                text.append(" (more below)", style="dim")
+        if not self.sessions:
+            return text
+        count = len(self.sessions)
+        if self.first_row is not None:
+            text.append(f" · rows {self.first_row}–{self.first_row + count - 1}")
+        else:
+            text.append(f" · {count} rows")
+        if self.total is not None:
+            text.append(f" of {self.total}")
+        if self.has_before:
+            text.append(" (more above)", style="dim")
+        if self.has_after:
+            text.append(" (more below)", style="dim")
         return text
 
     # -- loading -------------------------------------------------------------------------
@@ -348,19 +481,18 @@ class SessionListScreen(SessionActionScreen):
             return
         self.serial += 1
         self.loading = True
-        start = self.starts[self.first_page]
-        self._load(self.serial, self.state, start, self.page_count)
+        self._load(self.serial, self.state, self.spec)
 
     @work(thread=True, exclusive=True, group="session-list", exit_on_error=False)
-    def _load(self, serial: int, state: ListState, start: str | None, pages: int) -> None:
+    def _load(self, serial: int, state: ListState, spec: WindowSpec) -> None:
         now = self.ctx.now()
         try:
             with require_store(self.ctx).read() as db:
                 window = read_list_window(
                     db=db,
                     filters=state.to_filter(now, self.ctx.stale_after),
-                    start=start,
-                    pages=pages,
+                    order=state.order,
+                    spec=spec,
                     page_size=self.ctx.page_size,
                     now=now,
                 )
@@ -373,6 +505,7 @@ class SessionListScreen(SessionActionScreen):
         if message.serial != self.serial:
             return
         self.loading = False
+        self.pending_jump = None
         self.show_error(message.error)
 
     def show_error(self, error: StoreError) -> None:
@@ -394,19 +527,40 @@ class SessionListScreen(SessionActionScreen):
         self.loaded_once = True
         window = message.window
         self.query_one("#banner", Static).remove_class("shown")
-        for offset, cursor in enumerate(window.following_starts, start=self.first_page + 1):
-            if offset < len(self.starts):
-                self.starts[offset] = cursor
-            else:
-                self.starts.append(cursor)
-        self.page_count = max(len(window.following_starts), 1)
-        self.has_more = window.has_more
+        self._locate(window)
+        self.has_before, self.has_after = window.has_before, window.has_after
         self.claims = window.claims
         self.query_one("#counts", Static).update(counts_line(window.counts))
         self._show(window.sessions)
+        if self.pending_jump is not None and self.sessions:
+            self._place_cursor(len(self.sessions) - 1 if self.pending_jump else 0)
+        self.pending_jump = None
         self.query_one("#filter-line", Static).update(self._filter_line())
         if self.sessions:
             self._maybe_slide(self.table.cursor_row, self.last_move)
+
+    def _locate(self, window: ListWindow) -> None:
+        """Where the new window starts in the whole list: at the top when nothing is above it,
+        from the total when nothing is below it, else from the rows it shares with the last."""
+        self.total = self.state.total(window.counts)
+        rows = window.sessions
+        if not window.has_before:
+            self.first_row = 1
+        elif not window.has_after and self.total is not None:
+            self.first_row = self.total - len(rows) + 1
+        elif self.first_row is not None and self.sessions and rows:
+            old_ids = [s.id for s in self.sessions]
+            new_ids = [s.id for s in rows]
+            if old_ids[0] in new_ids:
+                self.first_row -= new_ids.index(old_ids[0])
+            elif new_ids[0] in old_ids:
+                self.first_row += old_ids.index(new_ids[0])
+            else:
+                self.first_row = None
+        else:
+            self.first_row = None
+        if self.first_row is not None and self.first_row < 1:
+            self.first_row = None
 
     def _show(self, sessions: list[AgentSession]) -> None:
         same_rows = [s.id for s in sessions] == [s.id for s in self.sessions]
@@ -429,7 +583,7 @@ class SessionListScreen(SessionActionScreen):
     def _empty_text(self) -> Text:
         if not self.ctx.store:
             return Text("Opening the store…", style="italic")
-        nothing_at_all = self.state == ListState()
+        nothing_at_all = replace(self.state, order=SessionOrder()) == ListState()
         if nothing_at_all:
             return Text(
                 "No sessions yet. Agents register with `roundtable sessions register`; "
@@ -464,7 +618,12 @@ class SessionListScreen(SessionActionScreen):
 
     def _cells(self, session: AgentSession, now: datetime) -> list[Text]:
         return row_cells(
-            session, self.claims.get(session.agent_id), now, self.ctx.stale_after, self.widths
+            session,
+            self.claims.get(session.agent_id),
+            now,
+            self.ctx.stale_after,
+            self.widths,
+            self.ctx.adapters,
         )
 
     def _update_row(self, session: AgentSession) -> None:
@@ -472,24 +631,50 @@ class SessionListScreen(SessionActionScreen):
         old = self.cells.get(session.id)
         if old is None:
             return
-        for column, new_cell, old_cell in zip(COLUMNS, cells, old, strict=True):
+        for key, new_cell, old_cell in zip(self.widths, cells, old, strict=True):
             if new_cell != old_cell:
-                self.table.update_cell(session.id, column.key, new_cell)
+                self.table.update_cell(session.id, key, new_cell)
         self.cells[session.id] = cells
 
+    # -- the window of pages ---------------------------------------------------------------
+
     def _maybe_slide(self, row: int, moved: int) -> None:
-        """Keep a bounded window of pages: read the next page when moving down near the bottom,
-        the previous one when moving up near the top, dropping a page at the other end once the
-        window is full."""
+        """Keep a bounded window: read the next page when moving down near the bottom, the
+        previous one when moving up near the top, dropping rows at the other end once the
+        window holds ``window_pages`` pages."""
         if self.loading or not self.sessions or moved == 0:
             return
-        if moved > 0 and row >= len(self.sessions) - EDGE_ROWS and self.has_more:
-            if self.page_count < self.ctx.window_pages:
-                self.page_count += 1
-            else:
-                self.first_page += 1
+        if moved > 0 and row >= len(self.sessions) - EDGE_ROWS and self.has_after:
+            self.spec = self._extended(down=True)
             self.reload()
-        elif moved < 0 and row < EDGE_ROWS and self.first_page > 0:
-            self.first_page -= 1
-            self.page_count = min(self.page_count + 1, self.ctx.window_pages)
+        elif moved < 0 and row < EDGE_ROWS and self.has_before:
+            self.spec = self._extended(down=False)
             self.reload()
+
+    def _extended(self, *, down: bool) -> WindowSpec:
+        """The window with one more page below (or above), read from a cursor at the end that
+        stays; rows beyond the cap at the other end are left out."""
+        size, rows = self.ctx.page_size, self.sessions
+        drop = max(0, len(rows) + size - size * self.ctx.window_pages)
+        if drop == 0:
+            known, anchor = self._staying_edge(down=down)
+            if known:
+                pages = ceil(len(rows) / size) + 1
+                return WindowSpec(cursor=anchor, pages=pages, backwards=not down)
+            drop = 1  # that edge cannot be named (rows changed meanwhile): give up one row
+        drop = min(drop, len(rows))
+        kept = len(rows) - drop
+        edge = rows[drop - 1] if down else rows[kept]
+        cursor = session_cursor(edge, self.state.order)
+        return WindowSpec(cursor=cursor, pages=ceil(kept / size) + 1, backwards=not down)
+
+    def _staying_edge(self, *, down: bool) -> tuple[bool, str | None]:
+        """The cursor just beyond the end of the window that stays put, if it is known: the
+        list's own end (None) when nothing lies beyond it, else the cursor it was read from."""
+        if down:
+            if not self.has_before:
+                return True, None
+            return (not self.spec.backwards), self.spec.cursor
+        if not self.has_after:
+            return True, None
+        return self.spec.backwards, self.spec.cursor

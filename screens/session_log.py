@@ -11,10 +11,11 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Header, Static
 
 from screens.context import ConsoleContext
 from screens.data import LogBatch, read_log_after
+from screens.footer import ConsoleFooter
 from screens.text import block, exact, plain
 from store.display import one_line
 from store.errors import StoreError
@@ -74,7 +75,7 @@ class SessionLogScreen(Screen[None]):
         with VerticalScroll(id="log-payload-box"):
             yield Static("", id="log-payload")
         yield Static("", id="log-status", classes="projection-note")
-        yield Footer()
+        yield ConsoleFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#log", DataTable)

@@ -266,36 +266,51 @@ def _refuse(reason: str) -> ResumePlan:
     return ResumePlan(resumable=False, argv=[], reason=reason)
 
 
+def resume_blocker(
+    *, session: AgentSession, adapters: Mapping[str, AdapterConfig] | None
+) -> str | None:
+    """Why the session cannot be resumed, in words, or None when a resume plan can be made: an
+    explicitly configured adapter with a resume_pattern that splits like a shell line, and an
+    external session id it accepts. Cheap (no store read), so a list can show it on every row.
+    Reasons never quote the external session id: it is sensitive."""
+    external_id = (session.external_session_id or "").strip()
+    if not external_id:
+        return "The session has no external session id, so there is nothing to resume."
+    adapter = resolve(adapters, session.adapter)
+    name = one_line(session.adapter)
+    if not adapter.explicit:
+        return (
+            f"Adapter {name!r} is not configured; built-in adapters are disposable and "
+            "cannot resume a session. Configure adapters.<name>.resume_pattern to enable it."
+        )
+    if not (adapter.resume_pattern or "").strip():
+        return f"Adapter {name!r} has no resume_pattern configured."
+    if not adapter.accepts_external_id(external_id):
+        return (
+            "The external session id does not match the allowed pattern "
+            f"({adapter.external_session_id_pattern or DEFAULT_EXTERNAL_ID.pattern}); "
+            "it is not passed to a command."
+        )
+    try:
+        shlex.split(adapter.resume_pattern or "")
+    except ValueError as error:
+        return f"The resume_pattern of adapter {name!r} cannot be split: {error}."
+    return None
+
+
 def resume_plan(
     *,
     session: AgentSession,
     briefing_markdown: str,
     adapters: Mapping[str, AdapterConfig] | None,
 ) -> ResumePlan:
-    """The argv that resumes the agent's external session, briefing last; never a shell line.
-    Reasons never quote the external session id: it is sensitive."""
-    external_id = (session.external_session_id or "").strip()
-    if not external_id:
-        return _refuse("The session has no external session id, so there is nothing to resume.")
+    """The argv that resumes the agent's external session, briefing last; never a shell line."""
+    blocker = resume_blocker(session=session, adapters=adapters)
+    if blocker is not None:
+        return _refuse(blocker)
     adapter = resolve(adapters, session.adapter)
-    name = one_line(session.adapter)
-    if not adapter.explicit:
-        return _refuse(
-            f"Adapter {name!r} is not configured; built-in adapters are disposable and "
-            "cannot resume a session. Configure adapters.<name>.resume_pattern to enable it."
-        )
-    if not (adapter.resume_pattern or "").strip():
-        return _refuse(f"Adapter {name!r} has no resume_pattern configured.")
-    if not adapter.accepts_external_id(external_id):
-        return _refuse(
-            "The external session id does not match the allowed pattern "
-            f"({adapter.external_session_id_pattern or DEFAULT_EXTERNAL_ID.pattern}); "
-            "it is not passed to a command."
-        )
-    try:
-        # Split the pattern first and substitute per argument, so an id can never add arguments.
-        words = shlex.split(adapter.resume_pattern or "")
-    except ValueError as error:
-        return _refuse(f"The resume_pattern of adapter {name!r} cannot be split: {error}.")
+    external_id = (session.external_session_id or "").strip()
+    # Split the pattern first and substitute per argument, so an id can never add arguments.
+    words = shlex.split(adapter.resume_pattern or "")
     argv = [word.replace(PLACEHOLDER, external_id) for word in words]
     return ResumePlan(resumable=True, argv=[*argv, briefing_markdown], reason=None)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, case, func, literal, select
 
-from store.clock import parse_ts
+from store.clock import format_ts, parse_ts
 from store.models import Claim
+from store.sqlfuncs import ts_key
 
 CLAIMS = Claim.__table__  # type: ignore[attr-defined]
 
@@ -60,3 +63,37 @@ def active_claims(*, db: Connection, agent_id: str, now: datetime) -> list[Activ
             )
         )
     return found
+
+
+class ClaimCount(NamedTuple):
+    """How many ``active``-status claims an agent holds: still live, and expired but unreleased."""
+
+    live: int = 0
+    expired: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.live + self.expired
+
+
+def claim_counts(
+    *, db: Connection, agent_ids: Iterable[str], now: datetime
+) -> dict[str, ClaimCount]:
+    """``active_claims`` counted for many agents in one grouped query (the list's claim column).
+
+    Agents holding no active claim are absent. Expiry is judged in SQL on the same chronological
+    key the lists sort by, so every timestamp form counts alike; unreadable text is not expired,
+    as in ``active_claims``."""
+    wanted = sorted(set(agent_ids))
+    if not wanted:
+        return {}
+    expired = case((ts_key(CLAIMS.c.expires_at) <= ts_key(literal(format_ts(now))), 1), else_=0)
+    rows = db.execute(
+        select(CLAIMS.c.agent_id, func.count(), func.sum(expired))
+        .where(CLAIMS.c.agent_id.in_(wanted), CLAIMS.c.status == "active")
+        .group_by(CLAIMS.c.agent_id)
+    ).all()
+    return {
+        str(agent): ClaimCount(live=int(total) - int(gone or 0), expired=int(gone or 0))
+        for agent, total, gone in rows
+    }

@@ -11,15 +11,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, case, func, literal, or_, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, and_, bindparam, case, func, literal, or_, select, update
+from sqlalchemy.orm import configure_mappers
+from sqlalchemy.orm.instrumentation import manager_of_class
 from sqlalchemy.sql.elements import ColumnElement
 
 from store import validation
 from store.adapters import AdapterConfig, resolve
 from store.clock import Clock, format_ts, system_clock
 from store.errors import InvalidCursor, SessionNotFound
-from store.history import append_session_event
+from store.history import Prepared, append_session_event
 from store.models import ACTIVE_STATES, AgentSession
 from store.paging import Page, decode_cursor, encode_cursor
 from store.sqlfuncs import effective_workspace, ts_key
@@ -29,8 +30,25 @@ _C = SESSIONS.c
 _CURSOR_KIND = "sessions"
 
 
+_NEW_SESSION = manager_of_class(AgentSession).new_instance
+_COLUMN_COUNT = len(SESSIONS.c)
+
+
 def _record(row: Any) -> AgentSession:
-    return AgentSession(**row._mapping)
+    return _session(row._mapping)
+
+
+def _session(values: Mapping[str, Any]) -> AgentSession:
+    """A row's values as an AgentSession, built the way the ORM loads one (no ``__init__``, the
+    values become its state): a tenth of the cost of ``AgentSession(**values)``, which matters
+    on the heartbeat path and for every row of a list page."""
+    if len(values) != _COLUMN_COUNT:
+        return AgentSession(**values)
+    configure_mappers()  # attribute access needs configured mappers; a no-op once they are
+    session = _NEW_SESSION()
+    session.__dict__.update(values)
+    object.__setattr__(session, "__pydantic_fields_set__", set(values.keys()))
+    return session
 
 
 def register(
@@ -73,8 +91,7 @@ def register(
     now = format_ts(clock())
     replaced = {name: value for name, value in values.items() if name != "id"}
     replaced.update(last_seen_at=now, ended_at=None)
-    dialect_insert = postgresql.insert if db.dialect.name == "postgresql" else sqlite.insert
-    statement = dialect_insert(SESSIONS).values(
+    statement = _dialect_insert(db)(SESSIONS).values(
         **values, started_at=now, last_seen_at=now, ended_at=None, version=0
     )
     statement = statement.on_conflict_do_update(
@@ -92,6 +109,31 @@ def register(
     return session
 
 
+def _prebuilt_update(**values: Any) -> Prepared:
+    """``UPDATE agent_sessions SET … WHERE id = :session_id RETURNING *``, built once at import:
+    each call then only binds values (no statement construction, coercion or cache lookup)."""
+    return Prepared(
+        update(SESSIONS)
+        .where(_C.id == bindparam("session_id"))
+        .values(version=_C.version + 1, **values)
+        .returning(*SESSIONS.c)
+    )
+
+
+# A NULL status or external session id keeps the stored one (ref: blank values change nothing).
+_HEARTBEAT = _prebuilt_update(
+    status=func.coalesce(bindparam("status", type_=_C.status.type), _C.status),
+    external_session_id=func.coalesce(
+        bindparam("external_session_id", type_=_C.external_session_id.type),
+        _C.external_session_id,
+    ),
+    last_seen_at=bindparam("now"),
+)
+_END = _prebuilt_update(
+    status=bindparam("status"), ended_at=bindparam("now"), last_seen_at=bindparam("now")
+)
+
+
 def heartbeat(
     *,
     db: Connection,
@@ -102,14 +144,19 @@ def heartbeat(
 ) -> AgentSession:
     """An agent's heartbeat (ref): non-empty values replace, ``last_seen_at`` always moves,
     ``ended_at`` is never cleared."""
-    changes: dict[str, Any] = {"version": _C.version + 1}
-    if status and status.strip():
-        changes["status"] = validation.status(status)
-    if external_session_id and external_session_id.strip():
-        changes["external_session_id"] = external_session_id.strip()
+    new_status = validation.status(status) if status and status.strip() else None
+    external = (external_session_id or "").strip() or None
     now = format_ts(clock())
-    changes["last_seen_at"] = now
-    session = _update_one(db, session_id, changes)
+    session = _update_one(
+        db,
+        _HEARTBEAT,
+        {
+            "session_id": session_id,
+            "status": new_status,
+            "external_session_id": external,
+            "now": now,
+        },
+    )
     append_session_event(
         db,
         session_id=session.id,
@@ -130,11 +177,7 @@ def end(
     """End (ref): status = given value or ``ended``; end and last-seen times = now."""
     final = validation.status(status) if status and status.strip() else "ended"
     now = format_ts(clock())
-    session = _update_one(
-        db,
-        session_id,
-        {"status": final, "ended_at": now, "last_seen_at": now, "version": _C.version + 1},
-    )
+    session = _update_one(db, _END, {"session_id": session_id, "status": final, "now": now})
     append_session_event(
         db,
         session_id=session.id,
@@ -145,13 +188,21 @@ def end(
     return session
 
 
-def _update_one(db: Connection, session_id: str, changes: dict[str, Any]) -> AgentSession:
-    row = db.execute(
-        update(SESSIONS).where(_C.id == session_id).values(**changes).returning(*SESSIONS.c)
-    ).one_or_none()
+def _update_one(db: Connection, statement: Prepared, values: dict[str, Any]) -> AgentSession:
+    row = statement.execute(db, values)
     if row is None:
-        raise SessionNotFound(f"No session has the id {session_id!r}.")
-    return _record(row)
+        raise SessionNotFound(f"No session has the id {values['session_id']!r}.")
+    return _session(row)
+
+
+def _dialect_insert(db: Connection) -> Any:
+    """The dialect's INSERT (with ON CONFLICT), imported only by the writes that upsert: the
+    PostgreSQL dialect costs a heartbeat on SQLite tens of milliseconds of start-up."""
+    if db.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert
 
 
 def get_session(*, db: Connection, session_id: str) -> AgentSession:
@@ -211,33 +262,201 @@ class SessionFilter:
         return found
 
 
+SORT_COLUMNS: tuple[str, ...] = ("started", "last_seen", "status", "agent")
+
+
+@dataclass(frozen=True)
+class SessionOrder:
+    """A list's sort: one of ``SORT_COLUMNS`` and a direction. The reference order (ascending
+    start, then id) is the default; ties in status or agent fall back to it.
+
+    ``last_seen``: sessions never seen (or with unreadable text) come first ascending, last
+    descending, in id order."""
+
+    column: str = "started"
+    descending: bool = False
+
+    def __post_init__(self) -> None:
+        if self.column not in SORT_COLUMNS:
+            raise ValueError(f"Sessions cannot be sorted by {self.column!r}.")
+
+    def flipped(self) -> SessionOrder:
+        return SessionOrder(self.column, not self.descending)
+
+
+DEFAULT_ORDER = SessionOrder()
+
+
+@dataclass(frozen=True)
+class _Key:
+    """One sort key: a column, compared chronologically when it holds timestamp text."""
+
+    column: str
+    timestamp: bool = False
+
+    def expr(self) -> ColumnElement[Any]:
+        column = _C[self.column]
+        return ts_key(column) if self.timestamp else column
+
+    def bound(self, value: str) -> ColumnElement[Any]:
+        return ts_key(literal(value)) if self.timestamp else literal(value)
+
+
+_STARTED = _Key("started_at", timestamp=True)
+_ID = _Key("id")
+# Each order follows an index: (ts_key(started_at), id), (status, ts_key(started_at), id), ...
+_ORDER_KEYS: dict[str, tuple[_Key, ...]] = {
+    "started": (_STARTED, _ID),
+    "last_seen": (_Key("last_seen_at", timestamp=True), _ID),
+    "status": (_Key("status"), _STARTED, _ID),
+    "agent": (_Key("agent_id"), _STARTED, _ID),
+}
+# Orders whose leading key may be NULL: the NULL rows form a segment of their own, read apart,
+# because the dialects disagree on where NULL sorts and a comparison never matches NULL.
+_NULLABLE_LEAD = frozenset({"last_seen"})
+
+
+@dataclass(frozen=True)
+class _Segment:
+    condition: ColumnElement[bool] | None
+    keys: tuple[_Key, ...]
+
+
+def _segments(order: SessionOrder) -> list[_Segment]:
+    """The order's segments, ascending: NULL leading keys first, then the rest."""
+    keys = _ORDER_KEYS[order.column]
+    if order.column not in _NULLABLE_LEAD:
+        return [_Segment(None, keys)]
+    lead = keys[0].expr()
+    return [_Segment(lead.is_(None), keys[1:]), _Segment(lead.is_not(None), keys)]
+
+
+def _cursor_kind(order: SessionOrder) -> str:
+    # A cursor is a position in its column's order, valid in either direction; the reference
+    # order keeps the kind and form the CLI has always issued.
+    return _CURSOR_KIND if order.column == "started" else f"{_CURSOR_KIND}.{order.column}"
+
+
+def session_cursor(session: AgentSession, order: SessionOrder | None = None) -> str:
+    """The cursor of this session's position in ``order``: ``list_sessions`` continues after
+    it, ``list_sessions_before`` before it."""
+    order = order or DEFAULT_ORDER
+    values = [getattr(session, key.column) for key in _ORDER_KEYS[order.column]]
+    return encode_cursor(_cursor_kind(order), *values)
+
+
+def _position(db: Connection, order: SessionOrder, cursor: str) -> tuple[int, list[str]]:
+    """(segment index, key values within that segment) of a cursor; invalid_cursor if it is not
+    one this list issued."""
+    keys = _ORDER_KEYS[order.column]
+    values = decode_cursor(_cursor_kind(order), cursor, len(keys))
+    nullable = order.column in _NULLABLE_LEAD
+    for index, value in enumerate(values):
+        if not isinstance(value, str) and not (nullable and index == 0 and value is None):
+            raise InvalidCursor("That cursor is not one this store issued.")
+    if not nullable:
+        return 0, values
+    lead = values[0]
+    # The database decides which text it cannot read as a time, exactly as it sorted it.
+    unreadable = lead is None or db.execute(select(keys[0].bound(lead).is_(None))).scalar()
+    return (0, values[1:]) if unreadable else (1, values)
+
+
+def _after(keys: tuple[_Key, ...], values: list[str], descending: bool) -> ColumnElement[bool]:
+    """Rows after the position in the order, as one condition whose leading part is a plain
+    range on the index (a row-value comparison is not one on every dialect)."""
+    head, bound = keys[0].expr(), keys[0].bound(values[0])
+    beyond = head < bound if descending else head > bound
+    if len(keys) == 1:
+        return beyond
+    reached = head <= bound if descending else head >= bound
+    return and_(reached, or_(beyond, _after(keys[1:], values[1:], descending)))
+
+
+def _tiers(
+    keys: tuple[_Key, ...], values: list[str], descending: bool
+) -> list[list[ColumnElement[bool]]]:
+    """The rows after a position, as consecutive index ranges read one after the other. With a
+    leading key shared by many rows (a status), one condition would walk every row of that
+    status before the position; an equality range and then a strict range each cost the page."""
+    if len(keys) <= 2:
+        return [[_after(keys, values, descending)]]
+    head, bound = keys[0].expr(), keys[0].bound(values[0])
+    same_head = [[head == bound, *tier] for tier in _tiers(keys[1:], values[1:], descending)]
+    return [*same_head, [head < bound if descending else head > bound]]
+
+
+def _read(
+    *,
+    db: Connection,
+    filters: SessionFilter | None,
+    limit: int | None,
+    cursor: str | None,
+    order: SessionOrder | None,
+    backwards: bool,
+) -> tuple[list[AgentSession], bool]:
+    """Up to ``limit`` rows from the cursor on, nearest first (away from it when ``backwards``),
+    and whether more lie beyond them. Every statement is cut in SQL with LIMIT."""
+    size = validation.limit(limit)
+    order = order or DEFAULT_ORDER
+    descending = order.descending != backwards
+    base = (filters or SessionFilter()).conditions()
+    segments = list(enumerate(_segments(order)))
+    if descending:
+        segments.reverse()
+    position = _position(db, order, cursor) if cursor else None
+    rows: list[Any] = []
+    for index, segment in segments:
+        if position is not None and index != position[0]:
+            continue  # a segment before the cursor's
+        where = [*base, *([segment.condition] if segment.condition is not None else [])]
+        tiers = _tiers(segment.keys, position[1], descending) if position is not None else [[]]
+        position = None  # the segments after the cursor's are read from their start
+        sort = [key.expr().desc() if descending else key.expr() for key in segment.keys]
+        for tier in tiers:
+            wanted = size + 1 - len(rows)
+            if wanted <= 0:
+                break
+            statement = select(SESSIONS).where(*where, *tier).order_by(*sort).limit(wanted)
+            rows.extend(db.execute(statement).all())
+    return [_record(row) for row in rows[:size]], len(rows) > size
+
+
 def list_sessions(
     *,
     db: Connection,
     filters: SessionFilter | None = None,
     limit: int | None = None,
     cursor: str | None = None,
+    order: SessionOrder | None = None,
 ) -> Page[AgentSession]:
-    """Ascending ``started_at``, then id (ref), filtered and cut into keyset pages in SQL."""
-    size = validation.limit(limit)
-    conditions = (filters or SessionFilter()).conditions()
-    order_key = ts_key(_C.started_at)
-    if cursor:
-        started_at, session_id = decode_cursor(_CURSOR_KIND, cursor, 2)
-        if not isinstance(started_at, str) or not isinstance(session_id, str):
-            raise InvalidCursor("That cursor is not one this store issued.")
-        key = ts_key(literal(started_at))
-        # The leading ">=" is a plain range on the index; a row-value comparison is not.
-        conditions.append(order_key >= key)
-        conditions.append(or_(order_key > key, _C.id > session_id))
-    statement = select(SESSIONS).where(*conditions).order_by(order_key, _C.id).limit(size + 1)
-    rows = db.execute(statement).all()
-    items = [_record(row) for row in rows[:size]]
-    next_cursor = (
-        encode_cursor(_CURSOR_KIND, items[-1].started_at, items[-1].id)
-        if len(rows) > size
-        else None
+    """Ascending ``started_at``, then id (ref), or ``order``; filtered and cut into keyset pages
+    in SQL. ``next_cursor`` continues after the page's last row."""
+    order = order or DEFAULT_ORDER
+    items, more = _read(
+        db=db, filters=filters, limit=limit, cursor=cursor, order=order, backwards=False
     )
+    next_cursor = session_cursor(items[-1], order) if more else None
+    return Page(items=items, next_cursor=next_cursor)
+
+
+def list_sessions_before(
+    *,
+    db: Connection,
+    filters: SessionFilter | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+    order: SessionOrder | None = None,
+) -> Page[AgentSession]:
+    """The page that ends just before the cursor's row (the last page when ``cursor`` is None),
+    still in the list's order. ``next_cursor`` continues backwards: it is the page's first row,
+    given only when rows lie before it. Read in reverse order in SQL and turned around."""
+    order = order or DEFAULT_ORDER
+    items, more = _read(
+        db=db, filters=filters, limit=limit, cursor=cursor, order=order, backwards=True
+    )
+    items.reverse()
+    next_cursor = session_cursor(items[0], order) if more else None
     return Page(items=items, next_cursor=next_cursor)
 
 

@@ -123,6 +123,23 @@ def test_session_list_small_terminal(snap_compare: Any, tmp_path: Path, db: Stor
     assert snap_compare(app_for(tmp_path), terminal_size=(80, 24), run_before=driving())
 
 
+def test_session_list_large_terminal(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)
+    assert snap_compare(app_for(tmp_path), terminal_size=(200, 60), run_before=driving())
+
+
+def test_session_list_sorted_by_status(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)  # o o: status ascending; O: descending; the header and the filter line say so
+    run_before = driving("o", "o", "O")
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+def test_session_list_at_the_end(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)  # pages of two: end reads the last page only, and says what lies above
+    app = app_for(tmp_path, page_size=2, window_pages=2)
+    assert snap_compare(app, terminal_size=SIZE, run_before=driving("end"))
+
+
 def test_session_list_filtered(snap_compare: Any, tmp_path: Path, db: Store) -> None:
     seed(db)
     keys = ("a", "slash", "s", "e", "s", "s", "enter")

@@ -153,7 +153,8 @@ def screen_text(app: RoundtableApp) -> str:
     console_.print(
         app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
     )
-    return console_.export_text()
+    # A no-break space reads as a space.
+    return console_.export_text().replace("\u00a0", " ")
 
 
 def notifications(app: RoundtableApp) -> list[str]:

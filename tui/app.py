@@ -13,9 +13,11 @@ from textual.message import Message
 
 import assets
 from screens.commands import SessionCommands
+from screens.confirm_dialog import ConfirmActionDialog
 from screens.context import ConsoleContext
 from screens.help_screen import HelpScreen
 from screens.session_list import SessionListScreen
+from screens.terminate_dialog import TerminateDialog
 from store.adapters import AdapterConfig
 from store.clock import Clock, system_clock
 from store.database import Store, describe_url, open_store
@@ -25,6 +27,16 @@ from tui.config import Settings
 
 ASSETS = Path(assets.__file__).parent
 STORE_RETRY_SECONDS = 5.0
+# With --demo, adapters the user has not configured resume like this, so the demo's briefing
+# screen shows a real resume plan. Never written to the user's configuration.
+DEMO_ADAPTERS: dict[str, AdapterConfig] = {
+    "codex": AdapterConfig(
+        name="codex", command="codex", resume_pattern="codex resume {{external_session_id}}"
+    ),
+    "claude": AdapterConfig(
+        name="claude", command="claude", resume_pattern="claude --resume {{external_session_id}}"
+    ),
+}
 
 
 class RoundtableApp(App[int]):
@@ -111,6 +123,13 @@ class RoundtableApp(App[int]):
         self.list_screen.show_error(message.error)
         self.set_timer(STORE_RETRY_SECONDS, self.prepare_store)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # A dialog waits for its own answer: q must not end the console under it (in the
+        # terminate dialog q is text being typed).
+        if action == "quit" and isinstance(self.screen, ConfirmActionDialog | TerminateDialog):
+            return False
+        return True
+
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
@@ -133,6 +152,11 @@ def seed_demo_if_empty(store: Store, clock: Clock) -> int:
     return int(written.get("session", 0))
 
 
+def with_demo_adapters(adapters: Mapping[str, AdapterConfig]) -> dict[str, AdapterConfig]:
+    """The user's adapters, plus the demo's for the names the user has not configured."""
+    return {**DEMO_ADAPTERS, **adapters}
+
+
 def build_app(
     *,
     url: str,
@@ -151,7 +175,7 @@ def build_app(
         clock=clock,
         refresh_seconds=settings.refresh_seconds,
         stale_after_seconds=settings.stale_after_seconds,
-        adapters=dict(adapters),
+        adapters=with_demo_adapters(adapters) if demo else dict(adapters),
     )
     return RoundtableApp(ctx=ctx, url=url, demo=demo, theme_name=settings.theme, store=store)
 

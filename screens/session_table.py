@@ -1,0 +1,47 @@
+"""The session list's table: a DataTable whose home/end reach the ends of the whole list, not of
+the rows read so far, and whose mouse selects with one click and opens with two."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import events
+from textual.message import Message
+from textual.widgets import DataTable
+
+
+class SessionTable(DataTable[Text]):
+    class Jump(Message):
+        """Home or end was pressed: the screen reads that end of the list if it is not here."""
+
+        def __init__(self, to_end: bool) -> None:
+            super().__init__()
+            self.to_end = to_end
+
+    # DataTable binds ctrl+home / ctrl+end to the first / last row and home / end to the first /
+    # last column; the columns always fit here, so all four go to the ends of the list.
+    def action_scroll_top(self) -> None:
+        self.post_message(self.Jump(to_end=False))
+
+    def action_scroll_bottom(self) -> None:
+        self.post_message(self.Jump(to_end=True))
+
+    def action_scroll_home(self) -> None:
+        self.post_message(self.Jump(to_end=False))
+
+    def action_scroll_end(self) -> None:
+        self.post_message(self.Jump(to_end=True))
+
+    async def _on_click(self, event: events.Click) -> None:
+        # Textual runs DataTable's own click handler after this one unless it is prevented:
+        # it is left to handle the header (sorting) and the empty area below the rows.
+        meta = event.style.meta
+        row = meta.get("row")
+        if not isinstance(row, int) or row < 0 or row >= self.row_count or "column" not in meta:
+            return
+        event.prevent_default()
+        event.stop()
+        self._set_hover_cursor(True)
+        self.move_cursor(row=row, animate=False)
+        if event.chain >= 2:
+            # A double click opens the row, as enter does; a single one only selects it.
+            self._post_selected_message()

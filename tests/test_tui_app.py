@@ -1,0 +1,218 @@
+"""The app around the screens: demo adapters, q under a dialog, themes, the command palette's
+theme switcher and NO_COLOR."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.filter import Monochrome
+from textual.widgets import TextArea
+
+from screens.briefing_screen import BriefingScreen
+from screens.confirm_dialog import ConfirmActionDialog
+from screens.session_list import SessionListScreen
+from screens.terminate_dialog import TerminateDialog
+from store.adapters import AdapterConfig
+from store.database import Store
+from tests.conftest import FakeClock
+from tests.test_tui_support import (
+    FROZEN,
+    add_claim,
+    add_session,
+    console,
+    history,
+    notifications,
+    open_test_store,
+    press,
+    screen_text,
+    session_row,
+    settle,
+    sqlite_url,
+)
+from tui.app import DEMO_ADAPTERS, build_app
+from tui.config import Settings
+
+DEFAULT_THEME = "textual-dark"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[Store]:
+    store = open_test_store(tmp_path)
+    try:
+        yield store
+    finally:
+        store.dispose()
+
+
+def app_with(url: str, *, demo: bool = False, theme: str | None = None, **options: Any) -> Any:
+    app = build_app(
+        url=url,
+        settings=Settings(refresh_seconds=3600, theme=theme),
+        operator="olivia",
+        adapters=options.pop("adapters", {}),
+        clock=FakeClock(FROZEN),
+        demo=demo,
+    )
+    app.ctx.cursor_blink = False
+    return app
+
+
+# --- demo adapters ---------------------------------------------------------------------------
+
+
+async def test_demo_supplies_codex_and_claude_resume_patterns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_home = tmp_path / "config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config_home))
+    db = open_test_store(tmp_path)
+    try:
+        add_session(db, "demo-codex", adapter="codex", external_session_id="codex-1234")
+    finally:
+        db.dispose()
+    app = app_with(sqlite_url(tmp_path), demo=True)
+    assert app.ctx.adapters["codex"].resume_pattern == "codex resume {{external_session_id}}"
+    assert app.ctx.adapters["claude"].resume_pattern == "claude --resume {{external_session_id}}"
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, rounds=6)
+        assert app.screen.query_one("#sessions").get_cell("demo-codex", "resume").plain == "yes"
+        await press(pilot, "b")
+        assert isinstance(app.screen, BriefingScreen)
+        shown = screen_text(app)
+        assert "Resume plan: resumable" in shown
+        assert "codex resume •••••• <briefing:" in shown
+        await press(pilot, "v")
+        assert "codex resume codex-1234 <briefing:" in screen_text(app)
+    # Nothing was written to the user's configuration.
+    assert not config_home.exists()
+
+
+async def test_a_configured_adapter_wins_over_the_demo_one(tmp_path: Path) -> None:
+    mine = AdapterConfig(name="codex", resume_pattern="my-codex --resume {{external_session_id}}")
+    app = app_with(sqlite_url(tmp_path), demo=True, adapters={"codex": mine})
+    assert app.ctx.adapters["codex"] is mine
+    assert app.ctx.adapters["claude"] == DEMO_ADAPTERS["claude"]
+
+
+async def test_without_demo_no_adapter_is_made_up(tmp_path: Path, db: Store) -> None:
+    add_session(db, "s1", adapter="codex", external_session_id="codex-1234")
+    app = app_with(sqlite_url(tmp_path))
+    assert dict(app.ctx.adapters) == {}
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.screen.query_one("#sessions").get_cell("s1", "resume").plain == "no"
+        await press(pilot, "b")
+        assert "not resumable" in screen_text(app)
+        assert "'codex' is not configured" in screen_text(app)
+
+
+# --- q under a dialog --------------------------------------------------------------------------
+
+
+async def test_q_does_not_quit_under_the_confirm_dialog(tmp_path: Path, db: Store) -> None:
+    add_session(db, "s1")
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "s", "q")
+        assert isinstance(app.screen, ConfirmActionDialog)
+        assert app.is_running and app.return_code is None
+        assert any("Answer first" in text for text in notifications(app))
+        await press(pilot, "y")
+        assert isinstance(app.screen, SessionListScreen)
+        assert session_row(db, "s1")["status"] == "stopped"
+        await press(pilot, "q")  # no dialog now: q quits
+        assert app.return_code == 0
+    assert [event for event, _ in history(db, "s1")] == ["registered", "stopped"]
+
+
+async def test_q_is_text_in_the_terminate_dialog(tmp_path: Path, db: Store) -> None:
+    add_session(db, "s1")
+    add_claim(db, "c1", agent_id="agent-1", resource_id="src/a.py", expires_in=timedelta(hours=1))
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "t", "q", "u", "i", "t", "space", "q")
+        assert isinstance(app.screen, TerminateDialog)
+        assert app.screen.query_one("#impact", TextArea).text == "quit q"
+        assert app.is_running and app.return_code is None
+        # Focus elsewhere in the dialog: q still does not quit.
+        app.screen.query_one("#terminate-body").focus()
+        await press(pilot, "q")
+        assert isinstance(app.screen, TerminateDialog) and app.return_code is None
+        await press(pilot, "ctrl+s")
+        assert isinstance(app.screen, SessionListScreen)
+    assert session_row(db, "s1")["status"] == "terminated"
+    event, payload = history(db, "s1")[-1]
+    assert event == "terminated" and payload["impact_details"] == "quit q"
+
+
+# --- themes ---------------------------------------------------------------------------------
+
+
+async def test_the_configured_theme_is_applied_at_start(tmp_path: Path, db: Store) -> None:
+    add_session(db, "s1")
+    app = app_with(sqlite_url(tmp_path), theme="nord")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.theme == "nord"
+        assert "s1" in screen_text(app)
+
+
+async def test_an_unknown_theme_is_reported_and_the_default_used(tmp_path: Path, db: Store) -> None:
+    app = app_with(sqlite_url(tmp_path), theme="no-such-theme")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.theme == DEFAULT_THEME
+        assert "Unknown theme 'no-such-theme'; using the default." in notifications(app)
+
+
+async def test_the_palette_switches_the_theme(tmp_path: Path, db: Store) -> None:
+    add_session(db, "s1")
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.theme == DEFAULT_THEME
+        await press(pilot, "ctrl+p")
+        await pilot.press(*"theme")
+        await pilot.pause(0.5)
+        await press(pilot, "enter")
+        await pilot.press(*"gruvbox")
+        await pilot.pause(0.5)
+        await press(pilot, "enter")
+        assert app.theme == "gruvbox"
+        assert isinstance(app.screen, SessionListScreen)
+        # Session actions are still in the same palette.
+        await press(pilot, "ctrl+p")
+        await pilot.press(*"pause s1")
+        await pilot.pause(0.5)
+        await press(pilot, "enter")
+    assert session_row(db, "s1")["status"] == "paused"
+
+
+# --- NO_COLOR --------------------------------------------------------------------------------
+
+
+async def test_no_color_keeps_status_words(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    add_session(db, "s-paused", status="paused")
+    add_session(db, "s-stale", at=FROZEN.replace(hour=10))
+    add_session(db, "s-done", status="terminated")
+    app = console(sqlite_url(tmp_path))
+    assert app.no_color
+    assert any(isinstance(item, Monochrome) for item in app._filters)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        lines = {line.split()[0]: line for line in screen_text(app).splitlines() if " s-" in line}
+        assert "paused" in lines["s-paused"]
+        assert "active ⚠ stale" in lines["s-stale"]
+        assert "terminated" in lines["s-done"]
+        await press(pilot, "p")
+        assert "Paused s-stale" in notifications(app)[-1]
+    assert session_row(db, "s-stale")["status"] == "paused"
