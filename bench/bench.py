@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import statistics
 import subprocess
@@ -88,8 +89,18 @@ def paired_medians(
     return statistics.median(mine), statistics.median(theirs)
 
 
-def run_process(argv: list[str]) -> None:
-    subprocess.run(argv, check=True, capture_output=True)
+def run_process(argv: list[str], env: dict[str, str] | None = None) -> None:
+    subprocess.run(argv, check=True, capture_output=True, env=env)
+
+
+def compiled_env(directory: Path) -> dict[str, str]:
+    """An environment in which Python reads and writes bytecode (in ``directory``, never in the
+    source tree), as an installed roundtable does: a sandbox that sets PYTHONDONTWRITEBYTECODE
+    would otherwise make our modules compile from source on every start while the baseline's
+    site-packages come precompiled."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(directory)
+    return env
 
 
 def roundtable_command() -> list[str]:
@@ -117,18 +128,24 @@ def seed(url: str, sessions: int) -> None:
 # ------------------------------------------------------------------------ point 6: CLI start-up
 
 
-def bench_cli_startup(url: str, repeats: int) -> list[Figure]:
+def bench_cli_startup(url: str, repeats: int, directory: Path) -> list[Figure]:
     python = sys.executable
+    env = compiled_env(directory / "pycache")
     heartbeat = [*roundtable_command(), "sessions", "heartbeat", "--db", url]
     heartbeat += ["--session", "bench-0"]
+    commands = {
+        "heartbeat": heartbeat,
+        "sqlmodel": [python, "-c", "import sqlmodel"],
+        "sqlalchemy": [python, "-c", "import sqlalchemy"],
+    }
+    for argv in commands.values():
+        run_process(argv, env)  # writes the bytecode the measured runs read
     ours, floor_sqlmodel = paired_medians(
-        lambda: run_process(heartbeat),
-        lambda: run_process([python, "-c", "import sqlmodel"]),
+        lambda: run_process(commands["heartbeat"], env),
+        lambda: run_process(commands["sqlmodel"], env),
         repeats,
     )
-    floor_sqlalchemy = median_seconds(
-        lambda: run_process([python, "-c", "import sqlalchemy"]), repeats
-    )
+    floor_sqlalchemy = median_seconds(lambda: run_process(commands["sqlalchemy"], env), repeats)
     name = "cli heartbeat (process)"
     return [
         Figure(name, ours, "python -c 'import sqlalchemy'", floor_sqlalchemy),
@@ -186,42 +203,69 @@ def raw_connection(path: Path) -> sqlite3.Connection:
     return raw
 
 
-def bench_heartbeat_rate(path: Path, beats: int, rounds: int) -> list[Figure]:
-    """Our heartbeat (Store.write() + sessions.heartbeat) against raw sqlite3 sending the very
-    statements it sends, captured from it, with a fresh timestamp per beat."""
-    from store import sessions as ops
+def raw_heartbeat_sqlite(
+    raw: sqlite3.Connection, statements: list[Captured], stamp: str
+) -> Callable[[], None]:
+    """One heartbeat's statements through sqlite3, with a fresh timestamp, then COMMIT."""
 
-    store = open_store(f"sqlite:///{path}")
-    statements, stamp = capture_heartbeat(store, "bench-1")
+    def beat() -> None:
+        now = format_ts(system_clock())
+        for sent in statements:
+            parameters = tuple(now if value == stamp else value for value in sent.parameters)
+            raw.execute(sent.statement, parameters).fetchall()
+        raw.execute("COMMIT")
+
+    return beat
+
+
+def raw_heartbeat_postgres(raw: Any, statements: list[Captured], stamp: str) -> Callable[[], None]:
+    """The same through psycopg (which begins the transaction itself)."""
+    sent_statements = [sent for sent in statements if not sent.statement.startswith("BEGIN")]
+
+    def beat() -> None:
+        now = format_ts(system_clock())
+        with raw.transaction(), raw.cursor() as cursor:
+            for sent in sent_statements:
+                parameters = {
+                    key: now if value == stamp else value for key, value in sent.parameters.items()
+                }
+                cursor.execute(sent.statement, parameters)
+                if cursor.description:
+                    cursor.fetchall()
+
+    return beat
+
+
+def heartbeat_figure(
+    store: Store, raw_beat: Callable[[], None], beats: int, rounds: int, name: str, floor: str
+) -> Figure:
+    from store import sessions as ops
 
     def ours() -> None:
         for _ in range(beats):
             with store.write() as db:
                 ops.heartbeat(db=db, session_id="bench-1", clock=system_clock)
 
-    raw = raw_connection(path)
-
-    def floor() -> None:
+    def raw() -> None:
         for _ in range(beats):
-            now = format_ts(system_clock())
-            for sent in statements:
-                parameters = tuple(now if value == stamp else value for value in sent.parameters)
-                raw.execute(sent.statement, parameters).fetchall()
-            raw.execute("COMMIT")
+            raw_beat()
 
-    ours_time, floor_time = paired_medians(ours, floor, rounds)
-    raw.close()
-    store.dispose()
-    return [
-        Figure(
-            "heartbeat rate (store)",
-            ours_time / beats,
-            "raw sqlite3, same statements",
-            floor_time / beats,
-            0.35,
-            rate=True,
-        )
-    ]
+    ours_time, floor_time = paired_medians(ours, raw, rounds)
+    return Figure(name, ours_time / beats, floor, floor_time / beats, 0.35, rate=True)
+
+
+def bench_heartbeat_rate(path: Path, beats: int, rounds: int) -> list[Figure]:
+    """Our heartbeat (Store.write() + sessions.heartbeat) against raw sqlite3 sending the very
+    statements it sends, captured from it, with a fresh timestamp per beat."""
+    store = open_store(f"sqlite:///{path}")
+    raw = raw_connection(path)
+    try:
+        beat = raw_heartbeat_sqlite(raw, *capture_heartbeat(store, "bench-1"))
+        name, floor = "heartbeat rate (store)", "raw sqlite3, same statements"
+        return [heartbeat_figure(store, beat, beats, rounds, name, floor)]
+    finally:
+        raw.close()
+        store.dispose()
 
 
 # ------------------------------------------------------------------ point 7b: import of history
@@ -249,25 +293,58 @@ def write_history_export(path: Path, rows: int) -> list[tuple[Any, ...]]:
     return tuples
 
 
-def fresh_store_file(directory: Path, counter: Iterator[int]) -> Path:
-    path = directory / f"import-{next(counter)}.db"
-    open_store(f"sqlite:///{path}").dispose()
-    return path
+HISTORY_INSERT = (
+    "INSERT INTO agent_session_events (id, session_id, event_type, payload_json, created_at)"
+    " VALUES ({marks})"
+)
 
 
-def bench_import(directory: Path, rows: int, rounds: int) -> list[Figure]:
+@dataclass(frozen=True)
+class ImportTarget:
+    """A backend for the import figure: fresh migrated stores, and the floor's raw insert."""
+
+    name: str
+    floor_name: str
+    new_url: Callable[[], str]
+    raw_insert: Callable[[str, list[tuple[Any, ...]]], Callable[[], None]]
+
+
+def sqlite_target(directory: Path) -> ImportTarget:
+    counter = iter(range(1_000_000))
+
+    def new_url() -> str:
+        url = f"sqlite:///{directory / f'import-{next(counter)}.db'}"
+        open_store(url).dispose()
+        return url
+
+    def raw_insert(url: str, rows: list[tuple[Any, ...]]) -> Callable[[], None]:
+        raw = raw_connection(Path(url.removeprefix("sqlite:///")))
+
+        def insert() -> None:
+            raw.execute("BEGIN IMMEDIATE")
+            raw.executemany(HISTORY_INSERT.format(marks=", ".join("?" * 5)), rows)
+            raw.execute("COMMIT")
+            raw.close()
+
+        return insert
+
+    return ImportTarget("", "sqlite3.executemany", new_url, raw_insert)
+
+
+def bench_import(
+    directory: Path, rows: int, rounds: int, target: ImportTarget | None = None
+) -> list[Figure]:
     """`roundtable import` of history rows (import_records in one Store.write(), the file read
-    and parsed as it goes) against sqlite3.executemany of the same rows, each into a fresh,
-    migrated store."""
+    and parsed as it goes) against the DBAPI's executemany of the same rows in one transaction,
+    each into a fresh, migrated store."""
     from store.transfer import import_records
 
+    target = target or sqlite_target(directory)
     export = directory / "history.jsonl"
     tuples = write_history_export(export, rows)
-    counter = iter(range(10_000))
     mine, theirs = [], []
     for _ in range(rounds):
-        path = fresh_store_file(directory, counter)
-        store = open_store(f"sqlite:///{path}")
+        store = open_store(target.new_url())
 
         def ours(store: Store = store) -> None:
             with store.write() as db, export.open(encoding="utf-8") as lines:
@@ -276,24 +353,12 @@ def bench_import(directory: Path, rows: int, rounds: int) -> list[Figure]:
 
         mine.append(timed(ours))
         store.dispose()
-        raw = raw_connection(fresh_store_file(directory, counter))
-
-        def floor(raw: sqlite3.Connection = raw) -> None:
-            raw.execute("BEGIN IMMEDIATE")
-            raw.executemany(
-                "INSERT INTO agent_session_events (id, session_id, event_type, payload_json,"
-                " created_at) VALUES (?, ?, ?, ?, ?)",
-                tuples,
-            )
-            raw.execute("COMMIT")
-
-        theirs.append(timed(floor))
-        raw.close()
+        theirs.append(timed(target.raw_insert(target.new_url(), tuples)))
     return [
         Figure(
-            f"import {rows:,} history rows",
+            f"import {rows:,} history rows{target.name}",
             statistics.median(mine),
-            "sqlite3.executemany",
+            target.floor_name,
             statistics.median(theirs),
             2.5,
         )
@@ -384,8 +449,8 @@ def bench_first_paint(stores: dict[str, str], repeats: int) -> list[Figure]:
 # ------------------------------------------------------------------------------- PostgreSQL
 
 
-def bench_postgres(beats: int, rounds: int) -> list[Figure]:
-    """The heartbeat on PostgreSQL against psycopg sending the same statements."""
+def bench_postgres(directory: Path, beats: int, rounds: int, import_rows: int) -> list[Figure]:
+    """The heartbeat and the import on PostgreSQL, against psycopg doing the same work."""
     import psycopg
 
     from tests.pg_server import PostgresServer
@@ -396,45 +461,46 @@ def bench_postgres(beats: int, rounds: int) -> list[Figure]:
         url = server.url()
         seed(url, 2)
         store = open_store(url)
-        statements, stamp = capture_heartbeat(store, "bench-1")
-        from store import sessions as ops
-
-        def ours() -> None:
-            for _ in range(beats):
-                with store.write() as db:
-                    ops.heartbeat(db=db, session_id="bench-1", clock=system_clock)
-
         raw = psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True)
-        sent_statements = [sent for sent in statements if not sent.statement.startswith("BEGIN")]
-
-        def floor() -> None:
-            for _ in range(beats):
-                now = format_ts(system_clock())
-                with raw.transaction(), raw.cursor() as cursor:
-                    for sent in sent_statements:
-                        parameters = {
-                            key: now if value == stamp else value
-                            for key, value in sent.parameters.items()
-                        }
-                        cursor.execute(sent.statement, parameters)
-                        if cursor.description:
-                            cursor.fetchall()
-
-        ours_time, floor_time = paired_medians(ours, floor, rounds)
+        beat = raw_heartbeat_postgres(raw, *capture_heartbeat(store, "bench-1"))
+        name, floor = "heartbeat rate (PostgreSQL)", "raw psycopg, same statements"
+        figures = [heartbeat_figure(store, beat, beats, rounds, name, floor)]
         raw.close()
         store.dispose()
+        figures += bench_import(directory, import_rows, 3, postgres_target(server))
     finally:
         server.stop()
-    return [
-        Figure(
-            "heartbeat rate (PostgreSQL)",
-            ours_time / beats,
-            "raw psycopg, same statements",
-            floor_time / beats,
-            0.35,
-            rate=True,
-        )
-    ]
+    return figures
+
+
+def postgres_target(server: Any) -> ImportTarget:
+    import psycopg
+    from sqlalchemy import create_engine, text
+
+    counter = iter(range(1_000_000))
+
+    def new_url() -> str:
+        name = f"rt_bench_{next(counter)}"
+        admin = create_engine(server.url(), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text(f"CREATE DATABASE {name}"))
+        admin.dispose()
+        url = server.url(name)
+        open_store(url).dispose()
+        return url
+
+    def raw_insert(url: str, rows: list[tuple[Any, ...]]) -> Callable[[], None]:
+        raw = psycopg.connect(url.replace("postgresql+psycopg", "postgresql"))
+
+        def insert() -> None:
+            with raw.cursor() as cursor:
+                cursor.executemany(HISTORY_INSERT.format(marks=", ".join(["%s"] * 5)), rows)
+            raw.commit()
+            raw.close()
+
+        return insert
+
+    return ImportTarget(" (PostgreSQL)", "psycopg executemany", new_url, raw_insert)
 
 
 # ------------------------------------------------------------------------------------ report
@@ -442,14 +508,14 @@ def bench_postgres(beats: int, rounds: int) -> list[Figure]:
 
 def print_table(figures: list[Figure]) -> None:
     print(
-        f"{'measurement':<34} {'median':>10}   {'baseline (same run)':<30} {'median':>10}"
+        f"{'measurement':<40} {'median':>10}   {'baseline (same run)':<30} {'median':>10}"
         f"   {'ratio':>6}  {'target':<11} verdict"
     )
     for figure in figures:
         base = f"{figure.base * 1000:8.2f}ms" if figure.base is not None else f"{'':>10}"
         ratio = f"{figure.ratio:5.2f}x" if figure.ratio is not None else f"{'':>6}"
         print(
-            f"{figure.name:<34} {figure.value * 1000:8.2f}ms   {figure.base_name:<30} {base}"
+            f"{figure.name:<40} {figure.value * 1000:8.2f}ms   {figure.base_name:<30} {base}"
             f"   {ratio:>6}  {figure.target():<11} {figure.verdict()}"
         )
 
@@ -469,11 +535,16 @@ def main() -> int:
         path = directory / "bench.db"
         url = f"sqlite:///{path}"
         seed(url, 20 if quick else 1000)
-        figures = bench_cli_startup(url, repeats)
+        figures = bench_cli_startup(url, 2 * repeats + 1, directory)
         figures += bench_heartbeat_rate(path, beats=100 if quick else 500, rounds=repeats)
         figures += bench_import(directory, 10_000 if quick else 100_000, 3 if quick else 5)
         if args.pg:
-            figures += bench_postgres(beats=100 if quick else 500, rounds=repeats)
+            figures += bench_postgres(
+                directory,
+                beats=100 if quick else 500,
+                rounds=repeats,
+                import_rows=10_000 if quick else 100_000,
+            )
         big = directory / "reference-big.db"
         started = time.perf_counter()
         build_reference_store(big, big_size)

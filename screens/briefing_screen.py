@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 
+from markdown_it import MarkdownIt
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -17,11 +19,27 @@ from textual.widgets import Header, Markdown, Static
 from screens.context import ConsoleContext
 from screens.data import BriefingView, read_briefing, write_briefing
 from screens.footer import ConsoleFooter
-from screens.text import MASK
+from screens.text import MASK, markdown_literal
+from store.briefing import markdown_line
 from store.display import one_line, printable
 from store.errors import StoreError
 
 MASKED_ID = "••••••"
+
+
+def secret_forms(secret: str | None) -> list[str]:
+    """Every form in which the external session id can appear in what is shown: as stored,
+    trimmed (the resume plan), and as the briefing writes it on one line; longest first."""
+    if not secret:
+        return []
+    forms = {secret, secret.strip(), markdown_line(secret), printable(secret)}
+    return sorted((form for form in forms if form), key=len, reverse=True)
+
+
+def mask(text: str, forms: Sequence[str]) -> str:
+    for form in forms:
+        text = text.replace(form, MASKED_ID)
+    return text
 
 
 def plan_text(view: BriefingView, *, revealed: bool) -> Text:
@@ -36,16 +54,32 @@ def plan_text(view: BriefingView, *, revealed: bool) -> Text:
         return text
     text.append("resumable", style="green")
     text.append(" (argv; nothing is started from here)\n")
-    secret = view.briefing.session.external_session_id or ""
-    words = [shlex.quote(word) for word in plan.argv[:-1]]
-    shown = " ".join(words)
-    if secret and not revealed:
-        shown = shown.replace(secret, MASKED_ID)
+    forms = [] if revealed else secret_forms(view.briefing.session.external_session_id)
+    # Quoting writes a quote inside the id as '"'"': that form is masked too.
+    quoted = [form.replace("'", "'\"'\"'") for form in forms]
+    shown = mask(" ".join(shlex.quote(word) for word in plan.argv[:-1]), [*quoted, *forms])
     text.append("  " + printable(shown), style="bold")
     text.append(f" <briefing: {len(plan.argv[-1])} characters>", style="dim")
-    if secret and not revealed:
+    if forms:
         text.append(f"\n  external session id {MASK}", style="dim")
     return text
+
+
+def briefing_markdown(view: BriefingView, *, revealed: bool) -> str:
+    """The briefing as the screen renders it: every stored value literal text (no markup, no
+    link, no control character), the external id masked until revealed, one line per line."""
+    forms = [] if revealed else secret_forms(view.briefing.session.external_session_id)
+    return with_line_breaks(
+        view.briefing.render(lambda value: markdown_literal(mask(value, forms)))
+    )
+
+
+def briefing_parser() -> MarkdownIt:
+    """CommonMark without links, images, autolinks or HTML: nothing in a briefing may become
+    something to click, even if a value were not escaped."""
+    return MarkdownIt("commonmark", {"html": False}).disable(
+        ["link", "image", "autolink", "reference", "html_inline", "html_block"]
+    )
 
 
 def with_line_breaks(markdown: str) -> str:
@@ -96,7 +130,7 @@ class BriefingScreen(Screen[None]):
         yield Static("", id="banner")
         yield Static(Text("Reading the briefing…", style="italic"), id="resume-plan")
         with VerticalScroll(id="briefing-scroll"):
-            yield Markdown("", id="briefing")
+            yield Markdown("", id="briefing", parser_factory=briefing_parser, open_links=False)
         yield ConsoleFooter()
 
     def on_mount(self) -> None:
@@ -139,12 +173,9 @@ class BriefingScreen(Screen[None]):
         if self.view is None:
             return
         self.query_one("#resume-plan", Static).update(plan_text(self.view, revealed=self.revealed))
-        # What is shown is masked; what c copies and w writes is the briefing itself.
-        markdown = self.view.briefing.markdown
-        secret = self.view.briefing.session.external_session_id
-        if secret and not self.revealed:
-            markdown = markdown.replace(secret, MASKED_ID)
-        self.query_one("#briefing", Markdown).update(with_line_breaks(markdown))
+        # What is shown is masked and escaped; what c copies and w writes is the briefing itself.
+        shown = briefing_markdown(self.view, revealed=self.revealed)
+        self.query_one("#briefing", Markdown).update(shown)
 
     def action_reveal(self) -> None:
         self.revealed = not self.revealed

@@ -8,7 +8,6 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-from screens.data import ACTION_LABELS
 from screens.session_actions import SessionActionScreen
 from store.display import one_line
 
@@ -32,7 +31,7 @@ def session_commands(screen: object) -> list[Command]:
     session = screen.selected_session()
     if session is not None:
         for action in screen.allowed_actions():
-            name = f"{ACTION_LABELS[action]} {one_line(session.id, 60)}"
+            name = f"{action.capitalize()} {one_line(session.id, 60)}"
             found.append((name, partial(screen.do_lifecycle_action, action), ACTION_HELP[action]))
     for other in screen.known_sessions()[:MAX_OPEN_ENTRIES]:
         found.append(

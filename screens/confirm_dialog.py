@@ -76,7 +76,9 @@ class ConfirmActionDialog(ModalScreen[ActionResult | None]):
 
     def action_cancel(self) -> None:
         if self.busy:
-            self.notify("Still waiting for the store's answer; it cannot be taken back now.")
+            self.notify(
+                "Still waiting for the store's answer; it cannot be taken back now.", markup=False
+            )
             return
         self.dismiss(None)
 

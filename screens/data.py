@@ -6,7 +6,6 @@ Everything here composes store/ functions inside one transaction; nothing here t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -21,8 +20,7 @@ from store.claims import ClaimCount, claim_counts
 from store.database import Store
 from store.errors import DatabaseUnavailable
 from store.models import AgentSession
-from store.paging import encode_cursor
-from store.projections import session_logs
+from store.projections import logs_cursor, session_logs
 from store.sessions import (
     SessionFilter,
     SessionOrder,
@@ -100,16 +98,6 @@ def load_session(ctx: ConsoleContext, session_id: str) -> AgentSession:
         return get_session(db=db, session_id=session_id)
 
 
-# Each lifecycle action as the console calls it: (db, session, actor, key, details, clock).
-ACTION_LABELS: dict[str, str] = {
-    "heartbeat": "Heartbeat",
-    "pause": "Pause",
-    "stop": "Stop",
-    "resume": "Resume",
-    "terminate": "Terminate",
-}
-
-
 def perform_action(
     ctx: ConsoleContext,
     action: str,
@@ -126,17 +114,10 @@ def perform_action(
         "expected_version": session.version,
         "clock": ctx.clock,
     }
-    calls: dict[str, Callable[..., lifecycle.ActionOutcome]] = {
-        "heartbeat": lifecycle.operator_heartbeat,
-        "pause": lifecycle.pause,
-        "stop": lifecycle.stop,
-        "resume": lifecycle.resume,
-        "terminate": lifecycle.terminate,
-    }
     if action == "terminate":
         common["impact_details"] = impact_details
     with require_store(ctx).write() as db:
-        return calls[action](db=db, **common)
+        return lifecycle.ACTIONS[action](db=db, **common)
 
 
 def load_termination_impact(ctx: ConsoleContext, session_id: str) -> lifecycle.TerminationImpact:
@@ -159,9 +140,7 @@ def read_log_after(ctx: ConsoleContext, session_id: str, last_id: int | None) ->
     """The session's history rows after ``last_id`` (all of them from the start when None),
     oldest first, in one snapshot. Payloads come redacted from store.projections."""
     items: list[dict[str, Any]] = []
-    # The logs projection pages by event id; a cursor for "after this id" has the same form as
-    # the ones it issues (kind, session, last id).
-    cursor = encode_cursor("logs", session_id, last_id) if last_id is not None else None
+    cursor = logs_cursor(session_id, last_id) if last_id is not None else None
     with require_store(ctx).read() as db:
         while True:
             page = session_logs(db=db, session_id=session_id, limit=MAX_LIMIT, cursor=cursor)

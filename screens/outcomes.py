@@ -8,8 +8,8 @@ from typing import Any
 from store.clock import parse_ts
 from store.display import one_line
 from store.errors import StoreError
-from store.lifecycle import ActionOutcome
-from store.models import ACTIVE_STATES, AgentSession
+from store.lifecycle import ALLOWED_FROM, ActionOutcome
+from store.models import AgentSession
 
 LIFECYCLE_ACTIONS: tuple[str, ...] = ("heartbeat", "pause", "stop", "resume", "terminate")
 
@@ -21,14 +21,6 @@ PAST_TENSE: dict[str, str] = {
     "terminate": "Terminated",
 }
 
-ALLOWED_FROM: dict[str, str] = {
-    "heartbeat": "from an active state (" + ", ".join(ACTIVE_STATES) + ")",
-    "pause": "from an active state other than paused",
-    "stop": "from an active state (" + ", ".join(ACTIVE_STATES) + ")",
-    "resume": "only from paused or stopped",
-    "terminate": "from an active state (" + ", ".join(ACTIVE_STATES) + ")",
-}
-
 # Refusals after which the session the operator saw is out of date: the dialog closes and the
 # screen reloads. Any other refusal leaves the dialog open so a retry reuses its key.
 STALE_VIEW_CODES = frozenset(
@@ -36,21 +28,12 @@ STALE_VIEW_CODES = frozenset(
 )
 
 
-def is_allowed(action: str, status: str) -> bool:
-    """Mirrors store.lifecycle's rules so the footer offers only what can succeed."""
-    if action == "resume":
-        return status in ("paused", "stopped")
-    if action == "pause":
-        return status in ACTIVE_STATES and status != "paused"
-    return status in ACTIVE_STATES
-
-
 def why_not(action: str, session: AgentSession | None) -> str:
     if session is None:
         return f"No session is selected, so there is nothing to {action}."
     return (
         f"Cannot {action} {one_line(session.id, 40)}: its status is "
-        f"{one_line(session.status, 30)!r}; {action} is allowed {ALLOWED_FROM[action]}."
+        f"{one_line(session.status, 30)!r}; {action} is allowed {ALLOWED_FROM[action][1]}."
     )
 
 

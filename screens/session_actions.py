@@ -17,12 +17,12 @@ from screens.outcomes import (
     describe_conflict,
     describe_error,
     describe_outcome,
-    is_allowed,
     why_not,
 )
 from screens.terminate_dialog import TerminateDialog
 from store.display import one_line
 from store.errors import StoreError
+from store.lifecycle import is_allowed
 from store.models import AgentSession
 
 ACTION_BINDINGS: list[BindingType] = [
@@ -126,36 +126,34 @@ class SessionActionScreen(Screen[None]):
         self._start_direct("pause")
 
     def action_stop(self) -> None:
-        session = self.selected_session()
-        if session is None:
-            return
-        body = Text("Stop ")
-        body.append(one_line(session.id, 60), style="bold")
-        body.append(f" (now {one_line(session.status, 30)})? ")
-        body.append("Its status becomes stopped and its end time is set to now. ")
-        body.append("No process is stopped: tell the agent yourself.", style="dim")
-        self._open_dialog(
-            ConfirmActionDialog(
-                ctx=self.ctx, action="stop", session=session, title="Stop session?", body=body
-            )
+        self._confirm(
+            "stop",
+            "Its status becomes stopped and its end time is set to now. ",
+            "No process is stopped: tell the agent yourself.",
         )
 
     def action_resume(self) -> None:
+        self._confirm(
+            "resume",
+            "Its status becomes resuming and its end time is cleared. ",
+            "The agent must exist and be enabled, and a saved branch must match. "
+            "Nothing is started: use the briefing (b) to resume the work.",
+        )
+
+    def _confirm(self, action: str, effect: str, caveat: str) -> None:
+        """Ask y/n before ``action``, naming the session and what the action will do."""
         session = self.selected_session()
         if session is None:
             return
-        body = Text("Resume ")
+        body = Text(f"{action.capitalize()} ")
         body.append(one_line(session.id, 60), style="bold")
         body.append(f" (now {one_line(session.status, 30)})? ")
-        body.append("Its status becomes resuming and its end time is cleared. ")
-        body.append(
-            "The agent must exist and be enabled, and a saved branch must match. "
-            "Nothing is started: use the briefing (b) to resume the work.",
-            style="dim",
-        )
+        body.append(effect)
+        body.append(caveat, style="dim")
+        title = f"{action.capitalize()} session?"
         self._open_dialog(
             ConfirmActionDialog(
-                ctx=self.ctx, action="resume", session=session, title="Resume session?", body=body
+                ctx=self.ctx, action=action, session=session, title=title, body=body
             )
         )
 

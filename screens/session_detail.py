@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,13 +20,13 @@ from screens.context import ConsoleContext
 from screens.data import load_session, require_store
 from screens.footer import ConsoleFooter
 from screens.session_actions import SessionActionScreen
-from screens.text import block, exact, exact_and_relative, masked, plain, status_text
+from screens.text import exact, exact_and_relative, masked, plain, pretty_json, status_text
 from store.briefing import resume_blocker
 from store.display import one_line
 from store.errors import StoreError
 from store.models import AgentSession
 from store.projections import PAGED, PROJECTIONS
-from store.redaction import redact_json_value, redact_text
+from store.redaction import redact_json_text
 
 PROJECTION_PAGE = 50
 
@@ -102,12 +101,7 @@ def pretty_metadata(raw: str | None) -> Text:
     """Metadata pretty-printed, secrets redacted; text that is not JSON is redacted as text."""
     if not raw:
         return Text("(no metadata)", style="dim")
-    try:
-        decoded = json.loads(raw)
-    except (json.JSONDecodeError, TypeError, ValueError, RecursionError):
-        return block(redact_text(raw))
-    pretty = json.dumps(redact_json_value(decoded), indent=2, sort_keys=True, ensure_ascii=False)
-    return block(pretty)
+    return pretty_json(redact_json_text(raw) or "")
 
 
 def resumable(ctx: ConsoleContext, session: AgentSession) -> Text:
@@ -240,6 +234,14 @@ class SessionDetailScreen(SessionActionScreen):
         self.refresh_timer = self.set_interval(self.ctx.refresh_seconds, self._load_session)
         self._load_session()
 
+    def on_screen_suspend(self) -> None:
+        if self.refresh_timer is not None:
+            self.refresh_timer.pause()
+
+    def on_screen_resume(self) -> None:
+        if self.refresh_timer is not None:
+            self.refresh_timer.resume()
+
     # -- the session ---------------------------------------------------------------------
 
     def selected_session(self) -> AgentSession | None:
@@ -301,7 +303,8 @@ class SessionDetailScreen(SessionActionScreen):
         self.notify(
             "Sensitive fields revealed (v masks them again)."
             if self.revealed
-            else "Sensitive fields masked."
+            else "Sensitive fields masked.",
+            markup=False,
         )
 
     def action_show_tab(self, name: str) -> None:

@@ -420,7 +420,7 @@ class SessionListScreen(SessionActionScreen):
         show = not self.state.show_ended
         status = self.state.status if show or self.state.status in ACTIVE_STATES else None
         self._set_state(replace(self.state, show_ended=show, status=status))
-        self.notify("Ended sessions shown." if show else "Ended sessions hidden.")
+        self.notify("Ended sessions shown." if show else "Ended sessions hidden.", markup=False)
 
     def action_toggle_stale(self) -> None:
         self._set_state(replace(self.state, stale_only=not self.state.stale_only))

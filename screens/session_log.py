@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Header, Static
 from screens.context import ConsoleContext
 from screens.data import LogBatch, read_log_after
 from screens.footer import ConsoleFooter
-from screens.text import block, exact, plain
+from screens.text import exact, plain, pretty_json
 from store.display import one_line
 from store.errors import StoreError
 
@@ -151,12 +151,8 @@ class SessionLogScreen(Screen[None]):
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         """The highlighted event's whole payload, pretty-printed (still redacted, still text)."""
         raw = self.payloads.get(str(event.row_key.value), "")
-        try:
-            shown = json.dumps(json.loads(raw), indent=2, sort_keys=True, ensure_ascii=False)
-        except (json.JSONDecodeError, TypeError, ValueError, RecursionError):
-            shown = raw
         text = Text(f"Event #{event.row_key.value} payload\n", style="bold")
-        text.append_text(block(shown))
+        text.append_text(pretty_json(raw))
         self.query_one("#log-payload", Static).update(text)
 
     def _scroll_to_newest(self) -> None:

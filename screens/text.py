@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import UTC, datetime, timedelta
 
 from rich.text import Text
 
 from store.clock import parse_ts
 from store.display import one_line, printable
-from store.models import ACTIVE_STATES, AgentSession
+from store.models import AgentSession
 
 MASK = "•••••• (v to reveal)"
 NONE_SHOWN = "—"
@@ -24,6 +26,8 @@ STATUS_STYLES: dict[str, str] = {
     "terminated": "red",
 }
 STALE_STYLE = "bold dark_orange"
+# CommonMark lets a backslash escape any ASCII punctuation character, and only those.
+_MARKDOWN_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
 
 
 def plain(value: object, width: int | None = None) -> Text:
@@ -36,6 +40,22 @@ def plain(value: object, width: int | None = None) -> Text:
 def block(value: str | None) -> Text:
     """Multi-line store data (metadata, payloads): newlines kept, everything else visible."""
     return Text(printable(value, keep_newlines=True))
+
+
+def pretty_json(raw: str) -> Text:
+    """JSON text indented for reading (text that is not JSON is shown as it is)."""
+    try:
+        shown = json.dumps(json.loads(raw), indent=2, sort_keys=True, ensure_ascii=False)
+    except (json.JSONDecodeError, TypeError, ValueError, RecursionError):
+        shown = raw
+    return block(shown)
+
+
+def markdown_literal(value: str) -> str:
+    """Store text for a Markdown source that renders exactly as written: every punctuation
+    character escaped, so no emphasis, code, link, image, HTML, entity or heading can form from
+    it; control characters made visible first."""
+    return _MARKDOWN_PUNCTUATION.sub(lambda match: "\\" + match.group(), printable(value))
 
 
 def masked(value: str | None, *, revealed: bool) -> Text:
@@ -54,10 +74,6 @@ def status_text(session: AgentSession, now: datetime, stale_after: timedelta) ->
     if session.is_stale(now, stale_after):
         text.append(" ⚠ stale", style=STALE_STYLE)
     return text
-
-
-def is_lifecycle_active(status: str) -> bool:
-    return status in ACTIVE_STATES
 
 
 def relative(moment: datetime | None, now: datetime) -> str:

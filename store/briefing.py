@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,14 @@ LATEST_DECISIONS = 3
 NONE_LINE = "- none"
 NO_TASK = "(no assigned task)"
 WAIT_ACTION = "Query the table and memory, then wait for task assignment or claim work."
+
+# How a stored value is written into the Markdown: as it is for agents and files; a viewer that
+# renders the Markdown passes a function that makes the value literal text.
+Quote = Callable[[str], str]
+
+
+def as_is(value: str) -> str:
+    return value
 
 
 @dataclass(frozen=True)
@@ -78,8 +86,14 @@ class Briefing:
             "markdown": self.markdown,
         }
 
+    def render(self, quote: Quote) -> str:
+        """The same Markdown with every stored value passed through ``quote``."""
+        return render_markdown(
+            self.session, self.task, self.claims, self.proposals, self.decisions, quote=quote
+        )
 
-def one_line(value: object) -> str:
+
+def markdown_line(value: object) -> str:
     """Data made safe for a single Markdown line: line breaks and control or format characters
     (which could forge layout lines or reorder the text) become spaces."""
     text = str(value)
@@ -90,7 +104,7 @@ def one_line(value: object) -> str:
 
 
 def _safe(value: str | None) -> str:
-    return one_line(redact_text(value or ""))
+    return markdown_line(redact_text(value or ""))
 
 
 def _not_finished() -> Any:
@@ -99,7 +113,7 @@ def _not_finished() -> Any:
 
 def _task(row: Any) -> BriefingTask:
     return BriefingTask(
-        id=one_line(row.id), title=_safe(row.title), status=row.status, priority=row.priority
+        id=markdown_line(row.id), title=_safe(row.title), status=row.status, priority=row.priority
     )
 
 
@@ -152,7 +166,9 @@ def _pending_proposals(db: Connection, agent_id: str) -> list[BriefingProposal]:
         .order_by(ts_key(_PROPOSALS.c.created_at).desc().nulls_last(), _PROPOSALS.c.id.desc())
     ).all()
     return [
-        BriefingProposal(id=one_line(row.id), status=_safe(row.status), created_at=row.created_at)
+        BriefingProposal(
+            id=markdown_line(row.id), status=_safe(row.status), created_at=row.created_at
+        )
         for row in rows
     ]
 
@@ -165,27 +181,30 @@ def _latest_decisions(db: Connection) -> list[BriefingDecision]:
     ).all()
     return [
         BriefingDecision(
-            id=one_line(row.id), rationale=_safe(row.rationale_md), created_at=row.created_at
+            id=markdown_line(row.id), rationale=_safe(row.rationale_md), created_at=row.created_at
         )
         for row in rows
     ]
 
 
 def next_action(
-    task: BriefingTask | None, claims: list[ActiveClaim], proposals: list[BriefingProposal]
+    task: BriefingTask | None,
+    claims: list[ActiveClaim],
+    proposals: list[BriefingProposal],
+    quote: Quote = as_is,
 ) -> str:
     """Newest pending proposal, else the task, else the first active claim, else wait (ref)."""
     if proposals:
         return (
-            f"Review proposal {proposals[0].id} and address any blocking feedback before "
+            f"Review proposal {quote(proposals[0].id)} and address any blocking feedback before "
             "resubmitting or applying."
         )
     if task is not None:
-        return f"Resume task {task.id}: {task.title}"
+        return f"Resume task {quote(task.id)}: {quote(task.title)}"
     if claims:
         first = _claim_order(claims)[0]
         return (
-            f"Reconcile active claim {one_line(first.id)} with current table state "
+            f"Reconcile active claim {quote(markdown_line(first.id))} with current table state "
             "before continuing."
         )
     return WAIT_ACTION
@@ -201,32 +220,38 @@ def render_markdown(
     claims: list[ActiveClaim],
     proposals: list[BriefingProposal],
     decisions: list[BriefingDecision],
-    action: str,
+    *,
+    quote: Quote = as_is,
 ) -> str:
     """The reference layout, line for line."""
     lines = [
         "# Roundtable Resume Briefing",
         "",
-        f"You are resuming as {one_line(session.agent_id)}.",
+        f"You are resuming as {quote(markdown_line(session.agent_id))}.",
         "",
-        f"Run: {one_line(session.run_id)}",
+        f"Run: {quote(markdown_line(session.run_id))}",
     ]
     if session.external_session_id:
-        lines.append(f"External session: {one_line(session.external_session_id)}")
+        lines.append(f"External session: {quote(markdown_line(session.external_session_id))}")
     lines.append("")
-    lines += ["Current task:", f"{task.id} {task.title}" if task else NO_TASK, ""]
+    current = f"{quote(task.id)} {quote(task.title)}" if task else NO_TASK
+    lines += ["Current task:", current, ""]
     lines += _section(
         "Your active claims:",
         [
-            f"- {_safe(claim.resource_id)}" + (" (expired)" if claim.expired else "")
+            f"- {quote(_safe(claim.resource_id))}" + (" (expired)" if claim.expired else "")
             for claim in claims
         ],
     )
     lines += _section(
-        "Pending proposals:", [f"- {item.id} from you: {item.status}" for item in proposals]
+        "Pending proposals:",
+        [f"- {quote(item.id)} from you: {quote(item.status)}" for item in proposals],
     )
-    lines += _section("Latest decisions:", [f"- {item.id}: {item.rationale}" for item in decisions])
-    lines += ["Required next action:", action]
+    lines += _section(
+        "Latest decisions:",
+        [f"- {quote(item.id)}: {quote(item.rationale)}" for item in decisions],
+    )
+    lines += ["Required next action:", next_action(task, claims, proposals, quote)]
     return "\n".join(lines) + "\n"
 
 
@@ -237,15 +262,14 @@ def build_briefing(*, db: Connection, session_id: str, clock: Clock = system_clo
     task = _assigned_task(db, session.agent_id) or _claimed_task(db, claims)
     proposals = _pending_proposals(db, session.agent_id)
     decisions = _latest_decisions(db)
-    action = next_action(task, claims, proposals)
     return Briefing(
         session=session,
         task=task,
         claims=claims,
         proposals=proposals,
         decisions=decisions,
-        next_action=action,
-        markdown=render_markdown(session, task, claims, proposals, decisions, action),
+        next_action=next_action(task, claims, proposals),
+        markdown=render_markdown(session, task, claims, proposals, decisions),
     )
 
 
@@ -277,7 +301,7 @@ def resume_blocker(
     if not external_id:
         return "The session has no external session id, so there is nothing to resume."
     adapter = resolve(adapters, session.adapter)
-    name = one_line(session.adapter)
+    name = markdown_line(session.adapter)
     if not adapter.explicit:
         return (
             f"Adapter {name!r} is not configured; built-in adapters are disposable and "

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, exc, insert
+from sqlalchemy import Connection, Table, bindparam, exc, insert
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.dml import UpdateBase
 
@@ -27,19 +27,40 @@ def to_json_text(payload: dict[str, Any]) -> str:
     return _ENCODER.encode(payload)
 
 
-@dataclass(frozen=True)
 class Form:
     """A statement as one dialect's DBAPI takes it."""
 
-    sql: str
-    defaults: dict[str, Any]  # literal values the statement binds itself (``version + 1``)
-    order: tuple[str, ...] | None  # parameter order for a positional paramstyle, else None
-    columns: tuple[str, ...]  # RETURNING column names, in order
-    dbapi_error: type[Exception]
+    def __init__(
+        self,
+        *,
+        sql: str,
+        defaults: dict[str, Any],
+        order: tuple[str, ...] | None,
+        columns: tuple[str, ...],
+        dbapi_error: type[Exception],
+    ) -> None:
+        self.sql = sql
+        self.defaults = defaults  # literal values the statement binds itself (``version + 1``)
+        self.order = order  # parameter order for a positional paramstyle, else None
+        self.columns = columns  # RETURNING column names, in order
+        self.dbapi_error = dbapi_error
+        self._pick = _picker(order) if order is not None else None
 
     def parameters(self, values: Mapping[str, Any]) -> Any:
-        merged = {**self.defaults, **values}
-        return merged if self.order is None else tuple(merged[name] for name in self.order)
+        if self.defaults:
+            values = {**self.defaults, **values}
+        return values if self._pick is None else self._pick(values)
+
+
+def _picker(order: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    """The values in ``order`` as a tuple (itemgetter does it in C; with one name it would
+    return the bare value)."""
+    if len(order) == 1:
+        name = order[0]
+        return lambda values: (values[name],)
+    if not order:
+        return lambda _values: ()
+    return itemgetter(*order)
 
 
 class Prepared:
@@ -50,8 +71,10 @@ class Prepared:
     processing, result metadata), several times what SQLite spends running a heartbeat's
     statements; this path skips that work and nothing else. It is taken only when no bound or
     returned value needs a type conversion on the dialect (checked once); otherwise, and for any
-    other dialect, the statement goes through ``Connection.execute`` as usual. DBAPI errors are
-    wrapped exactly as SQLAlchemy wraps them, so ``Store`` turns them into the same typed errors.
+    other dialect, the statement goes through ``Connection.execute`` as usual, as it does on a
+    connection with no transaction begun (so SQLAlchemy's autobegin still applies). DBAPI errors
+    are wrapped as SQLAlchemy wraps them, so ``Store`` turns them into the same typed errors.
+    What it gives up: engine events and logging do not see these statements.
     """
 
     def __init__(self, statement: UpdateBase) -> None:
@@ -60,7 +83,7 @@ class Prepared:
 
     def execute(self, db: Connection, values: Mapping[str, Any]) -> dict[str, Any] | None:
         """Run with ``values``; the first returned row as a column → value dict, if any."""
-        form = self.form_for(db.dialect)
+        form = self._direct(db)
         if form is None:
             result = db.execute(self.statement, dict(values))
             if not result.returns_rows:
@@ -80,6 +103,26 @@ class Prepared:
             cursor.close()
         return dict(zip(form.columns, row, strict=True)) if row is not None else None
 
+    def executemany(self, db: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Run once per row, in one DBAPI ``executemany`` (for statements returning nothing)."""
+        form = self._direct(db)
+        if form is None or form.columns:
+            db.execute(self.statement, [dict(row) for row in rows])
+            return
+        parameters = [form.parameters(row) for row in rows]
+        cursor = db.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.executemany(form.sql, parameters)
+        except form.dbapi_error as error:
+            raise exc.DBAPIError.instance(
+                form.sql, parameters, error, form.dbapi_error, dialect=db.dialect, ismulti=True
+            ) from error
+        finally:
+            cursor.close()
+
+    def _direct(self, db: Connection) -> Form | None:
+        return self.form_for(db.dialect) if db.in_transaction() else None
+
     def form_for(self, dialect: Dialect) -> Form | None:
         """What this dialect's DBAPI is sent (None: the statement goes through SQLAlchemy)."""
         try:
@@ -93,7 +136,8 @@ def _compile(statement: UpdateBase, dialect: Dialect) -> Form | None:
     compiled: Any = statement.compile(dialect=dialect)
     binds = compiled.binds.values()
     returning = list(compiled.effective_returning or ())
-    if dialect.name not in ("sqlite", "postgresql") or dialect.loaded_dbapi is None:
+    dbapi = getattr(dialect, "dbapi", None)
+    if dialect.name not in ("sqlite", "postgresql") or dbapi is None:
         return None
     if any(_converts(bind.type, dialect, bind=True) for bind in binds):
         return None
@@ -108,7 +152,7 @@ def _compile(statement: UpdateBase, dialect: Dialect) -> Form | None:
         defaults=defaults,
         order=tuple(compiled.positiontup) if compiled.positional else None,
         columns=tuple(column.key for column in returning),
-        dbapi_error=dialect.loaded_dbapi.Error,
+        dbapi_error=dbapi.Error,
     )
 
 
@@ -119,13 +163,13 @@ def _converts(type_: Any, dialect: Dialect, *, bind: bool) -> bool:
     return impl.result_processor(dialect, None) is not None
 
 
-_APPEND_SESSION_EVENT = Prepared(
-    insert(_SESSION_EVENTS).values(
-        session_id=bindparam("session_id"),
-        event_type=bindparam("event_type"),
-        payload_json=bindparam("payload_json"),
-        created_at=bindparam("created_at"),
-    )
+def prepared_insert(table: Table, columns: Sequence[str]) -> Prepared:
+    """``INSERT INTO table (columns) VALUES (:column, …)``, with no implicit ``RETURNING``."""
+    return Prepared(insert(table).inline().values({name: bindparam(name) for name in columns}))
+
+
+_APPEND_SESSION_EVENT = prepared_insert(
+    _SESSION_EVENTS, ("session_id", "event_type", "payload_json", "created_at")
 )
 _INSERT_EVENT = insert(_EVENTS)
 

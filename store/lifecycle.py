@@ -136,8 +136,6 @@ def _apply(
     key: str | None,
     key_required: bool,
     expected_version: int | None,
-    allowed: Callable[[AgentSession], bool],
-    allowed_text: str,
     changes: Callable[[str], dict[str, Any]],
     check: Check | None = None,
     clock: Clock,
@@ -153,10 +151,10 @@ def _apply(
     session = get_session(db=db, session_id=session_id)
     if expected_version is not None and session.version != expected_version:
         raise _conflict(session)
-    if not allowed(session):
+    if not is_allowed(action, session.status):
         raise IllegalSessionTransition(
             f"Cannot {action} session {session.id!r}: its status is {session.status!r}; "
-            f"{action} is allowed {allowed_text}."
+            f"{action} is allowed {ALLOWED_FROM[action][1]}."
         )
     now = format_ts(clock())
     extra = check(db, session, now) if check is not None else {}
@@ -224,11 +222,21 @@ def _conflict(current: AgentSession) -> SessionTransitionConflict:
     )
 
 
-def _is_active(session: AgentSession) -> bool:
-    return session.status in ACTIVE_STATES
+_ACTIVE = frozenset(ACTIVE_STATES)
+_ACTIVE_TEXT = "from an active state (" + ", ".join(ACTIVE_STATES) + ")"
+# The statuses each action may start from, and that rule in words for a refusal. The console
+# offers an action only where this allows it.
+ALLOWED_FROM: dict[str, tuple[frozenset[str], str]] = {
+    "heartbeat": (_ACTIVE, _ACTIVE_TEXT),
+    "pause": (_ACTIVE - {"paused"}, "from an active state other than 'paused'"),
+    "stop": (_ACTIVE, _ACTIVE_TEXT),
+    "resume": (frozenset({"paused", "stopped"}), "only from 'paused' or 'stopped'"),
+    "terminate": (_ACTIVE, _ACTIVE_TEXT),
+}
 
 
-ACTIVE_TEXT = "from an active state (" + ", ".join(ACTIVE_STATES) + ")"
+def is_allowed(action: str, status: str) -> bool:
+    return status in ALLOWED_FROM[action][0]
 
 
 def operator_heartbeat(
@@ -263,8 +271,6 @@ def operator_heartbeat(
         key=idempotency_key,
         key_required=False,
         expected_version=expected_version,
-        allowed=_is_active,
-        allowed_text=ACTIVE_TEXT,
         changes=changes,
         clock=clock,
     )
@@ -288,8 +294,6 @@ def pause(
         key=idempotency_key,
         key_required=False,
         expected_version=expected_version,
-        allowed=lambda s: _is_active(s) and s.status != "paused",
-        allowed_text="from an active state other than 'paused'",
         changes=lambda now: {"status": "paused"},
         clock=clock,
     )
@@ -313,8 +317,6 @@ def stop(
         key=idempotency_key,
         key_required=False,
         expected_version=expected_version,
-        allowed=_is_active,
-        allowed_text=ACTIVE_TEXT,
         changes=lambda now: {"status": "stopped", "ended_at": now, "last_seen_at": now},
         clock=clock,
     )
@@ -366,8 +368,6 @@ def resume(
         key=idempotency_key,
         key_required=True,
         expected_version=expected_version,
-        allowed=lambda s: s.status in ("paused", "stopped"),
-        allowed_text="only from 'paused' or 'stopped'",
         changes=lambda now: {"status": "resuming", "last_seen_at": now, "ended_at": None},
         check=check,
         clock=clock,
@@ -435,9 +435,17 @@ def terminate(
         key=idempotency_key,
         key_required=True,
         expected_version=expected_version,
-        allowed=_is_active,
-        allowed_text=ACTIVE_TEXT,
         changes=lambda now: {"status": "terminated", "ended_at": now, "last_seen_at": now},
         check=check,
         clock=clock,
     )
+
+
+# Every operator action by name, as the console and the CLI call them.
+ACTIONS: dict[str, Callable[..., ActionOutcome]] = {
+    "heartbeat": operator_heartbeat,
+    "pause": pause,
+    "stop": stop,
+    "resume": resume,
+    "terminate": terminate,
+}

@@ -12,9 +12,10 @@ import math
 import platform
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Select, func, or_, select
+from sqlalchemy import ColumnElement, Connection, Table, and_, func, or_, select
 
 from store import validation
 from store.errors import InvalidCursor
@@ -35,69 +36,47 @@ ENVIRONMENT_NOTE = (
 )
 
 
-def _after(kind: str, session_id: str, cursor: str | None, key_type: type) -> Any:
-    """The last key of the previous page, or None for the first page."""
-    if not cursor:
-        return None
-    owner, key = decode_cursor(kind, cursor, 2)
-    if owner != session_id or not isinstance(key, key_type) or isinstance(key, bool):
-        raise InvalidCursor(f"That cursor does not belong to this session's {kind} list.")
-    return key
+@dataclass(frozen=True)
+class _Paged:
+    """One paged projection: the rows of ``table`` that belong to a session, a keyset page at a
+    time by their ``id``, each shaped into the item the caller sees."""
 
+    kind: str
+    table: Table
+    columns: tuple[str, ...]
+    belongs: Callable[[AgentSession], ColumnElement[bool]]
+    shape: Callable[[Any], dict[str, Any]]
 
-def _page(
-    db: Connection,
-    *,
-    kind: str,
-    session_id: str,
-    statement: Select[Any],
-    key_column: Any,
-    key_type: type,
-    limit: int | None,
-    cursor: str | None,
-    shape: Callable[[Any], dict[str, Any]],
-) -> Page[dict[str, Any]]:
-    size = validation.limit(limit)
-    after = _after(kind, session_id, cursor, key_type)
-    if after is not None:
-        statement = statement.where(key_column > after)
-    rows = db.execute(statement.order_by(key_column).limit(size + 1)).all()
-    items = [shape(row) for row in rows[:size]]
-    next_cursor = encode_cursor(kind, session_id, items[-1]["id"]) if len(rows) > size else None
-    return Page(items=items, next_cursor=next_cursor)
+    def page(
+        self, db: Connection, session_id: str, limit: int | None, cursor: str | None
+    ) -> Page[dict[str, Any]]:
+        session = get_session(db=db, session_id=session_id)
+        size = validation.limit(limit)
+        key = self.table.c.id
+        statement = select(key, *(self.table.c[name] for name in self.columns)).where(
+            self.belongs(session)
+        )
+        after = self._after(session.id, cursor, key.type.python_type)
+        if after is not None:
+            statement = statement.where(key > after)
+        rows = db.execute(statement.order_by(key).limit(size + 1)).all()
+        items = [self.shape(row) for row in rows[:size]]
+        more = len(rows) > size
+        next_cursor = encode_cursor(self.kind, session.id, items[-1]["id"]) if more else None
+        return Page(items=items, next_cursor=next_cursor)
+
+    def _after(self, session_id: str, cursor: str | None, key_type: type) -> Any:
+        """The last key of the previous page, or None for the first page."""
+        if not cursor:
+            return None
+        owner, key = decode_cursor(self.kind, cursor, 2)
+        if owner != session_id or not isinstance(key, key_type) or isinstance(key, bool):
+            raise InvalidCursor(f"That cursor does not belong to this session's {self.kind} list.")
+        return key
 
 
 def _text(value: str | None) -> str | None:
     return redact_text(value) if value is not None else None
-
-
-def session_logs(
-    *, db: Connection, session_id: str, limit: int | None = None, cursor: str | None = None
-) -> Page[dict[str, Any]]:
-    """This session's recorded history, oldest first; payloads as redacted JSON strings."""
-    session = get_session(db=db, session_id=session_id)
-    statement = select(
-        _SESSION_EVENTS.c.id,
-        _SESSION_EVENTS.c.event_type,
-        _SESSION_EVENTS.c.payload_json,
-        _SESSION_EVENTS.c.created_at,
-    ).where(_SESSION_EVENTS.c.session_id == session.id)
-    return _page(
-        db,
-        kind="logs",
-        session_id=session.id,
-        statement=statement,
-        key_column=_SESSION_EVENTS.c.id,
-        key_type=int,
-        limit=limit,
-        cursor=cursor,
-        shape=lambda row: {
-            "id": row.id,
-            "event_type": row.event_type,
-            "payload": redact_json_text(row.payload_json),
-            "created_at": row.created_at,
-        },
-    )
 
 
 def _decode_payload(text: str | None) -> dict[str, Any]:
@@ -130,111 +109,113 @@ def _tool_call(row: Any) -> dict[str, Any]:
     }
 
 
-def tool_calls(
-    *, db: Connection, session_id: str, limit: int | None = None, cursor: str | None = None
-) -> Page[dict[str, Any]]:
+def _is_tool_call(session: AgentSession) -> ColumnElement[bool]:
     """Events of the session's run that look like tool calls (ref heuristic): a type starting
     with exactly ``tool.``, or a payload mentioning "tool" in any case."""
-    session = get_session(db=db, session_id=session_id)
     # substr, not LIKE: SQLite's LIKE ignores case, and the reference's prefix is exact.
-    statement = select(
-        _EVENTS.c.id,
-        _EVENTS.c.type,
-        _EVENTS.c.actor_id,
-        _EVENTS.c.payload_json,
-        _EVENTS.c.created_at,
-    ).where(
+    return and_(
         _EVENTS.c.run_id == session.run_id,
         or_(
             func.substr(_EVENTS.c.type, 1, 5) == "tool.",
             func.lower(_EVENTS.c.payload_json).contains("tool", autoescape=True),
         ),
     )
-    return _page(
-        db,
-        kind="tool-calls",
-        session_id=session.id,
-        statement=statement,
-        key_column=_EVENTS.c.id,
-        key_type=int,
-        limit=limit,
-        cursor=cursor,
-        shape=_tool_call,
-    )
+
+
+_LOGS = _Paged(
+    kind="logs",
+    table=_SESSION_EVENTS,
+    columns=("event_type", "payload_json", "created_at"),
+    belongs=lambda session: _SESSION_EVENTS.c.session_id == session.id,
+    shape=lambda row: {
+        "id": row.id,
+        "event_type": row.event_type,
+        "payload": redact_json_text(row.payload_json),
+        "created_at": row.created_at,
+    },
+)
+_TOOL_CALLS = _Paged(
+    kind="tool-calls",
+    table=_EVENTS,
+    columns=("type", "actor_id", "payload_json", "created_at"),
+    belongs=_is_tool_call,
+    shape=_tool_call,
+)
+_CLAIMS_OF_AGENT = _Paged(
+    kind="claims",
+    table=_CLAIMS,
+    columns=(
+        "resource_id",
+        "task_id",
+        "claim_type",
+        "status",
+        "expires_at",
+        "heartbeat_at",
+        "created_at",
+        "rationale_md",
+    ),
+    belongs=lambda session: _CLAIMS.c.agent_id == session.agent_id,
+    shape=lambda row: {
+        "id": row.id,
+        "resource_id": row.resource_id,
+        "task_id": row.task_id,
+        "claim_type": row.claim_type,
+        "status": row.status,
+        "expires_at": row.expires_at,
+        "heartbeat_at": row.heartbeat_at,
+        "created_at": row.created_at,
+        "rationale": _text(row.rationale_md),
+    },
+)
+_PROPOSALS_OF_AGENT = _Paged(
+    kind="proposals",
+    table=_PROPOSALS,
+    columns=("task_id", "title", "summary_md", "status", "risk", "created_at"),
+    belongs=lambda session: _PROPOSALS.c.agent_id == session.agent_id,
+    shape=lambda row: {
+        "id": row.id,
+        "task_id": row.task_id,
+        "title": _text(row.title),
+        "summary": _text(row.summary_md),
+        "status": row.status,
+        "risk": row.risk,
+        "created_at": row.created_at,
+    },
+)
+
+
+def session_logs(
+    *, db: Connection, session_id: str, limit: int | None = None, cursor: str | None = None
+) -> Page[dict[str, Any]]:
+    """This session's recorded history, oldest first; payloads as redacted JSON strings."""
+    return _LOGS.page(db, session_id, limit, cursor)
+
+
+def logs_cursor(session_id: str, last_id: int) -> str:
+    """A cursor that continues this session's logs after event ``last_id``: what a follower
+    that has shown the history up to that event passes to ``session_logs``."""
+    return encode_cursor(_LOGS.kind, session_id, last_id)
+
+
+def tool_calls(
+    *, db: Connection, session_id: str, limit: int | None = None, cursor: str | None = None
+) -> Page[dict[str, Any]]:
+    """Events of the session's run that look like tool calls, each naming its actor."""
+    return _TOOL_CALLS.page(db, session_id, limit, cursor)
 
 
 def session_claims(
     *, db: Connection, session_id: str, limit: int | None = None, cursor: str | None = None
 ) -> Page[dict[str, Any]]:
     """All of the agent's claims, whatever their status, by id; rationale redacted."""
-    session = get_session(db=db, session_id=session_id)
-    statement = select(
-        _CLAIMS.c.id,
-        _CLAIMS.c.resource_id,
-        _CLAIMS.c.task_id,
-        _CLAIMS.c.claim_type,
-        _CLAIMS.c.status,
-        _CLAIMS.c.expires_at,
-        _CLAIMS.c.heartbeat_at,
-        _CLAIMS.c.created_at,
-        _CLAIMS.c.rationale_md,
-    ).where(_CLAIMS.c.agent_id == session.agent_id)
-    return _page(
-        db,
-        kind="claims",
-        session_id=session.id,
-        statement=statement,
-        key_column=_CLAIMS.c.id,
-        key_type=str,
-        limit=limit,
-        cursor=cursor,
-        shape=lambda row: {
-            "id": row.id,
-            "resource_id": row.resource_id,
-            "task_id": row.task_id,
-            "claim_type": row.claim_type,
-            "status": row.status,
-            "expires_at": row.expires_at,
-            "heartbeat_at": row.heartbeat_at,
-            "created_at": row.created_at,
-            "rationale": _text(row.rationale_md),
-        },
-    )
+    return _CLAIMS_OF_AGENT.page(db, session_id, limit, cursor)
 
 
 def session_proposals(
     *, db: Connection, session_id: str, limit: int | None = None, cursor: str | None = None
 ) -> Page[dict[str, Any]]:
     """All of the agent's proposals by id; title and summary redacted; never the patch."""
-    session = get_session(db=db, session_id=session_id)
-    statement = select(
-        _PROPOSALS.c.id,
-        _PROPOSALS.c.task_id,
-        _PROPOSALS.c.title,
-        _PROPOSALS.c.summary_md,
-        _PROPOSALS.c.status,
-        _PROPOSALS.c.risk,
-        _PROPOSALS.c.created_at,
-    ).where(_PROPOSALS.c.agent_id == session.agent_id)
-    return _page(
-        db,
-        kind="proposals",
-        session_id=session.id,
-        statement=statement,
-        key_column=_PROPOSALS.c.id,
-        key_type=str,
-        limit=limit,
-        cursor=cursor,
-        shape=lambda row: {
-            "id": row.id,
-            "task_id": row.task_id,
-            "title": _text(row.title),
-            "summary": _text(row.summary_md),
-            "status": row.status,
-            "risk": row.risk,
-            "created_at": row.created_at,
-        },
-    )
+    return _PROPOSALS_OF_AGENT.page(db, session_id, limit, cursor)
 
 
 def _is_metric(key: str, value: Any) -> bool:

@@ -1,4 +1,4 @@
-"""Redaction of secrets in text and JSON before anything from the store is shown or exported.
+"""Redaction of secrets in text and JSON before anything from the store is shown to a person.
 
 The reference redacted only the first occurrence of each marker; here every occurrence goes, in
 one pass, so the result is stable: redacting twice changes nothing more.

@@ -6,6 +6,7 @@ agent-facing commands pay nothing for it on a current store.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +19,9 @@ HEAD_REVISION = "0003_session_version_trigger"
 # Each migration file is named after its revision id (tests/test_database.py checks this).
 KNOWN_REVISIONS = frozenset(path.stem for path in (MIGRATIONS_DIR / "versions").glob("0*.py"))
 _PG_MIGRATION_LOCK = 0x526F756E64  # any fixed number; "Round"
+# A migration reports each index it builds on a table from this size on (a smaller table's
+# take no time, and a new store's first open says one line, not a dozen).
+LARGE_TABLE_ROWS = 10_000
 
 
 def current_revision(conn: Connection) -> str | None:
@@ -44,10 +48,40 @@ def ensure_schema(engine: Engine, *, progress: Callable[[str], None] | None = No
         # Another process may have upgraded while we waited for the lock.
         if _known(current_revision(conn)) == HEAD_REVISION:
             return False
-        if progress is not None:
-            progress("Bringing the store's schema up to date (first open only)…")
-        _run_alembic_upgrade(conn, progress)
+        if progress is None:
+            _run_alembic_upgrade(conn, None)
+        else:
+            _upgrade_reporting(conn, progress)
     return True
+
+
+def _upgrade_reporting(conn: Connection, progress: Callable[[str], None]) -> None:
+    progress("Bringing the store's schema up to date (first open only)…")
+    started = time.monotonic()
+    steps: list[str] = []
+
+    def step(message: str) -> None:
+        steps.append(message)
+        progress(message)
+
+    _run_alembic_upgrade(conn, step)
+    if steps:  # a long upgrade said what it was doing; say when it is over
+        progress(f"The store's schema is up to date ({time.monotonic() - started:.1f} s).")
+
+
+def migration_progress() -> Callable[[str], None]:
+    """Inside a migration: the ``progress`` callback ``ensure_schema`` was given, so a long step
+    (an index over a million rows) can say what it is doing; one that ignores messages when
+    there is none."""
+    from alembic import op
+
+    config = op.get_context().config
+    report = config.attributes.get("progress") if config is not None else None
+    return report if report is not None else _ignore
+
+
+def _ignore(_message: str) -> None:
+    pass
 
 
 def _known(revision: str | None) -> str | None:

@@ -11,16 +11,17 @@ the caller's transaction rolls back, so nothing is written.
 from __future__ import annotations
 
 import json
+import json.scanner
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Table, exc, insert, select, text
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, Table, exc, func, select, text
 
 from store import validation
 from store.clock import Clock, format_ts, system_clock
 from store.errors import InvalidImport, StoreError
+from store.history import Prepared, prepared_insert
 from store.models import (
     Agent,
     AgentSession,
@@ -110,6 +111,61 @@ def encode_record(kind: str, values: dict[str, Any]) -> str:
 
 # ---------------------------------------------------------------------------------------- import
 
+_MISSING = object()
+_NOW = object()  # the default is the import's own time (CURRENT_TIMESTAMP in the reference)
+
+
+@dataclass(frozen=True)
+class _Column:
+    """What validating one column of a record needs, worked out once per table."""
+
+    name: str
+    nullable: bool
+    integer: bool
+    default: Any  # a value, _NOW, or _MISSING when the column has none
+
+    @classmethod
+    def of(cls, column: Any) -> _Column:
+        if (column.table.name, column.name) in _NOW_DEFAULTS:
+            default = _NOW
+        elif column.default is not None:
+            default = column.default.arg
+        else:
+            default = None if column.nullable else _MISSING
+        return cls(column.name, column.nullable, column.type.python_type is int, default)
+
+
+_COLUMNS: dict[str, tuple[_Column, ...]] = {
+    kind: tuple(_Column.of(column) for column in table.columns) for kind, table in TABLES.items()
+}
+_COLUMN_NAMES: dict[str, frozenset[str]] = {
+    kind: frozenset(column.name for column in columns) for kind, columns in _COLUMNS.items()
+}
+# History rows go straight to the DBAPI in one executemany per batch (store.history.Prepared):
+# with their ids when those are free, without them (a new id) otherwise.
+_APPENDS: dict[str, tuple[Prepared, Prepared]] = {
+    kind: (
+        prepared_insert(TABLES[kind], [column.name for column in _COLUMNS[kind]]),
+        prepared_insert(TABLES[kind], [c.name for c in _COLUMNS[kind] if c.name != "id"]),
+    )
+    for kind in HISTORY_KINDS
+}
+_SCAN = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[no-untyped-call]
+
+
+def _decode(line: str) -> Any:
+    """``json.loads(line)`` without its per-call overhead; anything unusual (leading
+    whitespace, trailing data, an error) goes through ``json.loads`` itself, so the result and
+    every error message are exactly its own."""
+    try:
+        value, end = _SCAN(line, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return json.loads(line)
+    rest = len(line) - end
+    if rest and not (rest == 1 and line[end] == "\n") and not line[end:].isspace():
+        return json.loads(line)
+    return value
+
 
 @dataclass
 class _Batch:
@@ -129,13 +185,14 @@ def import_records(
     Raises ``InvalidImport`` naming the first bad line; the caller's transaction must then roll
     back (``Store.write()`` does), so nothing is written."""
     importer = _Importer(db, format_ts(clock()))
+    parse, add = importer.parse, importer.add  # this loop runs once per line
     for number, line in enumerate(lines, start=1):
         if number == 1:
             line = line.removeprefix("\ufeff")
-        if not line.strip():
+        if not line or line.isspace():
             continue
-        kind, row = importer.parse(number, line)
-        importer.add(number, kind, row)
+        kind, row = parse(number, line)
+        add(number, kind, row)
     importer.flush()
     importer.sync_sequences()
     return importer.counts
@@ -146,77 +203,93 @@ class _Importer:
         self.db = db
         self.now = now
         self.dialect = db.dialect.name
+        self.int_range = _INT_RANGE.get(self.dialect, _INT_RANGE["sqlite"])
+        self.refuses_nul = self.dialect == "postgresql"
         self.counts: dict[str, int] = dict.fromkeys(KINDS, 0)
         self.batch: _Batch | None = None
         self.unsynced: set[str] = set()
+        # Per history table, an id no stored row exceeds (None: ask the database): records
+        # with larger ids need no lookup to be known free.
+        self.largest_ids: dict[str, int | None] = {}
 
     # -- validation
 
     def parse(self, number: int, line: str) -> tuple[str, dict[str, Any]]:
         try:
-            record = json.loads(line)
+            record = _decode(line)
         except json.JSONDecodeError as error:
             raise _bad(number, f"not JSON: {error.msg} at character {error.pos}") from None
         except RecursionError:
             raise _bad(number, "the record is nested too deeply") from None
         if not isinstance(record, dict):
             raise _bad(number, f"a record must be a JSON object, not {_type_name(record)}")
-        if "kind" not in record:
+        kind = record.pop("kind", _MISSING)
+        if kind is _MISSING:
             raise _bad(number, 'the record has no "kind"')
-        kind = record.pop("kind")
         if not isinstance(kind, str) or kind not in KINDS:
             raise _bad(number, f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
         return kind, self._row(number, kind, record)
 
     def _row(self, number: int, kind: str, record: dict[str, Any]) -> dict[str, Any]:
-        table = TABLES[kind]
-        unknown = sorted(set(record) - set(table.columns.keys()))
-        if unknown:
+        if not _COLUMN_NAMES[kind].issuperset(record):
+            unknown = sorted(set(record) - _COLUMN_NAMES[kind])
             raise _bad(number, f"unknown column {unknown[0]!r} for kind {kind}")
-        row: dict[str, Any] = {}
-        for column in table.columns:
-            name = column.name
-            if kind in HISTORY_KINDS and name == "id" and record.get("id") is None:
-                continue  # no id: the row is appended with a new one
-            if name in record:
-                row[name] = self._value(number, kind, column, record[name])
-            elif kind == "session" and name == "version":
-                continue  # decided at write time: 0 when new, one more when replacing
-            else:
-                row[name] = self._default(number, kind, column)
+        low, high = self.int_range
+        # The record becomes the row in place. The usual value is checked inline: a string for
+        # a text column, an integer in range for an integer one (this loop runs for every
+        # column of every record); anything else is validated, defaulted or refused by _fill.
+        for column in _COLUMNS[kind]:
+            value = record.get(column.name, _MISSING)
+            found = type(value)
+            if found is str and not column.integer and not self.refuses_nul:
+                continue
+            if found is int and column.integer and low <= value <= high:
+                continue
+            self._fill(number, kind, column, value, record)
         if kind == "session":
-            self._check_session(number, row)
-        return row
+            self._check_session(number, record)
+        return record
 
-    def _value(self, number: int, kind: str, column: Any, value: Any) -> Any:
+    def _fill(
+        self, number: int, kind: str, column: _Column, value: Any, row: dict[str, Any]
+    ) -> None:
+        """Any other value of a column, or its absence: validated, defaulted or refused."""
         name = column.name
+        history = kind in HISTORY_KINDS
+        if history and name == "id" and value in (None, _MISSING):
+            row.pop("id", None)  # no id: the row is appended with a new one
+            return
+        if value is not _MISSING:
+            row[name] = self._value(number, kind, column, value)
+        elif kind == "session" and name == "version":
+            return  # decided at write time: 0 when new, one more when replacing
+        elif column.default is _NOW:
+            row[name] = self.now
+        elif column.default is _MISSING:
+            raise _bad(number, f"missing required column {name!r} for kind {kind}")
+        else:
+            row[name] = column.default
+
+    def _value(self, number: int, kind: str, column: _Column, value: Any) -> Any:
+        name = column.name
+        if type(value) is str and not column.integer:
+            if self.refuses_nul and "\x00" in value:
+                raise _bad(
+                    number, f"column {name!r} contains a NUL character, which PostgreSQL refuses"
+                )
+            return value
         if value is None:
             if not column.nullable:
                 raise _bad(number, f"column {name!r} of kind {kind} must not be null")
             return None
-        if column.type.python_type is int:
+        if column.integer:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise _bad(number, f"column {name!r} must be an integer, not {_type_name(value)}")
-            low, high = _INT_RANGE.get(self.dialect, _INT_RANGE["sqlite"])
+            low, high = self.int_range
             if not low <= value <= high:
                 raise _bad(number, f"column {name!r} must be an integer from {low} to {high}")
             return value
-        if not isinstance(value, str):
-            raise _bad(number, f"column {name!r} must be a string or null, not {_type_name(value)}")
-        if self.dialect == "postgresql" and "\x00" in value:
-            raise _bad(
-                number, f"column {name!r} contains a NUL character, which PostgreSQL refuses"
-            )
-        return value
-
-    def _default(self, number: int, kind: str, column: Any) -> Any:
-        if (column.table.name, column.name) in _NOW_DEFAULTS:
-            return self.now
-        if column.default is not None:
-            return column.default.arg
-        if not column.nullable:
-            raise _bad(number, f"missing required column {column.name!r} for kind {kind}")
-        return None
+        raise _bad(number, f"column {name!r} must be a string or null, not {_type_name(value)}")
 
     def _check_session(self, number: int, row: dict[str, Any]) -> None:
         metadata = row.get("metadata_json")
@@ -242,16 +315,17 @@ class _Importer:
 
     def add(self, number: int, kind: str, row: dict[str, Any]) -> None:
         variant = kind == "session" and "version" in row
-        if self.batch is not None and (
-            self.batch.kind != kind
-            or self.batch.variant != variant
-            or len(self.batch.rows) >= IMPORT_BATCH
+        batch = self.batch
+        if (
+            batch is None
+            or batch.kind != kind
+            or batch.variant != variant
+            or len(batch.rows) >= IMPORT_BATCH
         ):
             self.flush()
-        if self.batch is None:
-            self.batch = _Batch(kind=kind, variant=variant)
-        self.batch.rows.append(row)
-        self.batch.lines.append(number)
+            batch = self.batch = _Batch(kind=kind, variant=variant)
+        batch.rows.append(row)
+        batch.lines.append(number)
         self.counts[kind] += 1
 
     def flush(self) -> None:
@@ -265,8 +339,7 @@ class _Importer:
 
     def _upsert(self, batch: _Batch) -> None:
         table = TABLES[batch.kind]
-        dialect_insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
-        statement = dialect_insert(table)
+        statement = _dialect_insert(self.dialect)(table)
         replaced: dict[str, Any] = {
             name: statement.excluded[name] for name in batch.rows[0] if name != "id"
         }
@@ -283,10 +356,18 @@ class _Importer:
         """History rows keep their id when it is free, are skipped when that id already holds the
         same content (a re-import), and get a new id when it holds something else."""
         table = TABLES[batch.kind]
-        ids = [row["id"] for row in batch.rows if "id" in row]
+        largest = self._largest_id(table)
+        with_ids, without_ids = _APPENDS[batch.kind]
+        ids = [row.get("id") for row in batch.rows]
+        if None not in ids and ids[0] > largest and all(map(int.__lt__, ids, ids[1:])):
+            # An export's own shape: ascending ids beyond every stored one, so all are free.
+            self._keep(table, with_ids, batch.rows, batch.lines, ids[-1])
+            return
+        # Only ids up to the largest stored one can be taken: look those up, nothing else.
+        suspects = {row["id"] for row in batch.rows if "id" in row and row["id"] <= largest}
         stored: dict[int, dict[str, Any]] = {}
-        if ids:
-            found = self.db.execute(select(table).where(table.c.id.in_(set(ids))))
+        if suspects:
+            found = self.db.execute(select(table).where(table.c.id.in_(suspects)))
             stored = {row.id: dict(row._mapping) for row in found}
         keep: list[tuple[dict[str, Any], int]] = []
         fresh: list[tuple[dict[str, Any], int]] = []
@@ -301,18 +382,45 @@ class _Importer:
             elif existing != row:
                 fresh.append(({k: v for k, v in row.items() if k != "id"}, number))
         if keep:
-            self._execute(insert(table), *_unzip(keep))
-            self.unsynced.add(table.name)
-            self.sync_sequences()
+            rows, lines = _unzip(keep)
+            self._keep(table, with_ids, rows, lines, max(largest, *(row["id"] for row in rows)))
         if fresh:
-            self._execute(insert(table), *_unzip(fresh))
+            self._execute(without_ids, *_unzip(fresh))
+            self.largest_ids[table.name] = None  # the database chose the new ids
+
+    def _keep(
+        self,
+        table: Table,
+        statement: Prepared,
+        rows: list[dict[str, Any]],
+        lines: list[int],
+        largest: int,
+    ) -> None:
+        """Insert rows with their own (free) ids; ``largest`` is now the largest stored id."""
+        self._execute(statement, rows, lines)
+        self.largest_ids[table.name] = largest
+        self.unsynced.add(table.name)
+        self.sync_sequences()
+
+    def _largest_id(self, table: Table) -> int:
+        largest = self.largest_ids.get(table.name)
+        if largest is None:
+            largest = self.db.execute(select(func.max(table.c.id))).scalar() or 0
+            self.largest_ids[table.name] = largest
+        return largest
 
     def _execute(self, statement: Any, rows: list[dict[str, Any]], lines: list[int]) -> None:
         try:
             with self.db.begin_nested():
-                self.db.execute(statement, rows)
+                self._send(statement, rows)
         except (exc.IntegrityError, exc.DataError):
             self._replay_one_by_one(statement, rows, lines)
+
+    def _send(self, statement: Any, rows: list[dict[str, Any]]) -> None:
+        if isinstance(statement, Prepared):
+            statement.executemany(self.db, rows)
+        else:
+            self.db.execute(statement, rows)
 
     def _replay_one_by_one(
         self, statement: Any, rows: list[dict[str, Any]], lines: list[int]
@@ -321,7 +429,7 @@ class _Importer:
         for row, number in zip(rows, lines, strict=True):
             try:
                 with self.db.begin_nested():
-                    self.db.execute(statement, [row])
+                    self._send(statement, [row])
             except (exc.IntegrityError, exc.DataError) as error:
                 reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
                 raise _bad(number, f"the database refused the record: {reason}") from None
@@ -341,6 +449,16 @@ class _Importer:
                     {"table": name},
                 )
         self.unsynced.clear()
+
+
+def _dialect_insert(dialect: str) -> Any:
+    """The dialect's INSERT with ON CONFLICT, imported when an import upserts (the PostgreSQL
+    dialect is costly to import and the agent-facing commands never need it)."""
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert
 
 
 def _unzip(pairs: list[tuple[dict[str, Any], int]]) -> tuple[list[dict[str, Any]], list[int]]:

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import itertools
+import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from sqlalchemy import create_engine, text
 
 from store.database import Store, open_store
 from tests.pg_server import PostgresServer
+
+if TYPE_CHECKING:
+    from tests.helpers import Cli
 
 TEMPLATE_DB = "rt_template"
 _database_numbers = itertools.count()
@@ -79,6 +84,21 @@ def store(store_url: str) -> Iterator[Store]:
 
 
 @pytest.fixture
+def empty_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A second empty store on the same backend as ``store``."""
+    backend = request.node.callspec.params["store_url"]
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'other.db'}"
+    else:
+        url = new_pg_database(request.getfixturevalue("pg_server"))
+    opened = open_store(url)
+    try:
+        yield opened
+    finally:
+        opened.dispose()
+
+
+@pytest.fixture
 def sqlite_store(tmp_path: Path) -> Iterator[Store]:
     opened = open_store(f"sqlite:///{tmp_path / 'roundtable.db'}")
     try:
@@ -87,8 +107,44 @@ def sqlite_store(tmp_path: Path) -> Iterator[Store]:
         opened.dispose()
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty, migrated SQLite store made once: a copy is much faster than migrating again."""
+    path = tmp_path_factory.mktemp("template") / "roundtable.db"
+    open_store(f"sqlite:///{path}").dispose()
+    return path
+
+
+@pytest.fixture
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No ROUNDTABLE_* variable from outside; user config and data under tmp_path."""
+    for name in ("ROUNDTABLE_DB", "ROUNDTABLE_OPERATOR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+
+
+@pytest.fixture
+def rt(sqlite_template: Path, tmp_path: Path, clock: FakeClock) -> Cli:
+    """The CLI in-process against a fresh SQLite store of its own."""
+    from tests.helpers import Cli
+
+    target = tmp_path / "store" / "roundtable.db"
+    target.parent.mkdir()
+    shutil.copy(sqlite_template, target)
+    return Cli(url=f"sqlite:///{target}", clock=clock)
+
+
+@pytest.fixture
+def db(sqlite_store: Store) -> Store:
+    """The TUI tests' store: they write rows through it, and open the console on the same file
+    (``tests.test_tui_support.sqlite_url(tmp_path)``)."""
+    return sqlite_store
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         callspec = getattr(item, "callspec", None)
-        if callspec is not None and callspec.params.get("store_url") == "postgresql":
+        on_postgres = callspec is not None and callspec.params.get("store_url") == "postgresql"
+        if on_postgres or "pg_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.postgres)

@@ -9,18 +9,15 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import shutil
 import subprocess
 import sys
 import types
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
-from sqlalchemy import insert, select
+from click.testing import Result
 
 from store import sessions as store_sessions
 from store.database import open_store
@@ -28,8 +25,8 @@ from store.models import Agent, AgentSession, AgentSessionEvent, Claim, Event, P
 from store.paging import encode_cursor
 from store.schema import HEAD_REVISION
 from tests.conftest import FakeClock
+from tests.helpers import Cli
 from tui import output
-from tui.cli import CliState, cli
 
 ROUNDTABLE = Path(sys.executable).with_name("roundtable")
 SESSION_KEYS = {
@@ -59,86 +56,7 @@ RESUMABLE_CONFIG = (
 # ---------------------------------------------------------------------------------------- fixtures
 
 
-@pytest.fixture(autouse=True)
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ROUNDTABLE_DB", raising=False)
-    monkeypatch.delenv("ROUNDTABLE_OPERATOR", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-
-
-@pytest.fixture(scope="module")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("template") / "roundtable.db"
-    open_store(f"sqlite:///{path}").dispose()
-    return path
-
-
-@pytest.fixture
-def db_url(template_db: Path, tmp_path: Path) -> str:
-    target = tmp_path / "store" / "roundtable.db"
-    target.parent.mkdir()
-    shutil.copy(template_db, target)
-    return f"sqlite:///{target}"
-
-
-@dataclass
-class Roundtable:
-    """Runs the CLI in-process against one store, with a clock the test moves."""
-
-    url: str
-    clock: FakeClock
-
-    def __call__(self, *args: str, input: str | None = None, db: bool = True) -> Result:
-        argv = [*args, "--db", self.url] if db else list(args)
-        result = CliRunner().invoke(cli, argv, input=input, obj=CliState(clock=self.clock))
-        assert result.exception is None or isinstance(result.exception, SystemExit), (
-            result.exception
-        )
-        assert "Traceback" not in result.output
-        return result
-
-    def register(self, session_id: str = "s1", *extra: str, agent: str = "a1") -> Result:
-        result = self(
-            "sessions", "register", "--id", session_id, "--agent", agent, "--run", "r1",
-            "--adapter", "codex", "--cwd", "/work", *extra,
-        )  # fmt: skip
-        assert result.exit_code == 0, result.stderr
-        return result
-
-    def json(self, *args: str) -> Any:
-        result = self(*args, "--json")
-        assert result.exit_code == 0, result.stderr
-        return json.loads(result.stdout)
-
-    def session(self, session_id: str) -> AgentSession:
-        store = open_store(self.url)
-        try:
-            with store.read() as db:
-                return store_sessions.get_session(db=db, session_id=session_id)
-        finally:
-            store.dispose()
-
-    def insert(self, model: Any, **values: Any) -> None:
-        store = open_store(self.url)
-        try:
-            with store.write() as db:
-                db.execute(insert(model.__table__).values(**values))
-        finally:
-            store.dispose()
-
-    def rows(self, model: Any) -> list[Any]:
-        store = open_store(self.url)
-        try:
-            with store.read() as db:
-                return list(db.execute(select(model.__table__)).all())
-        finally:
-            store.dispose()
-
-
-@pytest.fixture
-def rt(db_url: str, clock: FakeClock) -> Roundtable:
-    return Roundtable(url=db_url, clock=clock)
+pytestmark = pytest.mark.usefixtures("isolated_env")
 
 
 def error_of(result: Result) -> dict[str, Any]:
@@ -170,7 +88,7 @@ def workspace_with_config(tmp_path: Path, text: str) -> Path:
 # ---------------------------------------------------------------------------------------- register
 
 
-def test_register_prints_the_row_and_stores_every_value(rt: Roundtable) -> None:
+def test_register_prints_the_row_and_stores_every_value(rt: Cli) -> None:
     result = rt.register(
         "s1", "--provider", "openai", "--model", "gpt", "--external-session-id", "ext-1",
         "--resume-command", "codex resume ext-1", "--mcp-socket", "/tmp/mcp.sock",
@@ -187,7 +105,7 @@ def test_register_prints_the_row_and_stores_every_value(rt: Roundtable) -> None:
     assert [row.event_type for row in rt.rows(AgentSessionEvent)] == ["registered"]
 
 
-def test_register_json_is_the_session_object(rt: Roundtable) -> None:
+def test_register_json_is_the_session_object(rt: Cli) -> None:
     body = rt.json(
         "sessions", "register", "--id", "s1", "--agent", "a1", "--run", "r1",
         "--adapter", "codex", "--cwd", ".", "--metadata", '{"usage": {"tokens": 3}}',
@@ -198,7 +116,7 @@ def test_register_json_is_the_session_object(rt: Roundtable) -> None:
     assert body["started_at"] == "2026-09-17T17:26:35.000000Z"
 
 
-def test_register_again_replaces_the_session(rt: Roundtable) -> None:
+def test_register_again_replaces_the_session(rt: Cli) -> None:
     rt.register("s1", "--model", "gpt")
     rt.clock.advance(seconds=5)
     rt.register("s1", agent="a2")
@@ -207,9 +125,7 @@ def test_register_again_replaces_the_session(rt: Roundtable) -> None:
     assert session.started_at == "2026-09-17T17:26:35.000000Z"
 
 
-def test_register_expands_the_workspace_adapters_resume_pattern(
-    rt: Roundtable, tmp_path: Path
-) -> None:
+def test_register_expands_the_workspace_adapters_resume_pattern(rt: Cli, tmp_path: Path) -> None:
     root = workspace_with_config(tmp_path, RESUMABLE_CONFIG)
     rt.register("s1", "--external-session-id", "ext-1", "--root", str(root))
     assert rt.session("s1").external_resume_command == "codex resume ext-1 --prompt"
@@ -231,7 +147,7 @@ def test_register_expands_the_workspace_adapters_resume_pattern(
     ],
 )
 def test_register_refuses_bad_input_and_writes_nothing(
-    rt: Roundtable, option: str, value: str, code: str
+    rt: Cli, option: str, value: str, code: str
 ) -> None:
     values = {"--id": "s1", "--agent": "a1", "--run": "r1", "--adapter": "codex", "--cwd": "."}
     values[option] = value
@@ -243,7 +159,7 @@ def test_register_refuses_bad_input_and_writes_nothing(
     assert rt.rows(AgentSession) == []
 
 
-def test_register_bad_metadata_in_human_mode_says_error(rt: Roundtable) -> None:
+def test_register_bad_metadata_in_human_mode_says_error(rt: Cli) -> None:
     result = rt(
         "sessions", "register", "--id", "s1", "--agent", "a", "--run", "r", "--adapter", "x",
         "--cwd", ".", "--metadata", "[]",
@@ -252,7 +168,7 @@ def test_register_bad_metadata_in_human_mode_says_error(rt: Roundtable) -> None:
     assert last_stderr_line(result) == "error: Metadata must be a JSON object, not list."
 
 
-def test_a_missing_required_option_is_a_usage_error(rt: Roundtable) -> None:
+def test_a_missing_required_option_is_a_usage_error(rt: Cli) -> None:
     result = rt("sessions", "register", "--agent", "a1", "--json")
     assert result.exit_code == 2
     error = error_of(result)
@@ -267,7 +183,7 @@ def test_a_missing_required_option_is_a_usage_error(rt: Roundtable) -> None:
 # --------------------------------------------------------------------------------- heartbeat / end
 
 
-def test_heartbeat_prints_id_status_and_last_seen(rt: Roundtable) -> None:
+def test_heartbeat_prints_id_status_and_last_seen(rt: Cli) -> None:
     rt.register()
     rt.clock.advance(seconds=30)
     result = rt(
@@ -280,13 +196,13 @@ def test_heartbeat_prints_id_status_and_last_seen(rt: Roundtable) -> None:
     assert (session.status, session.external_session_id) == ("busy", "ext-9")
 
 
-def test_heartbeat_with_blank_values_keeps_them(rt: Roundtable) -> None:
+def test_heartbeat_with_blank_values_keeps_them(rt: Cli) -> None:
     rt.register("s1", "--external-session-id", "ext-1")
     body = rt.json("sessions", "heartbeat", "--session", "s1", "--status", " ")
     assert (body["status"], body["external_session_id"]) == ("active", "ext-1")
 
 
-def test_heartbeat_of_an_unknown_session_is_refused(rt: Roundtable) -> None:
+def test_heartbeat_of_an_unknown_session_is_refused(rt: Cli) -> None:
     result = rt("sessions", "heartbeat", "--session", "nope", "--json")
     assert result.exit_code == 1
     assert error_of(result) == {
@@ -298,13 +214,13 @@ def test_heartbeat_of_an_unknown_session_is_refused(rt: Roundtable) -> None:
     assert last_stderr_line(human) == "error: No session has the id 'nope'."
 
 
-def test_a_blank_session_flag_is_bad_input(rt: Roundtable) -> None:
+def test_a_blank_session_flag_is_bad_input(rt: Cli) -> None:
     result = rt("sessions", "heartbeat", "--session", "  ", "--json")
     assert result.exit_code == 2
     assert error_of(result)["code"] == "invalid_session"
 
 
-def test_end_prints_id_status_and_end_time(rt: Roundtable) -> None:
+def test_end_prints_id_status_and_end_time(rt: Cli) -> None:
     rt.register()
     rt.clock.advance(minutes=2)
     result = rt("sessions", "end", "--session", "s1")
@@ -313,7 +229,7 @@ def test_end_prints_id_status_and_end_time(rt: Roundtable) -> None:
     assert (body["status"], body["ended_at"]) == ("failed", "2026-09-17T17:28:35.000000Z")
 
 
-def test_end_with_a_control_character_status_is_bad_input(rt: Roundtable) -> None:
+def test_end_with_a_control_character_status_is_bad_input(rt: Cli) -> None:
     rt.register()
     result = rt("sessions", "end", "--session", "s1", "--status", "bad\x07", "--json")
     assert result.exit_code == 2
@@ -324,7 +240,7 @@ def test_end_with_a_control_character_status_is_bad_input(rt: Roundtable) -> Non
 # -------------------------------------------------------------------------------------------- list
 
 
-def test_sessions_lists_reference_columns_in_start_order(rt: Roundtable) -> None:
+def test_sessions_lists_reference_columns_in_start_order(rt: Cli) -> None:
     rt.register("s2", "--resume-command", "codex resume e2")
     rt.clock.advance(seconds=1)
     rt.register("s1", agent="a9")
@@ -333,7 +249,7 @@ def test_sessions_lists_reference_columns_in_start_order(rt: Roundtable) -> None
     assert rt("sessions", "list").stdout == expected
 
 
-def test_list_on_a_terminal_has_a_header_and_aligned_columns(rt: Roundtable, tty: None) -> None:
+def test_list_on_a_terminal_has_a_header_and_aligned_columns(rt: Cli, tty: None) -> None:
     rt.register("s1", agent="agent-with-a-long-name")
     rt.register("session-two", agent="a2")
     shown = lines(rt("sessions"))
@@ -346,14 +262,14 @@ def test_list_on_a_terminal_has_a_header_and_aligned_columns(rt: Roundtable, tty
 
 
 def test_an_empty_list_says_so_on_a_terminal_and_nothing_in_a_pipe(
-    rt: Roundtable, monkeypatch: pytest.MonkeyPatch
+    rt: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert rt("sessions").stdout == ""
     monkeypatch.setattr(output, "stdout_is_tty", lambda: True)
     assert rt("sessions").stdout == "No sessions.\n"
 
 
-def test_list_json_is_a_page(rt: Roundtable) -> None:
+def test_list_json_is_a_page(rt: Cli) -> None:
     rt.register("s1")
     body = rt.json("sessions", "list")
     assert set(body) == {"items", "next_cursor"}
@@ -361,7 +277,7 @@ def test_list_json_is_a_page(rt: Roundtable) -> None:
     assert [set(item) for item in body["items"]] == [SESSION_KEYS]
 
 
-def test_list_filters(rt: Roundtable) -> None:
+def test_list_filters(rt: Cli) -> None:
     rt.register("s1", "--metadata", '{"workspace_id": "w1"}')
     rt.register("s2", "--status", "paused", agent="a2")
     rt.register("s3", "--run", "r2", "--status", "crashed")
@@ -382,7 +298,7 @@ def test_list_filters(rt: Roundtable) -> None:
 
 
 def test_stale_lists_active_sessions_not_seen_for_the_configured_time(
-    rt: Roundtable, tmp_path: Path
+    rt: Cli, tmp_path: Path
 ) -> None:
     rt.register("old")
     rt.register("gone")
@@ -391,13 +307,13 @@ def test_stale_lists_active_sessions_not_seen_for_the_configured_time(
     rt.register("new")
     rt.clock.advance(seconds=150)
     assert [i["id"] for i in rt.json("sessions", "--stale")["items"]] == ["old"]
-    config = tmp_path / "config" / "roundtable" / "config.toml"
+    config = tmp_path / "xdg-config" / "roundtable" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text("stale_after_seconds = 100\n")
     assert [i["id"] for i in rt.json("sessions", "--stale")["items"]] == ["old", "new"]
 
 
-def test_list_pages_follow_cursors(rt: Roundtable) -> None:
+def test_list_pages_follow_cursors(rt: Cli) -> None:
     for index in range(5):
         rt.register(f"s{index}")
     seen: list[str] = []
@@ -412,7 +328,7 @@ def test_list_pages_follow_cursors(rt: Roundtable) -> None:
     assert seen == [f"s{index}" for index in range(5)]
 
 
-def test_list_with_a_limit_shows_one_page_and_names_the_next_cursor(rt: Roundtable) -> None:
+def test_list_with_a_limit_shows_one_page_and_names_the_next_cursor(rt: Cli) -> None:
     for index in range(3):
         rt.register(f"s{index}")
     result = rt("sessions", "--limit", "2")
@@ -423,7 +339,7 @@ def test_list_with_a_limit_shows_one_page_and_names_the_next_cursor(rt: Roundtab
 
 
 def test_human_list_without_limit_streams_every_page(
-    rt: Roundtable, monkeypatch: pytest.MonkeyPatch
+    rt: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = open_store(rt.url)
     with store.write() as db:
@@ -448,19 +364,19 @@ def test_human_list_without_limit_streams_every_page(
 
 
 @pytest.mark.parametrize("limit", ["0", "201", "-3"])
-def test_out_of_range_limit_is_invalid_limit(rt: Roundtable, limit: str) -> None:
+def test_out_of_range_limit_is_invalid_limit(rt: Cli, limit: str) -> None:
     result = rt("sessions", "--limit", limit, "--json")
     assert result.exit_code == 2
     assert error_of(result)["code"] == "invalid_limit"
 
 
-def test_non_numeric_limit_is_a_usage_error(rt: Roundtable) -> None:
+def test_non_numeric_limit_is_a_usage_error(rt: Cli) -> None:
     result = rt("sessions", "list", "--limit", "many", "--json")
     assert result.exit_code == 2
     assert error_of(result)["code"] == "usage_error"
 
 
-def test_a_foreign_cursor_is_invalid_cursor(rt: Roundtable) -> None:
+def test_a_foreign_cursor_is_invalid_cursor(rt: Cli) -> None:
     result = rt("sessions", "--cursor", "not-a-cursor", "--json")
     assert result.exit_code == 2
     assert error_of(result)["code"] == "invalid_cursor"
@@ -473,14 +389,14 @@ def test_a_foreign_cursor_is_invalid_cursor(rt: Roundtable) -> None:
     assert error_of(other)["code"] == "invalid_cursor"
 
 
-def test_list_filters_with_another_subcommand_are_a_usage_error(rt: Roundtable) -> None:
+def test_list_filters_with_another_subcommand_are_a_usage_error(rt: Cli) -> None:
     rt.register()
     result = rt("sessions", "--status", "active", "heartbeat", "--session", "s1", db=True)
     assert result.exit_code == 2
     assert "apply only to listing" in last_stderr_line(result)
 
 
-def test_store_text_never_reaches_the_terminal_raw(rt: Roundtable) -> None:
+def test_store_text_never_reaches_the_terminal_raw(rt: Cli) -> None:
     rt.register("s1", "--resume-command", "run\x1b]0;pwned\x07", agent="evil\x1b[2J\u202e")
     for args in (("sessions",), ("sessions", "show", "--session", "s1")):
         shown = rt(*args).stdout
@@ -493,7 +409,7 @@ def test_store_text_never_reaches_the_terminal_raw(rt: Roundtable) -> None:
     assert json.loads(raw_json)["items"][0]["agent_id"] == "evil\x1b[2J\u202e"
 
 
-def test_tabs_in_values_cannot_break_the_columns(rt: Roundtable) -> None:
+def test_tabs_in_values_cannot_break_the_columns(rt: Cli) -> None:
     rt.register("s1", agent="a\tb")
     assert lines(rt("sessions")) == ["s1\ta\\tb\tactive\tcodex\t"]
 
@@ -501,7 +417,7 @@ def test_tabs_in_values_cannot_break_the_columns(rt: Roundtable) -> None:
 # ------------------------------------------------------------------------------ show / projections
 
 
-def test_show_prints_every_field(rt: Roundtable, tty: None) -> None:
+def test_show_prints_every_field(rt: Cli, tty: None) -> None:
     rt.register("s1", "--external-session-id", "ext-1", "--metadata", '{"k": [1]}')
     shown = lines(rt("sessions", "show", "--session", "s1"))
     fields = {line.split(":")[0]: line.split(":", 1)[1].strip() for line in shown}
@@ -512,7 +428,18 @@ def test_show_prints_every_field(rt: Roundtable, tty: None) -> None:
     assert set(fields) == SESSION_KEYS | {"stale"}
 
 
-def test_show_json_and_refusal(rt: Roundtable) -> None:
+def test_show_redacts_metadata_for_people_not_for_json(rt: Cli, tty: None) -> None:
+    metadata = '{"api_key": "sk-live-1", "notes": "token=abc123 ok", "branch": "main"}'
+    rt.register("s1", "--metadata", metadata)
+    shown = rt("sessions", "show", "--session", "s1").stdout
+    assert "sk-live-1" not in shown and "abc123" not in shown
+    assert '"api_key":"[REDACTED]"' in shown and '"notes":"token=[REDACTED] ok"' in shown
+    assert '"branch":"main"' in shown
+    faithful = rt.json("sessions", "show", "--session", "s1")["metadata"]
+    assert faithful == {"api_key": "sk-live-1", "notes": "token=abc123 ok", "branch": "main"}
+
+
+def test_show_json_and_refusal(rt: Cli) -> None:
     rt.register("s1")
     assert rt.json("sessions", "show", "--session", "s1") == rt.session("s1").to_json()
     result = rt("sessions", "show", "--session", "nope", "--json")
@@ -520,7 +447,7 @@ def test_show_json_and_refusal(rt: Roundtable) -> None:
     assert error_of(result)["code"] == "session_not_found"
 
 
-def test_logs_page_through_the_session_history(rt: Roundtable) -> None:
+def test_logs_page_through_the_session_history(rt: Cli) -> None:
     rt.register("s1")
     rt("sessions", "heartbeat", "--session", "s1")
     rt("sessions", "end", "--session", "s1")
@@ -534,7 +461,7 @@ def test_logs_page_through_the_session_history(rt: Roundtable) -> None:
     assert [line.split("\t")[1] for line in human] == ["registered", "heartbeat", "ended"]
 
 
-def test_tool_calls_claims_and_proposals(rt: Roundtable) -> None:
+def test_tool_calls_claims_and_proposals(rt: Cli) -> None:
     rt.register("s1")
     rt.insert(
         Event, run_id="r1", type="tool.bash", actor_id="a1", task_id=None,
@@ -559,7 +486,7 @@ def test_tool_calls_claims_and_proposals(rt: Roundtable) -> None:
     assert "secret.patch" not in rt("sessions", "proposals", "--session", "s1").stdout
 
 
-def test_metrics_and_environment(rt: Roundtable) -> None:
+def test_metrics_and_environment(rt: Cli) -> None:
     rt.register("s1", "--metadata", '{"usage": {"input_tokens": 5, "api_key": 1, "x": "y"}}')
     metrics = rt.json("sessions", "metrics", "--session", "s1")
     assert metrics == {
@@ -575,13 +502,13 @@ def test_metrics_and_environment(rt: Roundtable) -> None:
 @pytest.mark.parametrize(
     "name", ["logs", "tool-calls", "claims", "proposals", "metrics", "environment"]
 )
-def test_projections_of_an_unknown_session_are_refused(rt: Roundtable, name: str) -> None:
+def test_projections_of_an_unknown_session_are_refused(rt: Cli, name: str) -> None:
     result = rt("sessions", name, "--session", "nope", "--json")
     assert result.exit_code == 1
     assert error_of(result)["code"] == "session_not_found"
 
 
-def test_unpaged_projections_take_no_limit(rt: Roundtable) -> None:
+def test_unpaged_projections_take_no_limit(rt: Cli) -> None:
     rt.register("s1")
     result = rt("sessions", "metrics", "--session", "s1", "--limit", "3")
     assert result.exit_code == 2
@@ -591,7 +518,7 @@ def test_unpaged_projections_take_no_limit(rt: Roundtable) -> None:
 # --------------------------------------------------------------------------------------- lifecycle
 
 
-def test_pause_replays_with_the_same_key(rt: Roundtable) -> None:
+def test_pause_replays_with_the_same_key(rt: Cli) -> None:
     rt.register()
     first = rt("sessions", "pause", "--session", "s1", "--idempotency-key", "k1")
     assert first.exit_code == 0
@@ -605,7 +532,7 @@ def test_pause_replays_with_the_same_key(rt: Roundtable) -> None:
     assert set(body) == {"action", "session", "replayed", "notes", "claims"}
 
 
-def test_actions_record_the_operator(rt: Roundtable, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_actions_record_the_operator(rt: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     rt.register("s1")
     rt.register("s2")
     assert rt("sessions", "stop", "--session", "s1", "--operator", "alice").exit_code == 0
@@ -617,14 +544,14 @@ def test_actions_record_the_operator(rt: Roundtable, monkeypatch: pytest.MonkeyP
     assert (stopped.status, stopped.ended_at) == ("stopped", "2026-09-17T17:26:35.000000Z")
 
 
-def test_an_illegal_transition_is_refused(rt: Roundtable) -> None:
+def test_an_illegal_transition_is_refused(rt: Cli) -> None:
     rt.register("s1", "--status", "paused")
     result = rt("sessions", "pause", "--session", "s1", "--json")
     assert result.exit_code == 1
     assert error_of(result)["code"] == "illegal_session_transition"
 
 
-def test_resume_needs_a_key_and_an_enabled_agent(rt: Roundtable) -> None:
+def test_resume_needs_a_key_and_an_enabled_agent(rt: Cli) -> None:
     rt.register("s1", "--status", "paused")
     no_key = rt("sessions", "resume", "--session", "s1", "--json")
     assert no_key.exit_code == 2
@@ -639,7 +566,7 @@ def test_resume_needs_a_key_and_an_enabled_agent(rt: Roundtable) -> None:
     assert done.stdout.startswith("resume: session s1 is now resuming")
 
 
-def test_terminate_requires_impact_details_while_claims_are_held(rt: Roundtable) -> None:
+def test_terminate_requires_impact_details_while_claims_are_held(rt: Cli) -> None:
     rt.register()
     rt.insert(
         Claim, id="c1", resource_id="src/app.py", agent_id="a1", task_id="t1", claim_type="edit",
@@ -662,7 +589,7 @@ def test_terminate_requires_impact_details_while_claims_are_held(rt: Roundtable)
     assert [claim["resource_id"] for claim in replay["claims"]] == ["src/app.py"]
 
 
-def test_a_stale_expected_version_is_a_conflict(rt: Roundtable) -> None:
+def test_a_stale_expected_version_is_a_conflict(rt: Cli) -> None:
     rt.register()
     result = rt("sessions", "pause", "--session", "s1", "--expected-version", "7", "--json")
     assert result.exit_code == 1
@@ -672,14 +599,14 @@ def test_a_stale_expected_version_is_a_conflict(rt: Roundtable) -> None:
     assert rt("sessions", "pause", "--session", "s1", "--expected-version", "0").exit_code == 0
 
 
-def test_a_negative_expected_version_is_a_usage_error(rt: Roundtable) -> None:
+def test_a_negative_expected_version_is_a_usage_error(rt: Cli) -> None:
     rt.register()
     result = rt("sessions", "pause", "--session", "s1", "--expected-version", "-1", "--json")
     assert result.exit_code == 2
     assert error_of(result)["code"] == "usage_error"
 
 
-def test_a_key_reused_for_another_action_is_refused(rt: Roundtable) -> None:
+def test_a_key_reused_for_another_action_is_refused(rt: Cli) -> None:
     rt.register()
     rt("sessions", "pause", "--session", "s1", "--idempotency-key", "k")
     result = rt("sessions", "stop", "--session", "s1", "--idempotency-key", "k", "--json")
@@ -691,7 +618,7 @@ def test_a_key_reused_for_another_action_is_refused(rt: Roundtable) -> None:
 
 
 @pytest.mark.parametrize("args", [(), ("--session", "s1", "--agent", "a1")])
-def test_resume_needs_exactly_one_of_session_or_agent(rt: Roundtable, args: tuple) -> None:
+def test_resume_needs_exactly_one_of_session_or_agent(rt: Cli, args: tuple) -> None:
     rt.register()
     result = rt("resume", *args, "--json")
     assert result.exit_code == 2
@@ -701,7 +628,7 @@ def test_resume_needs_exactly_one_of_session_or_agent(rt: Roundtable, args: tupl
     }
 
 
-def test_resume_by_agent_prefers_the_active_session(rt: Roundtable) -> None:
+def test_resume_by_agent_prefers_the_active_session(rt: Cli) -> None:
     rt.register("old")
     rt.clock.advance(seconds=10)
     rt.register("older-but-active")
@@ -716,7 +643,7 @@ def test_resume_by_agent_prefers_the_active_session(rt: Roundtable) -> None:
     assert "no external session id" in body["reason"]
 
 
-def test_resume_prints_the_briefing_then_the_plan(rt: Roundtable) -> None:
+def test_resume_prints_the_briefing_then_the_plan(rt: Cli) -> None:
     rt.register()
     result = rt("resume", "--session", "s1")
     assert result.exit_code == 0
@@ -725,7 +652,7 @@ def test_resume_prints_the_briefing_then_the_plan(rt: Roundtable) -> None:
     assert lines(result)[-1].startswith("Not resumable: The session has no external session id")
 
 
-def test_resume_plan_with_a_configured_adapter(rt: Roundtable, tmp_path: Path) -> None:
+def test_resume_plan_with_a_configured_adapter(rt: Cli, tmp_path: Path) -> None:
     root = workspace_with_config(tmp_path, RESUMABLE_CONFIG)
     rt.register("s1", "--external-session-id", "ext-1")
     body = rt.json("resume", "--session", "s1", "--root", str(root))
@@ -735,7 +662,7 @@ def test_resume_plan_with_a_configured_adapter(rt: Roundtable, tmp_path: Path) -
     assert "codex resume ext-1 --prompt '# Roundtable Resume Briefing" in human
 
 
-def test_resume_of_an_unknown_agent_is_refused(rt: Roundtable) -> None:
+def test_resume_of_an_unknown_agent_is_refused(rt: Cli) -> None:
     result = rt("resume", "--agent", "ghost", "--json")
     assert result.exit_code == 1
     assert error_of(result)["code"] == "session_not_found"
@@ -745,7 +672,7 @@ def test_resume_of_an_unknown_agent_is_refused(rt: Roundtable) -> None:
 
 
 def test_tui_hands_the_resolved_settings_to_the_console(
-    rt: Roundtable, monkeypatch: pytest.MonkeyPatch
+    rt: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: dict[str, Any] = {}
 
@@ -769,7 +696,7 @@ def test_the_real_console_takes_what_the_cli_passes() -> None:
     assert set(parameters) == {"url", "settings", "operator", "adapters", "demo"}
 
 
-def test_demo_seeds_the_store(rt: Roundtable) -> None:
+def test_demo_seeds_the_store(rt: Cli) -> None:
     counts = rt.json("demo", "--sessions", "3")
     assert counts["session"] == 3
     assert len(rt.json("sessions")["items"]) == 3
@@ -777,7 +704,7 @@ def test_demo_seeds_the_store(rt: Roundtable) -> None:
 
 
 def test_db_upgrade_says_whether_anything_ran(tmp_path: Path, clock: FakeClock) -> None:
-    rt = Roundtable(url=f"sqlite:///{tmp_path / 'fresh.db'}", clock=clock)
+    rt = Cli(url=f"sqlite:///{tmp_path / 'fresh.db'}", clock=clock)
     first = rt("db", "upgrade")
     assert first.exit_code == 0
     assert first.stdout.strip().endswith(f"to {HEAD_REVISION}.")
@@ -786,14 +713,14 @@ def test_db_upgrade_says_whether_anything_ran(tmp_path: Path, clock: FakeClock) 
     assert again == {"upgraded": False, "revision": HEAD_REVISION, "database": rt.url}
 
 
-def test_export_then_import_loses_nothing(rt: Roundtable, tmp_path: Path, clock: FakeClock) -> None:
+def test_export_then_import_loses_nothing(rt: Cli, tmp_path: Path, clock: FakeClock) -> None:
     rt.register("s1", "--metadata", '{"usage": {"n": 1}}')
     rt("sessions", "pause", "--session", "s1")
     exported = rt("export")
     assert exported.exit_code == 0
     records = [json.loads(line) for line in exported.stdout.splitlines()]
     assert {record["kind"] for record in records} >= {"session", "session_event", "event"}
-    target = Roundtable(url=f"sqlite:///{tmp_path / 'copy.db'}", clock=clock)
+    target = Cli(url=f"sqlite:///{tmp_path / 'copy.db'}", clock=clock)
     imported = target("import", "-", "--json", input=exported.stdout)
     assert imported.exit_code == 0, imported.stderr
     assert json.loads(imported.stdout)["session"] == 1
@@ -801,7 +728,7 @@ def test_export_then_import_loses_nothing(rt: Roundtable, tmp_path: Path, clock:
     assert target("export").stdout == exported.stdout
 
 
-def test_a_bad_import_line_writes_nothing(rt: Roundtable, tmp_path: Path) -> None:
+def test_a_bad_import_line_writes_nothing(rt: Cli, tmp_path: Path) -> None:
     good = json.dumps({"kind": "agent", "id": "a1", "role": "r", "name": "n", "adapter": "x"})
     source = tmp_path / "records.jsonl"
     source.write_text(good + "\n{broken\n")
@@ -813,7 +740,7 @@ def test_a_bad_import_line_writes_nothing(rt: Roundtable, tmp_path: Path) -> Non
     assert rt.rows(Agent) == []
 
 
-def test_importing_a_missing_file_is_a_usage_error(rt: Roundtable, tmp_path: Path) -> None:
+def test_importing_a_missing_file_is_a_usage_error(rt: Cli, tmp_path: Path) -> None:
     result = rt("import", str(tmp_path / "missing.jsonl"), "--json")
     assert result.exit_code == 2
     assert error_of(result)["code"] == "usage_error"
@@ -822,7 +749,7 @@ def test_importing_a_missing_file_is_a_usage_error(rt: Roundtable, tmp_path: Pat
 # ------------------------------------------------------------------------------------------ errors
 
 
-def test_unknown_subcommands_are_usage_errors(rt: Roundtable) -> None:
+def test_unknown_subcommands_are_usage_errors(rt: Cli) -> None:
     result = rt("sessions", "frobnicate", "--json")
     assert result.exit_code == 2
     assert error_of(result)["code"] == "usage_error"
@@ -831,15 +758,15 @@ def test_unknown_subcommands_are_usage_errors(rt: Roundtable) -> None:
     assert last_stderr_line(human).startswith("error: No such command 'bogus'")
 
 
-def test_blank_db_and_root_are_usage_errors(rt: Roundtable) -> None:
+def test_blank_db_and_root_are_usage_errors(rt: Cli) -> None:
     result = rt("sessions", "--db", " ", "--json", db=False)
     assert result.exit_code == 2
     assert error_of(result)["code"] == "usage_error"
     assert rt("sessions", "--root", "", db=False).exit_code == 2
 
 
-def test_a_malformed_config_is_bad_input(rt: Roundtable, tmp_path: Path) -> None:
-    config = tmp_path / "config" / "roundtable" / "config.toml"
+def test_a_malformed_config_is_bad_input(rt: Cli, tmp_path: Path) -> None:
+    config = tmp_path / "xdg-config" / "roundtable" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text("refresh_seconds = [")
     result = rt("sessions", "--json")
@@ -848,7 +775,7 @@ def test_a_malformed_config_is_bad_input(rt: Roundtable, tmp_path: Path) -> None
 
 
 def test_an_unexpected_error_is_one_line_not_a_traceback(
-    rt: Roundtable, monkeypatch: pytest.MonkeyPatch
+    rt: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def broken(**_: Any) -> None:
         raise RuntimeError("boom\nsecond line")
@@ -864,7 +791,7 @@ def test_an_unexpected_error_is_one_line_not_a_traceback(
     assert "Traceback" not in human.stderr
 
 
-def test_an_interrupt_exits_130(rt: Roundtable, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_interrupt_exits_130(rt: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     def interrupted(**_: Any) -> None:
         raise KeyboardInterrupt
 
@@ -874,7 +801,7 @@ def test_an_interrupt_exits_130(rt: Roundtable, monkeypatch: pytest.MonkeyPatch)
     assert error_of(result)["code"] == "interrupted"
 
 
-def test_help_explains_terminal_and_pipe_output(rt: Roundtable) -> None:
+def test_help_explains_terminal_and_pipe_output(rt: Cli) -> None:
     result = rt("sessions", "--help", db=False)
     assert result.exit_code == 0
     assert "tab-separated" in result.stdout
@@ -885,7 +812,7 @@ def test_help_explains_terminal_and_pipe_output(rt: Roundtable) -> None:
 
 
 def test_register_list_and_show_on_each_backend(store_url: str, clock: FakeClock) -> None:
-    rt = Roundtable(url=store_url, clock=clock)
+    rt = Cli(url=store_url, clock=clock)
     rt.register("s1", "--external-session-id", "e1")
     clock.advance(seconds=1)
     rt.register("s2", agent="a2")
@@ -898,7 +825,7 @@ def test_register_list_and_show_on_each_backend(store_url: str, clock: FakeClock
 
 
 def test_paging_and_logs_on_each_backend(store_url: str, clock: FakeClock) -> None:
-    rt = Roundtable(url=store_url, clock=clock)
+    rt = Cli(url=store_url, clock=clock)
     for index in range(3):
         rt.register(f"s{index}")
     first = rt.json("sessions", "--limit", "2")

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from store import sessions
 from store.database import open_store
 from store.models import AgentSessionEvent
+from tests.helpers import register_session
 
 EVENTS = AgentSessionEvent.__table__  # type: ignore[attr-defined]
 
@@ -48,14 +48,7 @@ def url(tmp_path: Path) -> str:
     address = f"sqlite:///{tmp_path / 'beat.db'}"
     store = open_store(address)
     with store.write() as db:
-        sessions.register(
-            db=db,
-            session_id="s1",
-            agent_id="a",
-            run_id="r",
-            adapter="codex",
-            working_directory="/w",
-        )
+        register_session(db, "s1")
     store.dispose()
     return address
 

@@ -1,4 +1,5 @@
-"""The agent-facing commands stay light: no Textual, Rich or Alembic on a heartbeat.
+"""The agent-facing commands stay light: no Textual, Rich or Alembic on a heartbeat, and no
+PostgreSQL dialect on a SQLite store; schema work happens once, on the first open, and says so.
 
 Each case runs the real CLI in a fresh interpreter (the test process has imported everything),
 once with ``-X importtime`` and once checking ``sys.modules`` after ``main()`` returns.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +18,11 @@ import pytest
 
 from store import sessions
 from store.database import open_store
+from store.schema import LARGE_TABLE_ROWS
 
 HEAVY = ("textual", "rich", "alembic")
+# Needed only to write to a PostgreSQL store (imported by the dialect that uses it).
+NEEDLESS_ON_SQLITE = ("sqlalchemy.dialects.postgresql",)
 PROJECT = Path(__file__).resolve().parents[1]
 COMMANDS = {
     "heartbeat": ["sessions", "heartbeat", "--session", "s1"],
@@ -49,12 +54,16 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def _top_level_imports(importtime_log: str) -> set[str]:
+def _imported_modules(importtime_log: str) -> set[str]:
     names = set()
     for line in importtime_log.splitlines():
         if line.startswith("import time:") and "|" in line:
-            names.add(line.rsplit("|", 1)[1].strip().split(".")[0])
+            names.add(line.rsplit("|", 1)[1].strip())
     return names
+
+
+def _top_level_imports(importtime_log: str) -> set[str]:
+    return {name.split(".")[0] for name in _imported_modules(importtime_log)}
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
@@ -74,6 +83,9 @@ def test_agent_commands_import_no_ui_or_migration_code(
     imported = _top_level_imports(result.stderr)
     assert "click" in imported and "sqlalchemy" in imported  # the log really was read
     assert imported.isdisjoint(HEAVY), sorted(imported & set(HEAVY))
+    modules = _imported_modules(result.stderr)
+    assert "sqlalchemy.dialects.sqlite" in modules
+    assert modules.isdisjoint(NEEDLESS_ON_SQLITE), sorted(modules & set(NEEDLESS_ON_SQLITE))
 
 
 def test_heartbeat_leaves_no_heavy_module_loaded(db_url: str, tmp_path: Path) -> None:
@@ -99,3 +111,64 @@ def test_heartbeat_leaves_no_heavy_module_loaded(db_url: str, tmp_path: Path) ->
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(report.read_text()) == {"code": 0, "modules": []}
+
+
+def _reference_store(path: Path, sessions: int) -> str:
+    """A store as the reference system leaves it (its DDL, no migrations), with sessions s0…"""
+    raw = sqlite3.connect(path)
+    raw.executescript((PROJECT / "tests" / "reference_ddl.sql").read_text())
+    raw.executemany(
+        "INSERT INTO agent_sessions (id, agent_id, run_id, adapter, working_directory, status,"
+        " started_at) VALUES (?, 'a', 'r', 'codex', '/w', 'active', '2026-09-17 17:26:35')",
+        ((f"s{number}",) for number in range(sessions)),
+    )
+    raw.commit()
+    raw.close()
+    return f"sqlite:///{path}"
+
+
+def test_first_open_of_a_large_store_reports_each_index_later_opens_are_silent(
+    tmp_path: Path,
+) -> None:
+    url = _reference_store(tmp_path / "reference.db", LARGE_TABLE_ROWS)
+    argv = [sys.executable, "-m", "tui.cli", *COMMANDS["heartbeat"], "--db", url]
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            argv, capture_output=True, text=True, cwd=PROJECT, env=_env(tmp_path), timeout=60
+        )
+
+    first = run()
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert first.stdout.startswith("s1")
+    lines = first.stderr.splitlines()
+    assert lines[0].startswith("Bringing the store's schema up to date")
+    steps = [line.strip() for line in lines[1:-1]]
+    # The session indexes, which are the large table's; the empty tables' go unmentioned.
+    assert [step.split(":")[0] for step in steps] == [
+        *(f"index {number} of 12" for number in range(1, 6)),
+        "index 12 of 12",
+    ]
+    assert steps[0].endswith("ix_agent_sessions_started on agent_sessions…")
+    assert lines[-1].startswith("The store's schema is up to date (")
+
+    later = run()
+    assert later.returncode == 0, later.stderr[-2000:]
+    assert later.stdout.startswith("s1")
+    assert later.stderr == ""
+
+
+def test_first_open_of_a_small_store_says_one_line(tmp_path: Path) -> None:
+    url = _reference_store(tmp_path / "reference.db", 3)
+    result = subprocess.run(
+        [sys.executable, "-m", "tui.cli", *COMMANDS["heartbeat"], "--db", url],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT,
+        env=_env(tmp_path),
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr.splitlines() == [
+        "Bringing the store's schema up to date (first open only)…"
+    ]

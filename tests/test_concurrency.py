@@ -21,6 +21,7 @@ from store.database import Store, open_store, sqlite_url
 from store.errors import IdempotencyKeyReuse, StoreError
 from store.schema import HEAD_REVISION, current_revision
 from tests.conftest import FakeClock
+from tests.helpers import register_session
 
 RACERS = 8
 LOSING_CODES = {"session_transition_conflict", "illegal_session_transition"}
@@ -52,15 +53,7 @@ def _pause_racer(url: str, barrier: Any, results: Any, index: int) -> None:
 
 def _seed(store: Store, clock: FakeClock, session_id: str = "s1") -> None:
     with store.write() as db:
-        sessions.register(
-            db=db,
-            session_id=session_id,
-            agent_id="agent-1",
-            run_id="run-1",
-            adapter="codex",
-            working_directory="/w",
-            clock=clock,
-        )
+        register_session(db, session_id, agent_id="agent-1", run_id="run-1", clock=clock)
 
 
 def _count(store: Store, query: str) -> int:

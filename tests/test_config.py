@@ -65,12 +65,7 @@ adapters:
 """
 
 
-@pytest.fixture(autouse=True)
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ROUNDTABLE_DB", "ROUNDTABLE_OPERATOR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+pytestmark = pytest.mark.usefixtures("isolated_env")
 
 
 def user_config(tmp_path: Path, text: str | bytes) -> Path:

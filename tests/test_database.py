@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from store import schema, sessions
+from store import schema
 from store.database import (
     BUSY_TIMEOUT_MS,
     Store,
@@ -23,6 +23,7 @@ from store.database import (
 from store.errors import DatabaseUnavailable
 from store.schema import HEAD_REVISION, current_revision, ensure_schema
 from tests.conftest import FakeClock, new_pg_database
+from tests.helpers import register_session
 from tests.pg_server import PostgresServer, free_port
 
 NOT_SQLITE = b"PK\x03\x04 this is a zip file, not a database \x00\xff" * 20
@@ -85,15 +86,7 @@ def test_a_sqlite_read_does_not_block_a_writer(sqlite_store: Store, clock: FakeC
     with sqlite_store.read() as reader:
         reader.execute(text("SELECT COUNT(*) FROM agent_sessions")).scalar_one()
         with sqlite_store.write() as db:
-            sessions.register(
-                db=db,
-                session_id="s1",
-                agent_id="a",
-                run_id="r",
-                adapter="codex",
-                working_directory="/w",
-                clock=clock,
-            )
+            register_session(db, "s1", clock=clock)
 
 
 def test_a_file_that_is_not_sqlite_is_refused_and_left_untouched(tmp_path: Path):
@@ -217,15 +210,7 @@ def test_a_postgres_connection_lost_mid_transaction_is_unavailable(
             pid = db.execute(text("SELECT pg_backend_pid()")).scalar_one()
             with admin.connect() as conn:
                 conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-            sessions.register(
-                db=db,
-                session_id="s1",
-                agent_id="a",
-                run_id="r",
-                adapter="codex",
-                working_directory="/w",
-                clock=clock,
-            )
+            register_session(db, "s1", clock=clock)
         assert_clear(raised.value)
         # The pool recovers: the next transaction works, and nothing was half-written.
         with store.read() as db:
@@ -257,15 +242,7 @@ def test_a_fresh_store_is_at_head_and_opening_again_does_nothing(store: Store, s
 def test_a_read_sees_one_snapshot(store: Store, clock: FakeClock):
     def register(session_id: str) -> None:
         with store.write() as db:
-            sessions.register(
-                db=db,
-                session_id=session_id,
-                agent_id="a",
-                run_id="r",
-                adapter="codex",
-                working_directory="/w",
-                clock=clock,
-            )
+            register_session(db, session_id, clock=clock)
 
     register("s1")
     with store.read() as db:
@@ -282,15 +259,7 @@ def test_a_read_sees_one_snapshot(store: Store, clock: FakeClock):
 
 def test_a_failed_write_rolls_back_everything(store: Store, clock: FakeClock):
     with pytest.raises(RuntimeError), store.write() as db:
-        sessions.register(
-            db=db,
-            session_id="s1",
-            agent_id="a",
-            run_id="r",
-            adapter="codex",
-            working_directory="/w",
-            clock=clock,
-        )
+        register_session(db, "s1", clock=clock)
         raise RuntimeError("boom")
     with store.read() as db:
         assert db.execute(text("SELECT COUNT(*) FROM agent_sessions")).scalar_one() == 0

@@ -4,9 +4,7 @@ determinism and size — on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +12,7 @@ from sqlalchemy import func, select
 
 from store.adapters import BUILTIN_ADAPTERS
 from store.claims import active_claims
-from store.database import Store, open_store
+from store.database import Store
 from store.demo import HOSTILE_TEXT, has_sessions, seed_demo
 from store.models import (
     ACTIVE_STATES,
@@ -29,7 +27,7 @@ from store.models import (
     Workspace,
 )
 from store.transfer import export_records
-from tests.conftest import FakeClock, new_pg_database
+from tests.conftest import FakeClock
 
 STALE_AFTER = timedelta(seconds=300)
 STATUSES = {
@@ -44,21 +42,6 @@ STATUSES = {
     "failed",
 }
 SESSIONS = AgentSession.__table__  # type: ignore[attr-defined]
-
-
-@pytest.fixture
-def empty_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """A second empty store on the same backend as ``store``."""
-    backend = request.node.callspec.params["store_url"]
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp_path / 'other.db'}"
-    else:
-        url = new_pg_database(request.getfixturevalue("pg_server"))
-    opened = open_store(url)
-    try:
-        yield opened
-    finally:
-        opened.dispose()
 
 
 def seed(store: Store, clock: FakeClock, sessions: int = 24) -> dict[str, int]:

@@ -36,8 +36,8 @@ from store.errors import (
 )
 from store.lifecycle import NOT_DONE_BY_TERMINATE, ActionOutcome
 from store.models import ACTIVE_STATES, Agent, Claim, Proposal, Task, Workspace
-from store.sessions import SESSIONS
 from tests.conftest import FakeClock
+from tests.helpers import DESIGN_ERROR_CODES, history, session_row
 
 ACTOR = "operator-ann"
 TERMINAL_STATES = ("stopped", "ended", "terminated", "failed", "Active", "PAUSED", "idle")
@@ -133,24 +133,6 @@ def add_claim(
                 expires_at=expires_at,
             )
         )
-
-
-def row(store: Store, session_id: str = "s1") -> dict[str, Any]:
-    with store.read() as db:
-        found = db.execute(select(SESSIONS).where(SESSIONS.c.id == session_id)).one()
-    return dict(found._mapping)
-
-
-def session_events(store: Store, session_id: str = "s1") -> list[tuple[str, dict[str, Any]]]:
-    with store.read() as db:
-        rows = db.execute(
-            text(
-                "SELECT event_type, payload_json FROM agent_session_events "
-                "WHERE session_id = :id ORDER BY id"
-            ),
-            {"id": session_id},
-        ).all()
-    return [(event_type, json.loads(payload)) for event_type, payload in rows]
 
 
 def lifecycle_events(store: Store) -> list[tuple[str, str, str, dict[str, Any]]]:
@@ -259,17 +241,17 @@ def test_each_action_from_each_state(store: Store, clock: FakeClock):
 
 def check_transition(store: Store, clock: FakeClock, action: str, status: str, now: str) -> None:
     session_id = f"{action}-{status}"
-    before = row(store, session_id)
+    before = session_row(store, session_id)
     if status not in ALLOWED_FROM[action]:
         with pytest.raises(IllegalSessionTransition) as raised:
             act(store, clock, action, session_id)
         assert raised.value.code == "illegal_session_transition"
         assert repr(status) in raised.value.message and action in raised.value.message
-        assert row(store, session_id) == before, session_id
-        assert [e for e, _ in session_events(store, session_id)] == ["registered"]
+        assert session_row(store, session_id) == before, session_id
+        assert [e for e, _ in history(store, session_id)] == ["registered"]
         return
     outcome = act(store, clock, action, session_id)
-    after = row(store, session_id)
+    after = session_row(store, session_id)
     expected_status = RESULT_STATUS.get(action, status)
     assert after["status"] == expected_status == outcome.session.status, session_id
     # Pause changes only the status; every other action refreshes last_seen_at.
@@ -280,7 +262,7 @@ def check_transition(store: Store, clock: FakeClock, action: str, status: str, n
         assert after["ended_at"] == now
     else:
         assert after["ended_at"] == before["ended_at"]
-    event, payload = session_events(store, session_id)[-1]
+    event, payload = history(store, session_id)[-1]
     assert event == EVENT_OF[action]
     assert payload["status"] == expected_status
     assert payload["previous_status"] == status
@@ -292,24 +274,24 @@ def test_stop_sets_end_and_last_seen_to_now(store: Store, clock: FakeClock):
     clock.advance(seconds=5)
     outcome = act(store, clock, "stop")
     now = format_ts(clock())
-    stored = row(store)
+    stored = session_row(store)
     assert (stored["status"], stored["ended_at"], stored["last_seen_at"]) == ("stopped", now, now)
     assert outcome.session.ended_at == now
-    _, payload = session_events(store)[-1]
+    _, payload = history(store)[-1]
     assert payload["ended_at"] == now and payload["last_seen_at"] == now
 
 
 def test_resume_clears_ended_at(store: Store, clock: FakeClock):
     seed(store, clock)
     act(store, clock, "stop")
-    assert row(store)["ended_at"] is not None
+    assert session_row(store)["ended_at"] is not None
     clock.advance(seconds=5)
     outcome = act(store, clock, "resume")
-    stored = row(store)
+    stored = session_row(store)
     assert stored["status"] == "resuming" and stored["ended_at"] is None
     assert stored["last_seen_at"] == format_ts(clock())
     assert outcome.session.ended_at is None
-    assert session_events(store)[-1][1]["ended_at"] is None
+    assert history(store)[-1][1]["ended_at"] is None
 
 
 def test_operator_heartbeat_may_set_an_active_status(store: Store, clock: FakeClock):
@@ -319,8 +301,8 @@ def test_operator_heartbeat_may_set_an_active_status(store: Store, clock: FakeCl
         outcome = lifecycle.operator_heartbeat(
             db=db, session_id="s1", actor=ACTOR, status=" running ", clock=clock
         )
-    assert outcome.session.status == "running" == row(store)["status"]
-    assert session_events(store)[-1][1]["previous_status"] == "starting"
+    assert outcome.session.status == "running" == session_row(store)["status"]
+    assert history(store)[-1][1]["previous_status"] == "starting"
 
 
 def test_operator_heartbeat_refuses_a_status_outside_the_active_states(
@@ -382,7 +364,7 @@ def test_the_actor_is_recorded_on_every_action(store: Store, clock: FakeClock):
         seed(store, clock, action, status=startable(action))
         outcome = act(store, clock, action, action)
         assert outcome.action == action
-        event, payload = session_events(store, action)[-1]
+        event, payload = history(store, action)[-1]
         assert event == EVENT_OF[action] and payload["actor"] == ACTOR
         run, kind, actor, run_payload = lifecycle_events(store)[-1]
         assert (run, kind, actor) == ("run-1", f"session.{EVENT_OF[action]}", ACTOR)
@@ -430,7 +412,7 @@ def test_the_same_key_returns_the_first_outcome_without_applying_again(
         assert again.session.to_json() == first.session.to_json()
         assert again.notes == first.notes and again.claims == first.claims
         assert snapshot(store) == before
-        assert row(store, action)["status"] == "running"
+        assert session_row(store, action)["status"] == "running"
 
 
 def test_a_key_survives_reopening_the_store(store: Store, store_url: str, clock: FakeClock):
@@ -469,7 +451,7 @@ def test_a_refused_action_does_not_consume_its_key(store: Store, clock: FakeCloc
         act(store, clock, "terminate", key="k", impact_details="  ")
     assert key_count(store) == 0
     outcome = act(store, clock, "terminate", key="k", impact_details="I accept.")
-    assert not outcome.replayed and row(store)["status"] == "terminated"
+    assert not outcome.replayed and session_row(store)["status"] == "terminated"
     assert key_count(store) == 1
 
 
@@ -489,7 +471,7 @@ def test_a_replay_of_a_terminate_keeps_its_claims_and_notes(store: Store, clock:
 def test_a_stale_expected_version_is_a_conflict_and_writes_nothing(store: Store, clock: FakeClock):
     for action in ACTIONS:
         seed(store, clock, action, status=startable(action))
-        seen = row(store, action)["version"]
+        seen = session_row(store, action)["version"]
         with store.write() as db:  # an agent writes in between
             sessions.heartbeat(db=db, session_id=action, clock=clock)
         before = snapshot(store)
@@ -498,7 +480,7 @@ def test_a_stale_expected_version_is_a_conflict_and_writes_nothing(store: Store,
         assert raised.value.code == "session_transition_conflict"
         current = raised.value.details["current"]
         assert current["version"] == seen + 1
-        assert current["status"] == row(store, action)["status"]
+        assert current["status"] == session_row(store, action)["status"]
         assert "changed since it was read" in raised.value.message
         assert snapshot(store) == before
         outcome = act(store, clock, action, action, expected_version=seen + 1)
@@ -527,7 +509,7 @@ def test_the_update_itself_is_a_compare_and_swap(
     with pytest.raises(SessionTransitionConflict) as raised, store.write() as db:
         lifecycle.pause(db=db, session_id="s1", actor=ACTOR, clock=clock)
     assert raised.value.details["current"]["status"] == "running"
-    assert [e for e, _ in session_events(store)] == ["registered"]
+    assert [e for e, _ in history(store)] == ["registered"]
     assert lifecycle_events(store) == []
 
 
@@ -561,7 +543,7 @@ def test_resume_on_the_saved_branch(store: Store, clock: FakeClock, tmp_path: Pa
     seed_on_branch(store, clock, repo, column=column)
     outcome = act(store, clock, "resume")
     assert outcome.session.status == "resuming" and outcome.notes == ()
-    payload = session_events(store)[-1][1]
+    payload = history(store)[-1][1]
     assert payload["branch_checked"] is True and payload["branch"] == "main"
 
 
@@ -597,7 +579,7 @@ def test_resume_where_the_root_is_not_a_repository_is_noted(
     assert outcome.session.status == "resuming"
     [note] = outcome.notes
     assert "'main'" in note and "not checked" in note and "not a git repository" in note
-    payload = session_events(store)[-1][1]
+    payload = history(store)[-1][1]
     assert payload["branch_checked"] is False
 
 
@@ -660,7 +642,7 @@ def test_resume_without_a_saved_branch_does_not_look(
     seed(store, clock, status="paused", metadata={"workspace_id": "ws-1"})
     outcome = act(store, clock, "resume")
     assert outcome.notes == ()
-    assert "branch_checked" not in session_events(store)[-1][1]
+    assert "branch_checked" not in history(store)[-1][1]
 
 
 def test_the_branch_check_comes_after_the_agent_check(
@@ -738,13 +720,13 @@ def test_terminate_with_claims_keeps_the_details_and_releases_nothing(
     clock.advance(seconds=3)
     outcome = act(store, clock, "terminate", impact_details="  Reassign c1 to agent-2.  ")
     now = format_ts(clock())
-    stored = row(store)
+    stored = session_row(store)
     assert (stored["status"], stored["ended_at"], stored["last_seen_at"]) == (
         "terminated",
         now,
         now,
     )
-    event, payload = session_events(store)[-1]
+    event, payload = history(store)[-1]
     assert event == "terminated"
     assert payload["impact_details"] == "Reassign c1 to agent-2."
     assert payload["active_claims"] == ["c0", "c1"]
@@ -765,7 +747,7 @@ def test_terminate_without_active_claims_needs_no_details(store: Store, clock: F
     add_claim(store, "theirs", agent_id="agent-2")
     outcome = act(store, clock, "terminate", impact_details="   ")
     assert outcome.session.status == "terminated"
-    payload = session_events(store)[-1][1]
+    payload = history(store)[-1][1]
     assert payload["impact_details"] is None and payload["active_claims"] == []
     assert outcome.claims == ()
 
@@ -826,24 +808,6 @@ def _details(action: str) -> dict[str, Any]:
 
 # --- error codes ------------------------------------------------------------------------------
 
-DESIGN_CODES = {
-    "invalid_session",
-    "invalid_session_status",
-    "session_not_found",
-    "agent_not_found",
-    "agent_unavailable",
-    "illegal_session_transition",
-    "session_transition_conflict",
-    "session_branch_conflict",
-    "termination_impact_required",
-    "idempotency_key_required",
-    "idempotency_key_reuse",
-    "invalid_limit",
-    "invalid_cursor",
-    "invalid_import",
-    "database_unavailable",
-}
-
 
 def test_every_design_error_code_has_a_typed_error():
     defined = {
@@ -851,7 +815,7 @@ def test_every_design_error_code_has_a_typed_error():
         for value in vars(errors).values()
         if isinstance(value, type) and issubclass(value, StoreError) and value is not StoreError
     }
-    assert set(defined) == DESIGN_CODES
+    assert set(defined) == DESIGN_ERROR_CODES
     for code, error_type in defined.items():
         assert re.fullmatch(r"[a-z_]+", code)
         assert error_type.__doc__
@@ -887,16 +851,16 @@ def test_a_write_that_knows_nothing_of_version_still_moves_it(store: Store, cloc
     """Another writer (the reference system, a hand-made fix) updates without touching version:
     the row's version still moves, so an operator holding the old one is refused."""
     seed(store, clock)
-    seen = row(store)["version"]
+    seen = session_row(store)["version"]
     with store.write() as db:
         db.execute(text("UPDATE agent_sessions SET status = 'running' WHERE id = 's1'"))
-    assert row(store)["version"] == seen + 1
+    assert session_row(store)["version"] == seen + 1
     with store.write() as db:  # a write that changes nothing is not a change
         db.execute(text("UPDATE agent_sessions SET status = 'running' WHERE id = 's1'"))
-    assert row(store)["version"] == seen + 1
+    assert session_row(store)["version"] == seen + 1
     with pytest.raises(SessionTransitionConflict) as raised:
         act(store, clock, "pause", expected_version=seen)
     assert raised.value.details["current"]["status"] == "running"
     # Our own writes move it by exactly one.
     assert act(store, clock, "pause", expected_version=seen + 1).session.version == seen + 2
-    assert row(store)["version"] == seen + 2
+    assert session_row(store)["version"] == seen + 2

@@ -23,6 +23,7 @@ from store.errors import AgentUnavailable, SessionTransitionConflict, Terminatio
 from store.schema import HEAD_REVISION, current_revision, ensure_schema
 from store.sessions import SessionFilter
 from tests.conftest import FakeClock
+from tests.helpers import register_session
 
 DDL = Path(__file__).with_name("reference_ddl.sql")
 REFERENCE_TABLES = (
@@ -342,15 +343,7 @@ def test_pages_continue_across_forms_as_our_rows_arrive(opened: Store, clock: Fa
     assert [s.id for s in first.items] == CHRONOLOGICAL[:3]
     clock.now = parse_ts("2026-09-17T17:00:00.05Z")  # between f-plain-mid and c-nanos  # type: ignore[assignment]
     with opened.write() as db:
-        sessions.register(
-            db=db,
-            session_id="0-ours",
-            agent_id="x",
-            run_id="run-1",
-            adapter="codex",
-            working_directory="/w",
-            clock=clock,
-        )
+        register_session(db, "0-ours", agent_id="x", run_id="run-1", clock=clock)
     with opened.read() as db:
         rest = sessions.list_sessions(db=db, filters=reference_only, cursor=first.next_cursor)
     assert [s.id for s in rest.items] == ["f-plain-mid", "0-ours", "c-nanos", "a-plain-late"]
@@ -378,12 +371,11 @@ def test_agent_operations_on_reference_rows(reference_path: Path, opened: Store,
         ended = sessions.end(db=db, session_id="f-plain-mid", clock=clock)
     assert ended.ended_at == format_ts(clock())
     with opened.write() as db:
-        replaced = sessions.register(
-            db=db,
-            session_id="e-plain-early",
+        replaced = register_session(
+            db,
+            "e-plain-early",
             agent_id="agent-a",
             run_id="run-2",
-            adapter="codex",
             working_directory="/w2",
             clock=clock,
         )

@@ -8,18 +8,15 @@ from __future__ import annotations
 import json
 import random
 import re
-import shutil
 import sqlite3
 import subprocess
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import click
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert, literal, select, text, union_all
@@ -28,116 +25,21 @@ import store.database as database
 from store import lifecycle, sessions
 from store.adapters import BUILTIN_ADAPTERS, AdapterConfig, builtin, resolve
 from store.clock import format_ts, parse_ts
-from store.database import Store, open_store
+from store.database import Store
 from store.errors import BAD_INPUT_CODES, StoreError
-from store.models import ACTIVE_STATES, Agent, AgentSession, AgentSessionEvent, Claim
+from store.models import ACTIVE_STATES, Agent, AgentSessionEvent, Claim
 from store.sqlfuncs import ts_key
-from store.transfer import KINDS, TABLES, export_records
+from store.transfer import KINDS, TABLES
 from tests.conftest import FakeClock
+from tests.helpers import DESIGN_ERROR_CODES, Cli
 from tests.test_transfer import populate
 from tui import output
-from tui.cli import CliState, cli
+from tui.cli import cli
 
 OUR_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
-DESIGN_ERROR_CODES = {
-    "invalid_session",
-    "invalid_session_status",
-    "session_not_found",
-    "agent_not_found",
-    "agent_unavailable",
-    "illegal_session_transition",
-    "session_transition_conflict",
-    "session_branch_conflict",
-    "termination_impact_required",
-    "idempotency_key_required",
-    "idempotency_key_reuse",
-    "invalid_limit",
-    "invalid_cursor",
-    "invalid_import",
-    "database_unavailable",
-}
 
 
-@pytest.fixture(autouse=True)
-def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ROUNDTABLE_DB", "ROUNDTABLE_OPERATOR"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-
-
-@pytest.fixture(scope="module")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("audit-template") / "roundtable.db"
-    open_store(f"sqlite:///{path}").dispose()
-    return path
-
-
-@dataclass
-class Cli:
-    """The real CLI in-process against one SQLite store."""
-
-    url: str
-    clock: FakeClock
-
-    def __call__(self, *args: str, input: str | None = None, db: bool = True) -> Result:
-        argv = [*args, "--db", self.url] if db else list(args)
-        result = CliRunner().invoke(cli, argv, input=input, obj=CliState(clock=self.clock))
-        assert result.exception is None or isinstance(result.exception, SystemExit), (
-            result.exception
-        )
-        assert "Traceback" not in result.output
-        return result
-
-    def register(self, session_id: str = "s1", *extra: str, agent: str = "a1") -> Result:
-        result = self(
-            "sessions", "register", "--id", session_id, "--agent", agent, "--run", "r1",
-            "--adapter", "codex", "--cwd", "/work", *extra,
-        )  # fmt: skip
-        assert result.exit_code == 0, result.stderr
-        return result
-
-    def with_store(self, action: Callable[[Store], Any]) -> Any:
-        opened = open_store(self.url)
-        try:
-            return action(opened)
-        finally:
-            opened.dispose()
-
-    def session(self, session_id: str) -> dict[str, Any] | None:
-        def read(opened: Store) -> dict[str, Any] | None:
-            with opened.read() as db:
-                table = AgentSession.__table__  # type: ignore[attr-defined]
-                found = db.execute(select(table).where(table.c.id == session_id)).one_or_none()
-            return dict(found._mapping) if found is not None else None
-
-        return self.with_store(read)  # type: ignore[no-any-return]
-
-    def insert(self, model: Any, **values: Any) -> None:
-        def write(opened: Store) -> None:
-            with opened.write() as db:
-                db.execute(insert(model.__table__).values(**values))
-
-        self.with_store(write)
-
-    def dump(self) -> list[str]:
-        """Every record of the store, to prove a refusal changed nothing."""
-
-        def export(opened: Store) -> list[str]:
-            lines: list[str] = []
-            with opened.read() as db:
-                export_records(db=db, write=lines.append)
-            return lines
-
-        return self.with_store(export)  # type: ignore[no-any-return]
-
-
-@pytest.fixture
-def rt(template_db: Path, tmp_path: Path, clock: FakeClock) -> Cli:
-    target = tmp_path / "store" / "roundtable.db"
-    target.parent.mkdir()
-    shutil.copy(template_db, target)
-    return Cli(url=f"sqlite:///{target}", clock=clock)
+pytestmark = pytest.mark.usefixtures("isolated_env")
 
 
 def last_error(result: Result) -> dict[str, Any]:
@@ -419,7 +321,7 @@ def test_register_empty_metadata_is_stored_as_null(rt: Cli) -> None:
         rt.register("s1", "--metadata", '{"a": 1}')
         body = json.loads(rt.register("s1", "--metadata", empty, "--json").stdout)
         assert body["metadata"] is None
-        assert rt.session("s1")["metadata_json"] is None  # type: ignore[index]
+        assert rt.session_row("s1")["metadata_json"] is None
 
 
 def test_register_again_replaces_everything_but_the_first_start(rt: Cli) -> None:
@@ -448,7 +350,7 @@ def test_register_again_replaces_everything_but_the_first_start(rt: Cli) -> None
         "metadata",
     ):  # fmt: skip
         assert body[cleared] is None, cleared
-    stored = rt.session("s1")
+    stored = rt.session_row("s1")
     assert stored is not None and stored["metadata_json"] is None and stored["version"] == 2
 
 
@@ -877,7 +779,7 @@ def test_history_kinds_append_on_import(rt: Cli, tmp_path: Path, clock: FakeCloc
         "2026-09-17T17:26:36.000000Z",
     ]
     # The imported session row replaced ours: upsert by id.
-    assert target.session("s1")["started_at"] == "2026-09-17T17:26:35.000000Z"  # type: ignore[index]
+    assert target.session_row("s1")["started_at"] == "2026-09-17T17:26:35.000000Z"
 
 
 def _session_events(opened: Store) -> list[tuple[str, str]]:

@@ -28,6 +28,7 @@ from store.models import AgentSession
 from store.paging import encode_cursor
 from store.sessions import SESSIONS, SessionFilter
 from tests.conftest import FakeClock
+from tests.helpers import count
 
 BASE = {"agent_id": "agent-1", "run_id": "run-1", "adapter": "codex", "working_directory": "/w"}
 
@@ -53,11 +54,6 @@ def history(store: Store, session_id: str | None = None) -> list[tuple[str, dict
         for owner, event_type, payload in rows
         if session_id is None or owner == session_id
     ]
-
-
-def count(store: Store, table: str) -> int:
-    with store.read() as db:
-        return int(db.execute(text(f"SELECT COUNT(*) FROM {table}")).scalar_one())
 
 
 def insert_raw(store: Store, session_id: str, **columns: Any) -> None:

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from sqlalchemy import event, insert
 
-from store import sessions
 from store.adapters import AdapterConfig
 from store.briefing import resume_blocker, resume_plan
 from store.claims import ClaimCount, active_claims, claim_counts
@@ -28,6 +27,7 @@ from store.sessions import (
     list_sessions_before,
     session_cursor,
 )
+from tests.helpers import register_session
 
 NOW = datetime(2026, 9, 17, 17, 26, 35, tzinfo=UTC)
 CLAIMS = Claim.__table__  # type: ignore[attr-defined]
@@ -263,16 +263,7 @@ def test_rows_written_after_a_cursor_are_met_once(store: Store) -> None:
     with store.read() as db:
         first = list_sessions(db=db, order=order, limit=4)
     with store.write() as db:
-        sessions.register(
-            db=db,
-            session_id="new",
-            agent_id="z",
-            run_id="r",
-            adapter="codex",
-            working_directory="/w",
-            status="zzz-last",
-            clock=lambda: NOW,
-        )
+        register_session(db, "new", agent_id="z", status="zzz-last", clock=lambda: NOW)
     seen = [s.id for s in first.items]
     cursor = first.next_cursor
     while cursor is not None:

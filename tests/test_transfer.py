@@ -4,41 +4,25 @@ every refusal naming its line with nothing written — on SQLite and PostgreSQL.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import func, insert, select, text
 
 from store import lifecycle, sessions
-from store.database import Store, open_store
+from store.database import Store
 from store.demo import seed_demo
 from store.errors import InvalidImport
 from store.models import AgentSession, AgentSessionEvent, Event, Task, Workspace
 from store.transfer import KINDS, TABLES, export_records, import_records
-from tests.conftest import FakeClock, new_pg_database
+from tests.conftest import FakeClock
+from tests.helpers import count, session_row
 
 SESSIONS = AgentSession.__table__  # type: ignore[attr-defined]
 SESSION_EVENTS = AgentSessionEvent.__table__  # type: ignore[attr-defined]
 EVENTS = Event.__table__  # type: ignore[attr-defined]
 TASKS = Task.__table__  # type: ignore[attr-defined]
 WORKSPACES = Workspace.__table__  # type: ignore[attr-defined]
-
-
-@pytest.fixture
-def empty_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """A second empty store on the same backend as ``store``."""
-    backend = request.node.callspec.params["store_url"]
-    if backend == "sqlite":
-        url = f"sqlite:///{tmp_path / 'other.db'}"
-    else:
-        url = new_pg_database(request.getfixturevalue("pg_server"))
-    opened = open_store(url)
-    try:
-        yield opened
-    finally:
-        opened.dispose()
 
 
 def export_lines(store: Store) -> list[str]:
@@ -55,16 +39,6 @@ def run_import(store: Store, lines: list[str]) -> dict[str, int]:
 
 def line(kind: str, **values: Any) -> str:
     return json.dumps({"kind": kind, **values}) + "\n"
-
-
-def count(store: Store, table: Any) -> int:
-    with store.read() as db:
-        return int(db.execute(select(func.count()).select_from(table)).scalar_one())
-
-
-def session_row(store: Store, session_id: str) -> dict[str, Any]:
-    with store.read() as db:
-        return dict(db.execute(select(SESSIONS).where(SESSIONS.c.id == session_id)).one()._mapping)
 
 
 def populate(store: Store, clock: FakeClock) -> None:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from textual.widgets import TextArea
 
 from screens.confirm_dialog import ConfirmActionDialog
@@ -16,6 +14,7 @@ from store import sessions
 from store.clock import fixed_clock
 from store.database import Store
 from tests.conftest import FakeClock
+from tests.helpers import count, history, session_row
 from tests.test_tui_support import (
     FROZEN,
     OPERATOR,
@@ -23,28 +22,15 @@ from tests.test_tui_support import (
     add_claim,
     add_session,
     console,
-    count,
     footer_keys,
-    history,
     notifications,
-    open_test_store,
     press,
     screen_text,
-    session_row,
     settle,
     sqlite_url,
 )
 
 LATER = FROZEN + timedelta(seconds=30)
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Store]:
-    store = open_test_store(tmp_path)
-    try:
-        yield store
-    finally:
-        store.dispose()
 
 
 def last_note(app) -> str:  # type: ignore[no-untyped-def]

@@ -3,10 +3,8 @@ theme switcher and NO_COLOR."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from textual.filter import Monochrome
@@ -17,48 +15,22 @@ from screens.confirm_dialog import ConfirmActionDialog
 from screens.session_list import SessionListScreen
 from screens.terminate_dialog import TerminateDialog
 from store.adapters import AdapterConfig
-from store.database import Store
-from tests.conftest import FakeClock
+from store.database import Store, open_store
+from tests.helpers import history, session_row
 from tests.test_tui_support import (
     FROZEN,
     add_claim,
     add_session,
     console,
-    history,
     notifications,
-    open_test_store,
     press,
     screen_text,
-    session_row,
     settle,
     sqlite_url,
 )
-from tui.app import DEMO_ADAPTERS, build_app
-from tui.config import Settings
+from tui.app import DEMO_ADAPTERS
 
 DEFAULT_THEME = "textual-dark"
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Store]:
-    store = open_test_store(tmp_path)
-    try:
-        yield store
-    finally:
-        store.dispose()
-
-
-def app_with(url: str, *, demo: bool = False, theme: str | None = None, **options: Any) -> Any:
-    app = build_app(
-        url=url,
-        settings=Settings(refresh_seconds=3600, theme=theme),
-        operator="olivia",
-        adapters=options.pop("adapters", {}),
-        clock=FakeClock(FROZEN),
-        demo=demo,
-    )
-    app.ctx.cursor_blink = False
-    return app
 
 
 # --- demo adapters ---------------------------------------------------------------------------
@@ -69,12 +41,12 @@ async def test_demo_supplies_codex_and_claude_resume_patterns(
 ) -> None:
     config_home = tmp_path / "config"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config_home))
-    db = open_test_store(tmp_path)
+    db = open_store(sqlite_url(tmp_path))
     try:
         add_session(db, "demo-codex", adapter="codex", external_session_id="codex-1234")
     finally:
         db.dispose()
-    app = app_with(sqlite_url(tmp_path), demo=True)
+    app = console(sqlite_url(tmp_path), demo=True)
     assert app.ctx.adapters["codex"].resume_pattern == "codex resume {{external_session_id}}"
     assert app.ctx.adapters["claude"].resume_pattern == "claude --resume {{external_session_id}}"
     async with app.run_test(size=(120, 40)) as pilot:
@@ -93,14 +65,14 @@ async def test_demo_supplies_codex_and_claude_resume_patterns(
 
 async def test_a_configured_adapter_wins_over_the_demo_one(tmp_path: Path) -> None:
     mine = AdapterConfig(name="codex", resume_pattern="my-codex --resume {{external_session_id}}")
-    app = app_with(sqlite_url(tmp_path), demo=True, adapters={"codex": mine})
+    app = console(sqlite_url(tmp_path), demo=True, adapters={"codex": mine})
     assert app.ctx.adapters["codex"] is mine
     assert app.ctx.adapters["claude"] == DEMO_ADAPTERS["claude"]
 
 
 async def test_without_demo_no_adapter_is_made_up(tmp_path: Path, db: Store) -> None:
     add_session(db, "s1", adapter="codex", external_session_id="codex-1234")
-    app = app_with(sqlite_url(tmp_path))
+    app = console(sqlite_url(tmp_path))
     assert dict(app.ctx.adapters) == {}
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -156,7 +128,7 @@ async def test_q_is_text_in_the_terminate_dialog(tmp_path: Path, db: Store) -> N
 
 async def test_the_configured_theme_is_applied_at_start(tmp_path: Path, db: Store) -> None:
     add_session(db, "s1")
-    app = app_with(sqlite_url(tmp_path), theme="nord")
+    app = console(sqlite_url(tmp_path), theme="nord")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         assert app.theme == "nord"
@@ -164,7 +136,7 @@ async def test_the_configured_theme_is_applied_at_start(tmp_path: Path, db: Stor
 
 
 async def test_an_unknown_theme_is_reported_and_the_default_used(tmp_path: Path, db: Store) -> None:
-    app = app_with(sqlite_url(tmp_path), theme="no-such-theme")
+    app = console(sqlite_url(tmp_path), theme="no-such-theme")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         assert app.theme == DEFAULT_THEME

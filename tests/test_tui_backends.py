@@ -8,15 +8,14 @@ from textual.widgets import DataTable
 
 from store.database import open_store
 from tests.conftest import FakeClock
+from tests.helpers import history, session_row
 from tests.test_tui_support import (
     FROZEN,
     add_session,
     console,
-    history,
     notifications,
     press,
     screen_text,
-    session_row,
     settle,
     sqlite_url,
 )

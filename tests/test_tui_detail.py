@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from sqlalchemy import insert
 from textual.widgets import DataTable
 
@@ -16,33 +14,22 @@ from store import sessions
 from store.clock import fixed_clock
 from store.database import Store
 from store.models import Event, Proposal
+from tests.helpers import history, session_row
 from tests.test_tui_support import (
     FROZEN,
     add_claim,
     add_session,
     console,
     footer_keys,
-    history,
     notifications,
-    open_test_store,
     press,
     screen_text,
-    session_row,
     settle,
     sqlite_url,
 )
 
 SECRET_ID = "ext-9f8e7d"
 SECRET_COMMAND = "codex resume ext-9f8e7d"
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Store]:
-    store = open_test_store(tmp_path)
-    try:
-        yield store
-    finally:
-        store.dispose()
 
 
 def rich_session(db: Store) -> None:

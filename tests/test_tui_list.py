@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable
 
 from store.database import Store
 from store.errors import DatabaseUnavailable
@@ -19,32 +17,18 @@ from tests.test_tui_support import (
     add_claim,
     add_session,
     console,
+    filter_line,
     notifications,
-    open_test_store,
     press,
+    row_ids,
     screen_text,
+    selected,
     settle,
     sqlite_url,
+    table,
 )
 from tui.app import run_console
 from tui.config import Settings
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Store]:
-    store = open_test_store(tmp_path)
-    try:
-        yield store
-    finally:
-        store.dispose()
-
-
-def table(app) -> DataTable:  # type: ignore[no-untyped-def]
-    return app.screen.query_one("#sessions", DataTable)
-
-
-def row_ids(app) -> list[str]:  # type: ignore[no-untyped-def]
-    return [str(key.value) for key in table(app).rows]
 
 
 async def hold(pilot, key: str, times: int) -> None:  # type: ignore[no-untyped-def]
@@ -52,15 +36,6 @@ async def hold(pilot, key: str, times: int) -> None:  # type: ignore[no-untyped-
     for _ in range(times):
         await pilot.press(key)
     await settle(pilot, rounds=8)
-
-
-def filter_line(app) -> str:  # type: ignore[no-untyped-def]
-    """The filter line's text whole (a narrow terminal wraps it)."""
-    return str(app.screen.query_one("#filter-line").render())
-
-
-def selected(app) -> str | None:  # type: ignore[no-untyped-def]
-    return app.screen.selected_id
 
 
 async def test_list_shows_columns_counts_and_stale_marking(tmp_path: Path, db: Store) -> None:

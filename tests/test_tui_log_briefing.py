@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from textual.widgets import DataTable, Markdown
 
 from screens.briefing_screen import BriefingScreen
@@ -21,7 +19,6 @@ from tests.test_tui_support import (
     console,
     footer_keys,
     notifications,
-    open_test_store,
     press,
     screen_text,
     settle,
@@ -33,15 +30,6 @@ CODEX = {
         name="codex", resume_pattern="codex resume {{external_session_id}} --yolo"
     )
 }
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Store]:
-    store = open_test_store(tmp_path)
-    try:
-        yield store
-    finally:
-        store.dispose()
 
 
 def log_rows(app) -> list[list[str]]:  # type: ignore[no-untyped-def]

@@ -3,44 +3,34 @@ header clicks), the mouse, and the resumable column, asserting on the screen and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from sqlalchemy import event
-from textual.widgets import DataTable
 
 from screens.session_detail import SessionDetailScreen
 from screens.session_list import SessionListScreen
 from store.adapters import AdapterConfig
 from store.database import Store
+from tests.helpers import count, session_row
 from tests.test_tui_support import (
     FROZEN,
     add_session,
     console,
-    count,
+    filter_line,
     notifications,
-    open_test_store,
     press,
+    row_ids,
     screen_text,
-    session_row,
+    selected,
     settle,
     sqlite_url,
+    table,
 )
 
 STATUSES = ("active", "paused", "ended", "running")
 NAMES = [f"s{number:02d}" for number in range(23)]
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Store]:
-    store = open_test_store(tmp_path)
-    try:
-        yield store
-    finally:
-        store.dispose()
 
 
 def seed(db: Store) -> None:
@@ -63,22 +53,6 @@ def seed(db: Store) -> None:
             status=STATUSES[number % 4],
             agent_id=f"agent-{(number * 7) % 5}",
         )
-
-
-def table(app: Any) -> DataTable[Any]:
-    return app.screen.query_one("#sessions", DataTable)
-
-
-def row_ids(app: Any) -> list[str]:
-    return [str(key.value) for key in table(app).rows]
-
-
-def selected(app: Any) -> str | None:
-    return app.screen.selected_id
-
-
-def filter_line(app: Any) -> str:
-    return str(app.screen.query_one("#filter-line").render())
 
 
 class SessionReads:

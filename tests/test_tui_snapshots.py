@@ -6,12 +6,11 @@ and look at the report before committing the new SVGs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 from textual.pilot import Pilot
 
 from store.adapters import AdapterConfig
@@ -23,7 +22,6 @@ from tests.test_tui_support import (
     add_claim,
     add_session,
     console,
-    open_test_store,
     press,
     settle,
     sqlite_url,
@@ -31,15 +29,6 @@ from tests.test_tui_support import (
 from tui.app import RoundtableApp
 
 SIZE = (120, 40)
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Iterator[Store]:
-    store = open_test_store(tmp_path)
-    try:
-        yield store
-    finally:
-        store.dispose()
 
 
 def seed(db: Store) -> None:

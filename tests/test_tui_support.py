@@ -4,21 +4,21 @@ built by the same factory the CLI uses, and ways to read what is on the screen."
 from __future__ import annotations
 
 import io
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from sqlalchemy import insert, text
+from sqlalchemy import insert
 from textual.pilot import Pilot
+from textual.widgets import DataTable
 
-from store import sessions
 from store.adapters import AdapterConfig
 from store.clock import Clock, fixed_clock, format_ts
-from store.database import Store, open_store
+from store.database import Store
 from store.models import Agent, Claim
 from tests.conftest import FakeClock
+from tests.helpers import register_session
 from tui.app import RoundtableApp, build_app
 from tui.config import Settings
 
@@ -35,15 +35,9 @@ def sqlite_url(tmp_path: Path) -> str:
 
 
 def add_session(store: Store, session_id: str, *, at: datetime = FROZEN, **values: Any) -> None:
-    arguments: dict[str, Any] = {
-        "agent_id": "agent-1",
-        "run_id": "run-1",
-        "adapter": "codex",
-        "working_directory": "/work/repo",
-    }
-    arguments.update(values)
+    defaults = {"agent_id": "agent-1", "run_id": "run-1", "working_directory": "/work/repo"}
     with store.write() as db:
-        sessions.register(db=db, session_id=session_id, clock=fixed_clock(at), **arguments)
+        register_session(db, session_id, clock=fixed_clock(at), **{**defaults, **values})
 
 
 def add_agent(store: Store, agent_id: str, *, enabled: bool = True) -> None:
@@ -72,31 +66,6 @@ def add_claim(
         )
 
 
-def session_row(store: Store, session_id: str) -> dict[str, Any]:
-    with store.read() as db:
-        found = db.execute(
-            text("SELECT * FROM agent_sessions WHERE id = :id"), {"id": session_id}
-        ).one()
-    return dict(found._mapping)
-
-
-def history(store: Store, session_id: str) -> list[tuple[str, dict[str, Any]]]:
-    with store.read() as db:
-        rows = db.execute(
-            text(
-                "SELECT event_type, payload_json FROM agent_session_events "
-                "WHERE session_id = :id ORDER BY id"
-            ),
-            {"id": session_id},
-        ).all()
-    return [(event_type, json.loads(payload)) for event_type, payload in rows]
-
-
-def count(store: Store, table: str) -> int:
-    with store.read() as db:
-        return int(db.execute(text(f"SELECT COUNT(*) FROM {table}")).scalar_one())
-
-
 def console(
     url: str,
     *,
@@ -105,15 +74,18 @@ def console(
     page_size: int | None = None,
     window_pages: int | None = None,
     adapters: dict[str, AdapterConfig] | None = None,
+    demo: bool = False,
+    theme: str | None = None,
 ) -> RoundtableApp:
     """The app exactly as ``roundtable tui`` builds it, with a clock the test controls and no
     automatic refresh unless asked for (tests press ctrl+r or wait on purpose)."""
     app = build_app(
         url=url,
-        settings=Settings(refresh_seconds=refresh_seconds),
+        settings=Settings(refresh_seconds=refresh_seconds, theme=theme),
         operator=OPERATOR,
         adapters=adapters or {},
         clock=clock or FakeClock(FROZEN),
+        demo=demo,
     )
     app.ctx.cursor_blink = False
     if page_size is not None:
@@ -170,5 +142,19 @@ def footer_keys(app: RoundtableApp) -> set[str]:
     }
 
 
-def open_test_store(tmp_path: Path) -> Store:
-    return open_store(sqlite_url(tmp_path))
+def table(app: Any) -> DataTable[Any]:
+    """The session list's table."""
+    return app.screen.query_one("#sessions", DataTable)
+
+
+def row_ids(app: Any) -> list[str]:
+    return [str(key.value) for key in table(app).rows]
+
+
+def selected(app: Any) -> str | None:
+    return app.screen.selected_id  # type: ignore[no-any-return]
+
+
+def filter_line(app: Any) -> str:
+    """The filter line's text whole (a narrow terminal wraps it)."""
+    return str(app.screen.query_one("#filter-line").render())

@@ -10,6 +10,7 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.message import Message
+from textual.notifications import SeverityLevel
 
 import assets
 from screens.commands import SessionCommands
@@ -78,6 +79,24 @@ class RoundtableApp(App[int]):
         self.theme_name = theme_name
         self.list_screen = SessionListScreen(ctx)
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification passes here (screens' and widgets' too). The console's own are
+        plain text and may carry store data: their control characters are made visible whoever
+        built them. Textual's own (markup=True) are left as they are."""
+        if not markup:
+            message = printable(message, keep_newlines=True)
+        super().notify(
+            message, title=printable(title), severity=severity, timeout=timeout, markup=markup
+        )
+
     def on_mount(self) -> None:
         where = f"{printable(self.ctx.operator)} @ {printable(self.ctx.description)}"
         self.sub_title = f"demo · {where}" if self.demo else where
@@ -110,7 +129,7 @@ class RoundtableApp(App[int]):
     def on_roundtable_app_store_ready(self, message: StoreReady) -> None:
         self.ctx.store = self.opened_store = message.store
         if message.seeded:
-            self.notify(f"Seeded the demo store with {message.seeded} sessions.")
+            self.notify(f"Seeded the demo store with {message.seeded} sessions.", markup=False)
         if message.problem:
             self.notify(
                 f"The demo data could not be written: {message.problem}",
@@ -193,7 +212,7 @@ def run_console(
     try:
         store = open_store(url)
     except StoreError as error:
-        print(f"roundtable tui: {error.message} [{error.code}]", file=sys.stderr)
+        print(f"roundtable tui: {printable(error.message)} [{error.code}]", file=sys.stderr)
         return 1
     app = build_app(
         url=url, settings=settings, operator=operator, adapters=adapters, demo=demo, store=store

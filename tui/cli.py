@@ -587,14 +587,18 @@ def end_command(inv: Invocation, session_id: str, status: str | None) -> None:
 @_session_option
 @with_invocation
 def show_command(inv: Invocation, session_id: str) -> None:
+    from store.redaction import redact_json_value
     from store.sessions import get_session
 
     with inv.store() as store, store.read() as db:
         session = get_session(db=db, session_id=_session_id(session_id))
+    record = session.to_json()
     if inv.json_mode:
-        output.emit_json(session.to_json())
+        output.emit_json(record)  # the agents' read-back: exactly what is stored
         return
-    pairs = list(session.to_json().items())
+    # Shown to a person: secrets in the metadata are redacted, as everywhere else (DESIGN §5).
+    record["metadata"] = redact_json_value(record["metadata"])
+    pairs = list(record.items())
     stale_after = timedelta(seconds=inv.settings.stale_after_seconds)
     position = next(i for i, (name, _) in enumerate(pairs) if name == "status") + 1
     pairs.insert(position, ("stale", session.is_stale(inv.clock(), stale_after)))
@@ -712,7 +716,7 @@ def _run_lifecycle(
     extra = {"impact_details": impact_details} if action == "terminate" else {}
     actor = inv.operator(operator)
     with inv.store() as store, store.write() as db:
-        outcome = getattr(lifecycle, action)(
+        outcome = lifecycle.ACTIONS[action](
             db=db,
             session_id=session_id,
             actor=actor,

@@ -5,8 +5,9 @@ Revision ID: 0002_console_additions
 """
 
 from alembic import op
-from sqlalchemy import inspect
+from sqlalchemy import Connection, inspect, text
 
+from store.schema import LARGE_TABLE_ROWS, migration_progress
 from store.sqlfuncs import (
     PG_EFFECTIVE_WORKSPACE,
     PG_METADATA_WORKSPACE_FUNCTION,
@@ -57,8 +58,27 @@ def upgrade() -> None:
         op.execute(PG_METADATA_WORKSPACE_FUNCTION)
     key = "rt_ts_key({})" if postgres else "julianday({})"
     workspace = PG_EFFECTIVE_WORKSPACE if postgres else SQLITE_EFFECTIVE_WORKSPACE
-    for name, target in _indexes(key, workspace).items():
+    indexes = _indexes(key, workspace)
+    # On a large reference store each index takes a while: say which one is being built (on a
+    # new or small store they take no time, and a new user sees one line, not a dozen).
+    report = migration_progress()
+    large: dict[str, bool] = {}
+    for number, (name, target) in enumerate(indexes.items(), start=1):
+        table = target.split("(")[0]
+        if table not in large:
+            large[table] = _holds_at_least(bind, table, LARGE_TABLE_ROWS)
+        if large[table]:
+            report(f"  index {number} of {len(indexes)}: {name} on {table}…")
         op.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {target}")
+
+
+def _holds_at_least(bind: Connection, table: str, rows: int) -> bool:
+    """Whether the table has ``rows`` rows, reading no more than that many."""
+    found = bind.execute(
+        text(f"SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT :rows) AS sample"),
+        {"rows": rows},
+    ).scalar()
+    return bool(found == rows)
 
 
 def downgrade() -> None:

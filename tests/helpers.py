@@ -1,0 +1,160 @@
+"""Helpers shared by several test files: a session registered with everyday defaults, reads of
+raw rows and history, the error codes DESIGN.md names, and the CLI run in-process."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from click.testing import CliRunner, Result
+from sqlalchemy import Connection, func, insert, select, text
+from sqlalchemy import table as sql_table
+
+from store import sessions
+from store.clock import Clock
+from store.database import Store, open_store
+from store.models import AgentSession
+from store.transfer import export_records
+from tests.conftest import FakeClock
+from tui.cli import CliState, cli
+
+# DESIGN.md §5, "Error codes": the reference's names, then ours.
+DESIGN_ERROR_CODES = frozenset(
+    {
+        "invalid_session",
+        "invalid_session_status",
+        "session_not_found",
+        "agent_not_found",
+        "agent_unavailable",
+        "illegal_session_transition",
+        "session_transition_conflict",
+        "session_branch_conflict",
+        "termination_impact_required",
+        "idempotency_key_required",
+        "idempotency_key_reuse",
+        "invalid_limit",
+        "invalid_cursor",
+        "invalid_import",
+        "database_unavailable",
+    }
+)
+
+SESSION_DEFAULTS: dict[str, Any] = {
+    "agent_id": "a",
+    "run_id": "r",
+    "adapter": "codex",
+    "working_directory": "/w",
+}
+
+
+def register_session(
+    db: Connection, session_id: str = "s1", *, clock: Clock | None = None, **values: Any
+) -> AgentSession:
+    """``sessions.register`` with the required fields filled in; ``values`` override them."""
+    extra = {"clock": clock} if clock is not None else {}
+    return sessions.register(
+        db=db, session_id=session_id, **{**SESSION_DEFAULTS, **values}, **extra
+    )
+
+
+def session_row(store: Store, session_id: str = "s1") -> dict[str, Any]:
+    """The stored row as the database holds it (no model in between)."""
+    with store.read() as db:
+        found = db.execute(
+            text("SELECT * FROM agent_sessions WHERE id = :id"), {"id": session_id}
+        ).one()
+    return dict(found._mapping)
+
+
+def count(store: Store, table: Any) -> int:
+    """Rows in a table, named or given as a Table."""
+    source = sql_table(table) if isinstance(table, str) else table
+    with store.read() as db:
+        return int(db.execute(select(func.count()).select_from(source)).scalar_one())
+
+
+def history(store: Store, session_id: str = "s1") -> list[tuple[str, dict[str, Any]]]:
+    """The session's ``agent_session_events``, oldest first, payloads decoded."""
+    with store.read() as db:
+        rows = db.execute(
+            text(
+                "SELECT event_type, payload_json FROM agent_session_events "
+                "WHERE session_id = :id ORDER BY id"
+            ),
+            {"id": session_id},
+        ).all()
+    return [(event_type, json.loads(payload)) for event_type, payload in rows]
+
+
+@dataclass
+class Cli:
+    """The real CLI in-process against one store, with a clock the test moves."""
+
+    url: str
+    clock: FakeClock
+
+    def __call__(self, *args: str, input: str | None = None, db: bool = True) -> Result:
+        argv = [*args, "--db", self.url] if db else list(args)
+        result = CliRunner().invoke(cli, argv, input=input, obj=CliState(clock=self.clock))
+        assert result.exception is None or isinstance(result.exception, SystemExit), (
+            result.exception
+        )
+        assert "Traceback" not in result.output
+        return result
+
+    def register(self, session_id: str = "s1", *extra: str, agent: str = "a1") -> Result:
+        result = self(
+            "sessions", "register", "--id", session_id, "--agent", agent, "--run", "r1",
+            "--adapter", "codex", "--cwd", "/work", *extra,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        return result
+
+    def json(self, *args: str) -> Any:
+        result = self(*args, "--json")
+        assert result.exit_code == 0, result.stderr
+        return json.loads(result.stdout)
+
+    def with_store(self, action: Callable[[Store], Any]) -> Any:
+        opened = open_store(self.url)
+        try:
+            return action(opened)
+        finally:
+            opened.dispose()
+
+    def session(self, session_id: str) -> AgentSession:
+        def read(opened: Store) -> AgentSession:
+            with opened.read() as db:
+                return sessions.get_session(db=db, session_id=session_id)
+
+        return self.with_store(read)  # type: ignore[no-any-return]
+
+    def session_row(self, session_id: str) -> dict[str, Any]:
+        return self.with_store(lambda opened: session_row(opened, session_id))  # type: ignore[no-any-return]
+
+    def insert(self, model: Any, **values: Any) -> None:
+        def write(opened: Store) -> None:
+            with opened.write() as db:
+                db.execute(insert(model.__table__).values(**values))
+
+        self.with_store(write)
+
+    def rows(self, model: Any) -> list[Any]:
+        def read(opened: Store) -> list[Any]:
+            with opened.read() as db:
+                return list(db.execute(select(model.__table__)).all())
+
+        return self.with_store(read)  # type: ignore[no-any-return]
+
+    def dump(self) -> list[str]:
+        """Every record of the store, to prove a refusal changed nothing."""
+
+        def export(opened: Store) -> list[str]:
+            lines: list[str] = []
+            with opened.read() as db:
+                export_records(db=db, write=lines.append)
+            return lines
+
+        return self.with_store(export)  # type: ignore[no-any-return]

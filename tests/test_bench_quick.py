@@ -1,0 +1,163 @@
+"""The benchmark's floors do the same work as what they are compared with, its table judges
+ratios the right way round, and the fast write path it measures keeps the store's guarantees.
+(CI runs ``bench/bench.py --quick`` itself; these are the checks that run does not make: that a
+figure means what it says.)"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from sqlalchemy import Connection, func, insert, select, text
+
+from bench import bench
+from store import sessions
+from store.database import Store
+from store.errors import DatabaseUnavailable
+from store.models import AgentSession, AgentSessionEvent
+from store.transfer import import_records
+
+SESSIONS = AgentSession.__table__  # type: ignore[attr-defined]
+EVENTS = AgentSessionEvent.__table__  # type: ignore[attr-defined]
+
+
+def test_time_ratios_must_stay_under_and_rate_ratios_over_their_limit() -> None:
+    slow = bench.Figure("x", value=0.3, base_name="floor", base=0.1, limit=2.5)
+    assert slow.ratio == pytest.approx(3.0) and slow.verdict() == "MISS"
+    assert bench.Figure("x", 0.2, "floor", 0.1, 2.5).verdict() == "ok"
+    rate = bench.Figure("x", value=0.4, base_name="floor", base=0.1, limit=0.35, rate=True)
+    assert rate.ratio == pytest.approx(0.25) and rate.verdict() == "MISS"
+    assert bench.Figure("x", 0.2, "floor", 0.1, 0.35, rate=True).verdict() == "ok"
+    assert bench.Figure("open", value=61.0, limit=60).verdict() == "MISS"
+    assert bench.Figure("open", value=59.0, limit=60).verdict() == "ok"
+    assert bench.Figure("later", value=0.01).verdict() == ""
+
+
+def test_the_table_prints_each_ratio_with_its_target(capsys: pytest.CaptureFixture[str]) -> None:
+    bench.print_table(
+        [
+            bench.Figure("heartbeat rate (store)", 0.0002, "raw sqlite3", 0.0001, 0.35, rate=True),
+            bench.Figure("import", 0.9, "executemany", 0.3, 2.5),
+            bench.Figure("first open", 5.0, limit=60),
+        ]
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[0] == "measurement"
+    assert "0.50x" in lines[1] and "rate >=0.35x" in lines[1] and lines[1].endswith("ok")
+    assert "3.00x" in lines[2] and "<=2.5x" in lines[2] and lines[2].endswith("MISS")
+    assert "<60s" in lines[3] and lines[3].endswith("ok")
+
+
+def _register(store: Store) -> None:
+    with store.write() as db:
+        sessions.register(
+            db=db,
+            session_id="bench-1",
+            agent_id="a",
+            run_id="r",
+            adapter="codex",
+            working_directory="/w",
+        )
+
+
+def _state(store: Store) -> tuple[Any, ...]:
+    with store.read() as db:
+        row = db.execute(select(SESSIONS.c.version, SESSIONS.c.last_seen_at)).one()
+        history = db.execute(
+            select(EVENTS.c.event_type, EVENTS.c.payload_json).order_by(EVENTS.c.id)
+        ).all()
+    return row.version, row.last_seen_at, [tuple(event) for event in history]
+
+
+def test_the_heartbeat_floor_replays_exactly_what_a_heartbeat_sends(store: Store) -> None:
+    _register(store)
+    statements, stamp = bench.capture_heartbeat(store, "bench-1")
+    sent = [captured.statement.split()[0].upper() for captured in statements]
+    # SQLite's BEGIN IMMEDIATE is sent by the store; psycopg begins by itself.
+    expected = ["BEGIN", "UPDATE", "INSERT"] if store.dialect == "sqlite" else ["UPDATE", "INSERT"]
+    assert sent == expected
+    version, seen, history = _state(store)
+    assert (version, seen) == (1, stamp)
+    assert [event for event, _ in history] == ["registered", "heartbeat"]
+
+    url = store.engine.url
+    if store.dialect == "sqlite":
+        raw: Any = bench.raw_connection(Path(str(url.database)))
+        beat = bench.raw_heartbeat_sqlite(raw, statements, stamp)
+    else:
+        conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        raw = psycopg.connect(conninfo, autocommit=True)
+        beat = bench.raw_heartbeat_postgres(raw, statements, stamp)
+    try:
+        beat()
+    finally:
+        raw.close()
+    version, seen, history = _state(store)
+    assert version == 2 and seen > stamp  # the row moved on, with the floor's own time
+    assert [event for event, _ in history] == ["registered", "heartbeat", "heartbeat"]
+    assert history[2][1] == history[1][1]  # the same payload (the status did not change)
+
+
+def test_the_import_floor_gets_the_rows_the_export_holds(store: Store, tmp_path: Path) -> None:
+    export = tmp_path / "history.jsonl"
+    rows = bench.write_history_export(export, 30)
+    with store.write() as db, export.open(encoding="utf-8") as lines:
+        assert import_records(db=db, lines=lines)["session_event"] == 30
+    with store.read() as db:
+        stored = db.execute(select(EVENTS).order_by(EVENTS.c.id)).all()
+        assert db.execute(select(func.count()).select_from(SESSIONS)).scalar() == 0
+    assert [tuple(row) for row in stored] == rows
+
+
+def test_the_reference_store_has_the_reference_schema_and_no_migrations(tmp_path: Path) -> None:
+    path = tmp_path / "reference.db"
+    bench.build_reference_store(path, 50)
+    raw = sqlite3.connect(path)
+    try:
+        tables = {name for (name,) in raw.execute("SELECT name FROM sqlite_master")}
+        count = raw.execute("SELECT count(*) FROM agent_sessions").fetchone()[0]
+    finally:
+        raw.close()
+    assert "alembic_version" not in tables and "idempotency_keys" not in tables
+    assert count == 50
+
+
+# ------------------------------------------- what the heartbeat figure measures keeps its promises
+
+
+def _failure(store: Store, write: Callable[[Connection], object]) -> type[BaseException]:
+    with pytest.raises(Exception) as raised, store.write() as db:
+        write(db)
+    return raised.type
+
+
+def test_a_failing_fast_write_fails_as_sqlalchemy_would_and_writes_nothing(store: Store) -> None:
+    """Heartbeats skip Connection.execute; a DBAPI error still surfaces as what the store gives
+    for the same error through SQLAlchemy, and the transaction still rolls back as a whole."""
+    _register(store)
+    with store.write() as db:
+        db.execute(text("ALTER TABLE agent_session_events RENAME TO moved_events"))
+    row = {"session_id": "x", "event_type": "y", "payload_json": "{}", "created_at": "z"}
+    through_sqlalchemy = _failure(store, lambda db: db.execute(insert(EVENTS), row))
+    fast = _failure(store, lambda db: sessions.heartbeat(db=db, session_id="bench-1"))
+    assert fast is through_sqlalchemy
+    if store.dialect == "sqlite":
+        assert fast is DatabaseUnavailable  # the sentence a person can act on
+    with store.read() as db:
+        assert db.execute(select(SESSIONS.c.version)).scalar() == 0  # the UPDATE rolled back
+        assert db.execute(text("SELECT count(*) FROM moved_events")).scalar() == 1
+
+
+def test_a_fast_write_outside_a_transaction_autobegins_like_any_other(store: Store) -> None:
+    _register(store)
+    with store.engine.connect() as conn:
+        session = sessions.heartbeat(db=conn, session_id="bench-1", status="running")
+        assert conn.in_transaction()
+        conn.rollback()
+    assert session.status == "running" and session.version == 1
+    version, _, history = _state(store)
+    assert version == 0 and [event for event, _ in history] == ["registered"]
