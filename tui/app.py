@@ -210,7 +210,8 @@ def run_console(
     """Open the store, then run the console until the operator quits. A store that cannot be
     opened is reported in one sentence (exit 1), never as a traceback."""
     try:
-        store = open_store(url)
+        # Before the screen is taken over, so a first open's migration progress is readable.
+        store = open_store(url, progress=lambda message: print(message, file=sys.stderr))
     except StoreError as error:
         print(f"roundtable tui: {printable(error.message)} [{error.code}]", file=sys.stderr)
         return 1
