@@ -6,6 +6,7 @@ Everything here composes store/ functions inside one transaction; nothing here t
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -55,6 +56,29 @@ class ListWindow:
     now: datetime | None = None
 
 
+class StatusCounts:
+    """The counts by status, re-read only when the store's change token moves (a count over the
+    whole table is the dearest read of a refresh). Safe to share between worker threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._token: object | None = None
+        self._counts: dict[str, int] = {}
+
+    def read(self, *, db: Connection, token: object | None) -> dict[str, int]:
+        """``token`` must have been taken before ``db``'s snapshot began, so the counts cached
+        under it are never older than it; None (changes unknown) always reads."""
+        if token is not None:
+            with self._lock:
+                if self._token == token:
+                    return dict(self._counts)
+        counts = store_count_by_status(db=db)
+        if token is not None:
+            with self._lock:
+                self._token, self._counts = token, dict(counts)
+        return counts
+
+
 def read_list_window(
     *,
     db: Connection,
@@ -63,9 +87,12 @@ def read_list_window(
     spec: WindowSpec,
     page_size: int,
     now: datetime,
+    status_counts: StatusCounts | None = None,
+    token: object | None = None,
 ) -> ListWindow:
     """Page by page in SQL from the spec's cursor, in either direction; the claim counts of the
-    agents on those rows and the counts by status come from the same snapshot."""
+    agents on those rows and the counts by status come from the same snapshot (or, through
+    ``status_counts``, from the last snapshot with the same change ``token``)."""
     sessions: list[AgentSession] = []
     cursor = spec.cursor
     read = list_sessions_before if spec.backwards else list_sessions
@@ -82,7 +109,11 @@ def read_list_window(
         has_before=cursor is not None if spec.backwards else beyond_start,
         has_after=beyond_start if spec.backwards else cursor is not None,
         claims=claim_counts(db=db, agent_ids=[s.agent_id for s in sessions], now=now),
-        counts=store_count_by_status(db=db),
+        counts=(
+            status_counts.read(db=db, token=token)
+            if status_counts is not None
+            else store_count_by_status(db=db)
+        ),
         now=now,
     )
 
@@ -91,6 +122,14 @@ def require_store(ctx: ConsoleContext) -> Store:
     if ctx.store is None:
         raise DatabaseUnavailable("The store is not open yet; wait a moment and try again.")
     return ctx.store
+
+
+def read_claim_counts(
+    ctx: ConsoleContext, agent_ids: list[str], now: datetime
+) -> dict[str, ClaimCount]:
+    """The claim column alone: live claims expire with the clock, not only with the store."""
+    with require_store(ctx).read() as db:
+        return claim_counts(db=db, agent_ids=agent_ids, now=now)
 
 
 def load_session(ctx: ConsoleContext, session_id: str) -> AgentSession:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from math import ceil
+from typing import NamedTuple
 
 from rich.text import Text
 from textual import on, work
@@ -17,7 +18,14 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Header, Input, Static
 
 from screens.context import ConsoleContext
-from screens.data import ListWindow, WindowSpec, read_list_window, require_store
+from screens.data import (
+    ListWindow,
+    StatusCounts,
+    WindowSpec,
+    read_claim_counts,
+    read_list_window,
+    require_store,
+)
 from screens.footer import ConsoleFooter
 from screens.session_actions import SessionActionScreen
 from screens.session_table import SessionTable
@@ -170,6 +178,14 @@ class ListState:
         return text
 
 
+class LoadKey(NamedTuple):
+    """What one read of the list depended on."""
+
+    token: object | None
+    state: ListState
+    spec: WindowSpec
+
+
 def claims_cell(count: ClaimCount | None) -> Text:
     if count is None or count.total == 0:
         return Text("0", style="dim")
@@ -248,16 +264,25 @@ class SessionListScreen(SessionActionScreen):
     ]
 
     class Loaded(Message):
-        def __init__(self, serial: int, window: ListWindow) -> None:
+        def __init__(self, serial: int, window: ListWindow, key: LoadKey) -> None:
             super().__init__()
             self.serial = serial
             self.window = window
+            self.key = key
 
     class LoadFailed(Message):
         def __init__(self, serial: int, error: StoreError) -> None:
             super().__init__()
             self.serial = serial
             self.error = error
+
+    class Unchanged(Message):
+        """The store has not changed since the rows on hand were read: only the clock moved."""
+
+        def __init__(self, serial: int, claims: dict[str, ClaimCount] | None) -> None:
+            super().__init__()
+            self.serial = serial
+            self.claims = claims
 
     def __init__(self, ctx: ConsoleContext) -> None:
         super().__init__(ctx, id="session-list")
@@ -285,6 +310,10 @@ class SessionListScreen(SessionActionScreen):
         self.loaded_once = False
         self.widths = column_widths(120)
         self.refresh_timer: Timer | None = None
+        self.status_counts = StatusCounts()
+        # What the rows on hand were read with: the store's change token, the filters, the
+        # window. A timed refresh that finds all three the same reads nothing from the store.
+        self.loaded_key: LoadKey | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -308,7 +337,7 @@ class SessionListScreen(SessionActionScreen):
 
     def on_mount(self) -> None:
         self._build_columns()
-        self.refresh_timer = self.set_interval(self.ctx.refresh_seconds, self.reload)
+        self.refresh_timer = self.set_interval(self.ctx.refresh_seconds, self.refresh_if_changed)
         self.reload()
 
     def on_screen_suspend(self) -> None:
@@ -476,18 +505,47 @@ class SessionListScreen(SessionActionScreen):
 
     # -- loading -------------------------------------------------------------------------
 
-    def reload(self) -> None:
+    def reload(self, *, force: bool = True) -> None:
+        """Read the window again; unless ``force``, only when the store or the request changed
+        since the last read (the clock-driven cells are repainted either way)."""
         if self.ctx.store is None:
             return
+        # A read still on its way was asked for on purpose: the one replacing it reads too.
+        since = None if force or self.loading else self.loaded_key
         self.serial += 1
         self.loading = True
-        self._load(self.serial, self.state, self.spec)
+        # Live claims can expire by the clock alone; expired ones stay so until the store changes.
+        recheck = [
+            s.agent_id for s in self.sessions if (c := self.claims.get(s.agent_id)) and c.live
+        ]
+        self._load(self.serial, self.state, self.spec, since, recheck)
+
+    def refresh_if_changed(self) -> None:
+        self.reload(force=False)
 
     @work(thread=True, exclusive=True, group="session-list", exit_on_error=False)
-    def _load(self, serial: int, state: ListState, spec: WindowSpec) -> None:
+    def _load(
+        self,
+        serial: int,
+        state: ListState,
+        spec: WindowSpec,
+        since: LoadKey | None,
+        recheck_claims: list[str],
+    ) -> None:
         now = self.ctx.now()
         try:
-            with require_store(self.ctx).read() as db:
+            store = require_store(self.ctx)
+            # Taken before the snapshot: a commit in between only causes one more read later.
+            token = store.change_token()
+            key = LoadKey(token, state, spec)
+            # The stale filter's membership moves with the clock: it is always read again.
+            if token is not None and key == since and not state.stale_only:
+                claims = (
+                    read_claim_counts(self.ctx, recheck_claims, now) if recheck_claims else None
+                )
+                self.post_message(self.Unchanged(serial, claims))
+                return
+            with store.read() as db:
                 window = read_list_window(
                     db=db,
                     filters=state.to_filter(now, self.ctx.stale_after),
@@ -495,17 +553,30 @@ class SessionListScreen(SessionActionScreen):
                     spec=spec,
                     page_size=self.ctx.page_size,
                     now=now,
+                    status_counts=self.status_counts,
+                    token=token,
                 )
         except StoreError as error:
             self.post_message(self.LoadFailed(serial, error))
             return
-        self.post_message(self.Loaded(serial, window))
+        self.post_message(self.Loaded(serial, window, key))
+
+    def on_session_list_screen_unchanged(self, message: Unchanged) -> None:
+        if message.serial != self.serial:
+            return
+        self.loading = False
+        if message.claims is not None:
+            # The store is unchanged, so each agent re-read still holds the same claims.
+            self.claims = {**self.claims, **message.claims}
+        for session in self.sessions:
+            self._update_row(session)
 
     def on_session_list_screen_load_failed(self, message: LoadFailed) -> None:
         if message.serial != self.serial:
             return
         self.loading = False
         self.pending_jump = None
+        self.loaded_key = None
         self.show_error(message.error)
 
     def show_error(self, error: StoreError) -> None:
@@ -525,6 +596,7 @@ class SessionListScreen(SessionActionScreen):
             return
         self.loading = False
         self.loaded_once = True
+        self.loaded_key = message.key
         window = message.window
         self.query_one("#banner", Static).remove_class("shown")
         self._locate(window)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,6 +63,13 @@ def _check_sqlite_file(database: str | None) -> None:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise DatabaseUnavailable(f"Cannot create {parent}: {error.strerror}.") from None
+
+
+def _is_sqlite_file(database: str | None) -> bool:
+    """A database another connection opens as the same file (not a private in-memory one)."""
+    if not database or database == ":memory:":
+        return False
+    return not (database.startswith("file:") and "mode=memory" in database)
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -135,6 +143,10 @@ class Store:
             if self.dialect == "postgresql"
             else engine
         )
+        # The change detector's own connection (SQLite only), opened on first use.
+        self._watch_lock = threading.Lock()
+        self._watch: Any = None
+        self._watch_identity: object | None = None
 
     @property
     def description(self) -> str:
@@ -165,7 +177,42 @@ class Store:
         with self._guard(), self._writer.connect() as conn, conn.begin():
             yield conn
 
+    def change_token(self) -> object | None:
+        """A value that differs whenever the store may have changed since it was last taken; None
+        when that cannot be told (PostgreSQL for now, in-memory SQLite, an unreadable file), so
+        callers always re-read. Safe to call from any thread.
+
+        SQLite's ``PRAGMA data_version`` moves when any *other* connection commits, our pooled
+        writers included, so it is read on one connection kept for this alone that never
+        writes; its identity is part of the token, since a new connection counts afresh."""
+        if self.dialect != "sqlite" or not _is_sqlite_file(self.engine.url.database):
+            return None
+        with self._watch_lock:
+            try:
+                if self._watch is None:
+                    proxied = self.engine.raw_connection()
+                    watch = proxied.driver_connection
+                    proxied.detach()  # ours alone from now on: the pool opens another
+                    self._watch = watch
+                    self._watch_identity = object()
+                # fetchall ends the statement: no read snapshot is left holding back checkpoints.
+                rows = self._watch.execute("PRAGMA data_version").fetchall()
+            except Exception:  # noqa: BLE001 - unknown means "re-read"; the read reports why
+                self._close_watch()
+                return None
+            return (self._watch_identity, int(rows[0][0]))
+
+    def _close_watch(self) -> None:
+        watch, self._watch, self._watch_identity = self._watch, None, None
+        if watch is not None:
+            try:
+                watch.close()
+            except Exception:  # noqa: BLE001 - closing a broken connection may fail; it is gone
+                pass
+
     def dispose(self) -> None:
+        with self._watch_lock:
+            self._close_watch()
         self.engine.dispose()
 
 

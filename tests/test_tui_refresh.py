@@ -1,0 +1,232 @@
+"""The list's live refresh reads the store only when it changed; the clock still moves the rows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import screens.data
+from store.database import Store
+from tests.conftest import FakeClock
+from tests.test_tui_support import (
+    FROZEN,
+    add_claim,
+    add_session,
+    console,
+    press,
+    row_ids,
+    screen_text,
+    settle,
+    sqlite_url,
+    table,
+)
+
+ROOT = Path(__file__).parent.parent
+TICK = 0.1
+
+
+class Spy:
+    """Counts the calls to the store functions the list reads through screens.data."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: dict[str, int] = {}
+        for name in ("list_sessions", "list_sessions_before", "store_count_by_status"):
+            monkeypatch.setattr(
+                screens.data, name, self._counting(name, getattr(screens.data, name))
+            )
+
+    def _counting(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def counting(**kwargs: Any) -> Any:
+            self.calls[name] = self.calls.get(name, 0) + 1
+            return real(**kwargs)
+
+        return counting
+
+    @property
+    def lists(self) -> int:
+        return self.calls.get("list_sessions", 0) + self.calls.get("list_sessions_before", 0)
+
+    @property
+    def counts(self) -> int:
+        return self.calls.get("store_count_by_status", 0)
+
+    def reset(self) -> None:
+        self.calls.clear()
+
+
+def count_tokens(app: Any) -> list[object | None]:
+    """Every change token the list takes (one per refresh, timed or not)."""
+    store = app.ctx.store
+    taken: list[object | None] = []
+    real = store.change_token
+
+    def spying() -> object | None:
+        taken.append(real())
+        return taken[-1]
+
+    store.change_token = spying
+    return taken
+
+
+async def wait_for(pilot: Any, done: Callable[[], bool], seconds: float = 5.0) -> None:
+    for _ in range(int(seconds / TICK)):
+        await pilot.pause(TICK)
+        if done():
+            break
+    await settle(pilot)
+
+
+async def test_timed_refresh_without_change_reads_nothing(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_session(db, "s1")
+    spy = Spy(monkeypatch)
+    app = console(sqlite_url(tmp_path), refresh_seconds=TICK)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert row_ids(app) == ["s1"]
+        assert spy.lists >= 1 and spy.counts == 1
+        spy.reset()
+        tokens = count_tokens(app)
+        await wait_for(pilot, lambda: len(tokens) >= 5)
+        assert len(tokens) >= 5, "the timer did not refresh"
+        assert spy.lists == 0 and spy.counts == 0
+        assert row_ids(app) == ["s1"]
+
+
+async def test_a_write_from_another_process_shows_at_the_next_refresh(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_session(db, "first")
+    spy = Spy(monkeypatch)
+    app = console(sqlite_url(tmp_path), refresh_seconds=TICK)
+    script = (
+        "from store.database import open_store; from store import sessions\n"
+        f"store = open_store({sqlite_url(tmp_path)!r})\n"
+        "with store.write() as db:\n"
+        "    sessions.register(db=db, session_id='from-outside', agent_id='a', run_id='r',"
+        " adapter='codex', working_directory='/w')\n"
+        "    sessions.end(db=db, session_id='first', status='ended')\n"
+    )
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.pause(3 * TICK)
+        spy.reset()
+        subprocess.run([sys.executable, "-c", script], check=True, cwd=ROOT)
+        await wait_for(pilot, lambda: "from-outside" in row_ids(app))
+        assert row_ids(app) == ["first", "from-outside"]
+        assert "2 sessions · active 1 · ended 1" in screen_text(app)
+        assert spy.lists >= 1 and spy.counts == 1
+
+
+async def test_our_own_action_is_read_back_by_the_timer(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_session(db, "s1")
+    app = console(sqlite_url(tmp_path), refresh_seconds=TICK)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        spy = Spy(monkeypatch)
+        add_session(db, "s2", at=FROZEN + timedelta(seconds=1))  # through store.write()
+        await wait_for(pilot, lambda: "s2" in row_ids(app))
+        assert row_ids(app) == ["s1", "s2"]
+        assert spy.counts == 1
+        assert "2 sessions · active 2" in screen_text(app)
+
+
+async def test_ctrl_r_always_reads_the_list(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_session(db, "s1")
+    spy = Spy(monkeypatch)
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        spy.reset()
+        await press(pilot, "ctrl+r")
+        assert spy.lists == 1
+        await press(pilot, "ctrl+r")
+        assert spy.lists == 2
+        # The counts by status are the same store's: kept until the store changes.
+        assert spy.counts == 0
+        add_session(db, "s2", at=FROZEN + timedelta(seconds=1))
+        await press(pilot, "ctrl+r")
+        assert spy.lists == 3 and spy.counts == 1
+        assert row_ids(app) == ["s1", "s2"]
+
+
+async def test_filters_read_rows_but_reuse_counts_of_an_unchanged_store(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_session(db, "s1")
+    add_session(db, "s2", status="paused")
+    spy = Spy(monkeypatch)
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        spy.reset()
+        await press(pilot, "f", "f")  # status starting, then active
+        assert row_ids(app) == ["s1"]
+        await press(pilot, "o")
+        assert spy.lists == 3 and spy.counts == 0
+        assert "2 sessions · active 1 · paused 1" in screen_text(app)
+
+
+async def test_relative_times_and_stale_marking_advance_on_a_skipped_refresh(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_session(db, "s1")
+    clock = FakeClock(FROZEN)
+    spy = Spy(monkeypatch)
+    app = console(sqlite_url(tmp_path), clock=clock, refresh_seconds=TICK)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert table(app).get_cell("s1", "seen").plain == "0s ago"
+        assert "stale" not in table(app).get_cell("s1", "status").plain
+        spy.reset()
+        clock.advance(minutes=6)
+        await wait_for(pilot, lambda: table(app).get_cell("s1", "seen").plain == "6m ago")
+        assert table(app).get_cell("s1", "seen").plain == "6m ago"
+        assert "stale" in table(app).get_cell("s1", "status").plain
+        assert spy.lists == 0 and spy.counts == 0
+
+
+async def test_claims_expiring_by_the_clock_show_on_a_skipped_refresh(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_session(db, "s1", agent_id="agent-a")
+    add_claim(db, "c1", agent_id="agent-a", resource_id="a.py", expires_in=timedelta(minutes=1))
+    clock = FakeClock(FROZEN)
+    spy = Spy(monkeypatch)
+    app = console(sqlite_url(tmp_path), clock=clock, refresh_seconds=TICK)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert table(app).get_cell("s1", "claims").plain == "1"
+        spy.reset()
+        clock.advance(minutes=2)
+        await wait_for(pilot, lambda: table(app).get_cell("s1", "claims").plain == "0 +1")
+        assert table(app).get_cell("s1", "claims").plain == "0 +1"
+        assert spy.lists == 0 and spy.counts == 0
+
+
+async def test_the_stale_filter_is_read_again_as_the_clock_moves(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_session(db, "s1")
+    clock = FakeClock(FROZEN)
+    app = console(sqlite_url(tmp_path), clock=clock, refresh_seconds=TICK)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "S")
+        assert row_ids(app) == []
+        spy = Spy(monkeypatch)
+        clock.advance(minutes=6)
+        await wait_for(pilot, lambda: row_ids(app) == ["s1"])
+        assert row_ids(app) == ["s1"]
+        assert spy.lists >= 1 and spy.counts == 0
