@@ -37,7 +37,8 @@ from store.database import Store, open_store  # noqa: E402
 class Figure:
     """One measurement against its floor. A time ratio (ours / floor) must stay at most
     ``limit``; with ``rate`` the ratio is of rates (floor / ours) and must be at least ``limit``;
-    without a floor, ``limit`` bounds the time itself, in seconds."""
+    without a floor, or with ``absolute``, ``limit`` bounds the value itself; with ``delta``, it
+    bounds the difference ``value - base``. ``unit`` is "s" (times, shown in ms) or "MiB"."""
 
     name: str
     value: float
@@ -45,6 +46,9 @@ class Figure:
     base: float | None = None
     limit: float | None = None
     rate: bool = False
+    unit: str = "s"
+    delta: bool = False
+    absolute: bool = False
 
     @property
     def ratio(self) -> float | None:
@@ -52,10 +56,16 @@ class Figure:
             return None
         return self.base / self.value if self.rate else self.value / self.base
 
+    @property
+    def difference(self) -> float | None:
+        return None if self.base is None else self.value - self.base
+
     def verdict(self) -> str:
         if self.limit is None:
             return ""
-        if self.ratio is None:
+        if self.delta and self.difference is not None:
+            return "ok" if self.difference <= self.limit else "MISS"
+        if self.ratio is None or self.absolute:
             return "ok" if self.value <= self.limit else "MISS"
         met = self.ratio >= self.limit if self.rate else self.ratio <= self.limit
         return "ok" if met else "MISS"
@@ -63,8 +73,10 @@ class Figure:
     def target(self) -> str:
         if self.limit is None:
             return ""
-        if self.base is None:
-            return f"<{self.limit:g}s"
+        if self.delta:
+            return f"+<={self.limit:g}{self.unit}"
+        if self.base is None or self.absolute:
+            return f"<{self.limit:g}{self.unit}"
         return f"{'rate >=' if self.rate else '<='}{self.limit:g}x"
 
 
@@ -446,6 +458,97 @@ def bench_first_paint(stores: dict[str, str], repeats: int) -> list[Figure]:
     return rows
 
 
+# ---------------------------------------------------------------- point 2: memory after first rows
+
+RSS_LIMIT_MIB = 25
+
+
+def rss_of(*app: str) -> float:
+    """The RSS, in MiB, of one first_paint.py process once its first rows are on screen."""
+    done = subprocess.run(
+        first_paint_command("rss", *app), check=True, capture_output=True, text=True
+    )
+    return int(done.stdout.split()[-1]) / 1024
+
+
+def bench_memory(small: tuple[str, str], big: tuple[str, str], repeats: int) -> list[Figure]:
+    """The console's RSS after its first rows on the big store against that on the small one
+    (the limit is on the difference), and the bare app's as a reference line; medians of
+    ``repeats`` processes each, taken in turns."""
+    bare, mine_small, mine_big = [], [], []
+    for _ in range(repeats):
+        bare.append(rss_of("bare"))
+        mine_small.append(rss_of("console", small[1]))
+        mine_big.append(rss_of("console", big[1]))
+    small_rss = statistics.median(mine_small)
+    return [
+        Figure(
+            f"tui RSS at first rows ({small[0]})",
+            small_rss,
+            "bare Textual app, 60 rows",
+            statistics.median(bare),
+            unit="MiB",
+        ),
+        Figure(
+            f"tui RSS at first rows ({big[0]})",
+            statistics.median(mine_big),
+            f"the console, {small[0]}",
+            small_rss,
+            RSS_LIMIT_MIB,
+            unit="MiB",
+            delta=True,
+        ),
+    ]
+
+
+# --------------------------------------------------------------- point 3: key press -> repaint
+
+KEY_LIMIT_SECONDS = 0.050
+
+
+Timings = dict[str, dict[str, list[float]]]
+KEY_PARTS = (("first_frame_ms", "1st frame"), ("frame_ms", "last frame"), ("settled_ms", "settled"))
+
+
+def key_timings(downs: int, pagedowns: int, *app: str) -> Timings:
+    """Per key, per part (see KEY_PARTS), the time of each press, from one process."""
+    done = subprocess.run(
+        first_paint_command("keys", str(downs), str(pagedowns), *app),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    timings: Timings = json.loads(done.stdout.splitlines()[-1])
+    return timings
+
+
+def key_figures(label: str, ours: Timings, floor: Timings) -> list[Figure]:
+    """Medians per key and part against the bare app's; the issue's 50 ms bounds the last
+    frame (everything the press caused, painted)."""
+    figures = []
+    for key in ("down", "pagedown"):
+        for part, name in KEY_PARTS:
+            figures.append(
+                Figure(
+                    f"{key} -> {name} ({label})",
+                    statistics.median(ours[key][part]) / 1000,
+                    f"bare app, {len(floor[key][part])}x {key}",
+                    statistics.median(floor[key][part]) / 1000,
+                    KEY_LIMIT_SECONDS if part == "frame_ms" else None,
+                    absolute=True,
+                )
+            )
+    return figures
+
+
+def bench_keys(store: tuple[str, str], downs: int, pagedowns: int) -> list[Figure]:
+    """Key press -> repaint on the console (headless, Pilot-driven; first_paint.py says exactly
+    what is timed), against the bare app pressing the same keys, one process each."""
+    ours = key_timings(downs, pagedowns, "console", store[1])
+    floor = key_timings(downs, pagedowns, "bare")
+    return key_figures(store[0], ours, floor)
+
+
 # ------------------------------------------------------------------------------- PostgreSQL
 
 
@@ -506,17 +609,25 @@ def postgres_target(server: Any) -> ImportTarget:
 # ------------------------------------------------------------------------------------ report
 
 
+def shown(value: float, unit: str) -> str:
+    return f"{value * 1000:8.2f}ms" if unit == "s" else f"{value:7.1f}{unit}"
+
+
 def print_table(figures: list[Figure]) -> None:
+    """One line a figure; the ratio column shows the difference instead for ``delta`` figures."""
     print(
-        f"{'measurement':<40} {'median':>10}   {'baseline (same run)':<30} {'median':>10}"
+        f"{'measurement':<44} {'median':>10}   {'baseline (same run)':<30} {'median':>10}"
         f"   {'ratio':>6}  {'target':<11} verdict"
     )
     for figure in figures:
-        base = f"{figure.base * 1000:8.2f}ms" if figure.base is not None else f"{'':>10}"
-        ratio = f"{figure.ratio:5.2f}x" if figure.ratio is not None else f"{'':>6}"
+        base = shown(figure.base, figure.unit) if figure.base is not None else f"{'':>10}"
+        if figure.delta and figure.difference is not None:
+            ratio = f"{figure.difference:+.1f}{figure.unit}"
+        else:
+            ratio = f"{figure.ratio:5.2f}x" if figure.ratio is not None else ""
         print(
-            f"{figure.name:<40} {figure.value * 1000:8.2f}ms   {figure.base_name:<30} {base}"
-            f"   {ratio:>6}  {figure.target():<11} {figure.verdict()}"
+            f"{figure.name:<44} {shown(figure.value, figure.unit)}   {figure.base_name:<30}"
+            f" {base}   {ratio:>6}  {figure.target():<11} {figure.verdict()}"
         )
 
 
@@ -526,6 +637,15 @@ def main() -> int:
     parser.add_argument("--big", type=int, help="sessions in the reference store")
     parser.add_argument("--pg", action="store_true", help="add the PostgreSQL figures")
     parser.add_argument("--skip-tui", action="store_true", help="leave out the TUI figures")
+    parser.add_argument("--skip-cli", action="store_true", help="leave out the CLI start-up")
+    parser.add_argument(
+        "--skip-writes", action="store_true", help="leave out the heartbeat rate and the import"
+    )
+    parser.add_argument(
+        "--skip-first-paint",
+        action="store_true",
+        help="leave out the TUI first-rows times (memory and key presses stay)",
+    )
     args = parser.parse_args()
     quick = args.quick
     repeats = 5 if quick else 11
@@ -535,9 +655,12 @@ def main() -> int:
         path = directory / "bench.db"
         url = f"sqlite:///{path}"
         seed(url, 20 if quick else 1000)
-        figures = bench_cli_startup(url, 2 * repeats + 1, directory)
-        figures += bench_heartbeat_rate(path, beats=100 if quick else 500, rounds=repeats)
-        figures += bench_import(directory, 10_000 if quick else 100_000, 3 if quick else 5)
+        tiny = f"sqlite:///{directory / 'ten.db'}"
+        seed(tiny, 10)
+        figures = [] if args.skip_cli else bench_cli_startup(url, 2 * repeats + 1, directory)
+        if not args.skip_writes:
+            figures += bench_heartbeat_rate(path, beats=100 if quick else 500, rounds=repeats)
+            figures += bench_import(directory, 10_000 if quick else 100_000, 3 if quick else 5)
         if args.pg:
             figures += bench_postgres(
                 directory,
@@ -554,11 +677,15 @@ def main() -> int:
             file=sys.stderr,
         )
         figures += bench_first_open(big, big_size)
-        if not args.skip_tui:
+        big_store = (f"{big_size:,} sessions", f"sqlite:///{big}")
+        if not args.skip_tui and not args.skip_first_paint:
             figures += bench_first_paint(
-                {"20 sessions": url, f"{big_size:,} sessions": f"sqlite:///{big}"},
+                {"20 sessions" if quick else "1,000 sessions": url, big_store[0]: big_store[1]},
                 3 if quick else repeats,
             )
+        if not args.skip_tui:
+            figures += bench_memory(("10 sessions", tiny), big_store, 3 if quick else 5)
+            figures += bench_keys(big_store, *((10, 2) if quick else (30, 4)))
     print_table(figures)
     return 0
 

@@ -1,13 +1,42 @@
-"""One process: start an app headless at 120×40, exit as soon as its first data row is on screen.
+"""One process: start an app headless at 120×40, measure it once its first data rows are shown.
 
-`bare` is the floor: a Header, a DataTable of 60 rows and a Footer. `console URL` is the real
-console on that store. The parent (bench.py) times the whole process, imports included.
+`bare` is the floor: a Header, a DataTable of 60 rows (200 in `keys`, so that every press still
+moves the cursor) and a Footer. `console URL` is the real console on that store. Modes (the first
+argument):
+
+- `paint APP`: exit as soon as the first data row is on screen; the parent (bench.py) times the
+  whole process, imports included. (`bare` and `console URL` alone mean the same, as before.)
+- `rss APP`: once the first rows are on screen, print the process's resident set size in KiB
+  (VmRSS from /proc/self/status; ru_maxrss, the peak, where /proc is missing) on stdout.
+- `keys [DOWNS PAGEDOWNS] APP`: after the first rows, press "down" DOWNS times (default 30),
+  then "pagedown" PAGEDOWNS times (default 4) through Textual's Pilot, and print one JSON
+  object on stdout: per key, the milliseconds each press took to settle and to its last frame.
+
+What `keys` measures, honestly: the app is headless, so nothing is written to a terminal. A
+press is timed from the start of ``await pilot.press(key)`` until the app has settled: Pilot's
+press itself waits for the app to go idle (twice, each at least one 20 ms sleep), then the
+app's workers (a page read on the console) are awaited and ``pilot.pause()`` lets their results
+be painted, until no worker is left running. That "settled" figure carries Pilot's own idle
+waits, so it is a ceiling, compressed towards the floor's. The frame figures are the time from
+the press's start to the first and to the last frame the screen composed before the app settled
+(``App._display`` calls, which in a real terminal write the update): the first is the earliest
+visible reaction (usually the cursor moving), the last is everything the press caused painted
+(a page read, the footer's bindings). They are the closer estimates of key press → repaint; both
+still include Textual's own paint scheduling (it paints on a timer, and Pilot's pause forces a
+paint of whatever is dirty when it wakes).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import re
+import resource
 import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
 from textual.app import App, ComposeResult
 from textual.css.query import NoMatches
@@ -15,9 +44,34 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Footer, Header
 
 SIZE = (120, 40)
+DOWNS = 30
+PAGEDOWNS = 4
+STATUS = Path("/proc/self/status")
+
+Script = Callable[[Pilot[Any]], Awaitable[None]]
+
+
+def parse_vm_rss(status: str) -> int | None:
+    """The VmRSS line of a /proc/PID/status text, in KiB (None when there is none)."""
+    match = re.search(r"^VmRSS:\s+(\d+)\s+kB\s*$", status, re.MULTILINE)
+    return int(match.group(1)) if match else None
+
+
+def rss_kib() -> int:
+    """The resident set size now; where /proc is missing, the peak (Linux reports KiB)."""
+    try:
+        current = parse_vm_rss(STATUS.read_text())
+    except OSError:
+        current = None
+    return current if current is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 class BareApp(App[None]):
+    def __init__(self, *, exit_when_painted: bool = True, rows: int = 60) -> None:
+        super().__init__()
+        self.exit_when_painted = exit_when_painted
+        self.rows = rows
+
     def compose(self) -> ComposeResult:
         yield Header()
         yield DataTable(id="table")
@@ -26,32 +80,129 @@ class BareApp(App[None]):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns("id", "agent", "status")
-        table.add_rows((f"sess-{n}", "agent", "active") for n in range(60))
-        self.call_after_refresh(self.exit)
+        table.add_rows((f"sess-{n}", "agent", "active") for n in range(self.rows))
+        if self.exit_when_painted:
+            self.call_after_refresh(self.exit)
 
 
-def run_console(url: str) -> None:
-    from tui.app import build_app
-    from tui.config import Settings
+def data_table(app: App[Any]) -> DataTable[Any] | None:
+    """The app's table of data rows, once it is mounted."""
+    try:
+        return app.screen.query_one(DataTable)
+    except NoMatches:  # the console's list screen is not mounted yet
+        return None
 
-    app = build_app(url=url, settings=Settings(), operator="bench", adapters={})
 
-    async def wait_for_rows(pilot: Pilot[None]) -> None:
-        while True:
-            try:
-                if app.screen.query_one("#sessions", DataTable).row_count:
-                    break
-            except NoMatches:  # the list screen is not mounted yet
-                pass
-            await asyncio.sleep(0.002)
+async def wait_for_rows(pilot: Pilot[Any]) -> None:
+    while not ((table := data_table(pilot.app)) and table.row_count):
+        await asyncio.sleep(0.002)
+    await pilot.pause()
+
+
+async def settle(pilot: Pilot[Any]) -> None:
+    """Until no worker is running and what they delivered has been handled and painted."""
+    while True:
+        await pilot.app.workers.wait_for_complete()
         await pilot.pause()
-        app.exit()
+        if not any(worker.is_running for worker in pilot.app.workers):
+            return
 
-    app.run(headless=True, size=SIZE, auto_pilot=wait_for_rows)
+
+class FrameClock:
+    """When the screen composed frames since the last ``reset``: the first and the last."""
+
+    def __init__(self, app: App[Any]) -> None:
+        self.first: float | None = None
+        self.last: float | None = None
+        display = app._display
+
+        def recording(*args: Any, **kwargs: Any) -> None:
+            now = time.perf_counter()
+            self.first = now if self.first is None else self.first
+            self.last = now
+            display(*args, **kwargs)
+
+        app._display = recording  # type: ignore[method-assign]
+
+    def reset(self) -> None:
+        self.first = self.last = None
+
+
+Timings = dict[str, dict[str, list[float]]]
+PARTS = ("first_frame_ms", "frame_ms", "settled_ms")
+
+
+async def press_timings(pilot: Pilot[Any], keys: list[str]) -> Timings:
+    frames = FrameClock(pilot.app)
+    timings: Timings = {}
+    for key in keys:
+        frames.reset()
+        started = time.perf_counter()
+        await pilot.press(key)
+        await settle(pilot)
+        settled = time.perf_counter()
+        entry = timings.setdefault(key, {part: [] for part in PARTS})
+        # No frame at all (nothing moved) counts as no time.
+        entry["first_frame_ms"].append(((frames.first or started) - started) * 1000)
+        entry["frame_ms"].append(((frames.last or started) - started) * 1000)
+        entry["settled_ms"].append((settled - started) * 1000)
+    return timings
+
+
+def key_sequence(downs: int, pagedowns: int) -> list[str]:
+    return ["down"] * downs + ["pagedown"] * pagedowns
+
+
+def run_app(which: list[str], script: Script | None, bare_rows: int = 60) -> None:
+    """Run the bare app (``["bare"]``) or the console (``["console", URL]``). Without a
+    ``script``, exit when the first rows are on screen; with one, run it as the pilot once they
+    are, then exit."""
+    app: App[Any]
+    if which[0] == "bare":
+        app = BareApp(exit_when_painted=script is None, rows=bare_rows)
+    else:
+        from tui.app import build_app
+        from tui.config import Settings
+
+        app = build_app(url=which[1], settings=Settings(), operator="bench", adapters={})
+        if script is None:
+            script = no_script
+
+    async def first_rows_then(pilot: Pilot[Any]) -> None:
+        await wait_for_rows(pilot)
+        assert script is not None
+        await script(pilot)
+        pilot.app.exit()
+
+    app.run(headless=True, size=SIZE, auto_pilot=None if script is None else first_rows_then)
+
+
+async def no_script(_pilot: Pilot[Any]) -> None:
+    return None
+
+
+def main(argv: list[str]) -> None:
+    mode, which = (argv[0], argv[1:]) if argv[0] in ("paint", "rss", "keys") else ("paint", argv)
+    downs, pagedowns = DOWNS, PAGEDOWNS
+    if mode == "keys" and which[0].isdigit():
+        downs, pagedowns, which = int(which[0]), int(which[1]), which[2:]
+    if mode == "paint":
+        run_app(which, None)
+        return
+    measured: list[Any] = []
+
+    async def measure_rss(_pilot: Pilot[Any]) -> None:
+        measured.append(rss_kib())
+
+    async def measure_keys(pilot: Pilot[Any]) -> None:
+        measured.append(await press_timings(pilot, key_sequence(downs, pagedowns)))
+
+    if mode == "rss":
+        run_app(which, measure_rss)
+    else:
+        run_app(which, measure_keys, bare_rows=200)
+    print(measured[0] if mode == "rss" else json.dumps(measured[0]))
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "bare":
-        BareApp().run(headless=True, size=SIZE)
-    else:
-        run_console(sys.argv[2])
+    main(sys.argv[1:])

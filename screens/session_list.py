@@ -292,6 +292,9 @@ class SessionListScreen(SessionActionScreen):
         self.cells: dict[str, list[Text]] = {}
         self.claims: dict[str, ClaimCount] = {}
         self.selected_id: str | None = None
+        # What the footer was last built for: rebuilding it costs tens of milliseconds, so a
+        # cursor move rebuilds it only when the selected session allows other actions.
+        self.footer_state: tuple[bool, tuple[str, ...]] | None = None
         self.last_row = 0
         # Direction of the operator's last move: a page read while keys were held down is
         # followed by the next one if the cursor is still at the window's edge.
@@ -370,6 +373,13 @@ class SessionListScreen(SessionActionScreen):
     def selected_session(self) -> AgentSession | None:
         return self.by_id.get(self.selected_id) if self.selected_id else None
 
+    def _action_state(self) -> tuple[bool, tuple[str, ...]]:
+        return self.selected_session() is not None, tuple(self.allowed_actions())
+
+    def refresh_bindings(self) -> None:
+        self.footer_state = self._action_state()
+        super().refresh_bindings()
+
     def session_updated(self, session: AgentSession) -> None:
         if session.id in self.by_id:
             self.by_id[session.id] = session
@@ -382,7 +392,8 @@ class SessionListScreen(SessionActionScreen):
         if event.cursor_row != self.table.cursor_row:
             return  # posted before the table was refilled; the cursor has moved on since
         self.selected_id = event.row_key.value if event.row_key is not None else None
-        self.refresh_bindings()
+        if self._action_state() != self.footer_state:
+            self.refresh_bindings()
         moved, self.last_row = event.cursor_row - self.last_row, event.cursor_row
         if moved:
             self.last_move = 1 if moved > 0 else -1

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from sqlalchemy import Connection, func, insert, select, text
 
-from bench import bench
+from bench import bench, first_paint
 from store import sessions
 from store.database import Store
 from store.errors import DatabaseUnavailable
@@ -161,3 +161,54 @@ def test_a_fast_write_outside_a_transaction_autobegins_like_any_other(store: Sto
     assert session.status == "running" and session.version == 1
     version, _, history = _state(store)
     assert version == 0 and [event for event, _ in history] == ["registered"]
+
+
+# ------------------------------------------------------------- memory and key-press figures
+
+
+def test_the_rss_parser_reads_vm_rss_in_kib_and_nothing_else() -> None:
+    status = "Name:\tpython\nVmPeak:\t  999999 kB\nVmRSS:\t   74352 kB\nRssAnon:\t 5 kB\n"
+    assert first_paint.parse_vm_rss(status) == 74352
+    assert first_paint.parse_vm_rss("VmHWM:\t 10 kB\nRssFile:\t 3 kB\n") is None
+    assert first_paint.parse_vm_rss("VmRSS:\t 12 MB\n") is None  # not in the unit we report
+    assert 10_000 < first_paint.rss_kib() < 10_000_000  # this very process, in KiB
+
+
+def test_a_memory_difference_is_judged_on_the_difference_not_the_ratio(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    over = bench.Figure("rss big", 100.0, "rss small", 70.0, 25, unit="MiB", delta=True)
+    under = bench.Figure("rss big", 90.0, "rss small", 70.0, 25, unit="MiB", delta=True)
+    assert over.verdict() == "MISS" and under.verdict() == "ok"
+    bench.print_table([over, under])
+    lines = capsys.readouterr().out.splitlines()
+    assert "100.0MiB" in lines[1] and "+30.0MiB" in lines[1] and "+<=25MiB" in lines[1]
+    assert lines[1].endswith("MISS") and lines[2].endswith("ok") and "ms" not in lines[1]
+
+
+def test_key_figures_bound_the_last_frame_itself_and_show_the_ratio_to_the_bare_app() -> None:
+    def timings(scale: float) -> bench.Timings:
+        parts = {"first_frame_ms": [5.0, 1.0, 3.0], "frame_ms": [60.0, 20.0, 40.0]}
+        parts["settled_ms"] = [90.0, 80.0, 85.0]
+        return {
+            key: {part: [value * scale for value in values] for part, values in parts.items()}
+            for key in ("down", "pagedown")
+        }
+
+    figures = bench.key_figures("big", timings(1.0), timings(2.0))
+    assert [figure.name for figure in figures[:3]] == [
+        "down -> 1st frame (big)",
+        "down -> last frame (big)",
+        "down -> settled (big)",
+    ]
+    last_frame = figures[1]
+    assert last_frame.value == pytest.approx(0.040) and last_frame.ratio == pytest.approx(0.5)
+    assert last_frame.verdict() == "ok" and last_frame.target() == "<0.05s"
+    assert [figure.verdict() for figure in figures] == ["", "ok", ""] * 2
+    slow = bench.key_figures("big", timings(2.0), timings(1.0))
+    assert slow[1].verdict() == "MISS"  # 80 ms, though only twice the bare app's
+
+
+def test_the_key_sequence_presses_downs_then_pagedowns() -> None:
+    assert first_paint.key_sequence(2, 1) == ["down", "down", "pagedown"]
+    assert first_paint.key_sequence(0, 0) == []

@@ -271,3 +271,22 @@ async def test_help_lists_keys_and_escape_returns(tmp_path: Path, db: Store) -> 
         assert not isinstance(app.screen, HelpScreen)
         await press(pilot, "q")
     assert app.return_code == 0
+
+
+async def test_footer_follows_the_cursor_across_statuses(tmp_path: Path, db: Store) -> None:
+    # The footer is rebuilt only when the allowed actions change; the picture must still follow.
+    add_session(db, "s1", at=FROZEN - timedelta(minutes=3))
+    add_session(db, "s2", status="terminated", at=FROZEN - timedelta(minutes=2))
+    add_session(db, "s3", at=FROZEN - timedelta(minutes=1))
+    add_session(db, "s4", at=FROZEN)
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert "Pause" in screen_text(app).splitlines()[-1]
+        await press(pilot, "down")
+        assert "Pause" not in screen_text(app).splitlines()[-1]
+        await press(pilot, "down")
+        assert "Pause" in screen_text(app).splitlines()[-1]
+        await press(pilot, "down")
+        assert "Pause" in screen_text(app).splitlines()[-1]
+        assert "pause" in footer_keys(app)
