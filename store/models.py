@@ -10,7 +10,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Integer, Text
+from sqlalchemy import BigInteger, Integer, Text
 from sqlmodel import Field, SQLModel
 
 from store.clock import parse_ts
@@ -213,6 +213,14 @@ class IdempotencyKey(SQLModel, table=True):
     session_id: str = _text(nullable=False)
     outcome: str = _text(nullable=False)
     created_at: str = _text(nullable=False)
+
+
+class SessionStatusCount(SQLModel, table=True):
+    """Sessions per status, kept by triggers on agent_sessions (migration 0004)."""
+
+    __tablename__ = "session_status_counts"
+    status: str = _text(primary_key=True, nullable=False)
+    sessions: int = Field(default=0, sa_type=BigInteger, nullable=False)
 
 
 SESSION_COLUMNS: tuple[str, ...] = tuple(AgentSession.__table__.columns.keys())  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, case, func, literal, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, case, func, literal, or_, select, text, update
 from sqlalchemy.orm import configure_mappers
 from sqlalchemy.orm.instrumentation import manager_of_class
 from sqlalchemy.sql.elements import ColumnElement
@@ -21,11 +21,12 @@ from store.adapters import AdapterConfig, resolve
 from store.clock import Clock, format_ts, system_clock
 from store.errors import InvalidCursor, SessionNotFound
 from store.history import Prepared, append_session_event
-from store.models import ACTIVE_STATES, AgentSession
+from store.models import ACTIVE_STATES, AgentSession, SessionStatusCount
 from store.paging import Page, decode_cursor, encode_cursor
 from store.sqlfuncs import effective_workspace, ts_key
 
 SESSIONS = AgentSession.__table__  # type: ignore[attr-defined]
+_COUNTS = SessionStatusCount.__table__  # type: ignore[attr-defined]
 _C = SESSIONS.c
 _CURSOR_KIND = "sessions"
 
@@ -479,6 +480,20 @@ def find_by_agent(*, db: Connection, agent_id: str) -> AgentSession:
     return _record(row)
 
 
+def lock_status_counts(*, db: Connection) -> None:
+    """Before a transaction that writes sessions of several statuses (an import, the demo): on
+    PostgreSQL, hold every other status change until it commits. Its triggers take the counts
+    of those statuses one by one, in whatever order the rows come, so a single-session change
+    that took one of them first could otherwise leave each waiting for the other. On SQLite the
+    write transaction already has the database to itself."""
+    if db.dialect.name == "postgresql":
+        db.execute(text("LOCK TABLE session_status_counts IN SHARE ROW EXCLUSIVE MODE"))
+
+
 def count_by_status(*, db: Connection) -> dict[str, int]:
-    rows = db.execute(select(_C.status, func.count()).group_by(_C.status)).all()
+    """Sessions per status, from the table the triggers of migration 0004 keep: a few rows,
+    however many sessions there are."""
+    rows = db.execute(
+        select(_COUNTS.c.status, _COUNTS.c.sessions).where(_COUNTS.c.sessions > 0)
+    ).all()
     return {str(status): int(count) for status, count in rows}
