@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Header, Static, TabbedContent, TabPane
 from screens.context import ConsoleContext
 from screens.data import load_session, require_store
 from screens.footer import ConsoleFooter
+from screens.live import StoreChanged
 from screens.session_actions import SessionActionScreen
 from screens.text import exact, exact_and_relative, masked, plain, pretty_json, status_text
 from store.briefing import resume_blocker
@@ -241,6 +242,10 @@ class SessionDetailScreen(SessionActionScreen):
     def on_screen_resume(self) -> None:
         if self.refresh_timer is not None:
             self.refresh_timer.resume()
+
+    @on(StoreChanged)
+    def _store_changed(self) -> None:
+        self._load_session()
 
     # -- the session ---------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from screens.data import (
     require_store,
 )
 from screens.footer import ConsoleFooter
+from screens.live import StoreChanged
 from screens.session_actions import SessionActionScreen
 from screens.session_table import SessionTable
 from screens.text import plain, relative_ts, short_time, status_text
@@ -531,6 +532,7 @@ class SessionListScreen(SessionActionScreen):
         ]
         self._load(self.serial, self.state, self.spec, since, recheck)
 
+    @on(StoreChanged)
     def refresh_if_changed(self) -> None:
         self.reload(force=False)
 

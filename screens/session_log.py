@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Header, Static
 from screens.context import ConsoleContext
 from screens.data import LogBatch, read_log_after
 from screens.footer import ConsoleFooter
+from screens.live import StoreChanged
 from screens.text import exact, plain, pretty_json
 from store.display import one_line
 from store.errors import StoreError
@@ -86,6 +87,10 @@ class SessionLogScreen(Screen[None]):
         self.payload_width = max(self.app.size.width - FIXED_WIDTH, 20)
         table.add_column(Text("Payload (redacted)"), key="payload", width=self.payload_width)
         self.set_interval(self.ctx.refresh_seconds, self.poll)
+        self.poll()
+
+    @on(StoreChanged)
+    def _store_changed(self) -> None:
         self.poll()
 
     def action_back(self) -> None:

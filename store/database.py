@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,9 +13,12 @@ from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import URL, make_url
 
 from store.errors import DatabaseUnavailable, StoreError
+from store.notifications import ChangeListener
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 5000
+# How often a SQLite store waiting for a change reads its data version.
+SQLITE_WATCH_SECONDS = 0.2
 
 
 def sqlite_url(path: Path) -> str:
@@ -142,10 +146,12 @@ class Store:
             if self.dialect == "postgresql"
             else engine
         )
-        # The change detector's own connection (SQLite only), opened on first use.
+        # The change detector's own connection, opened on first use: on SQLite one that reads
+        # PRAGMA data_version, on PostgreSQL one that LISTENs.
         self._watch_lock = threading.Lock()
         self._watch: Any = None
         self._watch_identity: object | None = None
+        self._listener = ChangeListener(self._listening_connection)
 
     @property
     def description(self) -> str:
@@ -178,13 +184,17 @@ class Store:
 
     def change_token(self) -> object | None:
         """A value that differs whenever the store may have changed since it was last taken; None
-        when that cannot be told (PostgreSQL for now, in-memory SQLite, an unreadable file), so
-        callers always re-read. Safe to call from any thread.
+        when that cannot be told (in-memory SQLite, an unreadable file, a PostgreSQL server
+        that refuses the listening connection), so callers always re-read. Safe to call from
+        any thread; never reads a table.
 
         SQLite's ``PRAGMA data_version`` moves when any *other* connection commits, our pooled
         writers included, so it is read on one connection kept for this alone that never
-        writes; its identity is part of the token, since a new connection counts afresh."""
-        if self.dialect != "sqlite" or not _is_sqlite_file(self.engine.url.database):
+        writes; its identity is part of the token, since a new connection counts afresh. On
+        PostgreSQL the token counts the notifications migration 0005's triggers send."""
+        if self.dialect == "postgresql":
+            return self._listener.token()
+        if not _is_sqlite_file(self.engine.url.database):
             return None
         with self._watch_lock:
             try:
@@ -201,6 +211,29 @@ class Store:
                 return None
             return (self._watch_identity, int(rows[0][0]))
 
+    def wait_for_change(self, since: object | None, timeout: float) -> object | None:
+        """The change token once it differs from ``since``, or the current one after ``timeout``
+        seconds. PostgreSQL wakes on the notification itself; SQLite checks its data version
+        every ``SQLITE_WATCH_SECONDS``. With no token to be had it just waits the timeout."""
+        if self.dialect == "postgresql":
+            return self._listener.wait(since, timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            token = self.change_token()
+            left = deadline - time.monotonic()
+            if (token is not None and token != since) or left <= 0:
+                return token
+            time.sleep(min(SQLITE_WATCH_SECONDS, left))
+
+    def _listening_connection(self) -> Any:
+        """A connection of the pool's kind, taken out of it for LISTEN, in autocommit mode."""
+        proxied = self.engine.raw_connection()
+        connection = proxied.driver_connection
+        proxied.detach()
+        connection.rollback()  # the pool's liveness check may have begun a transaction
+        connection.autocommit = True
+        return connection
+
     def _close_watch(self) -> None:
         watch, self._watch, self._watch_identity = self._watch, None, None
         if watch is not None:
@@ -210,6 +243,7 @@ class Store:
                 pass
 
     def dispose(self) -> None:
+        self._listener.close()
         with self._watch_lock:
             self._close_watch()
         self.engine.dispose()

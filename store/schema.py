@@ -15,7 +15,7 @@ from sqlalchemy import Connection, Engine, text
 from store.errors import DatabaseUnavailable
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-HEAD_REVISION = "0004_session_status_counts"
+HEAD_REVISION = "0005_change_notifications"
 # Each migration file is named after its revision id (tests/test_database.py checks this).
 KNOWN_REVISIONS = frozenset(path.stem for path in (MIGRATIONS_DIR / "versions").glob("0*.py"))
 _PG_MIGRATION_LOCK = 0x526F756E64  # any fixed number; "Round"

@@ -84,6 +84,16 @@ def store(store_url: str) -> Iterator[Store]:
 
 
 @pytest.fixture
+def pg_store(pg_server: PostgresServer) -> Iterator[Store]:
+    """An empty, migrated store on PostgreSQL alone, for what only PostgreSQL does."""
+    opened = open_store(new_pg_database(pg_server))
+    try:
+        yield opened
+    finally:
+        opened.dispose()
+
+
+@pytest.fixture
 def empty_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """A second empty store on the same backend as ``store``."""
     backend = request.node.callspec.params["store_url"]

@@ -6,9 +6,11 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
+from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import create_engine, select, text
 
 from screens.data import StatusCounts
 from store.database import Store, open_store
@@ -113,16 +115,122 @@ def test_in_memory_sqlite_cannot_tell() -> None:
         memory.dispose()
 
 
-def test_token_per_backend(store: Store) -> None:
-    """PostgreSQL cannot tell yet (None: always re-read); SQLite can."""
-    token = store.change_token()
+def settled_token(store: Store, since: object | None = None) -> object | None:
+    """The token once our last write has been told: at once on SQLite; on PostgreSQL when its
+    notification has arrived (it travels after the commit)."""
     if store.dialect == "postgresql":
-        assert token is None
-        with store.write() as db:
-            register_session(db, "s1")
-        assert store.change_token() is None
-    else:
-        assert token is not None and store.change_token() == token
+        return store.wait_for_change(since, timeout=10)
+    return store.change_token()
+
+
+def test_token_is_stable_without_writes_on_both_backends(store: Store) -> None:
+    token = store.change_token()
+    assert token is not None
+    with store.read() as db:
+        db.execute(select(AgentSession.id)).all()  # type: ignore[call-overload]
+    assert store.wait_for_change(token, timeout=0.6) == token
+    assert store.change_token() == token
+
+
+def test_our_write_moves_the_token_on_both_backends(store: Store) -> None:
+    before = store.change_token()
+    with store.write() as db:
+        register_session(db, "s1")
+    after = settled_token(store, before)
+    assert after is not None and after != before
+    assert store.wait_for_change(after, timeout=0.6) == after
+
+
+def test_a_rolled_back_write_tells_nothing_on_both_backends(store: Store) -> None:
+    before = store.change_token()
+    with pytest.raises(RuntimeError), store.write() as db:
+        register_session(db, "s1")
+        raise RuntimeError("changed my mind")
+    assert store.wait_for_change(before, timeout=0.6) == before
+
+
+def test_waiting_wakes_on_a_commit_from_another_process(store: Store) -> None:
+    """The waiter is woken by the change itself (PostgreSQL: its notification; SQLite: the data
+    version), well before the timeout."""
+    before = store.change_token()
+    url = str(store.engine.url.render_as_string(hide_password=False))
+    script = (
+        "import sys, time\n"
+        "from sqlalchemy import create_engine, text\n"
+        "time.sleep(0.3)\n"
+        "engine = create_engine(sys.argv[1])\n"
+        "with engine.begin() as conn:\n"
+        '    conn.execute(text("INSERT INTO agent_sessions (id, agent_id, run_id, adapter,'
+        " working_directory) VALUES ('other', 'a', 'r', 'codex', '/w')\"))\n"
+    )
+    writer = subprocess.Popen([sys.executable, "-c", script, url])
+    try:
+        started = time.monotonic()
+        after = store.wait_for_change(before, timeout=30)
+        waited = time.monotonic() - started
+    finally:
+        writer.wait(timeout=60)
+    assert after != before
+    assert waited < 29  # woken by the change, not by the timeout
+
+
+def test_a_sqlite_store_in_memory_waits_out_the_timeout() -> None:
+    memory = open_store("sqlite:///:memory:")
+    try:
+        started = time.monotonic()
+        assert memory.wait_for_change(None, timeout=0.3) is None
+        assert time.monotonic() - started >= 0.3
+    finally:
+        memory.dispose()
+
+
+def test_a_broken_listening_connection_is_replaced_and_the_token_starts_afresh(
+    pg_store: Store,
+) -> None:
+    store = pg_store
+    before = store.change_token()
+    assert before is not None
+    with store.write() as db:
+        db.execute(
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE query LIKE 'LISTEN%' AND datname = current_database()"
+            )
+        )
+    # The listener notices within its wait slice; until it reconnects the token is unknown.
+    deadline = time.monotonic() + 10
+    while store.change_token() == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    again = store.change_token()
+    assert again is not None and again != before
+    with store.write() as db:
+        register_session(db, "s1")
+    assert settled_token(store, again) != again
+
+
+def test_dispose_stops_listening(pg_store: Store) -> None:
+    store = pg_store
+    assert store.change_token() is not None
+    listening = [t for t in threading.enumerate() if t.name == "roundtable-listen"]
+    assert listening
+    store.dispose()
+    for thread in listening:
+        thread.join(timeout=5)
+    assert not any(thread.is_alive() for thread in listening)
+    assert store.change_token() is None
+
+
+def test_an_unreachable_server_cannot_tell(pg_server: Any) -> None:
+    unreachable = open_store(pg_server.url(), upgrade=False)
+    unreachable.engine.dispose()
+    unreachable.engine = create_engine("postgresql+psycopg://postgres@127.0.0.1:1/none")
+    try:
+        assert unreachable.change_token() is None
+        started = time.monotonic()
+        assert unreachable.wait_for_change(None, timeout=0.3) is None
+        assert time.monotonic() - started >= 0.3
+    finally:
+        unreachable.dispose()
 
 
 def test_status_counts_reread_only_when_the_token_moves(
@@ -141,15 +249,15 @@ def test_status_counts_reread_only_when_the_token_moves(
     counts = StatusCounts()
     with store.write() as db:
         register_session(db, "s1")
+    token = settled_token(store)
     for _ in range(3):
-        token = store.change_token()
+        assert store.change_token() == token
         with store.read() as db:
             assert counts.read(db=db, token=token) == {"active": 1}
-    unknown = store.dialect == "postgresql"
-    assert len(calls) == (3 if unknown else 1)
+    assert len(calls) == 1
     with store.write() as db:
         register_session(db, "s2")
-    token = store.change_token()
+    token = settled_token(store, token)
     with store.read() as db:
         assert counts.read(db=db, token=token) == {"active": 2}
-    assert len(calls) == (4 if unknown else 2)
+    assert len(calls) == 2

@@ -230,3 +230,58 @@ async def test_the_stale_filter_is_read_again_as_the_clock_moves(
         await wait_for(pilot, lambda: row_ids(app) == ["s1"])
         assert row_ids(app) == ["s1"]
         assert spy.lists >= 1 and spy.counts == 0
+
+
+REGISTER_FROM_OUTSIDE = (
+    "import sys\n"
+    "from store.database import open_store; from store import sessions\n"
+    "store = open_store(sys.argv[1])\n"
+    "with store.write() as db:\n"
+    "    sessions.register(db=db, session_id='from-outside', agent_id='a', run_id='r',"
+    " adapter='codex', working_directory='/w')\n"
+    "store.dispose()\n"
+)
+
+
+async def test_a_change_shows_at_once_without_the_timer(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The timer is an hour away: the other process's commit still shows, because the store
+    says it changed (PostgreSQL: a notification; SQLite: its data version); and one change
+    costs one read of the window, not a stream of them."""
+    add_session(store, "first")
+    url = store.engine.url.render_as_string(hide_password=False)
+    spy = Spy(monkeypatch)
+    app = console(url, refresh_seconds=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert row_ids(app) == ["first"]
+        spy.reset()
+        subprocess.run([sys.executable, "-c", REGISTER_FROM_OUTSIDE, url], check=True, cwd=ROOT)
+        await wait_for(pilot, lambda: "from-outside" in row_ids(app), seconds=10)
+        assert row_ids(app) == ["first", "from-outside"]
+        assert "2 sessions · active 2" in screen_text(app)
+        await pilot.pause(1.0)
+        await settle(pilot)
+        assert 1 <= spy.lists <= 2 and spy.counts <= 2
+
+
+async def test_an_idle_console_reads_nothing_on_postgresql(
+    pg_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL too, a timed refresh of an unchanged store reads no table: the listening
+    connection has heard of no change."""
+    add_session(pg_store, "s1")
+    url = pg_store.engine.url.render_as_string(hide_password=False)
+    spy = Spy(monkeypatch)
+    app = console(url, refresh_seconds=TICK)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.pause(0.5)  # our own first reads' notifications, if any, have arrived
+        await settle(pilot)
+        spy.reset()
+        tokens = count_tokens(app)
+        await wait_for(pilot, lambda: len(tokens) >= 5)
+        assert len(tokens) >= 5 and all(token is not None for token in tokens)
+        assert spy.lists == 0 and spy.counts == 0
+        assert row_ids(app) == ["s1"]

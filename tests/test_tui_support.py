@@ -4,6 +4,7 @@ built by the same factory the CLI uses, and ways to read what is on the screen."
 from __future__ import annotations
 
 import io
+from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from rich.console import Console
 from sqlalchemy import insert
 from textual.pilot import Pilot
 from textual.widgets import DataTable
+from textual.worker import WorkerCancelled, WorkerState
 
 from store.adapters import AdapterConfig
 from store.clock import Clock, fixed_clock, format_ts
@@ -96,10 +98,14 @@ def console(
 
 
 async def settle(pilot: Pilot[Any], rounds: int = 4) -> None:
-    """Let workers finish and their messages be handled (which may start more workers)."""
+    """Let workers finish and their messages be handled (which may start more workers). A read
+    replaced by a newer one (the store changed meanwhile) is cancelled: it is not waited for."""
     for _ in range(rounds):
         await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
+        for worker in list(pilot.app.workers):
+            if worker.state != WorkerState.CANCELLED:
+                with suppress(WorkerCancelled):
+                    await worker.wait()
     await pilot.pause()
 
 

@@ -17,6 +17,7 @@ from screens.commands import SessionCommands
 from screens.confirm_dialog import ConfirmActionDialog
 from screens.context import ConsoleContext
 from screens.help_screen import HelpScreen
+from screens.live import StoreChanged
 from screens.session_list import SessionListScreen
 from screens.terminate_dialog import TerminateDialog
 from store.adapters import AdapterConfig
@@ -24,6 +25,7 @@ from store.clock import Clock, system_clock
 from store.database import Store, describe_url, open_store
 from store.display import printable
 from store.errors import StoreError
+from tui.change_watch import ChangeWatcher
 from tui.config import Settings
 
 ASSETS = Path(assets.__file__).parent
@@ -78,6 +80,7 @@ class RoundtableApp(App[int]):
         self.demo = demo
         self.theme_name = theme_name
         self.list_screen = SessionListScreen(ctx)
+        self.change_watcher: ChangeWatcher | None = None
 
     def notify(
         self,
@@ -137,6 +140,16 @@ class RoundtableApp(App[int]):
                 markup=False,
             )
         self.list_screen.reload()
+        if self.change_watcher is None:
+            self.change_watcher = ChangeWatcher(
+                message.store, lambda: self.post_message(StoreChanged())
+            )
+            self.change_watcher.start()
+
+    def on_store_changed(self, _message: StoreChanged) -> None:
+        """A change anywhere in the store: the screen on show reads again now."""
+        if self.screen_stack:  # none while the console closes
+            self.screen.post_message(StoreChanged())
 
     def on_roundtable_app_store_failed(self, message: StoreFailed) -> None:
         self.list_screen.show_error(message.error)
@@ -154,6 +167,8 @@ class RoundtableApp(App[int]):
             self.push_screen(HelpScreen())
 
     def on_unmount(self) -> None:
+        if self.change_watcher is not None:
+            self.change_watcher.stop()
         store = self.ctx.store or self.opened_store
         if store is not None:
             store.dispose()
