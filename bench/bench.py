@@ -549,11 +549,90 @@ def bench_keys(store: tuple[str, str], downs: int, pagedowns: int) -> list[Figur
     return key_figures(store[0], ours, floor)
 
 
+# ------------------------------------------------- points 4 and 5: reads, counts, live changes
+
+READ_LIMIT_SECONDS = 0.05
+CHANGE_LIMIT_SECONDS = 0.5
+
+
+def bench_reads(url: str, label: str, repeats: int) -> list[Figure]:
+    """Each filter's first page, the last page (End) and the counts by status just after a
+    change, on the big store: each must stay under 50 ms (issue 4 point 4)."""
+    from datetime import timedelta
+
+    from sqlalchemy import text
+
+    from store.sessions import SessionFilter, count_by_status, list_sessions, list_sessions_before
+
+    store = open_store(url)
+    stale_before = system_clock() - timedelta(seconds=300)
+    cases = {
+        "first page": SessionFilter(),
+        "status filter": SessionFilter(statuses=("paused",)),
+        "agent filter": SessionFilter(agent_id="agent-42"),
+        "run filter": SessionFilter(run_id="run-500"),
+        "workspace filter": SessionFilter(workspace_id="ws-3"),
+        "stale filter": SessionFilter(stale_before=stale_before),
+        "ended hidden": SessionFilter(active_only=True),
+    }
+    figures: list[Figure] = []
+    try:
+        for name, filters in cases.items():
+
+            def page(filters: Any = filters) -> None:
+                with store.read() as db:
+                    assert list_sessions(db=db, filters=filters, limit=50).items
+
+            figures.append(read_figure(f"{name} ({label})", median_seconds(page, repeats)))
+
+        def last_page() -> None:
+            with store.read() as db:
+                assert list_sessions_before(db=db, limit=50).items
+
+        figures.append(read_figure(f"last page, End ({label})", median_seconds(last_page, repeats)))
+        times: list[float] = []
+        for number in range(repeats):
+            with store.write() as db:  # a change: the cached counts are stale now
+                db.execute(
+                    text("UPDATE agent_sessions SET status = :status WHERE id = 'sess-0000042'"),
+                    {"status": ("paused", "active")[number % 2]},
+                )
+            with store.read() as db:
+                times.append(timed(lambda db=db: count_by_status(db=db)))
+        figures.append(read_figure(f"counts after a change ({label})", statistics.median(times)))
+    finally:
+        store.dispose()
+    return figures
+
+
+def read_figure(name: str, seconds: float) -> Figure:
+    return Figure(name, seconds, limit=READ_LIMIT_SECONDS, absolute=True)
+
+
+def bench_change_latency(url: str, label: str, rounds: int) -> list[Figure]:
+    """Commit from another connection → the row on the console's screen, with the timed
+    refresh an hour away (bench/change_latency.py)."""
+    command = [sys.executable, str(ROOT / "bench" / "change_latency.py"), url, str(rounds)]
+    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    latencies = json.loads(result.stdout.strip().splitlines()[-1])
+    return [
+        Figure(
+            f"change on screen ({label})",
+            statistics.median(latencies),
+            limit=CHANGE_LIMIT_SECONDS,
+            absolute=True,
+        )
+    ]
+
+
 # ------------------------------------------------------------------------------- PostgreSQL
 
 
-def bench_postgres(directory: Path, beats: int, rounds: int, import_rows: int) -> list[Figure]:
-    """The heartbeat and the import on PostgreSQL, against psycopg doing the same work."""
+def bench_postgres(
+    directory: Path, beats: int, rounds: int, import_rows: int, big_sessions: int
+) -> list[Figure]:
+    """The heartbeat and the import on PostgreSQL, against psycopg doing the same work; reads,
+    counts and the change signal on a store of ``big_sessions``."""
     import psycopg
 
     from tests.pg_server import PostgresServer
@@ -571,9 +650,45 @@ def bench_postgres(directory: Path, beats: int, rounds: int, import_rows: int) -
         raw.close()
         store.dispose()
         figures += bench_import(directory, import_rows, 3, postgres_target(server))
+        big = build_postgres_store(server, big_sessions)
+        label = f"{big_sessions:,} PostgreSQL"
+        figures += bench_reads(big, label, rounds)
+        figures += bench_change_latency(big, label, 5)
     finally:
         server.stop()
     return figures
+
+
+def build_postgres_store(server: Any, sessions: int) -> str:
+    """A migrated PostgreSQL store holding ``sessions`` sessions shaped like the reference
+    store's (the same agents, runs, workspaces and statuses), written in one statement."""
+    from sqlalchemy import create_engine, text
+
+    admin = create_engine(server.url(), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text("CREATE DATABASE rt_bench_big"))
+    admin.dispose()
+    url = server.url("rt_bench_big")
+    store = open_store(url)
+    statuses = ", ".join(f"'{status}'" for status in STATUSES)
+    with store.write() as db:
+        db.execute(
+            text(
+                "INSERT INTO agent_sessions (id, agent_id, run_id, adapter, working_directory,"
+                " status, started_at, last_seen_at, workspace_id)"
+                " SELECT 'sess-' || lpad(n::text, 7, '0'), 'agent-' || n % 97,"
+                " 'run-' || n % 1009, 'codex', '/work',"
+                f" (ARRAY[{statuses}])[1 + n % {len(STATUSES)}],"
+                " to_char(timestamp '2026-09-01' + n * interval '2 seconds',"
+                ' \'YYYY-MM-DD"T"HH24:MI:SS"Z"\'),'
+                " NULL, 'ws-' || n % 5 FROM generate_series(0, :last) AS n"
+            ),
+            {"last": sessions - 1},
+        )
+    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("ANALYZE"))
+    store.dispose()
+    return url
 
 
 def postgres_target(server: Any) -> ImportTarget:
@@ -667,6 +782,7 @@ def main() -> int:
                 beats=100 if quick else 500,
                 rounds=repeats,
                 import_rows=10_000 if quick else 100_000,
+                big_sessions=big_size,
             )
         big = directory / "reference-big.db"
         started = time.perf_counter()
@@ -678,6 +794,7 @@ def main() -> int:
         )
         figures += bench_first_open(big, big_size)
         big_store = (f"{big_size:,} sessions", f"sqlite:///{big}")
+        figures += bench_reads(big_store[1], f"{big_size:,} ref.", repeats)
         if not args.skip_tui and not args.skip_first_paint:
             figures += bench_first_paint(
                 {"20 sessions" if quick else "1,000 sessions": url, big_store[0]: big_store[1]},
@@ -686,6 +803,7 @@ def main() -> int:
         if not args.skip_tui:
             figures += bench_memory(("10 sessions", tiny), big_store, 3 if quick else 5)
             figures += bench_keys(big_store, *((10, 2) if quick else (30, 4)))
+            figures += bench_change_latency(big_store[1], f"{big_size:,} ref.", 5)
     print_table(figures)
     return 0
 

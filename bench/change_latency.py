@@ -1,0 +1,102 @@
+"""One process: the console headless at 120×40 on a store; once its first rows are shown, another
+connection commits a new session (at the top of the list) ``ROUNDS`` times, and each time the
+seconds from that commit to the row on screen are taken. Prints them as a JSON list.
+
+The console's timed refresh is set an hour away, so what brings the row is the store's own
+change signal: on PostgreSQL a notification on the console's listening connection, on SQLite
+its data version (issue 4 point 5: "a change shows within 0.5 s without polling the table").
+
+Usage: ``change_latency.py URL [ROUNDS]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from textual.pilot import Pilot  # noqa: E402
+from textual.widgets import DataTable  # noqa: E402
+
+from store import sessions  # noqa: E402
+from store.database import open_store  # noqa: E402
+from tui.app import build_app  # noqa: E402
+from tui.config import Settings  # noqa: E402
+
+SIZE = (120, 40)
+ROUNDS = 5
+# Later than every session the bench's stores hold, so each new one lists first.
+FUTURE = "2099-01-01T00:00:{second:02d}Z"
+
+
+def shown_ids(pilot: Pilot[Any]) -> set[str]:
+    try:
+        table = pilot.app.screen.query_one(DataTable)
+    except Exception:  # noqa: BLE001 - the list is not mounted yet
+        return set()
+    return {str(key.value) for key in table.rows}
+
+
+def commit_session(url: str, session_id: str, second: int) -> float:
+    """Register a session from a connection of its own; the time of its commit."""
+    store = open_store(url)
+    try:
+        with store.write() as db:
+            sessions.register(
+                db=db,
+                session_id=session_id,
+                agent_id="bench-latency",
+                run_id="run-latency",
+                adapter="codex",
+                working_directory="/tmp",
+            )
+            db.exec_driver_sql(
+                "UPDATE agent_sessions SET started_at = ? WHERE id = ?"
+                if db.dialect.name == "sqlite"
+                else "UPDATE agent_sessions SET started_at = %s WHERE id = %s",
+                (FUTURE.format(second=second), session_id),
+            )
+        return time.perf_counter()
+    finally:
+        store.dispose()
+
+
+def main(argv: list[str]) -> None:
+    url = argv[0]
+    rounds = int(argv[1]) if len(argv) > 1 else ROUNDS
+    latencies: list[float] = []
+    app = build_app(url=url, settings=Settings(refresh_seconds=3600), operator="bench", adapters={})
+
+    def commit_into(committed: list[float], session_id: str, second: int) -> None:
+        committed.append(commit_session(url, session_id, second))
+
+    async def measure(pilot: Pilot[Any]) -> None:
+        while not shown_ids(pilot):
+            await asyncio.sleep(0.005)
+        await pilot.pause(0.5)
+        for number in range(rounds):
+            session_id = f"latency-{time.time_ns()}-{number}"
+            committed: list[float] = []
+            writer = threading.Thread(target=commit_into, args=(committed, session_id, number))
+            writer.start()
+            while session_id not in shown_ids(pilot):
+                await asyncio.sleep(0.002)
+            seen = time.perf_counter()
+            writer.join()
+            latencies.append(seen - committed[0])
+            await pilot.pause(0.3)
+        pilot.app.exit()
+
+    app.run(headless=True, size=SIZE, auto_pilot=measure)
+    print(json.dumps(latencies))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
