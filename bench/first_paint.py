@@ -97,14 +97,25 @@ def data_table(app: App[Any]) -> DataTable[Any] | None:
 
 
 async def wait_for_rows(pilot: Pilot[Any]) -> None:
-    """Until data rows are in the table and the screen has been refreshed with them: the moment
-    the bare app exits at (``call_after_refresh``). Not until the app is idle: the console keeps
-    opening its store after its first rows are painted."""
-    while not ((table := data_table(pilot.app)) and table.row_count):
-        await asyncio.sleep(0.002)
+    """Until the first frame that shows data rows has been written (``App._display``, which in
+    a terminal writes the update): the frame after which the bare app exits. Not until the app
+    is idle: the console keeps opening its store after its first rows are painted."""
+    app = pilot.app
     painted = asyncio.Event()
-    pilot.app.call_after_refresh(painted.set)
-    await painted.wait()
+    display = app._display
+
+    def recording(*args: Any, **kwargs: Any) -> None:
+        display(*args, **kwargs)
+        if (table := data_table(app)) and table.row_count:
+            painted.set()
+
+    app._display = recording  # type: ignore[method-assign]
+    try:
+        if (table := data_table(app)) and table.row_count:
+            app.call_after_refresh(painted.set)  # the rows came before the pilot did
+        await painted.wait()
+    finally:
+        app._display = display  # type: ignore[method-assign]
 
 
 async def wait_until_ready(pilot: Pilot[Any]) -> None:
