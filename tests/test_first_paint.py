@@ -284,3 +284,30 @@ async def test_a_store_that_fails_to_open_drops_what_was_waiting(
         failed.set()
     assert started.is_set()
     assert len(history(db, "s1")) == 1  # registered only: no heartbeat was recorded
+
+
+async def test_quitting_before_the_store_is_open_leaves_nothing_behind(
+    tmp_path: Path, db: Store, gate: threading.Event, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_session(db, "s1")
+    failures: list[Any] = []
+    monkeypatch.setattr(threading, "excepthook", failures.append)
+    disposed: list[Store] = []
+    real_dispose = Store.dispose
+
+    def dispose(store: Store) -> None:
+        disposed.append(store)
+        real_dispose(store)
+
+    monkeypatch.setattr(Store, "dispose", dispose)
+    before = set(threading.enumerate())
+    app = console(sqlite_url(tmp_path), staged=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: quick_rows_shown(app))
+        (opener,) = [t for t in set(threading.enumerate()) - before if t.name == "open-store"]
+        assert opener.daemon  # quitting never waits for it
+    gate.set()  # the store opens after the console has closed
+    opener.join(20)
+    assert not opener.is_alive()
+    assert failures == []
+    assert app.opened_store is not None and app.opened_store in disposed

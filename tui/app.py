@@ -144,8 +144,9 @@ class RoundtableApp(App[int]):
         try:
             store = self.opened_store or open_store(self.url)
         except StoreError as error:
-            self.post_message(self.StoreFailed(error))
+            self._deliver(self.StoreFailed(error))
             return
+        self.opened_store = store  # closed on unmount, should the app close before it is ready
         seeded, problem = 0, None
         if self.demo:
             try:
@@ -154,7 +155,15 @@ class RoundtableApp(App[int]):
                 problem = f"{error.message} [{error.code}]"
             except Exception as error:  # noqa: BLE001 - demo data is optional; the console opens
                 problem = f"{type(error).__name__}: {error}"
-        self.post_message(self.StoreReady(store, seeded, problem))
+        if not self._deliver(self.StoreReady(store, seeded, problem)):
+            store.dispose()
+
+    def _deliver(self, message: Message) -> bool:
+        """Post from a thread; False when the app has closed meanwhile (nobody is waiting)."""
+        try:
+            return self.post_message(message)
+        except RuntimeError:  # the event loop closed while the store was opening
+            return False
 
     def on_roundtable_app_store_ready(self, message: StoreReady) -> None:
         self.ctx.store = self.opened_store = message.store
