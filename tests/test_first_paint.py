@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -43,24 +44,19 @@ from tests.test_tui_support import (
 PROJECT = Path(__file__).resolve().parents[1]
 HEAVY = ("sqlalchemy", "sqlmodel", "alembic")
 
-# Runs in a fresh interpreter: the console as `roundtable tui` starts it (the CLI module and the
-# configuration imported first), headless; reports what was loaded when the first rows were
-# painted, and again once the store is open and the list has been read from it.
+# Runs in a fresh interpreter: `roundtable tui --db URL` through the real CLI, headless (the
+# only change: run_console is given headless, size and an auto-pilot). Reports what was loaded
+# when the first frame showing rows was written, and again once the store is open and the
+# list has been read from it.
 FIRST_PAINT_SCRIPT = r"""
 import asyncio, json, sys, time
 
 HEAVY = ("sqlalchemy", "sqlmodel", "alembic")
+report = {}
 
 
 def heavy():
     return sorted({name.split(".")[0] for name in sys.modules} & set(HEAVY))
-
-
-import tui.cli  # noqa: E402,F401 - `roundtable tui` loads the CLI and the configuration first
-from tui.app import run_console  # noqa: E402
-from tui.config import Settings  # noqa: E402
-
-report = {}
 
 
 def seen(app):
@@ -75,20 +71,30 @@ def seen(app):
     }
 
 
+def has_rows(app):
+    tables = app.screen.query("#sessions")
+    return bool(tables) and tables.first().row_count > 0
+
+
+import tui.app  # noqa: E402
+
+display = tui.app.RoundtableApp._display
+
+
+def recording(app, *args, **kwargs):
+    display(app, *args, **kwargs)
+    if "first_paint" not in report and has_rows(app):
+        report["first_paint"] = seen(app)
+
+
+tui.app.RoundtableApp._display = recording
+
+
 async def pilot(pilot):
     app = pilot.app
     deadline = time.monotonic() + 30
-    while not (app.screen.id == "session-list" and app.screen.query("#sessions")
-               and app.screen.query_one("#sessions").row_count):
-        await asyncio.sleep(0.002)
-    painted = asyncio.Event()
-
-    def after_paint():
-        report["first_paint"] = seen(app)
-        painted.set()
-
-    app.call_after_refresh(after_paint)
-    await painted.wait()
+    while "first_paint" not in report:
+        await asyncio.sleep(0.005)
     while "AgentSession" not in seen(app)["kinds"] and time.monotonic() < deadline:
         await app.workers.wait_for_complete()
         await pilot.pause(0.02)
@@ -96,9 +102,17 @@ async def pilot(pilot):
     app.exit()
 
 
+real_run_console = tui.app.run_console
+tui.app.run_console = lambda **options: real_run_console(
+    **options, headless=True, size=(120, 40), auto_pilot=pilot
+)
 report["imported_at_start"] = heavy()
-run_console(url=sys.argv[1], settings=Settings(), operator="o", adapters={}, demo=False,
-            headless=True, size=(120, 40), auto_pilot=pilot)
+from tui.cli import main  # noqa: E402
+
+try:
+    main(["tui", "--db", sys.argv[1], "--operator", "olivia"])
+except SystemExit as stop:
+    report["exit"] = stop.code
 print(json.dumps(report))
 """
 
@@ -107,17 +121,20 @@ def test_first_rows_are_painted_before_the_database_layer_loads(tmp_path: Path, 
     for number in range(60):  # more than a page: the first window is a page of 50
         add_session(db, f"s{number:02d}", agent_id=f"agent-{number % 3}")
     add_claim(db, "c1", agent_id="agent-1", resource_id="src/a.py", expires_in=timedelta(days=9))
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ROUNDTABLE_")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_DATA_HOME=str(tmp_path / "data"))
     result = subprocess.run(
         [sys.executable, "-c", FIRST_PAINT_SCRIPT, sqlite_url(tmp_path)],
         capture_output=True,
         text=True,
         cwd=PROJECT,
+        env=env,
         timeout=120,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     first, ready = report["first_paint"], report["ready"]
-    assert report["imported_at_start"] == []
+    assert report["imported_at_start"] == [] and report["exit"] == 0
     # Painted from the quick read: nothing heavy loaded, the store not open, counts to come.
     assert first["heavy"] == [] and first["store_open"] is False
     assert first["kinds"] == ["SessionRecord"]
