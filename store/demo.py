@@ -31,6 +31,7 @@ from store.models import (
     Task,
     Workspace,
 )
+from store.sessions import lock_status_counts
 
 SEED = 20260917
 DEMO_ROOT = "/tmp/roundtable-demo"
@@ -168,6 +169,7 @@ def seed_demo(*, db: Connection, clock: Clock = system_clock, sessions: int = 24
     (the kinds of ``store.transfer.KINDS``)."""
     if sessions < 0:
         raise ValueError("sessions must not be negative")
+    lock_status_counts(db=db)
     writer = _Writer(db)
     builder = _Builder(clock(), random.Random(SEED))
     session_ids = [_session_id(index) for index in range(1, sessions + 1)]

@@ -6,7 +6,7 @@ in ``*_json`` columns. Our additions are ``agent_sessions.version`` and ``idempo
 
 from __future__ import annotations
 
-from sqlalchemy import Integer, Text
+from sqlalchemy import BigInteger, Integer, Text
 from sqlmodel import Field, SQLModel
 
 from store.records import SessionFields
@@ -172,3 +172,11 @@ class IdempotencyKey(SQLModel, table=True):
     session_id: str = _text(nullable=False)
     outcome: str = _text(nullable=False)
     created_at: str = _text(nullable=False)
+
+
+class SessionStatusCount(SQLModel, table=True):
+    """Sessions per status, kept by triggers on agent_sessions (migration 0004)."""
+
+    __tablename__ = "session_status_counts"
+    status: str = _text(primary_key=True, nullable=False)
+    sessions: int = Field(default=0, sa_type=BigInteger, nullable=False)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, case, func, literal, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, case, func, literal, or_, select, text, update
 from sqlalchemy.orm import configure_mappers
 from sqlalchemy.orm.instrumentation import manager_of_class
 from sqlalchemy.sql.elements import ColumnElement
@@ -30,12 +30,13 @@ from store.listing import (
     cursor_kind,
     session_cursor,
 )
-from store.models import AgentSession
+from store.models import AgentSession, SessionStatusCount
 from store.paging import Page, decode_cursor
 from store.rules import ACTIVE_STATES
 from store.sqlfuncs import effective_workspace, ts_key
 
 SESSIONS = AgentSession.__table__  # type: ignore[attr-defined]
+_COUNTS = SessionStatusCount.__table__  # type: ignore[attr-defined]
 _C = SESSIONS.c
 
 
@@ -417,6 +418,20 @@ def find_by_agent(*, db: Connection, agent_id: str) -> AgentSession:
     return _record(row)
 
 
+def lock_status_counts(*, db: Connection) -> None:
+    """Before a transaction that writes sessions of several statuses (an import, the demo): on
+    PostgreSQL, hold every other status change until it commits. Its triggers take the counts
+    of those statuses one by one, in whatever order the rows come, so a single-session change
+    that took one of them first could otherwise leave each waiting for the other. On SQLite the
+    write transaction already has the database to itself."""
+    if db.dialect.name == "postgresql":
+        db.execute(text("LOCK TABLE session_status_counts IN SHARE ROW EXCLUSIVE MODE"))
+
+
 def count_by_status(*, db: Connection) -> dict[str, int]:
-    rows = db.execute(select(_C.status, func.count()).group_by(_C.status)).all()
+    """Sessions per status, from the table the triggers of migration 0004 keep: a few rows,
+    however many sessions there are."""
+    rows = db.execute(
+        select(_COUNTS.c.status, _COUNTS.c.sessions).where(_COUNTS.c.sessions > 0)
+    ).all()
     return {str(status): int(count) for status, count in rows}

@@ -34,6 +34,7 @@ from store.models import (
     Task,
     Workspace,
 )
+from store.sessions import lock_status_counts
 
 # kind → table name, in export order. idempotency_keys are not exported.
 KINDS: dict[str, str] = {
@@ -184,6 +185,7 @@ def import_records(
 
     Raises ``InvalidImport`` naming the first bad line; the caller's transaction must then roll
     back (``Store.write()`` does), so nothing is written."""
+    lock_status_counts(db=db)
     importer = _Importer(db, format_ts(clock()))
     parse, add = importer.parse, importer.add  # this loop runs once per line
     for number, line in enumerate(lines, start=1):

@@ -180,6 +180,15 @@ class SessionRules(RuleBasedStateMachine):
         assert self._stored() == self.model
 
     @invariant()
+    def status_counts_match_the_model(self) -> None:
+        with self.store.read() as db:
+            counted = sessions.count_by_status(db=db)
+        expected: dict[str, int] = {}
+        for session in self.model.values():
+            expected[session.status] = expected.get(session.status, 0) + 1
+        assert counted == expected
+
+    @invariant()
     def list_is_ordered_by_start_then_id(self) -> None:
         with self.store.read() as db:
             listed = [s.id for s in sessions.list_sessions(db=db, limit=2).items]
