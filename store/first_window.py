@@ -100,9 +100,7 @@ def read_first_window(
 
 def _connect(path: Path) -> sqlite3.Connection:
     uri = f"file:{quote(str(path.absolute()))}?mode=ro"
-    return sqlite3.connect(
-        uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
-    )
+    return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
 
 
 def _revision(conn: sqlite3.Connection) -> str | None:
