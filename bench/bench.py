@@ -489,7 +489,8 @@ RSS_LIMIT_MIB = 25
 
 
 def rss_of(*app: str) -> float:
-    """The RSS, in MiB, of one first_paint.py process once its first rows are on screen."""
+    """The RSS, in MiB, of one first_paint.py process once its first rows are on screen and
+    (for the console) its store is open."""
     done = subprocess.run(
         first_paint_command("rss", *app), check=True, capture_output=True, text=True
     )
@@ -497,7 +498,7 @@ def rss_of(*app: str) -> float:
 
 
 def bench_memory(small: tuple[str, str], big: tuple[str, str], repeats: int) -> list[Figure]:
-    """The console's RSS after its first rows on the big store against that on the small one
+    """The console's RSS once its store is open on the big store against that on the small one
     (the limit is on the difference), and the bare app's as a reference line; medians of
     ``repeats`` processes each, taken in turns."""
     bare, mine_small, mine_big = [], [], []
@@ -508,14 +509,14 @@ def bench_memory(small: tuple[str, str], big: tuple[str, str], repeats: int) -> 
     small_rss = statistics.median(mine_small)
     return [
         Figure(
-            f"tui RSS at first rows ({small[0]})",
+            f"tui RSS, store open ({small[0]})",
             small_rss,
             "bare Textual app, 60 rows",
             statistics.median(bare),
             unit="MiB",
         ),
         Figure(
-            f"tui RSS at first rows ({big[0]})",
+            f"tui RSS, store open ({big[0]})",
             statistics.median(mine_big),
             f"the console, {small[0]}",
             small_rss,
