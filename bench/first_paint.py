@@ -4,11 +4,14 @@
 moves the cursor) and a Footer. `console URL` is the real console on that store. Modes (the first
 argument):
 
-- `paint APP`: exit as soon as the first data row is on screen; the parent (bench.py) times the
-  whole process, imports included. (`bare` and `console URL` alone mean the same, as before.)
-- `rss APP`: once the first rows are on screen, print the process's resident set size in KiB
-  (VmRSS from /proc/self/status; ru_maxrss, the peak, where /proc is missing) on stdout.
-- `keys [DOWNS PAGEDOWNS] APP`: after the first rows, press "down" DOWNS times (default 30),
+- `paint APP`: exit as soon as the first data row is on screen (after the refresh that paints
+  it); the parent (bench.py) times the whole process, imports and exit included. (`bare` and
+  `console URL` alone mean the same, as before.) The console starts through `run_console`, the
+  function `roundtable tui` calls, so a current SQLite store paints from the quick first read.
+- `rss APP`: once the first rows are on screen and the console's store is open, print the
+  process's resident set size in KiB (VmRSS from /proc/self/status; ru_maxrss, the peak, where
+  /proc is missing) on stdout.
+- `keys [DOWNS PAGEDOWNS] APP`: once the store is open, press "down" DOWNS times (default 30),
   then "pagedown" PAGEDOWNS times (default 4) through Textual's Pilot, and print one JSON
   object on stdout: per key, the milliseconds each press took to settle and to its last frame.
 
@@ -94,9 +97,34 @@ def data_table(app: App[Any]) -> DataTable[Any] | None:
 
 
 async def wait_for_rows(pilot: Pilot[Any]) -> None:
-    while not ((table := data_table(pilot.app)) and table.row_count):
-        await asyncio.sleep(0.002)
-    await pilot.pause()
+    """Until the first frame that shows data rows has been written (``App._display``, which in
+    a terminal writes the update): the frame after which the bare app exits. Not until the app
+    is idle: the console keeps opening its store after its first rows are painted."""
+    app = pilot.app
+    painted = asyncio.Event()
+    display = app._display
+
+    def recording(*args: Any, **kwargs: Any) -> None:
+        display(*args, **kwargs)
+        if (table := data_table(app)) and table.row_count:
+            painted.set()
+
+    app._display = recording  # type: ignore[method-assign]
+    try:
+        if (table := data_table(app)) and table.row_count:
+            app.call_after_refresh(painted.set)  # the rows came before the pilot did
+        await painted.wait()
+    finally:
+        app._display = display  # type: ignore[method-assign]
+
+
+async def wait_until_ready(pilot: Pilot[Any]) -> None:
+    """Until the console's store is open (its first rows come before it) and the app has
+    settled: what memory and key presses are measured on."""
+    context = getattr(pilot.app, "ctx", None)
+    while context is not None and context.store is None:
+        await asyncio.sleep(0.005)
+    await settle(pilot)
 
 
 async def settle(pilot: Pilot[Any]) -> None:
@@ -157,24 +185,37 @@ def run_app(which: list[str], script: Script | None, bare_rows: int = 60) -> Non
     """Run the bare app (``["bare"]``) or the console (``["console", URL]``). Without a
     ``script``, exit when the first rows are on screen; with one, run it as the pilot once they
     are, then exit."""
-    app: App[Any]
     if which[0] == "bare":
         app = BareApp(exit_when_painted=script is None, rows=bare_rows)
-    else:
-        from tui.app import build_app
-        from tui.config import Settings
+        app.run(
+            headless=True, size=SIZE, auto_pilot=None if script is None else first_rows_then(script)
+        )
+        return
+    # The console exactly as `roundtable tui` starts it (the quick first read included).
+    from tui.app import run_console
+    from tui.config import Settings
 
-        app = build_app(url=which[1], settings=Settings(), operator="bench", adapters={})
-        if script is None:
-            script = no_script
+    run_console(
+        url=which[1],
+        settings=Settings(),
+        operator="bench",
+        adapters={},
+        demo=False,
+        headless=True,
+        size=SIZE,
+        auto_pilot=first_rows_then(script or no_script),
+    )
 
-    async def first_rows_then(pilot: Pilot[Any]) -> None:
+
+def first_rows_then(script: Script) -> Script:
+    """An auto-pilot: once the first data rows are on screen, run ``script``, then exit."""
+
+    async def pilot_script(pilot: Pilot[Any]) -> None:
         await wait_for_rows(pilot)
-        assert script is not None
         await script(pilot)
         pilot.app.exit()
 
-    app.run(headless=True, size=SIZE, auto_pilot=None if script is None else first_rows_then)
+    return pilot_script
 
 
 async def no_script(_pilot: Pilot[Any]) -> None:
@@ -191,10 +232,12 @@ def main(argv: list[str]) -> None:
         return
     measured: list[Any] = []
 
-    async def measure_rss(_pilot: Pilot[Any]) -> None:
+    async def measure_rss(pilot: Pilot[Any]) -> None:
+        await wait_until_ready(pilot)
         measured.append(rss_kib())
 
     async def measure_keys(pilot: Pilot[Any]) -> None:
+        await wait_until_ready(pilot)
         measured.append(await press_timings(pilot, key_sequence(downs, pagedowns)))
 
     if mode == "rss":

@@ -20,8 +20,7 @@ from screens.context import ConsoleContext
 from screens.data import BriefingView, read_briefing, write_briefing
 from screens.footer import ConsoleFooter
 from screens.text import MASK, markdown_literal
-from store.briefing import markdown_line
-from store.display import one_line, printable
+from store.display import markdown_line, one_line, printable
 from store.errors import StoreError
 
 MASKED_ID = "••••••"

@@ -18,11 +18,14 @@ from screens.data import perform_action
 from screens.outcomes import STALE_VIEW_CODES, ActionResult, describe_error
 from store.errors import StoreError
 from store.lifecycle import ActionOutcome
-from store.models import AgentSession
+from store.records import SessionFields
 
 
 class ConfirmActionDialog(ModalScreen[ActionResult | None]):
     """Asks before an action; ``y`` performs it (retries reuse the dialog's key), ``n`` cancels."""
+
+    # The app's q does not quit under a dialog waiting for its answer.
+    AWAITS_ANSWER = True
 
     BINDINGS = [
         Binding("y", "confirm", "Yes"),
@@ -46,7 +49,7 @@ class ConfirmActionDialog(ModalScreen[ActionResult | None]):
         *,
         ctx: ConsoleContext,
         action: str,
-        session: AgentSession,
+        session: SessionFields,
         title: str,
         body: Text,
     ) -> None:

@@ -6,14 +6,21 @@ The app builds one ``ConsoleContext`` and hands it to each screen, so screens ne
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from store.adapters import AdapterConfig
 from store.clock import Clock, system_clock
-from store.database import Store
+
+if TYPE_CHECKING:
+    from store.database import Store
+    from store.first_window import FirstWindow
+
+# Reads the list's first page (size, now) before the store is open, without its database layer.
+FirstRead = Callable[[int, datetime], "FirstWindow | None"]
 
 DEFAULT_PAGE_SIZE = 50
 DEFAULT_WINDOW_PAGES = 4
@@ -30,6 +37,9 @@ class ConsoleContext:
     stale_after_seconds: float = 300.0
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
     store: Store | None = None
+    # Set when the console starts before its store is open (a current SQLite store): the list's
+    # first rows come from here while the store opens in the background.
+    first_read: FirstRead | None = None
     page_size: int = DEFAULT_PAGE_SIZE
     window_pages: int = DEFAULT_WINDOW_PAGES
     # Where the briefing screen's ``w`` writes (None: the current directory).

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,45 +15,20 @@ from typing import Any
 from sqlalchemy import Connection
 
 from screens.context import ConsoleContext
+from screens.window import ListWindow, WindowSpec
 from store import lifecycle
-from store.briefing import Briefing, ResumePlan, build_briefing, resume_plan
-from store.claims import ClaimCount, claim_counts
+from store.briefing import Briefing, build_briefing
+from store.claims import claim_counts
 from store.database import Store
 from store.errors import DatabaseUnavailable
+from store.listing import SessionFilter, SessionOrder
 from store.models import AgentSession
 from store.projections import logs_cursor, session_logs
-from store.sessions import (
-    SessionFilter,
-    SessionOrder,
-    get_session,
-    list_sessions,
-    list_sessions_before,
-)
+from store.records import ClaimCount, SessionFields
+from store.resume import ResumePlan, resume_plan
 from store.sessions import count_by_status as store_count_by_status
+from store.sessions import get_session, list_sessions, list_sessions_before
 from store.validation import MAX_LIMIT
-
-
-@dataclass(frozen=True)
-class WindowSpec:
-    """Which run of the list to read: ``pages`` pages after ``cursor`` (from the start when
-    None), or, when ``backwards``, the ``pages`` pages that end just before it (the very end
-    when None)."""
-
-    cursor: str | None = None
-    pages: int = 1
-    backwards: bool = False
-
-
-@dataclass(frozen=True)
-class ListWindow:
-    """A run of consecutive rows of the session list, read in one snapshot."""
-
-    sessions: list[AgentSession]
-    has_before: bool
-    has_after: bool
-    claims: dict[str, ClaimCount] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)
-    now: datetime | None = None
 
 
 class StatusCounts:
@@ -93,7 +68,7 @@ def read_list_window(
     """Page by page in SQL from the spec's cursor, in either direction; the claim counts of the
     agents on those rows and the counts by status come from the same snapshot (or, through
     ``status_counts``, from the last snapshot with the same change ``token``)."""
-    sessions: list[AgentSession] = []
+    sessions: list[SessionFields] = []
     cursor = spec.cursor
     read = list_sessions_before if spec.backwards else list_sessions
     for _ in range(max(spec.pages, 1)):
@@ -140,7 +115,7 @@ def load_session(ctx: ConsoleContext, session_id: str) -> AgentSession:
 def perform_action(
     ctx: ConsoleContext,
     action: str,
-    session: AgentSession,
+    session: SessionFields,
     *,
     idempotency_key: str | None = None,
     impact_details: str | None = None,

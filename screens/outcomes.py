@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from store.clock import parse_ts
 from store.display import one_line
 from store.errors import StoreError
-from store.lifecycle import ALLOWED_FROM, ActionOutcome
-from store.models import AgentSession
+from store.records import SessionFields
+from store.rules import ALLOWED_FROM
 
-LIFECYCLE_ACTIONS: tuple[str, ...] = ("heartbeat", "pause", "stop", "resume", "terminate")
+if TYPE_CHECKING:
+    from store.lifecycle import ActionOutcome
 
 PAST_TENSE: dict[str, str] = {
     "heartbeat": "Heartbeat recorded for",
@@ -28,7 +29,7 @@ STALE_VIEW_CODES = frozenset(
 )
 
 
-def why_not(action: str, session: AgentSession | None) -> str:
+def why_not(action: str, session: SessionFields | None) -> str:
     if session is None:
         return f"No session is selected, so there is nothing to {action}."
     return (
@@ -42,7 +43,7 @@ class ActionResult:
     """How a lifecycle action ended: an outcome, a refusal, or neither (cancelled)."""
 
     action: str
-    session: AgentSession
+    session: SessionFields
     outcome: ActionOutcome | None = None
     error: StoreError | None = None
 
@@ -51,7 +52,7 @@ class ActionResult:
         return self.outcome is None and self.error is None
 
 
-def describe_outcome(outcome: ActionOutcome, before: AgentSession) -> str:
+def describe_outcome(outcome: ActionOutcome, before: SessionFields) -> str:
     session = outcome.session
     head = f"{PAST_TENSE.get(outcome.action, outcome.action)} {one_line(session.id, 40)}"
     if outcome.action != "heartbeat":
@@ -72,9 +73,9 @@ _COMPARED = ("status", "last_seen_at", "ended_at", "agent_id", "run_id", "adapte
 _SENSITIVE = ("external_session_id", "external_resume_command")
 
 
-def what_changed(seen: AgentSession, current: dict[str, Any] | AgentSession) -> list[str]:
+def what_changed(seen: SessionFields, current: dict[str, Any] | SessionFields) -> list[str]:
     """The fields that differ between the row the operator saw and the row as it is now."""
-    now = current.to_json() if isinstance(current, AgentSession) else current
+    now = current.to_json() if isinstance(current, SessionFields) else current
     changes = []
     for name in _COMPARED:
         before, after = getattr(seen, name), now.get(name)
@@ -88,7 +89,7 @@ def what_changed(seen: AgentSession, current: dict[str, Any] | AgentSession) -> 
     return changes
 
 
-def describe_conflict(seen: AgentSession, error: StoreError) -> str:
+def describe_conflict(seen: SessionFields, error: StoreError) -> str:
     current = error.details.get("current")
     lines = [describe_error(error)]
     if isinstance(current, dict):

@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import work
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 
-from screens.confirm_dialog import ConfirmActionDialog
 from screens.context import ConsoleContext
-from screens.data import perform_action
 from screens.outcomes import (
-    LIFECYCLE_ACTIONS,
     ActionResult,
     describe_conflict,
     describe_error,
     describe_outcome,
     why_not,
 )
-from screens.terminate_dialog import TerminateDialog
 from store.display import one_line
 from store.errors import StoreError
-from store.lifecycle import is_allowed
-from store.models import AgentSession
+from store.records import SessionFields
+from store.rules import LIFECYCLE_ACTIONS, is_allowed
+
+if TYPE_CHECKING:
+    from screens.confirm_dialog import ConfirmActionDialog
+    from screens.terminate_dialog import TerminateDialog
 
 ACTION_BINDINGS: list[BindingType] = [
     Binding("h", "heartbeat", "Heartbeat", tooltip="Record a heartbeat as the operator"),
@@ -57,9 +61,11 @@ class SessionActionScreen(Screen[None]):
     def __init__(self, ctx: ConsoleContext, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.ctx = ctx
+        # What the operator asked for before the store was open; done once it is.
+        self.waiting: Callable[[], None] | None = None
 
     # Implemented by each screen.
-    def selected_session(self) -> AgentSession | None:
+    def selected_session(self) -> SessionFields | None:
         raise NotImplementedError
 
     def reload(self) -> None:
@@ -68,7 +74,7 @@ class SessionActionScreen(Screen[None]):
     def action_reload(self) -> None:
         self.reload()
 
-    def session_updated(self, session: AgentSession) -> None:
+    def session_updated(self, session: SessionFields) -> None:
         """Show a row the store just returned, before the next reload arrives."""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -85,29 +91,64 @@ class SessionActionScreen(Screen[None]):
             return []
         return [name for name in LIFECYCLE_ACTIONS if is_allowed(name, session.status)]
 
-    def known_sessions(self) -> list[AgentSession]:
+    def known_sessions(self) -> list[SessionFields]:
         """Sessions this screen has on show (the palette offers to open them)."""
         session = self.selected_session()
         return [session] if session is not None else []
 
+    # -- before the store is open ------------------------------------------------------------
+
+    def store_is_open(self, then: Callable[[], None], what: str) -> bool:
+        """True when the store is open. Otherwise ``then`` waits until it is (a later request
+        replaces it), and the operator is told: the console may show its first rows before
+        the store has finished opening."""
+        if self.ctx.store is not None:
+            return True
+        self.waiting = then
+        self.notify(f"Opening the store… {what} as soon as it is open.", markup=False)
+        return False
+
+    def store_opened(self) -> None:
+        """The store is open: read again, and do what was asked for meanwhile."""
+        waiting, self.waiting = self.waiting, None
+        self.reload()
+        if waiting is not None:
+            waiting()
+
+    def store_failed(self) -> None:
+        """The store could not be opened: what was asked for meanwhile is not done."""
+        if self.waiting is not None:
+            self.waiting = None
+            self.notify(
+                "The store could not be opened, so what you asked for was not done.",
+                severity="warning",
+                markup=False,
+            )
+
+    # -- other screens ---------------------------------------------------------------------
+
     def open_detail(self, session_id: str) -> None:
+        if not self.store_is_open(lambda: self.open_detail(session_id), "the session opens"):
+            return
         from screens.session_detail import SessionDetailScreen
 
         self.app.push_screen(SessionDetailScreen(self.ctx, session_id))
 
     def action_log(self) -> None:
+        session = self.selected_session()
+        if session is None or not self.store_is_open(self.action_log, "its log opens"):
+            return
         from screens.session_log import SessionLogScreen
 
-        session = self.selected_session()
-        if session is not None:
-            self.app.push_screen(SessionLogScreen(self.ctx, session.id))
+        self.app.push_screen(SessionLogScreen(self.ctx, session.id))
 
     def action_briefing(self) -> None:
+        session = self.selected_session()
+        if session is None or not self.store_is_open(self.action_briefing, "its briefing opens"):
+            return
         from screens.briefing_screen import BriefingScreen
 
-        session = self.selected_session()
-        if session is not None:
-            self.app.push_screen(BriefingScreen(self.ctx, session.id))
+        self.app.push_screen(BriefingScreen(self.ctx, session.id))
 
     def do_lifecycle_action(self, action: str) -> None:
         """Run a lifecycle action by name (the command palette's entry point)."""
@@ -120,31 +161,50 @@ class SessionActionScreen(Screen[None]):
         self.notify(why_not(action, self.selected_session()), severity="warning", markup=False)
 
     def action_heartbeat(self) -> None:
-        self._start_direct("heartbeat")
+        self._act("heartbeat", partial(self._run_direct, "heartbeat"))
 
     def action_pause(self) -> None:
-        self._start_direct("pause")
+        self._act("pause", partial(self._run_direct, "pause"))
 
     def action_stop(self) -> None:
-        self._confirm(
+        self._act(
             "stop",
-            "Its status becomes stopped and its end time is set to now. ",
-            "No process is stopped: tell the agent yourself.",
+            partial(
+                self._confirm,
+                "stop",
+                "Its status becomes stopped and its end time is set to now. ",
+                "No process is stopped: tell the agent yourself.",
+            ),
         )
 
     def action_resume(self) -> None:
-        self._confirm(
+        self._act(
             "resume",
-            "Its status becomes resuming and its end time is cleared. ",
-            "The agent must exist and be enabled, and a saved branch must match. "
-            "Nothing is started: use the briefing (b) to resume the work.",
+            partial(
+                self._confirm,
+                "resume",
+                "Its status becomes resuming and its end time is cleared. ",
+                "The agent must exist and be enabled, and a saved branch must match. "
+                "Nothing is started: use the briefing (b) to resume the work.",
+            ),
         )
 
-    def _confirm(self, action: str, effect: str, caveat: str) -> None:
-        """Ask y/n before ``action``, naming the session and what the action will do."""
+    def action_terminate(self) -> None:
+        self._act("terminate", self._terminate)
+
+    def _act(self, action: str, act: Callable[[SessionFields], object]) -> None:
+        """``act`` on the selected session: now, or once the store is open."""
         session = self.selected_session()
         if session is None:
             return
+        then = partial(act, session)
+        if self.store_is_open(then, f"{action} {one_line(session.id, 40)} follows"):
+            then()
+
+    def _confirm(self, action: str, effect: str, caveat: str, session: SessionFields) -> None:
+        """Ask y/n before ``action``, naming the session and what the action will do."""
+        from screens.confirm_dialog import ConfirmActionDialog
+
         body = Text(f"{action.capitalize()} ")
         body.append(one_line(session.id, 60), style="bold")
         body.append(f" (now {one_line(session.status, 30)})? ")
@@ -157,10 +217,10 @@ class SessionActionScreen(Screen[None]):
             )
         )
 
-    def action_terminate(self) -> None:
-        session = self.selected_session()
-        if session is not None:
-            self._open_dialog(TerminateDialog(ctx=self.ctx, session=session))
+    def _terminate(self, session: SessionFields) -> None:
+        from screens.terminate_dialog import TerminateDialog
+
+        self._open_dialog(TerminateDialog(ctx=self.ctx, session=session))
 
     def _open_dialog(self, dialog: ConfirmActionDialog | TerminateDialog) -> None:
         session, action = dialog.session, dialog.action
@@ -170,13 +230,10 @@ class SessionActionScreen(Screen[None]):
 
         self.app.push_screen(dialog, finished)
 
-    def _start_direct(self, action: str) -> None:
-        session = self.selected_session()
-        if session is not None:
-            self._run_direct(action, session)
-
     @work(thread=True, group="session-action", exit_on_error=False)
-    def _run_direct(self, action: str, session: AgentSession) -> None:
+    def _run_direct(self, action: str, session: SessionFields) -> None:
+        from screens.data import perform_action
+
         try:
             outcome = perform_action(self.ctx, action, session)
         except StoreError as error:
@@ -207,7 +264,7 @@ class SessionActionScreen(Screen[None]):
             self._announce_refusal(result.action, result.session, result.error)
         self.reload()
 
-    def _announce_refusal(self, action: str, session: AgentSession, error: StoreError) -> None:
+    def _announce_refusal(self, action: str, session: SessionFields, error: StoreError) -> None:
         title = f"{action.capitalize()} refused"
         if error.code == "session_transition_conflict":
             message = describe_conflict(session, error)

@@ -22,12 +22,12 @@ from screens.footer import ConsoleFooter
 from screens.live import StoreChanged
 from screens.session_actions import SessionActionScreen
 from screens.text import exact, exact_and_relative, masked, plain, pretty_json, status_text
-from store.briefing import resume_blocker
 from store.display import one_line
 from store.errors import StoreError
 from store.models import AgentSession
 from store.projections import PAGED, PROJECTIONS
 from store.redaction import redact_json_text
+from store.resume import resume_blocker
 
 PROJECTION_PAGE = 50
 

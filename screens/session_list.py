@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from math import ceil
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from rich.text import Text
 from textual import on, work
@@ -18,26 +18,23 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Header, Input, Static
 
 from screens.context import ConsoleContext
-from screens.data import (
-    ListWindow,
-    StatusCounts,
-    WindowSpec,
-    read_claim_counts,
-    read_list_window,
-    require_store,
-)
 from screens.footer import ConsoleFooter
 from screens.live import StoreChanged
 from screens.session_actions import SessionActionScreen
 from screens.session_table import SessionTable
 from screens.text import plain, relative_ts, short_time, status_text
+from screens.window import ListWindow, WindowSpec
 from store.adapters import AdapterConfig
-from store.briefing import resume_blocker
-from store.claims import ClaimCount
 from store.display import one_line
 from store.errors import StoreError
-from store.models import ACTIVE_STATES, AgentSession
-from store.sessions import SORT_COLUMNS, SessionFilter, SessionOrder, session_cursor
+from store.listing import SORT_COLUMNS, SessionFilter, SessionOrder, session_cursor
+from store.records import ClaimCount, SessionFields
+from store.resume import resume_blocker
+from store.rules import ACTIVE_STATES
+
+if TYPE_CHECKING:
+    from screens.data import StatusCounts
+    from store.first_window import FirstWindow
 
 TERMINAL_STATUSES: tuple[str, ...] = ("stopped", "ended", "terminated")
 # Statuses are free strings: the header names this many and sums the rest.
@@ -197,19 +194,19 @@ def claims_cell(count: ClaimCount | None) -> Text:
     return text
 
 
-def resume_cell(session: AgentSession, adapters: Mapping[str, AdapterConfig]) -> Text:
+def resume_cell(session: SessionFields, adapters: Mapping[str, AdapterConfig]) -> Text:
     if resume_blocker(session=session, adapters=adapters) is None:
         return Text("yes", style="green")
     return Text("no", style="dim")
 
 
-def provider_model(session: AgentSession) -> str | None:
+def provider_model(session: SessionFields) -> str | None:
     parts = [part for part in (session.provider, session.model) if part]
     return "/".join(parts) or None
 
 
 def row_cells(
-    session: AgentSession,
+    session: SessionFields,
     claims: ClaimCount | None,
     now: datetime,
     stale_after: timedelta,
@@ -285,11 +282,22 @@ class SessionListScreen(SessionActionScreen):
             self.serial = serial
             self.claims = claims
 
+    class FirstLoaded(Message):
+        """The quick first read (before the store is open) is back; None when it had nothing."""
+
+        def __init__(self, serial: int, window: FirstWindow | None) -> None:
+            super().__init__()
+            self.serial = serial
+            self.window = window
+
+    class FirstRowsShown(Message):
+        """The quick first read's rows are on screen (or it had none): the app opens the store."""
+
     def __init__(self, ctx: ConsoleContext) -> None:
         super().__init__(ctx, id="session-list")
         self.state = ListState()
-        self.sessions: list[AgentSession] = []
-        self.by_id: dict[str, AgentSession] = {}
+        self.sessions: list[SessionFields] = []
+        self.by_id: dict[str, SessionFields] = {}
         self.cells: dict[str, list[Text]] = {}
         self.claims: dict[str, ClaimCount] = {}
         self.selected_id: str | None = None
@@ -314,7 +322,8 @@ class SessionListScreen(SessionActionScreen):
         self.loaded_once = False
         self.widths = column_widths(120)
         self.refresh_timer: Timer | None = None
-        self.status_counts = StatusCounts()
+        # Made by the first read from the store (screens.data loads with the store).
+        self.status_counts: StatusCounts | None = None
         # What the rows on hand were read with: the store's change token, the filters, the
         # window. A timed refresh that finds all three the same reads nothing from the store.
         self.loaded_key: LoadKey | None = None
@@ -342,7 +351,10 @@ class SessionListScreen(SessionActionScreen):
     def on_mount(self) -> None:
         self._build_columns()
         self.refresh_timer = self.set_interval(self.ctx.refresh_seconds, self.refresh_if_changed)
-        self.reload()
+        if self.ctx.store is None and self.ctx.first_read is not None:
+            self._load_first(self.serial)
+        else:
+            self.reload()
 
     def on_screen_suspend(self) -> None:
         if self.refresh_timer is not None:
@@ -371,7 +383,7 @@ class SessionListScreen(SessionActionScreen):
 
     # -- selection -----------------------------------------------------------------------
 
-    def selected_session(self) -> AgentSession | None:
+    def selected_session(self) -> SessionFields | None:
         return self.by_id.get(self.selected_id) if self.selected_id else None
 
     def _action_state(self) -> tuple[bool, tuple[str, ...]]:
@@ -381,7 +393,7 @@ class SessionListScreen(SessionActionScreen):
         self.footer_state = self._action_state()
         super().refresh_bindings()
 
-    def session_updated(self, session: AgentSession) -> None:
+    def session_updated(self, session: SessionFields) -> None:
         if session.id in self.by_id:
             self.by_id[session.id] = session
             self.sessions = [self.by_id[s.id] for s in self.sessions]
@@ -405,7 +417,7 @@ class SessionListScreen(SessionActionScreen):
         if event.row_key.value:
             self.open_detail(event.row_key.value)
 
-    def known_sessions(self) -> list[AgentSession]:
+    def known_sessions(self) -> list[SessionFields]:
         return list(self.sessions)
 
     @on(SessionTable.Jump)
@@ -545,7 +557,11 @@ class SessionListScreen(SessionActionScreen):
         since: LoadKey | None,
         recheck_claims: list[str],
     ) -> None:
+        from screens.data import StatusCounts, read_claim_counts, read_list_window, require_store
+
         now = self.ctx.now()
+        if self.status_counts is None:
+            self.status_counts = StatusCounts()
         try:
             store = require_store(self.ctx)
             # Taken before the snapshot: a commit in between only causes one more read later.
@@ -573,6 +589,34 @@ class SessionListScreen(SessionActionScreen):
             self.post_message(self.LoadFailed(serial, error))
             return
         self.post_message(self.Loaded(serial, window, key))
+
+    @work(thread=True, exclusive=True, group="session-list", exit_on_error=False)
+    def _load_first(self, serial: int) -> None:
+        """The first page from the quick read, while the store opens (ctx.first_read)."""
+        read = self.ctx.first_read
+        window: FirstWindow | None = None
+        try:
+            window = read(self.ctx.page_size, self.ctx.now()) if read is not None else None
+        except StoreError:
+            window = None  # the store, once open, reads and reports
+        self.post_message(self.FirstLoaded(serial, window))
+
+    def on_session_list_screen_first_loaded(self, message: FirstLoaded) -> None:
+        first = message.window
+        # Rows of the default list only: the operator may have changed the filters already.
+        unchanged = message.serial == self.serial and self.state == ListState()
+        if unchanged and first is not None and self.ctx.store is None:
+            self._show_window(
+                ListWindow(
+                    sessions=list(first.sessions),
+                    has_before=False,
+                    has_after=first.has_more,
+                    claims=first.claims,
+                    now=self.ctx.now(),
+                )
+            )
+        # Once painted: opening the store then loads SQLAlchemy, and no frame waits for it.
+        self.call_after_refresh(self.post_message, self.FirstRowsShown())
 
     def on_session_list_screen_unchanged(self, message: Unchanged) -> None:
         if message.serial != self.serial:
@@ -608,14 +652,17 @@ class SessionListScreen(SessionActionScreen):
         if message.serial != self.serial:
             return
         self.loading = False
-        self.loaded_once = True
         self.loaded_key = message.key
-        window = message.window
+        self._show_window(message.window)
+
+    def _show_window(self, window: ListWindow) -> None:
+        self.loaded_once = True
         self.query_one("#banner", Static).remove_class("shown")
         self._locate(window)
         self.has_before, self.has_after = window.has_before, window.has_after
         self.claims = window.claims
-        self.query_one("#counts", Static).update(counts_line(window.counts))
+        if window.counts is not None:
+            self.query_one("#counts", Static).update(counts_line(window.counts))
         self._show(window.sessions)
         if self.pending_jump is not None and self.sessions:
             self._place_cursor(len(self.sessions) - 1 if self.pending_jump else 0)
@@ -627,7 +674,7 @@ class SessionListScreen(SessionActionScreen):
     def _locate(self, window: ListWindow) -> None:
         """Where the new window starts in the whole list: at the top when nothing is above it,
         from the total when nothing is below it, else from the rows it shares with the last."""
-        self.total = self.state.total(window.counts)
+        self.total = self.state.total(window.counts) if window.counts is not None else None
         rows = window.sessions
         if not window.has_before:
             self.first_row = 1
@@ -647,7 +694,7 @@ class SessionListScreen(SessionActionScreen):
         if self.first_row is not None and self.first_row < 1:
             self.first_row = None
 
-    def _show(self, sessions: list[AgentSession]) -> None:
+    def _show(self, sessions: list[SessionFields]) -> None:
         same_rows = [s.id for s in sessions] == [s.id for s in self.sessions]
         self.sessions = sessions
         self.by_id = {s.id: s for s in sessions}
@@ -679,7 +726,7 @@ class SessionListScreen(SessionActionScreen):
         text.append("\n/ text · f status · a ended · S stale", style="dim")
         return text
 
-    def _fill_table(self, sessions: list[AgentSession]) -> None:
+    def _fill_table(self, sessions: list[SessionFields]) -> None:
         table = self.table
         keep = self.selected_id
         old_row = table.cursor_row
@@ -701,7 +748,7 @@ class SessionListScreen(SessionActionScreen):
             table.move_cursor(row=row, animate=False)
             self.selected_id = ids[row]
 
-    def _cells(self, session: AgentSession, now: datetime) -> list[Text]:
+    def _cells(self, session: SessionFields, now: datetime) -> list[Text]:
         return row_cells(
             session,
             self.claims.get(session.agent_id),
@@ -711,7 +758,7 @@ class SessionListScreen(SessionActionScreen):
             self.ctx.adapters,
         )
 
-    def _update_row(self, session: AgentSession) -> None:
+    def _update_row(self, session: SessionFields) -> None:
         cells = self._cells(session, self.ctx.now())
         old = self.cells.get(session.id)
         if old is None:

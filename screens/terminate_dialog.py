@@ -21,7 +21,7 @@ from store.claims import ActiveClaim
 from store.display import one_line
 from store.errors import StoreError
 from store.lifecycle import NOT_DONE_BY_TERMINATE, ActionOutcome, TerminationImpact
-from store.models import AgentSession
+from store.records import SessionFields
 
 WHAT_IT_DOES = (
     "Terminating sets the session's status to terminated and its end and last-seen times to now, "
@@ -66,6 +66,9 @@ def claims_text(impact: TerminationImpact) -> Text:
 class TerminateDialog(ModalScreen[ActionResult | None]):
     """``ctrl+s`` terminates with the typed impact; ``escape`` cancels."""
 
+    # The app's q does not quit under a dialog waiting for its answer.
+    AWAITS_ANSWER = True
+
     action = "terminate"
 
     BINDINGS = [
@@ -89,7 +92,7 @@ class TerminateDialog(ModalScreen[ActionResult | None]):
             self.error = error
             self.loading = loading
 
-    def __init__(self, *, ctx: ConsoleContext, session: AgentSession) -> None:
+    def __init__(self, *, ctx: ConsoleContext, session: SessionFields) -> None:
         super().__init__(classes="dialog-screen")
         self.ctx = ctx
         self.session = session

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from store.clock import parse_ts
 from store.display import one_line, printable
-from store.models import AgentSession
+from store.records import SessionFields
 
 MASK = "•••••• (v to reveal)"
 NONE_SHOWN = "—"
@@ -66,7 +66,7 @@ def masked(value: str | None, *, revealed: bool) -> Text:
     return Text(printable(value))
 
 
-def status_text(session: AgentSession, now: datetime, stale_after: timedelta) -> Text:
+def status_text(session: SessionFields, now: datetime, stale_after: timedelta) -> Text:
     """Status as words and colour; an active session not seen for too long is marked stale."""
     style = STATUS_STYLES.get(session.status, "magenta")
     text = Text()

@@ -1,4 +1,4 @@
-"""The resume briefing (the reference's Markdown layout) and the resume plan.
+"""The resume briefing (the reference's Markdown layout); the resume plan is ``store.resume``.
 
 ``build_briefing`` is meant to run inside one ``Store.read()`` transaction, so every section comes
 from the same snapshot (the reference read each section separately). The briefing never carries
@@ -7,20 +7,18 @@ task bodies, review findings, votes, patches, test logs or memory results.
 
 from __future__ import annotations
 
-import re
-import shlex
-import unicodedata
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, case, func, select
 
-from store.adapters import PLACEHOLDER, AdapterConfig, resolve
 from store.claims import ActiveClaim, active_claims
 from store.clock import Clock, system_clock
-from store.models import FINISHED_TASK_STATES, AgentSession, Decision, Proposal, Task
+from store.display import markdown_line
+from store.models import AgentSession, Decision, Proposal, Task
 from store.redaction import redact_text
+from store.rules import FINISHED_TASK_STATES
 from store.sessions import get_session
 from store.sqlfuncs import ts_key
 
@@ -91,16 +89,6 @@ class Briefing:
         return render_markdown(
             self.session, self.task, self.claims, self.proposals, self.decisions, quote=quote
         )
-
-
-def markdown_line(value: object) -> str:
-    """Data made safe for a single Markdown line: line breaks and control or format characters
-    (which could forge layout lines or reorder the text) become spaces."""
-    text = str(value)
-    cleaned = "".join(
-        " " if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") else char for char in text
-    )
-    return cleaned.strip()
 
 
 def _safe(value: str | None) -> str:
@@ -271,70 +259,3 @@ def build_briefing(*, db: Connection, session_id: str, clock: Clock = system_clo
         next_action=next_action(task, claims, proposals),
         markdown=render_markdown(session, task, claims, proposals, decisions),
     )
-
-
-DEFAULT_EXTERNAL_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-
-
-@dataclass(frozen=True)
-class ResumePlan:
-    resumable: bool
-    argv: list[str] = field(default_factory=list)
-    reason: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"resumable": self.resumable, "resume_argv": list(self.argv), "reason": self.reason}
-
-
-def _refuse(reason: str) -> ResumePlan:
-    return ResumePlan(resumable=False, argv=[], reason=reason)
-
-
-def resume_blocker(
-    *, session: AgentSession, adapters: Mapping[str, AdapterConfig] | None
-) -> str | None:
-    """Why the session cannot be resumed, in words, or None when a resume plan can be made: an
-    explicitly configured adapter with a resume_pattern that splits like a shell line, and an
-    external session id it accepts. Cheap (no store read), so a list can show it on every row.
-    Reasons never quote the external session id: it is sensitive."""
-    external_id = (session.external_session_id or "").strip()
-    if not external_id:
-        return "The session has no external session id, so there is nothing to resume."
-    adapter = resolve(adapters, session.adapter)
-    name = markdown_line(session.adapter)
-    if not adapter.explicit:
-        return (
-            f"Adapter {name!r} is not configured; built-in adapters are disposable and "
-            "cannot resume a session. Configure adapters.<name>.resume_pattern to enable it."
-        )
-    if not (adapter.resume_pattern or "").strip():
-        return f"Adapter {name!r} has no resume_pattern configured."
-    if not adapter.accepts_external_id(external_id):
-        return (
-            "The external session id does not match the allowed pattern "
-            f"({adapter.external_session_id_pattern or DEFAULT_EXTERNAL_ID.pattern}); "
-            "it is not passed to a command."
-        )
-    try:
-        shlex.split(adapter.resume_pattern or "")
-    except ValueError as error:
-        return f"The resume_pattern of adapter {name!r} cannot be split: {error}."
-    return None
-
-
-def resume_plan(
-    *,
-    session: AgentSession,
-    briefing_markdown: str,
-    adapters: Mapping[str, AdapterConfig] | None,
-) -> ResumePlan:
-    """The argv that resumes the agent's external session, briefing last; never a shell line."""
-    blocker = resume_blocker(session=session, adapters=adapters)
-    if blocker is not None:
-        return _refuse(blocker)
-    adapter = resolve(adapters, session.adapter)
-    external_id = (session.external_session_id or "").strip()
-    # Split the pattern first and substitute per argument, so an id can never add arguments.
-    words = shlex.split(adapter.resume_pattern or "")
-    argv = [word.replace(PLACEHOLDER, external_id) for word in words]
-    return ResumePlan(resumable=True, argv=[*argv, briefing_markdown], reason=None)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
 
 from sqlalchemy import Connection, case, func, literal, select
 
 from store.clock import format_ts, parse_ts
 from store.models import Claim
+from store.records import ClaimCount
 from store.sqlfuncs import ts_key
 
 CLAIMS = Claim.__table__  # type: ignore[attr-defined]
@@ -63,17 +63,6 @@ def active_claims(*, db: Connection, agent_id: str, now: datetime) -> list[Activ
             )
         )
     return found
-
-
-class ClaimCount(NamedTuple):
-    """How many ``active``-status claims an agent holds: still live, and expired but unreleased."""
-
-    live: int = 0
-    expired: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.live + self.expired
 
 
 def claim_counts(

@@ -38,3 +38,13 @@ def one_line(text: str | None, width: int | None = None) -> str:
     if width is not None and len(shown) > width:
         return shown[: max(width - 1, 0)] + "…"
     return shown
+
+
+def markdown_line(value: object) -> str:
+    """Data made safe for a single Markdown line: line breaks and control or format characters
+    (which could forge layout lines or reorder the text) become spaces."""
+    text = str(value)
+    cleaned = "".join(
+        " " if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") else char for char in text
+    )
+    return cleaned.strip()

@@ -32,7 +32,8 @@ from store.errors import (
 )
 from store.gitcheck import BranchReading, read_branch
 from store.history import append_run_event, append_session_event
-from store.models import ACTIVE_STATES, Agent, AgentSession, IdempotencyKey, Workspace
+from store.models import Agent, AgentSession, IdempotencyKey, Workspace
+from store.rules import ACTIVE_STATES, ALLOWED_FROM, is_allowed
 from store.sessions import SESSIONS, get_session
 
 _KEYS = IdempotencyKey.__table__  # type: ignore[attr-defined]
@@ -220,23 +221,6 @@ def _conflict(current: AgentSession) -> SessionTransitionConflict:
         f"(version {current.version}). Reload it and decide again.",
         details={"current": current.to_json()},
     )
-
-
-_ACTIVE = frozenset(ACTIVE_STATES)
-_ACTIVE_TEXT = "from an active state (" + ", ".join(ACTIVE_STATES) + ")"
-# The statuses each action may start from, and that rule in words for a refusal. The console
-# offers an action only where this allows it.
-ALLOWED_FROM: dict[str, tuple[frozenset[str], str]] = {
-    "heartbeat": (_ACTIVE, _ACTIVE_TEXT),
-    "pause": (_ACTIVE - {"paused"}, "from an active state other than 'paused'"),
-    "stop": (_ACTIVE, _ACTIVE_TEXT),
-    "resume": (frozenset({"paused", "stopped"}), "only from 'paused' or 'stopped'"),
-    "terminate": (_ACTIVE, _ACTIVE_TEXT),
-}
-
-
-def is_allowed(action: str, status: str) -> bool:
-    return status in ALLOWED_FROM[action][0]
 
 
 def operator_heartbeat(

@@ -6,17 +6,10 @@ in ``*_json`` columns. Our additions are ``agent_sessions.version`` and ``idempo
 
 from __future__ import annotations
 
-import json
-from datetime import datetime, timedelta
-from typing import Any
-
 from sqlalchemy import BigInteger, Integer, Text
 from sqlmodel import Field, SQLModel
 
-from store.clock import parse_ts
-
-ACTIVE_STATES: tuple[str, ...] = ("starting", "active", "running", "paused", "resuming")
-FINISHED_TASK_STATES: tuple[str, ...] = ("completed", "done", "cancelled", "canceled")
+from store.records import SessionFields
 
 
 def _text(*, nullable: bool = True, primary_key: bool = False, default: str | None = None) -> str:
@@ -139,7 +132,9 @@ class Event(SQLModel, table=True):
     created_at: str = _text(nullable=False)
 
 
-class AgentSession(SQLModel, table=True):
+class AgentSession(SQLModel, SessionFields, table=True):
+    """A session row; its behaviour (metadata, active, stale, JSON) is ``SessionFields``."""
+
     __tablename__ = "agent_sessions"
     id: str = _text(primary_key=True, nullable=False)
     agent_id: str = _text(nullable=False)
@@ -158,42 +153,6 @@ class AgentSession(SQLModel, table=True):
     metadata_json: str | None = _text()
     workspace_id: str | None = _text()
     version: int = Field(default=0, sa_type=Integer, nullable=False)
-
-    @property
-    def metadata_dict(self) -> dict[str, Any] | None:
-        if not self.metadata_json:
-            return None
-        try:
-            decoded = json.loads(self.metadata_json)
-        except (json.JSONDecodeError, TypeError):
-            return None
-        return decoded if isinstance(decoded, dict) else None
-
-    @property
-    def is_active(self) -> bool:
-        return self.status in ACTIVE_STATES
-
-    @property
-    def effective_workspace_id(self) -> str | None:
-        if self.workspace_id:
-            return self.workspace_id
-        value = (self.metadata_dict or {}).get("workspace_id")
-        return str(value) if value not in (None, "") else None
-
-    def last_seen(self) -> datetime | None:
-        return parse_ts(self.last_seen_at) or parse_ts(self.started_at)
-
-    def is_stale(self, now: datetime, stale_after: timedelta) -> bool:
-        """Active, and not seen for longer than ``stale_after`` — shown, never written."""
-        seen = self.last_seen()
-        return self.is_active and seen is not None and now - seen > stale_after
-
-    def to_json(self) -> dict[str, Any]:
-        """Column names as keys, ``metadata`` decoded to an object or null."""
-        body: dict[str, Any] = {name: getattr(self, name) for name in SESSION_JSON_COLUMNS}
-        body["metadata"] = self.metadata_dict
-        body["version"] = self.version
-        return body
 
 
 class AgentSessionEvent(SQLModel, table=True):
@@ -221,9 +180,3 @@ class SessionStatusCount(SQLModel, table=True):
     __tablename__ = "session_status_counts"
     status: str = _text(primary_key=True, nullable=False)
     sessions: int = Field(default=0, sa_type=BigInteger, nullable=False)
-
-
-SESSION_COLUMNS: tuple[str, ...] = tuple(AgentSession.__table__.columns.keys())  # type: ignore[attr-defined]
-SESSION_JSON_COLUMNS: tuple[str, ...] = tuple(
-    name for name in SESSION_COLUMNS if name not in ("metadata_json", "version")
-)

@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from sqlalchemy import Connection, Engine, text
 
 from store.errors import DatabaseUnavailable
+from store.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
 
-MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-HEAD_REVISION = "0005_change_notifications"
-# Each migration file is named after its revision id (tests/test_database.py checks this).
-KNOWN_REVISIONS = frozenset(path.stem for path in (MIGRATIONS_DIR / "versions").glob("0*.py"))
 _PG_MIGRATION_LOCK = 0x526F756E64  # any fixed number; "Round"
 # A migration reports each index it builds on a table from this size on (a smaller table's
 # take no time, and a new store's first open says one line, not a dozen).

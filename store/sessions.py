@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, case, func, literal, or_, select, text, update
@@ -21,14 +20,24 @@ from store.adapters import AdapterConfig, resolve
 from store.clock import Clock, format_ts, system_clock
 from store.errors import InvalidCursor, SessionNotFound
 from store.history import Prepared, append_session_event
-from store.models import ACTIVE_STATES, AgentSession, SessionStatusCount
-from store.paging import Page, decode_cursor, encode_cursor
+from store.listing import (
+    DEFAULT_ORDER,
+    NULLABLE_LEAD,
+    ORDER_KEYS,
+    SessionFilter,
+    SessionOrder,
+    SortKey,
+    cursor_kind,
+    session_cursor,
+)
+from store.models import AgentSession, SessionStatusCount
+from store.paging import Page, decode_cursor
+from store.rules import ACTIVE_STATES
 from store.sqlfuncs import effective_workspace, ts_key
 
 SESSIONS = AgentSession.__table__  # type: ignore[attr-defined]
 _COUNTS = SessionStatusCount.__table__  # type: ignore[attr-defined]
 _C = SESSIONS.c
-_CURSOR_KIND = "sessions"
 
 
 _NEW_SESSION = manager_of_class(AgentSession).new_instance
@@ -213,145 +222,74 @@ def get_session(*, db: Connection, session_id: str) -> AgentSession:
     return _record(row)
 
 
-@dataclass(frozen=True)
-class SessionFilter:
-    """What a list shows. Every field narrows; the defaults show everything."""
-
-    statuses: tuple[str, ...] = ()
-    agent_id: str | None = None
-    run_id: str | None = None
-    workspace_id: str | None = None
-    active_only: bool = False
-    # Only active sessions last seen before this instant (the stale ones).
-    stale_before: datetime | None = None
-    text: str | None = None
-
-    def conditions(self) -> list[ColumnElement[bool]]:
-        found: list[ColumnElement[bool]] = []
-        if self.statuses:
-            found.append(_C.status.in_(self.statuses))
-        if self.agent_id:
-            found.append(_C.agent_id == self.agent_id)
-        if self.run_id:
-            found.append(_C.run_id == self.run_id)
-        if self.workspace_id:
-            found.append(effective_workspace() == self.workspace_id)
-        if self.active_only or self.stale_before is not None:
-            found.append(_C.status.in_(ACTIVE_STATES))
-        if self.stale_before is not None:
-            seen = func.coalesce(ts_key(_C.last_seen_at), ts_key(_C.started_at))
-            found.append(seen < ts_key(literal(format_ts(self.stale_before))))
-        if self.text and self.text.strip():
-            needle = self.text.strip()
-            found.append(
-                or_(
-                    *(
-                        column.icontains(needle, autoescape=True)
-                        for column in (
-                            _C.id,
-                            _C.agent_id,
-                            _C.run_id,
-                            _C.adapter,
-                            _C.provider,
-                            _C.model,
-                            _C.status,
-                            _C.workspace_id,
-                        )
+def filter_conditions(filters: SessionFilter) -> list[ColumnElement[bool]]:
+    """The filter as SQL conditions, each backed by an index where one applies."""
+    found: list[ColumnElement[bool]] = []
+    if filters.statuses:
+        found.append(_C.status.in_(filters.statuses))
+    if filters.agent_id:
+        found.append(_C.agent_id == filters.agent_id)
+    if filters.run_id:
+        found.append(_C.run_id == filters.run_id)
+    if filters.workspace_id:
+        found.append(effective_workspace() == filters.workspace_id)
+    if filters.active_only or filters.stale_before is not None:
+        found.append(_C.status.in_(ACTIVE_STATES))
+    if filters.stale_before is not None:
+        seen = func.coalesce(ts_key(_C.last_seen_at), ts_key(_C.started_at))
+        found.append(seen < ts_key(literal(format_ts(filters.stale_before))))
+    if filters.text and filters.text.strip():
+        needle = filters.text.strip()
+        found.append(
+            or_(
+                *(
+                    column.icontains(needle, autoescape=True)
+                    for column in (
+                        _C.id,
+                        _C.agent_id,
+                        _C.run_id,
+                        _C.adapter,
+                        _C.provider,
+                        _C.model,
+                        _C.status,
+                        _C.workspace_id,
                     )
                 )
             )
-        return found
+        )
+    return found
 
 
-SORT_COLUMNS: tuple[str, ...] = ("started", "last_seen", "status", "agent")
+def _key_expr(key: SortKey) -> ColumnElement[Any]:
+    column = _C[key.column]
+    return ts_key(column) if key.timestamp else column
 
 
-@dataclass(frozen=True)
-class SessionOrder:
-    """A list's sort: one of ``SORT_COLUMNS`` and a direction. The reference order (ascending
-    start, then id) is the default; ties in status or agent fall back to it.
-
-    ``last_seen``: sessions never seen (or with unreadable text) come first ascending, last
-    descending, in id order."""
-
-    column: str = "started"
-    descending: bool = False
-
-    def __post_init__(self) -> None:
-        if self.column not in SORT_COLUMNS:
-            raise ValueError(f"Sessions cannot be sorted by {self.column!r}.")
-
-    def flipped(self) -> SessionOrder:
-        return SessionOrder(self.column, not self.descending)
-
-
-DEFAULT_ORDER = SessionOrder()
-
-
-@dataclass(frozen=True)
-class _Key:
-    """One sort key: a column, compared chronologically when it holds timestamp text."""
-
-    column: str
-    timestamp: bool = False
-
-    def expr(self) -> ColumnElement[Any]:
-        column = _C[self.column]
-        return ts_key(column) if self.timestamp else column
-
-    def bound(self, value: str) -> ColumnElement[Any]:
-        return ts_key(literal(value)) if self.timestamp else literal(value)
-
-
-_STARTED = _Key("started_at", timestamp=True)
-_ID = _Key("id")
-# Each order follows an index: (ts_key(started_at), id), (status, ts_key(started_at), id), ...
-_ORDER_KEYS: dict[str, tuple[_Key, ...]] = {
-    "started": (_STARTED, _ID),
-    "last_seen": (_Key("last_seen_at", timestamp=True), _ID),
-    "status": (_Key("status"), _STARTED, _ID),
-    "agent": (_Key("agent_id"), _STARTED, _ID),
-}
-# Orders whose leading key may be NULL: the NULL rows form a segment of their own, read apart,
-# because the dialects disagree on where NULL sorts and a comparison never matches NULL.
-_NULLABLE_LEAD = frozenset({"last_seen"})
+def _key_bound(key: SortKey, value: str) -> ColumnElement[Any]:
+    return ts_key(literal(value)) if key.timestamp else literal(value)
 
 
 @dataclass(frozen=True)
 class _Segment:
     condition: ColumnElement[bool] | None
-    keys: tuple[_Key, ...]
+    keys: tuple[SortKey, ...]
 
 
 def _segments(order: SessionOrder) -> list[_Segment]:
     """The order's segments, ascending: NULL leading keys first, then the rest."""
-    keys = _ORDER_KEYS[order.column]
-    if order.column not in _NULLABLE_LEAD:
+    keys = ORDER_KEYS[order.column]
+    if order.column not in NULLABLE_LEAD:
         return [_Segment(None, keys)]
-    lead = keys[0].expr()
+    lead = _key_expr(keys[0])
     return [_Segment(lead.is_(None), keys[1:]), _Segment(lead.is_not(None), keys)]
-
-
-def _cursor_kind(order: SessionOrder) -> str:
-    # A cursor is a position in its column's order, valid in either direction; the reference
-    # order keeps the kind and form the CLI has always issued.
-    return _CURSOR_KIND if order.column == "started" else f"{_CURSOR_KIND}.{order.column}"
-
-
-def session_cursor(session: AgentSession, order: SessionOrder | None = None) -> str:
-    """The cursor of this session's position in ``order``: ``list_sessions`` continues after
-    it, ``list_sessions_before`` before it."""
-    order = order or DEFAULT_ORDER
-    values = [getattr(session, key.column) for key in _ORDER_KEYS[order.column]]
-    return encode_cursor(_cursor_kind(order), *values)
 
 
 def _position(db: Connection, order: SessionOrder, cursor: str) -> tuple[int, list[str]]:
     """(segment index, key values within that segment) of a cursor; invalid_cursor if it is not
     one this list issued."""
-    keys = _ORDER_KEYS[order.column]
-    values = decode_cursor(_cursor_kind(order), cursor, len(keys))
-    nullable = order.column in _NULLABLE_LEAD
+    keys = ORDER_KEYS[order.column]
+    values = decode_cursor(cursor_kind(order), cursor, len(keys))
+    nullable = order.column in NULLABLE_LEAD
     for index, value in enumerate(values):
         if not isinstance(value, str) and not (nullable and index == 0 and value is None):
             raise InvalidCursor("That cursor is not one this store issued.")
@@ -359,14 +297,14 @@ def _position(db: Connection, order: SessionOrder, cursor: str) -> tuple[int, li
         return 0, values
     lead = values[0]
     # The database decides which text it cannot read as a time, exactly as it sorted it.
-    unreadable = lead is None or db.execute(select(keys[0].bound(lead).is_(None))).scalar()
+    unreadable = lead is None or db.execute(select(_key_bound(keys[0], lead).is_(None))).scalar()
     return (0, values[1:]) if unreadable else (1, values)
 
 
-def _after(keys: tuple[_Key, ...], values: list[str], descending: bool) -> ColumnElement[bool]:
+def _after(keys: tuple[SortKey, ...], values: list[str], descending: bool) -> ColumnElement[bool]:
     """Rows after the position in the order, as one condition whose leading part is a plain
     range on the index (a row-value comparison is not one on every dialect)."""
-    head, bound = keys[0].expr(), keys[0].bound(values[0])
+    head, bound = _key_expr(keys[0]), _key_bound(keys[0], values[0])
     beyond = head < bound if descending else head > bound
     if len(keys) == 1:
         return beyond
@@ -375,14 +313,14 @@ def _after(keys: tuple[_Key, ...], values: list[str], descending: bool) -> Colum
 
 
 def _tiers(
-    keys: tuple[_Key, ...], values: list[str], descending: bool
+    keys: tuple[SortKey, ...], values: list[str], descending: bool
 ) -> list[list[ColumnElement[bool]]]:
     """The rows after a position, as consecutive index ranges read one after the other. With a
     leading key shared by many rows (a status), one condition would walk every row of that
     status before the position; an equality range and then a strict range each cost the page."""
     if len(keys) <= 2:
         return [[_after(keys, values, descending)]]
-    head, bound = keys[0].expr(), keys[0].bound(values[0])
+    head, bound = _key_expr(keys[0]), _key_bound(keys[0], values[0])
     same_head = [[head == bound, *tier] for tier in _tiers(keys[1:], values[1:], descending)]
     return [*same_head, [head < bound if descending else head > bound]]
 
@@ -401,7 +339,7 @@ def _read(
     size = validation.limit(limit)
     order = order or DEFAULT_ORDER
     descending = order.descending != backwards
-    base = (filters or SessionFilter()).conditions()
+    base = filter_conditions(filters or SessionFilter())
     segments = list(enumerate(_segments(order)))
     if descending:
         segments.reverse()
@@ -413,7 +351,7 @@ def _read(
         where = [*base, *([segment.condition] if segment.condition is not None else [])]
         tiers = _tiers(segment.keys, position[1], descending) if position is not None else [[]]
         position = None  # the segments after the cursor's are read from their start
-        sort = [key.expr().desc() if descending else key.expr() for key in segment.keys]
+        sort = [_key_expr(key).desc() if descending else _key_expr(key) for key in segment.keys]
         for tier in tiers:
             wanted = size + 1 - len(rows)
             if wanted <= 0:

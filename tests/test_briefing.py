@@ -9,11 +9,12 @@ from sqlalchemy import Connection, insert
 
 from store import sessions
 from store.adapters import AdapterConfig
-from store.briefing import Briefing, ResumePlan, build_briefing, resume_plan
+from store.briefing import Briefing, build_briefing
 from store.claims import ActiveClaim
 from store.database import Store
 from store.errors import SessionNotFound
 from store.models import AgentSession, Claim, Decision, Proposal, Task
+from store.resume import ResumePlan, resume_plan
 from tests.conftest import FakeClock
 
 WAIT = "Query the table and memory, then wait for task assignment or claim work."

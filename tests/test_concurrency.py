@@ -19,7 +19,8 @@ from sqlalchemy import create_engine, text
 from store import lifecycle, sessions
 from store.database import Store, open_store, sqlite_url
 from store.errors import IdempotencyKeyReuse, StoreError
-from store.schema import HEAD_REVISION, current_revision
+from store.revision import HEAD_REVISION
+from store.schema import current_revision
 from tests.conftest import FakeClock
 from tests.helpers import register_session
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from store import schema
 from store.database import (
     BUSY_TIMEOUT_MS,
     Store,
@@ -21,7 +20,8 @@ from store.database import (
     sqlite_url,
 )
 from store.errors import DatabaseUnavailable
-from store.schema import HEAD_REVISION, current_revision, ensure_schema
+from store.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
+from store.schema import current_revision, ensure_schema
 from tests.conftest import FakeClock, new_pg_database
 from tests.helpers import register_session
 from tests.pg_server import PostgresServer, free_port
@@ -292,14 +292,14 @@ def test_a_store_from_a_newer_roundtable_is_refused_in_words(store: Store, store
 
 
 def test_every_migration_file_is_named_after_its_revision():
-    versions = Path(schema.__file__).with_name("migrations") / "versions"
+    versions = MIGRATIONS_DIR / "versions"
     found = {}
     for path in sorted(versions.glob("0*.py")):
         match = re.search(r'^revision = "([^"]+)"$', path.read_text(), re.MULTILINE)
         assert match is not None, path
         found[path.stem] = match.group(1)
     assert found and all(stem == revision for stem, revision in found.items())
-    assert HEAD_REVISION == max(found) and set(found) == schema.KNOWN_REVISIONS
+    assert HEAD_REVISION == max(found) and set(found) == KNOWN_REVISIONS
 
 
 def test_a_store_at_the_baseline_is_brought_to_head(tmp_path: Path):

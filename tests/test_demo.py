@@ -15,7 +15,6 @@ from store.claims import active_claims
 from store.database import Store
 from store.demo import HOSTILE_TEXT, has_sessions, seed_demo
 from store.models import (
-    ACTIVE_STATES,
     Agent,
     AgentSession,
     AgentSessionEvent,
@@ -26,6 +25,7 @@ from store.models import (
     Task,
     Workspace,
 )
+from store.rules import ACTIVE_STATES
 from store.transfer import export_records
 from tests.conftest import FakeClock
 

@@ -35,7 +35,8 @@ from store.errors import (
     TerminationImpactRequired,
 )
 from store.lifecycle import NOT_DONE_BY_TERMINATE, ActionOutcome
-from store.models import ACTIVE_STATES, Agent, Claim, Proposal, Task, Workspace
+from store.models import Agent, Claim, Proposal, Task, Workspace
+from store.rules import ACTIVE_STATES
 from tests.conftest import FakeClock
 from tests.helpers import DESIGN_ERROR_CODES, history, session_row
 

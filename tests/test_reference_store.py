@@ -20,8 +20,9 @@ from store import lifecycle, sessions
 from store.clock import format_ts, parse_ts
 from store.database import Store, create_store_engine, open_store, sqlite_url
 from store.errors import AgentUnavailable, SessionTransitionConflict, TerminationImpactRequired
-from store.schema import HEAD_REVISION, current_revision, ensure_schema
-from store.sessions import SessionFilter
+from store.listing import SessionFilter
+from store.revision import HEAD_REVISION
+from store.schema import current_revision, ensure_schema
 from tests.conftest import FakeClock
 from tests.helpers import register_session
 

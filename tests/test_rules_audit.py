@@ -27,7 +27,8 @@ from store.adapters import BUILTIN_ADAPTERS, AdapterConfig, builtin, resolve
 from store.clock import format_ts, parse_ts
 from store.database import Store
 from store.errors import BAD_INPUT_CODES, StoreError
-from store.models import ACTIVE_STATES, Agent, AgentSessionEvent, Claim
+from store.models import Agent, AgentSessionEvent, Claim
+from store.rules import ACTIVE_STATES
 from store.sqlfuncs import ts_key
 from store.transfer import KINDS, TABLES
 from tests.conftest import FakeClock

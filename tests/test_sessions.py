@@ -24,9 +24,10 @@ from store.errors import (
     SessionNotFound,
     StoreError,
 )
+from store.listing import SessionFilter
 from store.models import AgentSession
 from store.paging import encode_cursor
-from store.sessions import SESSIONS, SessionFilter
+from store.sessions import SESSIONS
 from tests.conftest import FakeClock
 from tests.helpers import count
 

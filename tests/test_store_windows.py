@@ -11,22 +11,16 @@ import pytest
 from sqlalchemy import event, insert
 
 from store.adapters import AdapterConfig
-from store.briefing import resume_blocker, resume_plan
-from store.claims import ClaimCount, active_claims, claim_counts
+from store.claims import active_claims, claim_counts
 from store.clock import format_ts, parse_ts
 from store.database import Store
 from store.errors import InvalidCursor, InvalidLimit
+from store.listing import SORT_COLUMNS, SessionFilter, SessionOrder, session_cursor
 from store.models import AgentSession, Claim
 from store.paging import encode_cursor
-from store.sessions import (
-    SESSIONS,
-    SORT_COLUMNS,
-    SessionFilter,
-    SessionOrder,
-    list_sessions,
-    list_sessions_before,
-    session_cursor,
-)
+from store.records import ClaimCount
+from store.resume import resume_blocker, resume_plan
+from store.sessions import SESSIONS, list_sessions, list_sessions_before
 from tests.helpers import register_session
 
 NOW = datetime(2026, 9, 17, 17, 26, 35, tzinfo=UTC)

@@ -78,9 +78,12 @@ def console(
     adapters: dict[str, AdapterConfig] | None = None,
     demo: bool = False,
     theme: str | None = None,
+    staged: bool = False,
 ) -> RoundtableApp:
     """The app exactly as ``roundtable tui`` builds it, with a clock the test controls and no
-    automatic refresh unless asked for (tests press ctrl+r or wait on purpose)."""
+    automatic refresh unless asked for (tests press ctrl+r or wait on purpose). ``staged``: as
+    on a current SQLite store, the first rows come from the quick read and the store opens
+    after them."""
     app = build_app(
         url=url,
         settings=Settings(refresh_seconds=refresh_seconds, theme=theme),
@@ -88,6 +91,7 @@ def console(
         adapters=adapters or {},
         clock=clock or FakeClock(FROZEN),
         demo=demo,
+        staged=staged,
     )
     app.ctx.cursor_blink = False
     if page_size is not None:

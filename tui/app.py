@@ -1,32 +1,43 @@
-"""The Textual app: one factory (``build_app``) used by ``roundtable tui`` and by the tests."""
+"""The Textual app: one factory (``build_app``) used by ``roundtable tui`` and by the tests.
+
+Start-up time is a feature: this module and everything it imports at the top never load
+SQLAlchemy, SQLModel or Alembic (tests/test_first_paint.py checks it). On a current SQLite store
+the console paints its first rows from ``store.first_window`` (``sqlite3`` alone), and only then
+opens the store, imports included, in the background.
+"""
 
 from __future__ import annotations
 
+import gc
 import sys
+import threading
 from collections.abc import Mapping
+from datetime import datetime
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
-from textual.app import App
+from textual.app import App, AutopilotCallbackType
 from textual.binding import Binding
 from textual.message import Message
 from textual.notifications import SeverityLevel
 
 import assets
 from screens.commands import SessionCommands
-from screens.confirm_dialog import ConfirmActionDialog
 from screens.context import ConsoleContext
-from screens.help_screen import HelpScreen
 from screens.live import StoreChanged
 from screens.session_list import SessionListScreen
-from screens.terminate_dialog import TerminateDialog
+from store import first_window
 from store.adapters import AdapterConfig
 from store.clock import Clock, system_clock
-from store.database import Store, describe_url, open_store
 from store.display import printable
 from store.errors import StoreError
 from tui.change_watch import ChangeWatcher
-from tui.config import Settings
+
+if TYPE_CHECKING:
+    from store.database import Store
+    from tui.config import Settings
 
 ASSETS = Path(assets.__file__).parent
 STORE_RETRY_SECONDS = 5.0
@@ -77,6 +88,8 @@ class RoundtableApp(App[int]):
         self.url = url
         # Screens see the store (ctx.store) only once it is ready, demo seeded included.
         self.opened_store = store
+        # With a quick first read, the store is opened once its rows are on screen.
+        self.staged = ctx.first_read is not None and store is None
         self.demo = demo
         self.theme_name = theme_name
         self.list_screen = SessionListScreen(ctx)
@@ -109,16 +122,34 @@ class RoundtableApp(App[int]):
             else:
                 self.notify(f"Unknown theme {self.theme_name!r}; using the default.", markup=False)
         self.push_screen(self.list_screen)
-        self.prepare_store()
+        if not self.staged:
+            self.prepare_store()
+
+    def on_session_list_screen_first_rows_shown(
+        self, _message: SessionListScreen.FirstRowsShown
+    ) -> None:
+        if self.staged and self.ctx.store is None:
+            # A daemon thread, not a worker: Textual's thread workers run on the event loop's
+            # executor, which is joined when the app exits, so quitting at once would wait for
+            # SQLAlchemy's import to finish.
+            threading.Thread(target=self.open_and_seed, name="open-store", daemon=True).start()
 
     @work(thread=True, exclusive=True, group="store-open", exit_on_error=False)
     def prepare_store(self) -> None:
-        """Open the store (migrations may run) and seed the demo, away from the event loop."""
+        """Open the store away from the event loop."""
+        self.open_and_seed()
+
+    def open_and_seed(self) -> None:
+        """Open the store (migrations may run) and seed the demo; the outcome is posted as a
+        message. Runs in a thread."""
+        from store.database import open_store
+
         try:
             store = self.opened_store or open_store(self.url)
         except StoreError as error:
-            self.post_message(self.StoreFailed(error))
+            self._deliver(self.StoreFailed(error))
             return
+        self.opened_store = store  # closed on unmount, should the app close before it is ready
         seeded, problem = 0, None
         if self.demo:
             try:
@@ -127,7 +158,15 @@ class RoundtableApp(App[int]):
                 problem = f"{error.message} [{error.code}]"
             except Exception as error:  # noqa: BLE001 - demo data is optional; the console opens
                 problem = f"{type(error).__name__}: {error}"
-        self.post_message(self.StoreReady(store, seeded, problem))
+        if not self._deliver(self.StoreReady(store, seeded, problem)):
+            store.dispose()
+
+    def _deliver(self, message: Message) -> bool:
+        """Post from a thread; False when the app has closed meanwhile (nobody is waiting)."""
+        try:
+            return self.post_message(message)
+        except RuntimeError:  # the event loop closed while the store was opening
+            return False
 
     def on_roundtable_app_store_ready(self, message: StoreReady) -> None:
         self.ctx.store = self.opened_store = message.store
@@ -139,7 +178,7 @@ class RoundtableApp(App[int]):
                 severity="error",
                 markup=False,
             )
-        self.list_screen.reload()
+        self.list_screen.store_opened()
         if self.change_watcher is None:
             self.change_watcher = ChangeWatcher(
                 message.store, lambda: self.post_message(StoreChanged())
@@ -153,16 +192,19 @@ class RoundtableApp(App[int]):
 
     def on_roundtable_app_store_failed(self, message: StoreFailed) -> None:
         self.list_screen.show_error(message.error)
+        self.list_screen.store_failed()
         self.set_timer(STORE_RETRY_SECONDS, self.prepare_store)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # A dialog waits for its own answer: q must not end the console under it (in the
         # terminate dialog q is text being typed).
-        if action == "quit" and isinstance(self.screen, ConfirmActionDialog | TerminateDialog):
+        if action == "quit" and getattr(self.screen, "AWAITS_ANSWER", False):
             return False
         return True
 
     def action_help(self) -> None:
+        from screens.help_screen import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
@@ -200,18 +242,39 @@ def build_app(
     clock: Clock = system_clock,
     demo: bool = False,
     store: Store | None = None,
+    staged: bool = False,
 ) -> RoundtableApp:
     """The console as users run it. ``store`` may be opened already (``run_console`` does, to
-    report a bad database before the screen is taken over); otherwise the app opens it."""
+    report a bad database before the screen is taken over); otherwise the app opens it. With
+    ``staged`` (a current SQLite store), the list's first rows are read with ``sqlite3`` alone
+    and the store is opened once they are on screen."""
     ctx = ConsoleContext(
-        description=store.description if store is not None else describe_url(url),
+        description=describe(url, store),
         operator=operator,
         clock=clock,
         refresh_seconds=settings.refresh_seconds,
         stale_after_seconds=settings.stale_after_seconds,
         adapters=with_demo_adapters(adapters) if demo else dict(adapters),
     )
+    if staged and store is None:
+        ctx.first_read = partial(read_first_rows, url)
     return RoundtableApp(ctx=ctx, url=url, demo=demo, theme_name=settings.theme, store=store)
+
+
+def describe(url: str, store: Store | None) -> str:
+    """The store's URL for the header, password hidden."""
+    if store is not None:
+        return store.description
+    quick = first_window.describe(url)
+    if quick is not None:
+        return quick
+    from store.database import describe_url
+
+    return describe_url(url)
+
+
+def read_first_rows(url: str, limit: int, now: datetime) -> first_window.FirstWindow | None:
+    return first_window.read_first_window(url, limit=limit, now=now)
 
 
 def run_console(
@@ -221,17 +284,39 @@ def run_console(
     operator: str,
     adapters: Mapping[str, AdapterConfig],
     demo: bool,
+    headless: bool = False,
+    size: tuple[int, int] | None = None,
+    auto_pilot: AutopilotCallbackType | None = None,
 ) -> int:
-    """Open the store, then run the console until the operator quits. A store that cannot be
+    """Run the console until the operator quits. ``headless``, ``size`` and ``auto_pilot`` go
+    to ``App.run`` (the benchmark runs the console through here, headless).
+
+    On a SQLite store whose schema is current, the console starts at once and opens the store
+    after its first rows are on screen. Otherwise the store is opened first, so a first open's
+    migration progress is readable before the screen is taken over, and a store that cannot be
     opened is reported in one sentence (exit 1), never as a traceback."""
-    try:
-        # Before the screen is taken over, so a first open's migration progress is readable.
-        store = open_store(url, progress=lambda message: print(message, file=sys.stderr))
-    except StoreError as error:
-        print(f"roundtable tui: {printable(error.message)} [{error.code}]", file=sys.stderr)
-        return 1
+    store = None
+    staged = first_window.is_current(url)
+    if not staged:
+        from store.database import open_store
+
+        try:
+            store = open_store(url, progress=lambda message: print(message, file=sys.stderr))
+        except StoreError as error:
+            print(f"roundtable tui: {printable(error.message)} [{error.code}]", file=sys.stderr)
+            return 1
     app = build_app(
-        url=url, settings=settings, operator=operator, adapters=adapters, demo=demo, store=store
+        url=url,
+        settings=settings,
+        operator=operator,
+        adapters=adapters,
+        demo=demo,
+        store=store,
+        staged=staged,
     )
-    app.run()
+    # What start-up has made so far (modules, classes, the app) lives as long as the process: a
+    # full garbage collection walking it all costs tens of milliseconds and tends to fall on the
+    # first paint. Frozen, the collector walks only what is made from here on.
+    gc.freeze()
+    app.run(headless=headless, size=size, auto_pilot=auto_pilot)
     return app.return_code or 0

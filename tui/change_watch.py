@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from store.database import Store
+if TYPE_CHECKING:  # the console starts before the database layer is imported
+    from store.database import Store
 
 # However fast the store changes, ``notify`` is called at most this often; and the thread checks
 # this often whether it should stop.

@@ -387,7 +387,8 @@ def _list_sessions(
     limit: int | None,
     cursor: str | None,
 ) -> None:
-    from store.sessions import SessionFilter, list_sessions
+    from store.listing import SessionFilter
+    from store.sessions import list_sessions
 
     stale_before = None
     if stale:
@@ -764,7 +765,8 @@ def _claim_line(claim: Mapping[str, Any]) -> str:
 @click.option("--agent", metavar="A", help="The agent whose session to resume (active first).")
 @with_invocation
 def resume_command(inv: Invocation, session_id: str | None, agent: str | None) -> None:
-    from store.briefing import build_briefing, resume_plan
+    from store.briefing import build_briefing
+    from store.resume import resume_plan
     from store.sessions import find_by_agent, get_session
     from store.validation import required
 
@@ -848,7 +850,8 @@ def upgrade_command(inv: Invocation) -> None:
 
     from store.database import create_store_engine, describe_url, unavailable_message
     from store.errors import DatabaseUnavailable
-    from store.schema import HEAD_REVISION, ensure_schema
+    from store.revision import HEAD_REVISION
+    from store.schema import ensure_schema
 
     url = inv.url()
     engine = create_store_engine(url)

@@ -1,0 +1,146 @@
+"""What a session row knows about itself, without the database layer.
+
+``SessionFields`` holds the behaviour of a session row (decoded metadata, active, stale, its
+JSON form). The SQLModel table ``store.models.AgentSession`` and the plain, slotted
+``SessionRecord`` both use it, with the same field names, so a screen can show either: the
+console paints its first rows from ``SessionRecord``s read with ``sqlite3`` alone
+(``store.first_window``) before SQLAlchemy is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from store.clock import parse_ts
+from store.rules import ACTIVE_STATES
+
+# The columns of agent_sessions, in table order (tests check them against the table).
+SESSION_COLUMNS: tuple[str, ...] = (
+    "id",
+    "agent_id",
+    "run_id",
+    "adapter",
+    "provider",
+    "model",
+    "external_session_id",
+    "external_resume_command",
+    "working_directory",
+    "mcp_socket",
+    "status",
+    "started_at",
+    "last_seen_at",
+    "ended_at",
+    "metadata_json",
+    "workspace_id",
+    "version",
+)
+# A session in JSON: its column names as keys, with ``metadata`` decoded in place of
+# ``metadata_json``; ``version`` comes last.
+SESSION_JSON_COLUMNS: tuple[str, ...] = tuple(
+    name for name in SESSION_COLUMNS if name not in ("metadata_json", "version")
+)
+
+
+class SessionFields:
+    """The behaviour of a session row, for any class with the agent_sessions columns as
+    attributes."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # declared for type checkers only: the table class declares its own
+        id: str
+        agent_id: str
+        run_id: str
+        adapter: str
+        provider: str | None
+        model: str | None
+        external_session_id: str | None
+        external_resume_command: str | None
+        working_directory: str
+        mcp_socket: str | None
+        status: str
+        started_at: str
+        last_seen_at: str | None
+        ended_at: str | None
+        metadata_json: str | None
+        workspace_id: str | None
+        version: int
+
+    @property
+    def metadata_dict(self) -> dict[str, Any] | None:
+        if not self.metadata_json:
+            return None
+        try:
+            decoded = json.loads(self.metadata_json)
+        except (json.JSONDecodeError, TypeError):
+            return None
+        return decoded if isinstance(decoded, dict) else None
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in ACTIVE_STATES
+
+    @property
+    def effective_workspace_id(self) -> str | None:
+        if self.workspace_id:
+            return self.workspace_id
+        value = (self.metadata_dict or {}).get("workspace_id")
+        return str(value) if value not in (None, "") else None
+
+    def last_seen(self) -> datetime | None:
+        return parse_ts(self.last_seen_at) or parse_ts(self.started_at)
+
+    def is_stale(self, now: datetime, stale_after: timedelta) -> bool:
+        """Active, and not seen for longer than ``stale_after`` — shown, never written."""
+        seen = self.last_seen()
+        return self.is_active and seen is not None and now - seen > stale_after
+
+    def to_json(self) -> dict[str, Any]:
+        """Column names as keys, ``metadata`` decoded to an object or null."""
+        body: dict[str, Any] = {name: getattr(self, name) for name in SESSION_JSON_COLUMNS}
+        body["metadata"] = self.metadata_dict
+        body["version"] = self.version
+        return body
+
+    def column_values(self) -> dict[str, Any]:
+        """Every column's value, by name, exactly as stored."""
+        return {name: getattr(self, name) for name in SESSION_COLUMNS}
+
+
+class SessionRecord(SessionFields):
+    """A session row as plain values: no ORM, no validation, nothing but the columns."""
+
+    __slots__ = SESSION_COLUMNS
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        for name in SESSION_COLUMNS:
+            setattr(self, name, values[name])
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> SessionRecord:
+        """A row whose values come in ``SESSION_COLUMNS`` order."""
+        return cls(dict(zip(SESSION_COLUMNS, row, strict=True)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SessionRecord):
+            return NotImplemented
+        return self.column_values() == other.column_values()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return f"SessionRecord(id={self.id!r}, status={self.status!r}, version={self.version!r})"
+
+
+class ClaimCount(NamedTuple):
+    """How many ``active``-status claims an agent holds: still live, and expired but unreleased."""
+
+    live: int = 0
+    expired: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.live + self.expired
