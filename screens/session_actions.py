@@ -82,7 +82,11 @@ class SessionActionScreen(Screen[None]):
             return self.selected_session() is not None
         if action in LIFECYCLE_ACTIONS:
             session = self.selected_session()
-            return session is not None and is_allowed(action, session.status)
+            if session is None:
+                return False
+            # Dimmed, not hidden: the footer keeps its keys in place from row to row, and the
+            # key of an action that does not apply says why (the explain bindings).
+            return True if is_allowed(action, session.status) else None
         return True
 
     def allowed_actions(self) -> list[str]:

@@ -13,6 +13,7 @@ from rich.console import Console
 from sqlalchemy import insert
 from textual.pilot import Pilot
 from textual.widgets import DataTable
+from textual.widgets._footer import FooterKey
 from textual.worker import WorkerCancelled, WorkerState
 
 from store.adapters import AdapterConfig
@@ -141,6 +142,11 @@ def screen_text(app: RoundtableApp) -> str:
 
 def notifications(app: RoundtableApp) -> list[str]:
     return [notification.message for notification in app._notifications]
+
+
+def dimmed_keys(app: RoundtableApp) -> set[str]:
+    """The actions the footer widget shows dimmed (shown, but not for the selected session)."""
+    return {key.action for key in app.screen.query(FooterKey) if key.has_class("-disabled")}
 
 
 def footer_keys(app: RoundtableApp) -> set[str]:
