@@ -197,3 +197,24 @@ async def test_detail_of_a_session_deleted_meanwhile_says_so(tmp_path: Path, db:
         await press(pilot, "enter")
         assert "No session has the id 's1'. [session_not_found]" in screen_text(app)
         assert "pause" not in footer_keys(app)
+
+
+async def test_the_detail_follows_a_change_made_elsewhere_without_the_timer(
+    tmp_path: Path, db: Store
+) -> None:
+    """The timed refresh is an hour away; the store's change signal brings the new status."""
+    add_session(db, "s1")
+    app = console(sqlite_url(tmp_path), refresh_seconds=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "enter")
+        assert isinstance(app.screen, SessionDetailScreen)
+        assert app.screen.session is not None and app.screen.session.status == "active"
+        with db.write() as conn:
+            sessions.end(db=conn, session_id="s1", status="ended")
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if app.screen.session is not None and app.screen.session.status == "ended":
+                break
+        assert app.screen.session is not None and app.screen.session.status == "ended"
+        assert "ended" in screen_text(app)
