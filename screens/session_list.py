@@ -384,7 +384,16 @@ class SessionListScreen(SessionActionScreen):
     # -- selection -----------------------------------------------------------------------
 
     def selected_session(self) -> SessionFields | None:
-        return self.by_id.get(self.selected_id) if self.selected_id else None
+        """The session under the table's cursor now. Not ``selected_id``: that follows the
+        cursor by a message, and a key typed ahead (down, down, p) would act on a row the
+        cursor has already left."""
+        table = self.table
+        if not table.row_count or table.has_class("hidden"):
+            return None
+        row = table.cursor_row
+        if not 0 <= row < table.row_count:
+            return None
+        return self.by_id.get(table.ordered_rows[row].key.value or "")
 
     def _action_state(self) -> tuple[bool, tuple[str, ...]]:
         return self.selected_session() is not None, tuple(self.allowed_actions())

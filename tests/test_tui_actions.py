@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+from textual import events
 from textual.widgets import TextArea
 from textual.widgets._footer import FooterKey
 
@@ -311,3 +312,20 @@ async def test_at_80_columns_quit_and_help_stay_in_the_footer(tmp_path: Path, db
             assert "q Quit" in footer and "? Help" in footer, (screen, footer)
             assert "h Beat" in footer and "t Term" in footer
             await press(pilot, "enter")
+
+
+async def test_keys_typed_ahead_act_on_the_row_the_cursor_reached(
+    tmp_path: Path, db: Store
+) -> None:
+    """down, down, p typed faster than the screen handles the cursor's messages: the pause
+    still falls on the third session, where the cursor is, not on the first."""
+    for number in range(3):
+        add_session(db, f"s{number}", at=FROZEN + timedelta(minutes=number))
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        for key, character in (("down", None), ("down", None), ("p", "p")):
+            app.post_message(events.Key(key, character))
+        await settle(pilot)
+        assert "Paused s2" in last_note(app)
+    assert [session_row(db, f"s{n}")["status"] for n in range(3)] == ["active", "active", "paused"]
