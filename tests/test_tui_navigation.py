@@ -339,3 +339,30 @@ async def test_resumable_column_follows_the_resume_rules(tmp_path: Path, db: Sto
         assert "no external session id" in screen_text(app)
     # The column is computed, never stored.
     assert session_row(db, "no-id")["external_resume_command"] is None
+
+
+async def test_the_page_below_is_read_ahead_and_appended_without_a_read(
+    tmp_path: Path, db: Store
+) -> None:
+    seed(db)
+    app = console(sqlite_url(tmp_path), page_size=5, window_pages=2)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionListScreen)
+        # Without any key: the next page is on hand already.
+        assert screen.ahead is not None
+        assert [s.id for s in screen.ahead.window.sessions] == NAMES[5:10]
+        store = app.ctx.store
+        assert store is not None
+        with SessionReads(store) as reads:
+            await pilot.press("down")
+            # Appended in the same handler as the move: on screen before any read returns.
+            assert row_ids(app) == NAMES[:10]
+            assert selected(app) == "s01"
+        assert reads.limits() in ([], [6])  # at most the next page ahead, never the window
+        walked = await walk(pilot, "down", 21)
+        assert walked == NAMES[2:]
+        assert table(app).row_count <= 10
+        assert row_ids(app) == NAMES[-10:]
+        assert "rows 14–23 of 23" in filter_line(app) and "more below" not in filter_line(app)
