@@ -798,7 +798,7 @@ class SessionListScreen(SessionActionScreen):
         if self.loading or not self.sessions or moved == 0:
             return
         if moved > 0 and self.has_after:
-            if row >= len(self.sessions) - self._reach() and self._append_ahead():
+            if row >= len(self.sessions) - self._reach() and self._append_ahead(row):
                 return
             if row >= len(self.sessions) - EDGE_ROWS:
                 self.spec = self._extended(down=True)[0]
@@ -852,19 +852,20 @@ class SessionListScreen(SessionActionScreen):
         if ahead.state == self.state and self.sessions and self.sessions[-1].id == ahead.after:
             self.ahead = ahead
 
-    def _append_ahead(self) -> bool:
+    def _append_ahead(self, row: int) -> bool:
         """Append the page read ahead (dropping rows at the top beyond the bound); False when
-        there is none for the rows on hand."""
+        there is none for the rows on hand, or when the rows dropped would reach the cursor's."""
         ahead, rows = self.ahead, self.sessions
         if ahead is None or ahead.after != rows[-1].id or ahead.state != self.state:
             return False
-        self.ahead = None
         spec, drop = self._extended(down=True)
         new, kept = ahead.window.sessions, rows[drop:]
         too_long = len(kept) + len(new) > self.ctx.page_size * self.ctx.window_pages
-        # Rows in both: the list moved under the window; it is read whole instead.
-        if not new or too_long or {s.id for s in new} & {s.id for s in kept}:
+        if not new or too_long or (drop and row - drop < EDGE_ROWS):
             return False
+        self.ahead = None
+        if {s.id for s in new} & {s.id for s in kept}:
+            return False  # the list moved under the window: it is read whole instead
         self.spec = spec
         same_store = self.loaded_key is not None and self.loaded_key.token == ahead.token
         self.loaded_key = LoadKey(ahead.token, self.state, spec) if same_store else None
