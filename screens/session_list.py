@@ -529,6 +529,20 @@ class SessionListScreen(SessionActionScreen):
         self.query_one("#filter-line", Static).update(self._filter_line())
         self.reload()
 
+    def _update_filter_line(self) -> None:
+        """Without a layout (a repaint of the whole screen) when the line keeps its height."""
+        line, text = self.query_one("#filter-line", Static), self._filter_line()
+        width, old = line.content_region.width, line.content
+        same_height = (
+            isinstance(old, Text)
+            and width > 0
+            and len(old.wrap(self.app.console, width)) == len(text.wrap(self.app.console, width))
+        )
+        line.update(text, layout=not same_height)
+        # Tell the screen now, not on the line's own idle: after the table's, which would make
+        # the line a frame of its own, a screen refresh (~16 ms) after the table's.
+        line._check_refresh()
+
     def _filter_line(self) -> Text:
         text = self.state.describe()
         if not self.sessions:
@@ -875,7 +889,7 @@ class SessionListScreen(SessionActionScreen):
         if self.first_row is not None:
             self.first_row += drop
         self._slide_table(drop, new)
-        self.query_one("#filter-line", Static).update(self._filter_line())
+        self._update_filter_line()
         # Once painted: the read would slow this frame down (the GIL).
         self.call_after_refresh(self._read_ahead)
         return True
@@ -884,22 +898,25 @@ class SessionListScreen(SessionActionScreen):
         """Remove ``drop`` rows at the top and append ``new`` at the bottom, keeping the cursor
         on its session and the view where it was: no refill, no re-measuring of kept rows."""
         table, gone = self.table, self.sessions[:drop]
-        row, scroll_y = table.cursor_row - drop, table.scroll_y
         now = self.ctx.now()
         self.sessions = [*self.sessions[drop:], *new]
         self.by_id = {s.id: s for s in self.sessions}
         with self.app.batch_update():
-            table.remove_first_rows(drop)
+            if drop:
+                # View and cursor first, while the table has nothing pending: the cursor's move
+                # then scrolls nothing, now or after the next refresh (a frame of its own). The
+                # row it passes through for that moment is not a selection.
+                table.scroll_to(y=max(table.scroll_y - drop, 0), animate=False, immediate=True)
+                with table.prevent(DataTable.RowHighlighted):
+                    table.move_cursor(row=table.cursor_row - drop, animate=False, scroll=False)
+                table.remove_first_rows(drop)
             for session in gone:
                 self.cells.pop(session.id, None)
             for session in new:
                 cells = self._cells(session, now)
                 self.cells[session.id] = cells
                 table.add_row(*cells, key=session.id)
-            if drop:
-                table.scroll_to(y=max(scroll_y - drop, 0), animate=False, immediate=True)
-            self.last_row = max(row, 0)
-            table.move_cursor(row=self.last_row, animate=False, scroll=False)
+        self.last_row = table.cursor_row
 
     def _extended(self, *, down: bool) -> tuple[WindowSpec, int]:
         """The window with one more page below (or above), read from a cursor at the end that

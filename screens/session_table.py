@@ -38,7 +38,23 @@ class SessionTable(DataTable[Text]):
         self.hover_coordinate = self.hover_coordinate
         self._update_count += 1
         self.check_idle()
-        self.refresh(layout=True)
+        # The table's own size does not depend on its rows (its virtual size is set on idle).
+        self.refresh()
+
+    def action_page_down(self) -> None:
+        """DataTable's page down, scrolling at once: its own scroll waits for the next refresh,
+        to a position in the rows of before, so rows the screen drops above the cursor in the
+        meantime (a window slide) would scroll the view too far."""
+        if self.cursor_type != "row" or not self.show_cursor:
+            super().action_page_down()
+            return
+        self._set_hover_cursor(False)
+        # Every row here is one line high.
+        height = self.scrollable_content_region.height - (
+            self.header_height if self.show_header else 0
+        )
+        self.scroll_relative(y=height, animate=False, force=True, immediate=True)
+        self.move_cursor(row=self.cursor_row + height, scroll=False)
 
     # DataTable binds ctrl+home / ctrl+end to the first / last row and home / end to the first /
     # last column; the columns always fit here, so all four go to the ends of the list.
