@@ -739,9 +739,15 @@ class SessionListScreen(SessionActionScreen):
         self.table.set_class(not sessions, "hidden")
         if sessions and self.focused is None:
             self.table.focus()  # hiding the empty table took the focus away
+        old_ids = list(self.cells)
         if same_rows and self.cells:
             for session in sessions:
                 self._update_row(session)
+        elif self.cells and [s.id for s in sessions[: len(old_ids)]] == old_ids:
+            # The same rows and more below (the window filled): append, not refill.
+            for session in sessions[: len(old_ids)]:
+                self._update_row(session)
+            self._append_rows(sessions[len(old_ids) :])
         else:
             self._fill_table(sessions)
         self.refresh_bindings()
@@ -912,11 +918,15 @@ class SessionListScreen(SessionActionScreen):
                 table.remove_first_rows(drop)
             for session in gone:
                 self.cells.pop(session.id, None)
-            for session in new:
-                cells = self._cells(session, now)
-                self.cells[session.id] = cells
-                table.add_row(*cells, key=session.id)
+            self._append_rows(new, now)
         self.last_row = table.cursor_row
+
+    def _append_rows(self, sessions: list[SessionFields], now: datetime | None = None) -> None:
+        now = now or self.ctx.now()
+        for session in sessions:
+            cells = self._cells(session, now)
+            self.cells[session.id] = cells
+            self.table.add_row(*cells, key=session.id)
 
     def _extended(self, *, down: bool) -> tuple[WindowSpec, int]:
         """The window with one more page below (or above), read from a cursor at the end that
