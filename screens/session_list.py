@@ -818,7 +818,7 @@ class SessionListScreen(SessionActionScreen):
         if self.loading or not self.sessions or moved == 0:
             return
         if moved > 0 and self.has_after:
-            if row >= len(self.sessions) - self._reach() and self._append_ahead(row):
+            if row >= len(self.sessions) - self._reach() and self._append_ahead():
                 return
             if row >= len(self.sessions) - EDGE_ROWS:
                 self.spec = self._extended(down=True)[0]
@@ -872,16 +872,17 @@ class SessionListScreen(SessionActionScreen):
         if ahead.state == self.state and self.sessions and self.sessions[-1].id == ahead.after:
             self.ahead = ahead
 
-    def _append_ahead(self, row: int) -> bool:
+    def _append_ahead(self) -> bool:
         """Append the page read ahead (dropping rows at the top beyond the bound); False when
-        there is none for the rows on hand, or when the rows dropped would reach the cursor's."""
+        there is none for the rows on hand, or when rows on screen would have to go."""
         ahead, rows = self.ahead, self.sessions
         if ahead is None or ahead.after != rows[-1].id or ahead.state != self.state:
             return False
         spec, drop = self._extended(down=True)
         new, kept = ahead.window.sessions, rows[drop:]
         too_long = len(kept) + len(new) > self.ctx.page_size * self.ctx.window_pages
-        if not new or too_long or (drop and row - drop < EDGE_ROWS):
+        # Only rows above the view leave: the lines on screen stay as they are.
+        if not new or too_long or drop > self.table.scroll_y:
             return False
         self.ahead = None
         if {s.id for s in new} & {s.id for s in kept}:
