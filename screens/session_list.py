@@ -920,6 +920,7 @@ class SessionListScreen(SessionActionScreen):
             for session in gone:
                 self.cells.pop(session.id, None)
             self._append_rows(new, now)
+        table.measure_now()
         self.last_row = table.cursor_row
 
     def _append_rows(self, sessions: list[SessionFields], now: datetime | None = None) -> None:

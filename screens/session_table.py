@@ -41,6 +41,16 @@ class SessionTable(DataTable[Text]):
         # The table's own size does not depend on its rows (its virtual size is set on idle).
         self.refresh()
 
+    def measure_now(self) -> None:
+        """Measure the rows added since the last idle now, and tell the screen at once: on the
+        table's idle, after the screen may have painted, a new height is a frame of its own."""
+        if self._require_update_dimensions:
+            self._require_update_dimensions = False
+            new_rows = self._new_rows.copy()
+            self._new_rows.clear()
+            self._update_dimensions(new_rows)
+        self._check_refresh()
+
     def action_page_down(self) -> None:
         """DataTable's page down, scrolling at once: its own scroll waits for the next refresh,
         to a position in the rows of before, so rows the screen drops above the cursor in the
