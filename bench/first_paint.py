@@ -22,11 +22,12 @@ app's workers (a page read on the console) are awaited and ``pilot.pause()`` let
 be painted, until no worker is left running. That "settled" figure carries Pilot's own idle
 waits, so it is a ceiling, compressed towards the floor's. The frame figures are the time from
 the press's start to the first and to the last frame the screen composed before the app settled
-(``App._display`` calls, which in a real terminal write the update): the first is the earliest
-visible reaction (usually the cursor moving), the last is everything the press caused painted
-(a page read, the footer's bindings). They are the closer estimates of key press → repaint; both
-still include Textual's own paint scheduling (it paints on a timer, and Pilot's pause forces a
-paint of whatever is dirty when it wakes).
+(``App._display`` calls with an update, which in a real terminal write it; a call with None,
+the compositor having nothing to update, writes nothing and is not counted): the first is the
+earliest visible reaction (usually the cursor moving), the last is everything the press caused
+painted (a page read, the footer's bindings). They are the closer estimates of key press →
+repaint; both still include Textual's own paint scheduling (it paints on a timer, and Pilot's
+pause forces a paint of whatever is dirty when it wakes).
 """
 
 from __future__ import annotations
@@ -144,11 +145,13 @@ class FrameClock:
         self.last: float | None = None
         display = app._display
 
-        def recording(*args: Any, **kwargs: Any) -> None:
-            now = time.perf_counter()
-            self.first = now if self.first is None else self.first
-            self.last = now
-            display(*args, **kwargs)
+        def recording(screen: Any, renderable: Any) -> None:
+            # None: the compositor had nothing to update, and nothing is written.
+            if renderable is not None:
+                now = time.perf_counter()
+                self.first = now if self.first is None else self.first
+                self.last = now
+            display(screen, renderable)
 
         app._display = recording  # type: ignore[method-assign]
 

@@ -176,6 +176,17 @@ class ListState:
         return text
 
 
+@dataclass(frozen=True)
+class PageAhead:
+    """The page just below the window, read in the background from its last row (``after``),
+    so that moving down appends it at once instead of reading while the operator waits."""
+
+    after: str
+    state: ListState
+    token: object | None
+    window: ListWindow
+
+
 class LoadKey(NamedTuple):
     """What one read of the list depended on."""
 
@@ -282,6 +293,11 @@ class SessionListScreen(SessionActionScreen):
             self.serial = serial
             self.claims = claims
 
+    class AheadLoaded(Message):
+        def __init__(self, ahead: PageAhead) -> None:
+            super().__init__()
+            self.ahead = ahead
+
     class FirstLoaded(Message):
         """The quick first read (before the store is open) is back; None when it had nothing."""
 
@@ -327,6 +343,9 @@ class SessionListScreen(SessionActionScreen):
         # What the rows on hand were read with: the store's change token, the filters, the
         # window. A timed refresh that finds all three the same reads nothing from the store.
         self.loaded_key: LoadKey | None = None
+        self.ahead: PageAhead | None = None
+        # The last row the page ahead was asked for (one read in flight per edge).
+        self.ahead_asked: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -519,6 +538,20 @@ class SessionListScreen(SessionActionScreen):
         self.query_one("#filter-line", Static).update(self._filter_line())
         self.reload()
 
+    def _update_filter_line(self) -> None:
+        """Without a layout (a repaint of the whole screen) when the line keeps its height."""
+        line, text = self.query_one("#filter-line", Static), self._filter_line()
+        width, old = line.content_region.width, line.content
+        same_height = (
+            isinstance(old, Text)
+            and width > 0
+            and len(old.wrap(self.app.console, width)) == len(text.wrap(self.app.console, width))
+        )
+        line.update(text, layout=not same_height)
+        # Tell the screen now, not on the line's own idle: after the table's, which would make
+        # the line a frame of its own, a screen refresh (~16 ms) after the table's.
+        line._check_refresh()
+
     def _filter_line(self) -> Text:
         text = self.state.describe()
         if not self.sessions:
@@ -679,6 +712,7 @@ class SessionListScreen(SessionActionScreen):
         self.query_one("#filter-line", Static).update(self._filter_line())
         if self.sessions:
             self._maybe_slide(self.table.cursor_row, self.last_move)
+        self._read_ahead()
 
     def _locate(self, window: ListWindow) -> None:
         """Where the new window starts in the whole list: at the top when nothing is above it,
@@ -714,9 +748,15 @@ class SessionListScreen(SessionActionScreen):
         self.table.set_class(not sessions, "hidden")
         if sessions and self.focused is None:
             self.table.focus()  # hiding the empty table took the focus away
+        old_ids = list(self.cells)
         if same_rows and self.cells:
             for session in sessions:
                 self._update_row(session)
+        elif self.cells and [s.id for s in sessions[: len(old_ids)]] == old_ids:
+            # The same rows and more below (the window filled): append, not refill.
+            for session in sessions[: len(old_ids)]:
+                self._update_row(session)
+            self._append_rows(sessions[len(old_ids) :])
         else:
             self._fill_table(sessions)
         self.refresh_bindings()
@@ -782,32 +822,140 @@ class SessionListScreen(SessionActionScreen):
     def _maybe_slide(self, row: int, moved: int) -> None:
         """Keep a bounded window: read the next page when moving down near the bottom, the
         previous one when moving up near the top, dropping rows at the other end once the
-        window holds ``window_pages`` pages."""
+        window holds ``window_pages`` pages. Moving down within a screen of the bottom appends
+        the page read ahead, in the same frame as the move."""
         if self.loading or not self.sessions or moved == 0:
             return
-        if moved > 0 and row >= len(self.sessions) - EDGE_ROWS and self.has_after:
-            self.spec = self._extended(down=True)
-            self.reload()
+        if moved > 0 and self.has_after:
+            if row >= len(self.sessions) - self._reach() and self._append_ahead():
+                return
+            if row >= len(self.sessions) - EDGE_ROWS:
+                self.spec = self._extended(down=True)[0]
+                self.reload()
         elif moved < 0 and row < EDGE_ROWS and self.has_before:
-            self.spec = self._extended(down=False)
+            self.spec = self._extended(down=False)[0]
             self.reload()
 
-    def _extended(self, *, down: bool) -> WindowSpec:
+    def _reach(self) -> int:
+        """How near the bottom the cursor comes before the page ahead is appended: a screen."""
+        return max(EDGE_ROWS, self.table.size.height)
+
+    def _read_ahead(self) -> None:
+        if self.loading or not self.sessions or not self.has_after or self.ctx.store is None:
+            return  # while loading, the rows on hand may be of other filters or another order
+        last = self.sessions[-1].id
+        ahead = self.ahead
+        if last == self.ahead_asked or (ahead and (ahead.after, ahead.state) == (last, self.state)):
+            return
+        self.ahead_asked = last
+        spec = WindowSpec(cursor=session_cursor(self.sessions[-1], self.state.order))
+        self._load_ahead(last, self.state, spec)
+
+    @work(thread=True, exclusive=True, group="session-list-ahead", exit_on_error=False)
+    def _load_ahead(self, after: str, state: ListState, spec: WindowSpec) -> None:
+        from screens.data import StatusCounts, read_list_window, require_store
+
+        now = self.ctx.now()
+        try:
+            store = require_store(self.ctx)
+            token = store.change_token()
+            with store.read() as db:
+                window = read_list_window(
+                    db=db,
+                    filters=state.to_filter(now, self.ctx.stale_after),
+                    order=state.order,
+                    spec=spec,
+                    page_size=self.ctx.page_size,
+                    now=now,
+                    status_counts=self.status_counts or StatusCounts(),
+                    token=token,
+                )
+        except StoreError:
+            return  # the window's own reads report; moving down then reads as before
+        self.post_message(self.AheadLoaded(PageAhead(after, state, token, window)))
+
+    def on_session_list_screen_ahead_loaded(self, message: AheadLoaded) -> None:
+        ahead = message.ahead
+        if self.ahead_asked == ahead.after:
+            self.ahead_asked = None
+        if ahead.state == self.state and self.sessions and self.sessions[-1].id == ahead.after:
+            self.ahead = ahead
+
+    def _append_ahead(self) -> bool:
+        """Append the page read ahead (dropping rows at the top beyond the bound); False when
+        there is none for the rows on hand, or when rows on screen would have to go."""
+        ahead, rows = self.ahead, self.sessions
+        if ahead is None or ahead.after != rows[-1].id or ahead.state != self.state:
+            return False
+        spec, drop = self._extended(down=True)
+        new, kept = ahead.window.sessions, rows[drop:]
+        too_long = len(kept) + len(new) > self.ctx.page_size * self.ctx.window_pages
+        # Only rows above the view leave: the lines on screen stay as they are.
+        if not new or too_long or drop > self.table.scroll_y:
+            return False
+        self.ahead = None
+        if {s.id for s in new} & {s.id for s in kept}:
+            return False  # the list moved under the window: it is read whole instead
+        self.spec = spec
+        same_store = self.loaded_key is not None and self.loaded_key.token == ahead.token
+        self.loaded_key = LoadKey(ahead.token, self.state, spec) if same_store else None
+        self.has_before = self.has_before or drop > 0
+        self.has_after = ahead.window.has_after
+        self.claims = {**self.claims, **ahead.window.claims}
+        if self.first_row is not None:
+            self.first_row += drop
+        self._slide_table(drop, new)
+        self._update_filter_line()
+        # Once painted: the read would slow this frame down (the GIL).
+        self.call_after_refresh(self._read_ahead)
+        return True
+
+    def _slide_table(self, drop: int, new: list[SessionFields]) -> None:
+        """Remove ``drop`` rows at the top and append ``new`` at the bottom, keeping the cursor
+        on its session and the view where it was: no refill, no re-measuring of kept rows."""
+        table, gone = self.table, self.sessions[:drop]
+        now = self.ctx.now()
+        self.sessions = [*self.sessions[drop:], *new]
+        self.by_id = {s.id: s for s in self.sessions}
+        with self.app.batch_update():
+            if drop:
+                # View and cursor first, while the table has nothing pending: the cursor's move
+                # then scrolls nothing, now or after the next refresh (a frame of its own). The
+                # row it passes through for that moment is not a selection.
+                table.scroll_to(y=max(table.scroll_y - drop, 0), animate=False, immediate=True)
+                with table.prevent(DataTable.RowHighlighted):
+                    table.move_cursor(row=table.cursor_row - drop, animate=False, scroll=False)
+                table.remove_first_rows(drop)
+            for session in gone:
+                self.cells.pop(session.id, None)
+            self._append_rows(new, now)
+        table.measure_now()
+        self.last_row = table.cursor_row
+
+    def _append_rows(self, sessions: list[SessionFields], now: datetime | None = None) -> None:
+        now = now or self.ctx.now()
+        for session in sessions:
+            cells = self._cells(session, now)
+            self.cells[session.id] = cells
+            self.table.add_row(*cells, key=session.id)
+
+    def _extended(self, *, down: bool) -> tuple[WindowSpec, int]:
         """The window with one more page below (or above), read from a cursor at the end that
-        stays; rows beyond the cap at the other end are left out."""
+        stays, and how many rows beyond the cap at the other end it leaves out."""
         size, rows = self.ctx.page_size, self.sessions
         drop = max(0, len(rows) + size - size * self.ctx.window_pages)
         if drop == 0:
             known, anchor = self._staying_edge(down=down)
             if known:
                 pages = ceil(len(rows) / size) + 1
-                return WindowSpec(cursor=anchor, pages=pages, backwards=not down)
+                return WindowSpec(cursor=anchor, pages=pages, backwards=not down), 0
             drop = 1  # that edge cannot be named (rows changed meanwhile): give up one row
         drop = min(drop, len(rows))
         kept = len(rows) - drop
         edge = rows[drop - 1] if down else rows[kept]
         cursor = session_cursor(edge, self.state.order)
-        return WindowSpec(cursor=cursor, pages=ceil(kept / size) + 1, backwards=not down)
+        spec = WindowSpec(cursor=cursor, pages=ceil(kept / size) + 1, backwards=not down)
+        return spec, drop
 
     def _staying_edge(self, *, down: bool) -> tuple[bool, str | None]:
         """The cursor just beyond the end of the window that stays put, if it is known: the

@@ -340,3 +340,68 @@ async def test_resumable_column_follows_the_resume_rules(tmp_path: Path, db: Sto
         assert "no external session id" in screen_text(app)
     # The column is computed, never stored.
     assert session_row(db, "no-id")["external_resume_command"] is None
+
+
+async def test_the_page_below_is_read_ahead_and_appended_without_a_read(
+    tmp_path: Path, db: Store
+) -> None:
+    seed(db)
+    app = console(sqlite_url(tmp_path), page_size=5, window_pages=2)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionListScreen)
+        # Without any key: the next page is on hand already.
+        assert screen.ahead is not None
+        assert [s.id for s in screen.ahead.window.sessions] == NAMES[5:10]
+        store = app.ctx.store
+        assert store is not None
+        with SessionReads(store) as reads:
+            await pilot.press("down")
+            # Appended in the same handler as the move: on screen before any read returns.
+            assert row_ids(app) == NAMES[:10]
+            assert selected(app) == "s01"
+        assert reads.limits() in ([], [6])  # at most the next page ahead, never the window
+        walked = await walk(pilot, "down", 21)
+        assert walked == NAMES[2:]
+        assert table(app).row_count <= 10
+        first = NAMES.index(row_ids(app)[0])
+        assert row_ids(app) == NAMES[first:]
+        assert f"rows {first + 1}–23 of 23 (more above)" in filter_line(app)
+
+
+def top_of_view(app: Any) -> str:
+    """The session on the table's first visible line."""
+    return row_ids(app)[int(table(app).scroll_y)]
+
+
+async def test_a_slide_keeps_the_view_where_it_was(tmp_path: Path, db: Store) -> None:
+    for number in range(80):
+        add_session(db, f"t{number:02d}", at=FROZEN + timedelta(seconds=number))
+    names = [f"t{number:02d}" for number in range(80)]
+    # A window of three pages for a view of about fifteen rows: the page ahead is appended
+    # while the rows that leave are above the view.
+    app = console(sqlite_url(tmp_path), page_size=10, window_pages=3)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await settle(pilot)
+        dropped = 0
+        for _ in range(50):
+            top, first = top_of_view(app), row_ids(app)[0]
+            await press(pilot, "down")
+            # One row down scrolls the view by one row at most, whatever left the window above.
+            assert names.index(top_of_view(app)) - names.index(top) in (0, 1)
+            assert row_ids(app) == names[names.index(row_ids(app)[0]) :][: len(row_ids(app))]
+            assert table(app).row_count <= 30
+            dropped += row_ids(app)[0] != first
+        assert selected(app) == "t50"
+        assert dropped >= 2  # the window slid, rows leaving above, several times
+        screen = app.screen
+        assert isinstance(screen, SessionListScreen)
+        assert screen.first_row == names.index(row_ids(app)[0]) + 1
+        # A page down: the cursor's session is on screen, the window's bound holds.
+        await press(pilot, "pagedown")
+        cursor, top_row = table(app).cursor_row, int(table(app).scroll_y)
+        assert top_row <= cursor < top_row + table(app).scrollable_content_region.height - 1
+        assert selected(app) == row_ids(app)[cursor]
+        assert names.index(selected(app)) > 50
+        assert table(app).row_count <= 30
