@@ -40,11 +40,11 @@ class ConsoleFooter(Footer):
             yield widget
 
     def bindings_changed(self, screen: Screen[object]) -> None:
-        if self.is_attached and screen is self.screen and self._redim_in_place():
+        if self.is_attached and screen is self.screen and self.redim():
             return
         super().bindings_changed(screen)
 
-    def _redim_in_place(self) -> bool:
+    def redim(self) -> bool:
         """When the footer already shows exactly the keys to show, set which are dimmed and
         say so (True); otherwise it must be built again (False)."""
         if not self._bindings_ready:

@@ -369,6 +369,8 @@ class SessionListScreen(SessionActionScreen):
 
     def on_mount(self) -> None:
         self._build_columns()
+        # Called as the cursor moves, before the frame that shows it is drawn.
+        self.watch(self.table, "cursor_coordinate", self._cursor_moved, init=False)
         self.refresh_timer = self.set_interval(self.ctx.refresh_seconds, self.refresh_if_changed)
         if self.ctx.store is None and self.ctx.first_read is not None:
             self._load_first(self.serial)
@@ -420,6 +422,13 @@ class SessionListScreen(SessionActionScreen):
     def refresh_bindings(self) -> None:
         self.footer_state = self._action_state()
         super().refresh_bindings()
+        # Textual tells the footer when it next idles, a frame after the cursor's; re-dimming
+        # now puts both in one frame (a footer that needs other keys is rebuilt then).
+        self.query_one(ConsoleFooter).redim()
+
+    def _cursor_moved(self) -> None:
+        if self._action_state() != self.footer_state:
+            self.refresh_bindings()
 
     def session_updated(self, session: SessionFields) -> None:
         if session.id in self.by_id:

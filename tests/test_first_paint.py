@@ -141,7 +141,7 @@ def test_first_rows_are_painted_before_the_database_layer_loads(tmp_path: Path, 
     assert first["rows"] == [f"s{number:02d}" for number in range(50)]
     assert first["counts"].startswith("Opening store sqlite:///")
     # Then the store opened, in the background, and the list was read from it.
-    assert ready["store_open"] is True and ready["kinds"] == ["AgentSession"]
+    assert ready["store_open"] is True and ready["kinds"] == ["AgentSession"], (ready, report)
     assert {"sqlalchemy", "sqlmodel"} <= set(ready["heavy"])
     assert "alembic" not in ready["heavy"]  # a current store needs no migration
     assert ready["rows"] == first["rows"]
