@@ -691,6 +691,8 @@ def build_postgres_store(server: Any, sessions: int) -> str:
     store's (the same agents, runs, workspaces and statuses), written in one statement."""
     from sqlalchemy import create_engine, text
 
+    from store.sessions import bulk_session_writes
+
     admin = create_engine(server.url(), isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text("CREATE DATABASE rt_bench_big"))
@@ -698,7 +700,7 @@ def build_postgres_store(server: Any, sessions: int) -> str:
     url = server.url("rt_bench_big")
     store = open_store(url)
     statuses = ", ".join(f"'{status}'" for status in STATUSES)
-    with store.write() as db:
+    with store.write() as db, bulk_session_writes(db=db):
         db.execute(
             text(
                 "INSERT INTO agent_sessions (id, agent_id, run_id, adapter, working_directory,"

@@ -31,7 +31,7 @@ from store.models import (
     Task,
     Workspace,
 )
-from store.sessions import lock_status_counts
+from store.sessions import bulk_session_writes
 
 SEED = 20260917
 DEMO_ROOT = "/tmp/roundtable-demo"
@@ -169,25 +169,25 @@ def seed_demo(*, db: Connection, clock: Clock = system_clock, sessions: int = 24
     (the kinds of ``store.transfer.KINDS``)."""
     if sessions < 0:
         raise ValueError("sessions must not be negative")
-    lock_status_counts(db=db)
-    writer = _Writer(db)
-    builder = _Builder(clock(), random.Random(SEED))
-    session_ids = [_session_id(index) for index in range(1, sessions + 1)]
-    _forget_history(db, session_ids, [run[0] for run in _RUNS])
-    writer.add_all("workspace", builder.workspaces())
-    writer.add_all("agent", builder.agents())
-    writer.add_all("run", builder.runs())
-    writer.add_all("task", builder.tasks())
-    writer.add_all("claim", builder.claims())
-    writer.add_all("proposal", builder.proposals())
-    writer.add_all("decision", builder.decisions())
-    writer.add_all("event", builder.activity())
-    for index in range(1, sessions + 1):
-        session, history, run_events = builder.session(index)
-        writer.add("session", session)
-        writer.add_all("session_event", history)
-        writer.add_all("event", run_events)
-    writer.flush()
+    with bulk_session_writes(db=db):
+        writer = _Writer(db)
+        builder = _Builder(clock(), random.Random(SEED))
+        session_ids = [_session_id(index) for index in range(1, sessions + 1)]
+        _forget_history(db, session_ids, [run[0] for run in _RUNS])
+        writer.add_all("workspace", builder.workspaces())
+        writer.add_all("agent", builder.agents())
+        writer.add_all("run", builder.runs())
+        writer.add_all("task", builder.tasks())
+        writer.add_all("claim", builder.claims())
+        writer.add_all("proposal", builder.proposals())
+        writer.add_all("decision", builder.decisions())
+        writer.add_all("event", builder.activity())
+        for index in range(1, sessions + 1):
+            session, history, run_events = builder.session(index)
+            writer.add("session", session)
+            writer.add_all("session_event", history)
+            writer.add_all("event", run_events)
+        writer.flush()
     return writer.counts
 
 

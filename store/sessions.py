@@ -6,7 +6,8 @@ Each write is one statement on the row plus its history row, in the caller's tra
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -418,14 +419,30 @@ def find_by_agent(*, db: Connection, agent_id: str) -> AgentSession:
     return _record(row)
 
 
-def lock_status_counts(*, db: Connection) -> None:
-    """Before a transaction that writes sessions of several statuses (an import, the demo): on
-    PostgreSQL, hold every other status change until it commits. Its triggers take the counts
-    of those statuses one by one, in whatever order the rows come, so a single-session change
-    that took one of them first could otherwise leave each waiting for the other. On SQLite the
-    write transaction already has the database to itself."""
-    if db.dialect.name == "postgresql":
-        db.execute(text("LOCK TABLE session_status_counts IN SHARE ROW EXCLUSIVE MODE"))
+@contextmanager
+def bulk_session_writes(*, db: Connection) -> Iterator[None]:
+    """Around a write of many sessions in one transaction (an import, the demo). On PostgreSQL
+    the count triggers stand aside for it and the counts are taken once at its end: counting
+    row by row would update one count row as many times, each update slower than the last.
+    Every other status change waits until the transaction commits, so none falls between the
+    count and the commit (and none waits for the bulk write while it waits for them). On SQLite
+    the triggers count as they go, at no such cost, and the write transaction already has the
+    database to itself."""
+    if db.dialect.name != "postgresql":
+        yield
+        return
+    db.execute(text("LOCK TABLE session_status_counts IN SHARE ROW EXCLUSIVE MODE"))
+    # Local to the transaction: the pooled connection counts row by row again after it.
+    db.execute(text("SELECT set_config('roundtable.bulk_session_writes', 'on', true)"))
+    yield
+    db.execute(text("SELECT set_config('roundtable.bulk_session_writes', 'off', true)"))
+    db.execute(text("DELETE FROM session_status_counts"))
+    db.execute(
+        text(
+            "INSERT INTO session_status_counts (status, sessions) "
+            "SELECT status, count(*) FROM agent_sessions GROUP BY status"
+        )
+    )
 
 
 def count_by_status(*, db: Connection) -> dict[str, int]:

@@ -34,7 +34,7 @@ from store.models import (
     Task,
     Workspace,
 )
-from store.sessions import lock_status_counts
+from store.sessions import bulk_session_writes
 
 # kind → table name, in export order. idempotency_keys are not exported.
 KINDS: dict[str, str] = {
@@ -185,18 +185,18 @@ def import_records(
 
     Raises ``InvalidImport`` naming the first bad line; the caller's transaction must then roll
     back (``Store.write()`` does), so nothing is written."""
-    lock_status_counts(db=db)
-    importer = _Importer(db, format_ts(clock()))
-    parse, add = importer.parse, importer.add  # this loop runs once per line
-    for number, line in enumerate(lines, start=1):
-        if number == 1:
-            line = line.removeprefix("\ufeff")
-        if not line or line.isspace():
-            continue
-        kind, row = parse(number, line)
-        add(number, kind, row)
-    importer.flush()
-    importer.sync_sequences()
+    with bulk_session_writes(db=db):
+        importer = _Importer(db, format_ts(clock()))
+        parse, add = importer.parse, importer.add  # this loop runs once per line
+        for number, line in enumerate(lines, start=1):
+            if number == 1:
+                line = line.removeprefix("\ufeff")
+            if not line or line.isspace():
+                continue
+            kind, row = parse(number, line)
+            add(number, kind, row)
+        importer.flush()
+        importer.sync_sequences()
     return importer.counts
 
 

@@ -111,6 +111,28 @@ def test_an_import_is_counted(store: Store, empty_store: Store) -> None:
     assert counted(empty_store) == {"active": 1, "paused": 1, "weird": 1}
 
 
+def test_after_a_bulk_write_the_next_writes_are_counted_again(
+    store: Store, empty_store: Store
+) -> None:
+    """An import counts once at its end; the setting that made the triggers stand aside ends
+    with its transaction, so the same pooled connection counts the next write row by row."""
+    with store.write() as db:
+        for number in range(5):
+            register_session(db, f"s{number}", status=("active", "paused")[number % 2])
+    lines: list[str] = []
+    with store.read() as db:
+        export_records(db=db, write=lines.append)
+    with empty_store.write() as db:
+        import_records(db=db, lines=lines)
+    assert counted(empty_store) == {"active": 3, "paused": 2}
+    for _ in range(3):
+        with empty_store.write() as db:
+            register_session(db, "later", status="stopped")
+            sessions.end(db=db, session_id="s0", status="ended")
+        assert counted(empty_store) == grouped(empty_store)
+    assert counted(empty_store) == {"active": 2, "paused": 2, "stopped": 1, "ended": 1}
+
+
 def test_opening_a_reference_store_counts_its_sessions_once(tmp_path: Path) -> None:
     reference_path = tmp_path / "roundtable.db"
     build_reference_db(reference_path, tmp_path)
