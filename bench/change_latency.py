@@ -32,8 +32,11 @@ from tui.config import Settings  # noqa: E402
 
 SIZE = (120, 40)
 ROUNDS = 5
-# Later than every session the bench's stores hold, so each new one lists first.
-FUTURE = "2099-01-01T00:00:{second:02d}Z"
+# Earlier than every session the bench's stores hold, and each earlier than the last, so each
+# new one lists first (the list's default order is by start, oldest first).
+EARLY = "2000-01-01T00:00:{second:02d}Z"
+# A row that has not shown by then counts as this late, and the rounds end.
+GIVE_UP_SECONDS = 10.0
 
 
 def shown_ids(pilot: Pilot[Any]) -> set[str]:
@@ -61,7 +64,7 @@ def commit_session(url: str, session_id: str, second: int) -> float:
                 "UPDATE agent_sessions SET started_at = ? WHERE id = ?"
                 if db.dialect.name == "sqlite"
                 else "UPDATE agent_sessions SET started_at = %s WHERE id = %s",
-                (FUTURE.format(second=second), session_id),
+                (EARLY.format(second=59 - second), session_id),
             )
         return time.perf_counter()
     finally:
@@ -86,11 +89,14 @@ def main(argv: list[str]) -> None:
             committed: list[float] = []
             writer = threading.Thread(target=commit_into, args=(committed, session_id, number))
             writer.start()
-            while session_id not in shown_ids(pilot):
+            deadline = time.perf_counter() + GIVE_UP_SECONDS
+            while session_id not in shown_ids(pilot) and time.perf_counter() < deadline:
                 await asyncio.sleep(0.002)
             seen = time.perf_counter()
             writer.join()
             latencies.append(seen - committed[0])
+            if seen >= deadline:
+                break
             await pilot.pause(0.3)
         pilot.app.exit()
 
