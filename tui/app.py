@@ -181,7 +181,7 @@ class RoundtableApp(App[int]):
         self.list_screen.store_opened()
         if self.change_watcher is None:
             self.change_watcher = ChangeWatcher(
-                message.store, lambda: self.post_message(StoreChanged())
+                message.store, lambda: self._deliver(StoreChanged())
             )
             self.change_watcher.start()
 
