@@ -18,10 +18,11 @@ down_revision = "0004_session_status_counts"
 branch_labels = None
 depends_on = None
 
+# session_status_counts is left out: its triggers fire only with a change to agent_sessions,
+# which notifies already.
 WATCHED_TABLES = (
     "agent_sessions",
     "agent_session_events",
-    "session_status_counts",
     "claims",
     "events",
     "tasks",
