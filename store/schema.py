@@ -7,14 +7,19 @@ agent-facing commands pay nothing for it on a current store.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from sqlalchemy import Connection, Engine, text
 
+from store.database import BUSY_TIMEOUT_MS
 from store.errors import DatabaseUnavailable
 from store.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
 
 _PG_MIGRATION_LOCK = 0x526F756E64  # any fixed number; "Round"
+# How long an opener waits for another process that is migrating the same SQLite store: a first
+# open of a million-row store takes seconds, longer than the usual write-lock wait.
+MIGRATION_WAIT_MS = 300_000
 # A migration reports each index it builds on a table from this size on (a smaller table's
 # take no time, and a new store's first open says one line, not a dozen).
 LARGE_TABLE_ROWS = 10_000
@@ -37,8 +42,11 @@ def ensure_schema(engine: Engine, *, progress: Callable[[str], None] | None = No
     with engine.connect() as conn:
         if _known(current_revision(conn)) == HEAD_REVISION:
             return False
+    # Imported before the lock is taken, so other openers do not wait for the import.
+    import alembic.command  # noqa: F401
+
     writer = engine.execution_options(write=True)
-    with writer.connect() as conn, conn.begin():
+    with writer.connect() as conn, _waiting_for_migrations(conn), conn.begin():
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
         # Another process may have upgraded while we waited for the lock.
@@ -49,6 +57,21 @@ def ensure_schema(engine: Engine, *, progress: Callable[[str], None] | None = No
         else:
             _upgrade_reporting(conn, progress)
     return True
+
+
+@contextmanager
+def _waiting_for_migrations(conn: Connection) -> Iterator[None]:
+    """On SQLite, wait for another opener's migration as long as it takes (PostgreSQL's advisory
+    lock waits without a limit already); the connection's usual wait is restored after."""
+    if conn.dialect.name != "sqlite":
+        yield
+        return
+    raw = conn.connection.driver_connection
+    raw.execute(f"PRAGMA busy_timeout = {MIGRATION_WAIT_MS}")
+    try:
+        yield
+    finally:
+        raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
 
 def _upgrade_reporting(conn: Connection, progress: Callable[[str], None]) -> None:

@@ -195,3 +195,36 @@ def test_a_blank_store_opened_by_many_processes_at_once_is_migrated_once(
             assert db.execute(text("SELECT COUNT(*) FROM alembic_version")).scalar_one() == 1
     finally:
         store.dispose()
+
+
+def test_an_opener_waits_for_another_process_migration_longer_than_a_write_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A first open of a big store migrates for seconds; a second opener waits for it rather than
+    failing after the usual write-lock wait (which is shortened here so the test is quick)."""
+    import sqlite3
+
+    import store.database
+    import store.schema
+
+    monkeypatch.setattr(store.database, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(store.schema, "BUSY_TIMEOUT_MS", 200)
+    path = tmp_path / "roundtable.db"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("PRAGMA journal_mode = WAL")
+    other.execute("BEGIN IMMEDIATE")  # the other process's migration, holding the write lock
+    releaser = threading.Timer(1.0, other.execute, args=("COMMIT",))
+    releaser.start()
+    try:
+        opened = open_store(sqlite_url(path))
+    finally:
+        releaser.join()
+        other.close()
+    try:
+        with opened.read() as db:
+            assert current_revision(db) == HEAD_REVISION
+        # Once migrated, the connection waits the usual time again.
+        with opened.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar_one() == 200
+    finally:
+        opened.dispose()
