@@ -1,6 +1,6 @@
 """One process: start an app headless at 120×40, measure it once its first data rows are shown.
 
-`bare` is the floor: a Header, a DataTable of 60 rows (200 in `keys`, so that every press still
+`bare` is the floor: a Header, a DataTable of 60 rows (600 in `keys`, so that every press still
 moves the cursor) and a Footer. `console URL` is the real console on that store. Modes (the first
 argument):
 
@@ -246,7 +246,7 @@ def main(argv: list[str]) -> None:
     if mode == "rss":
         run_app(which, measure_rss)
     else:
-        run_app(which, measure_keys, bare_rows=200)
+        run_app(which, measure_keys, bare_rows=600)
     print(measured[0] if mode == "rss" else json.dumps(measured[0]))
 
 

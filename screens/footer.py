@@ -61,4 +61,6 @@ class ConsoleFooter(Footer):
             if key._disabled != disabled:  # FooterKey keeps its state there (textual 8.2.8)
                 key._disabled = disabled
                 key.set_class(disabled, "-disabled")
+                # Tell the screen now: on the key's own idle it would be a frame of its own.
+                key._check_refresh()
         return True

@@ -334,7 +334,7 @@ class SessionListScreen(SessionActionScreen):
         # Where home or end put the cursor once the rows they asked for arrive.
         self.pending_jump: bool | None = None
         self.serial = 0
-        self.loading = False
+        self.reading = False
         self.loaded_once = False
         self.widths = column_widths(120)
         self.refresh_timer: Timer | None = None
@@ -586,9 +586,9 @@ class SessionListScreen(SessionActionScreen):
         if self.ctx.store is None:
             return
         # A read still on its way was asked for on purpose: the one replacing it reads too.
-        since = None if force or self.loading else self.loaded_key
+        since = None if force or self.reading else self.loaded_key
         self.serial += 1
-        self.loading = True
+        self.reading = True
         # Live claims can expire by the clock alone; expired ones stay so until the store changes.
         recheck = [
             s.agent_id for s in self.sessions if (c := self.claims.get(s.agent_id)) and c.live
@@ -672,7 +672,7 @@ class SessionListScreen(SessionActionScreen):
     def on_session_list_screen_unchanged(self, message: Unchanged) -> None:
         if message.serial != self.serial:
             return
-        self.loading = False
+        self.reading = False
         if message.claims is not None:
             # The store is unchanged, so each agent re-read still holds the same claims.
             self.claims = {**self.claims, **message.claims}
@@ -682,7 +682,7 @@ class SessionListScreen(SessionActionScreen):
     def on_session_list_screen_load_failed(self, message: LoadFailed) -> None:
         if message.serial != self.serial:
             return
-        self.loading = False
+        self.reading = False
         self.pending_jump = None
         self.loaded_key = None
         self.show_error(message.error)
@@ -702,7 +702,7 @@ class SessionListScreen(SessionActionScreen):
     def on_session_list_screen_loaded(self, message: Loaded) -> None:
         if message.serial != self.serial:
             return
-        self.loading = False
+        self.reading = False
         self.loaded_key = message.key
         self._show_window(message.window)
 
@@ -792,10 +792,7 @@ class SessionListScreen(SessionActionScreen):
         with self.app.batch_update():
             table.clear()
             self.cells.clear()
-            for session in sessions:
-                cells = self._cells(session, now)
-                self.cells[session.id] = cells
-                table.add_row(*cells, key=session.id)
+            self._append_rows(sessions, now)
             ids = [s.id for s in sessions]
             if not ids:
                 self.selected_id = None
@@ -833,7 +830,7 @@ class SessionListScreen(SessionActionScreen):
         previous one when moving up near the top, dropping rows at the other end once the
         window holds ``window_pages`` pages. Moving down within a screen of the bottom appends
         the page read ahead, in the same frame as the move."""
-        if self.loading or not self.sessions or moved == 0:
+        if self.reading or not self.sessions or moved == 0:
             return
         if moved > 0 and self.has_after:
             if row >= len(self.sessions) - self._reach() and self._append_ahead():
@@ -850,7 +847,7 @@ class SessionListScreen(SessionActionScreen):
         return max(EDGE_ROWS, self.table.size.height)
 
     def _read_ahead(self) -> None:
-        if self.loading or not self.sessions or not self.has_after or self.ctx.store is None:
+        if self.reading or not self.sessions or not self.has_after or self.ctx.store is None:
             return  # while loading, the rows on hand may be of other filters or another order
         last = self.sessions[-1].id
         ahead = self.ahead
@@ -943,10 +940,9 @@ class SessionListScreen(SessionActionScreen):
 
     def _append_rows(self, sessions: list[SessionFields], now: datetime | None = None) -> None:
         now = now or self.ctx.now()
-        for session in sessions:
-            cells = self._cells(session, now)
-            self.cells[session.id] = cells
-            self.table.add_row(*cells, key=session.id)
+        rows = [(session.id, self._cells(session, now)) for session in sessions]
+        self.cells.update(rows)
+        self.table.append_rows(rows)
 
     def _extended(self, *, down: bool) -> tuple[WindowSpec, int]:
         """The window with one more page below (or above), read from a cursor at the end that

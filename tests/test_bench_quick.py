@@ -204,7 +204,11 @@ def test_key_figures_bound_the_last_frame_itself_and_show_the_ratio_to_the_bare_
     last_frame = figures[1]
     assert last_frame.value == pytest.approx(0.040) and last_frame.ratio == pytest.approx(0.5)
     assert last_frame.verdict() == "ok" and last_frame.target() == "<0.05s"
-    assert [figure.verdict() for figure in figures] == ["", "ok", ""] * 2
+    assert [figure.verdict() for figure in figures] == ["", "ok", "", ""] * 2
+    # The 90th percentile of the last frames (nearest rank of three: the slowest), not judged.
+    tail = figures[3]
+    assert tail.name == "down -> last frame, 90th percentile (big)"
+    assert tail.value == pytest.approx(0.060) and tail.ratio == pytest.approx(0.5)
     slow = bench.key_figures("big", timings(2.0), timings(1.0))
     assert slow[1].verdict() == "MISS"  # 80 ms, though only twice the bare app's
 

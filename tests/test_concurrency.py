@@ -10,6 +10,7 @@ import itertools
 import multiprocessing
 import queue
 import threading
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -155,8 +156,8 @@ def _opener(url: str, barrier: Any, results: Any, index: int) -> None:
                 results.put((index, current_revision(db)))
         finally:
             store.dispose()
-    except Exception as error:  # reported, so the test fails with the reason
-        results.put((index, f"crash: {type(error).__name__}: {error}"))
+    except Exception as error:  # reported, so the test fails with the reason and where
+        results.put((index, f"crash: {type(error).__name__}: {error}\n{traceback.format_exc()}"))
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])

@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import LoadingIndicator
 
 import screens.data
+from screens.session_list import SessionListScreen
 from store.database import Store
 from tests.conftest import FakeClock
 from tests.test_tui_support import (
@@ -285,3 +287,23 @@ async def test_an_idle_console_reads_nothing_on_postgresql(
         assert len(tokens) >= 5 and all(token is not None for token in tokens)
         assert spy.lists == 0 and spy.counts == 0
         assert row_ids(app) == ["s1"]
+
+
+async def test_a_read_never_covers_the_list_with_a_loading_indicator(tmp_path: Path, db: Store):
+    """Textual's ``loading`` on a widget replaces it with a loading indicator: the list's own
+    "a read is under way" is another attribute, so a refresh (every few seconds) repaints rows,
+    not the whole screen twice."""
+    add_session(db, "s1")
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionListScreen)
+        screen.reload()
+        assert screen.reading
+        assert not screen.loading
+        await pilot.pause()
+        assert not screen.query(LoadingIndicator)
+        await settle(pilot)
+        assert not screen.reading
+        assert "s1" in screen_text(app)

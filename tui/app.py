@@ -11,13 +11,14 @@ from __future__ import annotations
 import gc
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import work
+from textual import events, work
 from textual.app import App, AutopilotCallbackType
 from textual.binding import Binding
 from textual.message import Message
@@ -34,6 +35,7 @@ from store.clock import Clock, system_clock
 from store.display import printable
 from store.errors import StoreError
 from tui.change_watch import ChangeWatcher
+from tui.heap import QuietCollector, hold_full_collections
 
 if TYPE_CHECKING:
     from store.database import Store
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
 
 ASSETS = Path(assets.__file__).parent
 STORE_RETRY_SECONDS = 5.0
+# How often the app looks whether a full garbage collection is due (tui.heap).
+COLLECTION_CHECK_SECONDS = 2.0
 # With --demo, adapters the user has not configured resume like this, so the demo's briefing
 # screen shows a real resume plan. Never written to the user's configuration.
 DEMO_ADAPTERS: dict[str, AdapterConfig] = {
@@ -94,6 +98,11 @@ class RoundtableApp(App[int]):
         self.theme_name = theme_name
         self.list_screen = SessionListScreen(ctx)
         self.change_watcher: ChangeWatcher | None = None
+        self.collector = QuietCollector(time.monotonic())
+        # Set by `roundtable tui` (run_console), which owns the process: the garbage collector's
+        # schedule is the console's (tui.heap). Tests share their process, so theirs is not.
+        self.manages_heap = False
+        self.heap_frozen = False
 
     def notify(
         self,
@@ -124,6 +133,24 @@ class RoundtableApp(App[int]):
         self.push_screen(self.list_screen)
         if not self.staged:
             self.prepare_store()
+        if self.manages_heap:
+            self.set_interval(COLLECTION_CHECK_SECONDS, self.collect_if_quiet)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.InputEvent):
+            self.collector.note_input(time.monotonic())
+        await super().on_event(event)
+
+    def collect_if_quiet(self) -> bool:
+        return self.collector.tick(time.monotonic())
+
+    def on_session_list_screen_loaded(self, _message: SessionListScreen.Loaded) -> None:
+        if self.manages_heap and not self.heap_frozen:
+            # The first read from the store has imported the rest of the database layer and
+            # filled its statement caches: long-lived, frozen once painted, so that a full
+            # collection does not walk them all again and again.
+            self.heap_frozen = True
+            self.call_after_refresh(gc.freeze)
 
     def on_session_list_screen_first_rows_shown(
         self, _message: SessionListScreen.FirstRowsShown
@@ -318,5 +345,7 @@ def run_console(
     # full garbage collection walking it all costs tens of milliseconds and tends to fall on the
     # first paint. Frozen, the collector walks only what is made from here on.
     gc.freeze()
+    hold_full_collections()
+    app.manages_heap = True
     app.run(headless=headless, size=size, auto_pilot=auto_pilot)
     return app.return_code or 0
