@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -75,6 +76,24 @@ def _is_sqlite_file(database: str | None) -> bool:
     return not (database.startswith("file:") and "mode=memory" in database)
 
 
+def use_wal(cursor: Any, *, wait_seconds: float | None = None) -> None:
+    """Put the database in WAL mode, unless it is already (or in memory). Processes opening a new
+    file at once all turn it to WAL, and SQLite answers some of them "locked" at once rather
+    than wait (waiting could deadlock): they look again until the busy timeout has passed."""
+    wait = BUSY_TIMEOUT_MS / 1000 if wait_seconds is None else wait_seconds
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+            if mode != "wal" and mode != "memory":
+                cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+
+
 def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -83,9 +102,7 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys = ON")
-        mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
-        if mode != "wal" and mode != "memory":
-            cursor.execute("PRAGMA journal_mode = WAL")
+        use_wal(cursor)
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.close()
 

@@ -18,6 +18,7 @@ from store.database import (
     describe_url,
     open_store,
     sqlite_url,
+    use_wal,
 )
 from store.errors import DatabaseUnavailable
 from store.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
@@ -317,3 +318,48 @@ def test_a_store_at_the_baseline_is_brought_to_head(tmp_path: Path):
         assert columns[-1] == "version"
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         assert "idempotency_keys" in tables
+
+
+class LockedCursor:
+    """A DB-API cursor whose first ``locked`` statements fail as SQLite fails a connection
+    turning a new file to WAL while another process does the same."""
+
+    def __init__(self, locked: int, mode: str = "delete", error: str = "database is locked"):
+        self.locked = locked
+        self.mode = mode
+        self.error = error
+        self.statements: list[str] = []
+
+    def execute(self, statement: str) -> LockedCursor:
+        self.statements.append(statement)
+        if self.locked:
+            self.locked -= 1
+            raise sqlite3.OperationalError(self.error)
+        if statement == "PRAGMA journal_mode = WAL":
+            self.mode = "wal"
+        return self
+
+    def fetchone(self) -> tuple[str]:
+        return (self.mode,)
+
+
+def test_wal_mode_is_set_when_another_opener_held_the_file_for_a_moment():
+    cursor = LockedCursor(locked=2)
+    use_wal(cursor, wait_seconds=5)
+    assert cursor.mode == "wal"
+    assert cursor.statements[-2:] == ["PRAGMA journal_mode", "PRAGMA journal_mode = WAL"]
+
+
+def test_a_file_locked_for_longer_than_the_wait_is_reported_and_other_errors_at_once():
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        use_wal(LockedCursor(locked=10_000), wait_seconds=0.05)
+    broken = LockedCursor(locked=1, error="disk I/O error")
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+        use_wal(broken, wait_seconds=5)
+    assert broken.statements == ["PRAGMA journal_mode"]
+
+
+def test_a_database_already_in_wal_mode_is_left_as_it_is():
+    cursor = LockedCursor(locked=0, mode="wal")
+    use_wal(cursor)
+    assert cursor.statements == ["PRAGMA journal_mode"]
