@@ -12,7 +12,8 @@ argument):
   process's resident set size in KiB (VmRSS from /proc/self/status; ru_maxrss, the peak, where
   /proc is missing) on stdout.
 - `keys [DOWNS PAGEDOWNS] APP`: once the store is open, press "down" DOWNS times (default 30),
-  then "pagedown" PAGEDOWNS times (default 4) through Textual's Pilot, and print one JSON
+  then "pagedown" PAGEDOWNS times (default 4), then "pageup" as many times (back up through
+  rows the window has let go of) through Textual's Pilot, and print one JSON
   object on stdout: per key, the milliseconds each press took to settle and to its last frame.
 
 What `keys` measures, honestly: the app is headless, so nothing is written to a terminal. A
@@ -181,7 +182,7 @@ async def press_timings(pilot: Pilot[Any], keys: list[str]) -> Timings:
 
 
 def key_sequence(downs: int, pagedowns: int) -> list[str]:
-    return ["down"] * downs + ["pagedown"] * pagedowns
+    return ["down"] * downs + ["pagedown"] * pagedowns + ["pageup"] * pagedowns
 
 
 def run_app(which: list[str], script: Script | None, bare_rows: int = 60) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from functools import partial
 from math import ceil
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -178,10 +179,12 @@ class ListState:
 
 @dataclass(frozen=True)
 class PageAhead:
-    """The page just below the window, read in the background from its last row (``after``),
-    so that moving down appends it at once instead of reading while the operator waits."""
+    """The page just beyond one end of the window, read in the background from the row at that
+    end (``edge``): below it when ``below``, else above it. Moving there adds it at once instead
+    of reading while the operator waits."""
 
-    after: str
+    edge: str
+    below: bool
     state: ListState
     token: object | None
     window: ListWindow
@@ -343,9 +346,11 @@ class SessionListScreen(SessionActionScreen):
         # What the rows on hand were read with: the store's change token, the filters, the
         # window. A timed refresh that finds all three the same reads nothing from the store.
         self.loaded_key: LoadKey | None = None
+        # The pages just below and just above the window, when read.
         self.ahead: PageAhead | None = None
-        # The last row the page ahead was asked for (one read in flight per edge).
-        self.ahead_asked: str | None = None
+        self.behind: PageAhead | None = None
+        # The edge row each side's page was last asked for (one read in flight per side).
+        self.asked: dict[bool, str | None] = {True: None, False: None}
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -838,27 +843,52 @@ class SessionListScreen(SessionActionScreen):
             if row >= len(self.sessions) - EDGE_ROWS:
                 self.spec = self._extended(down=True)[0]
                 self.reload()
-        elif moved < 0 and row < EDGE_ROWS and self.has_before:
-            self.spec = self._extended(down=False)[0]
-            self.reload()
+                return
+        elif moved < 0 and self.has_before:
+            if row < self._reach() and self._prepend_behind():
+                return
+            if row < EDGE_ROWS:
+                self.spec = self._extended(down=False)[0]
+                self.reload()
+                return
+        if self._page_wanted(below=moved > 0):
+            # The operator turned round: the page that way is read once this move is painted.
+            self.call_after_refresh(self._read_ahead)
 
     def _reach(self) -> int:
-        """How near the bottom the cursor comes before the page ahead is appended: a screen."""
+        """How near an end the cursor comes before the page beyond it is added: a screen."""
         return max(EDGE_ROWS, self.table.size.height)
 
-    def _read_ahead(self) -> None:
-        if self.reading or not self.sessions or not self.has_after or self.ctx.store is None:
-            return  # while loading, the rows on hand may be of other filters or another order
-        last = self.sessions[-1].id
-        ahead = self.ahead
-        if last == self.ahead_asked or (ahead and (ahead.after, ahead.state) == (last, self.state)):
-            return
-        self.ahead_asked = last
-        spec = WindowSpec(cursor=session_cursor(self.sessions[-1], self.state.order))
-        self._load_ahead(last, self.state, spec)
+    def _page_wanted(self, *, below: bool) -> bool:
+        """There is a page beyond that end of the window, and it is neither held nor asked for."""
+        if not self.sessions or not (self.has_after if below else self.has_before):
+            return False
+        edge = (self.sessions[-1] if below else self.sessions[0]).id
+        held = self.ahead if below else self.behind
+        if held is not None and (held.edge, held.state) == (edge, self.state):
+            return False
+        return self.asked[below] != edge
 
-    @work(thread=True, exclusive=True, group="session-list-ahead", exit_on_error=False)
-    def _load_ahead(self, after: str, state: ListState, spec: WindowSpec) -> None:
+    def _read_ahead(self) -> None:
+        """Read the page beyond the end of the window the operator last moved towards (below
+        at first), in the background."""
+        if self.reading or self.ctx.store is None:
+            return  # while loading, the rows on hand may be of other filters or another order
+        below = self.last_move >= 0
+        if not self._page_wanted(below=below):
+            return
+        edge = self.sessions[-1] if below else self.sessions[0]
+        self.asked[below] = edge.id
+        spec = WindowSpec(cursor=session_cursor(edge, self.state.order), backwards=not below)
+        self.run_worker(
+            partial(self._read_page, edge.id, below, self.state, spec),
+            thread=True,
+            exclusive=True,
+            group="session-list-ahead" if below else "session-list-behind",
+            exit_on_error=False,
+        )
+
+    def _read_page(self, edge: str, below: bool, state: ListState, spec: WindowSpec) -> None:
         from screens.data import StatusCounts, read_list_window, require_store
 
         now = self.ctx.now()
@@ -877,21 +907,25 @@ class SessionListScreen(SessionActionScreen):
                     token=token,
                 )
         except StoreError:
-            return  # the window's own reads report; moving down then reads as before
-        self.post_message(self.AheadLoaded(PageAhead(after, state, token, window)))
+            return  # the window's own reads report; moving there then reads as before
+        self.post_message(self.AheadLoaded(PageAhead(edge, below, state, token, window)))
 
     def on_session_list_screen_ahead_loaded(self, message: AheadLoaded) -> None:
-        ahead = message.ahead
-        if self.ahead_asked == ahead.after:
-            self.ahead_asked = None
-        if ahead.state == self.state and self.sessions and self.sessions[-1].id == ahead.after:
-            self.ahead = ahead
+        page = message.ahead
+        if self.asked[page.below] == page.edge:
+            self.asked[page.below] = None
+        if page.state != self.state or not self.sessions:
+            return
+        if page.below and self.sessions[-1].id == page.edge:
+            self.ahead = page
+        elif not page.below and self.sessions[0].id == page.edge:
+            self.behind = page
 
     def _append_ahead(self) -> bool:
         """Append the page read ahead (dropping rows at the top beyond the bound); False when
         there is none for the rows on hand, or when rows on screen would have to go."""
         ahead, rows = self.ahead, self.sessions
-        if ahead is None or ahead.after != rows[-1].id or ahead.state != self.state:
+        if ahead is None or ahead.edge != rows[-1].id or ahead.state != self.state:
             return False
         spec, drop = self._extended(down=True)
         new, kept = ahead.window.sessions, rows[drop:]
@@ -935,6 +969,62 @@ class SessionListScreen(SessionActionScreen):
             for session in gone:
                 self.cells.pop(session.id, None)
             self._append_rows(new, now)
+        table.measure_now()
+        self.last_row = table.cursor_row
+
+    def _prepend_behind(self) -> bool:
+        """Prepend the page read above the window (dropping rows at the bottom beyond the
+        bound); False when there is none for the rows on hand, or when rows on screen would
+        have to go."""
+        behind, rows, table = self.behind, self.sessions, self.table
+        if behind is None or behind.edge != rows[0].id or behind.state != self.state:
+            return False
+        spec, drop = self._extended(down=False)
+        new, kept = behind.window.sessions, rows[: len(rows) - drop]
+        too_long = len(kept) + len(new) > self.ctx.page_size * self.ctx.window_pages
+        # Only rows below the view leave (the view's height counts the header's line: a row
+        # more than needed stays).
+        if not new or too_long or (drop and len(kept) < table.scroll_y + table.size.height):
+            return False
+        self.behind = None
+        if {s.id for s in new} & {s.id for s in kept}:
+            return False  # the list moved under the window: it is read whole instead
+        self.spec = spec
+        same_store = self.loaded_key is not None and self.loaded_key.token == behind.token
+        self.loaded_key = LoadKey(behind.token, self.state, spec) if same_store else None
+        self.has_after = self.has_after or drop > 0
+        self.has_before = behind.window.has_before
+        self.claims = {**self.claims, **behind.window.claims}
+        if not self.has_before:
+            self.first_row = 1
+        elif self.first_row is not None:
+            self.first_row = self.first_row - len(new) if self.first_row > len(new) else None
+        self._slide_table_up(drop, new)
+        self._update_filter_line()
+        self.call_after_refresh(self._read_ahead)
+        return True
+
+    def _slide_table_up(self, drop: int, new: list[SessionFields]) -> None:
+        """Remove ``drop`` rows at the bottom and put ``new`` above the first, keeping the cursor
+        on its session and the view on the same rows."""
+        table, count = self.table, len(self.sessions)
+        gone = self.sessions[count - drop :]
+        now = self.ctx.now()
+        self.sessions = [*new, *self.sessions[: count - drop]]
+        self.by_id = {s.id: s for s in self.sessions}
+        rows = [(session.id, self._cells(session, now)) for session in new]
+        with self.app.batch_update():
+            table.remove_last_rows(drop)
+            for session in gone:
+                self.cells.pop(session.id, None)
+            self.cells.update(rows)
+            table.prepend_rows(rows)
+            # The new height first, so the view can move down by the rows put above it; then the
+            # cursor, which the table would otherwise scroll into a view not yet moved.
+            table.measure_now()
+            table.scroll_to(y=table.scroll_y + len(new), animate=False, immediate=True)
+            with table.prevent(DataTable.RowHighlighted):
+                table.move_cursor(row=table.cursor_row + len(new), animate=False, scroll=False)
         table.measure_now()
         self.last_row = table.cursor_row
 

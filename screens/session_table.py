@@ -16,7 +16,7 @@ from textual._two_way_dict import TwoWayDict
 from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import DuplicateKey, Row, RowKey
+from textual.widgets.data_table import ColumnKey, DuplicateKey, Row, RowKey
 
 
 def single_line_cell(
@@ -64,25 +64,16 @@ class SessionTable(DataTable[Text]):
     def append_rows(self, rows: Iterable[tuple[str, Sequence[Text]]]) -> None:
         """DataTable.add_row for many one-line rows at once (key, cells): add_row moves the
         cursor to where it is after each row, and the screen watches the cursor."""
-        columns = self.ordered_columns
         had_rows = self.row_count > 0
         for key, cells in rows:
-            row_key = RowKey(key)
-            if row_key in self._row_locations:
-                raise DuplicateKey(f"The row key {row_key!r} already exists.")
-            if len(cells) > len(columns):
-                raise ValueError("More values provided than there are columns.")
+            row_key = self._checked_key(key, cells)
             self._row_locations[row_key] = self.row_count
-            self._data[row_key] = {column.key: cell for column, cell in zip_longest(columns, cells)}
-            self.rows[row_key] = Row(row_key, 1)
-            self._new_rows.add(row_key)
-        self._require_update_dimensions = True
+            self._store_row(row_key, cells)
+        self._rows_changed()
         self.cursor_coordinate = self.cursor_coordinate
         if not had_rows and self.row_count and self.columns and self.show_cursor:
             if self.cursor_type != "none":
                 self._highlight_cursor()
-        self._update_count += 1
-        self.check_idle()
 
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
         """DataTable's, without measuring each new cell when no column takes its width from
@@ -179,21 +170,83 @@ class SessionTable(DataTable[Text]):
     def remove_first_rows(self, count: int) -> None:
         """DataTable.remove_row for the first ``count`` rows at once: remove_row renumbers every
         row and asks for a layout each time (about 1 ms a row on a 200-row window)."""
-        if count <= 0:
+        self._keep_rows(max(count, 0), self.row_count)
+
+    def remove_last_rows(self, count: int) -> None:
+        """The same for the last ``count`` rows."""
+        self._keep_rows(0, self.row_count - max(count, 0))
+
+    def _keep_rows(self, start: int, stop: int) -> None:
+        """Keep the rows from ``start`` to ``stop`` (exclusive), renumbered from 0."""
+        if start == 0 and stop >= self.row_count:
             return
         locations = self._row_locations
-        gone = [locations.get_key(index) for index in range(count)]
+        gone = [locations.get_key(index) for index in (*range(start), *range(stop, self.row_count))]
         self._row_locations = TwoWayDict(
-            {key: index - count for key in locations if (index := locations.get(key)) >= count}
+            {
+                key: index - start
+                for key in locations
+                if start <= (index := locations.get(key)) < stop
+            }
         )
         for key in gone:
             del self.rows[key]
             del self._data[key]
         self._updated_cells = {cell for cell in self._updated_cells if cell.row_key in self.rows}
         self._new_rows.difference_update(gone)
-        self._require_update_dimensions = True
+        self._rows_changed()
         self.cursor_coordinate = self.cursor_coordinate
         self.hover_coordinate = self.hover_coordinate
+
+    def prepend_rows(self, rows: Sequence[tuple[str, Sequence[Text]]]) -> None:
+        """Put one-line rows (key, cells) above the first, in order: DataTable only adds at the
+        bottom. The cursor keeps its index (the screen moves it with the rows)."""
+        if not rows:
+            return
+        keys = [self._checked_key(key, cells) for key, cells in rows]
+        if len(set(keys)) != len(keys):
+            raise DuplicateKey("A row key appears twice in the rows to add.")
+        count, locations = len(keys), self._row_locations
+        self._row_locations = TwoWayDict(
+            {
+                **{key: index for index, key in enumerate(keys)},
+                **{
+                    key: index + count
+                    for key in locations
+                    if (index := locations.get(key)) is not None
+                },
+            }
+        )
+        # The rows' dicts in display order too, as add_row leaves them.
+        self._data = {
+            **{
+                key: self._cells_by_column(cells)
+                for key, (_, cells) in zip(keys, rows, strict=True)
+            },
+            **self._data,
+        }
+        self.rows = {**{key: Row(key, 1) for key in keys}, **self.rows}
+        self._new_rows.update(keys)
+        self._rows_changed()
+
+    def _checked_key(self, key: str, cells: Sequence[Text]) -> RowKey:
+        row_key = RowKey(key)
+        if row_key in self._row_locations:
+            raise DuplicateKey(f"The row key {row_key!r} already exists.")
+        if len(cells) > len(self.ordered_columns):
+            raise ValueError("More values provided than there are columns.")
+        return row_key
+
+    def _store_row(self, row_key: RowKey, cells: Sequence[Text]) -> None:
+        self._data[row_key] = self._cells_by_column(cells)
+        self.rows[row_key] = Row(row_key, 1)
+        self._new_rows.add(row_key)
+
+    def _cells_by_column(self, cells: Sequence[Text]) -> dict[ColumnKey, Text | None]:
+        return {column.key: cell for column, cell in zip_longest(self.ordered_columns, cells)}
+
+    def _rows_changed(self) -> None:
+        self._require_update_dimensions = True
         self._update_count += 1
         self.check_idle()
         # The table's own size does not depend on its rows (its virtual size is set on idle).
@@ -230,6 +283,19 @@ class SessionTable(DataTable[Text]):
         )
         self.scroll_relative(y=height, animate=False, force=True, immediate=True)
         self.move_cursor(row=self.cursor_row + height, scroll=False)
+        self._repaint_scrollbar_now()
+
+    def action_page_up(self) -> None:
+        """DataTable's page up, scrolling at once (see action_page_down)."""
+        if self.cursor_type != "row" or not self.show_cursor:
+            super().action_page_up()
+            return
+        self._set_hover_cursor(False)
+        height = self.scrollable_content_region.height - (
+            self.header_height if self.show_header else 0
+        )
+        self.scroll_relative(y=-height, animate=False, force=True, immediate=True)
+        self.move_cursor(row=max(self.cursor_row - height, 0), scroll=False)
         self._repaint_scrollbar_now()
 
     # DataTable binds ctrl+home / ctrl+end to the first / last row and home / end to the first /

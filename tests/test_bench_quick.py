@@ -192,7 +192,7 @@ def test_key_figures_bound_the_last_frame_itself_and_show_the_ratio_to_the_bare_
         parts["settled_ms"] = [90.0, 80.0, 85.0]
         return {
             key: {part: [value * scale for value in values] for part, values in parts.items()}
-            for key in ("down", "pagedown")
+            for key in bench.KEYS
         }
 
     figures = bench.key_figures("big", timings(1.0), timings(2.0))
@@ -204,15 +204,15 @@ def test_key_figures_bound_the_last_frame_itself_and_show_the_ratio_to_the_bare_
     last_frame = figures[1]
     assert last_frame.value == pytest.approx(0.040) and last_frame.ratio == pytest.approx(0.5)
     assert last_frame.verdict() == "ok" and last_frame.target() == "<0.05s"
-    assert [figure.verdict() for figure in figures] == ["", "ok", "", ""] * 2
+    assert [figure.verdict() for figure in figures] == ["", "ok", "", ""] * 3
     # The 90th percentile of the last frames (nearest rank of three: the slowest), not judged.
     tail = figures[3]
-    assert tail.name == "down -> last frame, 90th percentile (big)"
+    assert tail.name == "down -> last frame p90 (big)"
     assert tail.value == pytest.approx(0.060) and tail.ratio == pytest.approx(0.5)
     slow = bench.key_figures("big", timings(2.0), timings(1.0))
     assert slow[1].verdict() == "MISS"  # 80 ms, though only twice the bare app's
 
 
-def test_the_key_sequence_presses_downs_then_pagedowns() -> None:
-    assert first_paint.key_sequence(2, 1) == ["down", "down", "pagedown"]
+def test_the_key_sequence_presses_downs_then_pagedowns_then_pageups() -> None:
+    assert first_paint.key_sequence(2, 1) == ["down", "down", "pagedown", "pageup"]
     assert first_paint.key_sequence(0, 0) == []

@@ -405,3 +405,70 @@ async def test_a_slide_keeps_the_view_where_it_was(tmp_path: Path, db: Store) ->
         assert selected(app) == row_ids(app)[cursor]
         assert names.index(selected(app)) > 50
         assert table(app).row_count <= 30
+
+
+def eighty_sessions(db: Store) -> list[str]:
+    names = [f"t{number:02d}" for number in range(80)]
+    for number, name in enumerate(names):
+        add_session(db, name, at=FROZEN + timedelta(seconds=number))
+    return names
+
+
+async def test_moving_up_puts_the_page_read_above_in_place_without_reading_the_window(
+    tmp_path: Path, db: Store
+) -> None:
+    """From the end, up one row at a time: the page above is read in the background and put
+    above the window when the cursor comes within a screen of its top, the rows below the view
+    leaving; the view never jumps and the window is never read again. (Pages are longer than
+    the view, as in the console: 40 rows for about 34 lines.)"""
+    names = eighty_sessions(db)
+    app = console(sqlite_url(tmp_path), page_size=20, window_pages=3)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await settle(pilot)
+        await press(pilot, "end")
+        assert selected(app) == names[-1]
+        screen = app.screen
+        assert isinstance(screen, SessionListScreen)
+        store = app.ctx.store
+        assert store is not None
+        grown = 0
+        with SessionReads(store) as reads:
+            for _ in range(60):
+                top, first = top_of_view(app), row_ids(app)[0]
+                await press(pilot, "up")
+                # One row up scrolls the view by one row at most, whatever came in above.
+                assert names.index(top) - names.index(top_of_view(app)) in (0, 1)
+                ids = row_ids(app)
+                assert ids == names[names.index(ids[0]) :][: len(ids)]
+                assert table(app).row_count <= 60
+                grown += row_ids(app)[0] != first
+        assert selected(app) == names[-61]
+        assert grown >= 3  # pages came in above several times
+        # Only single pages were read (the page size plus one), never the window.
+        assert reads.limits() and set(reads.limits()) == {21}
+        assert screen.first_row == names.index(row_ids(app)[0]) + 1
+        last = names.index(row_ids(app)[-1]) + 1
+        assert screen.first_row == 1  # the whole way up: the window starts at the top
+        assert f"rows 1–{last} of 80 (more below)" in filter_line(app)
+
+
+async def test_page_up_from_the_end_walks_back_to_the_top_a_page_at_a_time(
+    tmp_path: Path, db: Store
+) -> None:
+    names = eighty_sessions(db)
+    app = console(sqlite_url(tmp_path), page_size=20, window_pages=3)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await settle(pilot)
+        await press(pilot, "end")
+        view = table(app).scrollable_content_region.height - 1
+        seen = [selected(app)]
+        for _ in range(8):
+            await press(pilot, "pageup")
+            seen.append(selected(app))
+            cursor, top_row = table(app).cursor_row, int(table(app).scroll_y)
+            assert top_row <= cursor < top_row + view  # the selected row is on screen
+        steps = [names.index(a) - names.index(b) for a, b in zip(seen, seen[1:], strict=False)]
+        # A page a step (the last one stops at the top of the list).
+        assert seen[-1] == names[0]
+        assert all(step == view for step in steps[: len(names) // view - 1]), (steps, view)
+        assert table(app).row_count <= 60
