@@ -231,3 +231,33 @@ async def test_a_page_down_that_slides_the_window_is_one_frame(tmp_path: Path, d
         assert len(first_rows) > 2  # the window slid (rows left above) and grew
         assert table(app).row_count <= 90
         assert counted == [1] * 7
+
+
+async def test_rows_put_above_and_dropped_below_keep_the_table_in_order():
+    app = TwoTables()
+    async with app.run_test(size=(80, 20)) as pilot:
+        table = app.query_one("#bulk", SessionTable)
+        table.add_column("A", key="a", width=6)
+        table.append_rows([(f"m{number}", [Text(f"m{number}")]) for number in range(5)])
+        table.move_cursor(row=2)
+        table.prepend_rows([(f"a{number}", [Text(f"a{number}")]) for number in range(3)])
+        table.remove_last_rows(2)
+        table.measure_now()
+        await pilot.pause()
+        expected = ["a0", "a1", "a2", "m0", "m1", "m2"]
+        assert [row.key.value for row in table.ordered_rows] == expected
+        assert [key.value for key in table.rows] == expected  # the dict in display order too
+        assert [table.get_row_at(index)[0].plain for index in range(6)] == expected
+        assert table.virtual_size.height == 7
+        # The cursor keeps its index; the screen moves it with the rows it put above.
+        assert table.cursor_row == 2
+        with pytest.raises(DuplicateKey):
+            table.prepend_rows([("m1", [Text("again")])])
+        with pytest.raises(DuplicateKey):
+            table.prepend_rows([("b", [Text("b")]), ("b", [Text("b")])])
+        assert table.row_count == 6
+        table.remove_first_rows(4)
+        assert [row.key.value for row in table.ordered_rows] == ["m1", "m2"]
+        table.remove_last_rows(0)
+        table.remove_first_rows(0)
+        assert table.row_count == 2
