@@ -838,14 +838,14 @@ class SessionListScreen(SessionActionScreen):
         if self.reading or not self.sessions or moved == 0:
             return
         if moved > 0 and self.has_after:
-            if row >= len(self.sessions) - self._reach() and self._append_ahead():
+            if row >= len(self.sessions) - self._reach() and self._add_page(below=True):
                 return
             if row >= len(self.sessions) - EDGE_ROWS:
                 self.spec = self._extended(down=True)[0]
                 self.reload()
                 return
         elif moved < 0 and self.has_before:
-            if row < self._reach() and self._prepend_behind():
+            if row < self._reach() and self._add_page(below=False):
                 return
             if row < EDGE_ROWS:
                 self.spec = self._extended(down=False)[0]
@@ -921,30 +921,50 @@ class SessionListScreen(SessionActionScreen):
         elif not page.below and self.sessions[0].id == page.edge:
             self.behind = page
 
-    def _append_ahead(self) -> bool:
-        """Append the page read ahead (dropping rows at the top beyond the bound); False when
-        there is none for the rows on hand, or when rows on screen would have to go."""
-        ahead, rows = self.ahead, self.sessions
-        if ahead is None or ahead.edge != rows[-1].id or ahead.state != self.state:
+    def _add_page(self, *, below: bool) -> bool:
+        """Add the page read beyond the window's end (below or above it), dropping rows at the
+        other end beyond the bound; False when there is none for the rows on hand, or when rows
+        on screen would have to go."""
+        page, rows, table = (self.ahead if below else self.behind), self.sessions, self.table
+        edge = rows[-1] if below else rows[0]
+        if page is None or page.edge != edge.id or page.state != self.state:
             return False
-        spec, drop = self._extended(down=True)
-        new, kept = ahead.window.sessions, rows[drop:]
+        spec, drop = self._extended(down=below)
+        new = page.window.sessions
+        kept = rows[drop:] if below else rows[: len(rows) - drop]
         too_long = len(kept) + len(new) > self.ctx.page_size * self.ctx.window_pages
-        # Only rows above the view leave: the lines on screen stay as they are.
-        if not new or too_long or drop > self.table.scroll_y:
+        # Only rows out of view leave: above it going down; below it going up (the view's
+        # height counts the header's line, so a row more than needed stays).
+        if below:
+            on_screen = drop > table.scroll_y
+        else:
+            on_screen = drop > 0 and len(kept) < table.scroll_y + table.size.height
+        if not new or too_long or on_screen:
             return False
-        self.ahead = None
+        if below:
+            self.ahead = None
+        else:
+            self.behind = None
         if {s.id for s in new} & {s.id for s in kept}:
             return False  # the list moved under the window: it is read whole instead
         self.spec = spec
-        same_store = self.loaded_key is not None and self.loaded_key.token == ahead.token
-        self.loaded_key = LoadKey(ahead.token, self.state, spec) if same_store else None
-        self.has_before = self.has_before or drop > 0
-        self.has_after = ahead.window.has_after
-        self.claims = {**self.claims, **ahead.window.claims}
-        if self.first_row is not None:
-            self.first_row += drop
-        self._slide_table(drop, new)
+        same_store = self.loaded_key is not None and self.loaded_key.token == page.token
+        self.loaded_key = LoadKey(page.token, self.state, spec) if same_store else None
+        self.claims = {**self.claims, **page.window.claims}
+        if below:
+            self.has_before = self.has_before or drop > 0
+            self.has_after = page.window.has_after
+            if self.first_row is not None:
+                self.first_row += drop
+            self._slide_table(drop, new)
+        else:
+            self.has_after = self.has_after or drop > 0
+            self.has_before = page.window.has_before
+            if not self.has_before:
+                self.first_row = 1
+            elif self.first_row is not None:
+                self.first_row = self.first_row - len(new) if self.first_row > len(new) else None
+            self._slide_table_up(drop, new)
         self._update_filter_line()
         # Once painted: the read would slow this frame down (the GIL).
         self.call_after_refresh(self._read_ahead)
@@ -971,38 +991,6 @@ class SessionListScreen(SessionActionScreen):
             self._append_rows(new, now)
         table.measure_now()
         self.last_row = table.cursor_row
-
-    def _prepend_behind(self) -> bool:
-        """Prepend the page read above the window (dropping rows at the bottom beyond the
-        bound); False when there is none for the rows on hand, or when rows on screen would
-        have to go."""
-        behind, rows, table = self.behind, self.sessions, self.table
-        if behind is None or behind.edge != rows[0].id or behind.state != self.state:
-            return False
-        spec, drop = self._extended(down=False)
-        new, kept = behind.window.sessions, rows[: len(rows) - drop]
-        too_long = len(kept) + len(new) > self.ctx.page_size * self.ctx.window_pages
-        # Only rows below the view leave (the view's height counts the header's line: a row
-        # more than needed stays).
-        if not new or too_long or (drop and len(kept) < table.scroll_y + table.size.height):
-            return False
-        self.behind = None
-        if {s.id for s in new} & {s.id for s in kept}:
-            return False  # the list moved under the window: it is read whole instead
-        self.spec = spec
-        same_store = self.loaded_key is not None and self.loaded_key.token == behind.token
-        self.loaded_key = LoadKey(behind.token, self.state, spec) if same_store else None
-        self.has_after = self.has_after or drop > 0
-        self.has_before = behind.window.has_before
-        self.claims = {**self.claims, **behind.window.claims}
-        if not self.has_before:
-            self.first_row = 1
-        elif self.first_row is not None:
-            self.first_row = self.first_row - len(new) if self.first_row > len(new) else None
-        self._slide_table_up(drop, new)
-        self._update_filter_line()
-        self.call_after_refresh(self._read_ahead)
-        return True
 
     def _slide_table_up(self, drop: int, new: list[SessionFields]) -> None:
         """Remove ``drop`` rows at the bottom and put ``new`` above the first, keeping the cursor

@@ -276,26 +276,24 @@ class SessionTable(DataTable[Text]):
         if self.cursor_type != "row" or not self.show_cursor:
             super().action_page_down()
             return
-        self._set_hover_cursor(False)
-        # Every row here is one line high.
-        height = self.scrollable_content_region.height - (
-            self.header_height if self.show_header else 0
-        )
-        self.scroll_relative(y=height, animate=False, force=True, immediate=True)
-        self.move_cursor(row=self.cursor_row + height, scroll=False)
-        self._repaint_scrollbar_now()
+        self._move_a_page(down=True)
 
     def action_page_up(self) -> None:
         """DataTable's page up, scrolling at once (see action_page_down)."""
         if self.cursor_type != "row" or not self.show_cursor:
             super().action_page_up()
             return
+        self._move_a_page(down=False)
+
+    def _move_a_page(self, *, down: bool) -> None:
         self._set_hover_cursor(False)
+        # Every row here is one line high.
         height = self.scrollable_content_region.height - (
             self.header_height if self.show_header else 0
         )
-        self.scroll_relative(y=-height, animate=False, force=True, immediate=True)
-        self.move_cursor(row=max(self.cursor_row - height, 0), scroll=False)
+        step = height if down else -height
+        self.scroll_relative(y=step, animate=False, force=True, immediate=True)
+        self.move_cursor(row=max(self.cursor_row + step, 0), scroll=False)
         self._repaint_scrollbar_now()
 
     # DataTable binds ctrl+home / ctrl+end to the first / last row and home / end to the first /
