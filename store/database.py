@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import URL, make_url
 
+from store.display import printable
 from store.errors import DatabaseUnavailable, StoreError
 from store.notifications import ChangeListener
 
@@ -48,6 +49,10 @@ def _check_sqlite_file(database: str | None) -> None:
     """Refuse paths that cannot hold a store, before SQLite can create or clobber anything."""
     if not database or database == ":memory:" or database.startswith("file:"):
         return
+    if "\x00" in database:
+        raise DatabaseUnavailable(
+            f"{printable(database)} cannot be a file name: it holds a NUL character."
+        )
     path = Path(database)
     if path.is_dir():
         raise DatabaseUnavailable(f"{path} is a directory, not a SQLite database file.")
@@ -137,6 +142,8 @@ def unavailable_message(description: str, reason: str) -> str:
             f"another process held its write lock for more than {BUSY_TIMEOUT_MS // 1000} s; "
             "retry when it is done"
         )
+    elif "deadlock" in reason or "could not serialize" in reason:
+        hint = "another transaction was changing the same rows at the same moment; retry"
     else:
         hint = "check that it exists and is reachable, then retry"
     return f"The database {description} is unavailable: {reason}. {hint[0].upper()}{hint[1:]}."

@@ -18,6 +18,7 @@ from store.database import (
     describe_url,
     open_store,
     sqlite_url,
+    unavailable_message,
     use_wal,
 )
 from store.errors import DatabaseUnavailable
@@ -363,3 +364,23 @@ def test_a_database_already_in_wal_mode_is_left_as_it_is():
     cursor = LockedCursor(locked=0, mode="wal")
     use_wal(cursor)
     assert cursor.statements == ["PRAGMA journal_mode"]
+
+
+def test_a_file_name_with_a_nul_is_refused_in_words(tmp_path: Path):
+    with pytest.raises(DatabaseUnavailable, match=r"NUL character") as refused:
+        open_store(f"sqlite:///{tmp_path}/a\x00b.db")
+    assert "\x00" not in refused.value.message
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "deadlock detected",
+        "could not serialize access due to concurrent update",
+    ],
+)
+def test_a_conflict_between_transactions_is_not_called_a_missing_database(reason: str):
+    message = unavailable_message("postgresql://ops@db/rt", reason)
+    assert "changing the same rows at the same moment; retry" in message
+    assert "check that it exists" not in message
