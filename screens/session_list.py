@@ -833,8 +833,9 @@ class SessionListScreen(SessionActionScreen):
     def _maybe_slide(self, row: int, moved: int) -> None:
         """Keep a bounded window: read the next page when moving down near the bottom, the
         previous one when moving up near the top, dropping rows at the other end once the
-        window holds ``window_pages`` pages. Moving down within a screen of the bottom appends
-        the page read ahead, in the same frame as the move."""
+        window holds ``window_pages`` pages. Moving within a screen of either end adds the page
+        read beyond it in the background, in the same frame as the move; only when that page is
+        not on hand yet is the window read again, once the cursor reaches the end."""
         if self.reading or not self.sessions or moved == 0:
             return
         if moved > 0 and self.has_after:
