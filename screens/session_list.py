@@ -398,6 +398,7 @@ class SessionListScreen(SessionActionScreen):
             self.widths = widths
             self._build_columns()
             self._fill_table(self.sessions)
+        self.call_after_refresh(self._fill_view)
 
     def _build_columns(self) -> None:
         table = self.table
@@ -727,6 +728,7 @@ class SessionListScreen(SessionActionScreen):
         if self.sessions:
             self._maybe_slide(self.table.cursor_row, self.last_move)
         self._read_ahead()
+        self._fill_view()
 
     def _locate(self, window: ListWindow) -> None:
         """Where the new window starts in the whole list: at the top when nothing is above it,
@@ -870,12 +872,24 @@ class SessionListScreen(SessionActionScreen):
             return False
         return self.asked[below] != edge
 
-    def _read_ahead(self) -> None:
-        """Read the page beyond the end of the window the operator last moved towards (below
-        at first), in the background."""
+    def _fill_view(self) -> None:
+        """A window shorter than the view (a tall terminal; the last page, after End) takes the
+        page beyond it as soon as it is read, rather than show blank lines until a key is
+        pressed: below it if there is one, else above it."""
+        if self.reading or not self.sessions or len(self.sessions) >= self.table.size.height:
+            return
+        for below in (True, False):
+            if self.has_after if below else self.has_before:
+                if not self._add_page(below=below):
+                    self._read_ahead(below=below)
+                return
+
+    def _read_ahead(self, *, below: bool | None = None) -> None:
+        """Read the page beyond one end of the window in the background: by default the end
+        the operator last moved towards (below at first)."""
         if self.reading or self.ctx.store is None:
             return  # while loading, the rows on hand may be of other filters or another order
-        below = self.last_move >= 0
+        below = self.last_move >= 0 if below is None else below
         if not self._page_wanted(below=below):
             return
         edge = self.sessions[-1] if below else self.sessions[0]
@@ -921,6 +935,7 @@ class SessionListScreen(SessionActionScreen):
             self.ahead = page
         elif not page.below and self.sessions[0].id == page.edge:
             self.behind = page
+        self._fill_view()
 
     def _add_page(self, *, below: bool) -> bool:
         """Add the page read beyond the window's end (below or above it), dropping rows at the
@@ -969,6 +984,7 @@ class SessionListScreen(SessionActionScreen):
         self._update_filter_line()
         # Once painted: the read would slow this frame down (the GIL).
         self.call_after_refresh(self._read_ahead)
+        self.call_after_refresh(self._fill_view)
         return True
 
     def _slide_table(self, drop: int, new: list[SessionFields]) -> None:

@@ -127,7 +127,7 @@ async def test_keyset_window_reads_pages_and_drops_far_ones(tmp_path: Path, db: 
     for number in range(23):
         add_session(db, f"s{number:02d}", at=FROZEN + timedelta(seconds=number))
     app = console(sqlite_url(tmp_path), page_size=5, window_pages=2)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(120, 9)) as pilot:
         await settle(pilot)
         assert row_ids(app) == [f"s{n:02d}" for n in range(5)]
         assert "rows 1–5 of 23 (more below)" in filter_line(app)

@@ -31,6 +31,10 @@ from tests.test_tui_support import (
 )
 
 STATUSES = ("active", "paused", "ended", "running")
+# A terminal whose list shows fewer rows than the small pages these tests read, as the console's
+# pages of 50 are longer than a 40-line terminal's view (a taller one fills its view at once:
+# test_a_tall_terminal_fills_its_view_without_a_key).
+SHORT = (120, 9)
 NAMES = [f"s{number:02d}" for number in range(23)]
 
 
@@ -92,7 +96,7 @@ async def test_end_reads_only_the_last_page_and_home_goes_back(tmp_path: Path, d
     seed(db)
     events = count(db, "agent_session_events")
     app = console(sqlite_url(tmp_path), page_size=5, window_pages=2)
-    async with app.run_test(size=(120, 30)) as pilot:
+    async with app.run_test(size=SHORT) as pilot:
         await settle(pilot)
         assert row_ids(app) == NAMES[:5]
         store = app.ctx.store
@@ -136,7 +140,7 @@ async def test_up_from_the_end_reads_each_page_before_once(tmp_path: Path, db: S
 async def test_page_up_from_the_end_reads_the_page_before(tmp_path: Path, db: Store) -> None:
     seed(db)
     app = console(sqlite_url(tmp_path), page_size=5, window_pages=3)
-    async with app.run_test(size=(120, 30)) as pilot:
+    async with app.run_test(size=SHORT) as pilot:
         await settle(pilot)
         await press(pilot, "end")
         assert row_ids(app) == NAMES[-5:]
@@ -145,7 +149,7 @@ async def test_page_up_from_the_end_reads_the_page_before(tmp_path: Path, db: St
         assert row_ids(app)[0] in NAMES[:-5]
         assert row_ids(app)[-1] == "s22"
         assert "more above" in filter_line(app)
-        for _ in range(6):
+        for _ in range(10):
             await press(pilot, "pageup")
         assert selected(app) == "s00"
         assert row_ids(app)[0] == "s00"
@@ -206,7 +210,7 @@ async def test_o_cycles_the_sort_and_shift_o_flips_it(tmp_path: Path, db: Store)
 async def test_a_sorted_list_is_paged_in_its_order(tmp_path: Path, db: Store) -> None:
     seed(db)
     app = console(sqlite_url(tmp_path), page_size=4, window_pages=2)
-    async with app.run_test(size=(120, 30)) as pilot:
+    async with app.run_test(size=SHORT) as pilot:
         await settle(pilot)
         await press(pilot, "o", "o", "O")  # status, descending
         assert row_ids(app) == model_order(db, "status", True)[:4]
@@ -347,7 +351,7 @@ async def test_the_page_below_is_read_ahead_and_appended_without_a_read(
 ) -> None:
     seed(db)
     app = console(sqlite_url(tmp_path), page_size=5, window_pages=2)
-    async with app.run_test(size=(120, 30)) as pilot:
+    async with app.run_test(size=SHORT) as pilot:
         await settle(pilot)
         screen = app.screen
         assert isinstance(screen, SessionListScreen)
@@ -472,3 +476,25 @@ async def test_page_up_from_the_end_walks_back_to_the_top_a_page_at_a_time(
         assert seen[-1] == names[0]
         assert all(step == view for step in steps[: len(names) // view - 1]), (steps, view)
         assert table(app).row_count <= 60
+
+
+async def test_a_tall_terminal_fills_its_view_without_a_key(tmp_path: Path, db: Store) -> None:
+    """Pages shorter than the view (a tall terminal): the page below is added as soon as it is
+    read, and after End the page above, so no line of the list stays blank while there are
+    sessions to show; the window's bound still holds."""
+    names = eighty_sessions(db)
+    app = console(sqlite_url(tmp_path), page_size=10, window_pages=4)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        view = table(app).size.height - 1
+        assert view > 10  # longer than a page
+        assert row_ids(app) == names[: len(row_ids(app))]
+        assert len(row_ids(app)) >= view
+        assert names[view - 1] in screen_text(app)  # the view's last line holds a session
+        assert selected(app) == names[0]
+        await press(pilot, "end")
+        assert selected(app) == names[-1]
+        assert len(row_ids(app)) >= view
+        assert row_ids(app) == names[-len(row_ids(app)) :]
+        assert names[-view] in screen_text(app)
+        assert table(app).row_count <= 40
