@@ -940,7 +940,8 @@ class SessionListScreen(SessionActionScreen):
     def _add_page(self, *, below: bool) -> bool:
         """Add the page read beyond the window's end (below or above it), dropping rows at the
         other end beyond the bound; False when there is none for the rows on hand, or when rows
-        on screen would have to go."""
+        on screen would have to go. A page sharing rows with the window means the list moved
+        under it: the window is read again instead (True: the move is taken care of)."""
         page, rows, table = (self.ahead if below else self.behind), self.sessions, self.table
         edge = rows[-1] if below else rows[0]
         if page is None or page.edge != edge.id or page.state != self.state:
@@ -962,7 +963,9 @@ class SessionListScreen(SessionActionScreen):
         else:
             self.behind = None
         if {s.id for s in new} & {s.id for s in kept}:
-            return False  # the list moved under the window: it is read whole instead
+            # The list moved under the window since it was read: it is read whole instead.
+            self.reload()
+            return True
         self.spec = spec
         same_store = self.loaded_key is not None and self.loaded_key.token == page.token
         self.loaded_key = LoadKey(page.token, self.state, spec) if same_store else None

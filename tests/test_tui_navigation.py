@@ -3,6 +3,7 @@ header clicks), the mouse, and the resumable column, asserting on the screen and
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -498,3 +499,28 @@ async def test_a_tall_terminal_fills_its_view_without_a_key(tmp_path: Path, db: 
         assert row_ids(app) == names[-len(row_ids(app)) :]
         assert names[-view] in screen_text(app)
         assert table(app).row_count <= 40
+
+
+async def test_a_page_read_ahead_that_overlaps_the_window_makes_it_read_again(
+    tmp_path: Path, db: Store
+) -> None:
+    """The list moved between the window's read and the page's (a session's start time changed,
+    say): the page is not added, the window is read whole."""
+    names = eighty_sessions(db)
+    app = console(sqlite_url(tmp_path), page_size=20, window_pages=3)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, SessionListScreen)
+        ahead = screen.ahead
+        assert ahead is not None
+        stale = [screen.sessions[-2], *ahead.window.sessions[1:]]
+        screen.ahead = replace(ahead, window=replace(ahead.window, sessions=stale))
+        reads_before = screen.serial
+        # Within a screen of the window's end, not at its edge: the page ahead is due.
+        await press(pilot, "down", "down", "down")
+        assert table(app).cursor_row < 20 - 3  # the window's 20 rows less the 3 at its edge
+        assert screen.serial > reads_before  # the window was read again
+        ids = row_ids(app)
+        assert ids == names[: len(ids)]  # contiguous, no session twice
+        assert len(set(ids)) == len(ids)
