@@ -35,6 +35,7 @@ from store.rules import ACTIVE_STATES
 
 if TYPE_CHECKING:
     from screens.data import StatusCounts
+    from store.database import Store
     from store.first_window import FirstWindow
 
 TERMINAL_STATUSES: tuple[str, ...] = ("stopped", "ended", "terminated")
@@ -614,7 +615,7 @@ class SessionListScreen(SessionActionScreen):
         since: LoadKey | None,
         recheck_claims: list[str],
     ) -> None:
-        from screens.data import StatusCounts, read_claim_counts, read_list_window, require_store
+        from screens.data import StatusCounts, read_claim_counts, require_store
 
         now = self.ctx.now()
         if self.status_counts is None:
@@ -631,21 +632,29 @@ class SessionListScreen(SessionActionScreen):
                 )
                 self.post_message(self.Unchanged(serial, claims))
                 return
-            with store.read() as db:
-                window = read_list_window(
-                    db=db,
-                    filters=state.to_filter(now, self.ctx.stale_after),
-                    order=state.order,
-                    spec=spec,
-                    page_size=self.ctx.page_size,
-                    now=now,
-                    status_counts=self.status_counts,
-                    token=token,
-                )
+            window = self._read_window(store, state, spec, token, now)
         except StoreError as error:
             self.post_message(self.LoadFailed(serial, error))
             return
         self.post_message(self.Loaded(serial, window, key))
+
+    def _read_window(
+        self, store: Store, state: ListState, spec: WindowSpec, token: object, now: datetime
+    ) -> ListWindow:
+        """One snapshot read of a run of the list (in a worker thread)."""
+        from screens.data import StatusCounts, read_list_window
+
+        with store.read() as db:
+            return read_list_window(
+                db=db,
+                filters=state.to_filter(now, self.ctx.stale_after),
+                order=state.order,
+                spec=spec,
+                page_size=self.ctx.page_size,
+                now=now,
+                status_counts=self.status_counts or StatusCounts(),
+                token=token,
+            )
 
     @work(thread=True, exclusive=True, group="session-list", exit_on_error=False)
     def _load_first(self, serial: int) -> None:
@@ -904,23 +913,12 @@ class SessionListScreen(SessionActionScreen):
         )
 
     def _read_page(self, edge: str, below: bool, state: ListState, spec: WindowSpec) -> None:
-        from screens.data import StatusCounts, read_list_window, require_store
+        from screens.data import require_store
 
-        now = self.ctx.now()
         try:
             store = require_store(self.ctx)
             token = store.change_token()
-            with store.read() as db:
-                window = read_list_window(
-                    db=db,
-                    filters=state.to_filter(now, self.ctx.stale_after),
-                    order=state.order,
-                    spec=spec,
-                    page_size=self.ctx.page_size,
-                    now=now,
-                    status_counts=self.status_counts or StatusCounts(),
-                    token=token,
-                )
+            window = self._read_window(store, state, spec, token, self.ctx.now())
         except StoreError:
             return  # the window's own reads report; moving there then reads as before
         self.post_message(self.AheadLoaded(PageAhead(edge, below, state, token, window)))
