@@ -6,11 +6,13 @@ uses them before SQLAlchemy is loaded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 from store.paging import encode_cursor
 from store.records import SessionFields
+from store.rules import ACTIVE_STATES
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,18 @@ class SessionFilter:
     # Only active sessions last seen before this instant (the stale ones).
     stale_before: datetime | None = None
     text: str | None = None
+
+
+def countable_total(filters: SessionFilter, counts: Mapping[str, int]) -> int | None:
+    """How many sessions ``filters`` lets through, when the counts by status say it (no filter,
+    statuses, active only); None when only a count in SQL can say."""
+    narrowed = filters.agent_id or filters.run_id or filters.workspace_id
+    if narrowed or filters.stale_before is not None or (filters.text or "").strip():
+        return None
+    statuses = filters.statuses or tuple(counts)
+    if filters.active_only:
+        statuses = tuple(status for status in statuses if status in ACTIVE_STATES)
+    return sum(counts.get(status, 0) for status in set(statuses))
 
 
 SORT_COLUMNS: tuple[str, ...] = ("started", "last_seen", "status", "agent")

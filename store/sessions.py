@@ -400,6 +400,85 @@ def list_sessions_before(
     return Page(items=items, next_cursor=next_cursor)
 
 
+def count_sessions(*, db: Connection, filters: SessionFilter | None = None) -> int:
+    """How many sessions the filter lets through, counted in SQL (an index range where the
+    filter has one). ``countable_total`` answers from the status counts when it can."""
+    where = filter_conditions(filters or SessionFilter())
+    statement = select(func.count()).select_from(SESSIONS).where(*where)
+    return int(db.execute(statement).scalar_one())
+
+
+def sessions_at(
+    *,
+    db: Connection,
+    offset: int,
+    limit: int | None = None,
+    filters: SessionFilter | None = None,
+    order: SessionOrder | None = None,
+    total: int | None = None,
+) -> list[AgentSession]:
+    """The sessions at positions ``offset`` … ``offset + limit - 1`` of the list (0-based), in
+    its order: where a scrollbar's thumb was dragged to. The row just before that place is
+    found by walking the order's index (reading only its ids), and the rows from there are a
+    keyset page. With ``total`` (the list's length) a place in the second half is reached from
+    the end, so no read walks more than half the list."""
+    size = validation.limit(limit)
+    order = order or DEFAULT_ORDER
+    if offset < 0:
+        raise InvalidCursor("A position in the list is never negative.")
+    filters = filters or SessionFilter()
+    if total is not None and offset > total // 2:
+        end = min(offset + size, total)
+        if end <= offset:
+            return []
+        after = _id_at(db, filters, order, total - end - 1, from_end=True)
+        if after is None and total - end > 0:
+            return []  # the list is shorter than ``total`` said
+        cursor = session_cursor(get_session(db=db, session_id=after), order) if after else None
+        items, _more = _read(
+            db=db, filters=filters, limit=end - offset, cursor=cursor, order=order, backwards=True
+        )
+        items.reverse()
+        return items
+    before = _id_at(db, filters, order, offset - 1, from_end=False) if offset else None
+    if offset and before is None:
+        return []  # fewer rows than the offset
+    cursor = session_cursor(get_session(db=db, session_id=before), order) if before else None
+    items, _more = _read(
+        db=db, filters=filters, limit=size, cursor=cursor, order=order, backwards=False
+    )
+    return items
+
+
+def _id_at(
+    db: Connection, filters: SessionFilter, order: SessionOrder, position: int, *, from_end: bool
+) -> str | None:
+    """The id of the row at ``position`` (0-based) counted from the start of the list, or from
+    its end with ``from_end``; None when the list is shorter (or ``position`` is negative)."""
+    if position < 0:
+        return None
+    descending = order.descending != from_end
+    segments = _segments(order)
+    if descending:
+        segments.reverse()
+    base = filter_conditions(filters)
+    for segment in segments:
+        where = [*base, *([segment.condition] if segment.condition is not None else [])]
+        # In the never-seen segment the lead key is NULL throughout. PostgreSQL follows the
+        # order's index only when asked to sort by that NULL key too; SQLite only when not.
+        keys = ORDER_KEYS[order.column] if db.dialect.name == "postgresql" else segment.keys
+        sort = [_key_expr(key).desc() if descending else _key_expr(key) for key in keys]
+        statement = select(_C.id).where(*where).order_by(*sort).offset(position).limit(1)
+        found = db.execute(statement).scalar_one_or_none()
+        if found is not None:
+            return str(found)
+        # Beyond this segment: the rest of the way is counted in the next one.
+        position -= int(
+            db.execute(select(func.count()).select_from(SESSIONS).where(*where)).scalar_one()
+        )
+    return None
+
+
 def find_by_agent(*, db: Connection, agent_id: str) -> AgentSession:
     """The agent's session: exact ``active`` first, then newer last-seen, newer start, id."""
     statement = (

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import Column
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import Float
@@ -28,8 +29,21 @@ def _ts_key_sqlite(element: ts_key, compiler: Any, **kw: Any) -> str:
     return f"julianday({compiler.process(element.clauses, **kw)})"
 
 
+# On PostgreSQL the session list's two sort keys are stored generated columns (migration 0006):
+# PostgreSQL would otherwise compute rt_ts_key for every row an OFFSET passes.
+PG_STORED_KEYS: dict[tuple[str, str], str] = {
+    ("agent_sessions", "started_at"): "rt_started_key",
+    ("agent_sessions", "last_seen_at"): "rt_seen_key",
+}
+
+
 @compiles(ts_key, "postgresql")
 def _ts_key_postgresql(element: ts_key, compiler: Any, **kw: Any) -> str:
+    (argument,) = element.clauses.clauses
+    table = getattr(argument, "table", None)
+    stored = PG_STORED_KEYS.get((getattr(table, "name", ""), getattr(argument, "name", "")))
+    if stored is not None and isinstance(argument, Column):
+        return f"{compiler.preparer.format_table(table)}.{stored}"
     return f"rt_ts_key({compiler.process(element.clauses, **kw)})"
 
 
