@@ -6,91 +6,23 @@ Everything here composes store/ functions inside one transaction; nothing here t
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection
-
 from screens.context import ConsoleContext
-from screens.window import ListWindow, WindowSpec
 from store import lifecycle
 from store.briefing import Briefing, build_briefing
 from store.claims import claim_counts
 from store.database import Store
 from store.errors import DatabaseUnavailable
-from store.listing import SessionFilter, SessionOrder
 from store.models import AgentSession
 from store.projections import logs_cursor, session_logs
 from store.records import ClaimCount, SessionFields
 from store.resume import ResumePlan, resume_plan
-from store.sessions import count_by_status as store_count_by_status
-from store.sessions import get_session, list_sessions, list_sessions_before
+from store.sessions import get_session
 from store.validation import MAX_LIMIT
-
-
-class StatusCounts:
-    """The counts by status, re-read only when the store's change token moves (a count over the
-    whole table is the dearest read of a refresh). Safe to share between worker threads."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._token: object | None = None
-        self._counts: dict[str, int] = {}
-
-    def read(self, *, db: Connection, token: object | None) -> dict[str, int]:
-        """``token`` must have been taken before ``db``'s snapshot began, so the counts cached
-        under it are never older than it; None (changes unknown) always reads."""
-        if token is not None:
-            with self._lock:
-                if self._token == token:
-                    return dict(self._counts)
-        counts = store_count_by_status(db=db)
-        if token is not None:
-            with self._lock:
-                self._token, self._counts = token, dict(counts)
-        return counts
-
-
-def read_list_window(
-    *,
-    db: Connection,
-    filters: SessionFilter,
-    order: SessionOrder,
-    spec: WindowSpec,
-    page_size: int,
-    now: datetime,
-    status_counts: StatusCounts | None = None,
-    token: object | None = None,
-) -> ListWindow:
-    """Page by page in SQL from the spec's cursor, in either direction; the claim counts of the
-    agents on those rows and the counts by status come from the same snapshot (or, through
-    ``status_counts``, from the last snapshot with the same change ``token``)."""
-    sessions: list[SessionFields] = []
-    cursor = spec.cursor
-    read = list_sessions_before if spec.backwards else list_sessions
-    for _ in range(max(spec.pages, 1)):
-        page = read(db=db, filters=filters, order=order, limit=page_size, cursor=cursor)
-        sessions = [*page.items, *sessions] if spec.backwards else [*sessions, *page.items]
-        cursor = page.next_cursor
-        if cursor is None:
-            break
-    # Sessions are never deleted, so a window read from a cursor has that row on the far side.
-    beyond_start = spec.cursor is not None
-    return ListWindow(
-        sessions=sessions,
-        has_before=cursor is not None if spec.backwards else beyond_start,
-        has_after=beyond_start if spec.backwards else cursor is not None,
-        claims=claim_counts(db=db, agent_ids=[s.agent_id for s in sessions], now=now),
-        counts=(
-            status_counts.read(db=db, token=token)
-            if status_counts is not None
-            else store_count_by_status(db=db)
-        ),
-        now=now,
-    )
 
 
 def require_store(ctx: ConsoleContext) -> Store:

@@ -1,66 +1,125 @@
-"""The footer every screen shows. In a narrow terminal it is compact (less space between keys,
-shorter words) and leaves out the ctrl+p hint (help lists it), so that quit and help still fit
-at 80 columns.
+"""The footer every screen shows: the keys that can be pressed now, one line, drawn as text.
 
-Textual's Footer builds its keys anew whenever the screen's bindings change. On the session list
-they change with nearly every cursor move (each status allows other actions), and rebuilding
-costs tens of milliseconds a key press. The screens dim the actions that do not apply rather than
-hide them, so the keys shown stay the same, and this footer then only re-dims its keys in place.
+Textual's own Footer builds a widget per key and builds them all again whenever the screen's
+bindings change, which on the session list is nearly every cursor move (each status allows other
+actions): tens of milliseconds a key press. This footer is one widget drawing one line from the
+screen's ``active_bindings``; a change of bindings repaints that line. Actions that do not apply
+to the selected session are shown dimmed (``check_action`` returns None), so the keys keep their
+places from row to row. In a narrow terminal the words are shorter and the command palette's key
+is left out (help lists it), so that quit and help still fit at 80 columns. A click on a key
+presses it.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+from rich.style import Style
+from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer
-from textual.widgets._footer import FooterKey
+from textual.widget import Widget
 
 NARROW_BELOW = 110
 # The words a narrow footer uses instead of the bindings' descriptions.
 NARROW_WORDS = {"Heartbeat": "Beat", "Terminate": "Term", "Briefing": "Brief"}
 
 
-class ConsoleFooter(Footer):
-    def on_mount(self) -> None:
-        self._fit(self.app.size.width)
+class FooterKey(NamedTuple):
+    key: str
+    action: str
+    display: str
+    description: str
+    enabled: bool
 
-    def on_resize(self, event: events.Resize) -> None:
-        self._fit(event.size.width)
 
-    def _fit(self, width: int) -> None:
-        narrow = width < NARROW_BELOW
-        self.compact = narrow
-        self.show_command_palette = not narrow
+class ConsoleFooter(Widget):
+    DEFAULT_CSS = """
+    ConsoleFooter {
+        dock: bottom;
+        height: 1;
+        background: $footer-background;
+        & > .console-footer--key {
+            color: $footer-key-foreground;
+            background: $footer-key-background;
+            text-style: bold;
+        }
+        & > .console-footer--description {
+            color: $footer-description-foreground;
+            background: $footer-description-background;
+        }
+        & > .console-footer--dimmed {
+            text-style: dim;
+        }
+    }
+    """
+    COMPONENT_CLASSES = {
+        "console-footer--key",
+        "console-footer--description",
+        "console-footer--dimmed",
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        # Where each key was drawn: (first cell, last cell + 1, key), for clicks.
+        self.places: list[tuple[int, int, str]] = []
 
     def compose(self) -> ComposeResult:
-        for widget in super().compose():
-            if self.compact and isinstance(widget, FooterKey):
-                widget.description = NARROW_WORDS.get(widget.description, widget.description)
-            yield widget
+        return iter(())
 
-    def bindings_changed(self, screen: Screen[object]) -> None:
-        if self.is_attached and screen is self.screen and self.redim():
-            return
-        super().bindings_changed(screen)
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self.bindings_changed)
 
-    def redim(self) -> bool:
-        """When the footer already shows exactly the keys to show, set which are dimmed and
-        say so (True); otherwise it must be built again (False)."""
-        if not self._bindings_ready:
-            return False
-        wanted: dict[str, bool] = {}
-        for _node, binding, enabled, _tooltip in self.screen.active_bindings.values():
-            if binding.show and binding.action not in wanted:
-                wanted[binding.action] = enabled
-        keys = [key for key in self.query(FooterKey) if not key.has_class("-command-palette")]
-        if [key.action for key in keys] != list(wanted):
-            return False
-        for key in keys:
-            disabled = not wanted[key.action]
-            if key._disabled != disabled:  # FooterKey keeps its state there (textual 8.2.8)
-                key._disabled = disabled
-                key.set_class(disabled, "-disabled")
-                # Tell the screen now: on the key's own idle it would be a frame of its own.
-                key._check_refresh()
-        return True
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    def bindings_changed(self, _screen: Screen[object]) -> None:
+        self.refresh()
+
+    @property
+    def narrow(self) -> bool:
+        return self.app.size.width < NARROW_BELOW
+
+    def keys(self) -> list[FooterKey]:
+        """The keys shown, in the order the bindings were declared, one per action."""
+        found: dict[str, FooterKey] = {}
+        palette = self.app.COMMAND_PALETTE_BINDING
+        for key, active in self.screen.active_bindings.items():
+            binding = active.binding
+            if not binding.show or binding.action in found:
+                continue
+            if key == palette and (self.narrow or not self.app.ENABLE_COMMAND_PALETTE):
+                continue
+            description = binding.description
+            if self.narrow:
+                description = NARROW_WORDS.get(description, description)
+            display = self.app.get_key_display(binding)
+            found[binding.action] = FooterKey(
+                key, binding.action, display, description, active.enabled
+            )
+        return list(found.values())
+
+    def render(self) -> Text:
+        key_style = self.get_component_rich_style("console-footer--key")
+        words_style = self.get_component_rich_style("console-footer--description")
+        dimmed = self.get_component_rich_style("console-footer--dimmed", partial=True)
+        # Wide: " k Word  " per key, as Textual's footer; narrow: "k Word " (less padding).
+        key_pad, words = ("", " {} ") if self.narrow else (" ", "{}  ")
+        line = Text(" " if self.narrow else "", no_wrap=True, end="", overflow="crop")
+        self.places = []
+        for shown in self.keys():
+            start = line.cell_len
+            extra = dimmed if not shown.enabled else Style()
+            line.append(f"{key_pad}{shown.display}{key_pad}", key_style + extra)
+            line.append(words.format(shown.description), words_style + extra)
+            self.places.append((start, line.cell_len, shown.key))
+        line.stylize_before(self.rich_style)
+        return line
+
+    def on_click(self, event: events.Click) -> None:
+        for start, end, key in self.places:
+            if start <= event.x < end:
+                event.stop()
+                self.app.simulate_key(key)
+                return

@@ -23,6 +23,7 @@ from tests.test_tui_support import (
     add_agent,
     add_claim,
     add_session,
+    cell,
     console,
     dimmed_keys,
     footer_keys,
@@ -47,7 +48,7 @@ async def test_heartbeat_records_operator_and_time(tmp_path: Path, db: Store) ->
         await settle(pilot)
         await press(pilot, "h")
         assert "Heartbeat recorded for s1." in last_note(app)
-        assert app.screen.query_one("#sessions").get_cell("s1", "seen").plain == "0s ago"
+        assert cell(app, "s1", "seen") == "0s ago"
     row = session_row(db, "s1")
     assert row["last_seen_at"] == "2026-09-17T17:27:05.000000Z"
     event, payload = history(db, "s1")[-1]
@@ -179,7 +180,7 @@ async def test_conflict_reloads_the_row_and_says_what_changed(tmp_path: Path, db
         assert "status: active → paused" in note
         assert "version: 0 → 1" in note
         assert "Nothing was done" in note
-        assert app.screen.query_one("#sessions").get_cell("s1", "status").plain == "paused"
+        assert cell(app, "s1", "status") == "paused"
         assert "resume" in footer_keys(app)
     assert session_row(db, "s1")["status"] == "paused"
 

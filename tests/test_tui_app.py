@@ -21,6 +21,7 @@ from tests.test_tui_support import (
     FROZEN,
     add_claim,
     add_session,
+    cell,
     console,
     notifications,
     press,
@@ -51,7 +52,7 @@ async def test_demo_supplies_codex_and_claude_resume_patterns(
     assert app.ctx.adapters["claude"].resume_pattern == "claude --resume {{external_session_id}}"
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, rounds=6)
-        assert app.screen.query_one("#sessions").get_cell("demo-codex", "resume").plain == "yes"
+        assert cell(app, "demo-codex", "resume") == "yes"
         await press(pilot, "b")
         assert isinstance(app.screen, BriefingScreen)
         shown = screen_text(app)
@@ -76,7 +77,7 @@ async def test_without_demo_no_adapter_is_made_up(tmp_path: Path, db: Store) -> 
     assert dict(app.ctx.adapters) == {}
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        assert app.screen.query_one("#sessions").get_cell("s1", "resume").plain == "no"
+        assert cell(app, "s1", "resume") == "no"
         await press(pilot, "b")
         assert "not resumable" in screen_text(app)
         assert "'codex' is not configured" in screen_text(app)

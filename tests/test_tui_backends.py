@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable
-
 from store.database import open_store
 from tests.conftest import FakeClock
 from tests.helpers import history, session_row
@@ -15,6 +13,7 @@ from tests.test_tui_support import (
     console,
     notifications,
     press,
+    row_ids,
     screen_text,
     settle,
     sqlite_url,
@@ -31,7 +30,7 @@ async def test_console_lists_and_acts_on_each_backend(store_url: str) -> None:
         app = console(store_url)
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
-            assert [str(key.value) for key in app.screen.query_one(DataTable).rows] == ["s1", "s2"]
+            assert row_ids(app) == ["s1", "s2"]
             assert "2 sessions · active 1 · paused 1" in screen_text(app)
             await press(pilot, "p")
             assert "Paused s1 (active → paused)." in notifications(app)[-1]
@@ -52,7 +51,7 @@ async def test_demo_seeds_an_empty_store_once(tmp_path: Path) -> None:
     app.ctx.cursor_blink = False
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, rounds=8)
-        rows = app.screen.query_one(DataTable).row_count
+        rows = app.screen.model.row_count
         assert rows > 10
         assert any("Seeded the demo store" in text for text in notifications(app))
         assert "— demo · o @ sqlite" in screen_text(app).splitlines()[0]
@@ -61,5 +60,5 @@ async def test_demo_seeds_an_empty_store_once(tmp_path: Path) -> None:
     )
     async with again.run_test(size=(120, 40)) as pilot:
         await settle(pilot, rounds=8)
-        assert again.screen.query_one(DataTable).row_count == rows
+        assert again.screen.model.row_count == rows
         assert not any("Seeded" in text for text in notifications(again))

@@ -19,6 +19,7 @@ from tests.test_tui_support import (
     FROZEN,
     add_claim,
     add_session,
+    cell,
     console,
     footer_keys,
     notifications,
@@ -182,9 +183,7 @@ async def test_actions_work_from_the_detail_screen(tmp_path: Path, db: Store) ->
         assert session_row(db, "s1")["status"] == "stopped"
         assert [event for event, _ in history(db, "s1")][-2:] == ["paused", "stopped"]
         await press(pilot, "escape")
-        assert app.screen.query_one("#sessions", DataTable).get_cell("s1", "status").plain == (
-            "stopped"
-        )
+        assert cell(app, "s1", "status") == ("stopped")
 
 
 async def test_detail_of_a_session_deleted_meanwhile_says_so(tmp_path: Path, db: Store) -> None:

@@ -1,16 +1,19 @@
-"""Moving through a long list: home and end, reading pages above, sorting by a column (keys and
-header clicks), the mouse, and the resumable column, asserting on the screen and the store."""
+"""Moving through a list: home and end, pages read ahead and above, the view and the scrollbar,
+sorting by a column (keys and header clicks), the mouse, and the resumable column, asserting on
+the screen and the store."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+import pytest
 
+import screens.list_reads
 from screens.session_detail import SessionDetailScreen
+from screens.session_grid import GridHeader
 from screens.session_list import SessionListScreen
 from store.adapters import AdapterConfig
 from store.database import Store
@@ -18,9 +21,11 @@ from tests.helpers import count, session_row
 from tests.test_tui_support import (
     FROZEN,
     add_session,
+    cell,
     console,
     dimmed_keys,
     filter_line,
+    grid,
     notifications,
     press,
     row_ids,
@@ -28,15 +33,15 @@ from tests.test_tui_support import (
     selected,
     settle,
     sqlite_url,
-    table,
 )
 
 STATUSES = ("active", "paused", "ended", "running")
 # A terminal whose list shows fewer rows than the small pages these tests read, as the console's
-# pages of 50 are longer than a 40-line terminal's view (a taller one fills its view at once:
-# test_a_tall_terminal_fills_its_view_without_a_key).
+# pages of 50 are longer than a 40-line terminal's view.
 SHORT = (120, 9)
 NAMES = [f"s{number:02d}" for number in range(23)]
+# page_size=5, window_pages=2 hold 10 rows, or the view and a page either side when that is more.
+BOUND = 5 + 5 + 5 + 5
 
 
 def seed(db: Store) -> None:
@@ -61,30 +66,29 @@ def seed(db: Store) -> None:
         )
 
 
-class SessionReads:
-    """The session-list statements the console sends while it is on."""
+class Reads:
+    """The list's reads while it is on: (kind, offset) of each, kind being the store function
+    (``sessions_at``: a place; ``list_sessions`` / ``list_sessions_before``: the page after or
+    before a row)."""
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.statements: list[tuple[str, Any]] = []
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[tuple[str, int | None]] = []
+        for name in ("sessions_at", "list_sessions", "list_sessions_before"):
+            real = getattr(screens.list_reads, name)
+            monkeypatch.setattr(screens.list_reads, name, self._spying(name, real))
 
-    def __enter__(self) -> SessionReads:
-        event.listen(self.store.engine, "before_cursor_execute", self._capture)
-        return self
+    def _spying(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def spying(**kwargs: Any) -> Any:
+            self.calls.append((name, kwargs.get("offset")))
+            return real(**kwargs)
 
-    def __exit__(self, *_exc: object) -> None:
-        event.remove(self.store.engine, "before_cursor_execute", self._capture)
+        return spying
 
-    def _capture(self, _conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
-        if "FROM agent_sessions" in statement and "LIMIT" in statement:
-            self.statements.append((statement, parameters))
-
-    def limits(self) -> list[int]:
-        """The LIMIT of each page statement (the page size plus one)."""
-        return [int(parameters[-2]) for _, parameters in self.statements]
+    def kinds(self) -> list[str]:
+        return [name for name, _ in self.calls]
 
 
-async def walk(pilot: Any, key: str, times: int) -> list[str]:
+async def walk(pilot: Any, key: str, times: int) -> list[str | None]:
     """Press ``key`` one at a time, noting the selected session after each press."""
     seen = []
     for _ in range(times):
@@ -93,30 +97,33 @@ async def walk(pilot: Any, key: str, times: int) -> list[str]:
     return seen
 
 
-async def test_end_reads_only_the_last_page_and_home_goes_back(tmp_path: Path, db: Store) -> None:
+def view_is_held(app: Any) -> bool:
+    """Every row in the grid's view is held (none drawn as a placeholder)."""
+    shown = grid(app)
+    last = min(shown.first_in_view + shown.view_height, app.screen.model.row_count)
+    return all(app.screen.model.row(i) is not None for i in range(shown.first_in_view, last))
+
+
+async def test_end_reads_only_the_end_and_home_goes_back(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seed(db)
     events = count(db, "agent_session_events")
     app = console(sqlite_url(tmp_path), page_size=5, window_pages=2)
     async with app.run_test(size=SHORT) as pilot:
         await settle(pilot)
-        assert row_ids(app) == NAMES[:5]
-        store = app.ctx.store
-        assert store is not None
-        with SessionReads(store) as reads:
-            await press(pilot, "end")
-        # One page statement, read from the end (descending) and cut at a page: nothing before
-        # the last page is read.
-        assert reads.limits() == [6]
-        assert "DESC" in reads.statements[0][0]
-        assert row_ids(app) == NAMES[-5:]
-        assert selected(app) == "s22"
-        assert "rows 19–23 of 23 (more above)" in filter_line(app)
+        assert row_ids(app)[:5] == NAMES[:5]
+        reads = Reads(monkeypatch)
+        await press(pilot, "end")
+        # The rows at the end are read at their place; none between is read.
+        assert reads.calls[0][0] == "sessions_at" and (reads.calls[0][1] or 0) > 5
+        assert "s00" not in row_ids(app)
+        assert row_ids(app)[-1] == "s22" and selected(app) == "s22"
+        assert "row 23 of 23" in filter_line(app)
         assert "s22" in screen_text(app)
         await press(pilot, "home")
-        assert row_ids(app) == NAMES[:5]
-        assert selected(app) == "s00"
-        assert "rows 1–5 of 23 (more below)" in filter_line(app)
-        # ctrl+end and ctrl+home (DataTable's own keys for the ends) do the same.
+        assert selected(app) == "s00" and row_ids(app)[0] == "s00"
+        assert "row 1 of 23" in filter_line(app)
         await press(pilot, "ctrl+end")
         assert selected(app) == "s22"
         await press(pilot, "ctrl+home")
@@ -124,36 +131,40 @@ async def test_end_reads_only_the_last_page_and_home_goes_back(tmp_path: Path, d
     assert count(db, "agent_session_events") == events  # reading never writes
 
 
-async def test_up_from_the_end_reads_each_page_before_once(tmp_path: Path, db: Store) -> None:
+async def test_up_from_the_end_reads_each_page_before_once(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seed(db)
     app = console(sqlite_url(tmp_path), page_size=5, window_pages=2)
-    async with app.run_test(size=(120, 30)) as pilot:
+    async with app.run_test(size=(120, 12)) as pilot:
         await settle(pilot)
         await press(pilot, "end")
+        reads = Reads(monkeypatch)
         climbed = await walk(pilot, "up", 22)
         # Every session, once each, in reverse list order: no gap, no repeat at page seams.
         assert climbed == NAMES[:-1][::-1]
         assert selected(app) == "s00"
-        assert table(app).row_count <= 10  # never more than the window's two pages
-        assert "rows 1–" in filter_line(app) and "more above" not in filter_line(app)
+        assert len(row_ids(app)) <= BOUND
+        # Climbing reads the pages above by keyset, a page at a time, never the held rows.
+        assert set(reads.kinds()) <= {"list_sessions_before"}, reads.calls
+        assert "row 1 of 23" in filter_line(app)
 
 
-async def test_page_up_from_the_end_reads_the_page_before(tmp_path: Path, db: Store) -> None:
+async def test_page_up_from_the_end_walks_back_to_the_top(tmp_path: Path, db: Store) -> None:
     seed(db)
     app = console(sqlite_url(tmp_path), page_size=5, window_pages=3)
     async with app.run_test(size=SHORT) as pilot:
         await settle(pilot)
         await press(pilot, "end")
-        assert row_ids(app) == NAMES[-5:]
-        await press(pilot, "pageup")
-        # The cursor reached the window's top; the page above it has been read.
-        assert row_ids(app)[0] in NAMES[:-5]
-        assert row_ids(app)[-1] == "s22"
-        assert "more above" in filter_line(app)
-        for _ in range(10):
+        height = grid(app).view_height
+        for step in range(1, 30):
             await press(pilot, "pageup")
-        assert selected(app) == "s00"
-        assert row_ids(app)[0] == "s00"
+            assert view_is_held(app)
+            want = max(22 - step * height, 0)
+            assert selected(app) == NAMES[want]
+            if want == 0:
+                break
+        assert selected(app) == "s00" and row_ids(app)[0] == "s00"
 
 
 def model_order(db: Store, column: str, descending: bool) -> list[str]:
@@ -200,7 +211,7 @@ async def test_o_cycles_the_sort_and_shift_o_flips_it(tmp_path: Path, db: Store)
         for key, column, descending, described, header in steps:
             await press(pilot, key)
             assert f"sorted by {described} (o O)" in filter_line(app), key
-            labels = [str(c.label) for c in table(app).columns.values()]
+            labels = [str(label) for label in app.screen.query_one(GridHeader).labels]
             assert header in labels, labels
             assert sum("▲" in label or "▼" in label for label in labels) == 1
             assert row_ids(app) == model_order(db, column, descending), column
@@ -214,23 +225,30 @@ async def test_a_sorted_list_is_paged_in_its_order(tmp_path: Path, db: Store) ->
     async with app.run_test(size=SHORT) as pilot:
         await settle(pilot)
         await press(pilot, "o", "o", "O")  # status, descending
-        assert row_ids(app) == model_order(db, "status", True)[:4]
-        assert await collect(pilot) == model_order(db, "status", True)
-        assert table(app).row_count <= 8
+        assert row_ids(app)[:4] == model_order(db, "status", True)[:4]
         await press(pilot, "home")
-        assert row_ids(app) == model_order(db, "status", True)[:4]
+        assert await collect(pilot) == model_order(db, "status", True)
+        assert len(row_ids(app)) <= BOUND
+        await press(pilot, "home")
+        assert selected(app) == model_order(db, "status", True)[0]
         await press(pilot, "end")
-        assert row_ids(app) == model_order(db, "status", True)[-4:]
-        assert "rows 20–23 of 23 (more above)" in filter_line(app)
+        assert selected(app) == model_order(db, "status", True)[-1]
+        assert "row 23 of 23" in filter_line(app)
 
 
-async def test_sorting_keeps_the_filters_and_starts_at_the_top(tmp_path: Path, db: Store) -> None:
+async def test_sorting_keeps_the_filters_and_the_cursor_on_its_session(
+    tmp_path: Path, db: Store
+) -> None:
     seed(db)
     app = console(sqlite_url(tmp_path), page_size=4, window_pages=2)
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot)
         await press(pilot, "f", "f")  # status active
+        await press(pilot, "down")
+        assert selected(app) == "s04"
         await press(pilot, "o", "o", "o", "O")  # agent, descending
+        assert selected(app) == "s04"  # the same session, at its place in the new order
+        await press(pilot, "home")
         shown = await collect(pilot)
         expected = [
             name
@@ -242,12 +260,12 @@ async def test_sorting_keeps_the_filters_and_starts_at_the_top(tmp_path: Path, d
 
 
 def header_x(app: Any, key: str) -> int:
-    """The x offset of a column's header cell inside the table."""
+    """The x offset of a column's label inside the header."""
     x = 0
-    for column in table(app).ordered_columns:
-        if column.key.value == key:
+    for column in app.screen.query_one(GridHeader).columns:
+        if column.key == key:
             return x + 2
-        x += column.get_render_width(table(app))
+        x += column.width + 2
     raise AssertionError(f"no column {key}")
 
 
@@ -256,18 +274,18 @@ async def test_clicking_a_header_sorts_by_it_and_again_flips_it(tmp_path: Path, 
     app = console(sqlite_url(tmp_path), page_size=50)
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot)
-        await pilot.click("#sessions", offset=(header_x(app, "status"), 0))
+        await pilot.click("#columns", offset=(header_x(app, "status"), 0))
         await settle(pilot)
         assert "sorted by status ▲" in filter_line(app)
         assert row_ids(app) == model_order(db, "status", False)
-        await pilot.click("#sessions", offset=(header_x(app, "status"), 0))
+        await pilot.click("#columns", offset=(header_x(app, "status"), 0))
         await settle(pilot)
         assert "sorted by status ▼" in filter_line(app)
         assert row_ids(app) == model_order(db, "status", True)
-        await pilot.click("#sessions", offset=(header_x(app, "seen"), 0))
+        await pilot.click("#columns", offset=(header_x(app, "seen"), 0))
         await settle(pilot)
         assert row_ids(app) == model_order(db, "last_seen", False)
-        await pilot.click("#sessions", offset=(header_x(app, "id"), 0))
+        await pilot.click("#columns", offset=(header_x(app, "id"), 0))
         await settle(pilot)
         assert "sorted by last seen ▲" in filter_line(app)  # not a sort column: unchanged
         assert any(
@@ -283,17 +301,17 @@ async def test_a_click_selects_a_row_and_a_double_click_opens_it(tmp_path: Path,
         await settle(pilot)
         assert selected(app) == "s00"
         assert "pause" not in dimmed_keys(app)
-        await pilot.click("#sessions", offset=(4, 3))  # the header is row 0
+        await pilot.click("#sessions", offset=(4, 2))
         await settle(pilot)
         assert selected(app) == "s02"
         assert isinstance(app.screen, SessionListScreen)
         # The footer follows the selection: s02 has ended, so nothing to pause.
         assert "pause" in dimmed_keys(app)
-        await pilot.click("#sessions", offset=(4, 5))
+        await pilot.click("#sessions", offset=(4, 4))
         await settle(pilot)
         assert selected(app) == "s04"
         assert isinstance(app.screen, SessionListScreen)  # a single click never opens
-        await pilot.click("#sessions", offset=(4, 2), times=2)
+        await pilot.click("#sessions", offset=(4, 1), times=2)
         await settle(pilot)
         assert isinstance(app.screen, SessionDetailScreen)
         assert app.screen.session_id == "s01"
@@ -328,7 +346,7 @@ async def test_resumable_column_follows_the_resume_rules(tmp_path: Path, db: Sto
     app = console(sqlite_url(tmp_path), adapters=adapters)
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot)
-        cells = {name: table(app).get_cell(name, "resume").plain for name in row_ids(app)}
+        cells = {name: cell(app, name, "resume") for name in row_ids(app)}
         assert cells == {
             "ok": "yes",
             "no-id": "no",
@@ -347,180 +365,91 @@ async def test_resumable_column_follows_the_resume_rules(tmp_path: Path, db: Sto
     assert session_row(db, "no-id")["external_resume_command"] is None
 
 
-async def test_the_page_below_is_read_ahead_and_appended_without_a_read(
-    tmp_path: Path, db: Store
+async def test_a_page_down_finds_its_rows_already_read(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seed(db)
-    app = console(sqlite_url(tmp_path), page_size=5, window_pages=2)
-    async with app.run_test(size=SHORT) as pilot:
-        await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, SessionListScreen)
-        # Without any key: the next page is on hand already.
-        assert screen.ahead is not None
-        assert [s.id for s in screen.ahead.window.sessions] == NAMES[5:10]
-        store = app.ctx.store
-        assert store is not None
-        with SessionReads(store) as reads:
-            await pilot.press("down")
-            # Appended in the same handler as the move: on screen before any read returns.
-            assert row_ids(app) == NAMES[:10]
-            assert selected(app) == "s01"
-        assert reads.limits() in ([], [6])  # at most the next page ahead, never the window
-        walked = await walk(pilot, "down", 21)
-        assert walked == NAMES[2:]
-        assert table(app).row_count <= 10
-        first = NAMES.index(row_ids(app)[0])
-        assert row_ids(app) == NAMES[first:]
-        assert f"rows {first + 1}–23 of 23 (more above)" in filter_line(app)
-
-
-def top_of_view(app: Any) -> str:
-    """The session on the table's first visible line."""
-    return row_ids(app)[int(table(app).scroll_y)]
-
-
-async def test_a_slide_keeps_the_view_where_it_was(tmp_path: Path, db: Store) -> None:
-    for number in range(80):
-        add_session(db, f"t{number:02d}", at=FROZEN + timedelta(seconds=number))
-    names = [f"t{number:02d}" for number in range(80)]
-    # A window of three pages for a view of about fifteen rows: the page ahead is appended
-    # while the rows that leave are above the view.
-    app = console(sqlite_url(tmp_path), page_size=10, window_pages=3)
-    async with app.run_test(size=(120, 24)) as pilot:
-        await settle(pilot)
-        dropped = 0
-        for _ in range(50):
-            top, first = top_of_view(app), row_ids(app)[0]
-            await press(pilot, "down")
-            # One row down scrolls the view by one row at most, whatever left the window above.
-            assert names.index(top_of_view(app)) - names.index(top) in (0, 1)
-            assert row_ids(app) == names[names.index(row_ids(app)[0]) :][: len(row_ids(app))]
-            assert table(app).row_count <= 30
-            dropped += row_ids(app)[0] != first
-        assert selected(app) == "t50"
-        assert dropped >= 2  # the window slid, rows leaving above, several times
-        screen = app.screen
-        assert isinstance(screen, SessionListScreen)
-        assert screen.first_row == names.index(row_ids(app)[0]) + 1
-        # A page down: the cursor's session is on screen, the window's bound holds.
-        await press(pilot, "pagedown")
-        cursor, top_row = table(app).cursor_row, int(table(app).scroll_y)
-        assert top_row <= cursor < top_row + table(app).scrollable_content_region.height - 1
-        assert selected(app) == row_ids(app)[cursor]
-        assert names.index(selected(app)) > 50
-        assert table(app).row_count <= 30
-
-
-def eighty_sessions(db: Store) -> list[str]:
-    names = [f"t{number:02d}" for number in range(80)]
-    for number, name in enumerate(names):
-        add_session(db, name, at=FROZEN + timedelta(seconds=number))
-    return names
-
-
-async def test_moving_up_puts_the_page_read_above_in_place_without_reading_the_window(
-    tmp_path: Path, db: Store
-) -> None:
-    """From the end, up one row at a time: the page above is read in the background and put
-    above the window when the cursor comes within a screen of its top, the rows below the view
-    leaving; the view never jumps and the window is never read again. (Pages are longer than
-    the view, as in the console: 40 rows for about 34 lines.)"""
-    names = eighty_sessions(db)
+    """The page past the view is read ahead (a keyset page from the last row held), so a page
+    down draws its rows in the frame of the key press, and the view moves exactly a page."""
+    for number in range(300):
+        add_session(db, f"t{number:03d}", at=FROZEN + timedelta(seconds=number))
+    names = [f"t{number:03d}" for number in range(300)]
     app = console(sqlite_url(tmp_path), page_size=20, window_pages=3)
     async with app.run_test(size=(120, 24)) as pilot:
         await settle(pilot)
-        await press(pilot, "end")
-        assert selected(app) == names[-1]
-        screen = app.screen
-        assert isinstance(screen, SessionListScreen)
-        store = app.ctx.store
-        assert store is not None
-        grown = 0
-        with SessionReads(store) as reads:
-            for _ in range(60):
-                top, first = top_of_view(app), row_ids(app)[0]
-                await press(pilot, "up")
-                # One row up scrolls the view by one row at most, whatever came in above.
-                assert names.index(top) - names.index(top_of_view(app)) in (0, 1)
-                ids = row_ids(app)
-                assert ids == names[names.index(ids[0]) :][: len(ids)]
-                assert table(app).row_count <= 60
-                grown += row_ids(app)[0] != first
-        assert selected(app) == names[-61]
-        assert grown >= 3  # pages came in above several times
-        # Only single pages were read (the page size plus one), never the window.
-        assert reads.limits() and set(reads.limits()) == {21}
-        assert screen.first_row == names.index(row_ids(app)[0]) + 1
-        last = names.index(row_ids(app)[-1]) + 1
-        assert screen.first_row == 1  # the whole way up: the window starts at the top
-        assert f"rows 1–{last} of 80 (more below)" in filter_line(app)
-
-
-async def test_page_up_from_the_end_walks_back_to_the_top_a_page_at_a_time(
-    tmp_path: Path, db: Store
-) -> None:
-    names = eighty_sessions(db)
-    app = console(sqlite_url(tmp_path), page_size=20, window_pages=3)
-    async with app.run_test(size=(120, 24)) as pilot:
-        await settle(pilot)
-        await press(pilot, "end")
-        view = table(app).scrollable_content_region.height - 1
-        seen = [selected(app)]
-        for _ in range(8):
-            await press(pilot, "pageup")
-            seen.append(selected(app))
-            cursor, top_row = table(app).cursor_row, int(table(app).scroll_y)
-            assert top_row <= cursor < top_row + view  # the selected row is on screen
-        steps = [names.index(a) - names.index(b) for a, b in zip(seen, seen[1:], strict=False)]
-        # A page a step (the last one stops at the top of the list).
-        assert seen[-1] == names[0]
-        assert all(step == view for step in steps[: len(names) // view - 1]), (steps, view)
-        assert table(app).row_count <= 60
+        reads = Reads(monkeypatch)
+        shown = grid(app)
+        height = shown.view_height
+        for step in range(1, 15):
+            top = shown.first_in_view
+            await pilot.press("pagedown")
+            # Before any read the key caused has come back: the rows are there.
+            assert view_is_held(app), step
+            assert shown.first_in_view == top + height
+            assert selected(app) == names[step * height]
+            await settle(pilot)
+            assert row_ids(app) == names[app.screen.model.start : app.screen.model.end]
+            assert len(row_ids(app)) <= 60 + 20
+        assert set(reads.kinds()) == {"list_sessions"}  # pages after a row, never a place
 
 
 async def test_a_tall_terminal_fills_its_view_without_a_key(tmp_path: Path, db: Store) -> None:
-    """Pages shorter than the view (a tall terminal): the page below is added as soon as it is
-    read, and after End the page above, so no line of the list stays blank while there are
-    sessions to show; the window's bound still holds."""
-    names = eighty_sessions(db)
-    app = console(sqlite_url(tmp_path), page_size=10, window_pages=4)
+    for number in range(120):
+        add_session(db, f"t{number:03d}", at=FROZEN + timedelta(seconds=number))
+    app = console(sqlite_url(tmp_path), page_size=20, window_pages=2)
+    async with app.run_test(size=(120, 70)) as pilot:
+        await settle(pilot)
+        assert grid(app).view_height > 40
+        assert view_is_held(app)
+        assert "t060" in screen_text(app)
+        await press(pilot, "end")
+        assert view_is_held(app)
+        assert "t119" in screen_text(app) and "t060" in screen_text(app)
+
+
+async def test_the_scrollbar_shows_the_cursor_in_the_whole_list(tmp_path: Path, db: Store) -> None:
+    """The grid scrolls over every session of the list, not a window of pages: the thumb is at
+    the bottom at End and in the middle in the middle; dragging it reads the rows there."""
+    for number in range(2000):
+        add_session(db, f"t{number:04d}", at=FROZEN + timedelta(seconds=number))
+    app = console(sqlite_url(tmp_path), page_size=50, window_pages=4)
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot)
-        view = table(app).size.height - 1
-        assert view > 10  # longer than a page
-        assert row_ids(app) == names[: len(row_ids(app))]
-        assert len(row_ids(app)) >= view
-        assert names[view - 1] in screen_text(app)  # the view's last line holds a session
-        assert selected(app) == names[0]
+        shown = grid(app)
+        bar = shown.vertical_scrollbar
+        assert shown.virtual_size.height == 2000
+        assert bar.window_virtual_size == 2000 and bar.position == 0
         await press(pilot, "end")
-        assert selected(app) == names[-1]
-        assert len(row_ids(app)) >= view
-        assert row_ids(app) == names[-len(row_ids(app)) :]
-        assert names[-view] in screen_text(app)
-        assert table(app).row_count <= 40
-
-
-async def test_a_page_read_ahead_that_overlaps_the_window_makes_it_read_again(
-    tmp_path: Path, db: Store
-) -> None:
-    """The list moved between the window's read and the page's (a session's start time changed,
-    say): the page is not added, the window is read whole."""
-    names = eighty_sessions(db)
-    app = console(sqlite_url(tmp_path), page_size=20, window_pages=3)
-    async with app.run_test(size=(120, 24)) as pilot:
+        assert shown.scroll_y == shown.max_scroll_y == 2000 - shown.view_height
+        assert bar.position == shown.max_scroll_y
+        assert selected(app) == "t1999"
+        # Drag the thumb from the bottom to the middle of the track.
+        await pilot.mouse_down(bar, offset=(0, bar.size.height - 1))
+        await pilot.hover(bar, offset=(0, bar.size.height // 2))
+        await pilot.mouse_up(bar, offset=(0, bar.size.height // 2))
         await settle(pilot)
-        screen = app.screen
-        assert isinstance(screen, SessionListScreen)
-        ahead = screen.ahead
-        assert ahead is not None
-        stale = [screen.sessions[-2], *ahead.window.sessions[1:]]
-        screen.ahead = replace(ahead, window=replace(ahead.window, sessions=stale))
-        reads_before = screen.serial
-        # Within a screen of the window's end, not at its edge: the page ahead is due.
+        middle = shown.first_in_view
+        assert 700 < middle < 1300, middle
+        assert view_is_held(app)
+        assert "t0000" not in row_ids(app) and "t1999" not in row_ids(app)
+        # The cursor came into the view with it, on the session at its place.
+        cursor = grid(app).cursor
+        assert middle <= cursor < middle + shown.view_height
+        assert selected(app) == f"t{cursor:04d}"
+        assert f"row {cursor + 1} of 2000" in filter_line(app)
+        assert f"t{middle:04d}" in screen_text(app)
+
+
+async def test_rows_written_above_keep_the_cursor_on_its_session(tmp_path: Path, db: Store) -> None:
+    for number in range(5):
+        add_session(db, f"s{number}", at=FROZEN + timedelta(seconds=number))
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
         await press(pilot, "down", "down", "down")
-        assert table(app).cursor_row < 20 - 3  # the window's 20 rows less the 3 at its edge
-        assert screen.serial > reads_before  # the window was read again
-        ids = row_ids(app)
-        assert ids == names[: len(ids)]  # contiguous, no session twice
-        assert len(set(ids)) == len(ids)
+        assert selected(app) == "s3"
+        add_session(db, "s-earlier", at=FROZEN - timedelta(minutes=1))
+        await press(pilot, "ctrl+r")
+        assert row_ids(app)[0] == "s-earlier"
+        assert selected(app) == "s3"
+        assert grid(app).cursor == 4
+        assert "row 5 of 6" in filter_line(app)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from textual.widgets import LoadingIndicator
 
-import screens.data
+import screens.list_reads
 from screens.session_list import SessionListScreen
 from store.database import Store
 from tests.conftest import FakeClock
@@ -20,13 +20,13 @@ from tests.test_tui_support import (
     FROZEN,
     add_claim,
     add_session,
+    cell,
     console,
     press,
     row_ids,
     screen_text,
     settle,
     sqlite_url,
-    table,
 )
 
 ROOT = Path(__file__).parent.parent
@@ -34,14 +34,15 @@ TICK = 0.1
 
 
 class Spy:
-    """Counts the calls to the store functions the list reads through screens.data."""
+    """Counts the calls to the store functions the list reads through screens.list_reads."""
+
+    READS = ("sessions_at", "list_sessions", "list_sessions_before")
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: dict[str, int] = {}
-        for name in ("list_sessions", "list_sessions_before", "store_count_by_status"):
-            monkeypatch.setattr(
-                screens.data, name, self._counting(name, getattr(screens.data, name))
-            )
+        for name in (*self.READS, "count_by_status"):
+            real = getattr(screens.list_reads, name)
+            monkeypatch.setattr(screens.list_reads, name, self._counting(name, real))
 
     def _counting(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def counting(**kwargs: Any) -> Any:
@@ -52,11 +53,11 @@ class Spy:
 
     @property
     def lists(self) -> int:
-        return self.calls.get("list_sessions", 0) + self.calls.get("list_sessions_before", 0)
+        return sum(self.calls.get(name, 0) for name in self.READS)
 
     @property
     def counts(self) -> int:
-        return self.calls.get("store_count_by_status", 0)
+        return self.calls.get("count_by_status", 0)
 
     def reset(self) -> None:
         self.calls.clear()
@@ -189,13 +190,13 @@ async def test_relative_times_and_stale_marking_advance_on_a_skipped_refresh(
     app = console(sqlite_url(tmp_path), clock=clock, refresh_seconds=TICK)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        assert table(app).get_cell("s1", "seen").plain == "0s ago"
-        assert "stale" not in table(app).get_cell("s1", "status").plain
+        assert cell(app, "s1", "seen") == "0s ago"
+        assert "stale" not in cell(app, "s1", "status")
         spy.reset()
         clock.advance(minutes=6)
-        await wait_for(pilot, lambda: table(app).get_cell("s1", "seen").plain == "6m ago")
-        assert table(app).get_cell("s1", "seen").plain == "6m ago"
-        assert "stale" in table(app).get_cell("s1", "status").plain
+        await wait_for(pilot, lambda: cell(app, "s1", "seen") == "6m ago")
+        assert cell(app, "s1", "seen") == "6m ago"
+        assert "stale" in cell(app, "s1", "status")
         assert spy.lists == 0 and spy.counts == 0
 
 
@@ -209,11 +210,11 @@ async def test_claims_expiring_by_the_clock_show_on_a_skipped_refresh(
     app = console(sqlite_url(tmp_path), clock=clock, refresh_seconds=TICK)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        assert table(app).get_cell("s1", "claims").plain == "1"
+        assert cell(app, "s1", "claims") == "1"
         spy.reset()
         clock.advance(minutes=2)
-        await wait_for(pilot, lambda: table(app).get_cell("s1", "claims").plain == "0 +1")
-        assert table(app).get_cell("s1", "claims").plain == "0 +1"
+        await wait_for(pilot, lambda: cell(app, "s1", "claims") == "0 +1")
+        assert cell(app, "s1", "claims") == "0 +1"
         assert spy.lists == 0 and spy.counts == 0
 
 
@@ -300,10 +301,10 @@ async def test_a_read_never_covers_the_list_with_a_loading_indicator(tmp_path: P
         screen = app.screen
         assert isinstance(screen, SessionListScreen)
         screen.reload()
-        assert screen.reading
+        assert screen.model.in_flight
         assert not screen.loading
         await pilot.pause()
         assert not screen.query(LoadingIndicator)
         await settle(pilot)
-        assert not screen.reading
+        assert not screen.model.in_flight
         assert "s1" in screen_text(app)

@@ -3,19 +3,20 @@ built by the same factory the CLI uses, and ways to read what is on the screen."
 
 from __future__ import annotations
 
-import io
+import html
+import re
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.cells import cell_len
 from sqlalchemy import insert
 from textual.pilot import Pilot
-from textual.widgets import DataTable
-from textual.widgets._footer import FooterKey
 from textual.worker import WorkerCancelled, WorkerState
 
+from screens.footer import ConsoleFooter
+from screens.session_grid import SessionGrid
 from store.adapters import AdapterConfig
 from store.clock import Clock, fixed_clock, format_ts
 from store.database import Store
@@ -120,33 +121,46 @@ async def press(pilot: Pilot[Any], *keys: str) -> None:
         await settle(pilot)
 
 
+# A line of text in the SVG that ``App.export_screenshot`` writes: its place and its characters.
+_SVG_TEXT = re.compile(
+    r'<text class="[^"]*" x="([0-9.]+)" y="[0-9.]+" textLength="[0-9.]+" '
+    r'clip-path="url\(#[a-z0-9-]+-line-(\d+)\)">([^<]*)</text>'
+)
+# Rich's SVG export: 20-pixel characters 0.61 as wide as high.
+_SVG_CHAR_WIDTH = 20 * 0.61
+
+
 def screen_text(app: RoundtableApp) -> str:
-    """Exactly the characters on the terminal, as a user would read them."""
+    """Exactly the characters on the terminal, as a user would read them: read back from the
+    screenshot the app exports (its public ``export_screenshot``)."""
     width, height = app.size
-    console_ = Console(
-        width=width,
-        height=height,
-        file=io.StringIO(),
-        force_terminal=True,
-        color_system="truecolor",
-        record=True,
-        legacy_windows=False,
-        safe_box=False,
-    )
-    console_.print(
-        app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
-    )
+    lines: list[list[tuple[int, str]]] = [[] for _ in range(height)]
+    for x, line, text in _SVG_TEXT.findall(app.export_screenshot()):
+        if int(line) < height:
+            characters = html.unescape(text).replace("\n", "")
+            lines[int(line)].append((round(float(x) / _SVG_CHAR_WIDTH), characters))
+    shown = []
+    for parts in lines:
+        row = ""
+        for column, text in sorted(parts):
+            row += " " * max(column - cell_len(row), 0) + text
+        shown.append(row.rstrip())
     # A no-break space reads as a space.
-    return console_.export_text().replace("\u00a0", " ")
+    return "\n".join(shown).replace("\u00a0", " ")
 
 
 def notifications(app: RoundtableApp) -> list[str]:
-    return [notification.message for notification in app._notifications]
+    """What the console told the operator lately, oldest first."""
+    return list(app.notified)
+
+
+def footer(app: RoundtableApp) -> ConsoleFooter:
+    return app.screen.query_one(ConsoleFooter)
 
 
 def dimmed_keys(app: RoundtableApp) -> set[str]:
-    """The actions the footer widget shows dimmed (shown, but not for the selected session)."""
-    return {key.action for key in app.screen.query(FooterKey) if key.has_class("-disabled")}
+    """The actions the footer shows dimmed (shown, but not for the selected session)."""
+    return {key.action for key in footer(app).keys() if not key.enabled}
 
 
 def footer_keys(app: RoundtableApp) -> set[str]:
@@ -158,17 +172,29 @@ def footer_keys(app: RoundtableApp) -> set[str]:
     }
 
 
-def table(app: Any) -> DataTable[Any]:
-    """The session list's table."""
-    return app.screen.query_one("#sessions", DataTable)
+def grid(app: Any) -> SessionGrid:
+    """The session list's grid."""
+    return app.screen.query_one("#sessions", SessionGrid)  # type: ignore[no-any-return]
 
 
 def row_ids(app: Any) -> list[str]:
-    return [str(key.value) for key in table(app).rows]
+    """The sessions the list holds (the rows in and around the view), in list order."""
+    return [session.id for session in app.screen.model.rows]
 
 
 def selected(app: Any) -> str | None:
-    return app.screen.selected_id  # type: ignore[no-any-return]
+    """The session under the list's cursor."""
+    session = app.screen.selected_session()
+    return None if session is None else str(session.id)
+
+
+def cell(app: Any, session_id: str, column: str) -> str:
+    """The text of one cell of the list, as drawn."""
+    screen = app.screen
+    index = screen.model.index_of(session_id)
+    assert index is not None, f"{session_id} is not held"
+    row = screen.grid_row(index)
+    return str(row.cells[list(screen.painter.widths).index(column)].plain)
 
 
 def filter_line(app: Any) -> str:

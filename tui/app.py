@@ -12,6 +12,7 @@ import gc
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping
 from datetime import datetime
 from functools import partial
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
 ASSETS = Path(assets.__file__).parent
 STORE_RETRY_SECONDS = 5.0
+NOTIFICATIONS_KEPT = 100
 # How often the app looks whether a full garbage collection is due (tui.heap).
 COLLECTION_CHECK_SECONDS = 2.0
 # With --demo, adapters the user has not configured resume like this, so the demo's briefing
@@ -103,6 +105,8 @@ class RoundtableApp(App[int]):
         # schedule is the console's (tui.heap). Tests share their process, so theirs is not.
         self.manages_heap = False
         self.heap_frozen = False
+        # What the console told the operator lately, oldest first.
+        self.notified: deque[str] = deque(maxlen=NOTIFICATIONS_KEPT)
 
     def notify(
         self,
@@ -118,6 +122,7 @@ class RoundtableApp(App[int]):
         built them. Textual's own (markup=True) are left as they are."""
         if not markup:
             message = printable(message, keep_newlines=True)
+        self.notified.append(message)
         super().notify(
             message, title=printable(title), severity=severity, timeout=timeout, markup=markup
         )

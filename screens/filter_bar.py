@@ -1,0 +1,87 @@
+"""The filters and the sort of the session list: a text filter that opens with ``/``, and a line
+that says what is in force, each with the key that changes it, and where the cursor is."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Input, Static
+
+from screens.list_state import ListState
+
+
+class FilterBar(Widget):
+    DEFAULT_CSS = """
+    FilterBar {
+        height: auto;
+    }
+    """
+
+    class Changed(Message):
+        """The operator asked for other filters or another order."""
+
+        def __init__(self, state: ListState) -> None:
+            super().__init__()
+            self.state = state
+
+    class Done(Message):
+        """The text filter was submitted: the list takes the keys again."""
+
+    def __init__(self, *, cursor_blink: bool = True) -> None:
+        super().__init__()
+        self.state = ListState()
+        self.position = Text()
+        self.cursor_blink = cursor_blink
+
+    def compose(self) -> ComposeResult:
+        text = Input(
+            placeholder="Filter by id, agent, run, adapter, model, status, workspace…", id="filter"
+        )
+        text.cursor_blink = self.cursor_blink
+        yield text
+        yield Static(self.state.describe(), id="filter-line")
+
+    def change(self, state: ListState) -> None:
+        if state == self.state:
+            return
+        self.state = state
+        self.show_position(Text())
+        self.post_message(self.Changed(state))
+
+    def show_position(self, position: Text) -> None:
+        """The filters in force, then ``position`` (where the cursor is in the list)."""
+        self.position = position
+        line = self.state.describe()
+        line.append_text(position)
+        self.query_one("#filter-line", Static).update(line)
+
+    def open_text(self) -> None:
+        text = self.query_one("#filter", Input)
+        text.add_class("shown")
+        text.focus()
+
+    def close_text(self) -> bool:
+        """Clear and hide the text filter; False when there was nothing to close."""
+        text = self.query_one("#filter", Input)
+        if not (text.has_focus or text.value):
+            return False
+        text.value = ""
+        text.remove_class("shown")
+        return True
+
+    @on(Input.Changed, "#filter")
+    def _text_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.change(replace(self.state, text=event.value))
+
+    @on(Input.Submitted, "#filter")
+    def _text_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if not event.value.strip():
+            event.input.remove_class("shown")
+        self.post_message(self.Done())

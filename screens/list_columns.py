@@ -1,0 +1,188 @@
+"""The session list's columns: which fit the terminal, their widths, and each row's cells as
+text (store data always as ``rich.text.Text`` from printable strings, never markup)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from rich.text import Text
+
+from screens.session_grid import CELL_PADDING, GridColumn, GridRow
+from screens.text import plain, relative_ts, short_time, status_text
+from store.adapters import AdapterConfig
+from store.display import one_line
+from store.listing import SessionOrder
+from store.records import ClaimCount, SessionFields
+from store.resume import resume_blocker
+from store.rules import ACTIVE_STATES
+
+TERMINAL_STATUSES: tuple[str, ...] = ("stopped", "ended", "terminated")
+# Statuses are free strings: the header names this many and sums the rest.
+MAX_STATUSES_SHOWN = 10
+# Rows drawn are forgotten past about this many (a few windows' worth).
+MAX_ROWS_KEPT = 1000
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    width: int
+    # Columns with a weight share whatever width is left; the others keep ``width``.
+    weight: int = 0
+    # When the terminal is too narrow for every column, the lowest rank goes first (0: never).
+    drop_rank: int = 0
+    # The sort column a click on the header chooses.
+    sort: str | None = None
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("id", "Session", 10, weight=1),
+    Column("agent", "Agent", 6, weight=1, sort="agent"),
+    Column("run", "Run", 8, weight=3, drop_rank=2),
+    Column("workspace", "Workspace", 9, weight=1, drop_rank=4),
+    Column("adapter", "Adapter", 8, drop_rank=1),
+    Column("model", "Model", 10, weight=3, drop_rank=3),
+    Column("status", "Status", 16, sort="status"),
+    Column("claims", "Claims", 6),
+    Column("resume", "Resume", 6),
+    Column("seen", "Seen", 9, sort="last_seen"),
+    Column("started", "Started", 11, drop_rank=5, sort="started"),
+)
+COLUMN_BY_KEY: dict[str, Column] = {column.key: column for column in COLUMNS}
+# The grid's vertical scrollbar.
+TABLE_CHROME = 2
+
+
+def column_widths(total: int) -> dict[str, int]:
+    """The columns that fit in ``total`` cells, in order, with their widths: a narrow terminal
+    hides the lowest-ranked columns first; the weighted columns share what is left."""
+    shown = list(COLUMNS)
+
+    def needed(columns: list[Column]) -> int:
+        return sum(c.width + 2 * CELL_PADDING for c in columns) + TABLE_CHROME
+
+    for column in sorted((c for c in COLUMNS if c.drop_rank), key=lambda c: c.drop_rank):
+        if needed(shown) <= total:
+            break
+        shown.remove(column)
+    spare = max(total - needed(shown), 0)
+    weights = sum(c.weight for c in shown) or 1
+    extra = {c.key: (spare * c.weight) // weights for c in shown}
+    # What the division leaves goes to the columns it shortchanged most.
+    leftover = spare - sum(extra.values()) if any(c.weight for c in shown) else 0
+    by_remainder = sorted(shown, key=lambda c: -((spare * c.weight) % weights))
+    for column in by_remainder[:leftover]:
+        extra[column.key] += 1
+    return {c.key: c.width + extra[c.key] for c in shown}
+
+
+def grid_columns(widths: Mapping[str, int]) -> list[GridColumn]:
+    return [GridColumn(key, COLUMN_BY_KEY[key].label, width) for key, width in widths.items()]
+
+
+def header_label(column: Column, order: SessionOrder) -> Text:
+    if column.sort != order.column:
+        return Text(column.label)
+    return Text(column.label + ("▼" if order.descending else "▲"), style="bold")
+
+
+def claims_cell(count: ClaimCount | None) -> Text:
+    if count is None or count.total == 0:
+        return Text("0", style="dim")
+    text = Text()
+    text.append(str(count.live), style="bold")
+    if count.expired:
+        text.append(f" +{count.expired}", style="yellow")
+    return text
+
+
+def resume_cell(session: SessionFields, adapters: Mapping[str, AdapterConfig]) -> Text:
+    if resume_blocker(session=session, adapters=adapters) is None:
+        return Text("yes", style="green")
+    return Text("no", style="dim")
+
+
+def provider_model(session: SessionFields) -> str | None:
+    parts = [part for part in (session.provider, session.model) if part]
+    return "/".join(parts) or None
+
+
+def row_cells(
+    session: SessionFields,
+    claims: ClaimCount | None,
+    now: datetime,
+    stale_after: timedelta,
+    widths: dict[str, int],
+    adapters: Mapping[str, AdapterConfig] | None = None,
+) -> list[Text]:
+    """The cells of the columns in ``widths``, in that order."""
+    width = widths.get
+    cells = {
+        "id": lambda: plain(session.id, width("id")),
+        "agent": lambda: plain(session.agent_id, width("agent")),
+        "run": lambda: plain(session.run_id, width("run")),
+        "workspace": lambda: plain(session.effective_workspace_id, width("workspace")),
+        "adapter": lambda: plain(session.adapter, width("adapter")),
+        "model": lambda: plain(provider_model(session), width("model")),
+        "status": lambda: status_text(session, now, stale_after),
+        "claims": lambda: claims_cell(claims),
+        "resume": lambda: resume_cell(session, adapters or {}),
+        "seen": lambda: relative_ts(session.last_seen_at or session.started_at, now),
+        "started": lambda: short_time(session.started_at),
+    }
+    return [cells[key]() for key in widths]
+
+
+def counts_line(counts: dict[str, int]) -> Text:
+    """Counts by status; the store's name is in the header."""
+    total = sum(counts.values())
+    text = Text()
+    text.append(f"{total} session{'s' if total != 1 else ''}", style="bold")
+    ordered = [s for s in (*ACTIVE_STATES, *TERMINAL_STATUSES) if s in counts]
+    ordered += sorted((s for s in counts if s not in ordered), key=lambda s: -counts[s])
+    for status in ordered[:MAX_STATUSES_SHOWN]:
+        text.append(" · ")
+        # A no-break space: a wrapped line never parts a status from its count.
+        text.append(f"{one_line(status, 20)}\u00a0{counts[status]}")
+    others = ordered[MAX_STATUSES_SHOWN:]
+    if others:
+        text.append(f" · {len(others)} other statuses {sum(counts[s] for s in others)}")
+    return text
+
+
+class RowPainter:
+    """The grid's rows for sessions, kept until the session, its agent's claims or the clock
+    (``tick``) move: a row unchanged since it was last drawn is not built again."""
+
+    def __init__(self, *, stale_after: timedelta, adapters: Mapping[str, AdapterConfig]) -> None:
+        self.stale_after = stale_after
+        self.adapters = adapters
+        self.widths = column_widths(120)
+        self.tick = 0
+        self.drawn: dict[str, tuple[SessionFields, ClaimCount | None, int, GridRow]] = {}
+
+    def resize(self, width: int) -> bool:
+        """Fit the columns to ``width``; True when they changed."""
+        widths = column_widths(width)
+        if widths == self.widths:
+            return False
+        self.widths = widths
+        self.drawn.clear()
+        return True
+
+    def clock_moved(self) -> None:
+        self.tick += 1
+
+    def row(self, session: SessionFields, claims: ClaimCount | None, now: datetime) -> GridRow:
+        drawn = self.drawn.get(session.id)
+        if drawn is not None and drawn[0] is session and drawn[1:3] == (claims, self.tick):
+            return drawn[3]
+        if len(self.drawn) >= MAX_ROWS_KEPT:
+            self.drawn.clear()  # rows long scrolled past
+        cells = row_cells(session, claims, now, self.stale_after, self.widths, self.adapters)
+        row = GridRow(session.id, cells)
+        self.drawn[session.id] = (session, claims, self.tick, row)
+        return row

@@ -1,0 +1,105 @@
+"""The session list's reads, each a blocking call meant for a thread worker: the rows a
+``screens.list_model.Read`` asks for, with their agents' claim counts and the counts by status,
+from one snapshot; and the list's length where the status counts cannot say it."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+
+from sqlalchemy import Connection
+
+from screens.list_model import Read, ReadResult
+from store.claims import claim_counts
+from store.database import Store
+from store.listing import SessionFilter, SessionOrder, countable_total, session_cursor
+from store.records import ClaimCount, SessionFields
+from store.sessions import (
+    count_by_status,
+    count_sessions,
+    list_sessions,
+    list_sessions_before,
+    sessions_at,
+)
+
+
+class StatusCounts:
+    """The counts by status, read again only when the store's change token moves. Safe to share
+    between worker threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._token: object | None = None
+        self._counts: dict[str, int] = {}
+
+    def read(self, *, db: Connection, token: object | None) -> dict[str, int]:
+        """``token`` must have been taken before ``db``'s snapshot began, so the counts cached
+        under it are never older than it; None (changes unknown) always reads."""
+        if token is not None:
+            with self._lock:
+                if self._token == token:
+                    return dict(self._counts)
+        counts = count_by_status(db=db)
+        if token is not None:
+            with self._lock:
+                self._token, self._counts = token, dict(counts)
+        return counts
+
+
+def read_rows(
+    *,
+    store: Store,
+    read: Read,
+    filters: SessionFilter,
+    order: SessionOrder,
+    now: datetime,
+    status_counts: StatusCounts,
+    known_total: int | None = None,
+) -> ReadResult:
+    """What ``read`` asks for. A place in the second half of the list is reached from its end
+    when the length is known: from the status counts, else ``known_total`` (counted apart)."""
+    token = store.change_token()  # before the snapshot: a commit in between reads once more
+    with store.read() as db:
+        counts = status_counts.read(db=db, token=token)
+        total = countable_total(filters, counts)
+        rows: list[SessionFields]
+        if read.kind == "at":
+            rows = list(
+                sessions_at(
+                    db=db,
+                    offset=read.offset,
+                    limit=read.limit,
+                    filters=filters,
+                    order=order,
+                    total=total if total is not None else known_total,
+                )
+            )
+        else:
+            assert read.edge is not None
+            page_read = list_sessions if read.kind == "after" else list_sessions_before
+            page = page_read(
+                db=db,
+                filters=filters,
+                order=order,
+                limit=read.limit,
+                cursor=session_cursor(read.edge, order),
+            )
+            rows = list(page.items)
+        claims = read_claims(db, rows, now)
+    return ReadResult(read, rows, total, claims, counts, token, now)
+
+
+def read_claims(db: Connection, rows: list[SessionFields], now: datetime) -> dict[str, ClaimCount]:
+    return claim_counts(db=db, agent_ids=[s.agent_id for s in rows], now=now)
+
+
+def count_rows(*, store: Store, filters: SessionFilter) -> int:
+    """The list's length, counted in SQL (a text or stale filter: the status counts cannot)."""
+    with store.read() as db:
+        return count_sessions(db=db, filters=filters)
+
+
+def recheck_claims(*, store: Store, agent_ids: list[str], now: datetime) -> dict[str, ClaimCount]:
+    """The claim column alone: live claims expire with the clock, not only with the store."""
+    with store.read() as db:
+        return claim_counts(db=db, agent_ids=agent_ids, now=now)

@@ -1,0 +1,114 @@
+"""What the operator asked the session list to show, and in which order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from rich.text import Text
+
+from screens.list_columns import TERMINAL_STATUSES
+from store.display import one_line
+from store.listing import SORT_COLUMNS, SessionFilter, SessionOrder
+from store.rules import ACTIVE_STATES
+
+SORT_NAMES: dict[str, str] = {
+    "started": "started",
+    "last_seen": "last seen",
+    "status": "status",
+    "agent": "agent",
+}
+
+
+@dataclass(frozen=True)
+class ListState:
+    """What the operator asked to see, and in which order."""
+
+    text: str = ""
+    status: str | None = None
+    show_ended: bool = True
+    stale_only: bool = False
+    order: SessionOrder = field(default_factory=SessionOrder)
+
+    def status_cycle(self) -> tuple[str | None, ...]:
+        states: tuple[str | None, ...] = (None, *ACTIVE_STATES)
+        return states + TERMINAL_STATUSES if self.show_ended else states
+
+    def next_status(self) -> str | None:
+        cycle = self.status_cycle()
+        index = cycle.index(self.status) if self.status in cycle else 0
+        return cycle[(index + 1) % len(cycle)]
+
+    def next_sort(self) -> SessionOrder:
+        index = SORT_COLUMNS.index(self.order.column)
+        return SessionOrder(SORT_COLUMNS[(index + 1) % len(SORT_COLUMNS)], self.order.descending)
+
+    def with_next_status(self) -> ListState:
+        return replace(self, status=self.next_status())
+
+    def with_ended_toggled(self) -> ListState:
+        """Ended sessions shown or hidden; hiding them drops a status filter on an ended one."""
+        show = not self.show_ended
+        status = self.status if show or self.status in ACTIVE_STATES else None
+        return replace(self, show_ended=show, status=status)
+
+    def with_stale_toggled(self) -> ListState:
+        return replace(self, stale_only=not self.stale_only)
+
+    def with_next_sort(self) -> ListState:
+        return replace(self, order=self.next_sort())
+
+    def with_sort_flipped(self) -> ListState:
+        return replace(self, order=self.order.flipped())
+
+    def sorted_by(self, column: str) -> ListState:
+        """Sorted by ``column``, ascending; the direction flips when it is the sort already."""
+        if self.order.column == column:
+            return self.with_sort_flipped()
+        return replace(self, order=SessionOrder(column))
+
+    def to_filter(self, now: datetime, stale_after: timedelta) -> SessionFilter:
+        return SessionFilter(
+            statuses=(self.status,) if self.status else (),
+            active_only=not self.show_ended,
+            stale_before=now - stale_after if self.stale_only else None,
+            text=self.text.strip() or None,
+        )
+
+    def empty_text(self, *, store_open: bool) -> Text:
+        """What an empty list says: why it is empty, and what to do about it."""
+        if not store_open:
+            return Text("Opening the store…", style="italic")
+        if replace(self, order=SessionOrder()) == ListState():
+            return Text(
+                "No sessions yet. Agents register with `roundtable sessions register`; "
+                "`roundtable tui --demo` opens a populated demo store."
+            )
+        text = Text("No sessions match: ")
+        text.append_text(self.describe())
+        text.append("\n/ text · f status · a ended · S stale", style="dim")
+        return text
+
+    def describe(self) -> Text:
+        """The filters and the sort in force, each with the key that changes it."""
+        text = Text()
+        text.append(f"status {self.status}" if self.status else "every status", style="bold")
+        text.append(" (f) · ")
+        text.append("ended shown" if self.show_ended else "ended hidden", style="bold")
+        text.append(" (a) · ")
+        if self.stale_only:
+            text.append("stale only", style="bold dark_orange")
+        else:
+            text.append("stale and fresh", style="bold")
+        text.append(" (S) · ")
+        if self.text.strip():
+            text.append("text ")
+            text.append(repr(one_line(self.text.strip(), 40)), style="bold")
+            text.append(" (/)")
+        else:
+            text.append("any text (/)")
+        text.append(" · sorted by ")
+        direction = "▼" if self.order.descending else "▲"
+        text.append(f"{SORT_NAMES[self.order.column]} {direction}", style="bold")
+        text.append(" (o O)")
+        return text

@@ -1,0 +1,370 @@
+"""A grid of one-line rows drawn on demand, with a header, a cursor and a truthful scrollbar.
+
+Built on Textual's Line API, as its own ``Log`` widget is: a ``ScrollView`` whose virtual height
+is the whole list's length and whose ``render_line(y)`` draws only the rows in view, each from a
+``RowSource`` by its index. A row the source does not hold yet is drawn as a placeholder, and the
+grid says where its view moved (``ViewMoved``), so whoever feeds it reads those rows. The grid
+knows columns, rows and a cursor; nothing of sessions or of the store.
+
+A row is a ``GridRow``: one cell per column, or a ``span`` drawn across the whole width (a group
+header). A column is only a key, a label and a width, so a mark column is a column like any
+other. Drawn lines are cached per row object, so a row built again (new data, the clock moved)
+is drawn again and an unchanged one is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widget import Widget
+
+PLACEHOLDER = "…"
+
+
+@dataclass(frozen=True)
+class GridColumn:
+    key: str
+    label: str
+    # Cells of content; the grid pads each side by ``CELL_PADDING``.
+    width: int
+
+
+@dataclass(eq=False)
+class GridRow:
+    """One line of the grid. Compared and hashed by identity: the line cache keys on it, so a
+    row built anew is drawn anew."""
+
+    key: str
+    cells: Sequence[Text] = ()
+    # Drawn across every column instead of cells (a group header).
+    span: Text | None = None
+
+
+class RowSource(Protocol):
+    def grid_row(self, index: int) -> GridRow | None:
+        """The row at ``index`` of the list, or None when it is not held yet."""
+        ...
+
+
+CELL_PADDING = 1
+
+
+def line_of_cells(columns: Sequence[GridColumn], cells: Sequence[Text]) -> Text:
+    """The cells side by side, each padded and cut to its column's width."""
+    line = Text(no_wrap=True, end="")
+    pad = " " * CELL_PADDING
+    for column, cell in zip(columns, cells, strict=False):
+        shown = cell
+        if cell_len(cell.plain) > column.width or "\n" in cell.plain:
+            shown = cell.copy()
+            shown.truncate(column.width, overflow="ellipsis")
+        line.append(pad)
+        line.append_text(shown)
+        line.append(" " * (column.width - shown.cell_len) + pad)
+    return line
+
+
+class GridHeader(Widget):
+    """The column labels above a grid; a click on one says which (``Clicked``)."""
+
+    DEFAULT_CSS = """
+    GridHeader {
+        height: 1;
+        background: $panel;
+        color: $foreground;
+        text-style: bold;
+    }
+    """
+
+    class Clicked(Message):
+        def __init__(self, key: str) -> None:
+            super().__init__()
+            self.key = key
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.columns: tuple[GridColumn, ...] = ()
+        self.labels: tuple[Text, ...] = ()
+
+    def show(self, columns: Sequence[GridColumn], labels: Sequence[Text]) -> None:
+        self.columns, self.labels = tuple(columns), tuple(labels)
+        self.refresh()
+
+    def render(self) -> Text:
+        return line_of_cells(self.columns, self.labels)
+
+    def key_at(self, x: int) -> str | None:
+        left = 0
+        for column in self.columns:
+            right = left + column.width + 2 * CELL_PADDING
+            if left <= x < right:
+                return column.key
+            left = right
+        return None
+
+    def on_click(self, event: events.Click) -> None:
+        key = self.key_at(event.x)
+        if key is not None:
+            event.stop()
+            self.post_message(self.Clicked(key))
+
+
+class SessionGrid(ScrollView, can_focus=True):
+    DEFAULT_CSS = """
+    SessionGrid {
+        background: $surface;
+        color: $foreground;
+        overflow-x: hidden;
+        overflow-y: auto;
+        & > .session-grid--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        &:focus > .session-grid--cursor {
+            background: $block-cursor-background;
+            color: $block-cursor-foreground;
+            text-style: $block-cursor-text-style;
+        }
+        & > .session-grid--even-row {
+            background: $surface-lighten-1 50%;
+        }
+        &:dark > .session-grid--even-row {
+            background: $surface-darken-1 40%;
+        }
+        & > .session-grid--placeholder {
+            color: $text-disabled;
+        }
+        & > .session-grid--span {
+            background: $panel;
+            text-style: bold;
+        }
+    }
+    """
+    COMPONENT_CLASSES = {
+        "session-grid--cursor",
+        "session-grid--even-row",
+        "session-grid--placeholder",
+        "session-grid--span",
+    }
+    BINDINGS = [
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home,ctrl+home", "first", "First", show=False),
+        Binding("end,ctrl+end", "last", "Last", show=False),
+        Binding("enter", "choose", "Open", show=False),
+    ]
+
+    class CursorMoved(Message):
+        def __init__(self, row: int) -> None:
+            super().__init__()
+            self.row = row
+
+    class ViewMoved(Message):
+        """The rows in view changed: ``first`` and the ``height`` of the view."""
+
+        def __init__(self, first: int, height: int) -> None:
+            super().__init__()
+            self.first = first
+            self.height = height
+
+    class RowChosen(Message):
+        """Enter, or a double click, on a row."""
+
+        def __init__(self, row: int) -> None:
+            super().__init__()
+            self.row = row
+
+    row_count: reactive[int] = reactive(0, init=False)
+
+    def __init__(self, source: RowSource, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.source = source
+        self.columns: tuple[GridColumn, ...] = ()
+        self.cursor = 0
+        self.lines: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
+        # Set while the grid scrolls to follow its cursor: a scroll by other means (the
+        # scrollbar, the wheel) brings the cursor into the view instead.
+        self.following = False
+
+    # -- what to draw -------------------------------------------------------------------------
+
+    def set_columns(self, columns: Sequence[GridColumn]) -> None:
+        self.columns = tuple(columns)
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Draw every row again (styles or columns changed)."""
+        self.lines.clear()
+        self._size_content()
+        self.refresh()
+
+    def watch_row_count(self) -> None:
+        self._size_content()
+        if self.cursor >= self.row_count:
+            self.move_cursor(self.row_count - 1)
+        self.refresh()
+
+    def _size_content(self) -> None:
+        width = sum(column.width + 2 * CELL_PADDING for column in self.columns)
+        self.virtual_size = Size(width, self.row_count)
+
+    @property
+    def view_height(self) -> int:
+        return max(self.scrollable_content_region.height, 1)
+
+    @property
+    def first_in_view(self) -> int:
+        return self.scroll_offset.y
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self.lines.clear()
+
+    def on_focus(self) -> None:
+        self.lines.clear()
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.lines.clear()
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        index = self.scroll_offset.y + y
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if not 0 <= index < self.row_count:
+            return Strip.blank(width, base)
+        cursor = index == self.cursor
+        key = (self.source.grid_row(index), cursor, index % 2, width, self.has_focus)
+        if key[0] is None:
+            return self._placeholder(index, width, cursor)
+        cached = self.lines.get(key)
+        if cached is None:
+            cached = self._draw(key[0], index, width, cursor)
+            self.lines.set(key, cached)
+        return cached
+
+    def _row_style(self, index: int) -> Style:
+        base = self.rich_style
+        if index % 2 == 1:
+            return base + self.get_component_rich_style("session-grid--even-row", partial=True)
+        return base
+
+    def _draw(self, row: GridRow, index: int, width: int, cursor: bool) -> Strip:
+        if row.span is not None:
+            span_style = self.get_component_rich_style("session-grid--span", partial=True)
+            text = Text(" ", no_wrap=True, end="")
+            text.append_text(row.span)
+            segments = list(text.render(self.app.console))
+            style = self.rich_style + span_style
+        else:
+            line = line_of_cells(self.columns, row.cells)
+            segments = list(line.render(self.app.console))
+            style = self._row_style(index)
+        post = self.get_component_rich_style("session-grid--cursor") if cursor else None
+        strip = Strip(Segment.apply_style(segments, style, post))
+        return strip.adjust_cell_length(width, style + post if post else style)
+
+    def _placeholder(self, index: int, width: int, cursor: bool) -> Strip:
+        style = self._row_style(index)
+        faint = style + self.get_component_rich_style("session-grid--placeholder", partial=True)
+        segments = [Segment(" " * CELL_PADDING + PLACEHOLDER, faint)]
+        post = self.get_component_rich_style("session-grid--cursor") if cursor else None
+        strip = Strip(Segment.apply_style(segments, None, post))
+        return strip.adjust_cell_length(width, style + post if post else style)
+
+    # -- the cursor and the view --------------------------------------------------------------
+
+    def move_cursor(self, row: int, *, scroll: bool = True) -> None:
+        """Put the cursor on ``row`` (kept within the list), scrolling it into view."""
+        row = max(0, min(row, self.row_count - 1))
+        old, self.cursor = self.cursor, row
+        if scroll:
+            self.scroll_to_row(row)
+        if old != row:
+            self.refresh_line(old)
+            self.refresh_line(row)
+            self.post_message(self.CursorMoved(row))
+
+    def scroll_to_row(self, row: int) -> None:
+        top, height = self.first_in_view, self.view_height
+        if row < top:
+            self._follow(row)
+        elif row >= top + height:
+            self._follow(row - height + 1)
+
+    def _follow(self, y: float) -> None:
+        self.following = True
+        try:
+            self.scroll_to(y=y, animate=False, force=True)
+        finally:
+            self.following = False
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if round(old_value) == round(new_value):
+            return
+        self.post_message(self.ViewMoved(self.first_in_view, self.view_height))
+        if not self.following:
+            # Scrolled by the scrollbar or the wheel: the cursor comes along into the view.
+            top, height = self.first_in_view, self.view_height
+            inside = max(top, min(self.cursor, top + height - 1))
+            if inside != self.cursor:
+                self.move_cursor(inside, scroll=False)
+
+    def on_resize(self) -> None:
+        self.lines.clear()
+        self.post_message(self.ViewMoved(self.first_in_view, self.view_height))
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(self.cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(self.cursor + 1)
+
+    def action_page_down(self) -> None:
+        self._page(self.view_height)
+
+    def action_page_up(self) -> None:
+        self._page(-self.view_height)
+
+    def _page(self, step: int) -> None:
+        """The view and the cursor move a page together, as DataTable's do."""
+        self._follow(self.first_in_view + step)
+        self.move_cursor(self.cursor + step)
+
+    def action_first(self) -> None:
+        self.move_cursor(0)
+
+    def action_last(self) -> None:
+        self.move_cursor(self.row_count - 1)
+
+    def action_choose(self) -> None:
+        if self.row_count:
+            self.post_message(self.RowChosen(self.cursor))
+
+    def on_click(self, event: events.Click) -> None:
+        row = self.first_in_view + event.y
+        if not 0 <= row < self.row_count or event.x >= self.scrollable_content_region.width:
+            return
+        event.stop()
+        self.move_cursor(row, scroll=False)
+        if event.chain >= 2:
+            self.post_message(self.RowChosen(row))

@@ -1,0 +1,266 @@
+"""The session list's model without Textual or a database: which rows it holds, where its cursor
+is, and what it asks to read next, against a list of sessions kept in Python."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from screens.list_model import ListModel, Read, ReadResult
+
+
+@dataclass(frozen=True)
+class Row:
+    """Stands for a session: the model only reads ids (and hands rows back as they came)."""
+
+    id: str
+    agent_id: str = "agent"
+
+
+def sessions(count: int) -> list[Row]:
+    return [Row(f"s{number:05d}") for number in range(count)]
+
+
+def answer(model: ListModel, read: Read, rows: list[Row], *, countable: bool = True) -> bool:
+    """What the store would answer ``read`` with, for the list ``rows``."""
+    if read.kind == "at":
+        found = rows[read.offset : read.offset + read.limit]
+    elif read.kind == "after":
+        found = rows[read.offset + 1 : read.offset + 1 + read.limit]
+    else:
+        found = rows[max(read.offset - read.limit, 0) : read.offset]
+    total = len(rows) if countable else None
+    return model.apply(ReadResult(read, list(found), total))  # type: ignore[arg-type]
+
+
+def serve(model: ListModel, rows: list[Row], *, countable: bool = True) -> int:
+    """Answer every read the model asks for until it asks for nothing; how many it asked."""
+    asked = 0
+    for _ in range(100):
+        reads = model.next_reads()
+        if not reads:
+            return asked
+        for read in reads:
+            model.started(read)
+            asked += 1
+            answer(model, read, rows, countable=countable)
+    raise AssertionError("the model never stopped asking")
+
+
+def held_ids(model: ListModel) -> list[str]:
+    return [row.id for row in model.rows]
+
+
+def test_the_first_read_is_the_top_of_the_list_and_the_view_is_then_covered() -> None:
+    rows = sessions(1000)
+    model = ListModel(page_size=50, max_rows=200)
+    model.move_view(0, 37)
+    first = model.next_reads()
+    assert [(read.kind, read.offset) for read in first] == [("at", 0)]
+    serve(model, rows)
+    assert model.row_count == 1000
+    assert model.start == 0 and held_ids(model)[:37] == [r.id for r in rows[:37]]
+    # A page past the view is held too, so the next page down finds its rows.
+    assert model.end >= 37 + 50
+    assert model.selected() == rows[0] and model.selected_id == "s00000"
+
+
+def test_paging_down_reads_a_page_ahead_by_keyset_and_holds_at_most_the_bound() -> None:
+    rows = sessions(1000)
+    model = ListModel(page_size=50, max_rows=200)
+    model.move_view(0, 37)
+    serve(model, rows)
+    for step in range(1, 20):
+        model.move_view(step * 37, 37)
+        model.move_cursor(step * 37)
+        reads = model.next_reads()
+        # The view is always covered already: only the page beyond is read, from the edge row.
+        assert all(read.kind == "after" for read in reads), reads
+        for read in reads:
+            assert read.edge == model.rows[-1]
+            model.started(read)
+            answer(model, read, rows)
+        assert model.start <= step * 37 and step * 37 + 37 <= model.end
+        assert len(model.rows) <= 200
+        assert held_ids(model) == [r.id for r in rows[model.start : model.end]]
+        assert model.selected() == rows[step * 37]
+
+
+def test_a_jump_far_away_reads_the_rows_there_and_lets_the_old_ones_go() -> None:
+    rows = sessions(1_000_000)
+    model = ListModel(page_size=50, max_rows=200)
+    model.move_view(0, 37)
+    serve(model, rows)
+    model.move_view(500_000, 37)
+    model.move_cursor(500_010)
+    (read,) = model.next_reads()
+    assert read.kind == "at" and read.offset <= 500_000 and read.offset + read.limit >= 500_037
+    model.started(read)
+    answer(model, read, rows)
+    assert model.row(500_000) == rows[500_000] and model.row(0) is None
+    assert model.selected() == rows[500_010]
+    serve(model, rows)
+    assert len(model.rows) <= 200
+    # The end: the view there is read at its place (never page by page from the top).
+    model.move_view(1_000_000 - 37, 37)
+    model.move_cursor(999_999)
+    (read,) = model.next_reads()
+    assert read.kind == "at" and read.offset + read.limit == 1_000_000
+    serve(model, rows)
+    assert model.selected() == rows[-1]
+
+
+def test_a_read_in_flight_is_not_asked_for_twice_and_a_failed_one_is_asked_again() -> None:
+    rows = sessions(300)
+    model = ListModel(page_size=50, max_rows=200)
+    model.move_view(0, 20)
+    (read,) = model.next_reads()
+    model.started(read)
+    assert model.next_reads() == []
+    model.failed(read)
+    assert model.next_reads() == [read]
+    model.started(read)
+    answer(model, read, rows)
+    assert model.loaded
+
+
+def test_an_answer_for_other_filters_or_another_run_changes_nothing() -> None:
+    rows = sessions(300)
+    model = ListModel(page_size=50, max_rows=200)
+    model.move_view(0, 20)
+    serve(model, rows)
+    model.move_view(60, 20)
+    (ahead,) = [r for r in model.next_reads() if r.kind == "after"]
+    model.started(ahead)
+    model.reset()  # the operator changed the filters meanwhile
+    assert not answer(model, ahead, rows)
+    assert model.rows == [] and not model.loaded
+    # An extension of a run that a refresh has since replaced is dropped too.
+    model.move_view(0, 20)
+    serve(model, rows)
+    model.move_view(60, 20)
+    (ahead,) = [r for r in model.next_reads() if r.kind == "after"]
+    model.started(ahead)
+    refresh = model.refresh_read()
+    model.started(refresh)
+    answer(model, refresh, rows)
+    assert not answer(model, ahead, rows)
+
+
+def test_the_cursor_follows_its_session_when_rows_are_added_above_it() -> None:
+    rows = sessions(100)
+    model = ListModel(page_size=50, max_rows=200)
+    model.move_view(0, 20)
+    serve(model, rows)
+    model.move_cursor(10)
+    assert model.selected_id == "s00010"
+    newer = [Row("a-new"), Row("b-new"), *rows]
+    refresh = model.refresh_read()
+    assert refresh.refresh and refresh.offset == model.start
+    model.started(refresh)
+    answer(model, refresh, newer)
+    assert model.cursor == 12 and model.selected_id == "s00010"
+    assert model.row_count == 102
+    # Its session gone from what is held: the cursor keeps its place.
+    fewer = [row for row in newer if row.id != "s00010"]
+    refresh = model.refresh_read()
+    model.started(refresh)
+    answer(model, refresh, fewer)
+    assert model.cursor == 12 and model.selected_id == fewer[12].id
+
+
+def test_a_list_that_shrinks_keeps_the_cursor_inside_it() -> None:
+    rows = sessions(100)
+    model = ListModel(page_size=50, max_rows=200)
+    model.move_view(80, 20)
+    serve(model, rows)
+    model.move_cursor(99)
+    refresh = model.refresh_read()
+    model.started(refresh)
+    answer(model, refresh, rows[:30])
+    assert model.row_count == 30 and model.cursor <= 29
+    model.move_view(10, 20)
+    serve(model, rows[:30])
+    assert model.cursor == 29 and model.selected() == rows[29]
+    model.reset()
+    assert model.row_count == 0 and model.cursor == 0 and model.selected() is None
+    # Another order: the cursor goes back to its session when the first rows hold it.
+    model.move_view(0, 20)
+    serve(model, list(reversed(rows[:30])))
+    assert model.selected() == rows[29] and model.cursor == 0
+
+
+def test_a_list_of_unknown_length_grows_as_pages_come_and_learns_its_end() -> None:
+    rows = sessions(130)
+    model = ListModel(page_size=50, max_rows=400)
+    model.move_view(0, 20)
+    (first,) = model.next_reads()
+    model.started(first)
+    answer(model, first, rows, countable=False)
+    assert model.total is None and model.more_after
+    assert model.row_count == model.end + 50  # room to scroll towards the rows not read yet
+    model.move_view(model.end - 10, 20)
+    serve(model, rows, countable=False)
+    assert model.total == 130 and model.row_count == 130
+    # The count, when it comes, is the truth.
+    assert model.apply_total(model.generation, 131)
+    assert model.row_count == 131
+    assert not model.apply_total(model.generation - 1, 5)
+
+
+def test_moving_up_reads_the_page_above_by_keyset() -> None:
+    rows = sessions(10_000)
+    model = ListModel(page_size=50, max_rows=200)
+    model.move_view(5000, 30)
+    serve(model, rows)
+    top = model.start
+    model.move_view(top + 10, 30)
+    reads = model.next_reads()
+    assert [read.kind for read in reads] == ["before"]
+    assert reads[0].edge == model.rows[0] and reads[0].offset == top
+    model.started(reads[0])
+    answer(model, reads[0], rows)
+    assert model.start == top - 50
+    assert held_ids(model) == [r.id for r in rows[model.start : model.end]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    size=st.integers(min_value=0, max_value=3000),
+    moves=st.lists(
+        st.tuples(st.sampled_from(["view", "cursor"]), st.integers(0, 3100)), max_size=25
+    ),
+    page=st.integers(min_value=1, max_value=60),
+    height=st.integers(min_value=1, max_value=80),
+)
+def test_wherever_the_view_goes_the_rows_held_are_the_lists_rows_at_their_places(
+    size: int, moves: list[tuple[str, int]], page: int, height: int
+) -> None:
+    rows = sessions(size)
+    model = ListModel(page_size=page, max_rows=4 * page)
+    model.move_view(0, height)
+    serve(model, rows)
+    for kind, place in moves:
+        if kind == "view":
+            model.move_view(min(place, max(size - height, 0)), height)
+        else:
+            model.move_cursor(place)
+        serve(model, rows)
+        assert held_ids(model) == [r.id for r in rows[model.start : model.end]]
+        assert len(model.rows) <= max(4 * page, height + 2 * page)
+        assert model.row_count == size
+        assert 0 <= model.cursor <= max(size - 1, 0)
+        first, last = model.view_first, min(model.view_first + model.view_height, size)
+        assert all(model.row(index) is not None for index in range(first, last))
+
+
+def test_a_list_the_status_counts_cannot_measure_is_counted_once_then_after_changes() -> None:
+    model = ListModel(page_size=10)
+    assert model.count_due(100.0, after_change=False)  # a new list: at once
+    assert not model.count_due(100.5, after_change=False)  # pages read: never again
+    assert not model.count_due(102.0, after_change=True)  # a change soon after: not yet
+    assert model.count_due(106.0, after_change=True)  # a change later: again
+    model.reset()  # other filters: a new list, counted at once
+    assert model.count_due(106.1, after_change=False)
