@@ -1,13 +1,14 @@
 """The reads and writes the screens make, each a blocking call meant for a thread worker.
 
-Everything here composes store/ functions inside one transaction; nothing here touches a widget.
+The list's window is read here; everything else is a ``store.service`` function, called with
+what the console's context knows (the store, the operator, the clock, the adapters). Nothing here
+touches a widget.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,19 +17,19 @@ from sqlalchemy import Connection
 
 from screens.context import ConsoleContext
 from screens.window import ListWindow, WindowSpec
-from store import lifecycle
-from store.briefing import Briefing, build_briefing
+from store import service
 from store.claims import claim_counts
 from store.database import Store
 from store.errors import DatabaseUnavailable
+from store.lifecycle import ActionOutcome, TerminationImpact
 from store.listing import SessionFilter, SessionOrder
 from store.models import AgentSession
-from store.projections import logs_cursor, session_logs
+from store.paging import Page
+from store.projections import PAGED
 from store.records import ClaimCount, SessionFields
-from store.resume import ResumePlan, resume_plan
+from store.service import BriefingView, LogBatch
 from store.sessions import count_by_status as store_count_by_status
-from store.sessions import get_session, list_sessions, list_sessions_before
-from store.validation import MAX_LIMIT
+from store.sessions import list_sessions, list_sessions_before
 
 
 class StatusCounts:
@@ -108,8 +109,7 @@ def read_claim_counts(
 
 
 def load_session(ctx: ConsoleContext, session_id: str) -> AgentSession:
-    with require_store(ctx).read() as db:
-        return get_session(db=db, session_id=session_id)
+    return service.read_session(store=require_store(ctx), session_id=session_id)
 
 
 def perform_action(
@@ -119,66 +119,46 @@ def perform_action(
     *,
     idempotency_key: str | None = None,
     impact_details: str | None = None,
-) -> lifecycle.ActionOutcome:
+) -> ActionOutcome:
     """Run one lifecycle action as the operator, against the version the operator saw."""
-    common = {
-        "session_id": session.id,
-        "actor": ctx.operator,
-        "idempotency_key": idempotency_key,
-        "expected_version": session.version,
-        "clock": ctx.clock,
-    }
-    if action == "terminate":
-        common["impact_details"] = impact_details
-    with require_store(ctx).write() as db:
-        return lifecycle.ACTIONS[action](db=db, **common)
+    return service.perform_action(
+        store=require_store(ctx),
+        action=action,
+        session_id=session.id,
+        actor=ctx.operator,
+        idempotency_key=idempotency_key,
+        expected_version=session.version,
+        impact_details=impact_details,
+        clock=ctx.clock,
+    )
 
 
-def load_termination_impact(ctx: ConsoleContext, session_id: str) -> lifecycle.TerminationImpact:
-    with require_store(ctx).read() as db:
-        return lifecycle.termination_impact(db=db, session_id=session_id, clock=ctx.clock)
+def load_termination_impact(ctx: ConsoleContext, session_id: str) -> TerminationImpact:
+    return service.read_termination_impact(
+        store=require_store(ctx), session_id=session_id, clock=ctx.clock
+    )
 
 
-@dataclass(frozen=True)
-class LogBatch:
-    items: list[dict[str, Any]]
-    last_id: int | None
-    # True when the reader stopped at MAX_LOG_ROWS per poll with more still waiting.
-    more_waiting: bool = False
-
-
-MAX_LOG_ROWS = 2000
+def read_projection(
+    ctx: ConsoleContext, name: str, session_id: str, limit: int, cursor: str | None
+) -> Page[dict[str, Any]] | dict[str, Any]:
+    """A page of a paged projection (``limit`` rows after ``cursor``), else its one record."""
+    store = require_store(ctx)
+    if name in PAGED:
+        return service.read_projection_page(
+            store=store, name=name, session_id=session_id, limit=limit, cursor=cursor
+        )
+    return service.read_projection(store=store, name=name, session_id=session_id)
 
 
 def read_log_after(ctx: ConsoleContext, session_id: str, last_id: int | None) -> LogBatch:
-    """The session's history rows after ``last_id`` (all of them from the start when None),
-    oldest first, in one snapshot. Payloads come redacted from store.projections."""
-    items: list[dict[str, Any]] = []
-    cursor = logs_cursor(session_id, last_id) if last_id is not None else None
-    with require_store(ctx).read() as db:
-        while True:
-            page = session_logs(db=db, session_id=session_id, limit=MAX_LIMIT, cursor=cursor)
-            items.extend(page.items)
-            cursor = page.next_cursor
-            if cursor is None or len(items) >= MAX_LOG_ROWS:
-                break
-    newest = int(items[-1]["id"]) if items else last_id
-    return LogBatch(items=items, last_id=newest, more_waiting=cursor is not None)
-
-
-@dataclass(frozen=True)
-class BriefingView:
-    briefing: Briefing
-    plan: ResumePlan
+    return service.read_log_after(store=require_store(ctx), session_id=session_id, last_id=last_id)
 
 
 def read_briefing(ctx: ConsoleContext, session_id: str) -> BriefingView:
-    with require_store(ctx).read() as db:
-        briefing = build_briefing(db=db, session_id=session_id, clock=ctx.clock)
-    plan = resume_plan(
-        session=briefing.session, briefing_markdown=briefing.markdown, adapters=ctx.adapters
+    return service.read_briefing(
+        store=require_store(ctx), adapters=ctx.adapters, session_id=session_id, clock=ctx.clock
     )
-    return BriefingView(briefing=briefing, plan=plan)
 
 
 def write_briefing(directory: Path, session_id: str, markdown: str) -> Path:

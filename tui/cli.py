@@ -1,8 +1,10 @@
 """The ``roundtable`` command line (DESIGN.md §7).
 
 Start-up time is a feature: agents run ``roundtable sessions heartbeat`` all day. So this module
-imports only click, the standard library and ``tui.output`` at the top; store modules are imported
-inside the commands that need them, and Textual only by ``roundtable tui``.
+imports only click, the standard library, ``tui.output`` and the plain data of ``store.rules`` at
+the top; other store modules are imported inside the commands that need them, and Textual only by
+``roundtable tui``. What a command does to the store is one ``store`` function (for what the
+console does too, ``store.service``); this module parses, resolves and prints.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from store.rules import PAGED_PROJECTIONS, UNPAGED_PROJECTIONS
 from tui import output
 
 if TYPE_CHECKING:
@@ -42,14 +45,6 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 SESSION_COLUMNS = ("id", "agent", "status", "adapter", "resume command")
-PROJECTION_FUNCTIONS = {
-    "logs": "session_logs",
-    "tool-calls": "tool_calls",
-    "claims": "session_claims",
-    "proposals": "session_proposals",
-    "metrics": "session_metrics",
-    "environment": "session_environment",
-}
 
 
 @dataclass
@@ -590,10 +585,10 @@ def end_command(inv: Invocation, session_id: str, status: str | None) -> None:
 @with_invocation
 def show_command(inv: Invocation, session_id: str) -> None:
     from store.redaction import redact_json_value
-    from store.sessions import get_session
+    from store.service import read_session
 
-    with inv.store() as store, store.read() as db:
-        session = get_session(db=db, session_id=_session_id(session_id))
+    with inv.store() as store:
+        session = read_session(store=store, session_id=_session_id(session_id))
     record = session.to_json()
     if inv.json_mode:
         output.emit_json(record)  # the agents' read-back: exactly what is stored
@@ -628,13 +623,11 @@ def _show_projection(
     limit: int | None = None,
     cursor: str | None = None,
 ) -> None:
-    from store import projections
+    from store.service import read_projection, read_projection_page
 
-    project = getattr(projections, PROJECTION_FUNCTIONS[name])
     with inv.store() as store:
-        if name not in projections.PAGED:
-            with store.read() as db:
-                result = project(db=db, session_id=session_id)
+        if name in UNPAGED_PROJECTIONS:
+            result = read_projection(store=store, name=name, session_id=session_id)
             if inv.json_mode:
                 output.emit_json(result)
             else:
@@ -642,8 +635,9 @@ def _show_projection(
             return
 
         def fetch(size: int | None, after: str | None) -> Page[dict[str, Any]]:
-            with store.read() as db:
-                return project(db=db, session_id=session_id, limit=size, cursor=after)
+            return read_projection_page(
+                store=store, name=name, session_id=session_id, limit=size, cursor=after
+            )
 
         pages = _pages(fetch, inv, limit=limit, cursor=cursor, what=name)
         if inv.json_mode:
@@ -660,8 +654,8 @@ def _show_projection(
             click.echo(f"No {name}.")
 
 
-for _name in PROJECTION_FUNCTIONS:
-    _projection_command(_name, paged=_name in ("logs", "tool-calls", "claims", "proposals"))
+for _name in (*PAGED_PROJECTIONS, *UNPAGED_PROJECTIONS):
+    _projection_command(_name, paged=_name in PAGED_PROJECTIONS)
 
 
 # ------------------------------------------------------------------------------------ lifecycle
@@ -713,19 +707,19 @@ def _run_lifecycle(
     expected_version: int | None,
     impact_details: str | None = None,
 ) -> None:
-    from store import lifecycle
+    from store.service import perform_action
 
-    extra = {"impact_details": impact_details} if action == "terminate" else {}
     actor = inv.operator(operator)
-    with inv.store() as store, store.write() as db:
-        outcome = lifecycle.ACTIONS[action](
-            db=db,
+    with inv.store() as store:
+        outcome = perform_action(
+            store=store,
+            action=action,
             session_id=session_id,
             actor=actor,
             idempotency_key=idempotency_key,
             expected_version=expected_version,
+            impact_details=impact_details,
             clock=inv.clock,
-            **extra,
         )
     if inv.json_mode:
         output.emit_json(outcome.to_json())
@@ -765,25 +759,25 @@ def _claim_line(claim: Mapping[str, Any]) -> str:
 @click.option("--agent", metavar="A", help="The agent whose session to resume (active first).")
 @with_invocation
 def resume_command(inv: Invocation, session_id: str | None, agent: str | None) -> None:
-    from store.briefing import build_briefing
-    from store.resume import resume_plan
-    from store.sessions import find_by_agent, get_session
+    from store.service import read_briefing
     from store.validation import required
 
     if (session_id is None) == (agent is None):
         raise click.UsageError("Give exactly one of --session or --agent.")
     adapters = inv.adapters()
-    with inv.store() as store, store.read() as db:
-        if session_id is not None:
-            session = get_session(db=db, session_id=required("--session", session_id))
-        else:
-            session = find_by_agent(db=db, agent_id=required("--agent", agent))
-        briefing = build_briefing(db=db, session_id=session.id, clock=inv.clock)
-    plan = resume_plan(session=session, briefing_markdown=briefing.markdown, adapters=adapters)
+    with inv.store() as store:
+        view = read_briefing(
+            store=store,
+            adapters=adapters,
+            session_id=None if session_id is None else required("--session", session_id),
+            agent_id=None if agent is None else required("--agent", agent),
+            clock=inv.clock,
+        )
+    briefing, plan = view.briefing, view.plan
     if inv.json_mode:
         output.emit_json(
             {
-                "session_id": session.id,
+                "session_id": view.session.id,
                 "briefing": briefing.markdown,
                 "resumable": plan.resumable,
                 "resume_argv": list(plan.argv) if plan.resumable else None,
