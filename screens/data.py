@@ -121,6 +121,7 @@ def perform_action(
     impact_details: str | None = None,
 ) -> ActionOutcome:
     """Run one lifecycle action as the operator, against the version the operator saw."""
+    terminate = {} if impact_details is None else {"impact_details": impact_details}
     return service.perform_action(
         store=require_store(ctx),
         action=action,
@@ -128,8 +129,8 @@ def perform_action(
         actor=ctx.operator,
         idempotency_key=idempotency_key,
         expected_version=session.version,
-        impact_details=impact_details,
         clock=ctx.clock,
+        **terminate,
     )
 
 

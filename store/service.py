@@ -25,30 +25,12 @@ from store.resume import ResumePlan, resume_plan
 from store.validation import MAX_LIMIT
 
 
-def perform_action(
-    *,
-    store: Store,
-    action: str,
-    session_id: str,
-    actor: str,
-    idempotency_key: str | None = None,
-    expected_version: int | None = None,
-    impact_details: str | None = None,
-    clock: Clock = system_clock,
-) -> ActionOutcome:
-    """One lifecycle action (``store.lifecycle.ACTIONS``) in one write transaction.
-    ``impact_details`` is terminate's alone; ``expected_version`` refuses a changed row."""
-    extra = {"impact_details": impact_details} if impact_details is not None else {}
+def perform_action(*, store: Store, action: str, **arguments: Any) -> ActionOutcome:
+    """One lifecycle action (``store.lifecycle.ACTIONS``) in one write transaction. ``arguments``
+    are the action's own: ``session_id``, ``actor``, ``idempotency_key``, ``expected_version``
+    (refuses a row that changed since), ``clock``, and terminate's ``impact_details``."""
     with store.write() as db:
-        return ACTIONS[action](
-            db=db,
-            session_id=session_id,
-            actor=actor,
-            idempotency_key=idempotency_key,
-            expected_version=expected_version,
-            clock=clock,
-            **extra,
-        )
+        return ACTIONS[action](db=db, **arguments)
 
 
 def read_termination_impact(
@@ -74,12 +56,7 @@ def read_projection(*, store: Store, name: str, session_id: str) -> dict[str, An
 
 
 def read_projection_page(
-    *,
-    store: Store,
-    name: str,
-    session_id: str,
-    limit: int | None = None,
-    cursor: str | None = None,
+    *, store: Store, name: str, session_id: str, limit: int | None = None, cursor: str | None = None
 ) -> Page[dict[str, Any]]:
     """One page of a paged projection (``store.projections.PAGED``), after ``cursor``."""
     if name not in PAGED:

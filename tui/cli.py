@@ -161,10 +161,14 @@ def _list_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--status", "statuses", multiple=True, metavar="ST", help="Only this status (repeat)."
         ),
-        click.option("--agent", metavar="A", help="Only sessions of this agent."),
-        click.option("--run", metavar="R", help="Only sessions of this run."),
-        click.option("--workspace", metavar="W", help="Only sessions of this workspace."),
-        click.option("--active", is_flag=True, help="Only sessions in an active state."),
+        click.option("--agent", "agent_id", metavar="A", help="Only sessions of this agent."),
+        click.option("--run", "run_id", metavar="R", help="Only sessions of this run."),
+        click.option(
+            "--workspace", "workspace_id", metavar="W", help="Only sessions of this workspace."
+        ),
+        click.option(
+            "--active", "active_only", is_flag=True, help="Only sessions in an active state."
+        ),
         click.option(
             "--stale",
             is_flag=True,
@@ -373,30 +377,20 @@ def _list_sessions(
     inv: Invocation,
     *,
     statuses: tuple[str, ...],
-    agent: str | None,
-    run: str | None,
-    workspace: str | None,
-    active: bool,
     stale: bool,
-    text: str | None,
     limit: int | None,
     cursor: str | None,
+    **narrowing: Any,
 ) -> None:
+    """``narrowing``: the other filters, by their names in ``store.listing.SessionFilter``."""
     from store.listing import SessionFilter
     from store.sessions import list_sessions
 
     stale_before = None
     if stale:
         stale_before = inv.clock() - timedelta(seconds=inv.settings.stale_after_seconds)
-    filters = SessionFilter(
-        statuses=tuple(status.strip() for status in statuses),
-        agent_id=agent,
-        run_id=run,
-        workspace_id=workspace,
-        active_only=active,
-        stale_before=stale_before,
-        text=text,
-    )
+    statuses = tuple(status.strip() for status in statuses)
+    filters = SessionFilter(statuses=statuses, stale_before=stale_before, **narrowing)
     with inv.store() as store:
 
         def fetch(size: int | None, after: str | None) -> Page[AgentSession]:
@@ -446,8 +440,8 @@ def _pages(
 
 @sessions_group.command("register", help="Register a session (an upsert keyed by --id).")
 @click.option("--id", "session_id", required=True, metavar="S")
-@click.option("--agent", required=True, metavar="A")
-@click.option("--run", required=True, metavar="R")
+@click.option("--agent", "agent_id", required=True, metavar="A")
+@click.option("--run", "run_id", required=True, metavar="R")
 @click.option("--adapter", required=True, metavar="NAME")
 @click.option("--cwd", "working_directory", required=True, metavar="DIR")
 @click.option("--provider", metavar="P")
@@ -459,27 +453,12 @@ def _pages(
 @click.option("--metadata", metavar="JSON", help="A JSON object.")
 @with_invocation
 def register_command(inv: Invocation, **values: Any) -> None:
+    """``values``: the options, by the names of ``store.sessions.register``'s parameters."""
     from store.sessions import register
 
     adapters = inv.adapters()
     with inv.store() as store, store.write() as db:
-        session = register(
-            db=db,
-            session_id=values["session_id"],
-            agent_id=values["agent"],
-            run_id=values["run"],
-            adapter=values["adapter"],
-            working_directory=values["working_directory"],
-            provider=values["provider"],
-            model=values["model"],
-            external_session_id=values["external_session_id"],
-            resume_command=values["resume_command"],
-            mcp_socket=values["mcp_socket"],
-            status=values["status"],
-            metadata=values["metadata"],
-            adapters=adapters,
-            clock=inv.clock,
-        )
+        session = register(db=db, adapters=adapters, clock=inv.clock, **values)
     _print_session_row(
         inv,
         session,
@@ -604,7 +583,10 @@ def show_command(inv: Invocation, session_id: str) -> None:
 
 def _projection_command(name: str, *, paged: bool) -> None:
     def command(inv: Invocation, session_id: str, **page: Any) -> None:
-        _show_projection(inv, name, _session_id(session_id), **page)
+        if paged:
+            _show_projection_pages(inv, name, _session_id(session_id), **page)
+        else:
+            _show_projection_record(inv, name, _session_id(session_id))
 
     decorated = with_invocation(command)
     if paged:
@@ -615,24 +597,23 @@ def _projection_command(name: str, *, paged: bool) -> None:
     )
 
 
-def _show_projection(
-    inv: Invocation,
-    name: str,
-    session_id: str,
-    *,
-    limit: int | None = None,
-    cursor: str | None = None,
-) -> None:
-    from store.service import read_projection, read_projection_page
+def _show_projection_record(inv: Invocation, name: str, session_id: str) -> None:
+    from store.service import read_projection
 
     with inv.store() as store:
-        if name in UNPAGED_PROJECTIONS:
-            result = read_projection(store=store, name=name, session_id=session_id)
-            if inv.json_mode:
-                output.emit_json(result)
-            else:
-                output.write_record(output.flatten(result))
-            return
+        result = read_projection(store=store, name=name, session_id=session_id)
+    if inv.json_mode:
+        output.emit_json(result)
+    else:
+        output.write_record(output.flatten(result))
+
+
+def _show_projection_pages(
+    inv: Invocation, name: str, session_id: str, *, limit: int | None, cursor: str | None
+) -> None:
+    from store.service import read_projection_page
+
+    with inv.store() as store:
 
         def fetch(size: int | None, after: str | None) -> Page[dict[str, Any]]:
             return read_projection_page(
@@ -698,29 +679,15 @@ _lifecycle_command(
 
 
 def _run_lifecycle(
-    inv: Invocation,
-    action: str,
-    session_id: str,
-    *,
-    idempotency_key: str | None,
-    operator: str | None,
-    expected_version: int | None,
-    impact_details: str | None = None,
+    inv: Invocation, action: str, session_id: str, *, operator: str | None, **options: Any
 ) -> None:
+    """``options``: the command's --idempotency-key, --expected-version and, to terminate,
+    --impact-details, by the lifecycle function's parameter names."""
     from store.service import perform_action
 
-    actor = inv.operator(operator)
+    arguments = {"session_id": session_id, "actor": inv.operator(operator), **options}
     with inv.store() as store:
-        outcome = perform_action(
-            store=store,
-            action=action,
-            session_id=session_id,
-            actor=actor,
-            idempotency_key=idempotency_key,
-            expected_version=expected_version,
-            impact_details=impact_details,
-            clock=inv.clock,
-        )
+        outcome = perform_action(store=store, action=action, clock=inv.clock, **arguments)
     if inv.json_mode:
         output.emit_json(outcome.to_json())
     else:
