@@ -12,7 +12,6 @@ from contextlib import contextmanager
 
 from sqlalchemy import Connection, Engine, text
 
-from store.database import BUSY_TIMEOUT_MS
 from store.errors import DatabaseUnavailable
 from store.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
 
@@ -62,16 +61,18 @@ def ensure_schema(engine: Engine, *, progress: Callable[[str], None] | None = No
 @contextmanager
 def _waiting_for_migrations(conn: Connection) -> Iterator[None]:
     """On SQLite, wait for another opener's migration as long as it takes (PostgreSQL's advisory
-    lock waits without a limit already); the connection's usual wait is restored after."""
+    lock waits without a limit already); the connection's usual wait (store.database's) is
+    restored after."""
     if conn.dialect.name != "sqlite":
         yield
         return
     raw = conn.connection.driver_connection
+    usual = int(raw.execute("PRAGMA busy_timeout").fetchone()[0])
     raw.execute(f"PRAGMA busy_timeout = {MIGRATION_WAIT_MS}")
     try:
         yield
     finally:
-        raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        raw.execute(f"PRAGMA busy_timeout = {usual}")
 
 
 def _upgrade_reporting(conn: Connection, progress: Callable[[str], None]) -> None:
