@@ -152,3 +152,65 @@ def test_the_cycle_check_sees_loops_through_functions_and_from_imports(tmp_path:
     graph = import_graph(tmp_path, ("pkg",))
     assert graph["pkg.sub.e"] == {"pkg", "pkg.d", "pkg.sub", "pkg.sub.f"}
     assert import_cycles(graph) == [["pkg.a", "pkg.b", "pkg.c"], ["pkg.sub.e", "pkg.sub.f"]]
+
+
+# ------------------------------------------------------------------ migrations stand alone
+
+# What a migration may take from the live store code, each with the reason that cannot change
+# what the migration creates. Everything a migration creates (SQL text, functions, triggers,
+# index expressions, names) is written out in the migration itself, as it was at its revision:
+# a later change to the store's code must not change what an old revision builds. None today:
+# each migration also reads the progress callback (store.schema hands it over) by itself.
+MIGRATION_MAY_IMPORT: dict[tuple[str, str], str] = {}
+
+
+def store_imports(path: Path) -> set[tuple[str, str]]:
+    """(module, name) for everything a file takes from ``store`` (``*`` for a whole module);
+    relative imports keep their dots, so they are never taken for an allowed helper."""
+    found: set[tuple[str, str]] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(
+                (alias.name, "*")
+                for alias in node.names
+                if alias.name == "store" or alias.name.startswith("store.")
+            )
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            if node.level or module == "store" or module.startswith("store."):
+                found.update((module, alias.name) for alias in node.names)
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((ROOT / "store" / "migrations").rglob("*.py")),
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_a_migration_takes_nothing_from_the_store_that_could_change_what_it_creates(
+    path: Path,
+) -> None:
+    assert sorted(store_imports(path) - MIGRATION_MAY_IMPORT.keys()) == []
+
+
+def test_the_migration_check_sees_every_form_of_import(tmp_path: Path) -> None:
+    sample = tmp_path / "0099_sample.py"
+    sample.write_text(
+        "from alembic import op\n"
+        "from store.schema import migration_progress, current_revision\n"
+        "from store.sqlfuncs import PG_TS_KEY_FUNCTION\n"
+        "def upgrade():\n"
+        "    import store.models\n"
+        "    from ..schema import LARGE_TABLE_ROWS\n"
+        "    from store import records\n"
+    )
+    assert sorted(store_imports(sample) - MIGRATION_MAY_IMPORT.keys()) == [
+        ("..schema", "LARGE_TABLE_ROWS"),
+        ("store", "records"),
+        ("store.models", "*"),
+        ("store.schema", "current_revision"),
+        ("store.schema", "migration_progress"),
+        ("store.sqlfuncs", "PG_TS_KEY_FUNCTION"),
+    ]
+    allowed = {("store.schema", "migration_progress"): "a helper the test names"}
+    assert ("store.schema", "migration_progress") not in store_imports(sample) - allowed.keys()
