@@ -5,9 +5,10 @@
 The reference store mixes ``CURRENT_TIMESTAMP`` text with RFC 3339 (with and without nanoseconds);
 as text those do not sort chronologically. ``ts_key(column)`` compiles to an expression that does:
 ``julianday(x)`` on SQLite and the immutable ``rt_ts_key(x)`` function on PostgreSQL (created by
-migration 0002, as are ``rt_metadata_workspace`` and the indexes). Indexes are built on the same
-expressions, so ordering and keyset pages use them (tests/test_database.py checks the texts
-agree).
+migration 0002, as are ``rt_metadata_workspace`` and the indexes; 0006 stores the session list's
+two keys as columns). Indexes are built on the same expressions, so ordering and keyset pages use
+them: each migration keeps its own copy of the text, and tests/test_database.py checks they
+agree.
 """
 
 from __future__ import annotations

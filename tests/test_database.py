@@ -26,10 +26,11 @@ from store.database import (
     use_wal,
 )
 from store.errors import DatabaseUnavailable
+from store.models import AgentSession
 from store.notifications import CHANNEL
 from store.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
 from store.schema import current_revision, ensure_schema
-from store.sqlfuncs import effective_workspace, ts_key
+from store.sqlfuncs import PG_STORED_KEYS, effective_workspace, ts_key
 from tests.conftest import FakeClock, new_pg_database
 from tests.helpers import register_session
 from tests.pg_server import PostgresServer, free_port
@@ -326,6 +327,18 @@ def test_the_store_queries_the_expressions_migration_0002_indexed():
     assert compiled(ts_key(column("started_at")), lite) == "julianday(started_at)"
     assert compiled(ts_key(column("started_at")), pg) == "rt_ts_key(started_at)"
     assert "FUNCTION rt_ts_key(t text)" in migration.PG_TS_KEY_FUNCTION
+
+
+def test_the_store_queries_the_keys_migration_0006_stored():
+    migration = importlib.import_module("store.migrations.versions.0006_list_positions")
+    sessions = AgentSession.__table__  # type: ignore[attr-defined]
+    pg = postgresql_dialect.dialect()
+    assert migration.PG_WORKSPACE == str(effective_workspace().compile(dialect=pg))
+    for (table, name), stored in PG_STORED_KEYS.items():
+        assert table == sessions.name
+        assert migration.PG_GENERATED_KEYS[stored] == f"rt_ts_key({name})"
+        key = ts_key(sessions.c[name]).compile(dialect=pg)
+        assert str(key) == f"agent_sessions.{stored}"
 
 
 def test_the_console_listens_on_the_channel_migration_0005_notifies():
