@@ -1,10 +1,15 @@
-"""Lifecycle actions on the selected session, shared by the list and the detail screen."""
+"""Lifecycle actions on the selected session, shared by the list and the detail screen.
+
+Which screen shows a session's detail, log or briefing is the app's to decide (``OpenView``):
+the detail screen is one of these screens, so this module does not import it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from rich.text import Text
 from textual import work
@@ -52,6 +57,13 @@ class SessionActionScreen(Screen[None]):
         Binding("b", "briefing", "Briefing"),
         Binding("ctrl+r", "reload", "Refresh", show=False),
     ]
+
+    @dataclass
+    class OpenView(Message):
+        """Asks the app to show a session's detail, log or briefing screen."""
+
+        view: Literal["detail", "log", "briefing"]
+        session_id: str
 
     class ActionFinished(Message):
         def __init__(self, result: ActionResult) -> None:
@@ -134,25 +146,19 @@ class SessionActionScreen(Screen[None]):
     def open_detail(self, session_id: str) -> None:
         if not self.store_is_open(lambda: self.open_detail(session_id), "the session opens"):
             return
-        from screens.session_detail import SessionDetailScreen
-
-        self.app.push_screen(SessionDetailScreen(self.ctx, session_id))
+        self.post_message(self.OpenView("detail", session_id))
 
     def action_log(self) -> None:
         session = self.selected_session()
         if session is None or not self.store_is_open(self.action_log, "its log opens"):
             return
-        from screens.session_log import SessionLogScreen
-
-        self.app.push_screen(SessionLogScreen(self.ctx, session.id))
+        self.post_message(self.OpenView("log", session.id))
 
     def action_briefing(self) -> None:
         session = self.selected_session()
         if session is None or not self.store_is_open(self.action_briefing, "its briefing opens"):
             return
-        from screens.briefing_screen import BriefingScreen
-
-        self.app.push_screen(BriefingScreen(self.ctx, session.id))
+        self.post_message(self.OpenView("briefing", session.id))
 
     def do_lifecycle_action(self, action: str) -> None:
         """Run a lifecycle action by name (the command palette's entry point)."""

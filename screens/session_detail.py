@@ -17,7 +17,7 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Header, Static, TabbedContent, TabPane
 
 from screens.context import ConsoleContext
-from screens.data import load_session, require_store
+from screens.data import load_session, read_projection
 from screens.footer import ConsoleFooter
 from screens.live import StoreChanged
 from screens.session_actions import SessionActionScreen
@@ -358,15 +358,8 @@ class SessionDetailScreen(SessionActionScreen):
         )
 
     def _read_projection(self, name: str, cursor: str | None, append: bool) -> None:
-        read = PROJECTIONS[name]
         try:
-            with require_store(self.ctx).read() as db:
-                if name in PAGED:
-                    body = read(
-                        db=db, session_id=self.session_id, limit=PROJECTION_PAGE, cursor=cursor
-                    )
-                else:
-                    body = read(db=db, session_id=self.session_id)
+            body = read_projection(self.ctx, name, self.session_id, PROJECTION_PAGE, cursor)
         except StoreError as error:
             self.post_message(self.ProjectionFailed(name, error))
             return

@@ -15,22 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Table, delete, literal, select
+from sqlalchemy import Connection, delete, literal, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from store.clock import Clock, format_ts, system_clock
-from store.models import (
-    Agent,
-    AgentSession,
-    AgentSessionEvent,
-    Claim,
-    Decision,
-    Event,
-    Proposal,
-    Run,
-    Task,
-    Workspace,
-)
+from store.models import HISTORY_KINDS, RECORD_TABLES
 from store.sessions import bulk_session_writes
 
 SEED = 20260917
@@ -38,20 +27,6 @@ DEMO_ROOT = "/tmp/roundtable-demo"
 STALE_AFTER = timedelta(seconds=300)
 HOSTILE_TEXT = "[bold red]x[/]"
 BATCH = 1000
-
-_T: dict[str, Table] = {
-    "workspace": Workspace.__table__,  # type: ignore[attr-defined]
-    "agent": Agent.__table__,  # type: ignore[attr-defined]
-    "run": Run.__table__,  # type: ignore[attr-defined]
-    "task": Task.__table__,  # type: ignore[attr-defined]
-    "claim": Claim.__table__,  # type: ignore[attr-defined]
-    "proposal": Proposal.__table__,  # type: ignore[attr-defined]
-    "decision": Decision.__table__,  # type: ignore[attr-defined]
-    "event": Event.__table__,  # type: ignore[attr-defined]
-    "session": AgentSession.__table__,  # type: ignore[attr-defined]
-    "session_event": AgentSessionEvent.__table__,  # type: ignore[attr-defined]
-}
-_HISTORY = ("event", "session_event")
 
 MINUTE = 60
 HOUR = 60 * MINUTE
@@ -166,7 +141,7 @@ _TERMINAL = frozenset({"stopped", "ended", "terminated", "failed"})
 
 def seed_demo(*, db: Connection, clock: Clock = system_clock, sessions: int = 24) -> dict[str, int]:
     """Write the demo store in the caller's write transaction. Returns the rows written per kind
-    (the kinds of ``store.transfer.KINDS``)."""
+    (the kinds of ``store.models.RECORD_TABLES``)."""
     if sessions < 0:
         raise ValueError("sessions must not be negative")
     with bulk_session_writes(db=db):
@@ -193,7 +168,7 @@ def seed_demo(*, db: Connection, clock: Clock = system_clock, sessions: int = 24
 
 def has_sessions(*, db: Connection) -> bool:
     """Whether the store holds any session (one indexed row read)."""
-    table = _T["session"]
+    table = RECORD_TABLES["session"]
     return db.execute(select(literal(1)).select_from(table).limit(1)).first() is not None
 
 
@@ -203,11 +178,11 @@ def _session_id(index: int) -> str:
 
 def _forget_history(db: Connection, session_ids: list[str], run_ids: list[str]) -> None:
     """History is appended, not keyed, so a re-seed drops the demo's old history first."""
-    session_events = _T["session_event"]
+    session_events = RECORD_TABLES["session_event"]
     for start in range(0, len(session_ids), BATCH):
         chunk = session_ids[start : start + BATCH]
         db.execute(delete(session_events).where(session_events.c.session_id.in_(chunk)))
-    events = _T["event"]
+    events = RECORD_TABLES["event"]
     db.execute(delete(events).where(events.c.run_id.in_(run_ids)))
 
 
@@ -216,8 +191,8 @@ class _Writer:
 
     def __init__(self, db: Connection) -> None:
         self.db = db
-        self.buffers: dict[str, list[dict[str, Any]]] = {kind: [] for kind in _T}
-        self.counts: dict[str, int] = dict.fromkeys(_T, 0)
+        self.buffers: dict[str, list[dict[str, Any]]] = {kind: [] for kind in RECORD_TABLES}
+        self.counts: dict[str, int] = dict.fromkeys(RECORD_TABLES, 0)
 
     def add(self, kind: str, row: dict[str, Any]) -> None:
         buffer = self.buffers[kind]
@@ -231,19 +206,19 @@ class _Writer:
             self.add(kind, row)
 
     def flush(self) -> None:
-        for kind in _T:
+        for kind in RECORD_TABLES:
             self._write(kind)
 
     def _write(self, kind: str) -> None:
         rows, self.buffers[kind] = self.buffers[kind], []
         if not rows:
             return
-        table = _T[kind]
+        table = RECORD_TABLES[kind]
         dialect_insert = (
             postgresql.insert if self.db.dialect.name == "postgresql" else sqlite.insert
         )
         statement = dialect_insert(table)
-        if kind not in _HISTORY:
+        if kind not in HISTORY_KINDS:
             statement = statement.on_conflict_do_update(
                 index_elements=["id"],
                 set_={name: statement.excluded[name] for name in rows[0] if name != "id"},

@@ -9,27 +9,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from store import validation
+from store import errors, validation
 from store.claims import ActiveClaim, active_claims
 from store.clock import Clock, format_ts, system_clock
-from store.errors import (
-    AgentNotFound,
-    AgentUnavailable,
-    IdempotencyKeyRequired,
-    IdempotencyKeyReuse,
-    IllegalSessionTransition,
-    InvalidSessionStatus,
-    SessionBranchConflict,
-    SessionTransitionConflict,
-    TerminationImpactRequired,
-)
 from store.gitcheck import BranchReading, read_branch
 from store.history import append_run_event, append_session_event
 from store.models import Agent, AgentSession, IdempotencyKey, Workspace
@@ -108,9 +98,66 @@ def termination_impact(
     )
 
 
-# Hooks for the action-specific parts: a check that may raise and returns extra payload, and the
-# column changes.
+# An action-specific check: it may refuse (raise), and returns extra history payload.
 Check = Callable[[Connection, AgentSession, str], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """What an action writes (DESIGN §5's table): its history event, the new status (None keeps
+    the current one), the columns set to now and those cleared, whether a key is required."""
+
+    action: str
+    event_type: str
+    status: str | None
+    stamped: tuple[str, ...] = ()
+    cleared: tuple[str, ...] = ()
+    key_required: bool = False
+
+    def changes(self, now: str) -> dict[str, Any]:
+        values: dict[str, Any] = dict.fromkeys(self.stamped, now)
+        values.update(dict.fromkeys(self.cleared))
+        if self.status is not None:
+            values["status"] = self.status
+        return values
+
+
+_RULES: dict[str, _Rule] = {
+    rule.action: rule
+    for rule in (
+        _Rule("heartbeat", "heartbeat", None, stamped=("last_seen_at",)),
+        _Rule("pause", "paused", "paused"),
+        _Rule("stop", "stopped", "stopped", stamped=("ended_at", "last_seen_at")),
+        _Rule(
+            "resume",
+            "resuming",
+            "resuming",
+            stamped=("last_seen_at",),
+            cleared=("ended_at",),
+            key_required=True,
+        ),
+        _Rule(
+            "terminate",
+            "terminated",
+            "terminated",
+            stamped=("ended_at", "last_seen_at"),
+            key_required=True,
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class _Request:
+    """Who asks for an action on which session, under which key, against which version: the
+    arguments every action takes, by their names."""
+
+    db: Connection
+    session_id: str
+    actor: str
+    idempotency_key: str | None = None
+    expected_version: int | None = None
+    clock: Clock = system_clock
 
 
 def _replay(db: Connection, key: str | None, action: str, session_id: str) -> ActionOutcome | None:
@@ -120,48 +167,36 @@ def _replay(db: Connection, key: str | None, action: str, session_id: str) -> Ac
     if row is None:
         return None
     if row.action != action or row.session_id != session_id:
-        raise IdempotencyKeyReuse(
+        raise errors.IdempotencyKeyReuse(
             f"The idempotency key {key!r} was already used to {row.action} session "
             f"{row.session_id!r}; use a new key for this action."
         )
     return ActionOutcome.from_json(json.loads(row.outcome), replayed=True)
 
 
-def _apply(
-    *,
-    db: Connection,
-    action: str,
-    event_type: str,
-    session_id: str,
-    actor: str,
-    key: str | None,
-    key_required: bool,
-    expected_version: int | None,
-    changes: Callable[[str], dict[str, Any]],
-    check: Check | None = None,
-    clock: Clock,
-) -> ActionOutcome:
-    key = (key or "").strip() or None
-    if key_required and key is None:
-        raise IdempotencyKeyRequired(
+def _apply(rule: _Rule, request: _Request, check: Check | None = None) -> ActionOutcome:
+    db, action, session_id, actor = request.db, rule.action, request.session_id, request.actor
+    key = (request.idempotency_key or "").strip() or None
+    if rule.key_required and key is None:
+        raise errors.IdempotencyKeyRequired(
             f"To {action} a session, give an idempotency key so a retry never applies twice."
         )
     replayed = _replay(db, key, action, session_id)
     if replayed is not None:
         return replayed
     session = get_session(db=db, session_id=session_id)
-    if expected_version is not None and session.version != expected_version:
+    if request.expected_version is not None and session.version != request.expected_version:
         raise _conflict(session)
     if not is_allowed(action, session.status):
-        raise IllegalSessionTransition(
+        raise errors.IllegalSessionTransition(
             f"Cannot {action} session {session.id!r}: its status is {session.status!r}; "
             f"{action} is allowed {ALLOWED_FROM[action][1]}."
         )
-    now = format_ts(clock())
+    now = format_ts(request.clock())
     extra = check(db, session, now) if check is not None else {}
     notes = tuple(extra.pop("notes", ()))
     claims = tuple(extra.pop("claims", ()))
-    values = changes(now)
+    values = rule.changes(now)
     row = db.execute(
         update(SESSIONS)
         .where(SESSIONS.c.id == session.id, SESSIONS.c.version == session.version)
@@ -178,6 +213,7 @@ def _apply(
         **{name: values[name] for name in ("last_seen_at", "ended_at") if name in values},
         **extra,
     }
+    event_type = rule.event_type
     append_session_event(db, session_id=session.id, event_type=event_type, payload=payload, now=now)
     append_run_event(
         db,
@@ -209,14 +245,14 @@ def _record_key(
     except IntegrityError:
         # Another transaction recorded the same key after our look-up (PostgreSQL lets both
         # look-ups run at once; the key's primary key is where they meet). Its action won.
-        raise IdempotencyKeyReuse(
+        raise errors.IdempotencyKeyReuse(
             f"The idempotency key {key!r} was used by another action at the same moment; "
             "nothing was applied. Use a new key for this action."
         ) from None
 
 
-def _conflict(current: AgentSession) -> SessionTransitionConflict:
-    return SessionTransitionConflict(
+def _conflict(current: AgentSession) -> errors.SessionTransitionConflict:
+    return errors.SessionTransitionConflict(
         f"Session {current.id!r} changed since it was read: it is now {current.status!r} "
         f"(version {current.version}). Reload it and decide again.",
         details={"current": current.to_json()},
@@ -228,82 +264,32 @@ def operator_heartbeat(
     db: Connection,
     session_id: str,
     actor: str,
+    clock: Clock = system_clock,
     status: str | None = None,
     idempotency_key: str | None = None,
     expected_version: int | None = None,
-    clock: Clock = system_clock,
 ) -> ActionOutcome:
+    """The operator vouches for the session: last seen now, optionally a new active status."""
     new_status = validation.status(status) if status and status.strip() else None
     if new_status is not None and new_status not in ACTIVE_STATES:
-        raise InvalidSessionStatus(
+        raise errors.InvalidSessionStatus(
             f"A heartbeat may only set an active status ({', '.join(ACTIVE_STATES)}), "
             f"not {new_status!r}."
         )
-
-    def changes(now: str) -> dict[str, Any]:
-        values: dict[str, Any] = {"last_seen_at": now}
-        if new_status is not None:
-            values["status"] = new_status
-        return values
-
-    return _apply(
-        db=db,
-        action="heartbeat",
-        event_type="heartbeat",
-        session_id=session_id,
-        actor=actor,
-        key=idempotency_key,
-        key_required=False,
-        expected_version=expected_version,
-        changes=changes,
-        clock=clock,
-    )
+    rule = replace(_RULES["heartbeat"], status=new_status)
+    return _apply(rule, _Request(db, session_id, actor, idempotency_key, expected_version, clock))
 
 
-def pause(
-    *,
-    db: Connection,
-    session_id: str,
-    actor: str,
-    idempotency_key: str | None = None,
-    expected_version: int | None = None,
-    clock: Clock = system_clock,
-) -> ActionOutcome:
-    return _apply(
-        db=db,
-        action="pause",
-        event_type="paused",
-        session_id=session_id,
-        actor=actor,
-        key=idempotency_key,
-        key_required=False,
-        expected_version=expected_version,
-        changes=lambda now: {"status": "paused"},
-        clock=clock,
-    )
+def _status_change(action: str, **request: Any) -> ActionOutcome:
+    """An action that needs no check of its own: the rule's columns change, nothing else.
+    ``request``: the keyword arguments every action takes (``_Request``'s fields)."""
+    return _apply(_RULES[action], _Request(**request))
 
 
-def stop(
-    *,
-    db: Connection,
-    session_id: str,
-    actor: str,
-    idempotency_key: str | None = None,
-    expected_version: int | None = None,
-    clock: Clock = system_clock,
-) -> ActionOutcome:
-    return _apply(
-        db=db,
-        action="stop",
-        event_type="stopped",
-        session_id=session_id,
-        actor=actor,
-        key=idempotency_key,
-        key_required=False,
-        expected_version=expected_version,
-        changes=lambda now: {"status": "stopped", "ended_at": now, "last_seen_at": now},
-        clock=clock,
-    )
+# Pause: from an active state other than paused, to paused.
+pause = partial(_status_change, "pause")
+# Stop: from an active state, to stopped, ended now.
+stop = partial(_status_change, "stop")
 
 
 def workspace_root(db: Connection, session: AgentSession) -> str:
@@ -333,29 +319,18 @@ def resume(
             select(_AGENTS.c.is_enabled).where(_AGENTS.c.id == session.agent_id)
         ).one_or_none()
         if enabled is None:
-            raise AgentNotFound(
+            raise errors.AgentNotFound(
                 f"Session {session.id!r} belongs to agent {session.agent_id!r}, "
                 "which is not in the store; register the agent before resuming."
             )
         if not enabled.is_enabled:
-            raise AgentUnavailable(
+            raise errors.AgentUnavailable(
                 f"Agent {session.agent_id!r} is disabled; enable it before resuming its session."
             )
         return _branch_check(db, session, branch_reader)
 
-    return _apply(
-        db=db,
-        action="resume",
-        event_type="resuming",
-        session_id=session_id,
-        actor=actor,
-        key=idempotency_key,
-        key_required=True,
-        expected_version=expected_version,
-        changes=lambda now: {"status": "resuming", "last_seen_at": now, "ended_at": None},
-        check=check,
-        clock=clock,
-    )
+    request = _Request(db, session_id, actor, idempotency_key, expected_version, clock)
+    return _apply(_RULES["resume"], request, check)
 
 
 def _branch_check(
@@ -371,12 +346,12 @@ def _branch_check(
         note = f"Branch {saved!r} was not checked: {problem}."
         return {"notes": [note], "branch_checked": False}
     if reading.branch is None:
-        raise SessionBranchConflict(
+        raise errors.SessionBranchConflict(
             f"The repository at {root} could not be inspected ({reading.problem}); "
             f"the session expects branch {saved!r}. Fix the repository and retry."
         )
     if reading.branch != saved:
-        raise SessionBranchConflict(
+        raise errors.SessionBranchConflict(
             f"The workspace at {root} is on branch {reading.branch!r}, but the session was "
             f"saved on {saved!r}. Check out {saved!r} and retry."
         )
@@ -388,8 +363,8 @@ def terminate(
     db: Connection,
     session_id: str,
     actor: str,
-    idempotency_key: str | None,
     impact_details: str | None = None,
+    idempotency_key: str | None,
     expected_version: int | None = None,
     clock: Clock = system_clock,
 ) -> ActionOutcome:
@@ -398,7 +373,7 @@ def terminate(
     def check(db: Connection, session: AgentSession, now: str) -> dict[str, Any]:
         claims = active_claims(db=db, agent_id=session.agent_id, now=clock())
         if claims and not details:
-            raise TerminationImpactRequired(
+            raise errors.TerminationImpactRequired(
                 f"Agent {session.agent_id!r} holds {len(claims)} active claim(s) "
                 f"({', '.join(claim.resource_id for claim in claims)}); describe the impact of "
                 "terminating before you confirm."
@@ -410,19 +385,8 @@ def terminate(
             "notes": [NOT_DONE_BY_TERMINATE],
         }
 
-    return _apply(
-        db=db,
-        action="terminate",
-        event_type="terminated",
-        session_id=session_id,
-        actor=actor,
-        key=idempotency_key,
-        key_required=True,
-        expected_version=expected_version,
-        changes=lambda now: {"status": "terminated", "ended_at": now, "last_seen_at": now},
-        check=check,
-        clock=clock,
-    )
+    request = _Request(db, session_id, actor, idempotency_key, expected_version, clock)
+    return _apply(_RULES["terminate"], request, check)
 
 
 # Every operator action by name, as the console and the CLI call them.

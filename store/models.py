@@ -6,7 +6,7 @@ in ``*_json`` columns. Our additions are ``agent_sessions.version`` and ``idempo
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Integer, Text
+from sqlalchemy import BigInteger, Integer, Table, Text
 from sqlmodel import Field, SQLModel
 
 from store.records import SessionFields
@@ -180,3 +180,24 @@ class SessionStatusCount(SQLModel, table=True):
     __tablename__ = "session_status_counts"
     status: str = _text(primary_key=True, nullable=False)
     sessions: int = Field(default=0, sa_type=BigInteger, nullable=False)
+
+
+# The record kinds of import, export and the demo, in export order, each with its table: the
+# reference's tables. idempotency_keys and session_status_counts are ours and are not records.
+RECORD_TABLES: dict[str, Table] = {
+    kind: model.__table__  # type: ignore[attr-defined]
+    for kind, model in (
+        ("workspace", Workspace),
+        ("agent", Agent),
+        ("run", Run),
+        ("task", Task),
+        ("claim", Claim),
+        ("proposal", Proposal),
+        ("decision", Decision),
+        ("event", Event),
+        ("session", AgentSession),
+        ("session_event", AgentSessionEvent),
+    )
+}
+# Kinds whose rows are appended history, never replaced by id.
+HISTORY_KINDS = frozenset({"event", "session_event"})

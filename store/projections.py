@@ -22,6 +22,7 @@ from store.errors import InvalidCursor
 from store.models import AgentSession, AgentSessionEvent, Claim, Event, Proposal
 from store.paging import Page, decode_cursor, encode_cursor
 from store.redaction import redact_json_text, redact_text
+from store.rules import PAGED_PROJECTIONS, UNPAGED_PROJECTIONS
 from store.sessions import get_session
 
 _SESSION_EVENTS = AgentSessionEvent.__table__  # type: ignore[attr-defined]
@@ -255,6 +256,7 @@ def session_environment(*, db: Connection, session_id: str) -> dict[str, Any]:
     }
 
 
+# Each projection's function, by its name in store.rules.
 PROJECTIONS: dict[str, Callable[..., Any]] = {
     "logs": session_logs,
     "tool-calls": tool_calls,
@@ -263,5 +265,5 @@ PROJECTIONS: dict[str, Callable[..., Any]] = {
     "metrics": session_metrics,
     "environment": session_environment,
 }
-PAGED: tuple[str, ...] = ("logs", "tool-calls", "claims", "proposals")
-UNPAGED: tuple[str, ...] = ("metrics", "environment")
+PAGED: tuple[str, ...] = PAGED_PROJECTIONS
+UNPAGED: tuple[str, ...] = UNPAGED_PROJECTIONS

@@ -1,7 +1,8 @@
-"""What the statuses mean, and which lifecycle action may start from which status.
+"""What the statuses mean, which lifecycle action may start from which status, and the names of
+a session's projections.
 
-Plain data, no database: the console's start-up and its footer need these before the store's
-SQLAlchemy layer is loaded.
+Plain data, no database: the console's start-up and its footer, and the CLI's command list, need
+these before the store's SQLAlchemy layer is loaded.
 """
 
 from __future__ import annotations
@@ -29,3 +30,10 @@ ALLOWED_FROM: dict[str, tuple[frozenset[str], str]] = {
 
 def is_allowed(action: str, status: str) -> bool:
     return status in ALLOWED_FROM[action][0]
+
+
+# The reference's six subresources of a session, by name, in the order they are shown; the
+# functions that read them are store.projections.PROJECTIONS. The paged ones are read a page at
+# a time, the others are one record each.
+PAGED_PROJECTIONS: tuple[str, ...] = ("logs", "tool-calls", "claims", "proposals")
+UNPAGED_PROJECTIONS: tuple[str, ...] = ("metrics", "environment")

@@ -12,7 +12,6 @@ from contextlib import contextmanager
 
 from sqlalchemy import Connection, Engine, text
 
-from store.database import BUSY_TIMEOUT_MS
 from store.errors import DatabaseUnavailable
 from store.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
 
@@ -20,9 +19,6 @@ _PG_MIGRATION_LOCK = 0x526F756E64  # any fixed number; "Round"
 # How long an opener waits for another process that is migrating the same SQLite store: a first
 # open of a million-row store takes seconds, longer than the usual write-lock wait.
 MIGRATION_WAIT_MS = 300_000
-# A migration reports each index it builds on a table from this size on (a smaller table's
-# take no time, and a new store's first open says one line, not a dozen).
-LARGE_TABLE_ROWS = 10_000
 
 
 def current_revision(conn: Connection) -> str | None:
@@ -62,16 +58,18 @@ def ensure_schema(engine: Engine, *, progress: Callable[[str], None] | None = No
 @contextmanager
 def _waiting_for_migrations(conn: Connection) -> Iterator[None]:
     """On SQLite, wait for another opener's migration as long as it takes (PostgreSQL's advisory
-    lock waits without a limit already); the connection's usual wait is restored after."""
+    lock waits without a limit already); the connection's usual wait (store.database's) is
+    restored after."""
     if conn.dialect.name != "sqlite":
         yield
         return
     raw = conn.connection.driver_connection
+    usual = int(raw.execute("PRAGMA busy_timeout").fetchone()[0])
     raw.execute(f"PRAGMA busy_timeout = {MIGRATION_WAIT_MS}")
     try:
         yield
     finally:
-        raw.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        raw.execute(f"PRAGMA busy_timeout = {usual}")
 
 
 def _upgrade_reporting(conn: Connection, progress: Callable[[str], None]) -> None:
@@ -86,21 +84,6 @@ def _upgrade_reporting(conn: Connection, progress: Callable[[str], None]) -> Non
     _run_alembic_upgrade(conn, step)
     if steps:  # a long upgrade said what it was doing; say when it is over
         progress(f"The store's schema is up to date ({time.monotonic() - started:.1f} s).")
-
-
-def migration_progress() -> Callable[[str], None]:
-    """Inside a migration: the ``progress`` callback ``ensure_schema`` was given, so a long step
-    (an index over a million rows) can say what it is doing; one that ignores messages when
-    there is none."""
-    from alembic import op
-
-    config = op.get_context().config
-    report = config.attributes.get("progress") if config is not None else None
-    return report if report is not None else _ignore
-
-
-def _ignore(_message: str) -> None:
-    pass
 
 
 def _known(revision: str | None) -> str | None:
@@ -122,5 +105,7 @@ def _run_alembic_upgrade(conn: Connection, progress: Callable[[str], None] | Non
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.attributes["connection"] = conn
+    # A migration that builds for long on a large table says what it is doing through this
+    # (each migration reads it itself: they are self-contained).
     config.attributes["progress"] = progress
     command.upgrade(config, "head")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, case, func, literal, or_, select, text, update
@@ -157,25 +158,8 @@ def heartbeat(
     ``ended_at`` is never cleared."""
     new_status = validation.status(status) if status and status.strip() else None
     external = (external_session_id or "").strip() or None
-    now = format_ts(clock())
-    session = _update_one(
-        db,
-        _HEARTBEAT,
-        {
-            "session_id": session_id,
-            "status": new_status,
-            "external_session_id": external,
-            "now": now,
-        },
-    )
-    append_session_event(
-        db,
-        session_id=session.id,
-        event_type="heartbeat",
-        payload={"status": session.status, "last_seen_at": now},
-        now=now,
-    )
-    return session
+    values = {"session_id": session_id, "status": new_status, "external_session_id": external}
+    return _update_one(db, _HEARTBEAT, values, clock=clock, event=("heartbeat", "last_seen_at"))
 
 
 def end(
@@ -187,23 +171,29 @@ def end(
 ) -> AgentSession:
     """End (ref): status = given value or ``ended``; end and last-seen times = now."""
     final = validation.status(status) if status and status.strip() else "ended"
+    values = {"session_id": session_id, "status": final}
+    return _update_one(db, _END, values, clock=clock, event=("ended", "ended_at"))
+
+
+def _update_one(
+    db: Connection,
+    statement: Prepared,
+    values: dict[str, Any],
+    *,
+    clock: Clock,
+    event: tuple[str, str],
+) -> AgentSession:
+    """Run a prebuilt update at ``now`` and record it in the session's history: ``event`` names
+    the event type and the field its payload carries the time in, beside the new status."""
     now = format_ts(clock())
-    session = _update_one(db, _END, {"session_id": session_id, "status": final, "now": now})
-    append_session_event(
-        db,
-        session_id=session.id,
-        event_type="ended",
-        payload={"status": session.status, "ended_at": now},
-        now=now,
-    )
-    return session
-
-
-def _update_one(db: Connection, statement: Prepared, values: dict[str, Any]) -> AgentSession:
-    row = statement.execute(db, values)
+    row = statement.execute(db, {**values, "now": now})
     if row is None:
         raise SessionNotFound(f"No session has the id {values['session_id']!r}.")
-    return _session(row)
+    session = _session(row)
+    event_type, time_field = event
+    payload = {"status": session.status, time_field: now}
+    append_session_event(db, session_id=session.id, event_type=event_type, payload=payload, now=now)
+    return session
 
 
 def _dialect_insert(db: Connection) -> Any:
@@ -369,35 +359,27 @@ def list_sessions(
     limit: int | None = None,
     cursor: str | None = None,
     order: SessionOrder | None = None,
+    backwards: bool = False,
 ) -> Page[AgentSession]:
     """Ascending ``started_at``, then id (ref), or ``order``; filtered and cut into keyset pages
-    in SQL. ``next_cursor`` continues after the page's last row."""
+    in SQL. ``next_cursor`` continues after the page's last row.
+
+    ``backwards`` (``list_sessions_before``): the page that ends just before the cursor's row
+    (the last page when ``cursor`` is None), still in the list's order. ``next_cursor`` then
+    continues backwards: it is the page's first row, given only when rows lie before it. Read
+    in reverse order in SQL and turned around."""
     order = order or DEFAULT_ORDER
     items, more = _read(
-        db=db, filters=filters, limit=limit, cursor=cursor, order=order, backwards=False
+        db=db, filters=filters, limit=limit, cursor=cursor, order=order, backwards=backwards
     )
-    next_cursor = session_cursor(items[-1], order) if more else None
+    if backwards:
+        items.reverse()
+    next_cursor = session_cursor(items[0] if backwards else items[-1], order) if more else None
     return Page(items=items, next_cursor=next_cursor)
 
 
-def list_sessions_before(
-    *,
-    db: Connection,
-    filters: SessionFilter | None = None,
-    limit: int | None = None,
-    cursor: str | None = None,
-    order: SessionOrder | None = None,
-) -> Page[AgentSession]:
-    """The page that ends just before the cursor's row (the last page when ``cursor`` is None),
-    still in the list's order. ``next_cursor`` continues backwards: it is the page's first row,
-    given only when rows lie before it. Read in reverse order in SQL and turned around."""
-    order = order or DEFAULT_ORDER
-    items, more = _read(
-        db=db, filters=filters, limit=limit, cursor=cursor, order=order, backwards=True
-    )
-    items.reverse()
-    next_cursor = session_cursor(items[0], order) if more else None
-    return Page(items=items, next_cursor=next_cursor)
+# The page before the cursor (see ``list_sessions``).
+list_sessions_before = partial(list_sessions, backwards=True)
 
 
 def count_sessions(*, db: Connection, filters: SessionFilter | None = None) -> int:

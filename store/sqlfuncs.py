@@ -4,8 +4,11 @@
 
 The reference store mixes ``CURRENT_TIMESTAMP`` text with RFC 3339 (with and without nanoseconds);
 as text those do not sort chronologically. ``ts_key(column)`` compiles to an expression that does:
-``julianday(x)`` on SQLite and the immutable ``rt_ts_key(x)`` function on PostgreSQL (created by a
-migration). Indexes are built on the same expressions, so ordering and keyset pages use them.
+``julianday(x)`` on SQLite and the immutable ``rt_ts_key(x)`` function on PostgreSQL (created by
+migration 0002, as are ``rt_metadata_workspace`` and the indexes; 0006 stores the session list's
+two keys as columns). Indexes are built on the same expressions, so ordering and keyset pages use
+them: each migration keeps its own copy of the text, and tests/test_database.py checks they
+agree.
 """
 
 from __future__ import annotations
@@ -52,26 +55,6 @@ def _ts_key_default(element: ts_key, compiler: Any, **kw: Any) -> str:
     return compiler.process(element.clauses, **kw)  # type: ignore[no-any-return]
 
 
-# The PostgreSQL twin of SQLite's julianday(): NULL for text it cannot read, UTC otherwise.
-# Declared IMMUTABLE so it can back an index; every branch supplies an explicit zone, so the
-# result does not depend on the session's TimeZone setting.
-PG_TS_KEY_FUNCTION = r"""
-CREATE OR REPLACE FUNCTION rt_ts_key(t text) RETURNS timestamp
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
-BEGIN
-  IF t ~ '^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|z|[+-]\d{2}(:?\d{2})?)$' THEN
-    RETURN t::timestamptz AT TIME ZONE 'UTC';
-  ELSIF t ~ '^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?$' THEN
-    RETURN (t || 'Z')::timestamptz AT TIME ZONE 'UTC';
-  END IF;
-  RETURN NULL;
-EXCEPTION WHEN others THEN
-  RETURN NULL;
-END
-$$;
-"""
-
-
 class effective_workspace(FunctionElement[Any]):  # noqa: N801
     """The session's workspace: its ``workspace_id`` column, else ``workspace_id`` in its metadata
     (ref). Malformed metadata gives NULL rather than an error."""
@@ -95,18 +78,3 @@ def _workspace_sqlite(element: effective_workspace, compiler: Any, **kw: Any) ->
 @compiles(effective_workspace, "postgresql")
 def _workspace_postgresql(element: effective_workspace, compiler: Any, **kw: Any) -> str:
     return PG_EFFECTIVE_WORKSPACE
-
-
-PG_METADATA_WORKSPACE_FUNCTION = r"""
-CREATE OR REPLACE FUNCTION rt_metadata_workspace(t text) RETURNS text
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
-BEGIN
-  IF t IS NULL OR t NOT LIKE '%workspace_id%' THEN
-    RETURN NULL;
-  END IF;
-  RETURN (t::jsonb) ->> 'workspace_id';
-EXCEPTION WHEN others THEN
-  RETURN NULL;
-END
-$$;
-"""

@@ -22,51 +22,13 @@ from store import validation
 from store.clock import Clock, format_ts, system_clock
 from store.errors import InvalidImport, StoreError
 from store.history import Prepared, prepared_insert
-from store.models import (
-    Agent,
-    AgentSession,
-    AgentSessionEvent,
-    Claim,
-    Decision,
-    Event,
-    Proposal,
-    Run,
-    Task,
-    Workspace,
-)
+from store.models import HISTORY_KINDS, RECORD_TABLES
 from store.sessions import bulk_session_writes
 
-# kind → table name, in export order. idempotency_keys are not exported.
-KINDS: dict[str, str] = {
-    "workspace": "workspaces",
-    "agent": "agents",
-    "run": "runs",
-    "task": "tasks",
-    "claim": "claims",
-    "proposal": "proposals",
-    "decision": "decisions",
-    "event": "events",
-    "session": "agent_sessions",
-    "session_event": "agent_session_events",
-}
-HISTORY_KINDS = frozenset({"event", "session_event"})
-
-_MODELS = (
-    Workspace,
-    Agent,
-    Run,
-    Task,
-    Claim,
-    Proposal,
-    Decision,
-    Event,
-    AgentSession,
-    AgentSessionEvent,
-)
-TABLES: dict[str, Table] = {
-    kind: next(model.__table__ for model in _MODELS if model.__tablename__ == name)  # type: ignore[attr-defined]
-    for kind, name in KINDS.items()
-}
+# kind → table, in export order (store.models.RECORD_TABLES); idempotency_keys are not exported.
+TABLES: dict[str, Table] = RECORD_TABLES
+# kind → table name.
+KINDS: dict[str, str] = {kind: table.name for kind, table in TABLES.items()}
 
 # Reference columns whose default is CURRENT_TIMESTAMP; the others' defaults are on the models.
 _NOW_DEFAULTS = frozenset(

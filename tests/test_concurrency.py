@@ -206,10 +206,8 @@ def test_an_opener_waits_for_another_process_migration_longer_than_a_write_wait(
     import sqlite3
 
     import store.database
-    import store.schema
 
     monkeypatch.setattr(store.database, "BUSY_TIMEOUT_MS", 200)
-    monkeypatch.setattr(store.schema, "BUSY_TIMEOUT_MS", 200)
     path = tmp_path / "roundtable.db"
     other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     other.execute("PRAGMA journal_mode = WAL")

@@ -3,13 +3,17 @@ transactions, and schema currency on both backends."""
 
 from __future__ import annotations
 
+import importlib
 import re
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import column, create_engine, text
+from sqlalchemy.dialects import postgresql as postgresql_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from store.database import (
     BUSY_TIMEOUT_MS,
@@ -22,8 +26,11 @@ from store.database import (
     use_wal,
 )
 from store.errors import DatabaseUnavailable
+from store.models import AgentSession
+from store.notifications import CHANNEL
 from store.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
 from store.schema import current_revision, ensure_schema
+from store.sqlfuncs import PG_STORED_KEYS, effective_workspace, ts_key
 from tests.conftest import FakeClock, new_pg_database
 from tests.helpers import register_session
 from tests.pg_server import PostgresServer, free_port
@@ -302,6 +309,41 @@ def test_every_migration_file_is_named_after_its_revision():
         found[path.stem] = match.group(1)
     assert found and all(stem == revision for stem, revision in found.items())
     assert HEAD_REVISION == max(found) and set(found) == KNOWN_REVISIONS
+
+
+def test_the_store_queries_the_expressions_migration_0002_indexed():
+    """The migration holds its own copy of what it built; the queries must compile to the same
+    text, or the planner cannot use the indexes. Changing either takes a new revision."""
+    migration = importlib.import_module("store.migrations.versions.0002_console_additions")
+
+    def compiled(expression: Any, dialect: Any) -> str:
+        return str(expression.compile(dialect=dialect))
+
+    lite, pg = sqlite_dialect.dialect(), postgresql_dialect.dialect()
+    assert compiled(effective_workspace(), lite) == migration.SQLITE_EFFECTIVE_WORKSPACE
+    assert compiled(effective_workspace(), pg) == migration.PG_EFFECTIVE_WORKSPACE
+    assert "rt_metadata_workspace(" in migration.PG_EFFECTIVE_WORKSPACE
+    assert "FUNCTION rt_metadata_workspace(t text)" in migration.PG_METADATA_WORKSPACE_FUNCTION
+    assert compiled(ts_key(column("started_at")), lite) == "julianday(started_at)"
+    assert compiled(ts_key(column("started_at")), pg) == "rt_ts_key(started_at)"
+    assert "FUNCTION rt_ts_key(t text)" in migration.PG_TS_KEY_FUNCTION
+
+
+def test_the_store_queries_the_keys_migration_0006_stored():
+    migration = importlib.import_module("store.migrations.versions.0006_list_positions")
+    sessions = AgentSession.__table__  # type: ignore[attr-defined]
+    pg = postgresql_dialect.dialect()
+    assert migration.PG_WORKSPACE == str(effective_workspace().compile(dialect=pg))
+    for (table, name), stored in PG_STORED_KEYS.items():
+        assert table == sessions.name
+        assert migration.PG_GENERATED_KEYS[stored] == f"rt_ts_key({name})"
+        key = ts_key(sessions.c[name]).compile(dialect=pg)
+        assert str(key) == f"agent_sessions.{stored}"
+
+
+def test_the_console_listens_on_the_channel_migration_0005_notifies():
+    migration = importlib.import_module("store.migrations.versions.0005_change_notifications")
+    assert f"pg_notify('{CHANNEL}', '')" in migration.PG_FUNCTION
 
 
 def test_a_store_at_the_baseline_is_brought_to_head(tmp_path: Path):

@@ -60,3 +60,157 @@ def test_the_check_sees_imports_inside_functions(tmp_path: Path) -> None:
     assert offending(sample, STORE_MUST_NOT_IMPORT) == ["rich.text", "textual.widgets"]
     assert offending(sample, ("json",)) == ["json"]
     assert offending(sample, ("js",)) == []
+
+
+# ------------------------------------------------------------------------- no import cycles
+
+PRODUCT_PACKAGES = ("store", "screens", "tui")
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
+    """Which of the packages' modules each of them imports, anywhere in it (inside functions
+    and under ``TYPE_CHECKING`` too): ``from pkg import mod`` counts as importing ``pkg.mod``."""
+    paths = {
+        module_name(path, root): path
+        for package in packages
+        for path in sorted((root / package).rglob("*.py"))
+    }
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, *([base] if base else [])])
+                targets.add(base)
+                targets.update(f"{base}.{alias.name}" for alias in node.names)
+        graph[name] = {target for target in targets if target in paths and target != name}
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or round a loop (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph[module]):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(cycles)
+
+
+def test_product_modules_import_one_another_without_cycles() -> None:
+    """A module that imports another which imports it back (even inside a function, where it
+    works by the order things happen to run in) is one design split across two files."""
+    graph = import_graph(ROOT, PRODUCT_PACKAGES)
+    assert "store.database" in graph and "screens.session_detail" in graph
+    assert import_cycles(graph) == []
+
+
+def test_the_cycle_check_sees_loops_through_functions_and_from_imports(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "a.py").write_text("def f():\n    import pkg.b\n")
+    (package / "b.py").write_text("from pkg import c\n")
+    (package / "c.py").write_text("from pkg.a import f\n")
+    (package / "d.py").write_text("import pkg.a\n")
+    (package / "sub" / "e.py").write_text("from .. import d\nfrom . import f\n")
+    (package / "sub" / "f.py").write_text("from ..sub.e import x\n")
+    graph = import_graph(tmp_path, ("pkg",))
+    assert graph["pkg.sub.e"] == {"pkg", "pkg.d", "pkg.sub", "pkg.sub.f"}
+    assert import_cycles(graph) == [["pkg.a", "pkg.b", "pkg.c"], ["pkg.sub.e", "pkg.sub.f"]]
+
+
+# ------------------------------------------------------------------ migrations stand alone
+
+# What a migration may take from the live store code, each with the reason that cannot change
+# what the migration creates. Everything a migration creates (SQL text, functions, triggers,
+# index expressions, names) is written out in the migration itself, as it was at its revision:
+# a later change to the store's code must not change what an old revision builds. None today:
+# each migration also reads the progress callback (store.schema hands it over) by itself.
+MIGRATION_MAY_IMPORT: dict[tuple[str, str], str] = {}
+
+
+def store_imports(path: Path) -> set[tuple[str, str]]:
+    """(module, name) for everything a file takes from ``store`` (``*`` for a whole module);
+    relative imports keep their dots, so they are never taken for an allowed helper."""
+    found: set[tuple[str, str]] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(
+                (alias.name, "*")
+                for alias in node.names
+                if alias.name == "store" or alias.name.startswith("store.")
+            )
+        elif isinstance(node, ast.ImportFrom):
+            module = "." * node.level + (node.module or "")
+            if node.level or module == "store" or module.startswith("store."):
+                found.update((module, alias.name) for alias in node.names)
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((ROOT / "store" / "migrations").rglob("*.py")),
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_a_migration_takes_nothing_from_the_store_that_could_change_what_it_creates(
+    path: Path,
+) -> None:
+    assert sorted(store_imports(path) - MIGRATION_MAY_IMPORT.keys()) == []
+
+
+def test_the_migration_check_sees_every_form_of_import(tmp_path: Path) -> None:
+    sample = tmp_path / "0099_sample.py"
+    sample.write_text(
+        "from alembic import op\n"
+        "from store.schema import migration_progress, current_revision\n"
+        "from store.sqlfuncs import PG_TS_KEY_FUNCTION\n"
+        "def upgrade():\n"
+        "    import store.models\n"
+        "    from ..schema import LARGE_TABLE_ROWS\n"
+        "    from store import records\n"
+    )
+    assert sorted(store_imports(sample) - MIGRATION_MAY_IMPORT.keys()) == [
+        ("..schema", "LARGE_TABLE_ROWS"),
+        ("store", "records"),
+        ("store.models", "*"),
+        ("store.schema", "current_revision"),
+        ("store.schema", "migration_progress"),
+        ("store.sqlfuncs", "PG_TS_KEY_FUNCTION"),
+    ]
+    allowed = {("store.schema", "migration_progress"): "a helper the test names"}
+    assert ("store.schema", "migration_progress") not in store_imports(sample) - allowed.keys()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, select, text
 
-from screens.data import StatusCounts
+from screens.list_reads import StatusCounts
 from store.database import Store, open_store
 from store.models import AgentSession
 from tests.helpers import register_session

@@ -29,6 +29,7 @@ import assets
 from screens.commands import SessionCommands
 from screens.context import ConsoleContext
 from screens.live import StoreChanged
+from screens.session_actions import SessionActionScreen
 from screens.session_list import SessionListScreen
 from store import first_window
 from store.adapters import AdapterConfig
@@ -226,6 +227,15 @@ class RoundtableApp(App[int]):
         self.list_screen.show_error(message.error)
         self.list_screen.store_failed()
         self.set_timer(STORE_RETRY_SECONDS, self.prepare_store)
+
+    def on_session_action_screen_open_view(self, message: SessionActionScreen.OpenView) -> None:
+        """A session's detail, log or briefing screen, imported when first shown."""
+        from screens.briefing_screen import BriefingScreen
+        from screens.session_detail import SessionDetailScreen
+        from screens.session_log import SessionLogScreen
+
+        views = {"detail": SessionDetailScreen, "log": SessionLogScreen, "briefing": BriefingScreen}
+        self.push_screen(views[message.view](self.ctx, message.session_id))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # A dialog waits for its own answer: q must not end the console under it (in the

@@ -1,8 +1,10 @@
 """The ``roundtable`` command line (DESIGN.md §7).
 
 Start-up time is a feature: agents run ``roundtable sessions heartbeat`` all day. So this module
-imports only click, the standard library and ``tui.output`` at the top; store modules are imported
-inside the commands that need them, and Textual only by ``roundtable tui``.
+imports only click, the standard library, ``tui.output`` and the plain data of ``store.rules`` at
+the top; other store modules are imported inside the commands that need them, and Textual only by
+``roundtable tui``. What a command does to the store is one ``store`` function (for what the
+console does too, ``store.service``); this module parses, resolves and prints.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from store.rules import PAGED_PROJECTIONS, UNPAGED_PROJECTIONS
 from tui import output
 
 if TYPE_CHECKING:
@@ -42,14 +45,6 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 SESSION_COLUMNS = ("id", "agent", "status", "adapter", "resume command")
-PROJECTION_FUNCTIONS = {
-    "logs": "session_logs",
-    "tool-calls": "tool_calls",
-    "claims": "session_claims",
-    "proposals": "session_proposals",
-    "metrics": "session_metrics",
-    "environment": "session_environment",
-}
 
 
 @dataclass
@@ -166,10 +161,14 @@ def _list_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--status", "statuses", multiple=True, metavar="ST", help="Only this status (repeat)."
         ),
-        click.option("--agent", metavar="A", help="Only sessions of this agent."),
-        click.option("--run", metavar="R", help="Only sessions of this run."),
-        click.option("--workspace", metavar="W", help="Only sessions of this workspace."),
-        click.option("--active", is_flag=True, help="Only sessions in an active state."),
+        click.option("--agent", "agent_id", metavar="A", help="Only sessions of this agent."),
+        click.option("--run", "run_id", metavar="R", help="Only sessions of this run."),
+        click.option(
+            "--workspace", "workspace_id", metavar="W", help="Only sessions of this workspace."
+        ),
+        click.option(
+            "--active", "active_only", is_flag=True, help="Only sessions in an active state."
+        ),
         click.option(
             "--stale",
             is_flag=True,
@@ -378,30 +377,20 @@ def _list_sessions(
     inv: Invocation,
     *,
     statuses: tuple[str, ...],
-    agent: str | None,
-    run: str | None,
-    workspace: str | None,
-    active: bool,
     stale: bool,
-    text: str | None,
     limit: int | None,
     cursor: str | None,
+    **narrowing: Any,
 ) -> None:
+    """``narrowing``: the other filters, by their names in ``store.listing.SessionFilter``."""
     from store.listing import SessionFilter
     from store.sessions import list_sessions
 
     stale_before = None
     if stale:
         stale_before = inv.clock() - timedelta(seconds=inv.settings.stale_after_seconds)
-    filters = SessionFilter(
-        statuses=tuple(status.strip() for status in statuses),
-        agent_id=agent,
-        run_id=run,
-        workspace_id=workspace,
-        active_only=active,
-        stale_before=stale_before,
-        text=text,
-    )
+    statuses = tuple(status.strip() for status in statuses)
+    filters = SessionFilter(statuses=statuses, stale_before=stale_before, **narrowing)
     with inv.store() as store:
 
         def fetch(size: int | None, after: str | None) -> Page[AgentSession]:
@@ -451,8 +440,8 @@ def _pages(
 
 @sessions_group.command("register", help="Register a session (an upsert keyed by --id).")
 @click.option("--id", "session_id", required=True, metavar="S")
-@click.option("--agent", required=True, metavar="A")
-@click.option("--run", required=True, metavar="R")
+@click.option("--agent", "agent_id", required=True, metavar="A")
+@click.option("--run", "run_id", required=True, metavar="R")
 @click.option("--adapter", required=True, metavar="NAME")
 @click.option("--cwd", "working_directory", required=True, metavar="DIR")
 @click.option("--provider", metavar="P")
@@ -464,27 +453,12 @@ def _pages(
 @click.option("--metadata", metavar="JSON", help="A JSON object.")
 @with_invocation
 def register_command(inv: Invocation, **values: Any) -> None:
+    """``values``: the options, by the names of ``store.sessions.register``'s parameters."""
     from store.sessions import register
 
     adapters = inv.adapters()
     with inv.store() as store, store.write() as db:
-        session = register(
-            db=db,
-            session_id=values["session_id"],
-            agent_id=values["agent"],
-            run_id=values["run"],
-            adapter=values["adapter"],
-            working_directory=values["working_directory"],
-            provider=values["provider"],
-            model=values["model"],
-            external_session_id=values["external_session_id"],
-            resume_command=values["resume_command"],
-            mcp_socket=values["mcp_socket"],
-            status=values["status"],
-            metadata=values["metadata"],
-            adapters=adapters,
-            clock=inv.clock,
-        )
+        session = register(db=db, adapters=adapters, clock=inv.clock, **values)
     _print_session_row(
         inv,
         session,
@@ -590,10 +564,10 @@ def end_command(inv: Invocation, session_id: str, status: str | None) -> None:
 @with_invocation
 def show_command(inv: Invocation, session_id: str) -> None:
     from store.redaction import redact_json_value
-    from store.sessions import get_session
+    from store.service import read_session
 
-    with inv.store() as store, store.read() as db:
-        session = get_session(db=db, session_id=_session_id(session_id))
+    with inv.store() as store:
+        session = read_session(store=store, session_id=_session_id(session_id))
     record = session.to_json()
     if inv.json_mode:
         output.emit_json(record)  # the agents' read-back: exactly what is stored
@@ -609,7 +583,10 @@ def show_command(inv: Invocation, session_id: str) -> None:
 
 def _projection_command(name: str, *, paged: bool) -> None:
     def command(inv: Invocation, session_id: str, **page: Any) -> None:
-        _show_projection(inv, name, _session_id(session_id), **page)
+        if paged:
+            _show_projection_pages(inv, name, _session_id(session_id), **page)
+        else:
+            _show_projection_record(inv, name, _session_id(session_id))
 
     decorated = with_invocation(command)
     if paged:
@@ -620,30 +597,28 @@ def _projection_command(name: str, *, paged: bool) -> None:
     )
 
 
-def _show_projection(
-    inv: Invocation,
-    name: str,
-    session_id: str,
-    *,
-    limit: int | None = None,
-    cursor: str | None = None,
-) -> None:
-    from store import projections
+def _show_projection_record(inv: Invocation, name: str, session_id: str) -> None:
+    from store.service import read_projection
 
-    project = getattr(projections, PROJECTION_FUNCTIONS[name])
     with inv.store() as store:
-        if name not in projections.PAGED:
-            with store.read() as db:
-                result = project(db=db, session_id=session_id)
-            if inv.json_mode:
-                output.emit_json(result)
-            else:
-                output.write_record(output.flatten(result))
-            return
+        result = read_projection(store=store, name=name, session_id=session_id)
+    if inv.json_mode:
+        output.emit_json(result)
+    else:
+        output.write_record(output.flatten(result))
+
+
+def _show_projection_pages(
+    inv: Invocation, name: str, session_id: str, *, limit: int | None, cursor: str | None
+) -> None:
+    from store.service import read_projection_page
+
+    with inv.store() as store:
 
         def fetch(size: int | None, after: str | None) -> Page[dict[str, Any]]:
-            with store.read() as db:
-                return project(db=db, session_id=session_id, limit=size, cursor=after)
+            return read_projection_page(
+                store=store, name=name, session_id=session_id, limit=size, cursor=after
+            )
 
         pages = _pages(fetch, inv, limit=limit, cursor=cursor, what=name)
         if inv.json_mode:
@@ -660,8 +635,8 @@ def _show_projection(
             click.echo(f"No {name}.")
 
 
-for _name in PROJECTION_FUNCTIONS:
-    _projection_command(_name, paged=_name in ("logs", "tool-calls", "claims", "proposals"))
+for _name in (*PAGED_PROJECTIONS, *UNPAGED_PROJECTIONS):
+    _projection_command(_name, paged=_name in PAGED_PROJECTIONS)
 
 
 # ------------------------------------------------------------------------------------ lifecycle
@@ -704,29 +679,15 @@ _lifecycle_command(
 
 
 def _run_lifecycle(
-    inv: Invocation,
-    action: str,
-    session_id: str,
-    *,
-    idempotency_key: str | None,
-    operator: str | None,
-    expected_version: int | None,
-    impact_details: str | None = None,
+    inv: Invocation, action: str, session_id: str, *, operator: str | None, **options: Any
 ) -> None:
-    from store import lifecycle
+    """``options``: the command's --idempotency-key, --expected-version and, to terminate,
+    --impact-details, by the lifecycle function's parameter names."""
+    from store.service import perform_action
 
-    extra = {"impact_details": impact_details} if action == "terminate" else {}
-    actor = inv.operator(operator)
-    with inv.store() as store, store.write() as db:
-        outcome = lifecycle.ACTIONS[action](
-            db=db,
-            session_id=session_id,
-            actor=actor,
-            idempotency_key=idempotency_key,
-            expected_version=expected_version,
-            clock=inv.clock,
-            **extra,
-        )
+    arguments = {"session_id": session_id, "actor": inv.operator(operator), **options}
+    with inv.store() as store:
+        outcome = perform_action(store=store, action=action, clock=inv.clock, **arguments)
     if inv.json_mode:
         output.emit_json(outcome.to_json())
     else:
@@ -765,25 +726,25 @@ def _claim_line(claim: Mapping[str, Any]) -> str:
 @click.option("--agent", metavar="A", help="The agent whose session to resume (active first).")
 @with_invocation
 def resume_command(inv: Invocation, session_id: str | None, agent: str | None) -> None:
-    from store.briefing import build_briefing
-    from store.resume import resume_plan
-    from store.sessions import find_by_agent, get_session
+    from store.service import read_briefing
     from store.validation import required
 
     if (session_id is None) == (agent is None):
         raise click.UsageError("Give exactly one of --session or --agent.")
     adapters = inv.adapters()
-    with inv.store() as store, store.read() as db:
-        if session_id is not None:
-            session = get_session(db=db, session_id=required("--session", session_id))
-        else:
-            session = find_by_agent(db=db, agent_id=required("--agent", agent))
-        briefing = build_briefing(db=db, session_id=session.id, clock=inv.clock)
-    plan = resume_plan(session=session, briefing_markdown=briefing.markdown, adapters=adapters)
+    with inv.store() as store:
+        view = read_briefing(
+            store=store,
+            adapters=adapters,
+            session_id=None if session_id is None else required("--session", session_id),
+            agent_id=None if agent is None else required("--agent", agent),
+            clock=inv.clock,
+        )
+    briefing, plan = view.briefing, view.plan
     if inv.json_mode:
         output.emit_json(
             {
-                "session_id": session.id,
+                "session_id": view.session.id,
                 "briefing": briefing.markdown,
                 "resumable": plan.resumable,
                 "resume_argv": list(plan.argv) if plan.resumable else None,

@@ -1,24 +1,66 @@
 """Our additions, all additive: the session version for compare-and-swap, persisted idempotency
 keys, a timestamp sort key on PostgreSQL, and indexes for every order and filter the product uses.
 
+Self-contained: the SQL it runs is written here, as it was at this revision, so a later change
+elsewhere cannot change what this migration creates.
+
 Revision ID: 0002_console_additions
 """
 
+from collections.abc import Callable
+
 from alembic import op
 from sqlalchemy import Connection, inspect, text
-
-from store.schema import LARGE_TABLE_ROWS, migration_progress
-from store.sqlfuncs import (
-    PG_EFFECTIVE_WORKSPACE,
-    PG_METADATA_WORKSPACE_FUNCTION,
-    PG_TS_KEY_FUNCTION,
-    SQLITE_EFFECTIVE_WORKSPACE,
-)
 
 revision = "0002_console_additions"
 down_revision = "0001_reference_baseline"
 branch_labels = None
 depends_on = None
+
+# From this many rows on, a table's indexes are reported one by one as they are built.
+LARGE_TABLE_ROWS = 10_000
+
+# The PostgreSQL twin of SQLite's julianday(): NULL for text it cannot read, UTC otherwise.
+# Declared IMMUTABLE so it can back an index; every branch supplies an explicit zone, so the
+# result does not depend on the session's TimeZone setting.
+PG_TS_KEY_FUNCTION = r"""
+CREATE OR REPLACE FUNCTION rt_ts_key(t text) RETURNS timestamp
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+  IF t ~ '^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|z|[+-]\d{2}(:?\d{2})?)$' THEN
+    RETURN t::timestamptz AT TIME ZONE 'UTC';
+  ELSIF t ~ '^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?$' THEN
+    RETURN (t || 'Z')::timestamptz AT TIME ZONE 'UTC';
+  END IF;
+  RETURN NULL;
+EXCEPTION WHEN others THEN
+  RETURN NULL;
+END
+$$;
+"""
+
+# The workspace_id in a session's metadata, NULL when there is none or it is not JSON.
+PG_METADATA_WORKSPACE_FUNCTION = r"""
+CREATE OR REPLACE FUNCTION rt_metadata_workspace(t text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+BEGIN
+  IF t IS NULL OR t NOT LIKE '%workspace_id%' THEN
+    RETURN NULL;
+  END IF;
+  RETURN (t::jsonb) ->> 'workspace_id';
+EXCEPTION WHEN others THEN
+  RETURN NULL;
+END
+$$;
+"""
+
+# A session's workspace (its column, else workspace_id in its metadata) as the workspace index
+# holds it: store.sqlfuncs.effective_workspace compiles to the same text, so queries use it.
+SQLITE_EFFECTIVE_WORKSPACE = (
+    "COALESCE(workspace_id, CASE WHEN json_valid(metadata_json) "
+    "THEN json_extract(metadata_json, '$.workspace_id') END)"
+)
+PG_EFFECTIVE_WORKSPACE = "COALESCE(workspace_id, rt_metadata_workspace(metadata_json))"
 
 
 def _indexes(key: str, workspace: str) -> dict[str, str]:
@@ -61,7 +103,7 @@ def upgrade() -> None:
     indexes = _indexes(key, workspace)
     # On a large reference store each index takes a while: say which one is being built (on a
     # new or small store they take no time, and a new user sees one line, not a dozen).
-    report = migration_progress()
+    report = _progress()
     large: dict[str, bool] = {}
     for number, (name, target) in enumerate(indexes.items(), start=1):
         table = target.split("(")[0]
@@ -70,6 +112,14 @@ def upgrade() -> None:
         if large[table]:
             report(f"  index {number} of {len(indexes)}: {name} on {table}…")
         op.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {target}")
+
+
+def _progress() -> Callable[[str], None]:
+    """The progress callback the store's opener handed Alembic (store.schema), or one that
+    ignores what it is told."""
+    config = op.get_context().config
+    report = config.attributes.get("progress") if config is not None else None
+    return report if report is not None else (lambda _message: None)
 
 
 def _holds_at_least(bind: Connection, table: str, rows: int) -> bool:

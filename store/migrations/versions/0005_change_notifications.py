@@ -11,8 +11,6 @@ Revision ID: 0005_change_notifications
 
 from alembic import op
 
-from store.notifications import CHANNEL
-
 revision = "0005_change_notifications"
 down_revision = "0004_session_status_counts"
 branch_labels = None
@@ -33,11 +31,12 @@ WATCHED_TABLES = (
     "workspaces",
 )
 
-PG_FUNCTION = f"""
+# The channel store.notifications listens on (CHANNEL; tests/test_database.py checks they agree).
+PG_FUNCTION = """
 CREATE OR REPLACE FUNCTION rt_notify_change() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM pg_notify('{CHANNEL}', '');
+  PERFORM pg_notify('roundtable_changes', '');
   RETURN NULL;
 END
 $$;

@@ -1,0 +1,130 @@
+"""What the CLI and the console both do, each written once: a lifecycle action, the termination
+impact, a session, a projection, the briefing with its resume plan, the session's history.
+
+Each function is one unit of work on an opened ``Store`` (one transaction; the briefing's is one
+snapshot) from plain inputs, and raises the store's typed errors. Callers bring what they know:
+the CLI its flags, the console its context; neither opens a transaction of its own for these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from store import sessions
+from store.adapters import AdapterConfig
+from store.briefing import Briefing, build_briefing
+from store.clock import Clock, system_clock
+from store.database import Store
+from store.lifecycle import ACTIONS, ActionOutcome, TerminationImpact, termination_impact
+from store.models import AgentSession
+from store.paging import Page
+from store.projections import PAGED, PROJECTIONS, logs_cursor, session_logs
+from store.resume import ResumePlan, resume_plan
+from store.validation import MAX_LIMIT
+
+
+def perform_action(*, store: Store, action: str, **arguments: Any) -> ActionOutcome:
+    """One lifecycle action (``store.lifecycle.ACTIONS``) in one write transaction. ``arguments``
+    are the action's own: ``session_id``, ``actor``, ``idempotency_key``, ``expected_version``
+    (refuses a row that changed since), ``clock``, and terminate's ``impact_details``."""
+    with store.write() as db:
+        return ACTIONS[action](db=db, **arguments)
+
+
+def read_termination_impact(
+    *, store: Store, session_id: str, clock: Clock = system_clock
+) -> TerminationImpact:
+    """The session and its agent's active claims, as a human reads them before terminating."""
+    with store.read() as db:
+        return termination_impact(db=db, session_id=session_id, clock=clock)
+
+
+def read_session(*, store: Store, session_id: str) -> AgentSession:
+    with store.read() as db:
+        return sessions.get_session(db=db, session_id=session_id)
+
+
+def read_projection(*, store: Store, name: str, session_id: str) -> dict[str, Any]:
+    """One of the projections that are a single record (``store.projections.UNPAGED``)."""
+    if name in PAGED:
+        raise ValueError(f"{name} is read a page at a time: use read_projection_page")
+    with store.read() as db:
+        record: dict[str, Any] = PROJECTIONS[name](db=db, session_id=session_id)
+    return record
+
+
+def read_projection_page(
+    *, store: Store, name: str, session_id: str, limit: int | None = None, cursor: str | None = None
+) -> Page[dict[str, Any]]:
+    """One page of a paged projection (``store.projections.PAGED``), after ``cursor``."""
+    if name not in PAGED:
+        raise ValueError(f"{name} is not paged: use read_projection")
+    with store.read() as db:
+        page: Page[dict[str, Any]] = PROJECTIONS[name](
+            db=db, session_id=session_id, limit=limit, cursor=cursor
+        )
+    return page
+
+
+@dataclass(frozen=True)
+class BriefingView:
+    """A session's resume briefing and the plan that resumes it, from one snapshot."""
+
+    briefing: Briefing
+    plan: ResumePlan
+
+    @property
+    def session(self) -> AgentSession:
+        return self.briefing.session
+
+
+def read_briefing(
+    *,
+    store: Store,
+    adapters: Mapping[str, AdapterConfig] | None,
+    session_id: str | None = None,
+    agent_id: str | None = None,
+    clock: Clock = system_clock,
+) -> BriefingView:
+    """The briefing of the session ``session_id``, or of the agent's session (``agent_id``:
+    exact ``active`` first, as ``store.sessions.find_by_agent`` orders them), and its plan."""
+    if (session_id is None) == (agent_id is None):
+        raise ValueError("give exactly one of session_id and agent_id")
+    with store.read() as db:
+        if session_id is None:
+            session_id = sessions.find_by_agent(db=db, agent_id=str(agent_id)).id
+        briefing = build_briefing(db=db, session_id=session_id, clock=clock)
+    plan = resume_plan(
+        session=briefing.session, briefing_markdown=briefing.markdown, adapters=adapters
+    )
+    return BriefingView(briefing=briefing, plan=plan)
+
+
+@dataclass(frozen=True)
+class LogBatch:
+    items: list[dict[str, Any]]
+    last_id: int | None
+    # True when the reader stopped at MAX_LOG_ROWS per call with more still waiting.
+    more_waiting: bool = False
+
+
+MAX_LOG_ROWS = 2000
+
+
+def read_log_after(*, store: Store, session_id: str, last_id: int | None) -> LogBatch:
+    """The session's history rows after ``last_id`` (all of them from the start when None),
+    oldest first, in one snapshot, at most about ``MAX_LOG_ROWS`` a call. Payloads come
+    redacted from store.projections."""
+    items: list[dict[str, Any]] = []
+    cursor = logs_cursor(session_id, last_id) if last_id is not None else None
+    with store.read() as db:
+        while True:
+            page = session_logs(db=db, session_id=session_id, limit=MAX_LIMIT, cursor=cursor)
+            items.extend(page.items)
+            cursor = page.next_cursor
+            if cursor is None or len(items) >= MAX_LOG_ROWS:
+                break
+    newest = int(items[-1]["id"]) if items else last_id
+    return LogBatch(items=items, last_id=newest, more_waiting=cursor is not None)
