@@ -90,12 +90,15 @@ class BareApp(App[None]):
             self.call_after_refresh(self.exit)
 
 
-def data_table(app: App[Any]) -> DataTable[Any] | None:
-    """The app's table of data rows, once it is mounted."""
+def has_rows(app: App[Any]) -> bool:
+    """The app holds data rows to show: the bare app's DataTable, the console's list model."""
+    model = getattr(app.screen, "model", None)
+    if model is not None:
+        return bool(model.rows)
     try:
-        return app.screen.query_one(DataTable)
-    except NoMatches:  # the console's list screen is not mounted yet
-        return None
+        return app.screen.query_one(DataTable).row_count > 0
+    except NoMatches:  # the list screen is not mounted yet
+        return False
 
 
 async def wait_for_rows(pilot: Pilot[Any]) -> None:
@@ -108,12 +111,12 @@ async def wait_for_rows(pilot: Pilot[Any]) -> None:
 
     def recording(*args: Any, **kwargs: Any) -> None:
         display(*args, **kwargs)
-        if (table := data_table(app)) and table.row_count:
+        if has_rows(app):
             painted.set()
 
     app._display = recording  # type: ignore[method-assign]
     try:
-        if (table := data_table(app)) and table.row_count:
+        if has_rows(app):
             app.call_after_refresh(painted.set)  # the rows came before the pilot did
         await painted.wait()
     finally:

@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 
 from markdown_it import MarkdownIt
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Header, Markdown, Static
 
+from screens.banner import StoreBanner
 from screens.context import ConsoleContext
 from screens.data import BriefingView, read_briefing, write_briefing
+from screens.failures import Failure, ReportsFailures
 from screens.footer import ConsoleFooter
-from screens.text import MASK, markdown_literal
+from screens.text import MASK, heading, markdown_literal
 from store.display import markdown_line, one_line, printable
-from store.errors import StoreError
 
 MASKED_ID = "••••••"
 
@@ -88,7 +88,7 @@ def with_line_breaks(markdown: str) -> str:
     return "\n".join(f"{line}  " if line.strip() else line for line in markdown.split("\n"))
 
 
-class BriefingScreen(Screen[None]):
+class BriefingScreen(ReportsFailures, Screen[None]):
     AUTO_FOCUS = "#briefing-scroll"
     BINDINGS = [
         Binding("escape", "back", "Back"),
@@ -97,22 +97,6 @@ class BriefingScreen(Screen[None]):
         Binding("v", "reveal", "Reveal"),
         Binding("ctrl+r", "reload", "Refresh", show=False),
     ]
-
-    class Loaded(Message):
-        def __init__(self, view: BriefingView) -> None:
-            super().__init__()
-            self.view = view
-
-    class Failed(Message):
-        def __init__(self, error: StoreError) -> None:
-            super().__init__()
-            self.error = error
-
-    class Written(Message):
-        def __init__(self, path: Path | None, problem: str | None = None) -> None:
-            super().__init__()
-            self.path = path
-            self.problem = problem
 
     def __init__(self, ctx: ConsoleContext, session_id: str) -> None:
         super().__init__()
@@ -123,10 +107,8 @@ class BriefingScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        title = Text("Resume briefing for ")
-        title.append(one_line(self.session_id, 80), style="bold")
-        yield Static(title, id="briefing-title")
-        yield Static("", id="banner")
+        yield Static(heading("Resume briefing for ", self.session_id), id="briefing-title")
+        yield StoreBanner()
         yield Static(Text("Reading the briefing…", style="italic"), id="resume-plan")
         with VerticalScroll(id="briefing-scroll"):
             yield Markdown("", id="briefing", parser_factory=briefing_parser, open_links=False)
@@ -148,23 +130,25 @@ class BriefingScreen(Screen[None]):
     def action_reload(self) -> None:
         self._load()
 
-    @work(thread=True, exclusive=True, group="briefing", exit_on_error=False)
     def _load(self) -> None:
-        try:
-            view = read_briefing(self.ctx, self.session_id)
-        except StoreError as error:
-            self.post_message(self.Failed(error))
-            return
-        self.post_message(self.Loaded(view))
+        self.run_in_thread(
+            partial(read_briefing, self.ctx, self.session_id),
+            what=f"read the briefing of {one_line(self.session_id, 40)}",
+            group="briefing",
+            done=self._loaded,
+            failed=self._load_failed,
+        )
 
-    def on_briefing_screen_failed(self, message: Failed) -> None:
-        banner = self.query_one("#banner", Static)
-        banner.update(Text(f"⚠ {one_line(message.error.message, 300)} [{message.error.code}]"))
-        banner.add_class("shown")
+    def _load_failed(self, failure: Failure) -> None:
+        self.query_one(StoreBanner).show_failure(failure.text)
+        if self.view is None:
+            self.query_one("#resume-plan", Static).update(
+                Text("The briefing could not be read; ctrl+r reads it again.", style="italic")
+            )
 
-    def on_briefing_screen_loaded(self, message: Loaded) -> None:
-        self.view = message.view
-        self.query_one("#banner", Static).remove_class("shown")
+    def _loaded(self, view: BriefingView) -> None:
+        self.view = view
+        self.query_one(StoreBanner).clear()
         self._show()
         self.refresh_bindings()
 
@@ -192,22 +176,24 @@ class BriefingScreen(Screen[None]):
 
     def action_write(self) -> None:
         if self.view is not None:
-            self._write(self.view.briefing.markdown)
+            self.run_in_thread(
+                partial(self._write_file, self.view.briefing.markdown),
+                what=f"write the briefing of {one_line(self.session_id, 40)}",
+                group="briefing-write",
+                exclusive=False,  # each w writes a file: each one is announced
+                done=self._written,
+            )
 
-    @work(thread=True, exclusive=True, group="briefing-write", exit_on_error=False)
-    def _write(self, markdown: str) -> None:
+    def _write_file(self, markdown: str) -> Path | str:
+        """In a thread: where the briefing was written, or why it could not be."""
         directory = self.ctx.export_dir or Path.cwd()
         try:
-            path = write_briefing(directory, self.session_id, markdown)
+            return write_briefing(directory, self.session_id, markdown)
         except OSError as error:
-            self.post_message(self.Written(None, f"{directory}: {error.strerror or error}"))
-            return
-        self.post_message(self.Written(path))
+            return f"{directory}: {error.strerror or error}"
 
-    def on_briefing_screen_written(self, message: Written) -> None:
-        if message.path is None:
-            self.notify(
-                f"Could not write the briefing: {message.problem}", severity="error", markup=False
-            )
+    def _written(self, where: Path | str) -> None:
+        if isinstance(where, str):
+            self.notify(f"Could not write the briefing: {where}", severity="error", markup=False)
             return
-        self.notify(f"Briefing written to {message.path}", markup=False, timeout=10)
+        self.notify(f"Briefing written to {where}", markup=False, timeout=10)

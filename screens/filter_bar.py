@@ -15,6 +15,18 @@ from textual.widgets import Input, Static
 from screens.list_state import ListState
 
 
+def update_text(shown: Static, text: Text) -> None:
+    """``Static.update`` without a layout of the screen when the text keeps its height (a line
+    that follows the cursor changes at every key press, and a layout repaints everything)."""
+    old, width = shown.content, shown.content_region.width
+    same_height = (
+        isinstance(old, Text)
+        and width > 0
+        and len(old.wrap(shown.app.console, width)) == len(text.wrap(shown.app.console, width))
+    )
+    shown.update(text, layout=not same_height)
+
+
 class FilterBar(Widget):
     DEFAULT_CSS = """
     FilterBar {
@@ -58,7 +70,7 @@ class FilterBar(Widget):
         self.position = position
         line = self.state.describe()
         line.append_text(position)
-        self.query_one("#filter-line", Static).update(line)
+        update_text(self.query_one("#filter-line", Static), line)
 
     def open_text(self) -> None:
         text = self.query_one("#filter", Input)

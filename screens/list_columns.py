@@ -184,5 +184,7 @@ class RowPainter:
             self.drawn.clear()  # rows long scrolled past
         cells = row_cells(session, claims, now, self.stale_after, self.widths, self.adapters)
         row = GridRow(session.id, cells)
+        if drawn is not None and list(drawn[3].cells) == cells:
+            row = drawn[3]  # the clock moved, the cells did not: the line drawn stays
         self.drawn[session.id] = (session, claims, self.tick, row)
         return row

@@ -12,12 +12,12 @@ from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 from rich.text import Text
-from textual import work
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
 
 from screens.context import ConsoleContext
+from screens.failures import Failure, ReportsFailures
 from screens.outcomes import (
     ActionResult,
     describe_conflict,
@@ -31,8 +31,7 @@ from store.records import SessionFields
 from store.rules import LIFECYCLE_ACTIONS, is_allowed
 
 if TYPE_CHECKING:
-    from screens.confirm_dialog import ConfirmActionDialog
-    from screens.terminate_dialog import TerminateDialog
+    from screens.action_dialog import ActionDialog
 
 ACTION_BINDINGS: list[BindingType] = [
     Binding("h", "heartbeat", "Heartbeat", tooltip="Record a heartbeat as the operator"),
@@ -48,7 +47,7 @@ ACTION_BINDINGS: list[BindingType] = [
 ]
 
 
-class SessionActionScreen(Screen[None]):
+class SessionActionScreen(ReportsFailures, Screen[None]):
     """A screen with a selected session that the lifecycle keys act on."""
 
     BINDINGS = [
@@ -64,11 +63,6 @@ class SessionActionScreen(Screen[None]):
 
         view: Literal["detail", "log", "briefing"]
         session_id: str
-
-    class ActionFinished(Message):
-        def __init__(self, result: ActionResult) -> None:
-            super().__init__()
-            self.result = result
 
     def __init__(self, ctx: ConsoleContext, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -232,7 +226,7 @@ class SessionActionScreen(Screen[None]):
 
         self._open_dialog(TerminateDialog(ctx=self.ctx, session=session))
 
-    def _open_dialog(self, dialog: ConfirmActionDialog | TerminateDialog) -> None:
+    def _open_dialog(self, dialog: ActionDialog) -> None:
         session, action = dialog.session, dialog.action
 
         def finished(result: ActionResult | None) -> None:
@@ -240,19 +234,31 @@ class SessionActionScreen(Screen[None]):
 
         self.app.push_screen(dialog, finished)
 
-    @work(thread=True, group="session-action", exit_on_error=False)
     def _run_direct(self, action: str, session: SessionFields) -> None:
+        """An action that needs no answer first: at once, in a thread."""
+        self.run_in_thread(
+            partial(self._perform_direct, action, session),
+            what=f"{action} {one_line(session.id, 40)}",
+            group="session-action",
+            exclusive=False,
+            done=self.announce,
+            failed=self.announce_failure,
+        )
+
+    def _perform_direct(self, action: str, session: SessionFields) -> ActionResult:
         from screens.data import perform_action
 
         try:
             outcome = perform_action(self.ctx, action, session)
         except StoreError as error:
-            self.post_message(self.ActionFinished(ActionResult(action, session, error=error)))
-            return
-        self.post_message(self.ActionFinished(ActionResult(action, session, outcome=outcome)))
+            return ActionResult(action, session, error=error)
+        return ActionResult(action, session, outcome=outcome)
 
-    def on_session_action_screen_action_finished(self, message: ActionFinished) -> None:
-        self.announce(message.result)
+    def announce_failure(self, failure: Failure) -> None:
+        """An action ended in an unexpected error: said, and the row read again (a store
+        transaction that ends in an error commits nothing, but the row may have moved)."""
+        self.notify(failure.text, severity="error", markup=False, timeout=15)
+        self.reload()
 
     def announce(self, result: ActionResult) -> None:
         """Every outcome is said out loud; every refusal says why."""

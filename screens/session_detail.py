@@ -3,27 +3,36 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Header, Static, TabbedContent, TabPane
 
+from screens.banner import StoreBanner
 from screens.context import ConsoleContext
 from screens.data import load_session, read_projection
+from screens.failures import Failure
 from screens.footer import ConsoleFooter
 from screens.live import StoreChanged
 from screens.session_actions import SessionActionScreen
-from screens.text import exact, exact_and_relative, masked, plain, pretty_json, status_text
+from screens.text import (
+    exact,
+    exact_and_relative,
+    heading,
+    masked,
+    plain,
+    pretty_json,
+    status_text,
+)
 from store.display import one_line
-from store.errors import StoreError
 from store.models import AgentSession
 from store.projections import PAGED, PROJECTIONS
 from store.redaction import redact_json_text
@@ -169,29 +178,6 @@ class SessionDetailScreen(SessionActionScreen):
         *(Binding(key, f"show_tab('{name}')", show=False) for key, name in TAB_KEYS),
     ]
 
-    class SessionLoaded(Message):
-        def __init__(self, session: AgentSession) -> None:
-            super().__init__()
-            self.session = session
-
-    class SessionFailed(Message):
-        def __init__(self, error: StoreError) -> None:
-            super().__init__()
-            self.error = error
-
-    class ProjectionLoaded(Message):
-        def __init__(self, name: str, body: Any, append: bool) -> None:
-            super().__init__()
-            self.name = name
-            self.body = body
-            self.append = append
-
-    class ProjectionFailed(Message):
-        def __init__(self, name: str, error: StoreError) -> None:
-            super().__init__()
-            self.name = name
-            self.error = error
-
     def __init__(self, ctx: ConsoleContext, session_id: str) -> None:
         super().__init__(ctx)
         self.session_id = session_id
@@ -200,14 +186,15 @@ class SessionDetailScreen(SessionActionScreen):
         self.next_cursors: dict[str, str | None] = {}
         self.loaded_tabs: set[str] = set()
         self.refresh_timer: Timer | None = None
+        # One read of the session at a time, so each one's answer (or failure) is shown; a
+        # request while one is out reads once more after it.
+        self.reading = False
+        self.read_again = False
 
     def compose(self) -> ComposeResult:
         yield Header()
-        summary = Text("Session ")
-        summary.append(one_line(self.session_id, 80), style="bold")
-        summary.append(" · loading…", style="dim")
-        yield Static(summary, id="detail-summary")
-        yield Static("", id="banner")
+        yield Static(heading("Session ", self.session_id, note=" · loading…"), id="detail-summary")
+        yield StoreBanner()
         with TabbedContent(id="detail-tabs", initial=tab_id("session")):
             with TabPane("Session", id=tab_id("session")), VerticalScroll():
                 yield Static("", id="fields", classes="fields")
@@ -260,27 +247,34 @@ class SessionDetailScreen(SessionActionScreen):
         for name in list(self.loaded_tabs):
             self._load_projection(name, None, append=False)
 
-    @work(thread=True, exclusive=True, group="detail-session", exit_on_error=False)
     def _load_session(self) -> None:
-        try:
-            session = load_session(self.ctx, self.session_id)
-        except StoreError as error:
-            self.post_message(self.SessionFailed(error))
+        if self.reading:
+            self.read_again = True
             return
-        self.post_message(self.SessionLoaded(session))
+        self.reading, self.read_again = True, False
+        self.run_in_thread(
+            partial(load_session, self.ctx, self.session_id),
+            what=f"read session {one_line(self.session_id, 40)}",
+            group="detail-session",
+            done=self._session_loaded,
+            failed=self._session_failed,
+        )
 
-    def on_session_detail_screen_session_loaded(self, message: SessionLoaded) -> None:
-        self.query_one("#banner", Static).remove_class("shown")
-        self.session_updated(message.session)
+    def _session_loaded(self, session: AgentSession) -> None:
+        self.query_one(StoreBanner).clear()
+        self.session_updated(session)
+        self._session_read()
 
-    def on_session_detail_screen_session_failed(self, message: SessionFailed) -> None:
-        banner = self.query_one("#banner", Static)
-        error = message.error
-        text = Text(f"⚠ {one_line(error.message, 300)} [{error.code}]")
-        if error.code == "database_unavailable":
-            text.append(f"\nRetrying every {self.ctx.refresh_seconds:g}s.", style="dim")
-        banner.update(text)
-        banner.add_class("shown")
+    def _session_failed(self, failure: Failure) -> None:
+        retrying = failure.unexpected or failure.code == "database_unavailable"
+        hint = f"Retrying every {self.ctx.refresh_seconds:g}s." if retrying else ""
+        self.query_one(StoreBanner).show_failure(failure.text, hint=hint)
+        self._session_read()
+
+    def _session_read(self) -> None:
+        self.reading = False
+        if self.read_again:
+            self._load_session()
 
     def session_updated(self, session: AgentSession) -> None:
         self.session = session
@@ -349,31 +343,25 @@ class SessionDetailScreen(SessionActionScreen):
             self._load_projection(name, self.next_cursors[name], append=True)
 
     def _load_projection(self, name: str, cursor: str | None, *, append: bool) -> None:
-        self.run_worker(
-            lambda: self._read_projection(name, cursor, append),
-            thread=True,
-            exclusive=True,
+        self.run_in_thread(
+            partial(self._read_projection, name, cursor),
+            what=f"read the {name} of {one_line(self.session_id, 40)}",
             group=f"projection-{name}",
-            exit_on_error=False,
+            done=partial(self._projection_loaded, name, append),
+            failed=partial(self._projection_failed, name),
         )
 
-    def _read_projection(self, name: str, cursor: str | None, append: bool) -> None:
-        try:
-            body = read_projection(self.ctx, name, self.session_id, PROJECTION_PAGE, cursor)
-        except StoreError as error:
-            self.post_message(self.ProjectionFailed(name, error))
-            return
-        self.post_message(self.ProjectionLoaded(name, body, append))
+    def _read_projection(self, name: str, cursor: str | None) -> Any:
+        return read_projection(self.ctx, name, self.session_id, PROJECTION_PAGE, cursor)
 
-    def on_session_detail_screen_projection_failed(self, message: ProjectionFailed) -> None:
-        note = Text(f"Could not read {message.name}: {one_line(message.error.message, 300)}")
-        note.append(f" [{message.error.code}] — ctrl+r retries", style="dim")
-        self.query_one(f"#note-{message.name}", Static).update(note)
+    def _projection_failed(self, name: str, failure: Failure) -> None:
+        note = Text(failure.sentence)
+        note.append(" — ctrl+r retries", style="dim")
+        self.query_one(f"#note-{name}", Static).update(note)
 
-    def on_session_detail_screen_projection_loaded(self, message: ProjectionLoaded) -> None:
-        name, body = message.name, message.body
+    def _projection_loaded(self, name: str, append: bool, body: Any) -> None:
         if name in PAGED:
-            self._show_page(name, body.items, body.next_cursor, append=message.append)
+            self._show_page(name, body.items, body.next_cursor, append=append)
         elif name == "metrics":
             self._show_metrics(body)
         else:

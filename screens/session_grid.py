@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rich.cells import cell_len
+from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -61,6 +62,34 @@ class RowSource(Protocol):
 
 
 CELL_PADDING = 1
+
+
+@dataclass(frozen=True)
+class GridStyles:
+    base: Style
+    even: Style
+    cursor: Style
+    placeholder: Style
+    span: Style
+
+
+def cell_segments(cell: Text, width: int, console: Console) -> list[Segment]:
+    """One cell's segments, padded or cut to ``width``. A cell of one style (most of them) is
+    one segment, made directly: drawing it as Rich does costs ten times as much."""
+    plain = cell.plain
+    used = cell_len(plain)
+    if not cell.spans and "\n" not in plain and used <= width:
+        style = console.get_style(cell.style) if isinstance(cell.style, str) else cell.style
+        return [Segment(plain + " " * (width - used), style or None)]
+    shown = cell
+    if used > width or "\n" in plain:
+        shown = cell.copy()
+        shown.truncate(width, overflow="ellipsis")
+        used = shown.cell_len
+    segments = list(shown.render(console, end=""))
+    if used < width:
+        segments.append(Segment(" " * (width - used), console.get_style(cell.style or "")))
+    return segments
 
 
 def line_of_cells(columns: Sequence[GridColumn], cells: Sequence[Text]) -> Text:
@@ -171,11 +200,6 @@ class SessionGrid(ScrollView, can_focus=True):
         Binding("enter", "choose", "Open", show=False),
     ]
 
-    class CursorMoved(Message):
-        def __init__(self, row: int) -> None:
-            super().__init__()
-            self.row = row
-
     class ViewMoved(Message):
         """The rows in view changed: ``first`` and the ``height`` of the view."""
 
@@ -192,13 +216,16 @@ class SessionGrid(ScrollView, can_focus=True):
             self.row = row
 
     row_count: reactive[int] = reactive(0, init=False)
+    # The row under the cursor. Watchers (``watch(grid, "cursor", …)``) are called at once, in
+    # the frame of the key press that moved it: what follows the cursor is painted with it.
+    cursor: reactive[int] = reactive(0, init=False, repaint=False)
 
     def __init__(self, source: RowSource, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.source = source
         self.columns: tuple[GridColumn, ...] = ()
-        self.cursor = 0
         self.lines: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
+        self.styles_now: GridStyles | None = None
         # Set while the grid scrolls to follow its cursor: a scroll by other means (the
         # scrollbar, the wheel) brings the cursor into the view instead.
         self.following = False
@@ -210,7 +237,7 @@ class SessionGrid(ScrollView, can_focus=True):
         self.redraw()
 
     def redraw(self) -> None:
-        """Draw every row again (styles or columns changed)."""
+        """Draw every row again (the columns changed)."""
         self.lines.clear()
         self._size_content()
         self.refresh()
@@ -235,58 +262,86 @@ class SessionGrid(ScrollView, can_focus=True):
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
-        self.lines.clear()
+        self.forget_styles()
 
     def on_focus(self) -> None:
-        self.lines.clear()
+        self.forget_styles()
         self.refresh()
 
     def on_blur(self) -> None:
-        self.lines.clear()
+        self.forget_styles()
         self.refresh()
+
+    def forget_styles(self) -> None:
+        """The theme, the focus or the CSS changed: every line is drawn again."""
+        self.styles_now = None
+        self.lines.clear()
+
+    @property
+    def looks(self) -> GridStyles:
+        """The grid's styles, worked out once per change of theme or focus (asking the DOM for
+        them costs more than drawing a cached line)."""
+        if self.styles_now is None:
+            base = self.rich_style
+            component = self.get_component_rich_style
+            self.styles_now = GridStyles(
+                base=base,
+                even=base + component("session-grid--even-row", partial=True),
+                cursor=component("session-grid--cursor"),
+                placeholder=component("session-grid--placeholder", partial=True),
+                span=base + component("session-grid--span", partial=True),
+            )
+        return self.styles_now
 
     def render_line(self, y: int) -> Strip:
         index = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
-        base = self.rich_style
         if not 0 <= index < self.row_count:
-            return Strip.blank(width, base)
-        cursor = index == self.cursor
-        key = (self.source.grid_row(index), cursor, index % 2, width, self.has_focus)
-        if key[0] is None:
-            return self._placeholder(index, width, cursor)
+            return Strip.blank(width, self.looks.base)
+        return self.line(index, width)
+
+    def line(self, index: int, width: int) -> Strip:
+        """Row ``index`` drawn ``width`` cells wide, from the cache when it was drawn before."""
+        row, cursor = self.source.grid_row(index), index == self.cursor
+        if row is None:
+            return self._pending_line(index, width, cursor)
+        key = (row, cursor, index % 2, width)
         cached = self.lines.get(key)
         if cached is None:
-            cached = self._draw(key[0], index, width, cursor)
+            cached = self._draw(row, index, width, cursor)
             self.lines.set(key, cached)
         return cached
 
-    def _row_style(self, index: int) -> Style:
-        base = self.rich_style
-        if index % 2 == 1:
-            return base + self.get_component_rich_style("session-grid--even-row", partial=True)
-        return base
+    def predraw(self, first: int, last: int) -> None:
+        """Draw rows ``first`` … ``last - 1`` ahead of need (those held and not drawn yet), so a
+        page down into them only copies lines: called when the keyboard is quiet."""
+        width = self.scrollable_content_region.width
+        for index in range(max(first, 0), min(last, self.row_count)):
+            self.line(index, width)
 
     def _draw(self, row: GridRow, index: int, width: int, cursor: bool) -> Strip:
+        looks = self.looks
+        console = self.app.console
         if row.span is not None:
-            span_style = self.get_component_rich_style("session-grid--span", partial=True)
-            text = Text(" ", no_wrap=True, end="")
-            text.append_text(row.span)
-            segments = list(text.render(self.app.console))
-            style = self.rich_style + span_style
+            segments = [Segment(" " * CELL_PADDING), *row.span.render(console)]
+            style = looks.span
         else:
-            line = line_of_cells(self.columns, row.cells)
-            segments = list(line.render(self.app.console))
-            style = self._row_style(index)
-        post = self.get_component_rich_style("session-grid--cursor") if cursor else None
+            segments = []
+            pad = Segment(" " * CELL_PADDING)
+            for column, cell in zip(self.columns, row.cells, strict=False):
+                segments.append(pad)
+                segments.extend(cell_segments(cell, column.width, console))
+                segments.append(pad)
+            style = looks.even if index % 2 else looks.base
+        post = looks.cursor if cursor else None
         strip = Strip(Segment.apply_style(segments, style, post))
         return strip.adjust_cell_length(width, style + post if post else style)
 
-    def _placeholder(self, index: int, width: int, cursor: bool) -> Strip:
-        style = self._row_style(index)
-        faint = style + self.get_component_rich_style("session-grid--placeholder", partial=True)
-        segments = [Segment(" " * CELL_PADDING + PLACEHOLDER, faint)]
-        post = self.get_component_rich_style("session-grid--cursor") if cursor else None
+    def _pending_line(self, index: int, width: int, cursor: bool) -> Strip:
+        looks = self.looks
+        style = looks.even if index % 2 else looks.base
+        segments = [Segment(" " * CELL_PADDING + PLACEHOLDER, style + looks.placeholder)]
+        post = looks.cursor if cursor else None
         strip = Strip(Segment.apply_style(segments, None, post))
         return strip.adjust_cell_length(width, style + post if post else style)
 
@@ -295,13 +350,13 @@ class SessionGrid(ScrollView, can_focus=True):
     def move_cursor(self, row: int, *, scroll: bool = True) -> None:
         """Put the cursor on ``row`` (kept within the list), scrolling it into view."""
         row = max(0, min(row, self.row_count - 1))
-        old, self.cursor = self.cursor, row
         if scroll:
             self.scroll_to_row(row)
-        if old != row:
-            self.refresh_line(old)
-            self.refresh_line(row)
-            self.post_message(self.CursorMoved(row))
+        self.cursor = row
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        self.refresh_line(old)
+        self.refresh_line(new)
 
     def scroll_to_row(self, row: int) -> None:
         top, height = self.first_in_view, self.view_height
@@ -330,7 +385,6 @@ class SessionGrid(ScrollView, can_focus=True):
                 self.move_cursor(inside, scroll=False)
 
     def on_resize(self) -> None:
-        self.lines.clear()
         self.post_message(self.ViewMoved(self.first_in_view, self.view_height))
 
     def action_cursor_up(self) -> None:

@@ -23,7 +23,7 @@ from textual.timer import Timer
 from textual.widgets import Header, Static
 
 from screens.context import ConsoleContext
-from screens.filter_bar import FilterBar
+from screens.filter_bar import FilterBar, update_text
 from screens.footer import ConsoleFooter
 from screens.list_columns import COLUMN_BY_KEY, RowPainter, counts_line, grid_columns, header_label
 from screens.list_model import ListModel, Read, ReadResult, first_result
@@ -90,6 +90,7 @@ class SessionListScreen(SessionActionScreen):
         self.painter = RowPainter(stale_after=ctx.stale_after, adapters=ctx.adapters)
         self.refresh_timer: Timer | None = None
         self.status_counts: StatusCounts | None = None
+        self.counts_shown: dict[str, int] | None = None
         self.loaded_once = False
 
     def compose(self) -> ComposeResult:
@@ -119,6 +120,8 @@ class SessionListScreen(SessionActionScreen):
         pages = self.ctx.page_size * self.ctx.window_pages
         self.model = ListModel(page_size=self.ctx.page_size, max_rows=pages)
         self._show_columns()
+        # Called as the cursor moves, so the footer and the filter line follow in its frame.
+        self.watch(self.grid, "cursor", self._cursor_moved, init=False)
         self.refresh_timer = self.set_interval(self.ctx.refresh_seconds, self.refresh_if_changed)
         if self.ctx.store is None and self.ctx.first_read is not None:
             self._read_first()
@@ -170,9 +173,8 @@ class SessionListScreen(SessionActionScreen):
             self.grid.refresh()
             self.refresh_bindings()
 
-    @on(SessionGrid.CursorMoved)
-    def _cursor_moved(self, event: SessionGrid.CursorMoved) -> None:
-        self.model.move_cursor(event.row)
+    def _cursor_moved(self, row: int) -> None:
+        self.model.move_cursor(row)
         self.refresh_bindings()
         self._show_position()
 
@@ -187,16 +189,27 @@ class SessionListScreen(SessionActionScreen):
         if session is not None:
             self.open_detail(session.id)
 
-    def _show_rows(self) -> None:
-        """The model's rows, length and cursor, on screen."""
+    def _show_rows(self, result: ReadResult | None = None) -> None:
+        """The model's rows, length and cursor, on screen. A page read ahead, outside the view,
+        changes nothing on screen: it is only drawn ahead, once the keyboard is quiet."""
         grid, model = self.grid, self.model
+        first, height = grid.first_in_view, grid.view_height
         empty = model.row_count == 0
+        resized = grid.row_count != model.row_count
         grid.row_count = model.row_count
-        if grid.cursor != model.cursor:
+        moved = grid.cursor != model.cursor
+        if moved:
             grid.move_cursor(model.cursor)
+        # Once painted: the rows a page away either side are drawn ahead of the key that
+        # shows them.
+        self.call_after_refresh(grid.predraw, first - height, first + 2 * height)
+        if result is not None and not (resized or moved) and result.read.kind != "at":
+            start = result.read.offset + 1 if result.read.kind == "after" else model.start
+            if start >= first + height or start + len(result.rows) <= first:
+                return  # read ahead, out of view
         grid.refresh()
-        shown = self.state.empty_text(store_open=self.ctx.store is not None) if empty else ""
-        self.query_one("#empty", Static).update(shown)
+        if empty:
+            self.query_one("#empty", Static).update(self.state.empty_text(store_open=True))
         self.query_one("#empty", Static).set_class(empty, "shown")
         grid.set_class(empty, "hidden")
         self.query_one(GridHeader).set_class(empty, "hidden")
@@ -296,13 +309,14 @@ class SessionListScreen(SessionActionScreen):
             return
         self.query_one("#banner", Static).remove_class("shown")
         self.loaded_once = True
-        if result.counts is not None:
-            self.query_one("#counts", Static).update(counts_line(result.counts))
-        self._show_rows()
+        if result.counts is not None and result.counts != self.counts_shown:
+            self.counts_shown = result.counts
+            update_text(self.query_one("#counts", Static), counts_line(result.counts))
+        self._show_rows(result)
         if message.first:
             return
         if result.total is None and self.model.count_due(time.monotonic(), result.read.refresh):
-            self._count(self.model.generation, self.state)
+            self._count_rows(self.model.generation, self.state)
         self.post_message(self.Loaded())
         self._start_reads()
 
@@ -318,7 +332,7 @@ class SessionListScreen(SessionActionScreen):
         self.show_error(message.error)
 
     @work(thread=True, exclusive=True, group="session-list-count", exit_on_error=False)
-    def _count(self, generation: int, state: ListState) -> None:
+    def _count_rows(self, generation: int, state: ListState) -> None:
         """The length of a list the status counts cannot say (a text or stale filter)."""
         from screens.data import require_store
         from screens.list_reads import count_rows

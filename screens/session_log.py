@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
+from screens.banner import StoreBanner
 from screens.context import ConsoleContext
 from screens.data import LogBatch, read_log_after
+from screens.failures import Failure, ReportsFailures
 from screens.footer import ConsoleFooter
 from screens.live import StoreChanged
-from screens.text import exact, plain, pretty_json
+from screens.text import exact, heading, plain, pretty_json
 from store.display import one_line
-from store.errors import StoreError
 
 # Rows kept on screen; older ones are dropped as new ones arrive.
 MAX_SHOWN = 1000
@@ -36,23 +37,13 @@ def payload_actor(payload: str | None) -> str | None:
     return str(actor) if actor not in (None, "") else None
 
 
-class SessionLogScreen(Screen[None]):
+class SessionLogScreen(ReportsFailures, Screen[None]):
     AUTO_FOCUS = "#log"
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("ctrl+r", "reload", "Refresh", show=False),
         Binding("F", "toggle_follow", "Follow"),
     ]
-
-    class BatchRead(Message):
-        def __init__(self, batch: LogBatch) -> None:
-            super().__init__()
-            self.batch = batch
-
-    class ReadFailed(Message):
-        def __init__(self, error: StoreError) -> None:
-            super().__init__()
-            self.error = error
 
     def __init__(self, ctx: ConsoleContext, session_id: str) -> None:
         super().__init__()
@@ -66,11 +57,9 @@ class SessionLogScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        title = Text("History of ")
-        title.append(one_line(self.session_id, 80), style="bold")
-        title.append(" · payloads redacted · newest at the bottom", style="dim")
-        yield Static(title, id="log-title")
-        yield Static("", id="banner")
+        note = " · payloads redacted · newest at the bottom"
+        yield Static(heading("History of ", self.session_id, note=note), id="log-title")
+        yield StoreBanner()
         table: DataTable[Text] = DataTable(id="log", cursor_type="row", zebra_stripes=True)
         yield table
         with VerticalScroll(id="log-payload-box"):
@@ -108,27 +97,21 @@ class SessionLogScreen(Screen[None]):
     def poll(self) -> None:
         if not self.reading:
             self.reading = True
-            self._read(self.last_id)
+            self.run_in_thread(
+                partial(read_log_after, self.ctx, self.session_id, self.last_id),
+                what=f"read the history of {one_line(self.session_id, 40)}",
+                group="session-log",
+                done=self._batch_read,
+                failed=self._read_failed,
+            )
 
-    @work(thread=True, exclusive=True, group="session-log", exit_on_error=False)
-    def _read(self, last_id: int | None) -> None:
-        try:
-            batch = read_log_after(self.ctx, self.session_id, last_id)
-        except StoreError as error:
-            self.post_message(self.ReadFailed(error))
-            return
-        self.post_message(self.BatchRead(batch))
-
-    def on_session_log_screen_read_failed(self, message: ReadFailed) -> None:
+    def _read_failed(self, failure: Failure) -> None:
         self.reading = False
-        banner = self.query_one("#banner", Static)
-        banner.update(Text(f"⚠ {one_line(message.error.message, 300)} [{message.error.code}]"))
-        banner.add_class("shown")
+        self.query_one(StoreBanner).show_failure(failure.text)
 
-    def on_session_log_screen_batch_read(self, message: BatchRead) -> None:
+    def _batch_read(self, batch: LogBatch) -> None:
         self.reading = False
-        self.query_one("#banner", Static).remove_class("shown")
-        batch = message.batch
+        self.query_one(StoreBanner).clear()
         table = self.query_one("#log", DataTable)
         for item in batch.items:
             payload = item.get("payload")

@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-from uuid import uuid4
+from functools import partial
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.message import Message
-from textual.screen import ModalScreen
 from textual.widgets import Label, Static, TextArea
 
+from screens.action_dialog import ActionDialog
 from screens.context import ConsoleContext
 from screens.data import load_termination_impact, perform_action
-from screens.outcomes import STALE_VIEW_CODES, ActionResult, describe_error
-from screens.text import exact
+from screens.failures import Failure
+from screens.text import exact, heading
 from store.claims import ActiveClaim
 from store.display import one_line
-from store.errors import StoreError
 from store.lifecycle import NOT_DONE_BY_TERMINATE, ActionOutcome, TerminationImpact
 from store.records import SessionFields
 
@@ -63,50 +60,27 @@ def claims_text(impact: TerminationImpact) -> Text:
     return text
 
 
-class TerminateDialog(ModalScreen[ActionResult | None]):
+class TerminateDialog(ActionDialog):
     """``ctrl+s`` terminates with the typed impact; ``escape`` cancels."""
 
-    # The app's q does not quit under a dialog waiting for its answer.
-    AWAITS_ANSWER = True
-
-    action = "terminate"
+    RETRY_HINT = "ctrl+s retries with the same key; escape gives up."
 
     BINDINGS = [
         Binding("ctrl+s", "submit", "Terminate", priority=True),
         Binding("escape", "cancel", "Cancel", priority=True),
     ]
 
-    class ImpactLoaded(Message):
-        def __init__(self, impact: TerminationImpact) -> None:
-            super().__init__()
-            self.impact = impact
-
-    class Done(Message):
-        def __init__(self, outcome: ActionOutcome) -> None:
-            super().__init__()
-            self.outcome = outcome
-
-    class Failed(Message):
-        def __init__(self, error: StoreError, *, loading: bool = False) -> None:
-            super().__init__()
-            self.error = error
-            self.loading = loading
-
     def __init__(self, *, ctx: ConsoleContext, session: SessionFields) -> None:
-        super().__init__(classes="dialog-screen")
-        self.ctx = ctx
-        self.session = session
+        super().__init__(ctx=ctx, action="terminate", session=session)
         self.impact: TerminationImpact | None = None
-        self.idempotency_key = str(uuid4())
-        self.busy = False
         self.load_failed = False
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="terminate-dialog"):
-            title = Text("Terminate session ")
-            title.append(one_line(self.session.id, 60), style="bold")
-            title.append("?")
-            yield Static(title, classes="dialog-title")
+            yield Static(
+                heading("Terminate session ", self.session.id, "?", width=60),
+                classes="dialog-title",
+            )
             # Scrolls when the terminal is short; the impact field and its messages stay put.
             with VerticalScroll(id="terminate-body"):
                 yield Static(self._summary(), id="terminate-summary")
@@ -137,20 +111,24 @@ class TerminateDialog(ModalScreen[ActionResult | None]):
         self.query_one("#impact", TextArea).focus()
         self._load_impact()
 
-    @work(thread=True, exclusive=True, group="terminate-impact", exit_on_error=False)
     def _load_impact(self) -> None:
-        try:
-            impact = load_termination_impact(self.ctx, self.session.id)
-        except StoreError as error:
-            self.post_message(self.Failed(error, loading=True))
-            return
-        self.post_message(self.ImpactLoaded(impact))
+        self.run_in_thread(
+            self._read_impact,
+            what=f"read the claims of {one_line(self.session.agent_id, 40)}",
+            group="terminate-impact",
+            done=self._impact_loaded,
+            failed=self._impact_failed,
+        )
 
-    def on_terminate_dialog_impact_loaded(self, message: ImpactLoaded) -> None:
-        self.impact = message.impact
-        self.query_one("#terminate-claims", Static).update(claims_text(message.impact))
+    def _read_impact(self) -> TerminationImpact:
+        """In a thread: the agent's claims, and whether the impact text is required."""
+        return load_termination_impact(self.ctx, self.session.id)
+
+    def _impact_loaded(self, impact: TerminationImpact) -> None:
+        self.impact = impact
+        self.query_one("#terminate-claims", Static).update(claims_text(impact))
         label = "Impact details (required: the agent holds claims)"
-        if not message.impact.requires_details:
+        if not impact.requires_details:
             label = "Impact details (optional)"
         self.query_one("#impact-label", Label).update(Text(label))
 
@@ -165,61 +143,33 @@ class TerminateDialog(ModalScreen[ActionResult | None]):
             if self.load_failed:
                 self.load_failed = False
                 self._load_impact()
-            self._show_error(Text("Still loading the agent's claims; try again in a moment."))
+            self.show_error(Text("Still loading the agent's claims; try again in a moment."))
             return
         if self.impact.requires_details and not self.impact_text.strip():
-            self._show_error(Text(BLANK_REFUSAL, style="bold"))
+            self.show_error(Text(BLANK_REFUSAL, style="bold"))
             self.query_one("#impact", TextArea).focus()
             return
-        self.busy = True
-        self._show_error(Text("Working…", style="italic"))
-        self._perform(self.impact_text.strip())
+        self.perform_in_thread(partial(self._perform, self.impact_text.strip()))
 
-    def action_cancel(self) -> None:
-        if self.busy:
-            self.notify(
-                "Still waiting for the store's answer; it cannot be taken back now.", markup=False
-            )
-            return
-        self.dismiss(None)
+    def _perform(self, details: str) -> ActionOutcome:
+        """In a thread: terminate, with this dialog's idempotency key and the impact text."""
+        return perform_action(
+            self.ctx,
+            "terminate",
+            self.session,
+            idempotency_key=self.idempotency_key,
+            impact_details=details or None,
+        )
 
-    @work(thread=True, exclusive=True, group="terminate-action", exit_on_error=False)
-    def _perform(self, details: str) -> None:
-        try:
-            outcome = perform_action(
-                self.ctx,
-                "terminate",
-                self.session,
-                idempotency_key=self.idempotency_key,
-                impact_details=details or None,
-            )
-        except StoreError as error:
-            self.post_message(self.Failed(error))
+    def _impact_failed(self, failure: Failure) -> None:
+        """The claims could not be read: said in their place; ctrl+s reads them again."""
+        if self.closes_on(failure):
             return
-        self.post_message(self.Done(outcome))
+        self.load_failed = True
+        self.query_one("#terminate-claims", Static).update(Text(failure.sentence, style="red"))
 
-    def on_terminate_dialog_done(self, message: Done) -> None:
-        self.dismiss(ActionResult("terminate", self.session, outcome=message.outcome))
-
-    def on_terminate_dialog_failed(self, message: Failed) -> None:
-        self.busy = False
-        error = message.error
-        if error.code in STALE_VIEW_CODES:
-            self.dismiss(ActionResult("terminate", self.session, error=error))
-            return
-        if message.loading:
-            self.load_failed = True
-            self.query_one("#terminate-claims", Static).update(
-                Text("Could not load the agent's claims: " + describe_error(error), style="red")
-            )
-            return
-        if error.code == "termination_impact_required":
+    def refused(self, failure: Failure) -> None:
+        if failure.code == "termination_impact_required":
             # Claims appeared since the dialog opened: show them and ask for the impact.
             self._load_impact()
-        shown = Text(describe_error(error))
-        shown.append("\nctrl+s retries with the same key; escape gives up.", style="dim")
-        self._show_error(shown)
-        self.notify(describe_error(error), severity="error", markup=False)
-
-    def _show_error(self, text: Text) -> None:
-        self.query_one("#dialog-error", Static).update(text)
+        super().refused(failure)

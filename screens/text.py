@@ -37,6 +37,19 @@ def plain(value: object, width: int | None = None) -> Text:
     return Text(one_line(str(value), width))
 
 
+def heading(
+    before: str, session_id: str, after: str = "", *, note: str = "", width: int = 80
+) -> Text:
+    """A screen's or dialog's title naming a session: the id in bold (cut to ``width``) between
+    ``before`` and ``after``, then a dimmed ``note``."""
+    text = Text(before)
+    text.append(one_line(session_id, width), style="bold")
+    text.append(after)
+    if note:
+        text.append(note, style="dim")
+    return text
+
+
 def block(value: str | None) -> Text:
     """Multi-line store data (metadata, payloads): newlines kept, everything else visible."""
     return Text(printable(value, keep_newlines=True))

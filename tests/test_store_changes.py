@@ -236,16 +236,16 @@ def test_an_unreachable_server_cannot_tell(pg_server: Any) -> None:
 def test_status_counts_reread_only_when_the_token_moves(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import screens.data
+    import screens.list_reads
 
     calls: list[int] = []
-    real = screens.data.store_count_by_status
+    real = screens.list_reads.count_by_status
 
     def counting(*, db):  # type: ignore[no-untyped-def]
         calls.append(1)
         return real(db=db)
 
-    monkeypatch.setattr(screens.data, "store_count_by_status", counting)
+    monkeypatch.setattr(screens.list_reads, "count_by_status", counting)
     counts = StatusCounts()
     with store.write() as db:
         register_session(db, "s1")

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from textual import events
 from textual.widgets import TextArea
-from textual.widgets._footer import FooterKey
 
 from screens.confirm_dialog import ConfirmActionDialog
 from screens.help_screen import HelpScreen
@@ -26,6 +25,7 @@ from tests.test_tui_support import (
     cell,
     console,
     dimmed_keys,
+    footer,
     footer_keys,
     notifications,
     press,
@@ -291,7 +291,8 @@ async def test_moving_between_statuses_redims_the_footer_in_place(
     app = console(sqlite_url(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        keys_before = list(app.screen.query(FooterKey))
+        shown_before = footer(app)
+        keys_before = [key.key for key in shown_before.keys()]
         assert dimmed_keys(app) == {"resume"}
         await press(pilot, "down")
         assert dimmed_keys(app) == {"pause"}
@@ -300,7 +301,9 @@ async def test_moving_between_statuses_redims_the_footer_in_place(
         assert dimmed_keys(app) == {"heartbeat", "pause", "stop", "resume", "terminate"}
         await press(pilot, "up", "up")
         assert dimmed_keys(app) == {"resume"}
-        assert list(app.screen.query(FooterKey)) == keys_before
+        # The same footer, the same keys in the same places: only their dimming changed.
+        assert footer(app) is shown_before
+        assert [key.key for key in footer(app).keys()] == keys_before
 
 
 async def test_at_80_columns_quit_and_help_stay_in_the_footer(tmp_path: Path, db: Store) -> None:
@@ -309,9 +312,9 @@ async def test_at_80_columns_quit_and_help_stay_in_the_footer(tmp_path: Path, db
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         for screen in ("list", "detail"):
-            footer = screen_text(app).splitlines()[-1]
-            assert "q Quit" in footer and "? Help" in footer, (screen, footer)
-            assert "h Beat" in footer and "t Term" in footer
+            line = screen_text(app).splitlines()[-1]
+            assert "q Quit" in line and "? Help" in line, (screen, line)
+            assert "h Beat" in line and "t Term" in line
             await press(pilot, "enter")
 
 

@@ -7,7 +7,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from textual.filter import Monochrome
 from textual.widgets import TextArea
 
 from screens.briefing_screen import BriefingScreen
@@ -179,7 +178,6 @@ async def test_no_color_keeps_status_words(
     add_session(db, "s-done", status="terminated")
     app = console(sqlite_url(tmp_path))
     assert app.no_color
-    assert any(isinstance(item, Monochrome) for item in app._filters)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         lines = {line.split()[0]: line for line in screen_text(app).splitlines() if " s-" in line}

@@ -85,9 +85,9 @@ async def test_a_plain_notification_never_carries_a_raw_control(tmp_path: Path) 
         await settle(pilot)
         app.notify("[b]x[/b]\x1b]52;c;aGk=\x07", title="t\x1b[2J", markup=False)
         await settle(pilot)
-        notification = list(app._notifications)[-1]
-        assert notification.message == "[b]x[/b]\\e]52;c;aGk=\\x07"
-        assert notification.title == "t\\e[2J"
+        title, message = app.notified[-1]
+        assert message == "[b]x[/b]\\e]52;c;aGk=\\x07"
+        assert title == "t\\e[2J"
         shown = screen_text(app)
         assert "[b]x[/b]" in shown
         assert_no_raw_controls(shown)

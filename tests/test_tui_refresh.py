@@ -160,7 +160,9 @@ async def test_ctrl_r_always_reads_the_list(
         assert spy.counts == 0
         add_session(db, "s2", at=FROZEN + timedelta(seconds=1))
         await press(pilot, "ctrl+r")
-        assert spy.lists == 3 and spy.counts == 1
+        # ctrl+r's read, and the read the change itself may have set off meanwhile; the counts
+        # of the new token are read once, by whichever came first.
+        assert spy.lists in (3, 4) and spy.counts == 1
         assert row_ids(app) == ["s1", "s2"]
 
 

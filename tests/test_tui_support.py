@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.cells import cell_len
 from sqlalchemy import insert
+from textual.app import App
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled, WorkerState
 
@@ -130,7 +131,7 @@ _SVG_TEXT = re.compile(
 _SVG_CHAR_WIDTH = 20 * 0.61
 
 
-def screen_text(app: RoundtableApp) -> str:
+def screen_text(app: App[Any]) -> str:
     """Exactly the characters on the terminal, as a user would read them: read back from the
     screenshot the app exports (its public ``export_screenshot``)."""
     width, height = app.size
@@ -151,7 +152,7 @@ def screen_text(app: RoundtableApp) -> str:
 
 def notifications(app: RoundtableApp) -> list[str]:
     """What the console told the operator lately, oldest first."""
-    return list(app.notified)
+    return [message for _title, message in app.notified]
 
 
 def footer(app: RoundtableApp) -> ConsoleFooter:

@@ -28,13 +28,14 @@ from textual.notifications import SeverityLevel
 import assets
 from screens.commands import SessionCommands
 from screens.context import ConsoleContext
+from screens.failures import Failure, report_failure
 from screens.live import StoreChanged
 from screens.session_actions import SessionActionScreen
 from screens.session_list import SessionListScreen
 from store import first_window
 from store.adapters import AdapterConfig
 from store.clock import Clock, system_clock
-from store.display import printable
+from store.display import one_line, printable
 from store.errors import StoreError
 from tui.change_watch import ChangeWatcher
 from tui.heap import QuietCollector, hold_full_collections
@@ -77,9 +78,9 @@ class RoundtableApp(App[int]):
             self.problem = problem
 
     class StoreFailed(Message):
-        def __init__(self, error: StoreError) -> None:
+        def __init__(self, failure: Failure) -> None:
             super().__init__()
-            self.error = error
+            self.failure = failure
 
     def __init__(
         self,
@@ -106,8 +107,10 @@ class RoundtableApp(App[int]):
         # schedule is the console's (tui.heap). Tests share their process, so theirs is not.
         self.manages_heap = False
         self.heap_frozen = False
-        # What the console told the operator lately, oldest first.
-        self.notified: deque[str] = deque(maxlen=NOTIFICATIONS_KEPT)
+        # What the console told the operator lately (title, message), oldest first.
+        self.notified: deque[tuple[str, str]] = deque(maxlen=NOTIFICATIONS_KEPT)
+        # The last unexpected failure to open the store, said once however often it recurs.
+        self.open_failure: str | None = None
 
     def notify(
         self,
@@ -123,7 +126,7 @@ class RoundtableApp(App[int]):
         built them. Textual's own (markup=True) are left as they are."""
         if not markup:
             message = printable(message, keep_newlines=True)
-        self.notified.append(message)
+        self.notified.append((printable(title), message))
         super().notify(
             message, title=printable(title), severity=severity, timeout=timeout, markup=markup
         )
@@ -179,8 +182,9 @@ class RoundtableApp(App[int]):
 
         try:
             store = self.opened_store or open_store(self.url)
-        except StoreError as error:
-            self._deliver(self.StoreFailed(error))
+        except Exception as error:  # noqa: BLE001 - a StoreError or not, it is said in words
+            what = f"open the store {one_line(self.ctx.description, 100)}"
+            self._deliver(self.StoreFailed(Failure(what, error)))
             return
         self.opened_store = store  # closed on unmount, should the app close before it is ready
         seeded, problem = 0, None
@@ -203,6 +207,7 @@ class RoundtableApp(App[int]):
 
     def on_roundtable_app_store_ready(self, message: StoreReady) -> None:
         self.ctx.store = self.opened_store = message.store
+        self.open_failure = None
         if message.seeded:
             self.notify(f"Seeded the demo store with {message.seeded} sessions.", markup=False)
         if message.problem:
@@ -224,7 +229,12 @@ class RoundtableApp(App[int]):
             self.screen.post_message(StoreChanged())
 
     def on_roundtable_app_store_failed(self, message: StoreFailed) -> None:
-        self.list_screen.show_error(message.error)
+        failure = message.failure
+        if failure.store_error is not None:
+            self.list_screen.show_error(failure.store_error)
+        elif failure.text != self.open_failure:
+            self.open_failure = failure.text
+            report_failure(self, failure)
         self.list_screen.store_failed()
         self.set_timer(STORE_RETRY_SECONDS, self.prepare_store)
 
