@@ -89,8 +89,8 @@ class ConsoleFooter(Widget):
             binding = active.binding
             if not binding.show or binding.action in found:
                 continue
-            if key == palette and (self.narrow or not self.app.ENABLE_COMMAND_PALETTE):
-                continue
+            if key == palette:
+                continue  # drawn on its own, at the right (not at all when narrow)
             description = binding.description
             if self.narrow:
                 description = NARROW_WORDS.get(description, description)
@@ -104,8 +104,8 @@ class ConsoleFooter(Widget):
         key_style = self.get_component_rich_style("console-footer--key")
         words_style = self.get_component_rich_style("console-footer--description")
         dimmed = self.get_component_rich_style("console-footer--dimmed", partial=True)
-        # Wide: " k Word  " per key, as Textual's footer; narrow: "k Word " (less padding).
-        key_pad, words = ("", " {} ") if self.narrow else (" ", "{}  ")
+        # Wide: " k Word " per key; narrow: "k Word " (less padding).
+        key_pad, words = ("", " {} ") if self.narrow else (" ", "{} ")
         line = Text(" " if self.narrow else "", no_wrap=True, end="", overflow="crop")
         self.places = []
         for shown in self.keys():
@@ -114,8 +114,30 @@ class ConsoleFooter(Widget):
             line.append(f"{key_pad}{shown.display}{key_pad}", key_style + extra)
             line.append(words.format(shown.description), words_style + extra)
             self.places.append((start, line.cell_len, shown.key))
+        palette = self.palette_key()
+        if palette is not None:
+            hint = Text(" ", no_wrap=True, end="")
+            hint.append(f" {palette.display} ", key_style)
+            hint.append(f"{palette.description} ", words_style)
+            room = self.content_region.width - line.cell_len - hint.cell_len
+            if room > 0:
+                line.append(" " * room)
+                self.places.append((line.cell_len, line.cell_len + hint.cell_len, palette.key))
+                line.append_text(hint)
         line.stylize_before(self.rich_style)
         return line
+
+    def palette_key(self) -> FooterKey | None:
+        """The command palette's key, shown at the right of a wide footer."""
+        if self.narrow or not self.app.ENABLE_COMMAND_PALETTE:
+            return None
+        key = self.app.COMMAND_PALETTE_BINDING
+        active = self.screen.active_bindings.get(key)
+        if active is None:
+            return None
+        binding = active.binding
+        display = self.app.get_key_display(binding)
+        return FooterKey(key, binding.action, display, binding.description, active.enabled)
 
     def on_click(self, event: events.Click) -> None:
         for start, end, key in self.places:

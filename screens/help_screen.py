@@ -16,7 +16,7 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         "Session list",
         (
             ("enter", "open the selected session's detail (or double-click a row)"),
-            ("↑ ↓ pgup pgdn", "move; more sessions are read as you reach either end"),
+            ("↑ ↓ pgup pgdn", "move; the scrollbar is your place in the whole list (drag it)"),
             ("home / end", "the first / the last session of the whole list"),
             ("click", "select a row; a click on a header sorts by that column"),
             ("/", "filter by text (id, agent, run, adapter, model, status, workspace)"),

@@ -66,6 +66,15 @@ class ReadResult:
     now: datetime | None = None
 
 
+@dataclass(frozen=True)
+class ClockMoved:
+    """The answer to a refresh when the store has not changed since the held rows were read: the
+    clock alone moved, and the claims that may have expired by it, read again."""
+
+    read: Read
+    claims: dict[str, ClaimCount]
+
+
 class ListModel:
     def __init__(self, *, page_size: int = 50, max_rows: int = 400) -> None:
         self.page_size = page_size

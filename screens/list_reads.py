@@ -5,11 +5,12 @@ from one snapshot; and the list's length where the status counts cannot say it."
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import Connection
 
-from screens.list_model import Read, ReadResult
+from screens.list_model import ClockMoved, Read, ReadResult
 from store.claims import claim_counts
 from store.database import Store
 from store.listing import SessionFilter, SessionOrder, countable_total, session_cursor
@@ -55,10 +56,17 @@ def read_rows(
     now: datetime,
     status_counts: StatusCounts,
     known_total: int | None = None,
-) -> ReadResult:
+    unless_token: object | None = None,
+    live_claims: Sequence[str] = (),
+) -> ReadResult | ClockMoved:
     """What ``read`` asks for. A place in the second half of the list is reached from its end
-    when the length is known: from the status counts, else ``known_total`` (counted apart)."""
+    when the length is known: from the status counts, else ``known_total`` (counted apart).
+
+    With ``unless_token``, a store whose change token is still that one is not read: only the
+    claims of ``live_claims`` (agents), which may have expired by the clock alone."""
     token = store.change_token()  # before the snapshot: a commit in between reads once more
+    if unless_token is not None and token == unless_token:
+        return ClockMoved(read, recheck_claims(store=store, agent_ids=list(live_claims), now=now))
     with store.read() as db:
         counts = status_counts.read(db=db, token=token)
         total = countable_total(filters, counts)

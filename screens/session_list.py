@@ -10,30 +10,30 @@ This screen wires them together and runs the model's reads in thread workers
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Header, Static
 
+from screens.banner import StoreBanner
 from screens.context import ConsoleContext
+from screens.failures import Failure
 from screens.filter_bar import FilterBar, update_text
 from screens.footer import ConsoleFooter
 from screens.list_columns import COLUMN_BY_KEY, RowPainter, counts_line, grid_columns, header_label
-from screens.list_model import ListModel, Read, ReadResult, first_result
+from screens.list_model import ClockMoved, ListModel, Read, ReadResult, first_result
 from screens.list_state import ListState
 from screens.live import StoreChanged
 from screens.session_actions import SessionActionScreen
 from screens.session_grid import GridHeader, GridRow, SessionGrid
 from store.display import one_line
-from store.errors import StoreError
-from store.records import ClaimCount, SessionFields
+from store.records import SessionFields
 
 if TYPE_CHECKING:
     from screens.list_reads import StatusCounts
@@ -51,32 +51,6 @@ class SessionListScreen(SessionActionScreen):
         Binding("O", "flip_sort", "Sort direction", show=False),
         Binding("escape", "close_filter", "Close filter", show=False),
     ]
-
-    @dataclass
-    class RowsRead(Message):
-        """A read's answer; ``first`` for the quick read made before the store is open (None
-        when it had nothing)."""
-
-        result: ReadResult | None
-        first: bool = False
-
-    @dataclass
-    class ReadFailed(Message):
-        read: Read | None
-        error: StoreError
-
-    @dataclass
-    class Counted(Message):
-        generation: int
-        total: int
-
-    @dataclass
-    class Unchanged(Message):
-        """The store has not changed since the held rows were read: only the clock moved, and
-        claims may have expired by it (read again)."""
-
-        read: Read
-        claims: dict[str, ClaimCount]
 
     class FirstRowsShown(Message):
         """The quick first read's rows are on screen (or it had none): the app opens the store."""
@@ -96,7 +70,7 @@ class SessionListScreen(SessionActionScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(Text(f"Opening store {one_line(self.ctx.description, 100)}…"), id="counts")
-        yield Static("", id="banner")
+        yield StoreBanner()
         yield FilterBar(cursor_blink=self.ctx.cursor_blink)
         yield GridHeader(id="columns")
         yield SessionGrid(self, id="sessions")
@@ -236,10 +210,15 @@ class SessionListScreen(SessionActionScreen):
     @on(StoreChanged)
     def refresh_if_changed(self) -> None:
         """The store changed, or the clock moved: read the held rows again, unless the store's
-        change token says nothing was written (the stale filter's rows move with the clock)."""
-        if self.ctx.store is not None and self.model.loaded:
-            unless = None if self.state.stale_only else self.model.token
-            self._run_read(self.model.refresh_read(), unless_token=unless)
+        change token says nothing was written (the stale filter's rows move with the clock).
+        A list that could not be read yet is asked for again."""
+        if self.ctx.store is None:
+            return
+        if not self.model.loaded:
+            self._start_reads()
+            return
+        unless = None if self.state.stale_only else self.model.token
+        self._run_read(self.model.refresh_read(), unless_token=unless)
 
     def store_opened(self) -> None:
         super().store_opened()
@@ -252,115 +231,117 @@ class SessionListScreen(SessionActionScreen):
 
     def _run_read(self, read: Read, *, unless_token: object | None = None) -> None:
         self.model.started(read)
-        reader = partial(self._read, read, self.state, self.model.total, unless_token)
-        group = f"session-list-{read.slot}"
-        self.run_worker(reader, thread=True, group=group, exit_on_error=False)
+        live = [agent for agent, count in self.model.claims.items() if count.live]
+        self.run_in_thread(
+            partial(self._read, read, self.state, self.model.total, unless_token, live),
+            what="read the sessions",
+            group=f"session-list-{read.slot}",
+            done=self._rows_read,
+            failed=partial(self._read_failed, read),
+        )
 
     def _read(
-        self, read: Read, state: ListState, known_total: int | None, unless_token: object | None
-    ) -> None:
+        self,
+        read: Read,
+        state: ListState,
+        known_total: int | None,
+        unless_token: object | None,
+        live_claims: list[str],
+    ) -> ReadResult | ClockMoved:
         from screens.data import require_store
-        from screens.list_reads import StatusCounts, read_rows, recheck_claims
+        from screens.list_reads import StatusCounts, read_rows
 
         if self.status_counts is None:
             self.status_counts = StatusCounts()
         now = self.ctx.now()
-        try:
-            store = require_store(self.ctx)
-            if unless_token is not None and store.change_token() == unless_token:
-                live = [agent for agent, count in self.model.claims.items() if count.live]
-                claims = recheck_claims(store=store, agent_ids=live, now=now)
-                self.post_message(self.Unchanged(read, claims))
-                return
-            result = read_rows(
-                store=store,
-                read=read,
-                filters=state.to_filter(now, self.ctx.stale_after),
-                order=state.order,
-                now=now,
-                status_counts=self.status_counts,
-                known_total=known_total,
-            )
-        except StoreError as error:
-            self.post_message(self.ReadFailed(read, error))
-            return
-        self.post_message(self.RowsRead(result))
+        return read_rows(
+            store=require_store(self.ctx),
+            read=read,
+            filters=state.to_filter(now, self.ctx.stale_after),
+            order=state.order,
+            now=now,
+            status_counts=self.status_counts,
+            known_total=known_total,
+            unless_token=unless_token,
+            live_claims=live_claims,
+        )
 
-    @work(thread=True, exclusive=True, group="session-list-first", exit_on_error=False)
     def _read_first(self) -> None:
         """The first page from the quick read, while the store opens (ctx.first_read)."""
-        quick = self.ctx.first_read
-        read = Read("at", 0, self.ctx.page_size, self.model.generation, self.model.serial)
-        try:
-            first = quick(self.ctx.page_size, self.ctx.now()) if quick is not None else None
-        except StoreError:
-            first = None  # the store, once open, reads and reports
-        self.post_message(self.RowsRead(first_result(read, first), first=True))
+        quick, size = self.ctx.first_read, self.ctx.page_size
+        read = Read("at", 0, size, self.model.generation, self.model.serial)
+        shown = partial(self._rows_read, first=True)
+        self.run_in_thread(
+            lambda: first_result(read, quick(size, self.ctx.now()) if quick else None),
+            what="read the first sessions",
+            group="session-list-first",
+            done=shown,
+            failed=lambda _failure: shown(None),  # the store, once open, reads and reports
+        )
 
-    def on_session_list_screen_rows_read(self, message: RowsRead) -> None:
-        result = message.result
-        if message.first:
+    def _rows_read(self, answer: ReadResult | ClockMoved | None, *, first: bool = False) -> None:
+        if first:
             # Once painted: opening the store then loads SQLAlchemy, and no frame waits for it.
             self.call_after_refresh(self.post_message, self.FirstRowsShown())
             # Rows of the default list only: the operator may have changed the filters already.
             if self.ctx.store is not None or self.state != ListState():
                 return
-        if result is None or not self.model.apply(result):
+        if isinstance(answer, ClockMoved):
+            self.model.failed(answer.read)  # nothing to read: the read is over
+            self.model.claims.update(answer.claims)
+            self.painter.clock_moved()  # relative times and stale marks move with the clock
+            self.grid.refresh()
             return
-        self.query_one("#banner", Static).remove_class("shown")
+        if answer is None or not self.model.apply(answer):
+            return
+        self.query_one(StoreBanner).clear()
         self.loaded_once = True
-        if result.counts is not None and result.counts != self.counts_shown:
-            self.counts_shown = result.counts
-            update_text(self.query_one("#counts", Static), counts_line(result.counts))
-        self._show_rows(result)
-        if message.first:
+        if answer.counts is not None and answer.counts != self.counts_shown:
+            self.counts_shown = answer.counts
+            update_text(self.query_one("#counts", Static), counts_line(answer.counts))
+        self._show_rows(answer)
+        if first:
             return
-        if result.total is None and self.model.count_due(time.monotonic(), result.read.refresh):
+        if answer.total is None and self.model.count_due(time.monotonic(), answer.read.refresh):
             self._count_rows(self.model.generation, self.state)
         self.post_message(self.Loaded())
         self._start_reads()
 
-    def on_session_list_screen_unchanged(self, message: Unchanged) -> None:
-        self.model.failed(message.read)  # nothing to read: the read is over
-        self.model.claims.update(message.claims)
-        self.painter.clock_moved()  # relative times and stale marks move with the clock
-        self.grid.refresh()
+    def _read_failed(self, read: Read | None, failure: Failure) -> None:
+        if read is not None:
+            self.model.failed(read)
+        self.show_failure(failure)
 
-    def on_session_list_screen_read_failed(self, message: ReadFailed) -> None:
-        if message.read is not None:
-            self.model.failed(message.read)
-        self.show_error(message.error)
-
-    @work(thread=True, exclusive=True, group="session-list-count", exit_on_error=False)
     def _count_rows(self, generation: int, state: ListState) -> None:
         """The length of a list the status counts cannot say (a text or stale filter)."""
         from screens.data import require_store
         from screens.list_reads import count_rows
 
-        try:
+        def count() -> int:
             filters = state.to_filter(self.ctx.now(), self.ctx.stale_after)
-            total = count_rows(store=require_store(self.ctx), filters=filters)
-        except StoreError as error:
-            self.post_message(self.ReadFailed(None, error))
-            return
-        self.post_message(self.Counted(generation, total))
+            return count_rows(store=require_store(self.ctx), filters=filters)
 
-    def on_session_list_screen_counted(self, message: Counted) -> None:
-        if self.model.apply_total(message.generation, message.total):
+        self.run_in_thread(
+            count,
+            what="count the sessions",
+            group="session-list-count",
+            done=partial(self._counted, generation),
+            failed=partial(self._read_failed, None),
+        )
+
+    def _counted(self, generation: int, total: int) -> None:
+        if self.model.apply_total(generation, total):
             self._show_rows()
             self._start_reads()
 
-    def show_error(self, error: StoreError) -> None:
-        """A banner over the last rows read; the next successful read takes it away."""
-        banner = Text(f"⚠ {one_line(error.message, 300)} [{error.code}]")
-        banner.append(
-            "\nShowing what was last read; retrying by itself."
+    def show_failure(self, failure: Failure) -> None:
+        """A banner over the last rows read; the next read that works takes it away."""
+        self.query_one(StoreBanner).show_failure(
+            failure.text,
+            hint="Showing what was last read; retrying by itself."
             if self.loaded_once
-            else "\nNothing has been read yet; retrying by itself.",
-            style="dim",
+            else "Nothing has been read yet; retrying by itself.",
         )
-        self.query_one("#banner", Static).update(banner)
-        self.query_one("#banner", Static).add_class("shown")
 
     # -- filters and sort ---------------------------------------------------------------------
 

@@ -230,9 +230,8 @@ class RoundtableApp(App[int]):
 
     def on_roundtable_app_store_failed(self, message: StoreFailed) -> None:
         failure = message.failure
-        if failure.store_error is not None:
-            self.list_screen.show_error(failure.store_error)
-        elif failure.text != self.open_failure:
+        self.list_screen.show_failure(failure)
+        if failure.unexpected and failure.text != self.open_failure:
             self.open_failure = failure.text
             report_failure(self, failure)
         self.list_screen.store_failed()
