@@ -23,7 +23,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from textual.pilot import Pilot  # noqa: E402
-from textual.widgets import DataTable  # noqa: E402
 
 from store import sessions  # noqa: E402
 from store.database import open_store  # noqa: E402
@@ -40,11 +39,9 @@ GIVE_UP_SECONDS = 10.0
 
 
 def shown_ids(pilot: Pilot[Any]) -> set[str]:
-    try:
-        table = pilot.app.screen.query_one(DataTable)
-    except Exception:  # noqa: BLE001 - the list is not mounted yet
-        return set()
-    return {str(key.value) for key in table.rows}
+    """The sessions the list holds (its first rows: each new session lists first)."""
+    model = getattr(pilot.app.screen, "model", None)
+    return set() if model is None else {session.id for session in model.rows}
 
 
 def commit_session(url: str, session_id: str, second: int) -> float:

@@ -11,6 +11,9 @@ argument):
 - `rss APP`: once the first rows are on screen and the console's store is open, print the
   process's resident set size in KiB (VmRSS from /proc/self/status; ru_maxrss, the peak, where
   /proc is missing) on stdout.
+- `jumps console URL`: once the store is open, drag the scrollbar's thumb to places far apart
+  and click the track below it, and print, per kind, the milliseconds from the mouse event to
+  the frame that shows the rows there (read from the store by then).
 - `keys [DOWNS PAGEDOWNS] APP`: once the store is open, press "down" DOWNS times (default 30),
   then "pagedown" PAGEDOWNS times (default 4), then "pageup" as many times (back up through
   rows the window has let go of) through Textual's Pilot, and print one JSON
@@ -40,13 +43,16 @@ import resource
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 from textual.app import App, ComposeResult
 from textual.css.query import NoMatches
 from textual.pilot import Pilot
+from textual.scrollbar import ScrollDown, ScrollTo
 from textual.widgets import DataTable, Footer, Header
+from textual.worker import WorkerCancelled
 
 SIZE = (120, 40)
 DOWNS = 30
@@ -135,7 +141,10 @@ async def wait_until_ready(pilot: Pilot[Any]) -> None:
 async def settle(pilot: Pilot[Any]) -> None:
     """Until no worker is running and what they delivered has been handled and painted."""
     while True:
-        await pilot.app.workers.wait_for_complete()
+        for worker in list(pilot.app.workers):
+            # A read a newer one replaced is cancelled: it is not waited for.
+            with suppress(WorkerCancelled):
+                await worker.wait()
         await pilot.pause()
         if not any(worker.is_running for worker in pilot.app.workers):
             return
@@ -181,6 +190,58 @@ async def press_timings(pilot: Pilot[Any], keys: list[str]) -> Timings:
         entry["first_frame_ms"].append(((frames.first or started) - started) * 1000)
         entry["frame_ms"].append(((frames.last or started) - started) * 1000)
         entry["settled_ms"].append((settled - started) * 1000)
+    return timings
+
+
+# Where the thumb is dragged to, as a fraction of the track: far jumps both ways.
+DRAG_PLACES = (0.5, 0.1, 0.9, 0.3, 0.7, 0.2, 0.8, 0.45, 0.6, 0.95, 0.05)
+
+
+def view_is_held(app: App[Any]) -> bool:
+    """Every row in the console's view is held (none is drawn as a placeholder)."""
+    screen = app.screen
+    grid = screen.query_one("#sessions")
+    first, height = grid.first_in_view, grid.view_height
+    last = min(first + height, screen.model.row_count)
+    return all(screen.model.row(index) is not None for index in range(first, last))
+
+
+async def until_held(pilot: Pilot[Any], started: float, frames: FrameClock) -> float:
+    """Milliseconds from ``started`` to the frame that shows the view's rows (read by then)."""
+    while not view_is_held(pilot.app):
+        await asyncio.sleep(0.0005)
+    held = time.perf_counter()
+    frames.reset()
+    # The screen's next update paints them (within a frame's time, 1/60 s).
+    while frames.last is None and time.perf_counter() - held < 0.1:
+        await asyncio.sleep(0.0005)
+    if frames.last is None:
+        await pilot.pause()  # nothing was dirty: paint now, as the next update would
+    return ((frames.last or held) - started) * 1000
+
+
+async def jump_timings(pilot: Pilot[Any], places: tuple[float, ...] = DRAG_PLACES) -> Timings:
+    """The thumb dragged to each of ``places``, and a click on the track below the thumb: the
+    milliseconds from the mouse event to the frame showing the rows there."""
+    app = pilot.app
+    grid = app.screen.query_one("#sessions")
+    frames = FrameClock(app)
+    timings: Timings = {"drag": {"frame_ms": []}, "track": {"frame_ms": []}}
+    track = grid.vertical_scrollbar.size.height
+    for place in places:
+        # What a drag of the thumb sends the list (Pilot's own mouse moves wait tens of
+        # milliseconds before they arrive, which is not the console's time).
+        started = time.perf_counter()
+        grid.post_message(ScrollTo(y=place * grid.max_scroll_y))
+        timings["drag"]["frame_ms"].append(await until_held(pilot, started, frames))
+        await settle(pilot)
+        thumb = round(grid.scroll_y / max(grid.max_scroll_y, 1) * (track - 1))
+        if thumb < track - 2:
+            started = time.perf_counter()
+            # What a click on the track below the thumb sends the list.
+            grid.post_message(ScrollDown())
+            timings["track"]["frame_ms"].append(await until_held(pilot, started, frames))
+            await settle(pilot)
     return timings
 
 
@@ -230,7 +291,8 @@ async def no_script(_pilot: Pilot[Any]) -> None:
 
 
 def main(argv: list[str]) -> None:
-    mode, which = (argv[0], argv[1:]) if argv[0] in ("paint", "rss", "keys") else ("paint", argv)
+    modes = ("paint", "rss", "keys", "jumps")
+    mode, which = (argv[0], argv[1:]) if argv[0] in modes else ("paint", argv)
     downs, pagedowns = DOWNS, PAGEDOWNS
     if mode == "keys" and which[0].isdigit():
         downs, pagedowns, which = int(which[0]), int(which[1]), which[2:]
@@ -247,8 +309,14 @@ def main(argv: list[str]) -> None:
         await wait_until_ready(pilot)
         measured.append(await press_timings(pilot, key_sequence(downs, pagedowns)))
 
+    async def measure_jumps(pilot: Pilot[Any]) -> None:
+        await wait_until_ready(pilot)
+        measured.append(await jump_timings(pilot))
+
     if mode == "rss":
         run_app(which, measure_rss)
+    elif mode == "jumps":
+        run_app(which, measure_jumps)
     else:
         run_app(which, measure_keys, bare_rows=600)
     print(measured[0] if mode == "rss" else json.dumps(measured[0]))

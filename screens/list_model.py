@@ -189,13 +189,11 @@ class ListModel:
             del self.in_flight[read.slot]
 
     def _wanted(self, read: Read) -> bool:
+        """One read of each kind at a time. A view that moves on while its rows are read (a
+        thumb dragged) is read once that read is back, where the view is by then: never once
+        for every place it passed."""
         held = self.in_flight.get(read.slot)
-        if held is None:
-            return True
-        if read.kind == "at":
-            # A view read in flight that covers this place does: no second one.
-            return not (held.offset <= read.offset and read.offset < held.offset + held.limit)
-        return held.edge != read.edge
+        return held is None or (read.kind != "at" and held.edge != read.edge)
 
     def _view_read(self, first: int, last: int) -> Read:
         """The rows the view lacks: the page next to the held run when the view only just

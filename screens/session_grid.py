@@ -30,6 +30,7 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollDown, ScrollTo, ScrollUp
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -144,6 +145,24 @@ class GridHeader(Widget):
                 return column.key
             left = right
         return None
+
+    def on_scroll_to(self, event: ScrollTo) -> None:
+        """The thumb dragged: the view goes there at once. Textual animates it, and every step
+        of the animation would be a place of the list to read."""
+        event.prevent_default()
+        event.stop()
+        self.scroll_to(event.x, event.y, animate=False)
+
+    def on_scroll_down(self, event: ScrollDown) -> None:
+        """A click on the track below the thumb: a page down, at once, as the key does."""
+        event.prevent_default()
+        event.stop()
+        self._page(self.view_height)
+
+    def on_scroll_up(self, event: ScrollUp) -> None:
+        event.prevent_default()
+        event.stop()
+        self._page(-self.view_height)
 
     def on_click(self, event: events.Click) -> None:
         key = self.key_at(event.x)
@@ -413,6 +432,24 @@ class SessionGrid(ScrollView, can_focus=True):
     def action_choose(self) -> None:
         if self.row_count:
             self.post_message(self.RowChosen(self.cursor))
+
+    def on_scroll_to(self, event: ScrollTo) -> None:
+        """The thumb dragged: the view goes there at once. Textual animates it, and every step
+        of the animation would be a place of the list to read."""
+        event.prevent_default()
+        event.stop()
+        self.scroll_to(event.x, event.y, animate=False)
+
+    def on_scroll_down(self, event: ScrollDown) -> None:
+        """A click on the track below the thumb: a page down, at once, as the key does."""
+        event.prevent_default()
+        event.stop()
+        self._page(self.view_height)
+
+    def on_scroll_up(self, event: ScrollUp) -> None:
+        event.prevent_default()
+        event.stop()
+        self._page(-self.view_height)
 
     def on_click(self, event: events.Click) -> None:
         row = self.first_in_view + event.y

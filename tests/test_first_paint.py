@@ -91,8 +91,7 @@ async def pilot(pilot):
     deadline = time.monotonic() + 30
     while "first_paint" not in report:
         await asyncio.sleep(0.005)
-    while "AgentSession" not in seen(app)["kinds"] and time.monotonic() < deadline:
-        await app.workers.wait_for_complete()
+    while seen(app)["kinds"] != ["AgentSession"] and time.monotonic() < deadline:
         await pilot.pause(0.02)
     report["ready"] = seen(app)
     app.exit()
