@@ -1,23 +1,26 @@
-"""The console's first rows, read with the standard library's ``sqlite3`` alone.
+"""The console's first rows, read with the database's own driver alone.
 
-``roundtable tui`` on a SQLite store whose schema is current paints the list's first page from
-here while the database layer (SQLAlchemy, SQLModel) loads in the background: importing it costs
-more than the rest of the console's start-up. The rows, their order and the claim counts are
-those of ``store.sessions.list_sessions`` and ``store.claims.claim_counts`` on SQLite, from the
-same SQL expressions (tests/test_first_window.py holds them equal). Anything unexpected (another
-kind of URL, a store not at ``HEAD_REVISION``, a file that is not a store) gives None or False,
-and the normal path takes over.
+``roundtable tui`` on a store whose schema is current paints the list's first page from here
+while the database layer (SQLAlchemy, SQLModel) loads in the background: importing it costs more
+than the rest of the console's start-up. SQLite is read with the standard library's ``sqlite3``,
+PostgreSQL with ``psycopg``. The rows, their order and the claim counts are those of
+``store.sessions.list_sessions`` and ``store.claims.claim_counts``, from the same SQL expressions
+(tests/test_first_window.py holds them equal on both). Anything unexpected (another kind of URL,
+a store not at ``HEAD_REVISION``, a file that is not a store, a server that does not answer)
+gives None or False, and the normal path takes over.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from contextlib import closing
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from urllib.parse import quote, unquote
+from typing import Any, Protocol
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from store import validation
 from store.clock import format_ts
@@ -28,8 +31,12 @@ from store.revision import HEAD_REVISION
 # A plain SQLite URL, as SQLAlchemy parses it: the driver, then the database path. Query
 # parameters (and with them URI filenames and in-memory databases) take the normal path.
 _SQLITE_URL = re.compile(r"^(?P<driver>sqlite(?:\+pysqlite)?):///(?P<database>[^?]+)$")
+# A PostgreSQL URL as SQLAlchemy reads it, with psycopg (or no driver named).
+_POSTGRES_URL = re.compile(r"^(?P<scheme>postgres(?:ql)?)(?:\+psycopg)?://(?P<rest>.*)$")
 # A store busy with a write is waited for this long; then the normal path takes over.
 BUSY_TIMEOUT_SECONDS = 1.0
+# A server that does not answer within this leaves the console to its normal path.
+CONNECT_TIMEOUT_SECONDS = 2
 
 
 @dataclass(frozen=True)
@@ -54,25 +61,35 @@ def sqlite_file(url: str) -> Path | None:
     return path if path.is_file() else None
 
 
+def postgres_dsn(url: str) -> str | None:
+    """The libpq connection URI of a ``postgresql[+psycopg]://`` URL; None for any other."""
+    match = _POSTGRES_URL.match(url)
+    return None if match is None else f"postgresql://{match['rest']}"
+
+
 def describe(url: str) -> str | None:
-    """The URL as ``store.database.describe_url`` shows it (SQLAlchemy quotes the path), for
-    the URLs ``sqlite_file`` reads; None for others."""
+    """The URL as ``store.database.describe_url`` shows it (SQLAlchemy quotes the path, hides a
+    password), for the URLs read quickly; None for others."""
     match = _SQLITE_URL.match(url)
-    if match is None:
+    if match is not None:
+        return f"{match['driver']}:///{quote(unquote(match['database']), safe=' +/')}"
+    if postgres_dsn(url) is None:
         return None
-    return f"{match['driver']}:///{quote(unquote(match['database']), safe=' +/')}"
+    parts = urlsplit(url)
+    if parts.password is not None:
+        user = parts.username or ""
+        host = parts.netloc.rsplit("@", 1)[1]
+        parts = parts._replace(netloc=f"{user}:***@{host}")
+    return urlunsplit(parts)
 
 
 def is_current(url: str) -> bool:
-    """True when ``url`` names a SQLite store whose schema is at ``HEAD_REVISION``: opening it
-    runs no migration, so the console may start before the store is opened."""
-    path = sqlite_file(url)
-    if path is None:
-        return False
+    """True when ``url`` names a store whose schema is at ``HEAD_REVISION``: opening it runs no
+    migration, so the console may start before the store is opened."""
     try:
-        with closing(_connect(path)) as conn:
-            return _revision(conn) == HEAD_REVISION
-    except sqlite3.Error:
+        with _reader(url) as conn:
+            return conn is not None and _revision(conn) == HEAD_REVISION
+    except _driver_errors(url):
         return False
 
 
@@ -81,21 +98,53 @@ def read_first_window(
 ) -> FirstWindow | None:
     """The list's first ``limit`` sessions in ``order`` (no filter), and the claim counts at
     ``now`` of their agents, from one snapshot; None unless the store is current."""
-    path = sqlite_file(url)
-    if path is None or order.column in NULLABLE_LEAD:
+    if order.column in NULLABLE_LEAD:
         return None
     size = validation.limit(limit)
+    dialect = POSTGRES if postgres_dsn(url) else SQLITE
     try:
-        with closing(_connect(path)) as conn:
-            conn.execute("BEGIN")  # one snapshot for the revision, the rows and the claims
-            if _revision(conn) != HEAD_REVISION:
+        with _reader(url) as conn:
+            if conn is None or _revision(conn) != HEAD_REVISION:
                 return None
-            rows = conn.execute(_page_sql(order), (size + 1,)).fetchall()
+            rows = conn.execute(dialect.page_sql(order), (size + 1,)).fetchall()
             sessions = [SessionRecord.from_row(row) for row in rows[:size]]
-            claims = _claim_counts(conn, {s.agent_id for s in sessions}, now)
-    except (sqlite3.Error, ValueError):
+            claims = _claim_counts(conn, dialect, {s.agent_id for s in sessions}, now)
+    except (*_driver_errors(url), ValueError):
         return None
     return FirstWindow(sessions=sessions, has_more=len(rows) > size, claims=claims)
+
+
+class Reader(Protocol):
+    def execute(self, query: Any, params: Any = ..., /) -> Any: ...
+
+
+@contextmanager
+def _reader(url: str) -> Iterator[Reader | None]:
+    """A read-only connection in one snapshot (None when ``url`` is not read quickly)."""
+    dsn = postgres_dsn(url)
+    if dsn is not None:
+        import psycopg
+
+        with psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT_SECONDS) as pg:
+            pg.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            pg.read_only = True
+            yield pg
+        return
+    path = sqlite_file(url)
+    if path is None:
+        yield None
+        return
+    with closing(_connect(path)) as conn:
+        conn.execute("BEGIN")  # one snapshot for the revision, the rows and the claims
+        yield conn
+
+
+def _driver_errors(url: str) -> tuple[type[Exception], ...]:
+    if postgres_dsn(url) is None:
+        return (sqlite3.Error,)
+    import psycopg
+
+    return (sqlite3.Error, psycopg.Error)
 
 
 def _connect(path: Path) -> sqlite3.Connection:
@@ -103,33 +152,51 @@ def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
 
 
-def _revision(conn: sqlite3.Connection) -> str | None:
+def _revision(conn: Reader) -> str | None:
     rows = conn.execute("SELECT version_num FROM alembic_version").fetchall()
     return str(rows[0][0]) if len(rows) == 1 else None
 
 
-def _key_sql(key: SortKey) -> str:
-    # store.sqlfuncs.ts_key on SQLite, the expression the indexes are built on.
-    return f"julianday({key.column})" if key.timestamp else key.column
+@dataclass(frozen=True)
+class Dialect:
+    """How the store's SQL reads on one database: its parameter mark and ``ts_key``."""
+
+    mark: str
+    timestamp: Callable[[str], str]
+
+    def key(self, key: SortKey) -> str:
+        return self.timestamp(key.column) if key.timestamp else key.column
+
+    def page_sql(self, order: SessionOrder) -> str:
+        direction = " DESC" if order.descending else ""
+        keys = ", ".join(self.key(key) + direction for key in ORDER_KEYS[order.column])
+        columns = ", ".join(SESSION_COLUMNS)
+        return f"SELECT {columns} FROM agent_sessions ORDER BY {keys} LIMIT {self.mark}"
 
 
-def _page_sql(order: SessionOrder) -> str:
-    direction = " DESC" if order.descending else ""
-    keys = ", ".join(_key_sql(key) + direction for key in ORDER_KEYS[order.column])
-    return f"SELECT {', '.join(SESSION_COLUMNS)} FROM agent_sessions ORDER BY {keys} LIMIT ?"
+def _postgres_key(column: str) -> str:
+    # store.sqlfuncs.ts_key on PostgreSQL: the session list's keys are stored columns.
+    stored = {"started_at": "rt_started_key", "last_seen_at": "rt_seen_key"}
+    return stored.get(column, f"rt_ts_key({column})")
+
+
+# store.sqlfuncs.ts_key on each database, the expressions the indexes are built on.
+SQLITE = Dialect("?", lambda column: f"julianday({column})")
+POSTGRES = Dialect("%s", _postgres_key)
 
 
 def _claim_counts(
-    conn: sqlite3.Connection, agent_ids: set[str], now: datetime
+    conn: Reader, dialect: Dialect, agent_ids: set[str], now: datetime
 ) -> dict[str, ClaimCount]:
     """``store.claims.claim_counts``: unreadable expiry text is not expired."""
     wanted = sorted(agent_ids)
     if not wanted:
         return {}
-    marks = ", ".join("?" * len(wanted))
+    mark, stamp = dialect.mark, dialect.timestamp
+    marks = ", ".join([mark] * len(wanted))
     rows = conn.execute(
         "SELECT agent_id, count(*),"
-        " sum(CASE WHEN julianday(expires_at) <= julianday(?) THEN 1 ELSE 0 END)"
+        f" sum(CASE WHEN {stamp('expires_at')} <= {stamp(mark)} THEN 1 ELSE 0 END)"
         f" FROM claims WHERE agent_id IN ({marks}) AND status = 'active' GROUP BY agent_id",
         (format_ts(now), *wanted),
     ).fetchall()

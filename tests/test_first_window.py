@@ -282,8 +282,11 @@ def test_only_plain_sqlite_file_urls_are_read_quickly(current_db: Path) -> None:
         assert read_first_window(url, limit=5, now=BASE) is None, url
 
 
-def test_a_postgresql_url_takes_the_normal_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """run_console opens a PostgreSQL store first (its errors reported before the screen)."""
+def test_an_unreachable_postgresql_server_takes_the_normal_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing answers there: run_console opens the store first, and reports it before the
+    screen is taken over."""
     from store import database
     from store.errors import DatabaseUnavailable
     from tui.app import run_console
@@ -298,8 +301,74 @@ def test_a_postgresql_url_takes_the_normal_path(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(database, "open_store", refuse)
     url = "postgresql://user:secret@127.0.0.1:1/roundtable"
     assert not is_current(url)
+    assert read_first_window(url, limit=5, now=BASE) is None
     code = run_console(url=url, settings=Settings(), operator="o", adapters={}, demo=False)
     assert code == 1 and opened == [url]
+
+
+def pg_insert(url: str, sessions: dict[str, dict[str, Any]], claims: list[Any]) -> None:
+    """Rows as another writer leaves them, written with psycopg directly."""
+    import psycopg
+
+    dsn = url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(dsn) as conn:
+        conn.cursor().executemany(
+            "INSERT INTO agent_sessions (id, agent_id, run_id, adapter, working_directory,"
+            " status, started_at, last_seen_at, metadata_json, workspace_id, version)"
+            " VALUES (%(id)s, %(agent_id)s, 'run-1', 'codex', '/w', %(status)s, %(started_at)s,"
+            " %(last_seen_at)s, %(metadata_json)s, %(workspace_id)s, %(version)s)",
+            [{"id": key, **values} for key, values in sessions.items()],
+        )
+        conn.cursor().executemany(
+            "INSERT INTO claims (id, resource_id, agent_id, task_id, claim_type, status,"
+            " expires_at) VALUES (%s, 'src/x.py', %s, 'task-1', 'edit', %s, %s)",
+            [(f"claim-{n}", *claim) for n, claim in enumerate(claims)],
+        )
+
+
+def test_postgresql_is_read_quickly_and_the_same_as_the_store(pg_server: Any) -> None:
+    """psycopg alone reads the same first page and claim counts as the store does."""
+    from tests.conftest import new_pg_database
+
+    examples = [
+        (
+            {
+                f"s{n}": {
+                    "agent_id": f"a{n % 3}",
+                    "status": ("active", "paused", "Running", "custom state")[n % 4],
+                    "started_at": timestamp_text(n % 4, (0, 500_000_000)[n % 2], n % 4),
+                    "last_seen_at": None if n % 5 == 0 else timestamp_text(n % 3, 0, 1),
+                    "metadata_json": None,
+                    "workspace_id": None,
+                    "version": 0,
+                }
+                for n in range(13)
+            },
+            [("a0", "active", timestamp_text(1, 0, 2)), ("a1", "active", "soon")],
+        ),
+        ({}, []),
+    ]
+    for sessions, claims in examples:
+        url = new_pg_database(pg_server)
+        assert is_current(url)
+        pg_insert(url, sessions, claims)
+        for order in ORDERS:
+            for limit in (1, 5, 13, 14):
+                now = BASE + timedelta(seconds=2)
+                quick = read_first_window(url, limit=limit, now=now, order=order)
+                assert_same_window(quick, store_reads(url, limit, now, order))
+
+
+def test_a_postgresql_store_at_another_revision_is_not_read(pg_server: Any) -> None:
+    import psycopg
+
+    from tests.conftest import new_pg_database
+
+    url = new_pg_database(pg_server)
+    with psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://")) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '0005_change_notifications'")
+    assert not is_current(url)
+    assert read_first_window(url, limit=5, now=BASE) is None
 
 
 def test_the_limit_is_the_stores_limit(current_db: Path) -> None:
@@ -323,8 +392,23 @@ def test_the_header_shows_the_url_as_the_store_would(path: str) -> None:
 
 
 def test_describe_leaves_other_urls_to_the_store() -> None:
-    assert describe("postgresql://user:secret@host/db") is None
+    assert describe("mysql://user:secret@host/db") is None
     assert describe("sqlite:///x.db?timeout=3") is None
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://user:secret@host/db",
+        "postgresql+psycopg://ops@db.internal:5433/roundtable",
+        "postgresql+psycopg://postgres@127.0.0.1:47819/rt_bench_big",
+        "postgresql://u:p@h:1/d?sslmode=require",
+        "postgresql://host/db",
+    ],
+)
+def test_a_postgresql_url_shows_as_the_store_would_password_hidden(url: str) -> None:
+    assert describe(url) == describe_url(url)
+    assert "secret" not in (describe(url) or "")
 
 
 def test_session_columns_are_the_tables() -> None:
