@@ -8,6 +8,7 @@ from dataclasses import replace
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.containers import Horizontal
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Static
@@ -31,6 +32,19 @@ class FilterBar(Widget):
     DEFAULT_CSS = """
     FilterBar {
         height: auto;
+        & > #filter-row {
+            height: auto;
+        }
+        & #filter-line {
+            width: 1fr;
+        }
+        & #position {
+            width: 23;
+            height: 1;
+            text-align: right;
+            padding: 0 1 0 0;
+            color: $text-muted;
+        }
     }
     """
 
@@ -56,21 +70,28 @@ class FilterBar(Widget):
         )
         text.cursor_blink = self.cursor_blink
         yield text
-        yield Static(self.state.describe(), id="filter-line")
+        # The cursor's place has a width of its own: it changes at every key press, and the
+        # filter line wrapping anew would be a layout of the whole screen.
+        with Horizontal(id="filter-row"):
+            yield Static(self.state.describe(), id="filter-line")
+            yield Static("", id="position")
 
     def change(self, state: ListState) -> None:
         if state == self.state:
             return
         self.state = state
+        self.show_filters()
         self.show_position(Text())
         self.post_message(self.Changed(state))
 
     def show_position(self, position: Text) -> None:
-        """The filters in force, then ``position`` (where the cursor is in the list)."""
-        self.position = position
-        line = self.state.describe()
-        line.append_text(position)
-        update_text(self.query_one("#filter-line", Static), line)
+        """Where the cursor is in the list (beside the filters in force)."""
+        if position != self.position:
+            self.position = position
+            self.query_one("#position", Static).update(position, layout=False)
+
+    def show_filters(self) -> None:
+        update_text(self.query_one("#filter-line", Static), self.state.describe())
 
     def open_text(self) -> None:
         text = self.query_one("#filter", Input)

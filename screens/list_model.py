@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
+from store.listing import SessionFilter, SessionOrder
 from store.records import ClaimCount, SessionFields
 from store.validation import MAX_LIMIT
 
@@ -64,6 +65,22 @@ class ReadResult:
     counts: dict[str, int] | None = None
     token: object | None = None
     now: datetime | None = None
+
+
+@dataclass(frozen=True)
+class RowsAsked:
+    """A read as a worker makes it: the model's ``read`` of the list the filters and the order
+    give, at ``now``. ``known_total``: the list's length when counted apart. With
+    ``unless_token``, a store still at that change token is not read: only the claims of the
+    agents in ``live_claims``, which may have expired by the clock alone."""
+
+    read: Read
+    filters: SessionFilter
+    order: SessionOrder
+    now: datetime
+    known_total: int | None = None
+    unless_token: object | None = None
+    live_claims: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -5,15 +5,14 @@ from one snapshot; and the list's length where the status counts cannot say it."
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import Connection
 
-from screens.list_model import ClockMoved, Read, ReadResult
+from screens.list_model import ClockMoved, ReadResult, RowsAsked
 from store.claims import claim_counts
 from store.database import Store
-from store.listing import SessionFilter, SessionOrder, countable_total, session_cursor
+from store.listing import SessionFilter, countable_total, session_cursor
 from store.records import ClaimCount, SessionFields
 from store.sessions import (
     count_by_status,
@@ -47,31 +46,21 @@ class StatusCounts:
         return counts
 
 
-def read_rows(
-    *,
-    store: Store,
-    read: Read,
-    filters: SessionFilter,
-    order: SessionOrder,
-    now: datetime,
-    status_counts: StatusCounts,
-    known_total: int | None = None,
-    unless_token: object | None = None,
-    live_claims: Sequence[str] = (),
-) -> ReadResult | ClockMoved:
-    """What ``read`` asks for. A place in the second half of the list is reached from its end
-    when the length is known: from the status counts, else ``known_total`` (counted apart).
-
-    With ``unless_token``, a store whose change token is still that one is not read: only the
-    claims of ``live_claims`` (agents), which may have expired by the clock alone."""
+def read_rows(*, store: Store, asked: RowsAsked, counts: StatusCounts) -> ReadResult | ClockMoved:
+    """What ``asked.read`` asks for, in one snapshot. A place in the second half of the list is
+    reached from its end when the length is known: from the status counts, else the length
+    counted apart. A store still at ``asked.unless_token`` is not read (see ``RowsAsked``)."""
+    read, filters, order, now = asked.read, asked.filters, asked.order, asked.now
     token = store.change_token()  # before the snapshot: a commit in between reads once more
-    if unless_token is not None and token == unless_token:
-        return ClockMoved(read, recheck_claims(store=store, agent_ids=list(live_claims), now=now))
+    if asked.unless_token is not None and token == asked.unless_token:
+        claims = recheck_claims(store=store, agent_ids=list(asked.live_claims), now=now)
+        return ClockMoved(read, claims)
     with store.read() as db:
-        counts = status_counts.read(db=db, token=token)
-        total = countable_total(filters, counts)
+        by_status = counts.read(db=db, token=token)
+        total = countable_total(filters, by_status)
         rows: list[SessionFields]
         if read.kind == "at":
+            length = total if total is not None else asked.known_total
             rows = list(
                 sessions_at(
                     db=db,
@@ -79,7 +68,7 @@ def read_rows(
                     limit=read.limit,
                     filters=filters,
                     order=order,
-                    total=total if total is not None else known_total,
+                    total=length,
                 )
             )
         else:
@@ -94,7 +83,7 @@ def read_rows(
             )
             rows = list(page.items)
         claims = read_claims(db, rows, now)
-    return ReadResult(read, rows, total, claims, counts, token, now)
+    return ReadResult(read, rows, total, claims, by_status, token, now)
 
 
 def read_claims(db: Connection, rows: list[SessionFields], now: datetime) -> dict[str, ClaimCount]:

@@ -92,14 +92,14 @@ class ListState:
     def describe(self) -> Text:
         """The filters and the sort in force, each with the key that changes it."""
         text = Text()
-        text.append(f"status {self.status}" if self.status else "every status", style="bold")
+        text.append(f"status {self.status}" if self.status else "any status", style="bold")
         text.append(" (f) · ")
         text.append("ended shown" if self.show_ended else "ended hidden", style="bold")
         text.append(" (a) · ")
         if self.stale_only:
             text.append("stale only", style="bold dark_orange")
         else:
-            text.append("stale and fresh", style="bold")
+            text.append("stale too", style="bold")
         text.append(" (S) · ")
         if self.text.strip():
             text.append("text ")

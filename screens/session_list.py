@@ -27,13 +27,13 @@ from screens.failures import Failure
 from screens.filter_bar import FilterBar, update_text
 from screens.footer import ConsoleFooter
 from screens.list_columns import COLUMN_BY_KEY, RowPainter, counts_line, grid_columns, header_label
-from screens.list_model import ClockMoved, ListModel, Read, ReadResult, first_result
+from screens.list_model import ClockMoved, ListModel, Read, ReadResult, RowsAsked, first_result
 from screens.list_state import ListState
 from screens.live import StoreChanged
 from screens.session_actions import SessionActionScreen
 from screens.session_grid import GridHeader, GridRow, SessionGrid
 from store.display import one_line
-from store.records import SessionFields
+from store.records import ClaimCount, SessionFields
 
 if TYPE_CHECKING:
     from screens.list_reads import StatusCounts
@@ -195,9 +195,9 @@ class SessionListScreen(SessionActionScreen):
     def _show_position(self) -> None:
         model, position = self.model, Text()
         if model.loaded and model.row_count:
-            position.append(f" · row {model.cursor + 1} of {model.row_count}")
+            position.append(f"row {model.cursor + 1} of {model.row_count}")
             if model.total is None:
-                position.append("+ (counting)", style="dim")
+                position.append("+", style="dim")
         self.filters.show_position(position)
 
     # -- reading ------------------------------------------------------------------------------
@@ -231,40 +231,24 @@ class SessionListScreen(SessionActionScreen):
 
     def _run_read(self, read: Read, *, unless_token: object | None = None) -> None:
         self.model.started(read)
-        live = [agent for agent, count in self.model.claims.items() if count.live]
+        now, state = self.ctx.now(), self.state
+        live = tuple(agent for agent, count in self.model.claims.items() if count.live)
+        filters = state.to_filter(now, self.ctx.stale_after)
+        asked = RowsAsked(read, filters, state.order, now, self.model.total, unless_token, live)
         self.run_in_thread(
-            partial(self._read, read, self.state, self.model.total, unless_token, live),
+            partial(self._read, asked),
             what="read the sessions",
             group=f"session-list-{read.slot}",
             done=self._rows_read,
             failed=partial(self._read_failed, read),
         )
 
-    def _read(
-        self,
-        read: Read,
-        state: ListState,
-        known_total: int | None,
-        unless_token: object | None,
-        live_claims: list[str],
-    ) -> ReadResult | ClockMoved:
+    def _read(self, asked: RowsAsked) -> ReadResult | ClockMoved:
         from screens.data import require_store
         from screens.list_reads import StatusCounts, read_rows
 
-        if self.status_counts is None:
-            self.status_counts = StatusCounts()
-        now = self.ctx.now()
-        return read_rows(
-            store=require_store(self.ctx),
-            read=read,
-            filters=state.to_filter(now, self.ctx.stale_after),
-            order=state.order,
-            now=now,
-            status_counts=self.status_counts,
-            known_total=known_total,
-            unless_token=unless_token,
-            live_claims=live_claims,
-        )
+        self.status_counts = self.status_counts or StatusCounts()
+        return read_rows(store=require_store(self.ctx), asked=asked, counts=self.status_counts)
 
     def _read_first(self) -> None:
         """The first page from the quick read, while the store opens (ctx.first_read)."""
@@ -288,9 +272,7 @@ class SessionListScreen(SessionActionScreen):
                 return
         if isinstance(answer, ClockMoved):
             self.model.failed(answer.read)  # nothing to read: the read is over
-            self.model.claims.update(answer.claims)
-            self.painter.clock_moved()  # relative times and stale marks move with the clock
-            self.grid.refresh()
+            self._clock_moved(answer.claims)
             return
         if answer is None or not self.model.apply(answer):
             return
@@ -306,6 +288,18 @@ class SessionListScreen(SessionActionScreen):
             self._count_rows(self.model.generation, self.state)
         self.post_message(self.Loaded())
         self._start_reads()
+
+    def _clock_moved(self, claims: dict[str, ClaimCount]) -> None:
+        """Relative times, stale marks and claims expiring move with the clock: the lines in
+        view whose cells changed are drawn again (most keep theirs: no frame for them)."""
+        grid = self.grid
+        shown = range(grid.first_in_view, grid.first_in_view + grid.view_height)
+        before = [self.grid_row(index) for index in shown]
+        self.model.claims.update(claims)
+        self.painter.clock_moved()
+        for index, old in zip(shown, before, strict=True):
+            if self.grid_row(index) is not old:
+                grid.refresh_line(index)
 
     def _read_failed(self, read: Read | None, failure: Failure) -> None:
         if read is not None:

@@ -199,5 +199,6 @@ def cell(app: Any, session_id: str, column: str) -> str:
 
 
 def filter_line(app: Any) -> str:
-    """The filter line's text whole (a narrow terminal wraps it)."""
-    return str(app.screen.query_one("#filter-line").render())
+    """The filter line's text whole (a narrow terminal wraps it), then the cursor's place."""
+    screen = app.screen
+    return f"{screen.query_one('#filter-line').render()} · {screen.query_one('#position').render()}"
