@@ -15,6 +15,7 @@ from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 
 from screens.context import ConsoleContext
 from screens.failures import Failure, ReportsFailures
@@ -69,6 +70,16 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
         self.ctx = ctx
         # What the operator asked for before the store was open; done once it is.
         self.waiting: Callable[[], None] | None = None
+        # The screen's clock refresh: it stands still while another screen is on top.
+        self.refresh_timer: Timer | None = None
+
+    def on_screen_suspend(self) -> None:
+        if self.refresh_timer is not None:
+            self.refresh_timer.pause()
+
+    def on_screen_resume(self) -> None:
+        if self.refresh_timer is not None:
+            self.refresh_timer.resume()
 
     # Implemented by each screen.
     def selected_session(self) -> SessionFields | None:

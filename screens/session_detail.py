@@ -185,7 +185,6 @@ class SessionDetailScreen(SessionActionScreen):
         self.revealed = False
         self.next_cursors: dict[str, str | None] = {}
         self.loaded_tabs: set[str] = set()
-        self.refresh_timer: Timer | None = None
         # One read of the session at a time, so each one's answer (or failure) is shown; a
         # request while one is out reads once more after it.
         self.reading = False
@@ -222,13 +221,6 @@ class SessionDetailScreen(SessionActionScreen):
         self.refresh_timer = self.set_interval(self.ctx.refresh_seconds, self._load_session)
         self._load_session()
 
-    def on_screen_suspend(self) -> None:
-        if self.refresh_timer is not None:
-            self.refresh_timer.pause()
-
-    def on_screen_resume(self) -> None:
-        if self.refresh_timer is not None:
-            self.refresh_timer.resume()
 
     @on(StoreChanged)
     def _store_changed(self) -> None:

@@ -146,24 +146,6 @@ class GridHeader(Widget):
             left = right
         return None
 
-    def on_scroll_to(self, event: ScrollTo) -> None:
-        """The thumb dragged: the view goes there at once. Textual animates it, and every step
-        of the animation would be a place of the list to read."""
-        event.prevent_default()
-        event.stop()
-        self.scroll_to(event.x, event.y, animate=False)
-
-    def on_scroll_down(self, event: ScrollDown) -> None:
-        """A click on the track below the thumb: a page down, at once, as the key does."""
-        event.prevent_default()
-        event.stop()
-        self._page(self.view_height)
-
-    def on_scroll_up(self, event: ScrollUp) -> None:
-        event.prevent_default()
-        event.stop()
-        self._page(-self.view_height)
-
     def on_click(self, event: events.Click) -> None:
         key = self.key_at(event.x)
         if key is not None:

@@ -62,7 +62,6 @@ class SessionListScreen(SessionActionScreen):
         super().__init__(ctx, id="session-list")
         self.model = ListModel()
         self.painter = RowPainter(stale_after=ctx.stale_after, adapters=ctx.adapters)
-        self.refresh_timer: Timer | None = None
         self.status_counts: StatusCounts | None = None
         self.counts_shown: dict[str, int] | None = None
         self.loaded_once = False
@@ -102,13 +101,8 @@ class SessionListScreen(SessionActionScreen):
         else:
             self._start_reads()
 
-    def on_screen_suspend(self) -> None:
-        if self.refresh_timer is not None:
-            self.refresh_timer.pause()
-
     def on_screen_resume(self) -> None:
-        if self.refresh_timer is not None:
-            self.refresh_timer.resume()
+        # The timer is resumed by SessionActionScreen's handler (Textual calls both).
         if self.loaded_once:
             self.reload()
 
