@@ -19,6 +19,7 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.screen import Screen
+from textual.strip import Strip
 from textual.widget import Widget
 
 NARROW_BELOW = 110
@@ -62,8 +63,8 @@ class ConsoleFooter(Widget):
 
     def __init__(self) -> None:
         super().__init__()
-        # Where each key was drawn: (first cell, last cell + 1, key), for clicks.
-        self.places: list[tuple[int, int, str]] = []
+        # What the line was drawn for, the line, and where each key is on it.
+        self.drawn: tuple[object, Strip, list[tuple[int, int, str]]] | None = None
 
     def compose(self) -> ComposeResult:
         return iter(())
@@ -100,32 +101,55 @@ class ConsoleFooter(Widget):
             )
         return list(found.values())
 
-    def render(self) -> Text:
+    def render_line(self, y: int) -> Strip:
+        """The one line, drawn again only when the keys or their dimming change (a cursor
+        move to a session of the same status draws nothing new)."""
+        width = self.size.width
+        wanted = (tuple(self.keys()), self.palette_key(), width, self.narrow)
+        if self.drawn is None or self.drawn[0] != wanted:
+            line, places = self._draw_keys(*wanted[:3])
+            strip = Strip(list(line.render(self.app.console)))
+            self.drawn = (wanted, strip.adjust_cell_length(width, self.rich_style), places)
+        if y:
+            return Strip.blank(width, self.rich_style)
+        return self.drawn[1]
+
+    @property
+    def places(self) -> list[tuple[int, int, str]]:
+        """Where each key is drawn: (first cell, last cell + 1, key), for clicks."""
+        return self.drawn[2] if self.drawn is not None else []
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self.drawn = None
+
+    def _draw_keys(
+        self, keys: tuple[FooterKey, ...], palette: FooterKey | None, width: int
+    ) -> tuple[Text, list[tuple[int, int, str]]]:
         key_style = self.get_component_rich_style("console-footer--key")
         words_style = self.get_component_rich_style("console-footer--description")
         dimmed = self.get_component_rich_style("console-footer--dimmed", partial=True)
         # Wide: " k Word " per key; narrow: "k Word " (less padding).
         key_pad, words = ("", " {} ") if self.narrow else (" ", "{} ")
         line = Text(" " if self.narrow else "", no_wrap=True, end="", overflow="crop")
-        self.places = []
-        for shown in self.keys():
+        places = []
+        for shown in keys:
             start = line.cell_len
             extra = dimmed if not shown.enabled else Style()
             line.append(f"{key_pad}{shown.display}{key_pad}", key_style + extra)
             line.append(words.format(shown.description), words_style + extra)
-            self.places.append((start, line.cell_len, shown.key))
-        palette = self.palette_key()
+            places.append((start, line.cell_len, shown.key))
         if palette is not None:
             hint = Text(" ", no_wrap=True, end="")
             hint.append(f" {palette.display} ", key_style)
             hint.append(f"{palette.description} ", words_style)
-            room = self.content_region.width - line.cell_len - hint.cell_len
+            room = width - line.cell_len - hint.cell_len
             if room > 0:
                 line.append(" " * room)
-                self.places.append((line.cell_len, line.cell_len + hint.cell_len, palette.key))
+                places.append((line.cell_len, line.cell_len + hint.cell_len, palette.key))
                 line.append_text(hint)
         line.stylize_before(self.rich_style)
-        return line
+        return line, places
 
     def palette_key(self) -> FooterKey | None:
         """The command palette's key, shown at the right of a wide footer."""

@@ -13,7 +13,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.timer import Timer
 from textual.widgets import DataTable, Header, Static, TabbedContent, TabPane
 
 from screens.banner import StoreBanner
@@ -220,7 +219,6 @@ class SessionDetailScreen(SessionActionScreen):
                     table.add_column(Text(label), key=key, width=width)
         self.refresh_timer = self.set_interval(self.ctx.refresh_seconds, self._load_session)
         self._load_session()
-
 
     @on(StoreChanged)
     def _store_changed(self) -> None:

@@ -335,7 +335,9 @@ class SessionGrid(ScrollView, can_focus=True):
                 segments.append(pad)
             style = looks.even if index % 2 else looks.base
         post = looks.cursor if cursor else None
-        strip = Strip(Segment.apply_style(segments, style, post))
+        # Runs of one style joined: the compositor handles every segment of a line at every
+        # frame that shows it.
+        strip = Strip(Segment.simplify(Segment.apply_style(segments, style, post)))
         return strip.adjust_cell_length(width, style + post if post else style)
 
     def _pending_line(self, index: int, width: int, cursor: bool) -> Strip:

@@ -18,7 +18,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.timer import Timer
 from textual.widgets import Header, Static
 
 from screens.banner import StoreBanner
@@ -219,9 +218,16 @@ class SessionListScreen(SessionActionScreen):
         self._start_reads()
 
     def _start_reads(self) -> None:
-        if self.ctx.store is not None:
-            for read in self.model.next_reads():
+        """The view's missing rows are read at once; a page read ahead waits until the frame
+        of the key press is painted (the read's Python would slow that frame: the GIL)."""
+        if self.ctx.store is None:
+            return
+        for read in self.model.next_reads():
+            if read.kind == "at":
                 self._run_read(read)
+            else:
+                self.model.started(read)
+                self.call_after_refresh(self._run_read, read)
 
     def _run_read(self, read: Read, *, unless_token: object | None = None) -> None:
         self.model.started(read)
