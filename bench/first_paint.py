@@ -47,12 +47,27 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from textual.app import App, ComposeResult
-from textual.css.query import NoMatches
-from textual.pilot import Pilot
-from textual.scrollbar import ScrollDown, ScrollTo
-from textual.widgets import DataTable, Footer, Header
-from textual.worker import WorkerCancelled
+
+def start_early() -> Any:
+    """What `roundtable tui` does before it imports Textual: on PostgreSQL, a child process
+    starts reading the first rows (store.first_window.prefetch)."""
+    if "console" not in sys.argv:
+        return None
+    from screens.context import DEFAULT_PAGE_SIZE
+    from store.clock import system_clock
+    from store.first_window import prefetch
+
+    return prefetch(sys.argv[-1], limit=DEFAULT_PAGE_SIZE, now=system_clock())
+
+
+EARLY = start_early() if __name__ == "__main__" else None
+
+from textual.app import App, ComposeResult  # noqa: E402 - after the early start, as the CLI
+from textual.css.query import NoMatches  # noqa: E402
+from textual.pilot import Pilot  # noqa: E402
+from textual.scrollbar import ScrollDown, ScrollTo  # noqa: E402
+from textual.widgets import DataTable, Footer, Header  # noqa: E402
+from textual.worker import WorkerCancelled  # noqa: E402
 
 SIZE = (120, 40)
 DOWNS = 30
@@ -272,6 +287,7 @@ def run_app(which: list[str], script: Script | None, bare_rows: int = 60) -> Non
         headless=True,
         size=SIZE,
         auto_pilot=first_rows_then(script or no_script),
+        prefetched=EARLY,
     )
 
 

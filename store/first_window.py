@@ -8,12 +8,20 @@ PostgreSQL with ``psycopg``. The rows, their order and the claim counts are thos
 (tests/test_first_window.py holds them equal on both). Anything unexpected (another kind of URL,
 a store not at ``HEAD_REVISION``, a file that is not a store, a server that does not answer)
 gives None or False, and the normal path takes over.
+
+Importing psycopg costs about as much as half of Textual's start-up, so on PostgreSQL
+``roundtable tui`` starts the read in a child process (``prefetch``) before it imports Textual:
+the two run on two cores, and the rows are there when the screen is.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -23,7 +31,7 @@ from typing import Any, Protocol
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from store import validation
-from store.clock import format_ts
+from store.clock import format_ts, parse_ts
 from store.listing import DEFAULT_ORDER, NULLABLE_LEAD, ORDER_KEYS, SessionOrder, SortKey
 from store.records import SESSION_COLUMNS, ClaimCount, SessionRecord
 from store.revision import HEAD_REVISION
@@ -37,6 +45,9 @@ _POSTGRES_URL = re.compile(r"^(?P<scheme>postgres(?:ql)?)(?:\+psycopg)?://(?P<re
 BUSY_TIMEOUT_SECONDS = 1.0
 # A server that does not answer within this leaves the console to its normal path.
 CONNECT_TIMEOUT_SECONDS = 2
+# The child reading the first window is waited for this long (psycopg's import and a connect).
+PREFETCH_TIMEOUT_SECONDS = 5.0
+PREFETCH_VARIABLE = "ROUNDTABLE_FIRST_WINDOW"
 
 
 @dataclass(frozen=True)
@@ -116,6 +127,75 @@ def read_first_window(
 
 class Reader(Protocol):
     def execute(self, query: Any, params: Any = ..., /) -> Any: ...
+
+
+class Prefetch:
+    """The first window of a store, read by a child process (``python -m store.first_window``)
+    while this one starts the console."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.process = process
+
+    def result(self, timeout: float = PREFETCH_TIMEOUT_SECONDS) -> FirstWindow | None:
+        """The window the child read; None when it had none or did not answer in time."""
+        try:
+            out, _ = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.communicate()
+            return None
+        try:
+            return decode_window(json.loads(out.strip().splitlines()[-1]))
+        except (ValueError, IndexError, KeyError, TypeError):
+            return None
+
+
+def prefetch(url: str, *, limit: int, now: datetime) -> Prefetch | None:
+    """Start reading the first window of a PostgreSQL store in a child process (None for any
+    other store: sqlite3 costs nothing to import). The URL goes to the child in its environment,
+    which only its user can read, never on its command line, which anyone can."""
+    if postgres_dsn(url) is None:
+        return None
+    asked = json.dumps({"url": url, "limit": limit, "now": format_ts(now)})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "store.first_window"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, PREFETCH_VARIABLE: asked},
+    )
+    return Prefetch(process)
+
+
+def encode_window(window: FirstWindow | None) -> object:
+    if window is None:
+        return None
+    return {
+        "sessions": [list(session.column_values().values()) for session in window.sessions],
+        "has_more": window.has_more,
+        "claims": {agent: [count.live, count.expired] for agent, count in window.claims.items()},
+    }
+
+
+def decode_window(data: Any) -> FirstWindow | None:
+    if data is None:
+        return None
+    return FirstWindow(
+        sessions=[SessionRecord.from_row(tuple(row)) for row in data["sessions"]],
+        has_more=bool(data["has_more"]),
+        claims={agent: ClaimCount(*counts) for agent, counts in data["claims"].items()},
+    )
+
+
+def main() -> None:
+    """The child of ``prefetch``: read the window its parent asks for, print it as JSON."""
+    asked = json.loads(os.environ[PREFETCH_VARIABLE])
+    now = parse_ts(asked["now"])
+    window = None
+    if now is not None:
+        window = read_first_window(asked["url"], limit=int(asked["limit"]), now=now)
+    print(json.dumps(encode_window(window)))
 
 
 @contextmanager
@@ -204,3 +284,7 @@ def _claim_counts(
         str(agent): ClaimCount(live=int(total) - int(gone or 0), expired=int(gone or 0))
         for agent, total, gone in rows
     }
+
+
+if __name__ == "__main__":
+    main()

@@ -51,7 +51,7 @@ HEAVY = ("sqlalchemy", "sqlmodel", "alembic")
 FIRST_PAINT_SCRIPT = r"""
 import asyncio, json, sys, time
 
-HEAVY = ("sqlalchemy", "sqlmodel", "alembic")
+HEAVY = ("sqlalchemy", "sqlmodel", "alembic", "psycopg")
 report = {}
 
 
@@ -112,14 +112,13 @@ print(json.dumps(report))
 """
 
 
-def test_first_rows_are_painted_before_the_database_layer_loads(tmp_path: Path, db: Store) -> None:
-    for number in range(60):  # more than a page: the first window is a page of 50
-        add_session(db, f"s{number:02d}", agent_id=f"agent-{number % 3}")
-    add_claim(db, "c1", agent_id="agent-1", resource_id="src/a.py", expires_in=timedelta(days=9))
+def first_paint_report(url: str, tmp_path: Path) -> dict[str, Any]:
+    """`roundtable tui --db URL` in a fresh interpreter: what it had loaded at the first frame
+    showing rows, and once the store was open."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("ROUNDTABLE_")}
     env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_DATA_HOME=str(tmp_path / "data"))
     result = subprocess.run(
-        [sys.executable, "-c", FIRST_PAINT_SCRIPT, sqlite_url(tmp_path)],
+        [sys.executable, "-c", FIRST_PAINT_SCRIPT, url],
         capture_output=True,
         text=True,
         cwd=PROJECT,
@@ -127,7 +126,19 @@ def test_first_rows_are_painted_before_the_database_layer_loads(tmp_path: Path, 
         timeout=120,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return report
+
+
+def seed_sixty(db: Store) -> None:
+    for number in range(60):  # more than a page: the first window is a page of 50
+        add_session(db, f"s{number:02d}", agent_id=f"agent-{number % 3}")
+    add_claim(db, "c1", agent_id="agent-1", resource_id="src/a.py", expires_in=timedelta(days=9))
+
+
+def test_first_rows_are_painted_before_the_database_layer_loads(tmp_path: Path, db: Store) -> None:
+    seed_sixty(db)
+    report = first_paint_report(sqlite_url(tmp_path), tmp_path)
     first, ready = report["first_paint"], report["ready"]
     assert report["imported_at_start"] == [] and report["exit"] == 0
     # Painted from the quick read: nothing heavy loaded, the store not open, counts to come.
@@ -140,6 +151,25 @@ def test_first_rows_are_painted_before_the_database_layer_loads(tmp_path: Path, 
     assert {"sqlalchemy", "sqlmodel"} <= set(ready["heavy"])
     assert "alembic" not in ready["heavy"]  # a current store needs no migration
     assert ready["rows"][:50] == first["rows"]  # and the page read ahead after them
+    assert ready["counts"].replace("\u00a0", " ") == "60 sessions · active 60"
+
+
+def test_on_postgresql_a_child_reads_the_first_rows_and_the_console_imports_no_driver(
+    tmp_path: Path, pg_store: Store
+) -> None:
+    """psycopg's import costs half of Textual's start-up: a child process started before
+    Textual reads the first rows, and the console paints them having loaded no driver at all."""
+    seed_sixty(pg_store)
+    url = pg_store.engine.url.render_as_string(hide_password=False)
+    report = first_paint_report(url, tmp_path)
+    first, ready = report["first_paint"], report["ready"]
+    assert report["exit"] == 0
+    assert first["heavy"] == [] and first["store_open"] is False
+    assert first["kinds"] == ["SessionRecord"]
+    assert first["rows"] == [f"s{number:02d}" for number in range(50)]
+    assert first["counts"].startswith("Opening store postgresql")
+    assert ready["store_open"] is True and ready["kinds"] == ["AgentSession"], (ready, report)
+    assert {"sqlalchemy", "psycopg"} <= set(ready["heavy"])
     assert ready["counts"].replace("\u00a0", " ") == "60 sessions · active 60"
 
 

@@ -306,6 +306,17 @@ def test_an_unreachable_postgresql_server_takes_the_normal_path(
     assert code == 1 and opened == [url]
 
 
+SESSION_ROW = {
+    "agent_id": "a1",
+    "status": "active",
+    "started_at": "2026-09-17T17:00:00Z",
+    "last_seen_at": None,
+    "metadata_json": None,
+    "workspace_id": None,
+    "version": 0,
+}
+
+
 def pg_insert(url: str, sessions: dict[str, dict[str, Any]], claims: list[Any]) -> None:
     """Rows as another writer leaves them, written with psycopg directly."""
     import psycopg
@@ -357,6 +368,34 @@ def test_postgresql_is_read_quickly_and_the_same_as_the_store(pg_server: Any) ->
                 now = BASE + timedelta(seconds=2)
                 quick = read_first_window(url, limit=limit, now=now, order=order)
                 assert_same_window(quick, store_reads(url, limit, now, order))
+
+
+def test_a_child_process_reads_the_same_window_and_gets_the_url_out_of_sight(
+    pg_store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    from store.first_window import PREFETCH_VARIABLE, prefetch
+
+    url = pg_store.engine.url.render_as_string(hide_password=False)
+    pg_insert(url, {"s1": dict(SESSION_ROW), "s2": dict(SESSION_ROW, agent_id="a2")}, [])
+    started: list[Any] = []
+    real_popen = subprocess.Popen
+
+    def watching(*args: Any, **kwargs: Any) -> Any:
+        started.append((args, kwargs))
+        return real_popen(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", watching)
+    early = prefetch(url, limit=5, now=BASE)
+    assert early is not None
+    assert early.result() == read_first_window(url, limit=5, now=BASE)
+    ((argv, options),) = started
+    assert url not in " ".join(argv[0])  # never on the command line
+    assert url in options["env"][PREFETCH_VARIABLE]
+    assert prefetch("sqlite:///x.db", limit=5, now=BASE) is None  # sqlite3 is free to import
+    gone = prefetch("postgresql://u@127.0.0.1:1/nothing", limit=5, now=BASE)
+    assert gone is not None and gone.result() is None
 
 
 def test_a_postgresql_store_at_another_revision_is_not_read(pg_server: Any) -> None:

@@ -294,6 +294,7 @@ def build_app(
     demo: bool = False,
     store: Store | None = None,
     staged: bool = False,
+    first: first_window.FirstWindow | None = None,
 ) -> RoundtableApp:
     """The console as users run it. ``store`` may be opened already (``run_console`` does, to
     report a bad database before the screen is taken over); otherwise the app opens it. With
@@ -307,7 +308,9 @@ def build_app(
         stale_after_seconds=settings.stale_after_seconds,
         adapters=with_demo_adapters(adapters) if demo else dict(adapters),
     )
-    if staged and store is None:
+    if first is not None and store is None:
+        ctx.first_read = lambda _limit, _now: first  # read already, by run_console's child
+    elif staged and store is None:
         ctx.first_read = partial(read_first_rows, url)
     return RoundtableApp(ctx=ctx, url=url, demo=demo, theme_name=settings.theme, store=store)
 
@@ -338,6 +341,7 @@ def run_console(
     headless: bool = False,
     size: tuple[int, int] | None = None,
     auto_pilot: AutopilotCallbackType | None = None,
+    prefetched: first_window.Prefetch | None = None,
 ) -> int:
     """Run the console until the operator quits. ``headless``, ``size`` and ``auto_pilot`` go
     to ``App.run`` (the benchmark runs the console through here, headless).
@@ -345,9 +349,13 @@ def run_console(
     On a SQLite store whose schema is current, the console starts at once and opens the store
     after its first rows are on screen. Otherwise the store is opened first, so a first open's
     migration progress is readable before the screen is taken over, and a store that cannot be
-    opened is reported in one sentence (exit 1), never as a traceback."""
+    opened is reported in one sentence (exit 1), never as a traceback. On PostgreSQL the first
+    rows come from ``prefetched`` (``store.first_window.prefetch``, started by ``roundtable tui``
+    before Textual was imported) when it read them; a store it could not read (not current, not
+    reachable) takes the normal path."""
     store = None
-    staged = first_window.is_current(url)
+    first = prefetched.result() if prefetched is not None else None
+    staged = first is not None or first_window.is_current(url)
     if not staged:
         from store.database import open_store
 
@@ -364,6 +372,7 @@ def run_console(
         demo=demo,
         store=store,
         staged=staged,
+        first=first,
     )
     # What start-up has made so far (modules, classes, the app) lives as long as the process: a
     # full garbage collection walking it all costs tens of milliseconds and tends to fall on the

@@ -773,10 +773,24 @@ def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
     url = inv.url()
     adapters = inv.adapters()
     actor = inv.operator(operator)
+    # Before Textual is imported: on PostgreSQL a child process reads the first rows meanwhile.
+    from screens.context import DEFAULT_PAGE_SIZE
+    from store.clock import system_clock
+    from store.first_window import prefetch
+
+    early = prefetch(url, limit=DEFAULT_PAGE_SIZE, now=system_clock())
     from tui.app import run_console
 
     return int(
-        run_console(url=url, settings=settings, operator=actor, adapters=adapters, demo=demo) or 0
+        run_console(
+            url=url,
+            settings=settings,
+            operator=actor,
+            adapters=adapters,
+            demo=demo,
+            prefetched=early,
+        )
+        or 0
     )
 
 
