@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
+from screens.list_model import ListModel
 from screens.list_state import ListState
 
 
@@ -83,6 +84,15 @@ class FilterBar(Widget):
         self.show_filters()
         self.show_position(Text())
         self.post_message(self.Changed(state))
+
+    def show_place(self, model: ListModel) -> None:
+        """Where the list's cursor is in the whole list ("+": its length is being counted)."""
+        place = Text()
+        if model.loaded and model.row_count:
+            place.append(f"row {model.cursor + 1} of {model.row_count}")
+            if model.total is None:
+                place.append("+", style="dim")
+        self.show_position(place)
 
     def show_position(self, position: Text) -> None:
         """Where the cursor is in the list (beside the filters in force)."""

@@ -46,10 +46,13 @@ class Read:
     serial: int
     edge: SessionFields | None = None
     refresh: bool = False
+    # A page read ahead of need (the view has its rows): it may wait for the next frame.
+    ahead: bool = False
 
     @property
     def slot(self) -> str:
-        """Reads in the same slot replace each other: one of each kind in flight at a time."""
+        """One read of each slot is in flight at a time: a newer one replaces the older (whose
+        answer is then dropped)."""
         return "view" if self.kind == "at" else self.kind
 
 
@@ -114,6 +117,11 @@ class ListModel:
         self.token: object | None = None
         self.in_flight: dict[str, Read] = {}
         self.counted_at: float | None = None
+        # After other filters or another order: the session the cursor goes back to if the
+        # first rows read hold it.
+        self.follow_id: str | None = None
+        # The store changed while the view's rows were being read: read again once they are.
+        self.dirty = False
 
     # -- what is held -------------------------------------------------------------------------
 
@@ -150,18 +158,22 @@ class ListModel:
         to its session if the first rows read hold it."""
         self.generation += 1
         self.serial += 1
+        self.follow_id = self.selected_id
         self.start, self.rows, self.total, self.more_after = 0, [], None, False
         self.loaded = False
         self.cursor, self.view_first = 0, 0
         self.token = None
         self.in_flight.clear()
         self.counted_at = None
+        self.dirty = False
+        self.claims = {}
 
     def move_cursor(self, index: int) -> None:
+        """The cursor on ``index``; the session it selects is the one held there (none while
+        that row is being read: the cursor then keeps its place, not an older session)."""
         self.cursor = max(0, min(index, max(self.row_count - 1, 0)))
         session = self.row(self.cursor)
-        if session is not None:
-            self.selected_id = session.id
+        self.selected_id = session.id if session is not None else None
 
     def move_view(self, first: int, height: int) -> None:
         self.view_first, self.view_height = max(first, 0), max(height, 1)
@@ -180,28 +192,24 @@ class ListModel:
         else:
             margin = self.page_size
             if self.end < self.row_count and last + margin > self.end:
-                reads.append(self._page(after=True))
+                reads.append(self._page(after=True, ahead=True))
             if self.start > 0 and first - margin < self.start:
-                reads.append(self._page(after=False))
+                reads.append(self._page(after=False, ahead=True))
         return [read for read in reads if self._wanted(read)]
 
     def refresh_read(self) -> Read:
-        """The held run read again (the store changed), at its place."""
-        if not self.rows:
-            return self._view_read(self.view_first, self.view_first + self.view_height)
-        return Read(
-            "at",
-            self.start,
-            min(max(len(self.rows), self.page_size), MAX_LIMIT),
-            self.generation,
-            self.serial,
-            refresh=True,
-        )
+        """The rows around the view read again (the store changed), at their place: a page
+        either side of the view, as many as a read takes."""
+        height = self.view_height
+        limit = min(height + 2 * self.page_size, MAX_LIMIT)
+        offset = max(0, self.view_first - max(limit - height, 0) // 2)
+        return Read("at", offset, limit, self.generation, self.serial, refresh=True)
 
     def started(self, read: Read) -> None:
         self.in_flight[read.slot] = read
 
     def failed(self, read: Read) -> None:
+        """``read`` is over without rows (it failed, or nothing needed reading)."""
         if self.in_flight.get(read.slot) == read:
             del self.in_flight[read.slot]
 
@@ -210,54 +218,75 @@ class ListModel:
         thumb dragged) is read once that read is back, where the view is by then: never once
         for every place it passed."""
         held = self.in_flight.get(read.slot)
-        return held is None or (read.kind != "at" and held.edge != read.edge)
+        if held is None:
+            return True
+        return read.kind != "at" and (held.edge != read.edge or held.serial != read.serial)
 
     def _view_read(self, first: int, last: int) -> Read:
-        """The rows the view lacks: the page next to the held run when the view only just
-        passed its end, else the rows around the view, a page either side of it."""
+        """The rows the view lacks: the page next to the held run when the view reaches just
+        past it, else the rows around the view, a page either side of it."""
         if self.loaded and self.rows:
-            if self.end <= first < self.end + self.page_size and last - self.end <= self.page_size:
-                return self._page(after=True)
-            if self.start - self.page_size < last <= self.start and self.start - first <= MAX_LIMIT:
-                return self._page(after=False)
+            if self.start <= first < self.end or self.end <= first < self.end + self.page_size:
+                if last - self.end <= MAX_LIMIT:  # the view's top is held, or just below
+                    return self._page(after=True, upto=last)
+            if self.start - self.page_size < last <= self.end and first < self.start:
+                if self.start - first <= MAX_LIMIT:  # the view's bottom is held, or just above
+                    return self._page(after=False, upto=first)
         height = max(last - first, 1)
         limit = min(height + 2 * self.page_size, MAX_LIMIT)
-        offset = max(0, first - (limit - height) // 2)
-        if self.total is not None:
+        # Never past the view's first row: a view taller than a read is read from its top.
+        offset = max(0, first - max(limit - height, 0) // 2)
+        if self.total is not None and limit > height:
             offset = max(0, min(offset, self.total - limit))
         return Read("at", offset, limit, self.generation, self.serial)
 
-    def _page(self, *, after: bool) -> Read:
+    def _page(self, *, after: bool, upto: int | None = None, ahead: bool = False) -> Read:
+        """A keyset page from the row at that end of the held run: ``page_size`` rows, or as
+        many as reach position ``upto``."""
         edge = self.rows[-1] if after else self.rows[0]
         position = self.end - 1 if after else self.start
+        size = self.page_size
+        if upto is not None:
+            size = max(size, upto - self.end if after else self.start - upto)
         kind: ReadKind = "after" if after else "before"
-        return Read(kind, position, self.page_size, self.generation, self.serial, edge=edge)
+        return Read(
+            kind,
+            position,
+            min(size, MAX_LIMIT),
+            self.generation,
+            self.serial,
+            edge=edge,
+            ahead=ahead,
+        )
 
     # -- what was read ------------------------------------------------------------------------
 
     def apply(self, result: ReadResult) -> bool:
-        """Take a read's rows in; False when the read was for another list or another run (it
-        changes nothing)."""
+        """Take a read's rows in; False when the read was for another list, another run, or a
+        run that has moved since the read was asked for (it changes nothing)."""
         read = result.read
         if self.in_flight.get(read.slot) == read:
             del self.in_flight[read.slot]
         if read.generation != self.generation:
             return False
-        if read.kind != "at" and read.serial != self.serial:
+        if read.kind != "at" and not self._edge_still_held(read):
             return False
         if result.counts is not None:
             self.counts = result.counts
-        self.claims.update(result.claims)
-        if result.total is not None:
-            self.total = result.total
         rows = result.rows
+        total = result.total
         if read.kind == "at":
             start = read.offset
         elif read.kind == "after":
             start = read.offset + 1
         else:
             start = read.offset - len(rows)
-        replaced = self._place(start, rows, replace=read.refresh)
+        missing = not rows and (read.kind != "at" or read.offset > 0)
+        if missing:
+            total = self._nothing_there(read, total)
+        if total is not None:
+            self.total = total
+        replaced = False if missing else self._place(start, rows, replace=read.refresh)
         if read.kind == "at":
             self.serial += 1  # reads extending the run held before are answers to another run
         # The change token the whole held run was read at; None when its parts were read at
@@ -265,10 +294,45 @@ class ListModel:
         self.token = result.token if replaced or result.token == self.token else None
         if result.total is None:
             self._learn_the_end(read, start, rows)
+        self._keep_claims(rows, result.claims)
         self.loaded = True
         self._trim()
         self._follow_selection()
         return True
+
+    def _edge_still_held(self, read: Read) -> bool:
+        """A page read from a row at one end of the held run joins it only if that row is
+        still there (the run may have moved or been let go meanwhile)."""
+        held, edge = self.row(read.offset), read.edge
+        at_the_end = read.offset == (self.end - 1 if read.kind == "after" else self.start)
+        return at_the_end and held is not None and edge is not None and held.id == edge.id
+
+    def _nothing_there(self, read: Read, total: int | None) -> int | None:
+        """No rows where rows were expected: the list changed since its length was learnt. An
+        empty page after the held run ends the list there; an empty read at a place ends it
+        before that place; an empty page before the run means the run starts the list. The
+        length is counted again."""
+        self.counted_at = None
+        if read.kind == "after":
+            return self.end
+        if read.kind == "at":
+            return read.offset if total is None or total > read.offset else total
+        if self.start > 0:  # "before": the held run is the top of the list
+            self.total = None if self.total is None else self.total - self.start
+            self.start = 0
+        return total
+
+    def _keep_claims(self, rows: list[SessionFields], claims: dict[str, ClaimCount]) -> None:
+        """The claim counts of the agents of the rows read, as read (an agent absent from
+        ``claims`` holds none); only the agents of held rows are kept."""
+        for agent in {session.agent_id for session in rows}:
+            if agent in claims:
+                self.claims[agent] = claims[agent]
+            else:
+                self.claims.pop(agent, None)
+        held = {session.agent_id for session in self.rows}
+        if len(self.claims) > len(held):
+            self.claims = {agent: count for agent, count in self.claims.items() if agent in held}
 
     def count_due(self, now: float, after_change: bool) -> bool:
         """Whether to count the list in SQL now (``now``: a monotonic clock): at once for a new
@@ -337,7 +401,11 @@ class ListModel:
         self.start = start
 
     def _follow_selection(self) -> None:
-        found = self.index_of(self.selected_id)
+        """The cursor stays on its session when a read moved it (rows written above it), and
+        goes back to it once after other filters or another order; else it keeps its place."""
+        target = self.selected_id or self.follow_id
+        self.follow_id = None
+        found = self.index_of(target)
         self.move_cursor(found if found is not None else self.cursor)
 
 

@@ -64,6 +64,8 @@ class SessionListScreen(SessionActionScreen):
         self.status_counts: StatusCounts | None = None
         self.counts_shown: dict[str, int] | None = None
         self.loaded_once = False
+        # Set while the grid is set to the model's cursor (its watcher then ignores the move).
+        self.syncing = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -141,9 +143,11 @@ class SessionListScreen(SessionActionScreen):
             self.refresh_bindings()
 
     def _cursor_moved(self, row: int) -> None:
+        if self.syncing:
+            return  # the grid is being set to the model's cursor, not moved by the operator
         self.model.move_cursor(row)
         self.refresh_bindings()
-        self._show_position()
+        self.filters.show_place(self.model)
 
     @on(SessionGrid.ViewMoved)
     def _view_moved(self, event: SessionGrid.ViewMoved) -> None:
@@ -162,11 +166,13 @@ class SessionListScreen(SessionActionScreen):
         grid, model = self.grid, self.model
         first, height = grid.first_in_view, grid.view_height
         empty = model.row_count == 0
-        resized = grid.row_count != model.row_count
-        grid.row_count = model.row_count
-        moved = grid.cursor != model.cursor
-        if moved:
+        resized, moved = grid.row_count != model.row_count, grid.cursor != model.cursor
+        self.syncing = True  # a list that shrank clamps the grid's cursor on the way
+        try:
+            grid.row_count = model.row_count
             grid.move_cursor(model.cursor)
+        finally:
+            self.syncing = False
         # Once painted: the rows a page away either side are drawn ahead of the key that
         # shows them.
         self.call_after_refresh(grid.predraw, first - height, first + 2 * height)
@@ -182,16 +188,8 @@ class SessionListScreen(SessionActionScreen):
         self.query_one(GridHeader).set_class(empty, "hidden")
         if not empty and self.focused is None:
             grid.focus()  # hiding the empty grid took the focus away
-        self._show_position()
+        self.filters.show_place(self.model)
         self.refresh_bindings()
-
-    def _show_position(self) -> None:
-        model, position = self.model, Text()
-        if model.loaded and model.row_count:
-            position.append(f"row {model.cursor + 1} of {model.row_count}")
-            if model.total is None:
-                position.append("+", style="dim")
-        self.filters.show_position(position)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -209,9 +207,12 @@ class SessionListScreen(SessionActionScreen):
             return
         if not self.model.loaded:
             self._start_reads()
-            return
-        unless = None if self.state.stale_only else self.model.token
-        self._run_read(self.model.refresh_read(), unless_token=unless)
+        elif "view" in self.model.in_flight:
+            self.model.dirty = True  # read again once the view's own read is back
+        else:
+            self.model.dirty = False
+            unless = None if self.state.stale_only else self.model.token
+            self._run_read(self.model.refresh_read(), unless_token=unless)
 
     def store_opened(self) -> None:
         super().store_opened()
@@ -223,11 +224,11 @@ class SessionListScreen(SessionActionScreen):
         if self.ctx.store is None:
             return
         for read in self.model.next_reads():
-            if read.kind == "at":
-                self._run_read(read)
-            else:
-                self.model.started(read)
+            self.model.started(read)
+            if read.ahead:
                 self.call_after_refresh(self._run_read, read)
+            else:
+                self._run_read(read)
 
     def _run_read(self, read: Read, *, unless_token: object | None = None) -> None:
         self.model.started(read)
@@ -235,20 +236,23 @@ class SessionListScreen(SessionActionScreen):
         live = tuple(agent for agent, count in self.model.claims.items() if count.live)
         filters = state.to_filter(now, self.ctx.stale_after)
         asked = RowsAsked(read, filters, state.order, now, self.model.total, unless_token, live)
+        if self.status_counts is None:  # the store is open: its modules are loaded
+            from screens.list_reads import StatusCounts
+
+            self.status_counts = StatusCounts()
         self.run_in_thread(
-            partial(self._read, asked),
+            partial(self._read, asked, self.status_counts),
             what="read the sessions",
             group=f"session-list-{read.slot}",
             done=self._rows_read,
             failed=partial(self._read_failed, read),
         )
 
-    def _read(self, asked: RowsAsked) -> ReadResult | ClockMoved:
+    def _read(self, asked: RowsAsked, counts: StatusCounts) -> ReadResult | ClockMoved:
         from screens.data import require_store
-        from screens.list_reads import StatusCounts, read_rows
+        from screens.list_reads import read_rows
 
-        self.status_counts = self.status_counts or StatusCounts()
-        return read_rows(store=require_store(self.ctx), asked=asked, counts=self.status_counts)
+        return read_rows(store=require_store(self.ctx), asked=asked, counts=counts)
 
     def _read_first(self) -> None:
         """The first page from the quick read, while the store opens (ctx.first_read)."""
@@ -272,9 +276,12 @@ class SessionListScreen(SessionActionScreen):
                 return
         if isinstance(answer, ClockMoved):
             self.model.failed(answer.read)  # nothing to read: the read is over
+            self.query_one(StoreBanner).clear()  # the store answered
             self._clock_moved(answer.claims)
+            self._start_reads()  # what failed meanwhile, tried again
             return
         if answer is None or not self.model.apply(answer):
+            self._start_reads()  # an answer to another question: ask this one
             return
         self.query_one(StoreBanner).clear()
         self.loaded_once = True
@@ -287,6 +294,8 @@ class SessionListScreen(SessionActionScreen):
         if answer.total is None and self.model.count_due(time.monotonic(), answer.read.refresh):
             self._count_rows(self.model.generation, self.state)
         self.post_message(self.Loaded())
+        if self.model.dirty:
+            self.refresh_if_changed()
         self._start_reads()
 
     def _clock_moved(self, claims: dict[str, ClaimCount]) -> None:

@@ -158,7 +158,9 @@ def prefetch(url: str, *, limit: int, now: datetime) -> Prefetch | None:
         return None
     asked = json.dumps({"url": url, "limit": limit, "now": format_ts(now)})
     process = subprocess.Popen(
-        [sys.executable, "-m", "store.first_window"],
+        # -P: the operator's working directory is not on the child's path (a store.py there
+        # would run with the database's URL in reach).
+        [sys.executable, "-P", "-m", "store.first_window"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

@@ -4,11 +4,13 @@ is, and what it asks to read next, against a list of sessions kept in Python."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from screens.list_model import ListModel, Read, ReadResult
+from store.records import ClaimCount
 
 
 @dataclass(frozen=True)
@@ -264,3 +266,117 @@ def test_a_list_the_status_counts_cannot_measure_is_counted_once_then_after_chan
     assert model.count_due(106.0, after_change=True)  # a change later: again
     model.reset()  # other filters: a new list, counted at once
     assert model.count_due(106.1, after_change=False)
+
+
+def answer_with(model: ListModel, read: Read, found: list[Row], total: int | None, **extra: Any):  # type: ignore[no-untyped-def]
+    return model.apply(ReadResult(read, list(found), total, **extra))  # type: ignore[arg-type]
+
+
+def test_a_cursor_on_rows_not_held_yet_never_snaps_back_to_an_older_session() -> None:
+    """Two page downs faster than their rows: the cursor keeps its new place when the first
+    page arrives, not the session it left (which that page holds)."""
+    rows = sessions(1000)
+    model = ListModel(page_size=50, max_rows=200)
+    model.move_view(0, 30)
+    serve(model, rows)
+    model.move_cursor(90)
+    assert model.selected_id == "s00090"
+    (ahead,) = [r for r in model.next_reads() if r.kind == "after"] or [None]
+    model.move_view(model.end + 10, 30)  # beyond what is held
+    model.move_cursor(model.end + 20)
+    assert model.selected_id is None  # nothing held there yet
+    cursor = model.cursor
+    if ahead is not None:
+        model.started(ahead)
+        answer(model, ahead, rows)
+    assert model.cursor == cursor
+    serve(model, rows)
+    assert model.cursor == cursor and model.selected() == rows[cursor]
+
+
+def test_claims_read_again_replace_the_old_ones_and_only_held_agents_are_kept() -> None:
+    rows = [Row("s1", "a1"), Row("s2", "a2")]
+    model = ListModel(page_size=10)
+    model.move_view(0, 5)
+    (read,) = model.next_reads()
+    model.started(read)
+    answer_with(model, read, rows, 2, claims={"a1": ClaimCount(2, 0)})
+    assert model.claims == {"a1": ClaimCount(2, 0)}
+    refresh = model.refresh_read()
+    model.started(refresh)
+    answer_with(model, refresh, rows, 2, claims={})  # a1's claims were released
+    assert model.claims == {}
+    refresh = model.refresh_read()
+    model.started(refresh)
+    answer_with(model, refresh, [Row("s9", "a9")], 1, claims={"a9": ClaimCount(0, 1)})
+    assert model.claims == {"a9": ClaimCount(0, 1)}
+
+
+def test_a_list_that_shrank_under_its_count_is_read_where_it_ends_without_looping() -> None:
+    """A text filter's count is a few seconds old: the place the view is at is empty now."""
+    counted = sessions(1000)
+    model = ListModel(page_size=50, max_rows=200)
+    model.move_view(0, 30)
+    (read,) = model.next_reads()
+    model.started(read)
+    answer(model, read, counted, countable=False)
+    assert model.apply_total(model.generation, 1000)
+    model.move_view(900, 30)
+    now = sessions(200)  # most of the list is gone
+    asked = serve(model, now, countable=False)
+    assert asked < 30
+    assert model.row_count <= 900 and model.count_due(0.0, after_change=False)
+    first = model.view_first
+    assert all(model.row(i) is not None for i in range(first, min(first + 30, 200)))
+
+
+def test_a_view_taller_than_a_read_is_read_in_parts() -> None:
+    rows = sessions(2000)
+    model = ListModel(page_size=50, max_rows=200)
+    model.move_view(1000, 230)
+    asked = serve(model, rows)
+    assert asked <= 6
+    assert all(model.row(i) == rows[i] for i in range(1000, 1230))
+    # A page up in that view: the page above, in one read from the first row held.
+    model.move_view(1000 - 40, 230)
+    reads = model.next_reads()
+    assert [r.kind for r in reads] == ["before"] and reads[0].limit >= 40
+
+
+def test_a_page_read_from_an_end_the_run_has_left_is_dropped_and_asked_again() -> None:
+    rows = sessions(5000)
+    model = ListModel(page_size=50, max_rows=200)
+    model.move_view(2000, 30)
+    serve(model, rows)
+    model.move_view(model.start + 5, 30)
+    (behind,) = [r for r in model.next_reads() if r.kind == "before"]
+    model.started(behind)
+    for step in range(1, 8):  # page downs while the page above is being read
+        model.move_view(2000 + step * 30, 30)
+        serve(model, rows)
+    held = (model.start, model.end)
+    assert not answer(model, behind, rows)
+    assert (model.start, model.end) == held  # the run held is intact
+    assert all(model.row(i) == rows[i] for i in range(model.start, model.end))
+
+
+def test_empty_pages_at_either_end_say_where_the_list_ends() -> None:
+    rows = sessions(300)
+    model = ListModel(page_size=50, max_rows=200)
+    model.move_view(100, 30)
+    serve(model, rows)
+    start = model.start
+    assert start > 0
+    # Everything above the held run ended (and is hidden): the run now starts the list.
+    model.move_view(start + 5, 30)
+    (behind,) = [r for r in model.next_reads() if r.kind == "before"]
+    model.started(behind)
+    assert answer_with(model, behind, [], None)
+    assert model.start == 0 and [r.id for r in model.rows][:1] == [rows[start].id]
+    # And nothing follows the held run any more.
+    model.move_view(0, 30)
+    ahead = [r for r in model.next_reads() if r.kind == "after"]
+    if ahead:
+        model.started(ahead[0])
+        assert answer_with(model, ahead[0], [], 300)
+        assert model.total == model.end

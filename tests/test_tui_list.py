@@ -284,3 +284,42 @@ async def test_a_store_that_cannot_open_shows_a_banner_not_a_crash(tmp_path: Pat
         assert "Opening store" in shown
         await press(pilot, "p", "question_mark")
         assert "keys" in screen_text(app)
+
+
+async def test_a_list_that_shrinks_keeps_the_cursor_on_its_session(
+    tmp_path: Path, db: Store
+) -> None:
+    """Sessions above the cursor leave the list (a status filter, ten of them stopped): the
+    cursor stays on its session, never on whatever now stands at its old row."""
+    for number in range(30):
+        add_session(db, f"s{number:02d}", at=FROZEN + timedelta(seconds=number), status="running")
+    app = console(sqlite_url(tmp_path), page_size=10, window_pages=2)
+    async with app.run_test(size=(120, 20)) as pilot:
+        await settle(pilot)
+        await press(pilot, "f", "f", "f")  # status running
+        await press(pilot, "end")
+        assert selected(app) == "s29"
+        await press(pilot, "up", "up")
+        assert selected(app) == "s27"
+        for number in range(10):
+            add_session(
+                db, f"s{number:02d}", at=FROZEN + timedelta(seconds=number), status="stopped"
+            )
+        await press(pilot, "ctrl+r")
+        assert selected(app) == "s27"
+        assert "row 18 of 20" in filter_line(app)
+
+
+async def test_claims_released_elsewhere_leave_the_claims_column(tmp_path: Path, db: Store) -> None:
+    from sqlalchemy import text
+
+    add_session(db, "s1", agent_id="agent-a")
+    add_claim(db, "c1", agent_id="agent-a", resource_id="a.py", expires_in=timedelta(hours=1))
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 20)) as pilot:
+        await settle(pilot)
+        assert cell(app, "s1", "claims") == "1"
+        with db.write() as conn:
+            conn.execute(text("UPDATE claims SET status = 'released'"))
+        await press(pilot, "ctrl+r")
+        assert cell(app, "s1", "claims") == "0"

@@ -355,7 +355,8 @@ def run_console(
     reachable) takes the normal path."""
     store = None
     first = prefetched.result() if prefetched is not None else None
-    staged = first is not None or first_window.is_current(url)
+    # A store the child could not read (not current, not there) is not asked again.
+    staged = first is not None or (prefetched is None and first_window.is_current(url))
     if not staged:
         from store.database import open_store
 
