@@ -226,9 +226,13 @@ class SessionListScreen(SessionActionScreen):
         for read in self.model.next_reads():
             self.model.started(read)
             if read.ahead:
-                self.call_after_refresh(self._run_read, read)
+                self.call_after_refresh(self._run_ahead, read)
             else:
                 self._run_read(read)
+
+    def _run_ahead(self, read: Read) -> None:
+        if self.model.in_flight.get(read.slot) == read:  # not replaced meanwhile
+            self._run_read(read)
 
     def _run_read(self, read: Read, *, unless_token: object | None = None) -> None:
         self.model.started(read)
@@ -236,23 +240,19 @@ class SessionListScreen(SessionActionScreen):
         live = tuple(agent for agent, count in self.model.claims.items() if count.live)
         filters = state.to_filter(now, self.ctx.stale_after)
         asked = RowsAsked(read, filters, state.order, now, self.model.total, unless_token, live)
-        if self.status_counts is None:  # the store is open: its modules are loaded
-            from screens.list_reads import StatusCounts
+        # The store is open, and with it the modules these need.
+        from screens.data import require_store
+        from screens.list_reads import StatusCounts, read_rows
 
-            self.status_counts = StatusCounts()
+        self.status_counts = self.status_counts or StatusCounts()
+        store, counts = require_store(self.ctx), self.status_counts
         self.run_in_thread(
-            partial(self._read, asked, self.status_counts),
+            partial(read_rows, store=store, asked=asked, counts=counts),
             what="read the sessions",
             group=f"session-list-{read.slot}",
             done=self._rows_read,
             failed=partial(self._read_failed, read),
         )
-
-    def _read(self, asked: RowsAsked, counts: StatusCounts) -> ReadResult | ClockMoved:
-        from screens.data import require_store
-        from screens.list_reads import read_rows
-
-        return read_rows(store=require_store(self.ctx), asked=asked, counts=counts)
 
     def _read_first(self) -> None:
         """The first page from the quick read, while the store opens (ctx.first_read)."""
