@@ -9,14 +9,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from store.database import Store
 from store.errors import InvalidCursor
 from store.listing import SessionFilter, SessionOrder, countable_total
 from store.sessions import count_by_status, count_sessions, heartbeat, sessions_at
 from tests.helpers import register_session
-from tests.test_store_windows import ALL_ORDERS, ROWS, expected, seed_rows
+from tests.test_store_windows import ALL_ORDERS, ROWS, _plan, _statements, expected, seed_rows
 
 FILTERS: list[tuple[SessionFilter, Any]] = [
     (SessionFilter(), lambda row: True),
@@ -99,31 +99,6 @@ def test_a_length_that_is_out_of_date_gives_a_run_of_the_list_never_an_error(sto
             sessions_at(db=db, offset=-1, limit=3)
 
 
-def _statements(store: Store, **arguments: Any) -> list[tuple[str, Any]]:
-    captured: list[tuple[str, Any]] = []
-
-    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
-        captured.append((statement, parameters))
-
-    event.listen(store.engine, "before_cursor_execute", capture)
-    try:
-        with store.read() as db:
-            sessions_at(db=db, **arguments)
-    finally:
-        event.remove(store.engine, "before_cursor_execute", capture)
-    return captured
-
-
-def _plan(store: Store, statement: str, parameters: Any) -> str:
-    with store.read() as db:
-        if store.dialect == "sqlite":
-            rows = db.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)
-            return " | ".join(str(r[-1]) for r in rows)
-        db.exec_driver_sql("SET LOCAL enable_seqscan = off")
-        db.exec_driver_sql("SET LOCAL enable_sort = off")
-        return " | ".join(r[0] for r in db.exec_driver_sql(f"EXPLAIN {statement}", parameters))
-
-
 @pytest.mark.parametrize(
     ("order", "index"),
     [
@@ -141,7 +116,7 @@ def test_a_place_is_found_by_walking_an_index_of_ids_without_sorting(
     seed_rows(store)
     walks = [
         (statement, parameters)
-        for statement, parameters in _statements(store, order=order, offset=7, limit=2)
+        for statement, parameters in _statements(store, sessions_at, order=order, offset=7, limit=2)
         if "OFFSET" in statement.upper()
     ]
     assert walks, "no index walk"

@@ -161,6 +161,7 @@ async def test_refresh_keeps_cursor_on_the_same_session(tmp_path: Path, db: Stor
         assert row_ids(app)[0] == "s-earlier"
         assert selected(app) == "s3"
         assert grid(app).cursor == 4
+        assert "row 5 of 6" in filter_line(app)
 
 
 async def test_live_refresh_shows_another_process_writing(tmp_path: Path, db: Store) -> None:

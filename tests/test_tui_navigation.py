@@ -437,19 +437,3 @@ async def test_the_scrollbar_shows_the_cursor_in_the_whole_list(tmp_path: Path, 
         assert selected(app) == f"t{cursor:04d}"
         assert f"row {cursor + 1} of 2000" in filter_line(app)
         assert f"t{middle:04d}" in screen_text(app)
-
-
-async def test_rows_written_above_keep_the_cursor_on_its_session(tmp_path: Path, db: Store) -> None:
-    for number in range(5):
-        add_session(db, f"s{number}", at=FROZEN + timedelta(seconds=number))
-    app = console(sqlite_url(tmp_path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await press(pilot, "down", "down", "down")
-        assert selected(app) == "s3"
-        add_session(db, "s-earlier", at=FROZEN - timedelta(minutes=1))
-        await press(pilot, "ctrl+r")
-        assert row_ids(app)[0] == "s-earlier"
-        assert selected(app) == "s3"
-        assert grid(app).cursor == 4
-        assert "row 5 of 6" in filter_line(app)
