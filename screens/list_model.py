@@ -112,7 +112,6 @@ class ListModel:
         self.view_first = 0
         self.view_height = 1
         self.claims: dict[str, ClaimCount] = {}
-        self.counts: dict[str, int] | None = None
         # The store's change token of the last read of the whole held run.
         self.token: object | None = None
         self.in_flight: dict[str, Read] = {}
@@ -146,6 +145,14 @@ class ListModel:
             if session.id == session_id:
                 return self.start + offset
         return None
+
+    def updated(self, session: SessionFields) -> bool:
+        """A held session as an action just left it (before the next read); False when the
+        session is not held."""
+        index = self.index_of(session.id)
+        if index is not None:
+            self.rows[index - self.start] = session
+        return index is not None
 
     def selected(self) -> SessionFields | None:
         """The session under the cursor, once its row is held."""
@@ -271,8 +278,6 @@ class ListModel:
             return False
         if read.kind != "at" and not self._edge_still_held(read):
             return False
-        if result.counts is not None:
-            self.counts = result.counts
         rows = result.rows
         total = result.total
         if read.kind == "at":

@@ -61,15 +61,13 @@ def read_rows(*, store: Store, asked: RowsAsked, counts: StatusCounts) -> ReadRe
         rows: list[SessionFields]
         if read.kind == "at":
             length = total if total is not None else asked.known_total
-            rows = list(
-                sessions_at(
-                    db=db,
-                    offset=read.offset,
-                    limit=read.limit,
-                    filters=filters,
-                    order=order,
-                    total=length,
-                )
+            rows = sessions_at(
+                db=db,
+                offset=read.offset,
+                limit=read.limit,
+                filters=filters,
+                order=order,
+                total=length,
             )
         else:
             assert read.edge is not None
@@ -82,12 +80,8 @@ def read_rows(*, store: Store, asked: RowsAsked, counts: StatusCounts) -> ReadRe
                 cursor=session_cursor(read.edge, order),
             )
             rows = list(page.items)
-        claims = read_claims(db, rows, now)
+        claims = claim_counts(db=db, agent_ids=[s.agent_id for s in rows], now=now)
     return ReadResult(read, rows, total, claims, by_status, token, now)
-
-
-def read_claims(db: Connection, rows: list[SessionFields], now: datetime) -> dict[str, ClaimCount]:
-    return claim_counts(db=db, agent_ids=[s.agent_id for s in rows], now=now)
 
 
 def count_rows(*, store: Store, filters: SessionFilter) -> int:

@@ -93,19 +93,17 @@ def cell_segments(cell: Text, width: int, console: Console) -> list[Segment]:
     return segments
 
 
-def line_of_cells(columns: Sequence[GridColumn], cells: Sequence[Text]) -> Text:
+def row_segments(
+    columns: Sequence[GridColumn], cells: Sequence[Text], console: Console
+) -> list[Segment]:
     """The cells side by side, each padded and cut to its column's width."""
-    line = Text(no_wrap=True, end="")
-    pad = " " * CELL_PADDING
+    segments: list[Segment] = []
+    pad = Segment(" " * CELL_PADDING)
     for column, cell in zip(columns, cells, strict=False):
-        shown = cell
-        if cell_len(cell.plain) > column.width or "\n" in cell.plain:
-            shown = cell.copy()
-            shown.truncate(column.width, overflow="ellipsis")
-        line.append(pad)
-        line.append_text(shown)
-        line.append(" " * (column.width - shown.cell_len) + pad)
-    return line
+        segments.append(pad)
+        segments.extend(cell_segments(cell, column.width, console))
+        segments.append(pad)
+    return segments
 
 
 class GridHeader(Widget):
@@ -134,8 +132,12 @@ class GridHeader(Widget):
         self.columns, self.labels = tuple(columns), tuple(labels)
         self.refresh()
 
-    def render(self) -> Text:
-        return line_of_cells(self.columns, self.labels)
+    def render_line(self, y: int) -> Strip:
+        width, base = self.size.width, self.rich_style
+        if y:
+            return Strip.blank(width, base)
+        segments = row_segments(self.columns, self.labels, self.app.console)
+        return Strip(Segment.apply_style(segments, base)).adjust_cell_length(width, base)
 
     def key_at(self, x: int) -> str | None:
         left = 0
@@ -327,25 +329,22 @@ class SessionGrid(ScrollView, can_focus=True):
             segments = [Segment(" " * CELL_PADDING), *row.span.render(console)]
             style = looks.span
         else:
-            segments = []
-            pad = Segment(" " * CELL_PADDING)
-            for column, cell in zip(self.columns, row.cells, strict=False):
-                segments.append(pad)
-                segments.extend(cell_segments(cell, column.width, console))
-                segments.append(pad)
+            segments = row_segments(self.columns, row.cells, console)
             style = looks.even if index % 2 else looks.base
-        post = looks.cursor if cursor else None
-        # Runs of one style joined: the compositor handles every segment of a line at every
-        # frame that shows it.
-        strip = Strip(Segment.simplify(Segment.apply_style(segments, style, post)))
-        return strip.adjust_cell_length(width, style + post if post else style)
+        return self._finish(segments, style, width, cursor)
 
     def _pending_line(self, index: int, width: int, cursor: bool) -> Strip:
         looks = self.looks
         style = looks.even if index % 2 else looks.base
-        segments = [Segment(" " * CELL_PADDING + PLACEHOLDER, style + looks.placeholder)]
-        post = looks.cursor if cursor else None
-        strip = Strip(Segment.apply_style(segments, None, post))
+        segments = [Segment(" " * CELL_PADDING + PLACEHOLDER, looks.placeholder)]
+        return self._finish(segments, style, width, cursor)
+
+    def _finish(self, segments: list[Segment], style: Style, width: int, cursor: bool) -> Strip:
+        """A line's segments over the row's ``style``, under the cursor's when it is on it,
+        filled to ``width``. Runs of one style are joined: the compositor handles every
+        segment of a line at every frame that shows it."""
+        post = self.looks.cursor if cursor else None
+        strip = Strip(Segment.simplify(Segment.apply_style(segments, style, post)))
         return strip.adjust_cell_length(width, style + post if post else style)
 
     # -- the cursor and the view --------------------------------------------------------------

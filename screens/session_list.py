@@ -136,9 +136,7 @@ class SessionListScreen(SessionActionScreen):
         return list(self.model.rows)
 
     def session_updated(self, session: SessionFields) -> None:
-        index = self.model.index_of(session.id)
-        if index is not None:
-            self.model.rows[index - self.model.start] = session
+        if self.model.updated(session):
             self.grid.refresh()
             self.refresh_bindings()
 
