@@ -32,7 +32,14 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from store import validation
 from store.clock import format_ts, parse_ts
-from store.listing import DEFAULT_ORDER, NULLABLE_LEAD, ORDER_KEYS, SessionOrder, SortKey
+from store.listing import (
+    DEFAULT_ORDER,
+    NULLABLE_LEAD,
+    ORDER_KEYS,
+    PG_STORED_KEYS,
+    SessionOrder,
+    SortKey,
+)
 from store.records import SESSION_COLUMNS, ClaimCount, SessionRecord
 from store.revision import HEAD_REVISION
 
@@ -258,8 +265,7 @@ class Dialect:
 
 def _postgres_key(column: str) -> str:
     # store.sqlfuncs.ts_key on PostgreSQL: the session list's keys are stored columns.
-    stored = {"started_at": "rt_started_key", "last_seen_at": "rt_seen_key"}
-    return stored.get(column, f"rt_ts_key({column})")
+    return PG_STORED_KEYS.get(column, f"rt_ts_key({column})")
 
 
 # store.sqlfuncs.ts_key on each database, the expressions the indexes are built on.

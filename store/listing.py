@@ -83,6 +83,9 @@ ORDER_KEYS: dict[str, tuple[SortKey, ...]] = {
     "status": (SortKey("status"), STARTED_KEY, ID_KEY),
     "agent": (SortKey("agent_id"), STARTED_KEY, ID_KEY),
 }
+# On PostgreSQL the two timestamp keys of agent_sessions are stored generated columns (migration
+# 0006): PostgreSQL would otherwise compute rt_ts_key for every row an OFFSET passes.
+PG_STORED_KEYS: dict[str, str] = {"started_at": "rt_started_key", "last_seen_at": "rt_seen_key"}
 # Orders whose leading key may be NULL: the NULL rows form a segment of their own, read apart,
 # because the dialects disagree on where NULL sorts and a comparison never matches NULL.
 NULLABLE_LEAD = frozenset({"last_seen"})

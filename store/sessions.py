@@ -385,9 +385,11 @@ list_sessions_before = partial(list_sessions, backwards=True)
 def count_sessions(*, db: Connection, filters: SessionFilter | None = None) -> int:
     """How many sessions the filter lets through, counted in SQL (an index range where the
     filter has one). ``countable_total`` answers from the status counts when it can."""
-    where = filter_conditions(filters or SessionFilter())
-    statement = select(func.count()).select_from(SESSIONS).where(*where)
-    return int(db.execute(statement).scalar_one())
+    return _count(db, filter_conditions(filters or SessionFilter()))
+
+
+def _count(db: Connection, where: list[ColumnElement[bool]]) -> int:
+    return int(db.execute(select(func.count()).select_from(SESSIONS).where(*where)).scalar_one())
 
 
 def sessions_at(
@@ -409,26 +411,26 @@ def sessions_at(
     if offset < 0:
         raise InvalidCursor("A position in the list is never negative.")
     filters = filters or SessionFilter()
-    if total is not None and offset > total // 2:
+    # The row just before the place, in the direction read: from the end in the second half.
+    backwards = total is not None and offset > total // 2
+    if total is not None and backwards:
         end = min(offset + size, total)
         if end <= offset:
             return []
-        after = _id_at(db, filters, order, total - end - 1, from_end=True)
-        if after is None and total - end > 0:
-            return []  # the list is shorter than ``total`` said
-        cursor = session_cursor(get_session(db=db, session_id=after), order) if after else None
-        items, _more = _read(
-            db=db, filters=filters, limit=end - offset, cursor=cursor, order=order, backwards=True
-        )
-        items.reverse()
-        return items
-    before = _id_at(db, filters, order, offset - 1, from_end=False) if offset else None
-    if offset and before is None:
-        return []  # fewer rows than the offset
-    cursor = session_cursor(get_session(db=db, session_id=before), order) if before else None
+        anchor_position, size = total - end - 1, end - offset
+    else:
+        anchor_position = offset - 1
+    anchor = _id_at(db, filters, order, anchor_position, from_end=backwards)
+    if anchor is None and anchor_position >= 0:
+        return []  # the list is shorter than the place (or than ``total`` said)
+    cursor = None
+    if anchor is not None:
+        cursor = session_cursor(get_session(db=db, session_id=anchor), order)
     items, _more = _read(
-        db=db, filters=filters, limit=size, cursor=cursor, order=order, backwards=False
+        db=db, filters=filters, limit=size, cursor=cursor, order=order, backwards=backwards
     )
+    if backwards:
+        items.reverse()
     return items
 
 
@@ -455,9 +457,7 @@ def _id_at(
         if found is not None:
             return str(found)
         # Beyond this segment: the rest of the way is counted in the next one.
-        position -= int(
-            db.execute(select(func.count()).select_from(SESSIONS).where(*where)).scalar_one()
-        )
+        position -= _count(db, where)
     return None
 
 

@@ -20,6 +20,8 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import Float
 
+from store.listing import PG_STORED_KEYS
+
 
 class ts_key(FunctionElement[Any]):  # noqa: N801 - reads like the SQL function it stands for
     type = Float()
@@ -32,21 +34,14 @@ def _ts_key_sqlite(element: ts_key, compiler: Any, **kw: Any) -> str:
     return f"julianday({compiler.process(element.clauses, **kw)})"
 
 
-# On PostgreSQL the session list's two sort keys are stored generated columns (migration 0006):
-# PostgreSQL would otherwise compute rt_ts_key for every row an OFFSET passes.
-PG_STORED_KEYS: dict[tuple[str, str], str] = {
-    ("agent_sessions", "started_at"): "rt_started_key",
-    ("agent_sessions", "last_seen_at"): "rt_seen_key",
-}
-
-
 @compiles(ts_key, "postgresql")
 def _ts_key_postgresql(element: ts_key, compiler: Any, **kw: Any) -> str:
     (argument,) = element.clauses.clauses
     table = getattr(argument, "table", None)
-    stored = PG_STORED_KEYS.get((getattr(table, "name", ""), getattr(argument, "name", "")))
-    if stored is not None and isinstance(argument, Column):
-        return f"{compiler.preparer.format_table(table)}.{stored}"
+    if isinstance(argument, Column) and getattr(table, "name", None) == "agent_sessions":
+        stored = PG_STORED_KEYS.get(argument.name)
+        if stored is not None:
+            return f"{compiler.preparer.format_table(table)}.{stored}"
     return f"rt_ts_key({compiler.process(element.clauses, **kw)})"
 
 

@@ -26,11 +26,12 @@ from store.database import (
     use_wal,
 )
 from store.errors import DatabaseUnavailable
+from store.listing import PG_STORED_KEYS
 from store.models import AgentSession
 from store.notifications import CHANNEL
 from store.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
 from store.schema import current_revision, ensure_schema
-from store.sqlfuncs import PG_STORED_KEYS, effective_workspace, ts_key
+from store.sqlfuncs import effective_workspace, ts_key
 from tests.conftest import FakeClock, new_pg_database
 from tests.helpers import register_session
 from tests.pg_server import PostgresServer, free_port
@@ -334,8 +335,8 @@ def test_the_store_queries_the_keys_migration_0006_stored():
     sessions = AgentSession.__table__  # type: ignore[attr-defined]
     pg = postgresql_dialect.dialect()
     assert migration.PG_WORKSPACE == str(effective_workspace().compile(dialect=pg))
-    for (table, name), stored in PG_STORED_KEYS.items():
-        assert table == sessions.name
+    for name, stored in PG_STORED_KEYS.items():
+        assert name in sessions.c
         assert migration.PG_GENERATED_KEYS[stored] == f"rt_ts_key({name})"
         key = ts_key(sessions.c[name]).compile(dialect=pg)
         assert str(key) == f"agent_sessions.{stored}"
