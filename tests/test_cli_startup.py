@@ -93,6 +93,24 @@ def test_agent_commands_import_no_ui_or_migration_code(
     assert modules.isdisjoint(NEEDLESS_ON_SQLITE), sorted(modules & set(NEEDLESS_ON_SQLITE))
 
 
+def test_an_agents_read_back_loads_no_action_or_briefing_code(db_url: str, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "tui.cli"]
+        + ["sessions", "show", "--session", "s1", "--json", "--db", db_url],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT,
+        env=_env(tmp_path),
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout)["id"] == "s1"
+    modules = _imported_modules(result.stderr)
+    assert "store.service" in modules  # the log really was read
+    needless = {"store.lifecycle", "store.briefing", "store.projections", "store.resume"}
+    assert modules.isdisjoint(needless), sorted(modules & needless)
+
+
 def test_heartbeat_leaves_no_heavy_module_loaded(db_url: str, tmp_path: Path) -> None:
     report = tmp_path / "modules.json"
     script = (
