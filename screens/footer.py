@@ -18,6 +18,7 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
+from textual.binding import ActiveBinding
 from textual.screen import Screen
 from textual.strip import Strip
 from textual.widget import Widget
@@ -95,11 +96,12 @@ class ConsoleFooter(Widget):
             description = binding.description
             if self.narrow:
                 description = NARROW_WORDS.get(description, description)
-            display = self.app.get_key_display(binding)
-            found[binding.action] = FooterKey(
-                key, binding.action, display, description, active.enabled
-            )
+            found[binding.action] = self._footer_key(key, active, description)
         return list(found.values())
+
+    def _footer_key(self, key: str, active: ActiveBinding, description: str) -> FooterKey:
+        display = self.app.get_key_display(active.binding)
+        return FooterKey(key, active.binding.action, display, description, active.enabled)
 
     def render_line(self, y: int) -> Strip:
         """The one line, drawn again only when the keys or their dimming change (a cursor
@@ -159,9 +161,7 @@ class ConsoleFooter(Widget):
         active = self.screen.active_bindings.get(key)
         if active is None:
             return None
-        binding = active.binding
-        display = self.app.get_key_display(binding)
-        return FooterKey(key, binding.action, display, binding.description, active.enabled)
+        return self._footer_key(key, active, active.binding.description)
 
     def on_click(self, event: events.Click) -> None:
         for start, end, key in self.places:

@@ -3,7 +3,7 @@ text (store data always as ``rich.text.Text`` from printable strings, never mark
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -79,14 +79,22 @@ def column_widths(total: int) -> dict[str, int]:
     return {c.key: c.width + extra[c.key] for c in shown}
 
 
-def grid_columns(widths: Mapping[str, int]) -> list[GridColumn]:
-    return [GridColumn(key, COLUMN_BY_KEY[key].label, width) for key, width in widths.items()]
+def grid_columns(widths: Mapping[str, int], order: SessionOrder) -> list[GridColumn]:
+    """The grid's columns; the sort column's label says the direction."""
+    return [
+        GridColumn(key, header_label(COLUMN_BY_KEY[key], order), width)
+        for key, width in widths.items()
+    ]
+
+
+def sort_arrow(order: SessionOrder) -> str:
+    return "▼" if order.descending else "▲"
 
 
 def header_label(column: Column, order: SessionOrder) -> Text:
     if column.sort != order.column:
         return Text(column.label)
-    return Text(column.label + ("▼" if order.descending else "▲"), style="bold")
+    return Text(column.label + sort_arrow(order), style="bold")
 
 
 def claims_cell(count: ClaimCount | None) -> Text:
@@ -153,6 +161,14 @@ def counts_line(counts: dict[str, int]) -> Text:
     return text
 
 
+def same_cells(old: Sequence[Text], new: Sequence[Text]) -> bool:
+    """Whether two rows of cells draw the same (``Text`` equality leaves out the base style)."""
+    return len(old) == len(new) and all(
+        (a.plain, a.style, a.spans) == (b.plain, b.style, b.spans)
+        for a, b in zip(old, new, strict=True)
+    )
+
+
 class RowPainter:
     """The grid's rows for sessions, kept until the session, its agent's claims or the clock
     (``tick``) move: a row unchanged since it was last drawn is not built again."""
@@ -183,8 +199,8 @@ class RowPainter:
         if len(self.drawn) >= MAX_ROWS_KEPT:
             self.drawn.clear()  # rows long scrolled past
         cells = row_cells(session, claims, now, self.stale_after, self.widths, self.adapters)
-        row = GridRow(session.id, cells)
-        if drawn is not None and list(drawn[3].cells) == cells:
+        row = GridRow(cells)
+        if drawn is not None and same_cells(drawn[3].cells, cells):
             row = drawn[3]  # the clock moved, the cells did not: the line drawn stays
         self.drawn[session.id] = (session, claims, self.tick, row)
         return row

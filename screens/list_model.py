@@ -67,7 +67,6 @@ class ReadResult:
     claims: dict[str, ClaimCount] = field(default_factory=dict)
     counts: dict[str, int] | None = None
     token: object | None = None
-    now: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -207,9 +206,7 @@ class ListModel:
     def refresh_read(self) -> Read:
         """The rows around the view read again (the store changed), at their place: a page
         either side of the view, as many as a read takes."""
-        height = self.view_height
-        limit = min(height + 2 * self.page_size, MAX_LIMIT)
-        offset = max(0, self.view_first - max(limit - height, 0) // 2)
+        offset, limit = self._around(self.view_first, self.view_first + self.view_height)
         return Read("at", offset, limit, self.generation, self.serial, refresh=True)
 
     def started(self, read: Read) -> None:
@@ -239,13 +236,18 @@ class ListModel:
             if self.start - self.page_size < last <= self.end and first < self.start:
                 if self.start - first <= MAX_LIMIT:  # the view's bottom is held, or just above
                     return self._page(after=False, upto=first)
-        height = max(last - first, 1)
-        limit = min(height + 2 * self.page_size, MAX_LIMIT)
-        # Never past the view's first row: a view taller than a read is read from its top.
-        offset = max(0, first - max(limit - height, 0) // 2)
-        if self.total is not None and limit > height:
+        offset, limit = self._around(first, last)
+        if self.total is not None and limit > last - first:
             offset = max(0, min(offset, self.total - limit))
         return Read("at", offset, limit, self.generation, self.serial)
+
+    def _around(self, first: int, last: int) -> tuple[int, int]:
+        """The offset and limit of a read of the view ``first`` … ``last - 1`` and a page
+        either side of it, as many as a read takes: never past the view's first row (a view
+        taller than a read is read from its top)."""
+        height = max(last - first, 1)
+        limit = min(height + 2 * self.page_size, MAX_LIMIT)
+        return max(0, first - max(limit - height, 0) // 2), limit
 
     def _page(self, *, after: bool, upto: int | None = None, ahead: bool = False) -> Read:
         """A keyset page from the row at that end of the held run: ``page_size`` rows, or as
@@ -363,19 +365,14 @@ class ListModel:
         if replace or not joins:
             self.start, self.rows = start, list(rows)
             return True
-        before = self.rows[: max(start - self.start, 0)]
-        after = self.rows[max(start + len(rows) - self.start, 0) :]
-        self.start = min(self.start, start)
-        merged = [*before, *rows, *after]
         # One session appears once: a row the list moved past a page seam is kept where the
         # newer read put it.
         fresh = {session.id for session in rows}
-        kept_before = [s for s in before if s.id not in fresh]
-        kept_after = [s for s in after if s.id not in fresh]
-        if len(kept_before) != len(before) or len(kept_after) != len(after):
-            self.start = start - len(kept_before)
-            merged = [*kept_before, *rows, *kept_after]
-        self.rows = merged
+        cut_before, cut_after = max(start - self.start, 0), max(start + len(rows) - self.start, 0)
+        before = [s for s in self.rows[:cut_before] if s.id not in fresh]
+        after = [s for s in self.rows[cut_after:] if s.id not in fresh]
+        self.start = start - len(before)
+        self.rows = [*before, *rows, *after]
         return False
 
     def _learn_the_end(self, read: Read, start: int, rows: list[SessionFields]) -> None:

@@ -81,7 +81,7 @@ def read_rows(*, store: Store, asked: RowsAsked, counts: StatusCounts) -> ReadRe
             )
             rows = list(page.items)
         claims = claim_counts(db=db, agent_ids=[s.agent_id for s in rows], now=now)
-    return ReadResult(read, rows, total, claims, by_status, token, now)
+    return ReadResult(read, rows, total, claims, by_status, token)
 
 
 def count_rows(*, store: Store, filters: SessionFilter) -> int:

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from rich.text import Text
 
-from screens.list_columns import TERMINAL_STATUSES
+from screens.list_columns import TERMINAL_STATUSES, sort_arrow
 from store.display import one_line
 from store.listing import SORT_COLUMNS, SessionFilter, SessionOrder
 from store.rules import ACTIVE_STATES
@@ -108,7 +108,6 @@ class ListState:
         else:
             text.append("any text (/)")
         text.append(" · sorted by ")
-        direction = "▼" if self.order.descending else "▲"
-        text.append(f"{SORT_NAMES[self.order.column]} {direction}", style="bold")
+        text.append(f"{SORT_NAMES[self.order.column]} {sort_arrow(self.order)}", style="bold")
         text.append(" (o O)")
         return text

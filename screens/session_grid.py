@@ -8,8 +8,8 @@ knows columns, rows and a cursor; nothing of sessions or of the store.
 
 A row is a ``GridRow``: one cell per column, or a ``span`` drawn across the whole width (a group
 header). A column is only a key, a label and a width, so a mark column is a column like any
-other. Drawn lines are cached per row object, so a row built again (new data, the clock moved)
-is drawn again and an unchanged one is not.
+other; the header draws the same columns' labels. Drawn lines are cached per row object, so a
+row built again (new data, the clock moved) is drawn again and an unchanged one is not.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ PLACEHOLDER = "…"
 @dataclass(frozen=True)
 class GridColumn:
     key: str
-    label: str
+    label: Text
     # Cells of content; the grid pads each side by ``CELL_PADDING``.
     width: int
 
@@ -50,7 +50,6 @@ class GridRow:
     """One line of the grid. Compared and hashed by identity: the line cache keys on it, so a
     row built anew is drawn anew."""
 
-    key: str
     cells: Sequence[Text] = ()
     # Drawn across every column instead of cells (a group header).
     span: Text | None = None
@@ -126,17 +125,17 @@ class GridHeader(Widget):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.columns: tuple[GridColumn, ...] = ()
-        self.labels: tuple[Text, ...] = ()
 
-    def show(self, columns: Sequence[GridColumn], labels: Sequence[Text]) -> None:
-        self.columns, self.labels = tuple(columns), tuple(labels)
+    def show(self, columns: Sequence[GridColumn]) -> None:
+        self.columns = tuple(columns)
         self.refresh()
 
     def render_line(self, y: int) -> Strip:
         width, base = self.size.width, self.rich_style
         if y:
             return Strip.blank(width, base)
-        segments = row_segments(self.columns, self.labels, self.app.console)
+        labels = [column.label for column in self.columns]
+        segments = row_segments(self.columns, labels, self.app.console)
         return Strip(Segment.apply_style(segments, base)).adjust_cell_length(width, base)
 
     def key_at(self, x: int) -> str | None:

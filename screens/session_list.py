@@ -25,7 +25,7 @@ from screens.context import ConsoleContext
 from screens.failures import Failure
 from screens.filter_bar import FilterBar, update_text
 from screens.footer import ConsoleFooter
-from screens.list_columns import COLUMN_BY_KEY, RowPainter, counts_line, grid_columns, header_label
+from screens.list_columns import COLUMN_BY_KEY, RowPainter, counts_line, grid_columns
 from screens.list_model import ClockMoved, ListModel, Read, ReadResult, RowsAsked, first_result
 from screens.list_state import ListState
 from screens.live import StoreChanged
@@ -112,9 +112,8 @@ class SessionListScreen(SessionActionScreen):
             self._show_columns()
 
     def _show_columns(self) -> None:
-        columns = grid_columns(self.painter.widths)
-        labels = [header_label(COLUMN_BY_KEY[c.key], self.state.order) for c in columns]
-        self.query_one(GridHeader).show(columns, labels)
+        columns = grid_columns(self.painter.widths, self.state.order)
+        self.query_one(GridHeader).show(columns)
         self.grid.set_columns(columns)
 
     # -- the rows and the cursor --------------------------------------------------------------
@@ -222,8 +221,8 @@ class SessionListScreen(SessionActionScreen):
         if self.ctx.store is None:
             return
         for read in self.model.next_reads():
-            self.model.started(read)
             if read.ahead:
+                self.model.started(read)  # held in flight until it runs
                 self.call_after_refresh(self._run_ahead, read)
             else:
                 self._run_read(read)

@@ -13,7 +13,11 @@ from textual.message import Message
 from screens.session_grid import GridColumn, GridHeader, GridRow, SessionGrid
 from tests.test_tui_support import screen_text
 
-COLUMNS = [GridColumn("mark", "", 1), GridColumn("name", "Name", 12), GridColumn("n", "N", 8)]
+COLUMNS = [
+    GridColumn("mark", Text(""), 1),
+    GridColumn("name", Text("Name"), 12),
+    GridColumn("n", Text("N"), 8),
+]
 
 
 class Source:
@@ -31,10 +35,10 @@ class Source:
             return None
         if index not in self.rows:
             if index % 10 == 0:
-                self.rows[index] = GridRow(f"g{index}", span=Text(f"group {index // 10}"))
+                self.rows[index] = GridRow(span=Text(f"group {index // 10}"))
             else:
                 mark = Text("●" if index % 2 == 0 else " ")
-                self.rows[index] = GridRow(f"r{index}", [mark, Text(f"row-{index}"), Text("x")])
+                self.rows[index] = GridRow([mark, Text(f"row-{index}"), Text("x")])
         return self.rows[index]
 
 
@@ -51,7 +55,7 @@ class GridApp(App[None]):
 
     def on_mount(self) -> None:
         grid = self.query_one(SessionGrid)
-        self.query_one(GridHeader).show(COLUMNS, [Text(c.label) for c in COLUMNS])
+        self.query_one(GridHeader).show(COLUMNS)
         grid.set_columns(COLUMNS)
         grid.row_count = self.rows
         self.watch(grid, "cursor", self.cursor_moved, init=False)
@@ -203,7 +207,7 @@ async def test_a_line_is_drawn_once_until_its_row_changes() -> None:
         width = grid.scrollable_content_region.width
         first = grid.line(3, width)
         assert grid.line(3, width) is first  # drawn once, copied after
-        source.rows[3] = GridRow("r3", [Text(" "), Text("changed"), Text("y")])
+        source.rows[3] = GridRow([Text(" "), Text("changed"), Text("y")])
         again = grid.line(3, width)
         assert again is not first and "changed" in again.text
         # Drawn ahead: rows below the view are in the cache before a key shows them.

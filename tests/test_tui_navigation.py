@@ -211,7 +211,7 @@ async def test_o_cycles_the_sort_and_shift_o_flips_it(tmp_path: Path, db: Store)
         for key, column, descending, described, header in steps:
             await press(pilot, key)
             assert f"sorted by {described} (o O)" in filter_line(app), key
-            labels = [str(label) for label in app.screen.query_one(GridHeader).labels]
+            labels = [str(c.label) for c in app.screen.query_one(GridHeader).columns]
             assert header in labels, labels
             assert sum("▲" in label or "▼" in label for label in labels) == 1
             assert row_ids(app) == model_order(db, column, descending), column
