@@ -703,14 +703,16 @@ class TuiRuns:
 
     downs: int
     pagedowns: int
-    paint_repeats: int
+    paint_repeats: int | None
     memory_repeats: int
     env: dict[str, str]
 
 
 def bench_tui(small: tuple[str, str], big: tuple[str, str], runs: TuiRuns) -> list[Figure]:
     """Every console figure on one backend: first rows, memory, key presses, the scrollbar."""
-    figures = bench_first_paint(small, big, runs.paint_repeats, runs.env)
+    figures: list[Figure] = []
+    if runs.paint_repeats is not None:
+        figures += bench_first_paint(small, big, runs.paint_repeats, runs.env)
     figures += bench_memory(small, big, runs.memory_repeats)
     figures += bench_keys(big, runs.downs, runs.pagedowns)
     figures += bench_jumps(big)
@@ -879,7 +881,7 @@ def main() -> int:
             figures += bench_import(directory, 10_000 if quick else 100_000, 3 if quick else 5)
         tui = TuiRuns(
             *((10, 2) if quick else (30, 12)),
-            paint_repeats=3 if quick else repeats,
+            paint_repeats=None if args.skip_first_paint else 3 if quick else repeats,
             memory_repeats=3 if quick else 5,
             env=compiled_env(directory / "pycache"),
         )
@@ -904,13 +906,7 @@ def main() -> int:
         big_store = (f"{big_size:,} sessions", f"sqlite:///{big}")
         figures += bench_reads(big_store[1], f"{big_size:,} ref.", repeats)
         if not args.skip_tui:
-            small = ("10 sessions", tiny)
-            if args.skip_first_paint:
-                figures += bench_memory(small, big_store, tui.memory_repeats)
-                figures += bench_keys(big_store, tui.downs, tui.pagedowns)
-                figures += bench_jumps(big_store)
-            else:
-                figures += bench_tui(small, big_store, tui)
+            figures += bench_tui(("10 sessions", tiny), big_store, tui)
             figures += bench_change_latency(big_store[1], f"{big_size:,} ref.", 5)
     print_table(figures)
     return 0
