@@ -16,6 +16,7 @@ from sqlalchemy.engine import URL, make_url
 from store.display import printable
 from store.errors import DatabaseUnavailable, StoreError
 from store.notifications import ChangeListener
+from store.redaction import redact_text
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 5000
@@ -150,12 +151,12 @@ def unavailable_message(description: str, reason: str) -> str:
 
 
 def describe_url(url: str | URL) -> str:
-    """The URL with any password hidden, for headers and messages."""
+    """The URL with any password hidden (libpq's ``?password=`` too), for headers and messages."""
     try:
         parsed = make_url(url) if isinstance(url, str) else url
     except exc.ArgumentError:
         return "(unreadable URL)"
-    return parsed.render_as_string(hide_password=True)
+    return redact_text(parsed.render_as_string(hide_password=True))
 
 
 class Store:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from store import validation
 from store.clock import format_ts, parse_ts
@@ -41,6 +41,7 @@ from store.listing import (
     SortKey,
 )
 from store.records import SESSION_COLUMNS, ClaimCount, SessionRecord
+from store.redaction import redact_text
 from store.revision import HEAD_REVISION
 
 # A plain SQLite URL, as SQLAlchemy parses it: the driver, then the database path. Query
@@ -94,11 +95,16 @@ def describe(url: str) -> str | None:
     if postgres_dsn(url) is None:
         return None
     parts = urlsplit(url)
+    netloc = parts.netloc
     if parts.password is not None:
-        user = parts.username or ""
-        host = parts.netloc.rsplit("@", 1)[1]
-        parts = parts._replace(netloc=f"{user}:***@{host}")
-    return urlunsplit(parts)
+        netloc = f"{parts.username or ''}:***@{netloc.rsplit('@', 1)[1]}"
+    shown = f"{parts.scheme}://{netloc}"
+    if parts.path:
+        shown += "/" + quote(unquote(parts.path[1:]), safe=" +/")
+    pairs = sorted(parse_qsl(parts.query, keep_blank_values=True), key=lambda pair: pair[0])
+    if pairs:
+        shown += "?" + "&".join(f"{quote_plus(key)}={quote_plus(value)}" for key, value in pairs)
+    return redact_text(shown)
 
 
 def is_current(url: str) -> bool:

@@ -232,6 +232,8 @@ def test_a_postgres_connection_lost_mid_transaction_is_unavailable(
 
 def test_describe_url_hides_the_password():
     assert describe_url("postgresql://u:pw@h/db") == "postgresql://u:***@h/db"
+    hidden = describe_url("postgresql://u@/db?host=/tmp&password=pw")  # libpq's own form
+    assert hidden == "postgresql://u@/db?host=%2Ftmp&password=[REDACTED]"
     assert describe_url("sqlite:////tmp/x.db") == "sqlite:////tmp/x.db"
 
 

@@ -443,6 +443,9 @@ def test_describe_leaves_other_urls_to_the_store() -> None:
         "postgresql+psycopg://postgres@127.0.0.1:47819/rt_bench_big",
         "postgresql://u:p@h:1/d?sslmode=require",
         "postgresql://host/db",
+        "postgresql:///db?host=/tmp",
+        "postgresql://u@/db?host=/tmp&password=secret",
+        "postgresql://u:p@[::1]:5/d%20b?b=2&a=1",
     ],
 )
 def test_a_postgresql_url_shows_as_the_store_would_password_hidden(url: str) -> None:
