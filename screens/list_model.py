@@ -67,6 +67,8 @@ class ReadResult:
     claims: dict[str, ClaimCount] = field(default_factory=dict)
     counts: dict[str, int] | None = None
     token: object | None = None
+    # How many sessions need a human (store.sessions.ATTENTION_CAP at most), when read.
+    attention: int | None = None
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,8 @@ def _apply(rule: _Rule, request: _Request, check: Check | None = None) -> Action
     extra = check(db, session, now) if check is not None else {}
     notes = tuple(extra.pop("notes", ()))
     claims = tuple(extra.pop("claims", ()))
-    values = rule.changes(now)
+    # Any operator action answers a session that waits for a human.
+    values = {**rule.changes(now), "waiting_reason": None, "waiting_since": None}
     row = db.execute(
         update(SESSIONS)
         .where(SESSIONS.c.id == session.id, SESSIONS.c.version == session.version)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from store.rules import PAGED_PROJECTIONS, UNPAGED_PROJECTIONS
+from store.rules import PAGED_PROJECTIONS, SORT_COLUMNS, UNPAGED_PROJECTIONS
 from tui import output
 
 if TYPE_CHECKING:
@@ -174,7 +174,19 @@ def _list_options(func: Callable[..., Any]) -> Callable[..., Any]:
             is_flag=True,
             help="Only active sessions not seen for stale_after_seconds (config; 300 s).",
         ),
+        click.option(
+            "--waiting",
+            is_flag=True,
+            help="Only sessions waiting for a human (heartbeat --waiting).",
+        ),
         click.option("--text", metavar="TEXT", help="Only sessions whose fields contain TEXT."),
+        click.option(
+            "--sort",
+            type=click.Choice(SORT_COLUMNS),
+            help="The order: attention (what needs a human first), started (the default), "
+            "last_seen, status or agent.",
+        ),
+        click.option("--descending", is_flag=True, help="Sort the other way round."),
         click.option("--limit", type=int, metavar="N", help="One page of N (1…200)."),
         click.option("--cursor", metavar="C", help="Continue after the page that gave C."),
     )
@@ -378,24 +390,27 @@ def _list_sessions(
     *,
     statuses: tuple[str, ...],
     stale: bool,
+    sort: str | None,
+    descending: bool,
     limit: int | None,
     cursor: str | None,
     **narrowing: Any,
 ) -> None:
     """``narrowing``: the other filters, by their names in ``store.listing.SessionFilter``."""
-    from store.listing import SessionFilter
+    from store.listing import SessionFilter, SessionOrder
     from store.sessions import list_sessions
 
-    stale_before = None
-    if stale:
-        stale_before = inv.clock() - timedelta(seconds=inv.settings.stale_after_seconds)
+    stale_cutoff = inv.clock() - timedelta(seconds=inv.settings.stale_after_seconds)
     statuses = tuple(status.strip() for status in statuses)
-    filters = SessionFilter(statuses=statuses, stale_before=stale_before, **narrowing)
+    filters = SessionFilter(
+        statuses=statuses, stale_before=stale_cutoff if stale else None, **narrowing
+    )
+    order = SessionOrder(sort or "started", descending).at(stale_cutoff)
     with inv.store() as store:
 
         def fetch(size: int | None, after: str | None) -> Page[AgentSession]:
             with store.read() as db:
-                return list_sessions(db=db, filters=filters, limit=size, cursor=after)
+                return list_sessions(db=db, filters=filters, limit=size, cursor=after, order=order)
 
         pages = _pages(fetch, inv, limit=limit, cursor=cursor, what="sessions")
         if inv.json_mode:
@@ -481,6 +496,12 @@ def _print_session_row(
 @click.option("--status", metavar="ST", help="A new status (blank keeps the current one).")
 @click.option("--external-session-id", metavar="E", help="Blank keeps the current one.")
 @click.option(
+    "--waiting",
+    metavar="REASON",
+    help="The session waits for a human, for this reason (≤ 500 characters); "
+    "the next heartbeat without it ends the wait.",
+)
+@click.option(
     "--every",
     metavar="SECONDS",
     type=click.FloatRange(min=0.05, max=86_400),
@@ -492,6 +513,7 @@ def heartbeat_command(
     session_id: str,
     status: str | None,
     external_session_id: str | None,
+    waiting: str | None,
     every: float | None,
 ) -> None:
     from store.sessions import heartbeat
@@ -506,6 +528,7 @@ def heartbeat_command(
                 session_id=session_id,
                 status=status,
                 external_session_id=external_session_id,
+                waiting=waiting,
                 clock=inv.clock,
             )
         if table is None:
@@ -574,6 +597,8 @@ def show_command(inv: Invocation, session_id: str) -> None:
         return
     # Shown to a person: secrets in the metadata are redacted, as everywhere else (DESIGN §5).
     record["metadata"] = redact_json_value(record["metadata"])
+    waiting = session.waiting
+    record["waiting"] = None if waiting is None else f"{waiting.reason} (since {waiting.since})"
     pairs = list(record.items())
     stale_after = timedelta(seconds=inv.settings.stale_after_seconds)
     position = next(i for i, (name, _) in enumerate(pairs) if name == "status") + 1
@@ -777,8 +802,11 @@ def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
     from screens.context import DEFAULT_PAGE_SIZE
     from store.clock import system_clock
     from store.first_window import prefetch
+    from store.listing import SessionOrder
 
-    early = prefetch(url, limit=DEFAULT_PAGE_SIZE, now=system_clock())
+    now = system_clock()
+    order = SessionOrder(settings.sort).at(now - timedelta(seconds=settings.stale_after_seconds))
+    early = prefetch(url, limit=DEFAULT_PAGE_SIZE, now=now, order=order)
     from tui.app import run_console
 
     return int(
