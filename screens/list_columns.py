@@ -53,7 +53,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("workspace", "Workspace", 9, weight=1, drop_rank=4),
     Column("adapter", "Adapter", 8, drop_rank=1),
     Column("model", "Model", 10, weight=3, drop_rank=3),
-    Column("status", "Status", 16, sort="status"),
+    Column("status", "Status", 18, sort="status"),
     Column("attention", "Attention", 24, weight=6, drop_rank=6, sort="attention"),
     Column("claims", "Claims", 6),
     Column("resume", "Resume", 6),
