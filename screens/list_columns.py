@@ -23,6 +23,8 @@ TERMINAL_STATUSES: tuple[str, ...] = ("stopped", "ended", "terminated")
 MAX_STATUSES_SHOWN = 10
 # Rows drawn are forgotten past about this many (a few windows' worth).
 MAX_ROWS_KEPT = 1000
+MARK = "●"
+MARK_STYLE = "bold cyan"
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class Column:
 
 
 COLUMNS: tuple[Column, ...] = (
+    # Whether the session is marked (space, *): never dropped, so a mark is always seen.
+    Column("mark", "", 1),
     Column("id", "Session", 10, weight=1),
     Column("agent", "Agent", 6, weight=1, sort="agent"),
     Column("run", "Run", 8, weight=3, drop_rank=2),
@@ -107,6 +111,13 @@ def claims_cell(count: ClaimCount | None) -> Text:
     return text
 
 
+def mark_cell(marked: bool | None) -> Text:
+    """A mark; "…" while only the store can say whether the row is marked."""
+    if marked is None:
+        return Text("…", style="dim")
+    return Text(MARK, style=MARK_STYLE) if marked else Text("")
+
+
 def resume_cell(session: SessionFields, adapters: Mapping[str, AdapterConfig]) -> Text:
     if resume_blocker(session=session, adapters=adapters) is None:
         return Text("yes", style="green")
@@ -125,10 +136,12 @@ def row_cells(
     stale_after: timedelta,
     widths: dict[str, int],
     adapters: Mapping[str, AdapterConfig] | None = None,
+    marked: bool | None = False,
 ) -> list[Text]:
     """The cells of the columns in ``widths``, in that order."""
     width = widths.get
     cells = {
+        "mark": lambda: mark_cell(marked),
         "id": lambda: plain(session.id, width("id")),
         "agent": lambda: plain(session.agent_id, width("agent")),
         "run": lambda: plain(session.run_id, width("run")),
@@ -148,7 +161,7 @@ def counts_line(counts: dict[str, int]) -> Text:
     """Counts by status; the store's name is in the header."""
     total = sum(counts.values())
     text = Text()
-    text.append(f"{total} session{'s' if total != 1 else ''}", style="bold")
+    text.append(plural(total, "session"), style="bold")
     ordered = [s for s in (*ACTIVE_STATES, *TERMINAL_STATUSES) if s in counts]
     ordered += sorted((s for s in counts if s not in ordered), key=lambda s: -counts[s])
     for status in ordered[:MAX_STATUSES_SHOWN]:
@@ -161,6 +174,19 @@ def counts_line(counts: dict[str, int]) -> Text:
     return text
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+def marked_line(line: Text, marked: int | None) -> Text:
+    """The header's line, then how many sessions are marked ("…" while it is counted)."""
+    text = line.copy()
+    text.append(" · ")
+    text.append(f"{MARK} ", style=MARK_STYLE)
+    text.append(f"{'…' if marked is None else marked} marked", style="bold")
+    return text
+
+
 def same_cells(old: Sequence[Text], new: Sequence[Text]) -> bool:
     """Whether two rows of cells draw the same (``Text`` equality leaves out the base style)."""
     return len(old) == len(new) and all(
@@ -169,16 +195,20 @@ def same_cells(old: Sequence[Text], new: Sequence[Text]) -> bool:
     )
 
 
+# A row as drawn, with what it was drawn from: session, claims, clock tick and mark.
+Drawn = tuple[SessionFields, ClaimCount | None, int, bool | None, GridRow]
+
+
 class RowPainter:
-    """The grid's rows for sessions, kept until the session, its agent's claims or the clock
-    (``tick``) move: a row unchanged since it was last drawn is not built again."""
+    """The grid's rows for sessions, kept until the session, its agent's claims, its mark or
+    the clock (``tick``) move: a row unchanged since it was last drawn is not built again."""
 
     def __init__(self, *, stale_after: timedelta, adapters: Mapping[str, AdapterConfig]) -> None:
         self.stale_after = stale_after
         self.adapters = adapters
         self.widths = column_widths(120)
         self.tick = 0
-        self.drawn: dict[str, tuple[SessionFields, ClaimCount | None, int, GridRow]] = {}
+        self.drawn: dict[str, Drawn] = {}
 
     def resize(self, width: int) -> bool:
         """Fit the columns to ``width``; True when they changed."""
@@ -192,15 +222,23 @@ class RowPainter:
     def clock_moved(self) -> None:
         self.tick += 1
 
-    def row(self, session: SessionFields, claims: ClaimCount | None, now: datetime) -> GridRow:
+    def row(
+        self,
+        session: SessionFields,
+        claims: ClaimCount | None,
+        now: datetime,
+        marked: bool | None = False,
+    ) -> GridRow:
         drawn = self.drawn.get(session.id)
-        if drawn is not None and drawn[0] is session and drawn[1:3] == (claims, self.tick):
-            return drawn[3]
+        if drawn is not None and drawn[0] is session and drawn[1:4] == (claims, self.tick, marked):
+            return drawn[4]
         if len(self.drawn) >= MAX_ROWS_KEPT:
             self.drawn.clear()  # rows long scrolled past
-        cells = row_cells(session, claims, now, self.stale_after, self.widths, self.adapters)
+        cells = row_cells(
+            session, claims, now, self.stale_after, self.widths, self.adapters, marked
+        )
         row = GridRow(cells)
-        if drawn is not None and same_cells(drawn[3].cells, cells):
-            row = drawn[3]  # the clock moved, the cells did not: the line drawn stays
-        self.drawn[session.id] = (session, claims, self.tick, row)
+        if drawn is not None and same_cells(drawn[4].cells, cells):
+            row = drawn[4]  # the clock moved, the cells did not: the line drawn stays
+        self.drawn[session.id] = (session, claims, self.tick, marked, row)
         return row
