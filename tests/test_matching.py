@@ -307,3 +307,15 @@ ROW: dict[str, Any] = {
     "status": "active",
     "started_at": format_ts(BASE),
 }
+
+
+def test_a_time_a_hair_from_the_cutoff_is_left_to_the_store(store: Store) -> None:
+    """SQLite rounds both to the millisecond (the same one here): not before; PostgreSQL keeps
+    the microseconds: before. Python cannot speak for both."""
+    seen = format_ts(BASE + timedelta(microseconds=100))
+    records = write_rows(store, [{**ROW, "last_seen_at": seen}])
+    chosen = SessionFilter(stale_before=BASE + timedelta(microseconds=400))
+    assert filter_admits(chosen, records[0]) is None
+    with store.read() as db:
+        decided = admitted_ids(db=db, filters=chosen, ids=["s0"])
+    assert decided == (set() if store.dialect == "sqlite" else {"s0"})
