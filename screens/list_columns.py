@@ -157,11 +157,15 @@ def row_cells(
     return [cells[key]() for key in widths]
 
 
-def counts_line(counts: dict[str, int]) -> Text:
-    """Counts by status; the store's name is in the header."""
+def counts_line(counts: dict[str, int], marked: Text | None = None) -> Text:
+    """Counts by status, after how many sessions are marked (``marks_text``) when any are; the
+    store's name is in the header."""
     total = sum(counts.values())
     text = Text()
     text.append(plural(total, "session"), style="bold")
+    if marked is not None:
+        text.append(" · ")
+        text.append_text(marked)
     ordered = [s for s in (*ACTIVE_STATES, *TERMINAL_STATUSES) if s in counts]
     ordered += sorted((s for s in counts if s not in ordered), key=lambda s: -counts[s])
     for status in ordered[:MAX_STATUSES_SHOWN]:
@@ -178,12 +182,11 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'s' if count != 1 else ''}"
 
 
-def marked_line(line: Text, marked: int | None) -> Text:
-    """The header's line, then how many sessions are marked ("…" while it is counted)."""
-    text = line.copy()
-    text.append(" · ")
+def marks_text(marked: int | None) -> Text:
+    """How many sessions are marked ("…" while the store counts them)."""
+    text = Text()
     text.append(f"{MARK} ", style=MARK_STYLE)
-    text.append(f"{'…' if marked is None else marked} marked", style="bold")
+    text.append(f"{'…' if marked is None else marked}\u00a0marked", style="bold")
     return text
 
 

@@ -37,7 +37,7 @@ from screens.list_columns import (
     RowPainter,
     counts_line,
     grid_columns,
-    marked_line,
+    marks_text,
 )
 from screens.list_model import ClockMoved, ListModel, Read, ReadResult, RowsAsked, first_result
 from screens.list_state import ListState
@@ -439,10 +439,15 @@ class SessionListScreen(SessionActionScreen):
         return Text(f"Opening store {one_line(self.ctx.description, 100)}…")
 
     def _show_counts(self) -> None:
-        """The header: the counts by status, then how many sessions are marked."""
-        line = self._opening_text() if self.counts_shown is None else counts_line(self.counts_shown)
-        if self.marks:
-            line = marked_line(line, self.marks.count())
+        """The header: how many sessions there are, how many are marked, and by status."""
+        marked = marks_text(self.marks.count()) if self.marks else None
+        if self.counts_shown is not None:
+            line = counts_line(self.counts_shown, marked)
+        else:
+            line = self._opening_text()
+            if marked is not None:
+                line.append(" · ")
+                line.append_text(marked)
         update_text(self.query_one("#counts", Static), line)
 
     def _count_marks(self) -> None:

@@ -5,9 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from rich.text import Text
-
-from screens.list_columns import RowPainter, marked_line
+from screens.list_columns import RowPainter, counts_line, marks_text
 from screens.marks import RECOUNT_SECONDS, Marks
 from store.clock import format_ts
 from store.listing import FilterSelection, Selection, SessionFilter
@@ -174,6 +172,9 @@ def test_the_mark_column_is_never_dropped() -> None:
         assert next(iter(painter.widths)) == "mark"
 
 
-def test_the_header_says_how_many_are_marked() -> None:
-    assert marked_line(Text("3 sessions"), 2).plain == "3 sessions · ● 2 marked"
-    assert marked_line(Text("3 sessions"), None).plain == "3 sessions · ● … marked"
+def test_the_header_says_how_many_are_marked_before_the_statuses() -> None:
+    counts = {"active": 2, "paused": 1}
+    line = counts_line(counts, marks_text(2)).plain.replace("\u00a0", " ")
+    assert line == "3 sessions · ● 2 marked · active 2 · paused 1"
+    assert "● … marked" in counts_line(counts, marks_text(None)).plain.replace("\u00a0", " ")
+    assert "marked" not in counts_line(counts).plain

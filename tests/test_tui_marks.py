@@ -36,8 +36,8 @@ from tests.test_tui_support import (
 
 
 def header(app: Any) -> str:
-    """The counts line at the top of the list."""
-    return str(app.screen.query_one("#counts").render())
+    """The counts line at the top of the list (a no-break space read as a space)."""
+    return str(app.screen.query_one("#counts").render()).replace("\u00a0", " ")
 
 
 def shown_line(app: Any, session_id: str) -> str:
