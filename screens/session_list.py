@@ -310,7 +310,7 @@ class SessionListScreen(SessionActionScreen):
             self.counts_shown = answer.counts
             self._show_counts()
         self._show_rows(answer)
-        self._ask_about_marks()
+        self._ask_about_marks(answer.rows)
         if answer.read.refresh:
             self._recount_marks()
         if first:
@@ -485,15 +485,17 @@ class SessionListScreen(SessionActionScreen):
         else:
             self.marks_recount = self.set_timer(wait, self._count_marks)
 
-    def _ask_about_marks(self) -> None:
-        """Rows held whose mark only the store can decide (values other writers left)."""
-        if self.ctx.store is None:
+    def _ask_about_marks(self, rows: list[SessionFields] | None = None) -> None:
+        """Rows (those just read, else every row held) whose mark only the store can decide:
+        values other writers left."""
+        if self.ctx.store is None or not self.marks.by_filter:
             return
         from screens.data import require_store
         from screens.list_reads import admitted_among
 
         store = require_store(self.ctx)
-        for filters, asked in self.marks.open_questions(self.model.rows).items():
+        held = self.model.rows if rows is None else rows
+        for filters, asked in self.marks.open_questions(held).items():
             ids = [session_id for session_id, _version in asked]
             self.run_in_thread(
                 partial(admitted_among, store=store, filters=filters, ids=ids),
