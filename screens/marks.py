@@ -127,9 +127,10 @@ class Marks:
         self._changed()
 
     def mark_matching(self, filters: SessionFilter) -> None:
-        """Mark every session ``filters`` lets through, now and as the store changes; the same
-        filter marked again drops what was excluded from it."""
-        kept = [chosen for chosen in self.by_filter if chosen.filters != filters]
+        """Mark every session ``filters`` lets through, now and as the store changes. The same
+        filter marked again replaces the first, and what was excluded from it is marked again;
+        so does one that differs only by a later stale cutoff (it covers all the first did)."""
+        kept = [chosen for chosen in self.by_filter if not _covers(filters, chosen.filters)]
         self.by_filter = [*kept, FilterSelection(filters)]
         self._changed()
 
@@ -213,3 +214,14 @@ class Marks:
             return False
         self.counted = (total, revision)
         return True
+
+
+def _covers(newer: SessionFilter, older: SessionFilter) -> bool:
+    """Whether ``newer`` lets through every session ``older`` does: the same filter, or the same
+    but for a later stale cutoff."""
+    if newer == older:
+        return True
+    if newer.stale_before is None or older.stale_before is None:
+        return False
+    later = newer.stale_before >= older.stale_before
+    return later and replace(newer, stale_before=None) == replace(older, stale_before=None)

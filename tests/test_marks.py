@@ -178,3 +178,15 @@ def test_the_header_says_how_many_are_marked_before_the_statuses() -> None:
     assert line == "3 sessions · ● 2 marked · active 2 · paused 1"
     assert "● … marked" in counts_line(counts, marks_text(None)).plain.replace("\u00a0", " ")
     assert "marked" not in counts_line(counts).plain
+
+
+def test_a_later_stale_cutoff_replaces_the_earlier_one() -> None:
+    marks = Marks()
+    marks.mark_matching(STALE)
+    later = SessionFilter(stale_before=NOW)
+    marks.mark_matching(later)
+    assert marks.selection().by_filter == (FilterSelection(later),)
+    marks.mark_matching(STALE)  # an earlier cutoff covers less: both are kept
+    assert marks.selection().by_filter == (FilterSelection(later), FilterSelection(STALE))
+    marks.mark_matching(SessionFilter(stale_before=NOW, text="x"))  # another filter
+    assert len(marks.selection().by_filter) == 3
