@@ -1,14 +1,14 @@
-"""Command palette entries from the console's current state: "Pause sess-42", "Open sess-7"."""
+"""Command palette entries from the console's current state: "Pause sess-42", "Mark sess-42",
+"Open sess-7"."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-from screens.session_actions import SessionActionScreen
+from screens.session_actions import ScreenCommand, SessionActionScreen
 from store.display import one_line
 
 # Help texts are parsed as markup by the palette, so they never carry store data.
@@ -21,7 +21,7 @@ ACTION_HELP: dict[str, str] = {
 }
 MAX_OPEN_ENTRIES = 200
 
-Command = tuple[str, Callable[[], object], str]
+Command = ScreenCommand
 
 
 def session_commands(screen: object) -> list[Command]:
@@ -33,6 +33,7 @@ def session_commands(screen: object) -> list[Command]:
         for action in screen.allowed_actions():
             name = f"{action.capitalize()} {one_line(session.id, 60)}"
             found.append((name, partial(screen.do_lifecycle_action, action), ACTION_HELP[action]))
+    found.extend(screen.screen_commands())
     for other in screen.known_sessions()[:MAX_OPEN_ENTRIES]:
         found.append(
             (

@@ -6,14 +6,15 @@ actions): tens of milliseconds a key press. This footer is one widget drawing on
 screen's ``active_bindings``; a change of bindings repaints that line. Actions that do not apply
 to the selected session are shown dimmed (``check_action`` returns None), so the keys keep their
 places from row to row. In a narrow terminal the words are shorter and the command palette's key
-is left out (help lists it), so that quit and help still fit at 80 columns. A click on a key
-presses it.
+is left out (help lists it). Keys that still do not fit are left out too, the screen's last ones
+first, never the app's: quit and help always fit at 80 columns. A click on a key presses it.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+from rich.cells import cell_len
 from rich.style import Style
 from rich.text import Text
 from textual import events
@@ -34,6 +35,8 @@ class FooterKey(NamedTuple):
     display: str
     description: str
     enabled: bool
+    # The app's own key (quit, help): kept when the screen's do not all fit.
+    app: bool = False
 
 
 class ConsoleFooter(Widget):
@@ -101,7 +104,8 @@ class ConsoleFooter(Widget):
 
     def _footer_key(self, key: str, active: ActiveBinding, description: str) -> FooterKey:
         display = self.app.get_key_display(active.binding)
-        return FooterKey(key, active.binding.action, display, description, active.enabled)
+        action, enabled = active.binding.action, active.enabled
+        return FooterKey(key, action, display, description, enabled, active.node is self.app)
 
     def render_line(self, y: int) -> Strip:
         """The one line, drawn again only when the keys or their dimming change (a cursor
@@ -135,7 +139,7 @@ class ConsoleFooter(Widget):
         key_pad, words = ("", " {} ") if self.narrow else (" ", "{} ")
         line = Text(" " if self.narrow else "", no_wrap=True, end="", overflow="crop")
         places = []
-        for shown in keys:
+        for shown in fitting(keys, width - line.cell_len, key_pad, words):
             start = line.cell_len
             extra = dimmed if not shown.enabled else Style()
             line.append(f"{key_pad}{shown.display}{key_pad}", key_style + extra)
@@ -169,3 +173,22 @@ class ConsoleFooter(Widget):
                 event.stop()
                 self.app.simulate_key(key)
                 return
+
+
+def fitting(keys: tuple[FooterKey, ...], width: int, pad: str, words: str) -> list[FooterKey]:
+    """The keys that fit in ``width`` cells, drawn with ``pad`` around each key and its words
+    formatted by ``words``: the screen's last keys are left out first, the app's never."""
+    kept = list(keys)
+
+    def used() -> int:
+        return sum(
+            cell_len(f"{pad}{key.display}{pad}") + cell_len(words.format(key.description))
+            for key in kept
+        )
+
+    while used() > width:
+        screens = [index for index, key in enumerate(kept) if not key.app]
+        if not screens:
+            break
+        del kept[screens[-1]]
+    return kept

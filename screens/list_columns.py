@@ -31,6 +31,8 @@ MAX_STATUSES_SHOWN = 10
 ATTENTION_STYLES = {WAITING_TIER: "bold yellow", UNKNOWN_TIER: "red"}
 # Rows drawn are forgotten past about this many (a few windows' worth).
 MAX_ROWS_KEPT = 1000
+MARK = "●"
+MARK_STYLE = "bold cyan"
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class Column:
 
 
 COLUMNS: tuple[Column, ...] = (
+    # Whether the session is marked (space, *): never dropped, so a mark is always seen.
+    Column("mark", "", 1),
     Column("id", "Session", 10, weight=1),
     Column("agent", "Agent", 6, weight=1, sort="agent"),
     Column("run", "Run", 8, weight=3, drop_rank=2),
@@ -132,6 +136,13 @@ def attention_cell(
     return cell
 
 
+def mark_cell(marked: bool | None) -> Text:
+    """A mark; "…" while only the store can say whether the row is marked."""
+    if marked is None:
+        return Text("…", style="dim")
+    return Text(MARK, style=MARK_STYLE) if marked else Text("")
+
+
 def resume_cell(session: SessionFields, adapters: Mapping[str, AdapterConfig]) -> Text:
     if resume_blocker(session=session, adapters=adapters) is None:
         return Text("yes", style="green")
@@ -150,10 +161,12 @@ def row_cells(
     stale_after: timedelta,
     widths: dict[str, int],
     adapters: Mapping[str, AdapterConfig] | None = None,
+    marked: bool | None = False,
 ) -> list[Text]:
     """The cells of the columns in ``widths``, in that order."""
     width = widths.get
     cells = {
+        "mark": lambda: mark_cell(marked),
         "id": lambda: plain(session.id, width("id")),
         "agent": lambda: plain(session.agent_id, width("agent")),
         "run": lambda: plain(session.run_id, width("run")),
@@ -170,16 +183,21 @@ def row_cells(
     return [cells[key]() for key in widths]
 
 
-def counts_line(counts: dict[str, int], attention: int | None = None) -> Text:
-    """Counts by status, after how many sessions need a human; the store's name is in the
-    header."""
+def counts_line(
+    counts: dict[str, int], marked: Text | None = None, *, attention: int | None = None
+) -> Text:
+    """Counts by status, after how many sessions need a human and how many are marked
+    (``marks_text``) when any are; the store's name is in the header."""
     total = sum(counts.values())
     text = Text()
-    text.append(f"{total} session{'s' if total != 1 else ''}", style="bold")
+    text.append(plural(total, "session"), style="bold")
     if attention:
         shown = f"{ATTENTION_CAP:,}+" if attention >= ATTENTION_CAP else f"{attention:,}"
         text.append(" · ")
         text.append(f"{shown} need{'s' if attention == 1 else ''} attention", style="bold yellow")
+    if marked is not None:
+        text.append(" · ")
+        text.append_text(marked)
     ordered = [s for s in (*ACTIVE_STATES, *TERMINAL_STATUSES) if s in counts]
     ordered += sorted((s for s in counts if s not in ordered), key=lambda s: -counts[s])
     for status in ordered[:MAX_STATUSES_SHOWN]:
@@ -192,6 +210,18 @@ def counts_line(counts: dict[str, int], attention: int | None = None) -> Text:
     return text
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+def marks_text(marked: int | None) -> Text:
+    """How many sessions are marked ("…" while the store counts them)."""
+    text = Text()
+    text.append(f"{MARK} ", style=MARK_STYLE)
+    text.append(f"{'…' if marked is None else marked}\u00a0marked", style="bold")
+    return text
+
+
 def same_cells(old: Sequence[Text], new: Sequence[Text]) -> bool:
     """Whether two rows of cells draw the same (``Text`` equality leaves out the base style)."""
     return len(old) == len(new) and all(
@@ -200,16 +230,20 @@ def same_cells(old: Sequence[Text], new: Sequence[Text]) -> bool:
     )
 
 
+# A row as drawn, with what it was drawn from: session, claims, clock tick and mark.
+Drawn = tuple[SessionFields, ClaimCount | None, int, bool | None, GridRow]
+
+
 class RowPainter:
-    """The grid's rows for sessions, kept until the session, its agent's claims or the clock
-    (``tick``) move: a row unchanged since it was last drawn is not built again."""
+    """The grid's rows for sessions, kept until the session, its agent's claims, its mark or
+    the clock (``tick``) move: a row unchanged since it was last drawn is not built again."""
 
     def __init__(self, *, stale_after: timedelta, adapters: Mapping[str, AdapterConfig]) -> None:
         self.stale_after = stale_after
         self.adapters = adapters
         self.widths = column_widths(120)
         self.tick = 0
-        self.drawn: dict[str, tuple[SessionFields, ClaimCount | None, int, GridRow]] = {}
+        self.drawn: dict[str, Drawn] = {}
 
     def resize(self, width: int) -> bool:
         """Fit the columns to ``width``; True when they changed."""
@@ -223,15 +257,23 @@ class RowPainter:
     def clock_moved(self) -> None:
         self.tick += 1
 
-    def row(self, session: SessionFields, claims: ClaimCount | None, now: datetime) -> GridRow:
+    def row(
+        self,
+        session: SessionFields,
+        claims: ClaimCount | None,
+        now: datetime,
+        marked: bool | None = False,
+    ) -> GridRow:
         drawn = self.drawn.get(session.id)
-        if drawn is not None and drawn[0] is session and drawn[1:3] == (claims, self.tick):
-            return drawn[3]
+        if drawn is not None and drawn[0] is session and drawn[1:4] == (claims, self.tick, marked):
+            return drawn[4]
         if len(self.drawn) >= MAX_ROWS_KEPT:
             self.drawn.clear()  # rows long scrolled past
-        cells = row_cells(session, claims, now, self.stale_after, self.widths, self.adapters)
+        cells = row_cells(
+            session, claims, now, self.stale_after, self.widths, self.adapters, marked
+        )
         row = GridRow(cells)
-        if drawn is not None and same_cells(drawn[3].cells, cells):
-            row = drawn[3]  # the clock moved, the cells did not: the line drawn stays
-        self.drawn[session.id] = (session, claims, self.tick, row)
+        if drawn is not None and same_cells(drawn[4].cells, cells):
+            row = drawn[4]  # the clock moved, the cells did not: the line drawn stays
+        self.drawn[session.id] = (session, claims, self.tick, marked, row)
         return row

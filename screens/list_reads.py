@@ -1,6 +1,7 @@
 """The session list's reads, each a blocking call meant for a thread worker: the rows a
 ``screens.list_model.Read`` asks for, with their agents' claim counts and the counts by status,
-from one snapshot; and the list's length where the status counts cannot say it."""
+from one snapshot; the list's length where the status counts cannot say it; and what the marks
+need from the store (their count, and the rows only the store can decide)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ from sqlalchemy import Connection
 from screens.list_model import ClockMoved, ReadResult, RowsAsked
 from store.claims import claim_counts
 from store.database import Store
-from store.listing import SessionFilter, countable_total, session_cursor
+from store.listing import Selection, SessionFilter, countable_total, session_cursor
 from store.records import ClaimCount, SessionFields
 from store.sessions import (
+    admitted_ids,
     count_by_status,
     count_needing_attention,
+    count_selected,
     count_sessions,
     list_sessions,
     list_sessions_before,
@@ -93,6 +96,18 @@ def count_rows(*, store: Store, filters: SessionFilter) -> int:
     """The list's length, counted in SQL (a text or stale filter: the status counts cannot)."""
     with store.read() as db:
         return count_sessions(db=db, filters=filters)
+
+
+def count_marked(*, store: Store, selection: Selection) -> int:
+    """How many sessions the marks hold (screens.marks), each once."""
+    with store.read() as db:
+        return count_selected(db=db, selection=selection)
+
+
+def admitted_among(*, store: Store, filters: SessionFilter, ids: list[str]) -> set[str]:
+    """Which of ``ids`` a filter mark covers, for the rows Python cannot decide."""
+    with store.read() as db:
+        return admitted_ids(db=db, filters=filters, ids=ids)
 
 
 def recheck_claims(*, store: Store, agent_ids: list[str], now: datetime) -> dict[str, ClaimCount]:

@@ -34,6 +34,10 @@ from store.rules import LIFECYCLE_ACTIONS, is_allowed
 if TYPE_CHECKING:
     from screens.action_dialog import ActionDialog
 
+# A command palette entry a screen offers: its name, what it does, and a help text (read as
+# markup by the palette, so never store data).
+ScreenCommand = tuple[str, Callable[[], object], str]
+
 ACTION_BINDINGS: list[BindingType] = [
     Binding("h", "heartbeat", "Heartbeat", tooltip="Record a heartbeat as the operator"),
     Binding("p", "pause", "Pause"),
@@ -111,6 +115,10 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
         if session is None:
             return []
         return [name for name in LIFECYCLE_ACTIONS if is_allowed(name, session.status)]
+
+    def screen_commands(self) -> list[ScreenCommand]:
+        """Palette entries of the screen's own, beside the selected session's actions."""
+        return []
 
     def known_sessions(self) -> list[SessionFields]:
         """Sessions this screen has on show (the palette offers to open them)."""

@@ -2,9 +2,15 @@
 
 Parts with one job each: ``ListModel`` (screens.list_model) decides which rows are held, where
 the cursor is and what to read next; ``SessionGrid`` (screens.session_grid) draws the rows in
-view and moves the cursor; ``FilterBar`` (screens.filter_bar) holds the filters and the sort.
-This screen wires them together and runs the model's reads in thread workers
-(screens.list_reads).
+view and moves the cursor; ``FilterBar`` (screens.filter_bar) holds the filters and the sort;
+``Marks`` (screens.marks) holds the marks. This screen wires them together and runs the model's
+reads, and the marks' count, in thread workers (screens.list_reads).
+
+Marks: ``space`` marks or unmarks the selected session (the cursor stays, as in k9s and
+lazygit: the mark appears where the eye is, and a second ``space`` undoes it); ``*`` marks every
+session matching the filters in force, held as the filter; ``u`` clears every mark. The header
+counts them. ``SessionListScreen.marks`` is the marks model and ``marks.selection()`` what is
+marked, for an action on many sessions (see screens.marks).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import Header, Static
 
 from screens.banner import StoreBanner
@@ -25,14 +32,21 @@ from screens.context import ConsoleContext
 from screens.failures import Failure
 from screens.filter_bar import FilterBar, update_text
 from screens.footer import ConsoleFooter
-from screens.list_columns import COLUMN_BY_KEY, RowPainter, counts_line, grid_columns
+from screens.list_columns import (
+    COLUMN_BY_KEY,
+    RowPainter,
+    counts_line,
+    grid_columns,
+    marks_text,
+)
 from screens.list_model import ClockMoved, ListModel, Read, ReadResult, RowsAsked, first_result
 from screens.list_state import ListState
 from screens.live import StoreChanged
-from screens.session_actions import SessionActionScreen
+from screens.marks import Asked, Marks
+from screens.session_actions import ScreenCommand, SessionActionScreen
 from screens.session_grid import GridHeader, GridRow, SessionGrid
 from store.display import one_line
-from store.listing import SessionOrder
+from store.listing import SessionFilter, SessionOrder
 from store.records import ClaimCount, SessionFields
 
 if TYPE_CHECKING:
@@ -45,6 +59,10 @@ class SessionListScreen(SessionActionScreen):
     AUTO_FOCUS = "#sessions"
     BINDINGS = [
         Binding("slash", "filter_text", "Filter"),
+        # Left out of a footer too narrow for them, last first (help lists them).
+        Binding("space", "toggle_mark", "Mark", tooltip="Mark or unmark the selected session"),
+        Binding("u", "clear_marks", "Unmark", tooltip="Clear every mark"),
+        Binding("asterisk", "mark_matching", "Mark all", tooltip="Mark every session matching"),
         # Shown in the filter line with their state, so the footer stays short.
         Binding("f", "cycle_status", "Status", show=False),
         Binding("a", "toggle_ended", "Ended", show=False),
@@ -65,8 +83,11 @@ class SessionListScreen(SessionActionScreen):
         self.model = ListModel()
         self.painter = RowPainter(stale_after=ctx.stale_after, adapters=ctx.adapters)
         self.status_counts: StatusCounts | None = None
-        self.counts_shown: tuple[dict[str, int] | None, int | None] | None = None
+        self.counts_shown: dict[str, int] | None = None
         self.attention_shown: int | None = None
+        self.marks = Marks()
+        # A timer that counts the marks again, once the store's changes have settled.
+        self.marks_recount: Timer | None = None
         self.loaded_once = False
         # The list as it opens: every session, in the configured order.
         self.first_state = ListState(order=SessionOrder(ctx.sort))
@@ -75,7 +96,7 @@ class SessionListScreen(SessionActionScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static(Text(f"Opening store {one_line(self.ctx.description, 100)}…"), id="counts")
+        yield Static(self._opening_text(), id="counts")
         yield StoreBanner()
         yield FilterBar(self.first_state, cursor_blink=self.ctx.cursor_blink)
         yield GridHeader(id="columns")
@@ -128,7 +149,8 @@ class SessionListScreen(SessionActionScreen):
         session = self.model.row(index)
         if session is None:
             return None
-        return self.painter.row(session, self.model.claims.get(session.agent_id), self.ctx.now())
+        claims, marked = self.model.claims.get(session.agent_id), self.marks.is_marked(session)
+        return self.painter.row(session, claims, self.ctx.now(), marked)
 
     def selected_session(self) -> SessionFields | None:
         """The session under the grid's cursor now: a key typed ahead (down, down, p) acts on
@@ -222,6 +244,7 @@ class SessionListScreen(SessionActionScreen):
     def store_opened(self) -> None:
         super().store_opened()
         self._start_reads()
+        self._marks_changed()  # marked before the store was open: counted and decided now
 
     def _start_reads(self) -> None:
         """The view's missing rows are read at once; a page read ahead waits until the frame
@@ -295,13 +318,16 @@ class SessionListScreen(SessionActionScreen):
             return
         self.query_one(StoreBanner).clear()
         self.loaded_once = True
+        attention_moved = answer.attention not in (None, self.attention_shown)
         if answer.attention is not None:
             self.attention_shown = answer.attention
-        header = (answer.counts, self.attention_shown)
-        if answer.counts is not None and header != self.counts_shown:
-            self.counts_shown = header
-            update_text(self.query_one("#counts", Static), counts_line(*header))
+        if answer.counts is not None and (attention_moved or answer.counts != self.counts_shown):
+            self.counts_shown = answer.counts
+            self._show_counts()
         self._show_rows(answer)
+        self._ask_about_marks(answer.rows)
+        if answer.read.refresh:
+            self._recount_marks()
         if first:
             return
         if answer.total is None and self.model.count_due(time.monotonic(), answer.read.refresh):
@@ -358,6 +384,150 @@ class SessionListScreen(SessionActionScreen):
             if self.loaded_once
             else "Nothing has been read yet; retrying by itself.",
         )
+
+    # -- marks --------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "toggle_mark":
+            return self.selected_session() is not None
+        if action == "mark_matching":
+            return self.model.loaded and self.model.row_count > 0
+        if action == "clear_marks":
+            return bool(self.marks)
+        return super().check_action(action, parameters)
+
+    def action_toggle_mark(self) -> None:
+        session = self.selected_session()
+        if session is None:
+            return
+        self.marks.toggle(session)
+        self.grid.refresh_line(self.grid.cursor)
+        self._marks_changed()
+
+    def action_mark_matching(self) -> None:
+        """Every session matching the filters in force, as they are now (a stale cutoff stays
+        where it is), whether read yet or not."""
+        self.marks.mark_matching(self.state.to_filter(self.ctx.now(), self.ctx.stale_after))
+        self.grid.refresh()
+        self._marks_changed()
+        self.notify(
+            "Marked every session matching the filters in force, on screen or not; "
+            "space unmarks one, u clears the marks.",
+            markup=False,
+        )
+
+    def action_clear_marks(self) -> None:
+        if self.marks.clear():
+            self.grid.refresh()
+            self._marks_changed()
+            self.notify("Every mark cleared.", markup=False)
+
+    def screen_commands(self) -> list[ScreenCommand]:
+        """The marks' entries in the command palette (their help text is fixed: it is read as
+        markup)."""
+        found: list[ScreenCommand] = []
+        session = self.selected_session()
+        if session is not None:
+            verb = "Unmark" if self.marks.is_marked(session) else "Mark"
+            name = f"{verb} {one_line(session.id, 60)}"
+            found.append((name, self.action_toggle_mark, "Mark or unmark the selected session"))
+        if self.check_action("mark_matching", ()):
+            found.append(
+                (
+                    "Mark every session matching the filters",
+                    self.action_mark_matching,
+                    "Marks the sessions the list's filters let through, on screen or not",
+                )
+            )
+        if self.marks:
+            found.append(("Clear every mark", self.action_clear_marks, "Unmarks every session"))
+        return found
+
+    def _marks_changed(self) -> None:
+        """The marks changed: the footer's keys, the header, and what only the store says."""
+        self.refresh_bindings()
+        self._show_counts()
+        self._ask_about_marks()
+        self._count_marks()
+
+    def _opening_text(self) -> Text:
+        return Text(f"Opening store {one_line(self.ctx.description, 100)}…")
+
+    def _show_counts(self) -> None:
+        """The header: how many sessions there are, how many are marked, and by status."""
+        marked = marks_text(self.marks.count()) if self.marks else None
+        if self.counts_shown is not None:
+            line = counts_line(self.counts_shown, marked, attention=self.attention_shown)
+        else:
+            line = self._opening_text()
+            if marked is not None:
+                line.append(" · ")
+                line.append_text(marked)
+        update_text(self.query_one("#counts", Static), line)
+
+    def _count_marks(self) -> None:
+        """A filter mark is counted by the store (ids marked one by one are counted here)."""
+        if not self.marks.needs_count or self.ctx.store is None:
+            return
+        from screens.data import require_store
+        from screens.list_reads import count_marked
+
+        if self.marks_recount is not None:
+            self.marks_recount.stop()
+            self.marks_recount = None
+        self.marks.count_started(time.monotonic())
+        revision = self.marks.revision
+        self.run_in_thread(
+            partial(count_marked, store=require_store(self.ctx), selection=self.marks.selection()),
+            what="count the marked sessions",
+            group="session-list-marks-count",
+            done=partial(self._marks_counted, revision),
+            failed=partial(self._read_failed, None),
+        )
+
+    def _marks_counted(self, revision: int, total: int) -> None:
+        if self.marks.counted_as(revision, total):
+            self._show_counts()
+
+    def _recount_marks(self) -> None:
+        """The store changed: the filter marks are counted again, at most every few seconds
+        (the last change is always counted)."""
+        if not self.marks.needs_count or self.marks_recount is not None:
+            return
+        wait = self.marks.recount_in(time.monotonic())
+        if wait <= 0:
+            self._count_marks()
+        else:
+            self.marks_recount = self.set_timer(wait, self._count_marks)
+
+    def _ask_about_marks(self, rows: list[SessionFields] | None = None) -> None:
+        """Rows (those just read, else every row held) whose mark only the store can decide:
+        values other writers left."""
+        if self.ctx.store is None or not self.marks.by_filter:
+            return
+        from screens.data import require_store
+        from screens.list_reads import admitted_among
+
+        store = require_store(self.ctx)
+        held = self.model.rows if rows is None else rows
+        for filters, asked in self.marks.open_questions(held).items():
+            ids = [session_id for session_id, _version in asked]
+            self.run_in_thread(
+                partial(admitted_among, store=store, filters=filters, ids=ids),
+                what="read which sessions are marked",
+                group="session-list-marks-decide",
+                exclusive=False,
+                done=partial(self._marks_answered, filters, asked),
+                failed=partial(self._marks_unanswered, filters, asked),
+            )
+
+    def _marks_answered(self, filters: SessionFilter, asked: Asked, admitted: set[str]) -> None:
+        self.marks.answered(filters, asked, admitted)
+        self.grid.refresh()
+
+    def _marks_unanswered(self, filters: SessionFilter, asked: Asked, failure: Failure) -> None:
+        self.marks.answered(filters, asked, None)
+        self._read_failed(None, failure)
 
     # -- filters and sort ---------------------------------------------------------------------
 

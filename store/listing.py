@@ -16,6 +16,18 @@ from store.paging import encode_cursor
 from store.records import ClaimCount, SessionFields
 from store.rules import ACTIVE_STATES, SORT_COLUMNS
 
+# The columns the text filter looks in (the column ``workspace_id``, not the metadata's).
+TEXT_COLUMNS: tuple[str, ...] = (
+    "id",
+    "agent_id",
+    "run_id",
+    "adapter",
+    "provider",
+    "model",
+    "status",
+    "workspace_id",
+)
+
 
 @dataclass(frozen=True)
 class SessionFilter:
@@ -28,9 +40,33 @@ class SessionFilter:
     active_only: bool = False
     # Only active sessions last seen before this instant (the stale ones).
     stale_before: datetime | None = None
+    # A part of one of ``TEXT_COLUMNS``, ASCII letters in either case (blank: no filter).
     text: str | None = None
     # Only sessions waiting for a human.
     waiting: bool = False
+
+
+@dataclass(frozen=True)
+class FilterSelection:
+    """Every session ``filters`` lets through (as the filter was when it was chosen: a stale
+    cutoff is an instant), less the sessions in ``excluded``."""
+
+    filters: SessionFilter
+    excluded: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Sessions chosen by id and by filter: a session is selected when its id is in ``ids``, or
+    when a filter selection lets it through and does not exclude it. Held as filters, not as the
+    ids they stand for: a selection of a million sessions is a few values. ``store.matching``
+    decides it for a session in hand, ``store.sessions.selection_condition`` in SQL."""
+
+    ids: frozenset[str] = frozenset()
+    by_filter: tuple[FilterSelection, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.ids or self.by_filter)
 
 
 def countable_total(filters: SessionFilter, counts: Mapping[str, int]) -> int | None:

@@ -6,14 +6,27 @@ Each write is one statement on the row plus its history row, in the caller's tra
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, case, func, literal, or_, select, text, update
+from sqlalchemy import (
+    Connection,
+    and_,
+    bindparam,
+    case,
+    false,
+    func,
+    literal,
+    or_,
+    select,
+    text,
+    true,
+    update,
+)
 from sqlalchemy.orm import configure_mappers
 from sqlalchemy.orm.instrumentation import manager_of_class
 from sqlalchemy.sql.elements import ColumnElement
@@ -32,7 +45,9 @@ from store.listing import (
     NEEDS_ATTENTION,
     NULLABLE_LEAD,
     ORDER_KEYS,
+    TEXT_COLUMNS,
     AttentionSegment,
+    Selection,
     SessionFilter,
     SessionOrder,
     SortKey,
@@ -44,12 +59,15 @@ from store.listing import (
 from store.models import AgentSession, SessionStatusCount
 from store.paging import Page, decode_cursor
 from store.rules import ACTIVE_STATES
-from store.sqlfuncs import COMPUTED_KEYS, effective_workspace, ts_key
+from store.sqlfuncs import COMPUTED_KEYS, ascii_case, effective_workspace, ts_key
 
 SESSIONS = AgentSession.__table__  # type: ignore[attr-defined]
 _COUNTS = SessionStatusCount.__table__  # type: ignore[attr-defined]
 _C = SESSIONS.c
 
+
+# Ids per statement when many are looked up (well within every dialect's parameter limit).
+_ID_CHUNK = 500
 
 _NEW_SESSION = manager_of_class(AgentSession).new_instance
 _COLUMN_COUNT = len(SESSIONS.c)
@@ -265,22 +283,42 @@ def filter_conditions(filters: SessionFilter) -> list[ColumnElement[bool]]:
     if filters.text and filters.text.strip():
         needle = filters.text.strip()
         found.append(
-            or_(
-                *(
-                    column.icontains(needle, autoescape=True)
-                    for column in (
-                        _C.id,
-                        _C.agent_id,
-                        _C.run_id,
-                        _C.adapter,
-                        _C.provider,
-                        _C.model,
-                        _C.status,
-                        _C.workspace_id,
-                    )
-                )
-            )
+            or_(*(ascii_case(_C[name]).icontains(needle, autoescape=True) for name in TEXT_COLUMNS))
         )
+    return found
+
+
+def selection_condition(selection: Selection) -> ColumnElement[bool]:
+    """The sessions ``selection`` holds, as one SQL condition: its ids, and each filter
+    selection's rows less the ids it excludes (``store.matching`` decides the same in Python)."""
+    parts: list[ColumnElement[bool]] = []
+    if selection.ids:
+        parts.append(_C.id.in_(sorted(selection.ids)))
+    for chosen in selection.by_filter:
+        conditions = filter_conditions(chosen.filters)
+        if chosen.excluded:
+            conditions.append(_C.id.not_in(sorted(chosen.excluded)))
+        parts.append(and_(true(), *conditions))
+    return or_(false(), *parts)
+
+
+def count_selected(*, db: Connection, selection: Selection) -> int:
+    """How many sessions ``selection`` holds, each once however many ways it is chosen."""
+    if not selection.by_filter:
+        return _count(db, [_C.id.in_(sorted(selection.ids))])
+    return _count(db, [selection_condition(selection)])
+
+
+def admitted_ids(*, db: Connection, filters: SessionFilter, ids: Iterable[str]) -> set[str]:
+    """Which of ``ids`` ``filters`` lets through: for the sessions whose values
+    ``store.matching`` cannot decide in Python."""
+    wanted = sorted(set(ids))
+    found: set[str] = set()
+    conditions = filter_conditions(filters)
+    for start in range(0, len(wanted), _ID_CHUNK):
+        chunk = wanted[start : start + _ID_CHUNK]
+        statement = select(_C.id).where(_C.id.in_(chunk), *conditions)
+        found.update(str(found_id) for found_id in db.execute(statement).scalars())
     return found
 
 

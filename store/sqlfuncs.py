@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Column
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
-from sqlalchemy.types import Float
+from sqlalchemy.types import Float, String
 
 from store.attention_sql import (
     PG_ATTENTION_COLUMNS,
@@ -139,3 +139,24 @@ COMPUTED_KEYS: dict[str, type[FunctionElement[Any]]] = {
     "attention_tier": attention_tier,
     "attention_key": attention_key,
 }
+
+
+class ascii_case(FunctionElement[str]):  # noqa: N801
+    """A text column whose case is folded for ASCII letters only, as SQLite's LIKE and
+    ``lower()`` fold it: PostgreSQL's ILIKE under the "C" collation, whatever the database's
+    locale. The text filter then finds the same rows on both, and ``store.matching`` decides it
+    in Python."""
+
+    type = String()
+    name = "ascii_case"
+    inherit_cache = True
+
+
+@compiles(ascii_case, "postgresql")
+def _ascii_case_postgresql(element: ascii_case, compiler: Any, **kw: Any) -> str:
+    return f'({compiler.process(element.clauses, **kw)} COLLATE "C")'
+
+
+@compiles(ascii_case)
+def _ascii_case_default(element: ascii_case, compiler: Any, **kw: Any) -> str:
+    return compiler.process(element.clauses, **kw)  # type: ignore[no-any-return]

@@ -44,7 +44,7 @@ async def test_list_shows_columns_counts_and_stale_marking(tmp_path: Path, db: S
     add_session(db, "sess-new", at=FROZEN - timedelta(seconds=12), agent_id="agent-2")
     add_session(db, "sess-done", at=FROZEN - timedelta(minutes=1), status="stopped")
     app = console(sqlite_url(tmp_path))
-    async with app.run_test(size=(160, 40)) as pilot:
+    async with app.run_test(size=(200, 40)) as pilot:
         await settle(pilot)
         shown = screen_text(app)
         assert "12 sessions" not in shown

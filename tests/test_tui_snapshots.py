@@ -153,6 +153,13 @@ def test_session_list_filtered(snap_compare: Any, tmp_path: Path, db: Store) -> 
     assert snap_compare(app_for(tmp_path, **LIST), terminal_size=SIZE, run_before=driving(*keys))
 
 
+def test_session_list_with_marks(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)  # sess-01 by id; run-harbor's by filter, less sess-03 unmarked
+    keys = ("space", "slash", "h", "a", "r", "b", "o", "r", "enter", "asterisk", "down", "space")
+    run_before = driving(*keys, "escape")
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
 def test_empty_store(snap_compare: Any, tmp_path: Path, db: Store) -> None:
     assert snap_compare(app_for(tmp_path, **LIST), terminal_size=SIZE, run_before=driving())
 
