@@ -32,7 +32,8 @@ from tui.config import Settings  # noqa: E402
 SIZE = (120, 40)
 ROUNDS = 5
 # Earlier than every session the bench's stores hold, and each earlier than the last, so each
-# new one lists first (the list's default order is by start, oldest first).
+# new one lists first: it waits for a human since then (the console's attention order) and
+# started then (the reference order).
 EARLY = "2000-01-01T00:00:{second:02d}Z"
 # A row that has not shown by then counts as this late, and the rounds end.
 GIVE_UP_SECONDS = 10.0
@@ -57,11 +58,14 @@ def commit_session(url: str, session_id: str, second: int) -> float:
                 adapter="codex",
                 working_directory="/tmp",
             )
+            early = EARLY.format(second=59 - second)
             db.exec_driver_sql(
-                "UPDATE agent_sessions SET started_at = ? WHERE id = ?"
+                "UPDATE agent_sessions SET started_at = ?, waiting_reason = 'bench',"
+                " waiting_since = ? WHERE id = ?"
                 if db.dialect.name == "sqlite"
-                else "UPDATE agent_sessions SET started_at = %s WHERE id = %s",
-                (EARLY.format(second=59 - second), session_id),
+                else "UPDATE agent_sessions SET started_at = %s, waiting_reason = 'bench',"
+                " waiting_since = %s WHERE id = %s",
+                (early, early, session_id),
             )
         return time.perf_counter()
     finally:

@@ -27,6 +27,7 @@ from tui import output
 if TYPE_CHECKING:
     from store.adapters import AdapterConfig
     from store.database import Store
+    from store.first_window import Prefetch
     from store.lifecycle import ActionOutcome
     from store.models import AgentSession
     from store.paging import Page
@@ -789,6 +790,19 @@ def resume_command(inv: Invocation, session_id: str | None, agent: str | None) -
 # ------------------------------------------------------------------------------------ the rest
 
 
+def prefetch_first_rows(url: str, settings: Settings) -> Prefetch | None:
+    """On PostgreSQL, a child process that reads the console's first rows in its first order
+    (``store.first_window.prefetch``); None for any other store."""
+    from screens.context import DEFAULT_PAGE_SIZE
+    from store.clock import system_clock
+    from store.first_window import prefetch
+    from store.listing import SessionOrder
+
+    now = system_clock()
+    order = SessionOrder(settings.sort).at(now - timedelta(seconds=settings.stale_after_seconds))
+    return prefetch(url, limit=DEFAULT_PAGE_SIZE, now=now, order=order)
+
+
 @cli.command("tui", help="Open the operator console.")
 @click.option("--demo", is_flag=True, help="Open a seeded demo store.")
 @_operator_option
@@ -799,14 +813,7 @@ def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
     adapters = inv.adapters()
     actor = inv.operator(operator)
     # Before Textual is imported: on PostgreSQL a child process reads the first rows meanwhile.
-    from screens.context import DEFAULT_PAGE_SIZE
-    from store.clock import system_clock
-    from store.first_window import prefetch
-    from store.listing import SessionOrder
-
-    now = system_clock()
-    order = SessionOrder(settings.sort).at(now - timedelta(seconds=settings.stale_after_seconds))
-    early = prefetch(url, limit=DEFAULT_PAGE_SIZE, now=now, order=order)
+    early = prefetch_first_rows(url, settings)
     from tui.app import run_console
 
     return int(
