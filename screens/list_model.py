@@ -69,6 +69,8 @@ class ReadResult:
     token: object | None = None
     # How many sessions need a human (store.sessions.ATTENTION_CAP at most), when read.
     attention: int | None = None
+    # In the attention order: when the clock next moves a session (one goes stale), when read.
+    moves_at: datetime | None = None
 
 
 @dataclass(frozen=True)

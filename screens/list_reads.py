@@ -6,7 +6,7 @@ need from the store (their count, and the rows only the store can decide)."""
 from __future__ import annotations
 
 import threading
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy import Connection
 
@@ -23,6 +23,7 @@ from store.sessions import (
     count_sessions,
     list_sessions,
     list_sessions_before,
+    next_to_go_stale,
     sessions_at,
 )
 
@@ -85,11 +86,25 @@ def read_rows(*, store: Store, asked: RowsAsked, counts: StatusCounts) -> ReadRe
             )
             rows = list(page.items)
         claims = claim_counts(db=db, agent_ids=[s.agent_id for s in rows], now=now)
-        attention = None
+        attention, moves_at = None, None
         # Counted with the view's reads and the refreshes, not the pages read ahead.
         if order.stale_before is not None and (read.refresh or read.kind == "at"):
             attention = count_needing_attention(db=db, stale_before=order.stale_before)
-    return ReadResult(read, rows, total, claims, by_status, token, attention)
+            if order.column == "attention":
+                moves_at = _next_move(db, filters, order.stale_before, now)
+    return ReadResult(read, rows, total, claims, by_status, token, attention, moves_at)
+
+
+def _next_move(
+    db: Connection, filters: SessionFilter, stale_before: datetime, now: datetime
+) -> datetime:
+    """When the clock next moves a session up the attention order (the oldest fresh live one
+    goes stale); ``datetime.max`` when none will; ``now`` when its time cannot be read."""
+    session = next_to_go_stale(db=db, stale_before=stale_before, filters=filters)
+    if session is None:
+        return datetime.max.replace(tzinfo=UTC)
+    seen = session.last_seen()
+    return now if seen is None else seen + (now - stale_before)
 
 
 def count_rows(*, store: Store, filters: SessionFilter) -> int:

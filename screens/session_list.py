@@ -16,6 +16,7 @@ marked, for an action on many sessions (see screens.marks).
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -85,6 +86,8 @@ class SessionListScreen(SessionActionScreen):
         self.status_counts: StatusCounts | None = None
         self.counts_shown: dict[str, int] | None = None
         self.attention_shown: int | None = None
+        # When the clock next moves a session up the attention order (None: not known).
+        self.order_moves_at: datetime | None = None
         self.marks = Marks()
         # A timer that counts the marks again, once the store's changes have settled.
         self.marks_recount: Timer | None = None
@@ -236,10 +239,17 @@ class SessionListScreen(SessionActionScreen):
             self.model.dirty = True  # read again once the view's own read is back
         else:
             self.model.dirty = False
-            # Rows move with the clock in the stale filter and in the attention order.
-            timed = self.state.stale_only or self.state.order.column == "attention"
-            unless = None if timed else self.model.token
+            unless = None if self._clock_moves_rows() else self.model.token
             self._run_read(self.model.refresh_read(), unless_token=unless)
+
+    def _clock_moves_rows(self) -> bool:
+        """Whether the clock alone may have changed which rows the list holds: in the stale
+        filter, and in the attention order once a fresh session may have gone stale."""
+        if self.state.stale_only:
+            return True
+        if self.state.order.column != "attention":
+            return False
+        return self.order_moves_at is None or self.ctx.now() >= self.order_moves_at
 
     def store_opened(self) -> None:
         super().store_opened()
@@ -318,6 +328,8 @@ class SessionListScreen(SessionActionScreen):
             return
         self.query_one(StoreBanner).clear()
         self.loaded_once = True
+        if answer.moves_at is not None:
+            self.order_moves_at = answer.moves_at
         attention_moved = answer.attention not in (None, self.attention_shown)
         if answer.attention is not None:
             self.attention_shown = answer.attention
@@ -574,6 +586,7 @@ class SessionListScreen(SessionActionScreen):
     @on(FilterBar.Changed)
     def _filters_changed(self) -> None:
         self.model.reset()
+        self.order_moves_at = None
         self._show_columns()
         self.grid.move_cursor(0)
         self.grid.row_count = 0

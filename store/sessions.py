@@ -42,6 +42,7 @@ from store.listing import (
     ATTENTION_SEGMENTS,
     ATTENTION_TIER,
     DEFAULT_ORDER,
+    LIVE_TIER,
     NEEDS_ATTENTION,
     NULLABLE_LEAD,
     ORDER_KEYS,
@@ -529,6 +530,24 @@ def count_needing_attention(
         if found >= cap:
             break
     return found
+
+
+def next_to_go_stale(
+    *, db: Connection, stale_before: datetime, filters: SessionFilter | None = None
+) -> AgentSession | None:
+    """The fresh live session ``filters`` lets through that was seen longest ago: the first
+    the clock moves up the attention order, once it is unseen for longer than stale_after."""
+    order = SessionOrder("attention").at(stale_before)
+    fresh = _attention_condition(AttentionSegment(LIVE_TIER, stale=False), order)
+    keys = ORDER_KEYS["attention"][1:]
+    statement = (
+        select(SESSIONS)
+        .where(*filter_conditions(filters or SessionFilter()), fresh)
+        .order_by(*(_key_expr(key) for key in keys))
+        .limit(1)
+    )
+    row = db.execute(statement).one_or_none()
+    return None if row is None else _record(row)
 
 
 def _count(db: Connection, where: list[ColumnElement[bool]]) -> int:

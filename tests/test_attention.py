@@ -401,3 +401,27 @@ def test_sessions_list_sort_attention(rt: Cli) -> None:
     # A cursor of one order is refused by another.
     wrong = rt("sessions", "list", "--limit", "2", "--cursor", first["next_cursor"])
     assert wrong.exit_code != 0 and "cursor" in wrong.stderr
+
+
+def test_the_next_session_to_go_stale_is_the_fresh_live_one_seen_longest_ago(
+    store: Store, clock: FakeClock
+) -> None:
+    register(store, clock, "old-paused", status="paused")
+    register(store, clock, "old-waiting")
+    beat(store, clock, "old-waiting", waiting="approve")
+    clock.advance(minutes=1)
+    register(store, clock, "first")
+    register(store, clock, "other-agent", agent_id="agent-2")
+    clock.advance(minutes=1)
+    register(store, clock, "second")
+    with store.read() as db:
+        found = sessions.next_to_go_stale(db=db, stale_before=clock() - STALE_AFTER)
+        assert found is not None and found.id == "first"
+        narrowed = SessionFilter(agent_id="agent-2")
+        found = sessions.next_to_go_stale(
+            db=db, stale_before=clock() - STALE_AFTER, filters=narrowed
+        )
+        assert found is not None and found.id == "other-agent"
+        # Once every live session is stale, none is left to go stale.
+        later = clock() + timedelta(hours=1) - STALE_AFTER
+        assert sessions.next_to_go_stale(db=db, stale_before=later) is None

@@ -310,3 +310,28 @@ async def test_a_read_never_covers_the_list_with_a_loading_indicator(tmp_path: P
         await settle(pilot)
         assert not screen.model.in_flight
         assert "s1" in screen_text(app)
+
+
+async def test_the_attention_order_is_read_again_only_once_the_clock_moves_a_session(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh session goes stale at a known time: until then a timed refresh of an unchanged
+    store reads nothing; from then on the list is read again and the session moves up."""
+    add_session(db, "held", at=FROZEN - timedelta(minutes=1), status="paused")
+    add_session(db, "quiet", at=FROZEN - timedelta(minutes=3))  # stale in 2 minutes
+    clock = FakeClock(FROZEN)
+    spy = Spy(monkeypatch)
+    app = console(sqlite_url(tmp_path), refresh_seconds=TICK, clock=clock, sort="attention")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        assert row_ids(app) == ["held", "quiet"]
+        spy.reset()
+        tokens = count_tokens(app)
+        clock.advance(seconds=100)  # still fresh
+        await wait_for(pilot, lambda: len(tokens) >= 5)
+        assert len(tokens) >= 5, "the timer did not refresh"
+        assert spy.lists == 0
+        clock.advance(seconds=30)  # unseen for 5m10s: stale
+        await wait_for(pilot, lambda: row_ids(app) == ["quiet", "held"])
+        assert row_ids(app) == ["quiet", "held"]
+        assert spy.lists >= 1
