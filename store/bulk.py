@@ -386,6 +386,8 @@ def run_bulk(
     stops); ``on_items`` receives each transaction's items once they are final; ``keep`` bounds
     the items the outcome holds (``Tally``). Safe to call from a worker thread.
     """
+    if action not in ACTIONS:
+        raise ValueError(f"unknown action {action!r}")
     perform = ACTIONS[action]
     key = (run_key or "").strip() or None
     if key is None and key_required(action):
