@@ -47,7 +47,7 @@ from store.listing import SessionFilter
 from store.models import AgentSession, IdempotencyKey
 from store.redaction import redact_text
 from store.rules import ALLOWED_FROM, is_allowed
-from store.sessions import SESSIONS, count_sessions, get_session, list_sessions
+from store.sessions import SESSIONS, as_session, count_sessions, get_session, list_sessions
 from store.validation import MAX_LIMIT
 
 _KEYS = IdempotencyKey.__table__  # type: ignore[attr-defined]
@@ -274,7 +274,7 @@ def _planned_chunks(
     for start in range(0, len(ids), MAX_LIMIT):
         wanted = ids[start : start + MAX_LIMIT]
         rows = db.execute(select(SESSIONS).where(SESSIONS.c.id.in_(wanted))).all()
-        found = {row.id: AgentSession(**row._mapping) for row in rows}
+        found = {row.id: as_session(row._mapping) for row in rows}
         yield [(session_id, found.get(session_id)) for session_id in wanted]
 
 
@@ -406,7 +406,14 @@ def run_bulk(
         own_key = session_key(key, session_id) if key is not None else None
         return _apply_one(db, perform, action, session_id, actor, own_key, clock, extra, savepoint)
 
-    for chunk in _run_chunks(store, selection):
+    chunks = _run_chunks(store, selection)
+    while True:
+        try:
+            chunk = next(chunks, None)
+        except errors.StoreError as error:  # the next page of a filter could not be read
+            return BulkOutcome(action, key, total, tally, error=error)
+        if chunk is None:
+            break
         pending = list(reversed(chunk))
         while pending:
             if stop():

@@ -22,11 +22,11 @@ from store.bulk import (
 )
 from store.clock import format_ts
 from store.database import Store
-from store.errors import DatabaseUnavailable, IdempotencyKeyRequired
+from store.errors import IdempotencyKeyRequired
 from store.listing import SessionFilter
 from store.models import Agent, Claim, IdempotencyKey
 from tests.conftest import FakeClock
-from tests.helpers import history, session_row
+from tests.helpers import UnavailableAtCommit, history, session_row
 
 ACTOR = "operator-ann"
 ACTIVE_RULE = "an active state (starting, active, running, paused, resuming)"
@@ -625,7 +625,7 @@ def test_a_transaction_that_cannot_commit_fails_its_sessions_and_stops_the_run(
 
     def failing_second_write(self: Store) -> Any:
         if next(opened) == 1:
-            return _unavailable(write(self))
+            return UnavailableAtCommit(write(self))
         return write(self)
 
     monkeypatch.setattr(Store, "write", failing_second_write)
@@ -640,20 +640,6 @@ def test_a_transaction_that_cannot_commit_fails_its_sessions_and_stops_the_run(
     ]
     monkeypatch.setattr(Store, "write", write)
     assert [session_row(store, s)["status"] for s in ids] == ["paused"] * 2 + ["active"] * 4
-
-
-class _unavailable:
-    """A write transaction that fails as it commits, as when the server goes away."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def __enter__(self) -> Any:
-        return self.inner.__enter__()
-
-    def __exit__(self, *exc: Any) -> bool:
-        self.inner.__exit__(RuntimeError, RuntimeError("gone"), None)
-        raise DatabaseUnavailable("The database is unavailable: gone. Retry.")
 
 
 def test_messages_are_redacted(store: Store, clock: FakeClock) -> None:

@@ -20,7 +20,7 @@ from click.testing import Result
 from store.bulk import session_key
 from store.models import Agent, AgentSessionEvent, Claim, Event, IdempotencyKey
 from tests.conftest import FakeClock
-from tests.helpers import Cli
+from tests.helpers import Cli, UnavailableAtCommit
 from tui import cli as cli_module
 from tui import output
 
@@ -580,3 +580,31 @@ def test_bulk_on_each_backend(store_url: str, clock: FakeClock) -> None:
         ("s1", "done", None),
         ("nope", "failed", "session_not_found"),
     ]
+
+
+def test_a_run_stopped_by_the_database_reports_what_it_did_then_the_error(
+    fleet: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from store import bulk
+    from store.database import Store
+
+    monkeypatch.setattr(bulk, "BATCH_SESSIONS", 1)
+    write = Store.write
+    opened = iter(range(100))
+
+    def second_write_fails(self: Store) -> Any:
+        return UnavailableAtCommit(write(self)) if next(opened) == 1 else write(self)
+
+    monkeypatch.setattr(Store, "write", second_write_fails)
+    result = fleet("sessions", "stop", "--session", "s1", "--session", "s2", "--session", "s3")
+    assert result.exit_code == 1
+    assert result.stdout == (
+        "s1\tdone\t\tstop: now 'stopped' (version 1)\n"
+        "s2\tfailed\tdatabase_unavailable\tThe database is unavailable: gone. Retry.\n"
+        "1 done, 0 skipped, 1 failed (no idempotency key).\n"
+    )
+    assert last_stderr_line(result) == (
+        "error: The run stopped: The database is unavailable: gone. Retry."
+    )
+    monkeypatch.setattr(Store, "write", write)
+    assert [fleet.session(s).status for s in ("s1", "s2", "s3")] == ["stopped", "active", "paused"]
