@@ -478,17 +478,17 @@ def _batch(
     taken: list[str] = []
     try:
         try:
-            return _write(store, pending, taken, apply, stop, careful=False), None
+            return _run_batch(store, pending, taken, apply, stop, careful=False), None
         except _TransactionLost:
             pending.extend(reversed(taken))
             taken.clear()
-            return _write(store, pending, taken, apply, stop, careful=True), None
+            return _run_batch(store, pending, taken, apply, stop, careful=True), None
     except errors.StoreError as error:
         # Nothing of this transaction was committed: each of its sessions failed with it.
         return [_failed(session_id, error) for session_id in taken], error
 
 
-def _write(
+def _run_batch(
     store: Store,
     pending: list[str],
     taken: list[str],

@@ -592,13 +592,13 @@ def test_a_refusal_after_a_write_undoes_that_session_alone(
         ),
     )
     attempts: list[bool] = []
-    write = bulk._write
+    write = bulk._run_batch
 
     def watched_write(*arguments: Any, careful: bool) -> Any:
         attempts.append(careful)
         return write(*arguments, careful=careful)
 
-    monkeypatch.setattr(bulk, "_write", watched_write)
+    monkeypatch.setattr(bulk, "_run_batch", watched_write)
     outcome = run(store, clock, "pause", Selection.of_ids(["s1", "s2", "s3"]), run_key="k")
     # PostgreSQL aborted the first attempt's transaction: it ran again, a savepoint a session.
     assert attempts == ([False, True] if store.dialect == "postgresql" else [False])
