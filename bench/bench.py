@@ -630,8 +630,13 @@ def bench_reads(url: str, label: str, repeats: int) -> list[Figure]:
 
     from sqlalchemy import text
 
-    from store.listing import SessionFilter
-    from store.sessions import count_by_status, list_sessions, list_sessions_before
+    from store.listing import SessionFilter, SessionOrder
+    from store.sessions import (
+        count_by_status,
+        count_needing_attention,
+        list_sessions,
+        list_sessions_before,
+    )
 
     store = open_store(url)
     stale_before = system_clock() - timedelta(seconds=300)
@@ -659,6 +664,30 @@ def bench_reads(url: str, label: str, repeats: int) -> list[Figure]:
                 assert list_sessions_before(db=db, limit=50).items
 
         figures.append(read_figure(f"last page, End ({label})", median_seconds(last_page, repeats)))
+        # The console's default order (issue 9 point 2), filtered as the console filters.
+        attention = SessionOrder("attention").at(stale_before)
+        for name in ("first page", "status filter", "agent filter", "stale filter", "ended hidden"):
+
+            def attention_page(filters: Any = cases[name]) -> None:
+                with store.read() as db:
+                    assert list_sessions(db=db, filters=filters, order=attention, limit=50).items
+
+            seconds = median_seconds(attention_page, repeats)
+            figures.append(read_figure(f"attention, {name} ({label})", seconds))
+
+        def attention_end() -> None:
+            with store.read() as db:
+                assert list_sessions_before(db=db, order=attention, limit=50).items
+
+        seconds = median_seconds(attention_end, repeats)
+        figures.append(read_figure(f"attention, last page, End ({label})", seconds))
+
+        def needing_attention() -> None:
+            with store.read() as db:
+                assert count_needing_attention(db=db, stale_before=stale_before) > 0
+
+        seconds = median_seconds(needing_attention, repeats)
+        figures.append(read_figure(f"attention, how many need it ({label})", seconds))
         times: list[float] = []
         for number in range(repeats):
             with store.write() as db:  # a change: the cached counts are stale now

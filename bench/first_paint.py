@@ -53,11 +53,10 @@ def start_early() -> Any:
     starts reading the first rows (store.first_window.prefetch)."""
     if "console" not in sys.argv:
         return None
-    from screens.context import DEFAULT_PAGE_SIZE
-    from store.clock import system_clock
-    from store.first_window import prefetch
+    from tui.cli import prefetch_first_rows
+    from tui.config import Settings
 
-    return prefetch(sys.argv[-1], limit=DEFAULT_PAGE_SIZE, now=system_clock())
+    return prefetch_first_rows(sys.argv[-1], Settings())
 
 
 EARLY = start_early() if __name__ == "__main__" else None

@@ -18,9 +18,11 @@ from store.clock import Clock, system_clock
 if TYPE_CHECKING:
     from store.database import Store
     from store.first_window import FirstWindow
+    from store.listing import SessionOrder
 
-# Reads the list's first page (size, now) before the store is open, without its database layer.
-FirstRead = Callable[[int, datetime], "FirstWindow | None"]
+# Reads the list's first page (size, now, order) before the store is open, without its database
+# layer.
+FirstRead = Callable[[int, datetime, "SessionOrder"], "FirstWindow | None"]
 
 DEFAULT_PAGE_SIZE = 50
 DEFAULT_WINDOW_PAGES = 4
@@ -35,6 +37,8 @@ class ConsoleContext:
     clock: Clock = system_clock
     refresh_seconds: float = 2.0
     stale_after_seconds: float = 300.0
+    # The list's first order (config ``sort``): what needs a human first.
+    sort: str = "attention"
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
     store: Store | None = None
     # Set when the console starts before its store is open (a current SQLite store): the list's

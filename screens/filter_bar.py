@@ -59,9 +59,9 @@ class FilterBar(Widget):
     class Done(Message):
         """The text filter was submitted: the list takes the keys again."""
 
-    def __init__(self, *, cursor_blink: bool = True) -> None:
+    def __init__(self, state: ListState, *, cursor_blink: bool = True) -> None:
         super().__init__()
-        self.state = ListState()
+        self.state = state
         self.position = Text()
         self.cursor_blink = cursor_blink
 

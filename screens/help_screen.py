@@ -23,7 +23,10 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("f", "cycle the status filter"),
             ("a", "show or hide ended sessions (stopped, ended, terminated, …)"),
             ("S", "show only stale sessions (active, not seen for too long)"),
-            ("o / O", "sort by the next column (started, seen, status, agent) / flip it"),
+            (
+                "o / O",
+                "sort by the next column (attention, started, seen, status, agent) / flip it",
+            ),
             ("escape", "clear and close the text filter"),
         ),
     ),

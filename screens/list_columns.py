@@ -13,7 +13,14 @@ from screens.session_grid import CELL_PADDING, GridColumn, GridRow
 from screens.text import plain, relative_ts, short_time, status_text
 from store.adapters import AdapterConfig
 from store.display import one_line
-from store.listing import SessionOrder
+from store.listing import (
+    ATTENTION_CAP,
+    UNKNOWN_TIER,
+    WAITING_TIER,
+    SessionOrder,
+    attention_reason,
+    attention_tier,
+)
 from store.records import ClaimCount, SessionFields
 from store.resume import resume_blocker
 from store.rules import ACTIVE_STATES
@@ -21,6 +28,7 @@ from store.rules import ACTIVE_STATES
 TERMINAL_STATUSES: tuple[str, ...] = ("stopped", "ended", "terminated")
 # Statuses are free strings: the header names this many and sums the rest.
 MAX_STATUSES_SHOWN = 10
+ATTENTION_STYLES = {WAITING_TIER: "bold yellow", UNKNOWN_TIER: "red"}
 # Rows drawn are forgotten past about this many (a few windows' worth).
 MAX_ROWS_KEPT = 1000
 
@@ -45,7 +53,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("workspace", "Workspace", 9, weight=1, drop_rank=4),
     Column("adapter", "Adapter", 8, drop_rank=1),
     Column("model", "Model", 10, weight=3, drop_rank=3),
-    Column("status", "Status", 16, sort="status"),
+    Column("status", "Status", 18, sort="status"),
+    Column("attention", "Attention", 24, weight=6, drop_rank=6, sort="attention"),
     Column("claims", "Claims", 6),
     Column("resume", "Resume", 6),
     Column("seen", "Seen", 9, sort="last_seen"),
@@ -107,6 +116,22 @@ def claims_cell(count: ClaimCount | None) -> Text:
     return text
 
 
+def attention_cell(
+    session: SessionFields,
+    counts: ClaimCount | None,
+    now: datetime,
+    stale_after: timedelta,
+    width: int | None,
+) -> Text:
+    """Why the session needs a human, if it does (``store.listing.attention_reason``)."""
+    cell = plain(attention_reason(session, counts, now, stale_after), width)
+    tier = attention_tier(session.status, session.waiting is not None)
+    style = ATTENTION_STYLES.get(tier, "dark_orange" if session.is_stale(now, stale_after) else "")
+    if style:
+        cell.stylize_before(style)
+    return cell
+
+
 def resume_cell(session: SessionFields, adapters: Mapping[str, AdapterConfig]) -> Text:
     if resume_blocker(session=session, adapters=adapters) is None:
         return Text("yes", style="green")
@@ -136,6 +161,7 @@ def row_cells(
         "adapter": lambda: plain(session.adapter, width("adapter")),
         "model": lambda: plain(provider_model(session), width("model")),
         "status": lambda: status_text(session, now, stale_after),
+        "attention": lambda: attention_cell(session, claims, now, stale_after, width("attention")),
         "claims": lambda: claims_cell(claims),
         "resume": lambda: resume_cell(session, adapters or {}),
         "seen": lambda: relative_ts(session.last_seen_at or session.started_at, now),
@@ -144,11 +170,16 @@ def row_cells(
     return [cells[key]() for key in widths]
 
 
-def counts_line(counts: dict[str, int]) -> Text:
-    """Counts by status; the store's name is in the header."""
+def counts_line(counts: dict[str, int], attention: int | None = None) -> Text:
+    """Counts by status, after how many sessions need a human; the store's name is in the
+    header."""
     total = sum(counts.values())
     text = Text()
     text.append(f"{total} session{'s' if total != 1 else ''}", style="bold")
+    if attention:
+        shown = f"{ATTENTION_CAP:,}+" if attention >= ATTENTION_CAP else f"{attention:,}"
+        text.append(" · ")
+        text.append(f"{shown} need{'s' if attention == 1 else ''} attention", style="bold yellow")
     ordered = [s for s in (*ACTIVE_STATES, *TERMINAL_STATUSES) if s in counts]
     ordered += sorted((s for s in counts if s not in ordered), key=lambda s: -counts[s])
     for status in ordered[:MAX_STATUSES_SHOWN]:

@@ -67,6 +67,8 @@ class ReadResult:
     claims: dict[str, ClaimCount] = field(default_factory=dict)
     counts: dict[str, int] | None = None
     token: object | None = None
+    # How many sessions need a human (store.sessions.ATTENTION_CAP at most), when read.
+    attention: int | None = None
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,8 @@ class ListModel:
         to its session if the first rows read hold it."""
         self.generation += 1
         self.serial += 1
-        self.follow_id = self.selected_id
+        # Changed again before the last change was read: the same session is still followed.
+        self.follow_id = self.selected_id or self.follow_id
         self.start, self.rows, self.total, self.more_after = 0, [], None, False
         self.loaded = False
         self.cursor, self.view_first = 0, 0

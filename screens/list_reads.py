@@ -16,6 +16,7 @@ from store.listing import SessionFilter, countable_total, session_cursor
 from store.records import ClaimCount, SessionFields
 from store.sessions import (
     count_by_status,
+    count_needing_attention,
     count_sessions,
     list_sessions,
     list_sessions_before,
@@ -81,7 +82,11 @@ def read_rows(*, store: Store, asked: RowsAsked, counts: StatusCounts) -> ReadRe
             )
             rows = list(page.items)
         claims = claim_counts(db=db, agent_ids=[s.agent_id for s in rows], now=now)
-    return ReadResult(read, rows, total, claims, by_status, token)
+        attention = None
+        # Counted with the view's reads and the refreshes, not the pages read ahead.
+        if order.stale_before is not None and (read.refresh or read.kind == "at"):
+            attention = count_needing_attention(db=db, stale_before=order.stale_before)
+    return ReadResult(read, rows, total, claims, by_status, token, attention)
 
 
 def count_rows(*, store: Store, filters: SessionFilter) -> int:

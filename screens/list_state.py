@@ -13,6 +13,7 @@ from store.listing import SORT_COLUMNS, SessionFilter, SessionOrder
 from store.rules import ACTIVE_STATES
 
 SORT_NAMES: dict[str, str] = {
+    "attention": "attention",
     "started": "started",
     "last_seen": "last seen",
     "status": "status",
@@ -28,7 +29,7 @@ class ListState:
     status: str | None = None
     show_ended: bool = True
     stale_only: bool = False
-    order: SessionOrder = field(default_factory=SessionOrder)
+    order: SessionOrder = field(default_factory=lambda: SessionOrder("attention"))
 
     def status_cycle(self) -> tuple[str | None, ...]:
         states: tuple[str | None, ...] = (None, *ACTIVE_STATES)
@@ -79,7 +80,7 @@ class ListState:
         """What an empty list says: why it is empty, and what to do about it."""
         if not store_open:
             return Text("Opening the store…", style="italic")
-        if replace(self, order=SessionOrder()) == ListState():
+        if replace(self, order=ListState().order) == ListState():
             return Text(
                 "No sessions yet. Agents register with `roundtable sessions register`; "
                 "`roundtable tui --demo` opens a populated demo store."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -23,6 +24,7 @@ from screens.footer import ConsoleFooter
 from screens.live import StoreChanged
 from screens.session_actions import SessionActionScreen
 from screens.text import (
+    NONE_SHOWN,
     exact,
     exact_and_relative,
     heading,
@@ -31,7 +33,7 @@ from screens.text import (
     pretty_json,
     status_text,
 )
-from store.display import one_line
+from store.display import one_line, printable
 from store.models import AgentSession
 from store.projections import PAGED, PROJECTIONS
 from store.redaction import redact_json_text
@@ -138,6 +140,7 @@ def fields_table(ctx: ConsoleContext, session: AgentSession, *, revealed: bool) 
         ("Provider", plain(session.provider)),
         ("Model", plain(session.model)),
         ("Status", status_text(session, now, ctx.stale_after)),
+        ("Waiting for a human", waiting_text(session, now)),
         ("External session id", masked(session.external_session_id, revealed=revealed)),
         ("Resume command", masked(session.external_resume_command, revealed=revealed)),
         ("Resumable", resumable(ctx, session)),
@@ -151,6 +154,17 @@ def fields_table(ctx: ConsoleContext, session: AgentSession, *, revealed: bool) 
     for name, value in rows:
         table.add_row(Text(name), value)
     return table
+
+
+def waiting_text(session: AgentSession, now: datetime) -> Text:
+    """The reason an agent gave for waiting, and since when (its heartbeat's ``--waiting``)."""
+    waiting = session.waiting
+    if waiting is None:
+        return Text(NONE_SHOWN, style="dim")
+    text = Text(printable(waiting.reason), style="bold yellow")
+    text.append("\n")
+    text.append_text(exact_and_relative(waiting.since, now))
+    return text
 
 
 def key_values(values: dict[str, Any]) -> Table:

@@ -32,10 +32,13 @@ from screens.live import StoreChanged
 from screens.session_actions import SessionActionScreen
 from screens.session_grid import GridHeader, GridRow, SessionGrid
 from store.display import one_line
+from store.listing import SessionOrder
 from store.records import ClaimCount, SessionFields
 
 if TYPE_CHECKING:
+    from screens.context import FirstRead
     from screens.list_reads import StatusCounts
+    from store.first_window import FirstWindow
 
 
 class SessionListScreen(SessionActionScreen):
@@ -62,8 +65,11 @@ class SessionListScreen(SessionActionScreen):
         self.model = ListModel()
         self.painter = RowPainter(stale_after=ctx.stale_after, adapters=ctx.adapters)
         self.status_counts: StatusCounts | None = None
-        self.counts_shown: dict[str, int] | None = None
+        self.counts_shown: tuple[dict[str, int] | None, int | None] | None = None
+        self.attention_shown: int | None = None
         self.loaded_once = False
+        # The list as it opens: every session, in the configured order.
+        self.first_state = ListState(order=SessionOrder(ctx.sort))
         # Set while the grid is set to the model's cursor (its watcher then ignores the move).
         self.syncing = False
 
@@ -71,7 +77,7 @@ class SessionListScreen(SessionActionScreen):
         yield Header()
         yield Static(Text(f"Opening store {one_line(self.ctx.description, 100)}…"), id="counts")
         yield StoreBanner()
-        yield FilterBar(cursor_blink=self.ctx.cursor_blink)
+        yield FilterBar(self.first_state, cursor_blink=self.ctx.cursor_blink)
         yield GridHeader(id="columns")
         yield SessionGrid(self, id="sessions")
         yield Static(Text("Loading sessions…", style="italic"), id="empty")
@@ -208,7 +214,9 @@ class SessionListScreen(SessionActionScreen):
             self.model.dirty = True  # read again once the view's own read is back
         else:
             self.model.dirty = False
-            unless = None if self.state.stale_only else self.model.token
+            # Rows move with the clock in the stale filter and in the attention order.
+            timed = self.state.stale_only or self.state.order.column == "attention"
+            unless = None if timed else self.model.token
             self._run_read(self.model.refresh_read(), unless_token=unless)
 
     def store_opened(self) -> None:
@@ -236,7 +244,8 @@ class SessionListScreen(SessionActionScreen):
         now, state = self.ctx.now(), self.state
         live = tuple(agent for agent, count in self.model.claims.items() if count.live)
         filters = state.to_filter(now, self.ctx.stale_after)
-        asked = RowsAsked(read, filters, state.order, now, self.model.total, unless_token, live)
+        order = state.order.at(now - self.ctx.stale_after)
+        asked = RowsAsked(read, filters, order, now, self.model.total, unless_token, live)
         # The store is open, and with it the modules these need.
         from screens.data import require_store
         from screens.list_reads import StatusCounts, read_rows
@@ -257,19 +266,23 @@ class SessionListScreen(SessionActionScreen):
         read = Read("at", 0, size, self.model.generation, self.model.serial)
         shown = partial(self._rows_read, first=True)
         self.run_in_thread(
-            lambda: first_result(read, quick(size, self.ctx.now()) if quick else None),
+            lambda: first_result(read, self._quick_read(quick, size) if quick else None),
             what="read the first sessions",
             group="session-list-first",
             done=shown,
             failed=lambda _failure: shown(None),  # the store, once open, reads and reports
         )
 
+    def _quick_read(self, quick: FirstRead, size: int) -> FirstWindow | None:
+        now = self.ctx.now()
+        return quick(size, now, self.first_state.order.at(now - self.ctx.stale_after))
+
     def _rows_read(self, answer: ReadResult | ClockMoved | None, *, first: bool = False) -> None:
         if first:
             # Once painted: opening the store then loads SQLAlchemy, and no frame waits for it.
             self.call_after_refresh(self.post_message, self.FirstRowsShown())
             # Rows of the default list only: the operator may have changed the filters already.
-            if self.ctx.store is not None or self.state != ListState():
+            if self.ctx.store is not None or self.state != self.first_state:
                 return
         if isinstance(answer, ClockMoved):
             self.model.failed(answer.read)  # nothing to read: the read is over
@@ -282,9 +295,12 @@ class SessionListScreen(SessionActionScreen):
             return
         self.query_one(StoreBanner).clear()
         self.loaded_once = True
-        if answer.counts is not None and answer.counts != self.counts_shown:
-            self.counts_shown = answer.counts
-            update_text(self.query_one("#counts", Static), counts_line(answer.counts))
+        if answer.attention is not None:
+            self.attention_shown = answer.attention
+        header = (answer.counts, self.attention_shown)
+        if answer.counts is not None and header != self.counts_shown:
+            self.counts_shown = header
+            update_text(self.query_one("#counts", Static), counts_line(*header))
         self._show_rows(answer)
         if first:
             return
@@ -378,8 +394,8 @@ class SessionListScreen(SessionActionScreen):
         column = COLUMN_BY_KEY.get(event.key)
         if column is None or column.sort is None:
             self.notify(
-                "Sessions sort by started, seen, status or agent: click one of those headers, "
-                "or press o (O flips the direction).",
+                "Sessions sort by attention, started, seen, status or agent: click one of those "
+                "headers, or press o (O flips the direction).",
                 markup=False,
             )
             return

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from rich.text import Text
 
 from store.clock import parse_ts
-from store.display import one_line, printable
+from store.display import one_line, printable, short_duration
 from store.records import SessionFields
 
 MASK = "•••••• (v to reveal)"
@@ -25,6 +25,7 @@ STATUS_STYLES: dict[str, str] = {
     "ended": "dim",
     "terminated": "red",
 }
+WAITING_STYLE = "bold yellow"
 STALE_STYLE = "bold dark_orange"
 # CommonMark lets a backslash escape any ASCII punctuation character, and only those.
 _MARKDOWN_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
@@ -80,11 +81,14 @@ def masked(value: str | None, *, revealed: bool) -> Text:
 
 
 def status_text(session: SessionFields, now: datetime, stale_after: timedelta) -> Text:
-    """Status as words and colour; an active session not seen for too long is marked stale."""
+    """Status as words and colour; a session waiting for a human is marked so, an active one
+    not seen for too long is marked stale."""
     style = STATUS_STYLES.get(session.status, "magenta")
     text = Text()
     text.append(one_line(session.status, 20), style=style)
-    if session.is_stale(now, stale_after):
+    if session.waiting is not None:
+        text.append(" ⚑ waiting", style=WAITING_STYLE)
+    elif session.is_stale(now, stale_after):
         text.append(" ⚠ stale", style=STALE_STYLE)
     return text
 
@@ -94,17 +98,8 @@ def relative(moment: datetime | None, now: datetime) -> str:
     if moment is None:
         return NONE_SHOWN
     seconds = int((now - moment).total_seconds())
-    ahead = seconds < 0
-    seconds = abs(seconds)
-    if seconds < 60:
-        amount = f"{seconds}s"
-    elif seconds < 3600:
-        amount = f"{seconds // 60}m"
-    elif seconds < 86400:
-        amount = f"{seconds // 3600}h"
-    else:
-        amount = f"{seconds // 86400}d"
-    return f"in {amount}" if ahead else f"{amount} ago"
+    amount = short_duration(seconds)
+    return f"in {amount}" if seconds < 0 else f"{amount} ago"
 
 
 def relative_ts(text: str | None, now: datetime) -> Text:

@@ -18,7 +18,7 @@ from store.clock import Clock, system_clock
 from store.display import markdown_line
 from store.models import AgentSession, Decision, Proposal, Task
 from store.redaction import redact_text
-from store.rules import FINISHED_TASK_STATES
+from store.rules import FINISHED_TASK_STATES, RESOLVED_PROPOSAL_STATES
 from store.sessions import get_session
 from store.sqlfuncs import ts_key
 
@@ -26,7 +26,6 @@ _TASKS = Task.__table__  # type: ignore[attr-defined]
 _PROPOSALS = Proposal.__table__  # type: ignore[attr-defined]
 _DECISIONS = Decision.__table__  # type: ignore[attr-defined]
 
-RESOLVED_PROPOSAL_STATES: tuple[str, ...] = ("accepted", "rejected")
 LATEST_DECISIONS = 3
 NONE_LINE = "- none"
 NO_TASK = "(no assigned task)"

@@ -9,11 +9,13 @@ from datetime import datetime
 from sqlalchemy import Connection, case, func, literal, select
 
 from store.clock import format_ts, parse_ts
-from store.models import Claim
+from store.models import Claim, Proposal
 from store.records import ClaimCount
+from store.rules import RESOLVED_PROPOSAL_STATES
 from store.sqlfuncs import ts_key
 
 CLAIMS = Claim.__table__  # type: ignore[attr-defined]
+PROPOSALS = Proposal.__table__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -68,11 +70,12 @@ def active_claims(*, db: Connection, agent_id: str, now: datetime) -> list[Activ
 def claim_counts(
     *, db: Connection, agent_ids: Iterable[str], now: datetime
 ) -> dict[str, ClaimCount]:
-    """``active_claims`` counted for many agents in one grouped query (the list's claim column).
+    """``active_claims`` counted for many agents in one grouped query (the list's claim column),
+    and their proposals waiting for a decision (the attention reason), in another.
 
-    Agents holding no active claim are absent. Expiry is judged in SQL on the same chronological
-    key the lists sort by, so every timestamp form counts alike; unreadable text is not expired,
-    as in ``active_claims``."""
+    Agents holding no active claim and no waiting proposal are absent. Expiry is judged in SQL
+    on the same chronological key the lists sort by, so every timestamp form counts alike;
+    unreadable text is not expired, as in ``active_claims``."""
     wanted = sorted(set(agent_ids))
     if not wanted:
         return {}
@@ -82,7 +85,23 @@ def claim_counts(
         .where(CLAIMS.c.agent_id.in_(wanted), CLAIMS.c.status == "active")
         .group_by(CLAIMS.c.agent_id)
     ).all()
-    return {
-        str(agent): ClaimCount(live=int(total) - int(gone or 0), expired=int(gone or 0))
+    waiting = dict(
+        db.execute(
+            select(PROPOSALS.c.agent_id, func.count())
+            .where(
+                PROPOSALS.c.agent_id.in_(wanted),
+                PROPOSALS.c.status.not_in(RESOLVED_PROPOSAL_STATES),
+            )
+            .group_by(PROPOSALS.c.agent_id)
+        ).all()
+    )
+    found = {
+        str(agent): ClaimCount(
+            live=int(total) - int(gone or 0),
+            expired=int(gone or 0),
+            proposals=int(waiting.pop(agent, 0)),
+        )
         for agent, total, gone in rows
     }
+    found.update({str(agent): ClaimCount(proposals=int(count)) for agent, count in waiting.items()})
+    return found

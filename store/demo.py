@@ -106,16 +106,32 @@ class _SessionSpec:
     seen: int  # seconds ago
     external: bool = False
     hostile: bool = False
+    # Waits for a human since this many seconds ago, for this reason.
+    waiting: tuple[int, str] | None = None
 
 
 # The hand-placed sessions, first in line so even a small demo shows every status, a stale row
 # and the hostile one. Terminal statuses are ended when last seen.
 _FEATURED = (
     _SessionSpec("ada", "active", 3 * HOUR, 20, external=True),
-    _SessionSpec("grace", "running", 90 * MINUTE, 45, external=True),
+    _SessionSpec(
+        "grace",
+        "running",
+        90 * MINUTE,
+        45,
+        external=True,
+        waiting=(4 * MINUTE, "approve deleting build/ before the release build"),
+    ),
     _SessionSpec("linus", "paused", 5 * HOUR, 25 * MINUTE, external=True),  # stale
     _SessionSpec("hopper", "starting", 40, 5),
-    _SessionSpec("turing", "resuming", 2 * DAY, 70, external=True),
+    _SessionSpec(
+        "turing",
+        "resuming",
+        2 * DAY,
+        70,
+        external=True,
+        waiting=(12 * MINUTE, "choose: keep the v1 API or migrate the callers"),
+    ),
     _SessionSpec("ada", "stopped", DAY, 20 * HOUR, external=True),
     _SessionSpec("grace", "ended", 2 * DAY, 30 * HOUR),
     _SessionSpec("linus", "terminated", 3 * DAY, 2 * DAY, external=True),
@@ -492,6 +508,8 @@ class _Builder:
             "metadata_json": self._metadata(spec, ws_id),
             # Some sessions name their workspace only in metadata (the reference's fallback).
             "workspace_id": ws_id if self.rng.random() < 0.75 else None,
+            "waiting_reason": spec.waiting[1] if spec.waiting else None,
+            "waiting_since": self.ago(spec.waiting[0]) if spec.waiting else None,
         }
         if spec.hostile:
             row["model"] = HOSTILE_TEXT

@@ -48,3 +48,15 @@ def markdown_line(value: object) -> str:
         " " if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") else char for char in text
     )
     return cleaned.strip()
+
+
+def short_duration(seconds: float) -> str:
+    """``12s``, ``5m``, ``3h``, ``2d``: a length of time to the largest whole unit."""
+    whole = int(abs(seconds))
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m"
+    if whole < 86400:
+        return f"{whole // 3600}h"
+    return f"{whole // 86400}d"

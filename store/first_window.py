@@ -31,8 +31,11 @@ from typing import Any, Protocol
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from store import validation
+from store.attention_sql import PG_ATTENTION_COLUMNS, attention_key_sql, attention_tier_sql
 from store.clock import format_ts, parse_ts
 from store.listing import (
+    ATTENTION_SEGMENTS,
+    ATTENTION_SOURCES,
     DEFAULT_ORDER,
     NULLABLE_LEAD,
     ORDER_KEYS,
@@ -43,6 +46,7 @@ from store.listing import (
 from store.records import SESSION_COLUMNS, ClaimCount, SessionRecord
 from store.redaction import redact_text
 from store.revision import HEAD_REVISION
+from store.rules import RESOLVED_PROPOSAL_STATES
 
 # A plain SQLite URL, as SQLAlchemy parses it: the driver, then the database path. Query
 # parameters (and with them URI filenames and in-memory databases) take the normal path.
@@ -130,7 +134,11 @@ def read_first_window(
         with _reader(url) as conn:
             if conn is None or _revision(conn) != HEAD_REVISION:
                 return None
-            rows = conn.execute(dialect.page_sql(order), (size + 1,)).fetchall()
+            rows = []
+            for sql, params in dialect.page_reads(order):
+                rows += conn.execute(sql, (*params, size + 1 - len(rows))).fetchall()
+                if len(rows) > size:
+                    break
             sessions = [SessionRecord.from_row(row) for row in rows[:size]]
             claims = _claim_counts(conn, dialect, {s.agent_id for s in sessions}, now)
     except (*_driver_errors(url), ValueError):
@@ -163,13 +171,21 @@ class Prefetch:
             return None
 
 
-def prefetch(url: str, *, limit: int, now: datetime) -> Prefetch | None:
+def prefetch(url: str, *, limit: int, now: datetime, order: SessionOrder) -> Prefetch | None:
     """Start reading the first window of a PostgreSQL store in a child process (None for any
     other store: sqlite3 costs nothing to import). The URL goes to the child in its environment,
     which only its user can read, never on its command line, which anyone can."""
     if postgres_dsn(url) is None:
         return None
-    asked = json.dumps({"url": url, "limit": limit, "now": format_ts(now)})
+    stale_before = None if order.stale_before is None else format_ts(order.stale_before)
+    asked = json.dumps(
+        {
+            "url": url,
+            "limit": limit,
+            "now": format_ts(now),
+            "order": [order.column, order.descending, stale_before],
+        }
+    )
     process = subprocess.Popen(
         # -P: the operator's working directory is not on the child's path (a store.py there
         # would run with the database's URL in reach).
@@ -189,7 +205,7 @@ def encode_window(window: FirstWindow | None) -> object:
     return {
         "sessions": [list(session.column_values().values()) for session in window.sessions],
         "has_more": window.has_more,
-        "claims": {agent: [count.live, count.expired] for agent, count in window.claims.items()},
+        "claims": {agent: list(count) for agent, count in window.claims.items()},
     }
 
 
@@ -207,9 +223,11 @@ def main() -> None:
     """The child of ``prefetch``: read the window its parent asks for, print it as JSON."""
     asked = json.loads(os.environ[PREFETCH_VARIABLE])
     now = parse_ts(asked["now"])
+    column, descending, stale_before = asked["order"]
+    order = SessionOrder(column, bool(descending), parse_ts(stale_before))
     window = None
     if now is not None:
-        window = read_first_window(asked["url"], limit=int(asked["limit"]), now=now)
+        window = read_first_window(asked["url"], limit=int(asked["limit"]), now=now, order=order)
     print(json.dumps(encode_window(window)))
 
 
@@ -259,14 +277,43 @@ class Dialect:
     mark: str
     timestamp: Callable[[str], str]
 
+    # The attention order's keys: SQL over the row's columns, or a stored column's name.
+    attention: Callable[[str], str]
+
     def key(self, key: SortKey) -> str:
+        if key.sources:
+            return self.attention(key.column)
         return self.timestamp(key.column) if key.timestamp else key.column
 
-    def page_sql(self, order: SessionOrder) -> str:
+    def page_reads(self, order: SessionOrder) -> list[tuple[str, tuple[str, ...]]]:
+        """The statements that read the first page in ``order``, one after the other until
+        the page is full, with their parameters but the LIMIT (the last, still to be bound)."""
         direction = " DESC" if order.descending else ""
-        keys = ", ".join(self.key(key) + direction for key in ORDER_KEYS[order.column])
         columns = ", ".join(SESSION_COLUMNS)
-        return f"SELECT {columns} FROM agent_sessions ORDER BY {keys} LIMIT {self.mark}"
+        keys = ORDER_KEYS[order.column]
+        if order.column != "attention":
+            sort = ", ".join(self.key(key) + direction for key in keys)
+            return [(f"SELECT {columns} FROM agent_sessions ORDER BY {sort} LIMIT {self.mark}", ())]
+        if order.stale_before is None:
+            raise ValueError("The attention order is read at a time.")
+        tier, seen = self.key(keys[0]), self.key(keys[1])
+        sort = ", ".join(self.key(key) + direction for key in keys[1:])
+        cutoff = self.timestamp(self.mark)
+        reads = []
+        for segment in ATTENTION_SEGMENTS:
+            where = f"{tier} = {segment.tier}"
+            params: tuple[str, ...] = ()
+            if segment.stale is not None:
+                where += f" AND {seen} {'<' if segment.stale else '>='} {cutoff}"
+                params = (format_ts(order.stale_before),)
+            reads.append(
+                (
+                    f"SELECT {columns} FROM agent_sessions WHERE {where}"
+                    f" ORDER BY {sort} LIMIT {self.mark}",
+                    params,
+                )
+            )
+        return reads[::-1] if order.descending else reads
 
 
 def _postgres_key(column: str) -> str:
@@ -274,9 +321,16 @@ def _postgres_key(column: str) -> str:
     return PG_STORED_KEYS.get(column, f"rt_ts_key({column})")
 
 
-# store.sqlfuncs.ts_key on each database, the expressions the indexes are built on.
-SQLITE = Dialect("?", lambda column: f"julianday({column})")
-POSTGRES = Dialect("%s", _postgres_key)
+def _sqlite_attention(key: str) -> str:
+    if key == "attention_tier":
+        return attention_tier_sql("status", "waiting_since")
+    return attention_key_sql(lambda column: f"julianday({column})", "0", *ATTENTION_SOURCES)
+
+
+# store.sqlfuncs.ts_key and the attention keys on each database, the expressions the indexes
+# are built on.
+SQLITE = Dialect("?", lambda column: f"julianday({column})", _sqlite_attention)
+POSTGRES = Dialect("%s", _postgres_key, PG_ATTENTION_COLUMNS.__getitem__)
 
 
 def _claim_counts(
@@ -294,10 +348,24 @@ def _claim_counts(
         f" FROM claims WHERE agent_id IN ({marks}) AND status = 'active' GROUP BY agent_id",
         (format_ts(now), *wanted),
     ).fetchall()
-    return {
-        str(agent): ClaimCount(live=int(total) - int(gone or 0), expired=int(gone or 0))
+    resolved = ", ".join([mark] * len(RESOLVED_PROPOSAL_STATES))
+    waiting = dict(
+        conn.execute(
+            f"SELECT agent_id, count(*) FROM proposals WHERE agent_id IN ({marks})"
+            f" AND status NOT IN ({resolved}) GROUP BY agent_id",
+            (*wanted, *RESOLVED_PROPOSAL_STATES),
+        ).fetchall()
+    )
+    found = {
+        str(agent): ClaimCount(
+            live=int(total) - int(gone or 0),
+            expired=int(gone or 0),
+            proposals=int(waiting.pop(agent, 0)),
+        )
         for agent, total, gone in rows
     }
+    found.update({str(agent): ClaimCount(proposals=int(count)) for agent, count in waiting.items()})
+    return found
 
 
 if __name__ == "__main__":

@@ -64,6 +64,9 @@ class ActionOutcome:
         stored = dict(body["session"])
         metadata = stored.pop("metadata", None)
         stored["metadata_json"] = validation.metadata(metadata)
+        # An operator action ended any wait: the outcome's session waits for nobody.
+        stored.pop("waiting", None)
+        stored.update(waiting_reason=None, waiting_since=None)
         return cls(
             action=body["action"],
             session=as_session(stored),
@@ -134,6 +137,8 @@ def _compare_and_swap(rule: _Rule) -> Prepared:
     ``:read``, ``:now``), returning the new row; one statement per rule, built once."""
     values: dict[str, Any] = dict.fromkeys(rule.stamped, bindparam("now"))
     values.update(dict.fromkeys(rule.cleared))
+    # Any operator action answers a session that waits for a human.
+    values.update(waiting_reason=None, waiting_since=None)
     if rule.status is not None:
         values["status"] = rule.status
     return Prepared(

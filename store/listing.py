@@ -7,12 +7,14 @@ uses them before SQLAlchemy is loaded.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 
+from store.clock import parse_ts
+from store.display import one_line, short_duration
 from store.paging import encode_cursor
-from store.records import SessionFields
-from store.rules import ACTIVE_STATES
+from store.records import ClaimCount, SessionFields
+from store.rules import ACTIVE_STATES, SORT_COLUMNS
 
 
 @dataclass(frozen=True)
@@ -27,21 +29,25 @@ class SessionFilter:
     # Only active sessions last seen before this instant (the stale ones).
     stale_before: datetime | None = None
     text: str | None = None
+    # Only sessions waiting for a human.
+    waiting: bool = False
 
 
 def countable_total(filters: SessionFilter, counts: Mapping[str, int]) -> int | None:
     """How many sessions ``filters`` lets through, when the counts by status say it (no filter,
     statuses, active only); None when only a count in SQL can say."""
     narrowed = filters.agent_id or filters.run_id or filters.workspace_id
-    if narrowed or filters.stale_before is not None or (filters.text or "").strip():
+    if (
+        narrowed
+        or filters.stale_before is not None
+        or filters.waiting
+        or (filters.text or "").strip()
+    ):
         return None
     statuses = filters.statuses or tuple(counts)
     if filters.active_only:
         statuses = tuple(status for status in statuses if status in ACTIVE_STATES)
     return sum(counts.get(status, 0) for status in set(statuses))
-
-
-SORT_COLUMNS: tuple[str, ...] = ("started", "last_seen", "status", "agent")
 
 
 @dataclass(frozen=True)
@@ -50,17 +56,26 @@ class SessionOrder:
     start, then id) is the default; ties in status or agent fall back to it.
 
     ``last_seen``: sessions never seen (or with unreadable text) come first ascending, last
-    descending, in id order."""
+    descending, in id order.
+
+    ``attention``: what needs a human first (``ATTENTION_SEGMENTS``). Which live sessions are
+    stale depends on the time, so a read in this order needs ``stale_before`` (``at``); it is
+    not part of the order's identity."""
 
     column: str = "started"
     descending: bool = False
+    stale_before: datetime | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.column not in SORT_COLUMNS:
             raise ValueError(f"Sessions cannot be sorted by {self.column!r}.")
 
     def flipped(self) -> SessionOrder:
-        return SessionOrder(self.column, not self.descending)
+        return replace(self, descending=not self.descending)
+
+    def at(self, stale_before: datetime) -> SessionOrder:
+        """This order as read at a time: live sessions seen before ``stale_before`` are stale."""
+        return replace(self, stale_before=stale_before)
 
 
 DEFAULT_ORDER = SessionOrder()
@@ -68,21 +83,103 @@ DEFAULT_ORDER = SessionOrder()
 
 @dataclass(frozen=True)
 class SortKey:
-    """One sort key: a column, compared chronologically when it holds timestamp text."""
+    """One sort key: a column, compared chronologically when it holds timestamp text; or a
+    key computed in SQL (``store.sqlfuncs.COMPUTED_KEYS``) from the ``sources`` columns."""
 
     column: str
     timestamp: bool = False
+    sources: tuple[str, ...] = ()
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.sources or (self.column,)
 
 
 STARTED_KEY = SortKey("started_at", timestamp=True)
 ID_KEY = SortKey("id")
+ATTENTION_SOURCES = ("status", "waiting_since", "last_seen_at", "started_at")
+ATTENTION_TIER = SortKey("attention_tier", sources=ATTENTION_SOURCES[:2])
+ATTENTION_KEY = SortKey("attention_key", sources=ATTENTION_SOURCES)
 # Each order follows an index: (ts_key(started_at), id), (status, ts_key(started_at), id), ...
 ORDER_KEYS: dict[str, tuple[SortKey, ...]] = {
+    "attention": (ATTENTION_TIER, ATTENTION_KEY, ID_KEY),
     "started": (STARTED_KEY, ID_KEY),
     "last_seen": (SortKey("last_seen_at", timestamp=True), ID_KEY),
     "status": (SortKey("status"), STARTED_KEY, ID_KEY),
     "agent": (SortKey("agent_id"), STARTED_KEY, ID_KEY),
 }
+
+
+@dataclass(frozen=True)
+class AttentionSegment:
+    """A run of the attention order: one tier, and for live sessions the stale or the fresh
+    ones. Within a segment sessions go by attention time (since when they wait, else when they
+    were last seen: the longest first), then id."""
+
+    tier: int
+    # For the live tier: True holds the stale sessions, False the fresh ones.
+    stale: bool | None = None
+
+
+# The attention tiers (store.sqlfuncs.attention_tier; migration 0007 indexes them).
+WAITING_TIER, UNKNOWN_TIER, LIVE_TIER, HELD_TIER, FINISHED_TIER = range(5)
+# What needs a human first: waiting; a status outside the vocabulary (failed, error …); stale
+# live sessions; paused and stopped; fresh live sessions; finished ones.
+ATTENTION_SEGMENTS: tuple[AttentionSegment, ...] = (
+    AttentionSegment(WAITING_TIER),
+    AttentionSegment(UNKNOWN_TIER),
+    AttentionSegment(LIVE_TIER, stale=True),
+    AttentionSegment(HELD_TIER),
+    AttentionSegment(LIVE_TIER, stale=False),
+    AttentionSegment(FINISHED_TIER),
+)
+# The segments a session needs a human in (the header counts them, up to ATTENTION_CAP).
+NEEDS_ATTENTION: tuple[AttentionSegment, ...] = ATTENTION_SEGMENTS[:3]
+ATTENTION_CAP = 1000
+LIVE_STATES: tuple[str, ...] = ("starting", "active", "running", "resuming")
+HELD_STATES: tuple[str, ...] = ("paused", "stopped")
+FINISHED_STATES: tuple[str, ...] = ("ended", "terminated", "completed", "done")
+
+
+def attention_tier(status: str, waiting: bool) -> int:
+    """The tier of a session (store.sqlfuncs.attention_tier, in Python)."""
+    if waiting and status in ACTIVE_STATES:
+        return WAITING_TIER
+    if status in LIVE_STATES:
+        return LIVE_TIER
+    if status in HELD_STATES:
+        return HELD_TIER
+    return FINISHED_TIER if status in FINISHED_STATES else UNKNOWN_TIER
+
+
+def attention_segments(
+    filters: SessionFilter, stale_before: datetime | None
+) -> tuple[AttentionSegment, ...]:
+    """The segments of the attention order that may hold a session ``filters`` lets through:
+    a read skips the others, which it would otherwise walk to the end to find nothing."""
+    statuses: tuple[str, ...] | None = filters.statuses or None
+    if filters.active_only or filters.stale_before is not None or filters.waiting:
+        statuses = tuple(s for s in statuses or ACTIVE_STATES if s in ACTIVE_STATES)
+    if statuses is None:
+        tiers = set(range(FINISHED_TIER + 1))
+    else:
+        tiers = {attention_tier(status, waiting=False) for status in statuses}
+        if any(status in ACTIVE_STATES for status in statuses):
+            tiers.add(WAITING_TIER)
+    if filters.waiting:
+        tiers &= {WAITING_TIER}
+    fresh_excluded = (
+        filters.stale_before is not None
+        and stale_before is not None
+        and filters.stale_before <= stale_before
+    )
+    return tuple(
+        segment
+        for segment in ATTENTION_SEGMENTS
+        if segment.tier in tiers and not (segment.stale is False and fresh_excluded)
+    )
+
+
 # On PostgreSQL the two timestamp keys of agent_sessions are stored generated columns (migration
 # 0006): PostgreSQL would otherwise compute rt_ts_key for every row an OFFSET passes.
 PG_STORED_KEYS: dict[str, str] = {"started_at": "rt_started_key", "last_seen_at": "rt_seen_key"}
@@ -99,9 +196,48 @@ def cursor_kind(order: SessionOrder) -> str:
     return _CURSOR_KIND if order.column == "started" else f"{_CURSOR_KIND}.{order.column}"
 
 
+def cursor_columns(order: SessionOrder) -> tuple[str, ...]:
+    """The columns whose values a cursor of ``order`` holds: those its keys are made of."""
+    columns: dict[str, None] = {}
+    for key in ORDER_KEYS[order.column]:
+        columns.update(dict.fromkeys(key.columns))
+    return tuple(columns)
+
+
 def session_cursor(session: SessionFields, order: SessionOrder | None = None) -> str:
     """The cursor of this session's position in ``order``: ``list_sessions`` continues after
     it, ``list_sessions_before`` before it."""
     order = order or DEFAULT_ORDER
-    values = [getattr(session, key.column) for key in ORDER_KEYS[order.column]]
+    values = [getattr(session, column) for column in cursor_columns(order)]
     return encode_cursor(cursor_kind(order), *values)
+
+
+def attention_reason(
+    session: SessionFields, counts: ClaimCount | None, now: datetime, stale_after: timedelta
+) -> str:
+    """Why the session is where the attention order puts it, in a few words: "waiting 4m:
+    approve deleting build/", "status failed", "stale 12m", "paused 3m"; then what its agent
+    leaves waiting: "2 claims expired", "3 proposals wait". Empty for a fresh live session or a
+    finished one with nothing waiting."""
+    parts: list[str] = []
+    waiting = session.waiting
+    tier = attention_tier(session.status, waiting is not None)
+    seen = session.last_seen()
+    if waiting is not None:
+        parts.append(f"waiting {_age(parse_ts(waiting.since), now)}: {one_line(waiting.reason)}")
+    elif tier == UNKNOWN_TIER:
+        parts.append(f"status {one_line(session.status, 20)}")
+    elif tier == LIVE_TIER and session.is_stale(now, stale_after):
+        parts.append(f"stale {_age(seen, now)}")
+    elif tier == HELD_TIER:
+        parts.append(f"{session.status} {_age(seen, now)}")
+    if counts is not None and counts.expired:
+        parts.append(f"{counts.expired} claim{'s' if counts.expired != 1 else ''} expired")
+    if counts is not None and counts.proposals:
+        many = counts.proposals != 1
+        parts.append(f"{counts.proposals} proposal{'s wait' if many else ' waits'}")
+    return " · ".join(parts)
+
+
+def _age(moment: datetime | None, now: datetime) -> str:
+    return "?" if moment is None else short_duration((now - moment).total_seconds())

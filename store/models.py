@@ -153,6 +153,8 @@ class AgentSession(SQLModel, SessionFields, table=True):
     metadata_json: str | None = _text()
     workspace_id: str | None = _text()
     version: int = Field(default=0, sa_type=Integer, nullable=False)
+    waiting_reason: str | None = _text()
+    waiting_since: str | None = _text()
 
 
 class AgentSessionEvent(SQLModel, table=True):

@@ -36,12 +36,23 @@ SESSION_COLUMNS: tuple[str, ...] = (
     "metadata_json",
     "workspace_id",
     "version",
+    "waiting_reason",
+    "waiting_since",
 )
 # A session in JSON: its column names as keys, with ``metadata`` decoded in place of
-# ``metadata_json``; ``version`` comes last.
+# ``metadata_json`` and ``waiting`` in place of the two waiting columns; ``version`` comes last.
 SESSION_JSON_COLUMNS: tuple[str, ...] = tuple(
-    name for name in SESSION_COLUMNS if name not in ("metadata_json", "version")
+    name
+    for name in SESSION_COLUMNS
+    if name not in ("metadata_json", "version", "waiting_reason", "waiting_since")
 )
+
+
+class Waiting(NamedTuple):
+    """Why and since when a session waits for a human (its reason is stored redacted)."""
+
+    reason: str
+    since: str
 
 
 class SessionFields:
@@ -68,6 +79,8 @@ class SessionFields:
         metadata_json: str | None
         workspace_id: str | None
         version: int
+        waiting_reason: str | None
+        waiting_since: str | None
 
     @property
     def metadata_dict(self) -> dict[str, Any] | None:
@@ -98,10 +111,21 @@ class SessionFields:
         seen = self.last_seen()
         return self.is_active and seen is not None and now - seen > stale_after
 
+    @property
+    def waiting(self) -> Waiting | None:
+        """The human the session waits for, while it is in an active state (a row the
+        reference wrote after an agent's ``--waiting`` does not wait once it ended)."""
+        if self.waiting_since is None or not self.is_active:
+            return None
+        return Waiting(reason=self.waiting_reason or "", since=self.waiting_since)
+
     def to_json(self) -> dict[str, Any]:
-        """Column names as keys, ``metadata`` decoded to an object or null."""
+        """Column names as keys, ``metadata`` decoded to an object or null, ``waiting`` as
+        ``{"reason", "since"}`` or null."""
         body: dict[str, Any] = {name: getattr(self, name) for name in SESSION_JSON_COLUMNS}
         body["metadata"] = self.metadata_dict
+        waiting = self.waiting
+        body["waiting"] = None if waiting is None else waiting._asdict()
         body["version"] = self.version
         return body
 
@@ -136,10 +160,12 @@ class SessionRecord(SessionFields):
 
 
 class ClaimCount(NamedTuple):
-    """How many ``active``-status claims an agent holds: still live, and expired but unreleased."""
+    """How many ``active``-status claims an agent holds: still live, and expired but unreleased;
+    and how many of its proposals wait for a decision (neither accepted nor rejected)."""
 
     live: int = 0
     expired: int = 0
+    proposals: int = 0
 
     @property
     def total(self) -> int:

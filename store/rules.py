@@ -11,6 +11,8 @@ from __future__ import annotations
 ACTIVE_STATES: tuple[str, ...] = ("starting", "active", "running", "paused", "resuming")
 # Tasks in these states are skipped when the briefing picks the agent's task.
 FINISHED_TASK_STATES: tuple[str, ...] = ("completed", "done", "cancelled", "canceled")
+# Proposals in these states are decided; any other waits for a decision.
+RESOLVED_PROPOSAL_STATES: tuple[str, ...] = ("accepted", "rejected")
 
 # Every operator action, in the order the console's keys (h p s r t) name them.
 LIFECYCLE_ACTIONS: tuple[str, ...] = ("heartbeat", "pause", "stop", "resume", "terminate")
@@ -31,6 +33,9 @@ ALLOWED_FROM: dict[str, tuple[frozenset[str], str]] = {
 def is_allowed(action: str, status: str) -> bool:
     return status in ALLOWED_FROM[action][0]
 
+
+# The orders a session list can be sorted in (store.listing.SessionOrder).
+SORT_COLUMNS: tuple[str, ...] = ("attention", "started", "last_seen", "status", "agent")
 
 # The reference's six subresources of a session, by name, in the order they are shown; the
 # functions that read them are store.projections.PROJECTIONS. The paged ones are read a page at

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -23,19 +24,27 @@ from store.clock import Clock, format_ts, system_clock
 from store.errors import InvalidCursor, SessionNotFound
 from store.history import Prepared, append_session_event
 from store.listing import (
+    ATTENTION_CAP,
+    ATTENTION_KEY,
+    ATTENTION_SEGMENTS,
+    ATTENTION_TIER,
     DEFAULT_ORDER,
+    NEEDS_ATTENTION,
     NULLABLE_LEAD,
     ORDER_KEYS,
+    AttentionSegment,
     SessionFilter,
     SessionOrder,
     SortKey,
+    attention_segments,
+    cursor_columns,
     cursor_kind,
     session_cursor,
 )
 from store.models import AgentSession, SessionStatusCount
 from store.paging import Page, decode_cursor
 from store.rules import ACTIVE_STATES
-from store.sqlfuncs import effective_workspace, ts_key
+from store.sqlfuncs import COMPUTED_KEYS, effective_workspace, ts_key
 
 SESSIONS = AgentSession.__table__  # type: ignore[attr-defined]
 _COUNTS = SessionStatusCount.__table__  # type: ignore[attr-defined]
@@ -102,7 +111,7 @@ def register(
         )
     now = format_ts(clock())
     replaced = {name: value for name, value in values.items() if name != "id"}
-    replaced.update(last_seen_at=now, ended_at=None)
+    replaced.update(last_seen_at=now, ended_at=None, waiting_reason=None, waiting_since=None)
     statement = _dialect_insert(db)(SESSIONS).values(
         **values, started_at=now, last_seen_at=now, ended_at=None, version=0
     )
@@ -133,6 +142,8 @@ def _prebuilt_update(**values: Any) -> Prepared:
 
 
 # A NULL status or external session id keeps the stored one (ref: blank values change nothing).
+# A waiting reason sets the wait (its time kept while the reason stays the same); none clears it.
+_WAITING = bindparam("waiting", type_=_C.waiting_reason.type)
 _HEARTBEAT = _prebuilt_update(
     status=func.coalesce(bindparam("status", type_=_C.status.type), _C.status),
     external_session_id=func.coalesce(
@@ -140,9 +151,19 @@ _HEARTBEAT = _prebuilt_update(
         _C.external_session_id,
     ),
     last_seen_at=bindparam("now"),
+    waiting_reason=_WAITING,
+    waiting_since=case(
+        (_WAITING.is_(None), None),
+        (and_(_C.waiting_since.is_not(None), _C.waiting_reason == _WAITING), _C.waiting_since),
+        else_=bindparam("now"),
+    ),
 )
 _END = _prebuilt_update(
-    status=bindparam("status"), ended_at=bindparam("now"), last_seen_at=bindparam("now")
+    status=bindparam("status"),
+    ended_at=bindparam("now"),
+    last_seen_at=bindparam("now"),
+    waiting_reason=None,
+    waiting_since=None,
 )
 
 
@@ -152,13 +173,21 @@ def heartbeat(
     session_id: str,
     status: str | None = None,
     external_session_id: str | None = None,
+    waiting: str | None = None,
     clock: Clock = system_clock,
 ) -> AgentSession:
     """An agent's heartbeat (ref): non-empty values replace, ``last_seen_at`` always moves,
-    ``ended_at`` is never cleared."""
+    ``ended_at`` is never cleared. ``waiting`` (ours): the session waits for a human, for that
+    reason; a heartbeat without it ends the wait."""
     new_status = validation.status(status) if status and status.strip() else None
     external = (external_session_id or "").strip() or None
-    values = {"session_id": session_id, "status": new_status, "external_session_id": external}
+    reason = validation.waiting_reason(waiting) if waiting is not None else None
+    values = {
+        "session_id": session_id,
+        "status": new_status,
+        "external_session_id": external,
+        "waiting": reason,
+    }
     return _update_one(db, _HEARTBEAT, values, clock=clock, event=("heartbeat", "last_seen_at"))
 
 
@@ -191,7 +220,9 @@ def _update_one(
         raise SessionNotFound(f"No session has the id {values['session_id']!r}.")
     session = _session(row)
     event_type, time_field = event
-    payload = {"status": session.status, time_field: now}
+    payload: dict[str, Any] = {"status": session.status, time_field: now}
+    if session.waiting_reason is not None:
+        payload["waiting"] = session.waiting_reason
     append_session_event(db, session_id=session.id, event_type=event_type, payload=payload, now=now)
     return session
 
@@ -234,8 +265,10 @@ def filter_conditions(filters: SessionFilter) -> list[ColumnElement[bool]]:
         found.append(_C.run_id == filters.run_id)
     if filters.workspace_id:
         found.append(effective_workspace() == filters.workspace_id)
-    if filters.active_only or filters.stale_before is not None:
+    if filters.active_only or filters.stale_before is not None or filters.waiting:
         found.append(_C.status.in_(ACTIVE_STATES))
+    if filters.waiting:
+        found.append(_C.waiting_since.is_not(None))
     if filters.stale_before is not None:
         seen = func.coalesce(ts_key(_C.last_seen_at), ts_key(_C.started_at))
         found.append(seen < ts_key(literal(format_ts(filters.stale_before))))
@@ -261,13 +294,15 @@ def filter_conditions(filters: SessionFilter) -> list[ColumnElement[bool]]:
     return found
 
 
-def _key_expr(key: SortKey) -> ColumnElement[Any]:
-    column = _C[key.column]
+# Where a key reads its columns from: the table's, or a cursor's values as literals.
+Source = Mapping[str, ColumnElement[Any]]
+
+
+def _key_expr(key: SortKey, source: Source = _C) -> ColumnElement[Any]:
+    if key.sources:
+        return COMPUTED_KEYS[key.column](*(source[column] for column in key.sources))
+    column = source[key.column]
     return ts_key(column) if key.timestamp else column
-
-
-def _key_bound(key: SortKey, value: str) -> ColumnElement[Any]:
-    return ts_key(literal(value)) if key.timestamp else literal(value)
 
 
 @dataclass(frozen=True)
@@ -276,53 +311,104 @@ class _Segment:
     keys: tuple[SortKey, ...]
 
 
-def _segments(order: SessionOrder) -> list[_Segment]:
-    """The order's segments, ascending: NULL leading keys first, then the rest."""
+# A segment the filter leaves empty: nothing is read from it; it keeps the other segments'
+# places (a cursor names its segment by place).
+_SKIPPED = _Segment(None, ())
+
+
+def _segments(order: SessionOrder, filters: SessionFilter | None = None) -> list[_Segment]:
+    """The order's segments, ascending, each read apart: for ``last_seen`` NULL leading keys
+    first, then the rest; for ``attention`` the segments of ``ATTENTION_SEGMENTS`` that may
+    hold a session ``filters`` lets through."""
     keys = ORDER_KEYS[order.column]
+    if order.column == "attention":
+        wanted = attention_segments(filters or SessionFilter(), order.stale_before)
+        return [
+            _Segment(_attention_condition(segment, order), keys[1:])
+            if segment in wanted
+            else _SKIPPED
+            for segment in ATTENTION_SEGMENTS
+        ]
     if order.column not in NULLABLE_LEAD:
         return [_Segment(None, keys)]
     lead = _key_expr(keys[0])
     return [_Segment(lead.is_(None), keys[1:]), _Segment(lead.is_not(None), keys)]
 
 
-def _position(db: Connection, order: SessionOrder, cursor: str) -> tuple[int, list[str]]:
-    """(segment index, key values within that segment) of a cursor; invalid_cursor if it is not
-    one this list issued."""
-    keys = ORDER_KEYS[order.column]
-    values = decode_cursor(cursor_kind(order), cursor, len(keys))
-    nullable = order.column in NULLABLE_LEAD
-    for index, value in enumerate(values):
-        if not isinstance(value, str) and not (nullable and index == 0 and value is None):
+def _stale_bound(order: SessionOrder) -> ColumnElement[Any]:
+    if order.stale_before is None:
+        raise ValueError("The attention order is read at a time: use order.at(stale_before).")
+    return ts_key(literal(format_ts(order.stale_before)))
+
+
+def _attention_condition(
+    segment: AttentionSegment, order: SessionOrder, source: Source = _C
+) -> ColumnElement[bool]:
+    tier = _key_expr(ATTENTION_TIER, source) == segment.tier
+    if segment.stale is None:
+        return tier
+    seen = _key_expr(ATTENTION_KEY, source)
+    return and_(tier, seen < _stale_bound(order) if segment.stale else seen >= _stale_bound(order))
+
+
+def _position(
+    db: Connection, order: SessionOrder, cursor: str
+) -> tuple[int, list[ColumnElement[Any]]]:
+    """(segment index, the bounds of the segment's keys) of a cursor; invalid_cursor if it is
+    not one this list issued."""
+    columns = cursor_columns(order)
+    values = decode_cursor(cursor_kind(order), cursor, len(columns))
+    nullable = {"last_seen_at"} if order.column in NULLABLE_LEAD else set()
+    if order.column == "attention":
+        nullable = {"waiting_since", "last_seen_at"}
+    for column, value in zip(columns, values, strict=True):
+        if not isinstance(value, str) and not (column in nullable and value is None):
             raise InvalidCursor("That cursor is not one this store issued.")
-    if not nullable:
-        return 0, values
-    lead = values[0]
-    # The database decides which text it cannot read as a time, exactly as it sorted it.
-    unreadable = lead is None or db.execute(select(_key_bound(keys[0], lead).is_(None))).scalar()
-    return (0, values[1:]) if unreadable else (1, values)
+    source = {
+        column: literal(value, _C[column].type)
+        for column, value in zip(columns, values, strict=True)
+    }
+    segments = _segments(order)
+    if len(segments) == 1:
+        return 0, [_key_expr(key, source) for key in segments[0].keys]
+    if order.column == "attention":
+        # The database places the cursor's row in its segment, with the keys it sorts by.
+        found = db.execute(
+            select(
+                *(_attention_condition(segment, order, source) for segment in ATTENTION_SEGMENTS)
+            )
+        ).one()
+        index = next(index for index, inside in enumerate(found) if inside)
+    else:
+        # The database decides which text it cannot read as a time, exactly as it sorted it.
+        lead = _key_expr(ORDER_KEYS[order.column][0], source)
+        index = 0 if db.execute(select(lead.is_(None))).scalar() else 1
+    return index, [_key_expr(key, source) for key in segments[index].keys]
 
 
-def _after(keys: tuple[SortKey, ...], values: list[str], descending: bool) -> ColumnElement[bool]:
+def _after(
+    keys: tuple[SortKey, ...], bounds: list[ColumnElement[Any]], descending: bool
+) -> ColumnElement[bool]:
     """Rows after the position in the order, as one condition whose leading part is a plain
     range on the index (a row-value comparison is not one on every dialect)."""
-    head, bound = _key_expr(keys[0]), _key_bound(keys[0], values[0])
+    head, bound = _key_expr(keys[0]), bounds[0]
     beyond = head < bound if descending else head > bound
     if len(keys) == 1:
         return beyond
     reached = head <= bound if descending else head >= bound
-    return and_(reached, or_(beyond, _after(keys[1:], values[1:], descending)))
+    return and_(reached, or_(beyond, _after(keys[1:], bounds[1:], descending)))
 
 
 def _tiers(
-    keys: tuple[SortKey, ...], values: list[str], descending: bool
+    keys: tuple[SortKey, ...], bounds: list[ColumnElement[Any]], descending: bool
 ) -> list[list[ColumnElement[bool]]]:
     """The rows after a position, as consecutive index ranges read one after the other. With a
     leading key shared by many rows (a status), one condition would walk every row of that
     status before the position; an equality range and then a strict range each cost the page."""
     if len(keys) <= 2:
-        return [[_after(keys, values, descending)]]
-    head, bound = _key_expr(keys[0]), _key_bound(keys[0], values[0])
-    same_head = [[head == bound, *tier] for tier in _tiers(keys[1:], values[1:], descending)]
+        return [[_after(keys, bounds, descending)]]
+    head, bound = _key_expr(keys[0]), bounds[0]
+    same_head = [[head == bound, *tier] for tier in _tiers(keys[1:], bounds[1:], descending)]
     return [*same_head, [head < bound if descending else head > bound]]
 
 
@@ -341,7 +427,7 @@ def _read(
     order = order or DEFAULT_ORDER
     descending = order.descending != backwards
     base = filter_conditions(filters or SessionFilter())
-    segments = list(enumerate(_segments(order)))
+    segments = list(enumerate(_segments(order, filters)))
     if descending:
         segments.reverse()
     position = _position(db, order, cursor) if cursor else None
@@ -349,9 +435,12 @@ def _read(
     for index, segment in segments:
         if position is not None and index != position[0]:
             continue  # a segment before the cursor's
-        where = [*base, *([segment.condition] if segment.condition is not None else [])]
-        tiers = _tiers(segment.keys, position[1], descending) if position is not None else [[]]
+        bounds = position[1] if position is not None else None
         position = None  # the segments after the cursor's are read from their start
+        if segment is _SKIPPED:
+            continue
+        where = [*base, *([segment.condition] if segment.condition is not None else [])]
+        tiers = _tiers(segment.keys, bounds, descending) if bounds is not None else [[]]
         sort = [_key_expr(key).desc() if descending else _key_expr(key) for key in segment.keys]
         for tier in tiers:
             wanted = size + 1 - len(rows)
@@ -396,6 +485,22 @@ def count_sessions(*, db: Connection, filters: SessionFilter | None = None) -> i
     """How many sessions the filter lets through, counted in SQL (an index range where the
     filter has one). ``countable_total`` answers from the status counts when it can."""
     return _count(db, filter_conditions(filters or SessionFilter()))
+
+
+def count_needing_attention(
+    *, db: Connection, stale_before: datetime, cap: int = ATTENTION_CAP
+) -> int:
+    """How many sessions need a human (waiting, a status outside the vocabulary, stale and
+    live: ``NEEDS_ATTENTION``), counted up to ``cap`` in each segment on the attention index,
+    so the count costs at most a few thousand index entries however many there are."""
+    order = SessionOrder("attention").at(stale_before)
+    found = 0
+    for segment in NEEDS_ATTENTION:
+        inner = select(literal(1)).where(_attention_condition(segment, order)).limit(cap - found)
+        found += int(db.execute(select(func.count()).select_from(inner.subquery())).scalar_one())
+        if found >= cap:
+            break
+    return found
 
 
 def _count(db: Connection, where: list[ColumnElement[bool]]) -> int:
@@ -452,11 +557,13 @@ def _id_at(
     if position < 0:
         return None
     descending = order.descending != from_end
-    segments = _segments(order)
+    segments = _segments(order, filters)
     if descending:
         segments.reverse()
     base = filter_conditions(filters)
     for segment in segments:
+        if segment is _SKIPPED:
+            continue
         where = [*base, *([segment.condition] if segment.condition is not None else [])]
         # In the never-seen segment the lead key is NULL throughout. PostgreSQL follows the
         # order's index only when asked to sort by that NULL key too; SQLite only when not.

@@ -20,6 +20,11 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.types import Float
 
+from store.attention_sql import (
+    PG_ATTENTION_COLUMNS,
+    attention_key_sql,
+    attention_tier_sql,
+)
 from store.listing import PG_STORED_KEYS
 
 
@@ -73,3 +78,64 @@ def _workspace_sqlite(element: effective_workspace, compiler: Any, **kw: Any) ->
 @compiles(effective_workspace, "postgresql")
 def _workspace_postgresql(element: effective_workspace, compiler: Any, **kw: Any) -> str:
     return PG_EFFECTIVE_WORKSPACE
+
+
+class attention_tier(FunctionElement[Any]):  # noqa: N801
+    type = Float()
+    name = "attention_tier"
+    inherit_cache = True
+
+
+class attention_key(FunctionElement[Any]):  # noqa: N801
+    type = Float()
+    name = "attention_key"
+    inherit_cache = True
+
+
+def _stored_attention(element: FunctionElement[Any], compiler: Any) -> str | None:
+    """On PostgreSQL, the generated column that holds the key of an agent_sessions row."""
+    arguments = element.clauses.clauses
+    tables = {getattr(getattr(argument, "table", None), "name", None) for argument in arguments}
+    if tables != {"agent_sessions"} or not all(isinstance(a, Column) for a in arguments):
+        return None
+    table = arguments[0].table
+    return f"{compiler.preparer.format_table(table)}.{PG_ATTENTION_COLUMNS[element.name]}"
+
+
+def _arguments(element: FunctionElement[Any], compiler: Any, **kw: Any) -> list[str]:
+    return [compiler.process(argument, **kw) for argument in element.clauses.clauses]
+
+
+@compiles(attention_tier)
+def _attention_tier(element: attention_tier, compiler: Any, **kw: Any) -> str:
+    if compiler.dialect.name == "postgresql":
+        stored = _stored_attention(element, compiler)
+        if stored is not None:
+            return stored
+    return attention_tier_sql(*_arguments(element, compiler, **kw))
+
+
+@compiles(attention_key, "sqlite")
+def _attention_key_sqlite(element: attention_key, compiler: Any, **kw: Any) -> str:
+    return attention_key_sql(
+        lambda sql: f"julianday({sql})", "0", *_arguments(element, compiler, **kw)
+    )
+
+
+@compiles(attention_key, "postgresql")
+def _attention_key_postgresql(element: attention_key, compiler: Any, **kw: Any) -> str:
+    stored = _stored_attention(element, compiler)
+    if stored is not None:
+        return stored
+    return attention_key_sql(
+        lambda sql: f"rt_ts_key({sql})",
+        "'-infinity'::timestamp",
+        *_arguments(element, compiler, **kw),
+    )
+
+
+# The keys store.listing names that SQL computes from their source columns.
+COMPUTED_KEYS: dict[str, type[FunctionElement[Any]]] = {
+    "attention_tier": attention_tier,
+    "attention_key": attention_key,
+}

@@ -7,8 +7,10 @@ import unicodedata
 from typing import Any
 
 from store.errors import InvalidLimit, InvalidSession, InvalidSessionStatus
+from store.redaction import redact_text
 
 MAX_STATUS_LENGTH = 64
+MAX_WAITING_LENGTH = 500
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
 
@@ -49,6 +51,21 @@ def status(value: str) -> str:
     if has_control_characters(cleaned):
         raise InvalidSessionStatus("A status must not contain control characters.")
     return cleaned
+
+
+def waiting_reason(value: str) -> str:
+    """Why an agent waits for a human: printable, 1 to 500 characters, stored redacted."""
+    cleaned = value.strip()
+    if not cleaned:
+        raise InvalidSession("A waiting reason must not be blank: say what the human should do.")
+    if len(cleaned) > MAX_WAITING_LENGTH:
+        raise InvalidSession(
+            f"A waiting reason is at most {MAX_WAITING_LENGTH} characters; "
+            f"this one has {len(cleaned)}."
+        )
+    if has_control_characters(cleaned):
+        raise InvalidSession("A waiting reason must not contain control characters.")
+    return redact_text(cleaned)
 
 
 def metadata(value: str | dict[str, Any] | None) -> str | None:

@@ -368,6 +368,22 @@ def test_a_run_applies_the_action_to_each_session_with_its_history(
         assert sessions.count_by_status(db=db) == {"paused": 3, "ended": 1}
 
 
+def test_a_bulk_action_answers_sessions_waiting_for_a_human(store: Store, clock: FakeClock) -> None:
+    seed(store, clock, "s1", "s2")
+    with store.write() as db:
+        for session_id in ("s1", "s2"):
+            sessions.heartbeat(db=db, session_id=session_id, waiting="review", clock=clock)
+    selection = Selection.matching(SessionFilter(waiting=True))
+    assert plan_bulk(store=store, action="heartbeat", selection=selection).tally.done == 2
+    outcome = run(store, clock, "heartbeat", selection, run_key="k")
+    assert outcome.tally.done == 2
+    for session_id in ("s1", "s2"):
+        row = session_row(store, session_id)
+        assert (row["waiting_reason"], row["waiting_since"]) == (None, None)
+    replay = run(store, clock, "heartbeat", Selection.of_ids(["s1"]), run_key="k")
+    assert replay.tally.items[0].code == "replayed"
+
+
 def test_a_filter_is_applied_a_page_at_a_time_even_as_its_rows_change(
     store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:

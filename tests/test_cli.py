@@ -46,6 +46,7 @@ SESSION_KEYS = {
     "ended_at",
     "workspace_id",
     "metadata",
+    "waiting",
     "version",
 }
 RESUMABLE_CONFIG = (

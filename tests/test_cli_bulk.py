@@ -34,6 +34,7 @@ FILTER_FLAGS = (
     ("--workspace", "w"),
     ("--active",),
     ("--stale",),
+    ("--waiting",),
     ("--text", "s"),
 )
 BULK_KEYS = ["items", "done", "skipped", "failed"]
@@ -222,7 +223,8 @@ def test_a_selection_without_all_matching_is_refused_and_writes_nothing(
     assert result.exit_code == 2
     error = error_of(result)
     assert error["code"] == "usage_error"
-    if (action, flag[0]) != ("heartbeat", "--status"):  # there, one session's new status
+    # heartbeat's own --status and --waiting are one session's new status and reason to wait
+    if action != "heartbeat" or flag[0] not in ("--status", "--waiting"):
         assert f"{flag[0]} selects sessions only with --all-matching" in error["message"]
         assert "add --all-matching" in error["message"]
     assert fleet.dump() == before
@@ -265,6 +267,8 @@ def test_sessions_come_from_session_or_all_matching(fleet: Cli, args: tuple[str,
         ("--text", "s1"),
         ("--active",),
         ("--stale",),
+        ("--waiting",),
+        ("--waiting", "--agent", "a1"),
         (),
     ],
 )
@@ -274,7 +278,8 @@ def test_all_matching_selects_what_the_list_shows_with_the_same_filters(
     fleet.register("s5", "--metadata", '{"workspace_id": "w1"}')
     fleet.clock.advance(minutes=3)
     fleet("sessions", "heartbeat", "--session", "s2")
-    fleet.clock.advance(minutes=3)  # s2 was seen 3 minutes ago; the others are stale
+    fleet("sessions", "heartbeat", "--session", "s3", "--waiting", "a review")
+    fleet.clock.advance(minutes=3)  # s2, s3 were seen 3 minutes ago; the others are stale
     listed = [item["id"] for item in fleet.json("sessions", "list", *filters)["items"]]
     body = bulk_json(fleet("sessions", "stop", "--all-matching", *filters, "--dry-run", "--json"))
     assert [item["session_id"] for item in body["items"]] == listed
@@ -485,6 +490,7 @@ def test_heartbeat_with_all_matching_status_selects_by_status(fleet: Cli) -> Non
         ("--every", "5"),
         ("--external-session-id", "e1"),
         ("--status", "running"),  # a new status is one session's; selecting needs --all-matching
+        ("--waiting", "a review"),
     ],
 )
 def test_heartbeat_of_several_refuses_one_sessions_options(
@@ -552,7 +558,7 @@ def test_every_list_filter_is_a_bulk_selection_filter() -> None:
         return {flag for param in command.params for flag in getattr(param, "opts", ())}
 
     group = cli_module.sessions_group
-    listed = options(group.commands["list"]) - {"--limit", "--cursor"}
+    listed = options(group.commands["list"]) - {"--limit", "--cursor", "--sort", "--descending"}
     for action in ACTIONS:
         assert listed <= options(group.commands[action]), action
 

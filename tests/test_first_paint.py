@@ -151,7 +151,8 @@ def test_first_rows_are_painted_before_the_database_layer_loads(tmp_path: Path, 
     assert {"sqlalchemy", "sqlmodel"} <= set(ready["heavy"])
     assert "alembic" not in ready["heavy"]  # a current store needs no migration
     assert ready["rows"][:50] == first["rows"]  # and the page read ahead after them
-    assert ready["counts"].replace("\u00a0", " ") == "60 sessions · active 60"
+    # Seeded long ago, in the attention order every session is stale: it needs attention.
+    assert ready["counts"].replace("\u00a0", " ") == "60 sessions · 60 need attention · active 60"
 
 
 def test_on_postgresql_a_child_reads_the_first_rows_and_the_console_imports_no_driver(
@@ -170,7 +171,8 @@ def test_on_postgresql_a_child_reads_the_first_rows_and_the_console_imports_no_d
     assert first["counts"].startswith("Opening store postgresql")
     assert ready["store_open"] is True and ready["kinds"] == ["AgentSession"], (ready, report)
     assert {"sqlalchemy", "psycopg"} <= set(ready["heavy"])
-    assert ready["counts"].replace("\u00a0", " ") == "60 sessions · active 60"
+    # Seeded long ago, in the attention order every session is stale: it needs attention.
+    assert ready["counts"].replace("\u00a0", " ") == "60 sessions · 60 need attention · active 60"
 
 
 # ------------------------------------------------------------------ keys before the store is open

@@ -40,6 +40,10 @@ ORDERS = [
     SessionOrder(column, descending)
     for column in ("started", "status", "agent")
     for descending in (False, True)
+] + [
+    SessionOrder("attention", descending).at(BASE + timedelta(seconds=stale))
+    for descending in (False, True)
+    for stale in (-1, 3)
 ]
 
 
@@ -84,6 +88,7 @@ SESSION = st.fixed_dictionaries(
         "metadata_json": st.sampled_from([None, '{"workspace_id": "ws-9"}', "not json"]),
         "workspace_id": st.sampled_from([None, "ws-1"]),
         "version": st.integers(0, 3),
+        "waiting_since": st.none() | TIMESTAMPS,
     }
 )
 SESSIONS = st.dictionaries(st.text(alphabet="abz09-", min_size=1, max_size=3), SESSION, max_size=9)
@@ -95,22 +100,40 @@ CLAIMS = st.lists(
     ),
     max_size=8,
 )
+PROPOSALS = st.lists(
+    st.tuples(
+        st.sampled_from(["a1", "a2", "a4"]),
+        st.sampled_from(["pending", "accepted", "rejected", "draft"]),
+    ),
+    max_size=5,
+)
 
 
-def insert_rows(path: Path, sessions: dict[str, dict[str, Any]], claims: list[Any]) -> None:
+def insert_rows(
+    path: Path,
+    sessions: dict[str, dict[str, Any]],
+    claims: list[Any],
+    proposals: list[tuple[str, str]] = (),  # type: ignore[assignment]
+) -> None:
     """Rows as another writer leaves them: plain sqlite3, any text in the timestamp columns."""
     with sqlite3.connect(path) as conn:
         conn.executemany(
             "INSERT INTO agent_sessions (id, agent_id, run_id, adapter, working_directory,"
-            " status, started_at, last_seen_at, metadata_json, workspace_id, version)"
+            " status, started_at, last_seen_at, metadata_json, workspace_id, version,"
+            " waiting_reason, waiting_since)"
             " VALUES (:id, :agent_id, 'run-1', 'codex', '/w', :status, :started_at,"
-            " :last_seen_at, :metadata_json, :workspace_id, :version)",
-            [{"id": key, **values} for key, values in sessions.items()],
+            " :last_seen_at, :metadata_json, :workspace_id, :version, 'r', :waiting_since)",
+            [{"id": key, "waiting_since": None, **values} for key, values in sessions.items()],
         )
         conn.executemany(
             "INSERT INTO claims (id, resource_id, agent_id, task_id, claim_type, status,"
             " expires_at) VALUES (?, 'src/x.py', ?, 'task-1', 'edit', ?, ?)",
             [(f"claim-{n}", *claim) for n, claim in enumerate(claims)],
+        )
+        conn.executemany(
+            "INSERT INTO proposals (id, task_id, agent_id, title, summary_md, patch_path, status)"
+            " VALUES (?, 'task-1', ?, 't', 's', 'p', ?)",
+            [(f"proposal-{n}", *proposal) for n, proposal in enumerate(proposals)],
         )
     conn.close()
 
@@ -148,6 +171,7 @@ def current_db(tmp_path: Path) -> Iterator[Path]:
 @given(
     sessions=SESSIONS,
     claims=CLAIMS,
+    proposals=PROPOSALS,
     limit=st.integers(1, 6),
     now_seconds=st.integers(-3, 8),
     order=st.sampled_from(ORDERS),
@@ -155,6 +179,7 @@ def current_db(tmp_path: Path) -> Iterator[Path]:
 def test_the_first_window_is_the_stores_first_page_and_claim_counts(
     sessions: dict[str, dict[str, Any]],
     claims: list[Any],
+    proposals: list[tuple[str, str]],
     limit: int,
     now_seconds: int,
     order: SessionOrder,
@@ -163,7 +188,7 @@ def test_the_first_window_is_the_stores_first_page_and_claim_counts(
     try:
         path = directory / "roundtable.db"
         shutil.copyfile(template_database(), path)
-        insert_rows(path, sessions, claims)
+        insert_rows(path, sessions, claims, proposals)
         now = BASE + timedelta(seconds=now_seconds)
         url = sqlite_url(path)
         quick = read_first_window(url, limit=limit, now=now, order=order)
@@ -317,7 +342,12 @@ SESSION_ROW = {
 }
 
 
-def pg_insert(url: str, sessions: dict[str, dict[str, Any]], claims: list[Any]) -> None:
+def pg_insert(
+    url: str,
+    sessions: dict[str, dict[str, Any]],
+    claims: list[Any],
+    proposals: list[tuple[str, str]] = (),  # type: ignore[assignment]
+) -> None:
     """Rows as another writer leaves them, written with psycopg directly."""
     import psycopg
 
@@ -325,15 +355,22 @@ def pg_insert(url: str, sessions: dict[str, dict[str, Any]], claims: list[Any]) 
     with psycopg.connect(dsn) as conn:
         conn.cursor().executemany(
             "INSERT INTO agent_sessions (id, agent_id, run_id, adapter, working_directory,"
-            " status, started_at, last_seen_at, metadata_json, workspace_id, version)"
+            " status, started_at, last_seen_at, metadata_json, workspace_id, version,"
+            " waiting_reason, waiting_since)"
             " VALUES (%(id)s, %(agent_id)s, 'run-1', 'codex', '/w', %(status)s, %(started_at)s,"
-            " %(last_seen_at)s, %(metadata_json)s, %(workspace_id)s, %(version)s)",
-            [{"id": key, **values} for key, values in sessions.items()],
+            " %(last_seen_at)s, %(metadata_json)s, %(workspace_id)s, %(version)s, 'r',"
+            " %(waiting_since)s)",
+            [{"id": key, "waiting_since": None, **values} for key, values in sessions.items()],
         )
         conn.cursor().executemany(
             "INSERT INTO claims (id, resource_id, agent_id, task_id, claim_type, status,"
             " expires_at) VALUES (%s, 'src/x.py', %s, 'task-1', 'edit', %s, %s)",
             [(f"claim-{n}", *claim) for n, claim in enumerate(claims)],
+        )
+        conn.cursor().executemany(
+            "INSERT INTO proposals (id, task_id, agent_id, title, summary_md, patch_path, status)"
+            " VALUES (%s, 'task-1', %s, 't', 's', 'p', %s)",
+            [(f"proposal-{n}", *proposal) for n, proposal in enumerate(proposals)],
         )
 
 
@@ -352,17 +389,19 @@ def test_postgresql_is_read_quickly_and_the_same_as_the_store(pg_server: Any) ->
                     "metadata_json": None,
                     "workspace_id": None,
                     "version": 0,
+                    "waiting_since": timestamp_text(n % 2, 0, 0) if n % 3 == 1 else None,
                 }
                 for n in range(13)
             },
             [("a0", "active", timestamp_text(1, 0, 2)), ("a1", "active", "soon")],
+            [("a0", "pending"), ("a2", "draft"), ("a1", "accepted")],
         ),
-        ({}, []),
+        ({}, [], []),
     ]
-    for sessions, claims in examples:
+    for sessions, claims, proposals in examples:
         url = new_pg_database(pg_server)
         assert is_current(url)
-        pg_insert(url, sessions, claims)
+        pg_insert(url, sessions, claims, proposals)
         for order in ORDERS:
             for limit in (1, 5, 13, 14):
                 now = BASE + timedelta(seconds=2)
@@ -387,14 +426,16 @@ def test_a_child_process_reads_the_same_window_and_gets_the_url_out_of_sight(
         return real_popen(*args, **kwargs)
 
     monkeypatch.setattr(subprocess, "Popen", watching)
-    early = prefetch(url, limit=5, now=BASE)
+    attention = SessionOrder("attention", descending=True).at(BASE)
+    early = prefetch(url, limit=5, now=BASE, order=attention)
     assert early is not None
-    assert early.result() == read_first_window(url, limit=5, now=BASE)
+    assert early.result() == read_first_window(url, limit=5, now=BASE, order=attention)
     ((argv, options),) = started
     assert url not in " ".join(argv[0])  # never on the command line
     assert url in options["env"][PREFETCH_VARIABLE]
-    assert prefetch("sqlite:///x.db", limit=5, now=BASE) is None  # sqlite3 is free to import
-    gone = prefetch("postgresql://u@127.0.0.1:1/nothing", limit=5, now=BASE)
+    # sqlite3 is free to import
+    assert prefetch("sqlite:///x.db", limit=5, now=BASE, order=attention) is None
+    gone = prefetch("postgresql://u@127.0.0.1:1/nothing", limit=5, now=BASE, order=attention)
     assert gone is not None and gone.result() is None
 
 
@@ -476,9 +517,12 @@ def test_a_record_behaves_as_the_table_row_with_the_same_values() -> None:
         "metadata_json": '{"workspace_id": "ws-2", "branch": "main"}',
         "workspace_id": None,
         "version": 4,
+        "waiting_reason": "approve",
+        "waiting_since": "2026-09-17 17:05:00",
     }
     record, row = SessionRecord(values), AgentSession(**values)
     assert record.to_json() == row.to_json()
+    assert record.to_json()["waiting"] == {"reason": "approve", "since": "2026-09-17 17:05:00"}
     assert record.column_values() == row.column_values() == values
     assert (record.effective_workspace_id, record.is_active) == ("ws-2", True)
     now = BASE + timedelta(minutes=10)

@@ -194,6 +194,19 @@ def test_a_list_that_shrinks_keeps_the_cursor_inside_it() -> None:
     assert model.selected() == rows[29] and model.cursor == 0
 
 
+def test_orders_changed_faster_than_they_are_read_keep_following_the_session() -> None:
+    rows = sessions(30)
+    model = ListModel(page_size=50, max_rows=200)
+    model.move_view(0, 20)
+    serve(model, rows)
+    model.move_cursor(7)
+    for _ in range(3):  # o pressed three times before a read came back
+        model.reset()
+        model.move_cursor(0)
+    serve(model, list(reversed(rows)))
+    assert model.selected() == rows[7] and model.cursor == 22
+
+
 def test_a_list_of_unknown_length_grows_as_pages_come_and_learns_its_end() -> None:
     rows = sessions(130)
     model = ListModel(page_size=50, max_rows=400)

@@ -184,9 +184,15 @@ def table_info(path: Path) -> dict[str, list[tuple[Any, ...]]]:
     return {table: raw(path, f"PRAGMA table_info({table})") for table in REFERENCE_TABLES}
 
 
+# The columns our migrations add to agent_sessions.
+OUR_SESSION_COLUMNS = ("version", "waiting_reason", "waiting_since")
+
+
 def reference_columns(path: Path, table: str) -> list[str]:
     return [
-        column[1] for column in raw(path, f"PRAGMA table_info({table})") if column[1] != "version"
+        column[1]
+        for column in raw(path, f"PRAGMA table_info({table})")
+        if column[1] not in OUR_SESSION_COLUMNS
     ]
 
 
@@ -252,8 +258,10 @@ def test_opening_keeps_every_reference_column_and_index(reference_path: Path):
     for table in REFERENCE_TABLES:
         if table == "agent_sessions":
             assert after[table][: len(before[table])] == before[table]
-            [added] = after[table][len(before[table]) :]
-            assert added[1:] == ("version", "INTEGER", 1, "0", 0)
+            version, reason, since = after[table][len(before[table]) :]
+            assert version[1:] == ("version", "INTEGER", 1, "0", 0)
+            assert reason[1:] == ("waiting_reason", "TEXT", 0, None, 0)
+            assert since[1:] == ("waiting_since", "TEXT", 0, None, 0)
         else:
             assert after[table] == before[table], table
     assert reference_indexes(reference_path) == indexes

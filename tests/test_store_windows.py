@@ -70,7 +70,7 @@ def test_claim_counts_live_and_expired_per_agent_across_timestamp_forms(store: S
     # The batch count agrees with the per-agent read terminate and the briefing use.
     for agent, claims in singles.items():
         expired = sum(claim.expired for claim in claims)
-        assert counts[agent] == (len(claims) - expired, expired), agent
+        assert counts[agent] == (len(claims) - expired, expired, 0), agent
 
 
 def test_claim_counts_of_no_agents_reads_nothing(store: Store) -> None:
@@ -138,6 +138,13 @@ def model_key(order: SessionOrder) -> Callable[[tuple[str, str, str, str, str | 
             return (status, start, session_id)
         if order.column == "agent":
             return (agent, start, session_id)
+        if order.column == "attention":  # no row waits, none has an unknown status
+            when = parse_ts(seen) or start or datetime.min.replace(tzinfo=UTC)
+            if status == "paused":
+                return (3, when, session_id)
+            if status == "ended":
+                return (5, when, session_id)
+            return (2 if when < STALE_BEFORE else 4, when, session_id)
         moment = parse_ts(seen)
         return (
             (0, datetime.min.replace(tzinfo=UTC), session_id)
@@ -154,8 +161,12 @@ def expected(order: SessionOrder, keep: Callable[[Any], bool] = lambda row: True
     return ids[::-1] if order.descending else ids
 
 
+# Live sessions last seen before this are stale in the attention order.
+STALE_BEFORE = datetime(2026, 9, 17, 17, 30, tzinfo=UTC)
 ALL_ORDERS = [
-    SessionOrder(column, descending) for column in SORT_COLUMNS for descending in (False, True)
+    SessionOrder(column, descending).at(STALE_BEFORE)
+    for column in SORT_COLUMNS
+    for descending in (False, True)
 ]
 
 

@@ -48,7 +48,7 @@ async def test_list_shows_columns_counts_and_stale_marking(tmp_path: Path, db: S
         await settle(pilot)
         shown = screen_text(app)
         assert "12 sessions" not in shown
-        assert "3 sessions · active 2 · stopped 1" in shown
+        assert "3 sessions · 1 needs attention · active 2 · stopped 1" in shown
         assert row_ids(app) == ["sess-old", "sess-done", "sess-new"]
         lines = {line.split()[0]: line for line in shown.splitlines() if "sess-" in line}
         assert "active ⚠ stale" in lines["sess-old"]

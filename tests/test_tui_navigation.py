@@ -16,6 +16,7 @@ from screens.session_detail import SessionDetailScreen
 from screens.session_grid import GridHeader
 from screens.session_list import SessionListScreen
 from store.adapters import AdapterConfig
+from store.clock import parse_ts
 from store.database import Store
 from tests.helpers import count, session_row
 from tests.test_tui_support import (
@@ -167,6 +168,17 @@ async def test_page_up_from_the_end_walks_back_to_the_top(tmp_path: Path, db: St
         assert selected(app) == "s00" and row_ids(app)[0] == "s00"
 
 
+def attention_rank(row: dict[str, Any]) -> int:
+    """The attention order's segments, for rows that never wait, seen at the console's clock."""
+    status, seen = row["status"], parse_ts(row["last_seen_at"])
+    if status in ("starting", "active", "running", "resuming"):
+        assert seen is not None
+        return 2 if seen < FROZEN - timedelta(minutes=5) else 4
+    if status in ("paused", "stopped"):
+        return 3
+    return 5 if status in ("ended", "terminated", "completed", "done") else 1
+
+
 def model_order(db: Store, column: str, descending: bool) -> list[str]:
     rows = [session_row(db, name) for name in NAMES]
     keys = {
@@ -174,6 +186,7 @@ def model_order(db: Store, column: str, descending: bool) -> list[str]:
         "last_seen": lambda r: (r["last_seen_at"], r["id"]),
         "status": lambda r: (r["status"], r["started_at"], r["id"]),
         "agent": lambda r: (r["agent_id"], r["started_at"], r["id"]),
+        "attention": lambda r: (attention_rank(r), r["last_seen_at"], r["id"]),
     }
     ordered = [r["id"] for r in sorted(rows, key=keys[column])]
     return ordered[::-1] if descending else ordered
@@ -205,7 +218,10 @@ async def test_o_cycles_the_sort_and_shift_o_flips_it(tmp_path: Path, db: Store)
             ("O", "status", False, "status ▲", "Status▲"),
             ("o", "agent", False, "agent ▲", "Agent▲"),
             ("O", "agent", True, "agent ▼", "Agent▼"),
-            ("o", "started", True, "started ▼", "Started▼"),
+            ("o", "attention", True, "attention ▼", "Attention▼"),
+            ("O", "attention", False, "attention ▲", "Attention▲"),
+            ("o", "started", False, "started ▲", "Started▲"),
+            ("O", "started", True, "started ▼", "Started▼"),
             ("O", "started", False, "started ▲", "Started▲"),
         ]
         for key, column, descending, described, header in steps:
@@ -289,7 +305,8 @@ async def test_clicking_a_header_sorts_by_it_and_again_flips_it(tmp_path: Path, 
         await settle(pilot)
         assert "sorted by last seen ▲" in filter_line(app)  # not a sort column: unchanged
         assert any(
-            "Sessions sort by started, seen, status or agent" in n for n in notifications(app)
+            "Sessions sort by attention, started, seen, status or agent" in n
+            for n in notifications(app)
         )
 
 

@@ -14,7 +14,9 @@ from typing import Any
 from textual.pilot import Pilot
 
 from store.adapters import AdapterConfig
+from store.clock import fixed_clock
 from store.database import Store
+from store.sessions import heartbeat
 from tests.test_tui_support import (
     FROZEN,
     SNAPSHOT_DESCRIPTION,
@@ -29,6 +31,7 @@ from tests.test_tui_support import (
 from tui.app import RoundtableApp
 
 SIZE = (120, 40)
+LIST = {"sort": "attention"}
 
 
 def seed(db: Store) -> None:
@@ -80,11 +83,26 @@ def seed(db: Store) -> None:
         at=FROZEN - timedelta(minutes=40),
     )
     add_session(db, "sess-06", agent_id="ada", run_id="run-atlas", at=FROZEN - timedelta(seconds=8))
+    add_session(
+        db, "sess-07", agent_id="hopper", run_id="run-atlas", at=FROZEN - timedelta(minutes=6)
+    )
+    with db.write() as conn:  # an agent that asks a human, and one that failed
+        heartbeat(
+            db=conn,
+            session_id="sess-07",
+            waiting="approve deleting build/",
+            clock=fixed_clock(FROZEN - timedelta(minutes=4)),
+        )
+    add_session(
+        db, "sess-08", agent_id="turing", status="failed", at=FROZEN - timedelta(minutes=20)
+    )
     add_claim(db, "c1", agent_id="ada", resource_id="src/api.py", expires_in=timedelta(hours=1))
     add_claim(db, "c2", agent_id="ada", resource_id="src/db.py", expires_in=-timedelta(minutes=5))
 
 
 def app_for(tmp_path: Path, **options: Any) -> RoundtableApp:
+    """The console; the list pictures open as it opens by default, in the attention order
+    (``LIST``), the others in the reference order, so their first row is sess-01."""
     app = console(sqlite_url(tmp_path), **options)
     app.ctx.description = SNAPSHOT_DESCRIPTION  # tmp_path differs on every run
     return app
@@ -104,39 +122,39 @@ def driving(*keys: str) -> Callable[[Pilot[Any]], Any]:
 
 def test_session_list(snap_compare: Any, tmp_path: Path, db: Store) -> None:
     seed(db)
-    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving())
+    assert snap_compare(app_for(tmp_path, **LIST), terminal_size=SIZE, run_before=driving())
 
 
 def test_session_list_small_terminal(snap_compare: Any, tmp_path: Path, db: Store) -> None:
     seed(db)
-    assert snap_compare(app_for(tmp_path), terminal_size=(80, 24), run_before=driving())
+    assert snap_compare(app_for(tmp_path, **LIST), terminal_size=(80, 24), run_before=driving())
 
 
 def test_session_list_large_terminal(snap_compare: Any, tmp_path: Path, db: Store) -> None:
     seed(db)
-    assert snap_compare(app_for(tmp_path), terminal_size=(200, 60), run_before=driving())
+    assert snap_compare(app_for(tmp_path, **LIST), terminal_size=(200, 60), run_before=driving())
 
 
 def test_session_list_sorted_by_status(snap_compare: Any, tmp_path: Path, db: Store) -> None:
-    seed(db)  # o o: status ascending; O: descending; the header and the filter line say so
-    run_before = driving("o", "o", "O")
-    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
+    seed(db)  # o o o: status ascending; O: descending; the header and the filter line say so
+    run_before = driving("o", "o", "o", "O")
+    assert snap_compare(app_for(tmp_path, **LIST), terminal_size=SIZE, run_before=run_before)
 
 
 def test_session_list_at_the_end(snap_compare: Any, tmp_path: Path, db: Store) -> None:
     seed(db)  # pages of two: end reads the last page only, and says what lies above
-    app = app_for(tmp_path, page_size=2, window_pages=2)
+    app = app_for(tmp_path, page_size=2, window_pages=2, **LIST)
     assert snap_compare(app, terminal_size=SIZE, run_before=driving("end"))
 
 
 def test_session_list_filtered(snap_compare: Any, tmp_path: Path, db: Store) -> None:
     seed(db)
     keys = ("a", "slash", "s", "e", "s", "s", "enter")
-    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving(*keys))
+    assert snap_compare(app_for(tmp_path, **LIST), terminal_size=SIZE, run_before=driving(*keys))
 
 
 def test_empty_store(snap_compare: Any, tmp_path: Path, db: Store) -> None:
-    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving())
+    assert snap_compare(app_for(tmp_path, **LIST), terminal_size=SIZE, run_before=driving())
 
 
 def test_session_detail(snap_compare: Any, tmp_path: Path, db: Store) -> None:

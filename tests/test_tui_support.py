@@ -82,14 +82,16 @@ def console(
     demo: bool = False,
     theme: str | None = None,
     staged: bool = False,
+    sort: str = "started",
 ) -> RoundtableApp:
     """The app exactly as ``roundtable tui`` builds it, with a clock the test controls and no
     automatic refresh unless asked for (tests press ctrl+r or wait on purpose). ``staged``: as
     on a current SQLite store, the first rows come from the quick read and the store opens
-    after them."""
+    after them. ``sort``: the list's first order, the reference order unless a test asks for
+    the console's default (tests/test_tui_attention.py, the snapshots)."""
     app = build_app(
         url=url,
-        settings=Settings(refresh_seconds=refresh_seconds, theme=theme),
+        settings=Settings(refresh_seconds=refresh_seconds, theme=theme, sort=sort),
         operator=OPERATOR,
         adapters=adapters or {},
         clock=clock or FakeClock(FROZEN),

@@ -37,6 +37,7 @@ from store.adapters import AdapterConfig
 from store.clock import Clock, system_clock
 from store.display import one_line, printable
 from store.errors import StoreError
+from store.listing import SessionOrder
 from tui.change_watch import ChangeWatcher
 from tui.heap import QuietCollector, hold_full_collections
 
@@ -306,10 +307,11 @@ def build_app(
         clock=clock,
         refresh_seconds=settings.refresh_seconds,
         stale_after_seconds=settings.stale_after_seconds,
+        sort=settings.sort,
         adapters=with_demo_adapters(adapters) if demo else dict(adapters),
     )
     if first is not None and store is None:
-        ctx.first_read = lambda _limit, _now: first  # read already, by run_console's child
+        ctx.first_read = lambda _limit, _now, _order: first  # read already, by run_console's child
     elif staged and store is None:
         ctx.first_read = partial(read_first_rows, url)
     return RoundtableApp(ctx=ctx, url=url, demo=demo, theme_name=settings.theme, store=store)
@@ -327,8 +329,10 @@ def describe(url: str, store: Store | None) -> str:
     return describe_url(url)
 
 
-def read_first_rows(url: str, limit: int, now: datetime) -> first_window.FirstWindow | None:
-    return first_window.read_first_window(url, limit=limit, now=now)
+def read_first_rows(
+    url: str, limit: int, now: datetime, order: SessionOrder
+) -> first_window.FirstWindow | None:
+    return first_window.read_first_window(url, limit=limit, now=now, order=order)
 
 
 def run_console(

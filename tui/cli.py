@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from store.rules import PAGED_PROJECTIONS, UNPAGED_PROJECTIONS
+from store.rules import PAGED_PROJECTIONS, SORT_COLUMNS, UNPAGED_PROJECTIONS
 from tui import output
 
 if TYPE_CHECKING:
     from store.adapters import AdapterConfig
     from store.bulk import BulkItem, Selection, Tally
     from store.database import Store
+    from store.first_window import Prefetch
     from store.lifecycle import ActionOutcome
     from store.listing import SessionFilter
     from store.models import AgentSession
@@ -204,6 +205,15 @@ _FILTERS: tuple[tuple[str, str, Callable[[Callable[..., Any]], Callable[..., Any
         ),
     ),
     (
+        "waiting",
+        "--waiting",
+        click.option(
+            "--waiting",
+            is_flag=True,
+            help="Only sessions waiting for a human (heartbeat --waiting).",
+        ),
+    ),
+    (
         "text",
         "--text",
         click.option("--text", metavar="TEXT", help="Only sessions whose fields contain TEXT."),
@@ -227,13 +237,23 @@ def _filter_options(
     return decorate
 
 
+def _order_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option("--descending", is_flag=True, help="Sort the other way round.")(func)
+    return click.option(
+        "--sort",
+        type=click.Choice(SORT_COLUMNS),
+        help="The order: attention (what needs a human first), started (the default), "
+        "last_seen, status or agent.",
+    )(func)
+
+
 def _page_options(func: Callable[..., Any]) -> Callable[..., Any]:
     func = click.option("--cursor", metavar="C", help="Continue after the page that gave C.")(func)
     return click.option("--limit", type=int, metavar="N", help="One page of N (1…200).")(func)
 
 
 def _list_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    return _filter_options()(_page_options(func))
+    return _filter_options()(_order_options(_page_options(func)))
 
 
 _session_option = click.option("--session", "session_id", required=True, metavar="S")
@@ -446,31 +466,44 @@ def list_command(inv: Invocation, **filters: Any) -> None:
     _list_sessions(inv, **filters)
 
 
+def _stale_cutoff(inv: Invocation) -> datetime:
+    """Active sessions last seen before this are stale."""
+    return inv.clock() - timedelta(seconds=inv.settings.stale_after_seconds)
+
+
 def _session_filter(
-    inv: Invocation, *, statuses: tuple[str, ...], stale: bool, **narrowing: Any
+    stale_cutoff: datetime, *, statuses: tuple[str, ...], stale: bool, **narrowing: Any
 ) -> SessionFilter:
     """The filter options (``_FILTERS``) as a ``SessionFilter``; ``narrowing``: the others, by
     their names in it."""
     from store.listing import SessionFilter
 
-    stale_before = None
-    if stale:
-        stale_before = inv.clock() - timedelta(seconds=inv.settings.stale_after_seconds)
     statuses = tuple(status.strip() for status in statuses)
-    return SessionFilter(statuses=statuses, stale_before=stale_before, **narrowing)
+    return SessionFilter(
+        statuses=statuses, stale_before=stale_cutoff if stale else None, **narrowing
+    )
 
 
 def _list_sessions(
-    inv: Invocation, *, limit: int | None, cursor: str | None, **filter_options: Any
+    inv: Invocation,
+    *,
+    sort: str | None,
+    descending: bool,
+    limit: int | None,
+    cursor: str | None,
+    **filter_options: Any,
 ) -> None:
+    from store.listing import SessionOrder
     from store.sessions import list_sessions
 
-    filters = _session_filter(inv, **filter_options)
+    stale_cutoff = _stale_cutoff(inv)
+    filters = _session_filter(stale_cutoff, **filter_options)
+    order = SessionOrder(sort or "started", descending).at(stale_cutoff)
     with inv.store() as store:
 
         def fetch(size: int | None, after: str | None) -> Page[AgentSession]:
             with store.read() as db:
-                return list_sessions(db=db, filters=filters, limit=size, cursor=after)
+                return list_sessions(db=db, filters=filters, limit=size, cursor=after, order=order)
 
         pages = _pages(fetch, inv, limit=limit, cursor=cursor, what="sessions")
         if inv.json_mode:
@@ -575,6 +608,12 @@ an active state only, recorded with --operator's name.
 )
 @click.option("--external-session-id", metavar="E", help="Blank keeps the current one.")
 @click.option(
+    "--waiting",
+    metavar="REASON",
+    help="The session waits for a human, for this reason (≤ 500 characters); "
+    "the next heartbeat without it ends the wait.",
+)
+@click.option(
     "--every",
     metavar="SECONDS",
     type=click.FloatRange(min=0.05, max=86_400),
@@ -584,19 +623,24 @@ an active state only, recorded with --operator's name.
 @_operator_option
 @_all_matching_option
 @_dry_run_option
-@_filter_options(besides=("statuses",))
+@_filter_options(besides=("statuses", "waiting"))
 @with_invocation
 def heartbeat_command(
     inv: Invocation,
     session_ids: tuple[str, ...],
     statuses: tuple[str, ...],
     external_session_id: str | None,
+    waiting: str | None,
     every: float | None,
     all_matching: bool,
     **options: Any,
 ) -> int | None:
     if all_matching or len(session_ids) > 1:
-        singles = {"--every": every, "--external-session-id": external_session_id}
+        singles = {
+            "--every": every,
+            "--external-session-id": external_session_id,
+            "--waiting": waiting,
+        }
         return _operator_heartbeats(inv, session_ids, statuses, all_matching, singles, **options)
     _refuse_bulk_only_options(options)
     if not session_ids:
@@ -607,7 +651,8 @@ def heartbeat_command(
             "--all-matching)."
         )
     status = statuses[0] if statuses else None
-    _agent_heartbeat(inv, _session_id(session_ids[0]), status, external_session_id, every)
+    session_id = _session_id(session_ids[0])
+    _agent_heartbeat(inv, session_id, status, external_session_id, waiting, every)
     return None
 
 
@@ -634,8 +679,10 @@ def _operator_heartbeats(
             "--status sets one session's new status; to select sessions by status, use "
             "--all-matching --status ST."
         )
-    filters = {name: options.pop(name, ()) for name in _FILTER_NAMES}
-    filters["statuses"] = statuses
+    filters = {name: options.pop(name, None) for name in _FILTER_NAMES}
+    # Here --status selects by status (with --all-matching), and --waiting is one session's
+    # own reason to wait, not the list's filter.
+    filters.update(statuses=statuses, waiting=False)
     selection = _bulk_selection(inv, session_ids, all_matching, dry_run, filters)
     assert selection is not None  # several sessions, or a selection
     return _run_bulk(inv, "heartbeat", selection, dry_run=dry_run, **options)
@@ -665,6 +712,7 @@ def _agent_heartbeat(
     session_id: str,
     status: str | None,
     external_session_id: str | None,
+    waiting: str | None,
     every: float | None,
 ) -> None:
     from store.sessions import heartbeat
@@ -678,6 +726,7 @@ def _agent_heartbeat(
                 session_id=session_id,
                 status=status,
                 external_session_id=external_session_id,
+                waiting=waiting,
                 clock=inv.clock,
             )
         if table is None:
@@ -746,6 +795,8 @@ def show_command(inv: Invocation, session_id: str) -> None:
         return
     # Shown to a person: secrets in the metadata are redacted, as everywhere else (DESIGN §5).
     record["metadata"] = redact_json_value(record["metadata"])
+    waiting = session.waiting
+    record["waiting"] = None if waiting is None else f"{waiting.reason} (since {waiting.since})"
     pairs = list(record.items())
     stale_after = timedelta(seconds=inv.settings.stale_after_seconds)
     position = next(i for i, (name, _) in enumerate(pairs) if name == "status") + 1
@@ -893,7 +944,7 @@ def _bulk_selection(
     from store.bulk import Selection
 
     if all_matching:
-        return Selection.matching(_session_filter(inv, **filters))
+        return Selection.matching(_session_filter(_stale_cutoff(inv), **filters))
     return Selection.of_ids(ids)
 
 
@@ -1078,6 +1129,19 @@ def resume_command(inv: Invocation, session_id: str | None, agent: str | None) -
 # ------------------------------------------------------------------------------------ the rest
 
 
+def prefetch_first_rows(url: str, settings: Settings) -> Prefetch | None:
+    """On PostgreSQL, a child process that reads the console's first rows in its first order
+    (``store.first_window.prefetch``); None for any other store."""
+    from screens.context import DEFAULT_PAGE_SIZE
+    from store.clock import system_clock
+    from store.first_window import prefetch
+    from store.listing import SessionOrder
+
+    now = system_clock()
+    order = SessionOrder(settings.sort).at(now - timedelta(seconds=settings.stale_after_seconds))
+    return prefetch(url, limit=DEFAULT_PAGE_SIZE, now=now, order=order)
+
+
 @cli.command("tui", help="Open the operator console.")
 @click.option("--demo", is_flag=True, help="Open a seeded demo store.")
 @_operator_option
@@ -1088,11 +1152,7 @@ def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
     adapters = inv.adapters()
     actor = inv.operator(operator)
     # Before Textual is imported: on PostgreSQL a child process reads the first rows meanwhile.
-    from screens.context import DEFAULT_PAGE_SIZE
-    from store.clock import system_clock
-    from store.first_window import prefetch
-
-    early = prefetch(url, limit=DEFAULT_PAGE_SIZE, now=system_clock())
+    early = prefetch_first_rows(url, settings)
     from tui.app import run_console
 
     return int(

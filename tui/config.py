@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from store.adapters import AdapterConfig
+from store.rules import SORT_COLUMNS
 
 APP_NAME = "roundtable"
 DEFAULT_REFRESH_SECONDS = 2.0
@@ -65,6 +66,8 @@ class Settings:
     refresh_seconds: float = DEFAULT_REFRESH_SECONDS
     stale_after_seconds: float = DEFAULT_STALE_AFTER_SECONDS
     theme: str | None = None
+    # The console list's first order: what needs a human first.
+    sort: str = "attention"
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
     source: Path | None = None
 
@@ -91,6 +94,15 @@ def _optional_text(values: Mapping[str, Any], key: str, source: Path) -> str | N
     if not isinstance(value, str):
         raise ConfigError(f"{source}: {key} must be a string, not {value!r}.")
     return value.strip() or None
+
+
+def _sort(values: Mapping[str, Any], source: Path) -> str:
+    value = _optional_text(values, "sort", source) or "attention"
+    if value not in SORT_COLUMNS:
+        raise ConfigError(
+            f"{source}: sort must be one of {', '.join(SORT_COLUMNS)}, not {value!r}."
+        )
+    return value
 
 
 def _adapter_table(values: Any, source: Path) -> dict[str, AdapterConfig]:
@@ -151,6 +163,7 @@ def load_settings(path: Path | None = None) -> Settings:
             values, "stale_after_seconds", DEFAULT_STALE_AFTER_SECONDS, source
         ),
         theme=_optional_text(values, "theme", source),
+        sort=_sort(values, source),
         adapters=_adapter_table(values.get("adapters"), source),
         source=source,
     )

@@ -1,0 +1,103 @@
+"""The console opens in the attention order (issue 9 point 2): what needs a human first, a reason
+on every row, the header's count, the clock moving a session up, and the quick first read."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from store import sessions
+from store.clock import fixed_clock
+from store.database import Store
+from tests.conftest import FakeClock
+from tests.test_tui_support import (
+    FROZEN,
+    add_claim,
+    add_session,
+    cell,
+    console,
+    filter_line,
+    press,
+    row_ids,
+    screen_text,
+    settle,
+    sqlite_url,
+)
+
+
+def wait_for_human(store: Store, session_id: str, reason: str, *, at: object = FROZEN) -> None:
+    with store.write() as db:
+        sessions.heartbeat(db=db, session_id=session_id, waiting=reason, clock=fixed_clock(at))
+
+
+def a_fleet(db: Store) -> list[str]:
+    add_session(db, "calm", at=FROZEN - timedelta(seconds=30))
+    add_session(db, "gone", at=FROZEN - timedelta(minutes=50), status="ended")
+    add_session(db, "broken", at=FROZEN - timedelta(minutes=3), status="failed")
+    add_session(db, "quiet", at=FROZEN - timedelta(minutes=12))
+    add_session(db, "held", at=FROZEN - timedelta(minutes=2), status="paused")
+    add_session(db, "asks", at=FROZEN - timedelta(minutes=9))
+    wait_for_human(db, "asks", "approve deleting build/", at=FROZEN - timedelta(minutes=4))
+    add_claim(db, "c1", agent_id="agent-2", resource_id="src/a.py", expires_in=-timedelta(hours=1))
+    add_session(db, "claimed", at=FROZEN - timedelta(seconds=10), agent_id="agent-2")
+    return ["asks", "broken", "quiet", "held", "calm", "claimed", "gone"]
+
+
+async def test_the_console_opens_with_what_needs_a_human_first(tmp_path: Path, db: Store) -> None:
+    expected = a_fleet(db)
+    app = console(sqlite_url(tmp_path), sort="attention")
+    async with app.run_test(size=(200, 30)) as pilot:
+        await settle(pilot)
+        assert row_ids(app) == expected
+        assert cell(app, "asks", "attention") == "waiting 4m: approve deleting build/"
+        assert cell(app, "broken", "attention") == "status failed"
+        assert cell(app, "quiet", "attention") == "stale 12m"
+        assert cell(app, "held", "attention") == "paused 2m"
+        assert cell(app, "claimed", "attention") == "1 claim expired"
+        assert cell(app, "calm", "attention") == "—"
+        shown = screen_text(app)
+        assert "7 sessions · 3 need attention" in shown
+        assert "sorted by attention ▲" in filter_line(app)
+        # o moves to the next order, and a full cycle comes back to attention.
+        await press(pilot, "o")
+        assert "sorted by started ▲" in filter_line(app)
+        for _ in range(4):
+            await press(pilot, "o")
+        assert "sorted by attention ▲" in filter_line(app)
+        assert row_ids(app) == expected
+        await press(pilot, "O")
+        assert row_ids(app) == expected[::-1]
+
+
+async def test_the_configured_sort_opens_the_list(tmp_path: Path, db: Store) -> None:
+    a_fleet(db)
+    app = console(sqlite_url(tmp_path), sort="started")
+    async with app.run_test(size=(200, 30)) as pilot:
+        await settle(pilot)
+        assert "sorted by started ▲" in filter_line(app)
+        assert row_ids(app)[0] == "gone"
+
+
+async def test_a_session_going_stale_moves_up_with_the_clock(tmp_path: Path, db: Store) -> None:
+    add_session(db, "held", at=FROZEN - timedelta(minutes=1), status="paused")
+    add_session(db, "quiet", at=FROZEN - timedelta(minutes=4))
+    clock = FakeClock(FROZEN)
+    app = console(sqlite_url(tmp_path), sort="attention", clock=clock, refresh_seconds=0.05)
+    async with app.run_test(size=(200, 30)) as pilot:
+        await settle(pilot)
+        assert row_ids(app) == ["held", "quiet"]
+        assert "need attention" not in screen_text(app)
+        clock.advance(minutes=2)  # quiet is now unseen for 6 minutes: stale
+        await settle(pilot, rounds=20)
+        assert row_ids(app) == ["quiet", "held"]
+        assert cell(app, "quiet", "attention") == "stale 6m"
+        assert "1 needs attention" in screen_text(app)
+
+
+async def test_the_quick_first_read_is_in_the_attention_order(tmp_path: Path, db: Store) -> None:
+    expected = a_fleet(db)
+    app = console(sqlite_url(tmp_path), sort="attention", staged=True)
+    async with app.run_test(size=(200, 30)) as pilot:
+        await settle(pilot)
+        assert row_ids(app) == expected
+        assert cell(app, "claimed", "attention") == "1 claim expired"
