@@ -723,6 +723,108 @@ def bench_change_latency(url: str, label: str, rounds: int) -> list[Figure]:
     ]
 
 
+# ------------------------------------------------------------ issue 9 point 4: bulk actions
+
+# The issue's bound: 10,000 sessions paused in at most 10 s, on either backend.
+BULK_SECONDS_PER_SESSION = 10 / 10_000
+# The floor pauses this many sessions one perform_action each, scaled to the figure's size.
+BULK_FLOOR_SAMPLE = 1000
+
+
+def fill_sessions(url: str, sessions: int) -> None:
+    """``sessions`` active sessions (bulk-000000 …, a second apart, seven agents) written in one
+    statement, the status counts kept."""
+    from sqlalchemy import insert
+
+    from store.sessions import SESSIONS, bulk_session_writes
+
+    rows = [
+        {
+            "id": f"bulk-{n:06d}",
+            "agent_id": f"agent-{n % 7}",
+            "run_id": "run-1",
+            "adapter": "codex",
+            "working_directory": "/w",
+            "status": "active",
+            "started_at": f"2026-09-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z",
+            "version": 0,
+        }
+        for n in range(sessions)
+    ]
+    store = open_store(url)
+    try:
+        with store.write() as db, bulk_session_writes(db=db):
+            db.execute(insert(SESSIONS), rows)
+    finally:
+        store.dispose()
+
+
+def bulk_pause(store: Store, sessions: int, run_key: str) -> None:
+    """What the console's bulk pause does: every session (a filter, read a page at a time), a
+    key for each derived from the run's, batched transactions (store.bulk.run_bulk)."""
+    from store.bulk import Selection, run_bulk
+    from store.listing import SessionFilter
+
+    outcome = run_bulk(
+        store=store,
+        action="pause",
+        selection=Selection.matching(SessionFilter()),
+        actor="bench",
+        run_key=run_key,
+        keep=0,
+    )
+    assert outcome.tally.counts == {"done": sessions, "skipped": 0, "failed": 0}, outcome
+
+
+def floor_pause(store: Store, sessions: int, run_key: str) -> None:
+    """The same pauses one at a time, as `roundtable sessions pause --session S` does each:
+    one perform_action (its own transaction) a session, each with its own key."""
+    from store.service import perform_action
+
+    for n in range(sessions):
+        perform_action(
+            store=store,
+            action="pause",
+            session_id=f"bulk-{n:06d}",
+            actor="bench",
+            idempotency_key=f"{run_key}-{n}",
+        )
+
+
+def timed_pause(
+    url: str, sessions: int, pause: Callable[[Store, int, str], None], run_key: str
+) -> float:
+    """Seconds ``pause`` takes over a store at ``url`` filled with ``sessions`` sessions."""
+    fill_sessions(url, sessions)
+    store = open_store(url)
+    try:
+        return timed(lambda: pause(store, sessions, run_key))
+    finally:
+        store.dispose()
+
+
+def bench_bulk(new_url: Callable[[], str], label: str, sessions: int, rounds: int) -> list[Figure]:
+    """A bulk pause of ``sessions`` fresh active sessions (store.bulk.run_bulk), against the
+    same pauses one perform_action each (of a sample of ``BULK_FLOOR_SAMPLE``, scaled): must
+    take at most 10 s for 10,000 (issue 9 point 4), scaled to the size."""
+    sample = min(sessions, BULK_FLOOR_SAMPLE)
+    mine, theirs = [], []
+    for round_number in range(rounds):
+        key = f"bench-{round_number}"
+        mine.append(timed_pause(new_url(), sessions, bulk_pause, key))
+        theirs.append(timed_pause(new_url(), sample, floor_pause, key) * sessions / sample)
+    return [
+        Figure(
+            f"bulk pause of {sessions:,} sessions{label}",
+            statistics.median(mine),
+            f"perform_action each ({sample:,}, scaled)",
+            statistics.median(theirs),
+            limit=round(BULK_SECONDS_PER_SESSION * sessions, 3),
+            absolute=True,
+        )
+    ]
+
+
 # ------------------------------------------------------------------------------- PostgreSQL
 
 
@@ -755,10 +857,11 @@ def bench_postgres(
     import_rows: int,
     big_sessions: int,
     tui: TuiRuns | None = None,
+    bulk_sessions: int = 10_000,
 ) -> list[Figure]:
-    """The heartbeat and the import on PostgreSQL, against psycopg doing the same work; reads,
-    counts and the change signal on a store of ``big_sessions``; with ``tui``, the console's
-    figures on it against a store of 10 sessions."""
+    """The heartbeat and the import on PostgreSQL, against psycopg doing the same work; a bulk
+    pause of ``bulk_sessions``; reads, counts and the change signal on a store of
+    ``big_sessions``; with ``tui``, the console's figures on it against a store of 10 sessions."""
     import psycopg
 
     from tests.pg_server import PostgresServer
@@ -776,6 +879,7 @@ def bench_postgres(
         raw.close()
         store.dispose()
         figures += bench_import(directory, import_rows, 3, postgres_target(server))
+        figures += bench_bulk(postgres_target(server).new_url, " (PostgreSQL)", bulk_sessions, 3)
         big = build_postgres_store(server, big_sessions)
         label = f"{big_sessions:,} PostgreSQL"
         figures += bench_reads(big, label, rounds)
@@ -897,6 +1001,7 @@ def main() -> int:
     quick = args.quick
     repeats = 5 if quick else 11
     big_size = args.big or (10_000 if quick else 1_000_000)
+    bulk_size = 1000 if quick else 10_000
     with tempfile.TemporaryDirectory(prefix="rt-bench-") as tmp:
         directory = Path(tmp)
         path = directory / "bench.db"
@@ -908,6 +1013,7 @@ def main() -> int:
         if not args.skip_writes:
             figures += bench_heartbeat_rate(path, beats=100 if quick else 500, rounds=repeats)
             figures += bench_import(directory, 10_000 if quick else 100_000, 3 if quick else 5)
+            figures += bench_bulk(sqlite_target(directory).new_url, "", bulk_size, 3)
         tui = TuiRuns(
             *((10, 2) if quick else (30, 12)),
             paint_repeats=None if args.skip_first_paint else 3 if quick else repeats,
@@ -922,6 +1028,7 @@ def main() -> int:
                 import_rows=10_000 if quick else 100_000,
                 big_sessions=big_size,
                 tui=None if args.skip_tui else tui,
+                bulk_sessions=bulk_size,
             )
         big = directory / "reference-big.db"
         started = time.perf_counter()

@@ -171,7 +171,9 @@ def prepared_insert(table: Table, columns: Sequence[str]) -> Prepared:
 _APPEND_SESSION_EVENT = prepared_insert(
     _SESSION_EVENTS, ("session_id", "event_type", "payload_json", "created_at")
 )
-_INSERT_EVENT = insert(_EVENTS)
+_APPEND_RUN_EVENT = prepared_insert(
+    _EVENTS, ("run_id", "type", "actor_id", "task_id", "payload_json", "created_at")
+)
 
 
 def append_session_event(
@@ -197,8 +199,8 @@ def append_run_event(
     payload: dict[str, Any],
     now: str,
 ) -> None:
-    db.execute(
-        _INSERT_EVENT,
+    _APPEND_RUN_EVENT.execute(
+        db,
         {
             "run_id": run_id,
             "type": event_type,

@@ -10,25 +10,31 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
 
 from store import errors, validation
 from store.claims import ActiveClaim, active_claims
 from store.clock import Clock, format_ts, system_clock
 from store.gitcheck import BranchReading, read_branch
-from store.history import append_run_event, append_session_event
+from store.history import Prepared, append_run_event, append_session_event, prepared_insert
 from store.models import Agent, AgentSession, IdempotencyKey, Workspace
 from store.rules import ACTIVE_STATES, ALLOWED_FROM, is_allowed
-from store.sessions import SESSIONS, get_session
+from store.sessions import SESSIONS, as_session, get_session
 
 _KEYS = IdempotencyKey.__table__  # type: ignore[attr-defined]
 _AGENTS = Agent.__table__  # type: ignore[attr-defined]
 _WORKSPACES = Workspace.__table__  # type: ignore[attr-defined]
+# Every statement of an action is built once (a bulk run sends thousands); the writes go
+# straight to the DBAPI as a heartbeat's do (store.history.Prepared).
+_FIND_KEY = select(_KEYS.c.action, _KEYS.c.session_id, _KEYS.c.outcome).where(
+    _KEYS.c.key == bindparam("key")
+)
+_INSERT_KEY = prepared_insert(_KEYS, ("key", "action", "session_id", "outcome", "created_at"))
 
 NOT_DONE_BY_TERMINATE = (
     "Terminating records the session as terminated. It releases no claim, cancels no task, "
@@ -58,9 +64,12 @@ class ActionOutcome:
         stored = dict(body["session"])
         metadata = stored.pop("metadata", None)
         stored["metadata_json"] = validation.metadata(metadata)
+        # An operator action ended any wait: the outcome's session waits for nobody.
+        stored.pop("waiting", None)
+        stored.update(waiting_reason=None, waiting_since=None)
         return cls(
             action=body["action"],
-            session=AgentSession(**stored),
+            session=as_session(stored),
             replayed=replayed,
             notes=tuple(body.get("notes", ())),
             claims=tuple(body.get("claims", ())),
@@ -122,6 +131,24 @@ class _Rule:
         return values
 
 
+@cache
+def _compare_and_swap(rule: _Rule) -> Prepared:
+    """The rule's update of one session at the version it was read at (``:session``,
+    ``:read``, ``:now``), returning the new row; one statement per rule, built once."""
+    values: dict[str, Any] = dict.fromkeys(rule.stamped, bindparam("now"))
+    values.update(dict.fromkeys(rule.cleared))
+    # Any operator action answers a session that waits for a human.
+    values.update(waiting_reason=None, waiting_since=None)
+    if rule.status is not None:
+        values["status"] = rule.status
+    return Prepared(
+        update(SESSIONS)
+        .where(SESSIONS.c.id == bindparam("session"), SESSIONS.c.version == bindparam("read"))
+        .values(**values, version=SESSIONS.c.version + 1)
+        .returning(*SESSIONS.c)
+    )
+
+
 _RULES: dict[str, _Rule] = {
     rule.action: rule
     for rule in (
@@ -147,6 +174,16 @@ _RULES: dict[str, _Rule] = {
 }
 
 
+def key_required(action: str) -> bool:
+    """Whether ``action`` refuses to run without an idempotency key (resume, terminate)."""
+    return _RULES[action].key_required
+
+
+def result_status(action: str) -> str | None:
+    """The status ``action`` leaves a session in; None when it keeps the current one."""
+    return _RULES[action].status
+
+
 @dataclass(frozen=True)
 class _Request:
     """Who asks for an action on which session, under which key, against which version: the
@@ -163,7 +200,7 @@ class _Request:
 def _replay(db: Connection, key: str | None, action: str, session_id: str) -> ActionOutcome | None:
     if key is None:
         return None
-    row = db.execute(select(_KEYS).where(_KEYS.c.key == key)).one_or_none()
+    row = db.execute(_FIND_KEY, {"key": key}).one_or_none()
     if row is None:
         return None
     if row.action != action or row.session_id != session_id:
@@ -175,6 +212,10 @@ def _replay(db: Connection, key: str | None, action: str, session_id: str) -> Ac
 
 
 def _apply(rule: _Rule, request: _Request, check: Check | None = None) -> ActionOutcome:
+    """The action in the caller's transaction. Every refusal is raised before the first write
+    (the key, the row, the version, the status rule, the action's check), except a key recorded
+    by another transaction at the same moment, which fails a statement: ``store.bulk`` relies on
+    it to run many sessions in one PostgreSQL transaction without a savepoint each."""
     db, action, session_id, actor = request.db, rule.action, request.session_id, request.actor
     key = (request.idempotency_key or "").strip() or None
     if rule.key_required and key is None:
@@ -196,17 +237,13 @@ def _apply(rule: _Rule, request: _Request, check: Check | None = None) -> Action
     extra = check(db, session, now) if check is not None else {}
     notes = tuple(extra.pop("notes", ()))
     claims = tuple(extra.pop("claims", ()))
-    # Any operator action answers a session that waits for a human.
-    values = {**rule.changes(now), "waiting_reason": None, "waiting_since": None}
-    row = db.execute(
-        update(SESSIONS)
-        .where(SESSIONS.c.id == session.id, SESSIONS.c.version == session.version)
-        .values(**values, version=SESSIONS.c.version + 1)
-        .returning(*SESSIONS.c)
-    ).one_or_none()
+    values = rule.changes(now)
+    row = _compare_and_swap(rule).execute(
+        db, {"session": session.id, "read": session.version, "now": now}
+    )
     if row is None:
         raise _conflict(get_session(db=db, session_id=session_id))
-    updated = AgentSession(**row._mapping)
+    updated = as_session(row)
     payload = {
         "status": updated.status,
         "previous_status": session.status,
@@ -234,14 +271,15 @@ def _record_key(
     db: Connection, *, key: str, action: str, session_id: str, outcome: ActionOutcome, now: str
 ) -> None:
     try:
-        db.execute(
-            insert(_KEYS).values(
-                key=key,
-                action=action,
-                session_id=session_id,
-                outcome=json.dumps(outcome.to_json(), sort_keys=True),
-                created_at=now,
-            )
+        _INSERT_KEY.execute(
+            db,
+            {
+                "key": key,
+                "action": action,
+                "session_id": session_id,
+                "outcome": json.dumps(outcome.to_json(), sort_keys=True),
+                "created_at": now,
+            },
         )
     except IntegrityError:
         # Another transaction recorded the same key after our look-up (PostgreSQL lets both

@@ -15,6 +15,7 @@ from sqlalchemy import table as sql_table
 from store import sessions
 from store.clock import Clock
 from store.database import Store, open_store
+from store.errors import DatabaseUnavailable
 from store.models import AgentSession
 from store.transfer import export_records
 from tests.conftest import FakeClock
@@ -158,3 +159,17 @@ class Cli:
             return lines
 
         return self.with_store(export)  # type: ignore[no-any-return]
+
+
+class UnavailableAtCommit:
+    """A write transaction that fails as it commits, as when the server goes away."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __enter__(self) -> Any:
+        return self.inner.__enter__()
+
+    def __exit__(self, *exc: Any) -> bool:
+        self.inner.__exit__(RuntimeError, RuntimeError("gone"), None)
+        raise DatabaseUnavailable("The database is unavailable: gone. Retry.")

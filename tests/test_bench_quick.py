@@ -218,3 +218,43 @@ def test_key_figures_bound_the_p90_last_frame_against_the_bare_apps() -> None:
 def test_the_key_sequence_presses_downs_then_pagedowns_then_pageups() -> None:
     assert first_paint.key_sequence(2, 1) == ["down", "down", "pagedown", "pageup"]
     assert first_paint.key_sequence(0, 0) == []
+
+
+# --------------------------------------------------------------------- the bulk pause figure
+
+
+def _bulk_state(store: Store) -> tuple[Any, ...]:
+    with store.read() as db:
+        statuses = db.execute(select(SESSIONS.c.id, SESSIONS.c.status, SESSIONS.c.version)).all()
+        events = db.execute(
+            select(EVENTS.c.session_id, EVENTS.c.event_type).order_by(EVENTS.c.id)
+        ).all()
+        keys = db.execute(text("SELECT action, session_id FROM idempotency_keys")).all()
+        counts = sessions.count_by_status(db=db)
+    return (
+        sorted(map(tuple, statuses)),
+        [tuple(e) for e in events],
+        sorted(map(tuple, keys)),
+        counts,
+    )
+
+
+def test_the_bulk_floor_does_the_work_the_bulk_pause_does(store: Store, empty_store: Store) -> None:
+    """The floor of the bulk pause figure (one perform_action a session) leaves the same rows,
+    history, keys and counts as the bulk run it is compared with."""
+    for target, pause in ((store, bench.bulk_pause), (empty_store, bench.floor_pause)):
+        bench.fill_sessions(target.engine.url.render_as_string(hide_password=False), 30)
+        pause(target, 30, "run-1")
+    state = _bulk_state(store)
+    assert state == _bulk_state(empty_store)
+    assert {status for _, status, _ in state[0]} == {"paused"} and len(state[0]) == 30
+    assert len(state[2]) == 30 and state[3] == {"paused": 30}
+
+
+def test_the_bulk_figure_is_bounded_by_the_issues_ten_seconds_for_ten_thousand(
+    tmp_path: Path,
+) -> None:
+    (figure,) = bench.bench_bulk(bench.sqlite_target(tmp_path).new_url, "", 40, 1)
+    assert figure.name == "bulk pause of 40 sessions"
+    assert figure.limit == pytest.approx(0.04) and figure.absolute
+    assert figure.base is not None and figure.value > 0

@@ -26,9 +26,11 @@ from tui import output
 
 if TYPE_CHECKING:
     from store.adapters import AdapterConfig
+    from store.bulk import BulkItem, Selection, Tally
     from store.database import Store
     from store.first_window import Prefetch
     from store.lifecycle import ActionOutcome
+    from store.listing import SessionFilter
     from store.models import AgentSession
     from store.paging import Page
     from tui.config import Settings
@@ -157,43 +159,92 @@ def _invocation(
     return Invocation(db=db, root=root, json_mode=json_mode, state=state)
 
 
-def _list_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    options = (
+# The list's filters: (parameter name, flag, option). The parameter names are those of
+# store.listing.SessionFilter, but for ``statuses`` and ``stale``, which ``_session_filter``
+# turns into theirs. `sessions list` and every bulk action (--all-matching) take these: a
+# filter added here, with its field in SessionFilter, works in both.
+_FILTERS: tuple[tuple[str, str, Callable[[Callable[..., Any]], Callable[..., Any]]], ...] = (
+    (
+        "statuses",
+        "--status",
         click.option(
             "--status", "statuses", multiple=True, metavar="ST", help="Only this status (repeat)."
         ),
+    ),
+    (
+        "agent_id",
+        "--agent",
         click.option("--agent", "agent_id", metavar="A", help="Only sessions of this agent."),
+    ),
+    (
+        "run_id",
+        "--run",
         click.option("--run", "run_id", metavar="R", help="Only sessions of this run."),
+    ),
+    (
+        "workspace_id",
+        "--workspace",
         click.option(
             "--workspace", "workspace_id", metavar="W", help="Only sessions of this workspace."
         ),
+    ),
+    (
+        "active_only",
+        "--active",
         click.option(
             "--active", "active_only", is_flag=True, help="Only sessions in an active state."
         ),
+    ),
+    (
+        "stale",
+        "--stale",
         click.option(
             "--stale",
             is_flag=True,
             help="Only active sessions not seen for stale_after_seconds (config; 300 s).",
         ),
+    ),
+    (
+        "waiting",
+        "--waiting",
         click.option(
             "--waiting",
             is_flag=True,
             help="Only sessions waiting for a human (heartbeat --waiting).",
         ),
+    ),
+    (
+        "text",
+        "--text",
         click.option("--text", metavar="TEXT", help="Only sessions whose fields contain TEXT."),
-        click.option(
-            "--sort",
-            type=click.Choice(SORT_COLUMNS),
-            help="The order: attention (what needs a human first), started (the default), "
-            "last_seen, status or agent.",
-        ),
-        click.option("--descending", is_flag=True, help="Sort the other way round."),
-        click.option("--limit", type=int, metavar="N", help="One page of N (1…200)."),
-        click.option("--cursor", metavar="C", help="Continue after the page that gave C."),
-    )
-    for option in reversed(options):
-        func = option(func)
-    return func
+    ),
+)
+_FILTER_NAMES: tuple[str, ...] = tuple(name for name, _flag, _option in _FILTERS)
+
+
+def _filter_options(
+    *, besides: tuple[str, ...] = ()
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The list's filters as options, but those named in ``besides`` (a command's own option of
+    the same flag takes their place)."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        for name, _flag, option in reversed(_FILTERS):
+            if name not in besides:
+                func = option(func)
+        return func
+
+    return decorate
+
+
+def _order_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    func = click.option("--descending", is_flag=True, help="Sort the other way round.")(func)
+    return click.option(
+        "--sort",
+        type=click.Choice(SORT_COLUMNS),
+        help="The order: attention (what needs a human first), started (the default), "
+        "last_seen, status or agent.",
+    )(func)
 
 
 def _page_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -201,7 +252,36 @@ def _page_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--limit", type=int, metavar="N", help="One page of N (1…200).")(func)
 
 
+def _list_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    return _filter_options()(_order_options(_page_options(func)))
+
+
 _session_option = click.option("--session", "session_id", required=True, metavar="S")
+_sessions_option = click.option(
+    "--session", "session_ids", multiple=True, metavar="S", help="The session (repeat for several)."
+)
+_all_matching_option = click.option(
+    "--all-matching",
+    is_flag=True,
+    help="Act on every session the filters select (filters are refused without it).",
+)
+_dry_run_option = click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Say what would happen to each session; write nothing (exit 1 if any would fail).",
+)
+_run_key_option = click.option(
+    "--idempotency-key",
+    metavar="K",
+    help="The same key never applies twice; with several sessions, each one's key is derived "
+    "from K, so running the same command again with K replays instead of applying.",
+)
+
+BULK_HELP = """
+Several sessions: --session more than once, or --all-matching with the list's filters. Each
+session is done, skipped (the action does not apply to its status) or failed, on one line;
+then "n done, n skipped, n failed". --json: {"items": [{"session_id", "outcome", "code",
+"message"}], "done", "skipped", "failed"} (and "dry_run": true). Exit 1 if any failed."""
 _operator_option = click.option(
     "--operator", metavar="NAME", help="Who acts (default: config, $ROUNDTABLE_OPERATOR, login)."
 )
@@ -386,26 +466,38 @@ def list_command(inv: Invocation, **filters: Any) -> None:
     _list_sessions(inv, **filters)
 
 
+def _stale_cutoff(inv: Invocation) -> datetime:
+    """Active sessions last seen before this are stale."""
+    return inv.clock() - timedelta(seconds=inv.settings.stale_after_seconds)
+
+
+def _session_filter(
+    stale_cutoff: datetime, *, statuses: tuple[str, ...], stale: bool, **narrowing: Any
+) -> SessionFilter:
+    """The filter options (``_FILTERS``) as a ``SessionFilter``; ``narrowing``: the others, by
+    their names in it."""
+    from store.listing import SessionFilter
+
+    statuses = tuple(status.strip() for status in statuses)
+    return SessionFilter(
+        statuses=statuses, stale_before=stale_cutoff if stale else None, **narrowing
+    )
+
+
 def _list_sessions(
     inv: Invocation,
     *,
-    statuses: tuple[str, ...],
-    stale: bool,
     sort: str | None,
     descending: bool,
     limit: int | None,
     cursor: str | None,
-    **narrowing: Any,
+    **filter_options: Any,
 ) -> None:
-    """``narrowing``: the other filters, by their names in ``store.listing.SessionFilter``."""
-    from store.listing import SessionFilter, SessionOrder
+    from store.listing import SessionOrder
     from store.sessions import list_sessions
 
-    stale_cutoff = inv.clock() - timedelta(seconds=inv.settings.stale_after_seconds)
-    statuses = tuple(status.strip() for status in statuses)
-    filters = SessionFilter(
-        statuses=statuses, stale_before=stale_cutoff if stale else None, **narrowing
-    )
+    stale_cutoff = _stale_cutoff(inv)
+    filters = _session_filter(stale_cutoff, **filter_options)
     order = SessionOrder(sort or "started", descending).at(stale_cutoff)
     with inv.store() as store:
 
@@ -492,9 +584,28 @@ def _print_session_row(
     output.Table(headers).write([row])
 
 
-@sessions_group.command("heartbeat", help="Record that a session is alive.")
-@_session_option
-@click.option("--status", metavar="ST", help="A new status (blank keeps the current one).")
+HEARTBEAT_HELP = (
+    """Record that a session is alive (the agent's heartbeat).
+
+With --session more than once, or --all-matching and filters (--status then selects by
+status), it is the operator's heartbeat of each session instead, as the console's h key: from
+an active state only, recorded with --operator's name.
+
+"""
+    + BULK_HELP
+)
+
+
+@sessions_group.command("heartbeat", help=HEARTBEAT_HELP)
+@_sessions_option
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    metavar="ST",
+    help="A new status (blank keeps the current one); with --all-matching, only sessions in "
+    "this status (repeat).",
+)
 @click.option("--external-session-id", metavar="E", help="Blank keeps the current one.")
 @click.option(
     "--waiting",
@@ -508,8 +619,95 @@ def _print_session_row(
     type=click.FloatRange(min=0.05, max=86_400),
     help="Keep beating every SECONDS until interrupted (SIGINT or SIGTERM ends it cleanly).",
 )
+@_run_key_option
+@_operator_option
+@_all_matching_option
+@_dry_run_option
+@_filter_options(besides=("statuses", "waiting"))
 @with_invocation
 def heartbeat_command(
+    inv: Invocation,
+    session_ids: tuple[str, ...],
+    statuses: tuple[str, ...],
+    external_session_id: str | None,
+    waiting: str | None,
+    every: float | None,
+    all_matching: bool,
+    **options: Any,
+) -> int | None:
+    if all_matching or len(session_ids) > 1:
+        singles = {
+            "--every": every,
+            "--external-session-id": external_session_id,
+            "--waiting": waiting,
+        }
+        return _operator_heartbeats(inv, session_ids, statuses, all_matching, singles, **options)
+    _refuse_bulk_only_options(options)
+    if not session_ids:
+        raise click.UsageError("Give --session S (or several, or --all-matching with filters).")
+    if len(statuses) > 1:
+        raise click.UsageError(
+            "One session's heartbeat takes one --status (more select sessions, with "
+            "--all-matching)."
+        )
+    status = statuses[0] if statuses else None
+    session_id = _session_id(session_ids[0])
+    _agent_heartbeat(inv, session_id, status, external_session_id, waiting, every)
+    return None
+
+
+def _operator_heartbeats(
+    inv: Invocation,
+    session_ids: tuple[str, ...],
+    statuses: tuple[str, ...],
+    all_matching: bool,
+    singles: Mapping[str, Any],
+    *,
+    dry_run: bool,
+    **options: Any,
+) -> int:
+    """The operator's heartbeat of several sessions (``singles``: the options of one
+    session's own heartbeat, refused here)."""
+    given = [flag for flag, value in singles.items() if value is not None]
+    if given:
+        raise click.UsageError(
+            f"{_flags(given, 'applies', 'apply')} to one session's own heartbeat, not to the "
+            "operator's heartbeat of several."
+        )
+    if statuses and not all_matching:
+        raise click.UsageError(
+            "--status sets one session's new status; to select sessions by status, use "
+            "--all-matching --status ST."
+        )
+    filters = {name: options.pop(name, None) for name in _FILTER_NAMES}
+    # Here --status selects by status (with --all-matching), and --waiting is one session's
+    # own reason to wait, not the list's filter.
+    filters.update(statuses=statuses, waiting=False)
+    selection = _bulk_selection(inv, session_ids, all_matching, dry_run, filters)
+    assert selection is not None  # several sessions, or a selection
+    return _run_bulk(inv, "heartbeat", selection, dry_run=dry_run, **options)
+
+
+def _refuse_bulk_only_options(options: Mapping[str, Any]) -> None:
+    """One session's own heartbeat takes neither a selection nor the operator's options."""
+    _refuse_filters_without_all_matching(options)
+    operator_only = [
+        flag
+        for name, flag in (
+            ("dry_run", "--dry-run"),
+            ("idempotency_key", "--idempotency-key"),
+            ("operator", "--operator"),
+        )
+        if _given(options.get(name))
+    ]
+    if operator_only:
+        raise click.UsageError(
+            f"{_flags(operator_only, 'applies', 'apply')} to the operator's heartbeat of "
+            "several sessions (--session more than once, or --all-matching)."
+        )
+
+
+def _agent_heartbeat(
     inv: Invocation,
     session_id: str,
     status: str | None,
@@ -519,7 +717,6 @@ def heartbeat_command(
 ) -> None:
     from store.sessions import heartbeat
 
-    session_id = _session_id(session_id)
     table = None if inv.json_mode else output.Table(("id", "status", "last seen"))
 
     def beat(store: Store) -> None:
@@ -669,10 +866,30 @@ for _name in (*PAGED_PROJECTIONS, *UNPAGED_PROJECTIONS):
 
 
 def _lifecycle_command(action: str, summary: str, *, impact: bool = False) -> None:
-    def command(inv: Invocation, session_id: str, **options: Any) -> None:
-        _run_lifecycle(inv, action, _session_id(session_id), **options)
+    def command(
+        inv: Invocation,
+        session_ids: tuple[str, ...],
+        all_matching: bool,
+        dry_run: bool,
+        expected_version: int | None,
+        **options: Any,
+    ) -> int | None:
+        filters = {name: options.pop(name) for name in _FILTER_NAMES}
+        selection = _bulk_selection(inv, session_ids, all_matching, dry_run, filters)
+        if selection is None:
+            session_id = _session_id(session_ids[0])
+            _run_lifecycle(inv, action, session_id, expected_version=expected_version, **options)
+            return None
+        if expected_version is not None:
+            raise click.UsageError(
+                "--expected-version applies to one session; with several, each is judged as it "
+                "is when the action reaches it."
+            )
+        return _run_bulk(inv, action, selection, dry_run=dry_run, **options)
 
     decorated = with_invocation(command)
+    decorated = _filter_options()(decorated)
+    decorated = _dry_run_option(_all_matching_option(decorated))
     if impact:
         decorated = click.option(
             "--impact-details",
@@ -683,13 +900,11 @@ def _lifecycle_command(action: str, summary: str, *, impact: bool = False) -> No
         "--expected-version",
         type=click.IntRange(min=0),
         metavar="N",
-        help="Refuse if the session's version is no longer N.",
+        help="Refuse if the session's version is no longer N (one session only).",
     )(decorated)
     decorated = _operator_option(decorated)
-    decorated = click.option(
-        "--idempotency-key", metavar="K", help="The same key never applies twice."
-    )(decorated)
-    sessions_group.command(action, help=summary)(_session_option(decorated))
+    decorated = _run_key_option(decorated)
+    sessions_group.command(action, help=f"{summary}\n\n{BULK_HELP}")(_sessions_option(decorated))
 
 
 _lifecycle_command("pause", "Pause a session (from an active state other than paused).")
@@ -702,6 +917,130 @@ _lifecycle_command(
     "Terminate a session (needs --idempotency-key; releases no claim, cancels no task).",
     impact=True,
 )
+
+
+def _bulk_selection(
+    inv: Invocation,
+    session_ids: tuple[str, ...],
+    all_matching: bool,
+    dry_run: bool,
+    filters: Mapping[str, Any],
+) -> Selection | None:
+    """The sessions a lifecycle command acts on, as a bulk selection; None for exactly one
+    --session (and no --dry-run), which the command handles as it always has."""
+    if session_ids and all_matching:
+        raise click.UsageError(
+            "Give sessions with --session or select them with --all-matching, not both."
+        )
+    if not all_matching:
+        _refuse_filters_without_all_matching(filters)
+    if not all_matching and not session_ids:
+        raise click.UsageError(
+            "Give --session S (repeat it for several sessions), or --all-matching with filters."
+        )
+    ids = [_session_id(session_id) for session_id in session_ids]
+    if len(ids) == 1 and not dry_run:
+        return None
+    from store.bulk import Selection
+
+    if all_matching:
+        return Selection.matching(_session_filter(_stale_cutoff(inv), **filters))
+    return Selection.of_ids(ids)
+
+
+def _flags(flags: Sequence[str], one: str, many: str) -> str:
+    """``--a, --b apply`` / ``--a applies``: flags named in a refusal, with their verb."""
+    return f"{', '.join(flags)} {one if len(flags) == 1 else many}"
+
+
+def _refuse_filters_without_all_matching(options: Mapping[str, Any]) -> None:
+    given = [flag for name, flag, _option in _FILTERS if _given(options.get(name))]
+    if given:
+        raise click.UsageError(
+            f"{_flags(given, 'selects', 'select')} sessions only with --all-matching, so a typo "
+            "never acts on a fleet: add --all-matching to act on every session that matches."
+        )
+
+
+def _run_bulk(
+    inv: Invocation,
+    action: str,
+    selection: Selection,
+    *,
+    dry_run: bool,
+    operator: str | None,
+    idempotency_key: str | None,
+    impact_details: str | None = None,
+) -> int:
+    """The action on every selected session (store.bulk), or with ``dry_run`` what it would
+    do. Exit 1 when any session failed (or would)."""
+    from store.bulk import plan_bulk, run_bulk
+
+    key = (idempotency_key or "").strip() or None
+    table = None if inv.json_mode else output.Table(BULK_COLUMNS)
+    with inv.store() as store:
+        if dry_run:
+            plan = plan_bulk(
+                store=store,
+                action=action,
+                selection=selection,
+                impact_details=impact_details,
+                run_key=key,
+                clock=inv.clock,
+                keep=None,
+            )
+            _print_bulk(inv, table, plan.tally, plan.to_json(), note="dry run: nothing written")
+            return EXIT_REFUSED if plan.tally.failed else 0
+        outcome = run_bulk(
+            store=store,
+            action=action,
+            selection=selection,
+            actor=inv.operator(operator),
+            run_key=key,
+            impact_details=impact_details,
+            clock=inv.clock,
+            # Text is written as each transaction commits, and not kept; JSON is one object.
+            on_items=None if table is None else lambda items: table.write(map(_bulk_row, items)),
+            keep=0 if table is not None else None,
+        )
+    note = f"idempotency key {key}" if key is not None else "no idempotency key"
+    _print_bulk(inv, table, outcome.tally, outcome.to_json(), note=note, written=True)
+    if outcome.error is not None:
+        output.write_error(
+            code=outcome.error.code,
+            message=f"The run stopped: {outcome.error.message}",
+            json_mode=inv.json_mode,
+        )
+    return EXIT_REFUSED if outcome.tally.failed or not outcome.complete else 0
+
+
+BULK_COLUMNS = ("session", "outcome", "code", "message")
+
+
+def _bulk_row(item: BulkItem) -> tuple[str, str, str | None, str]:
+    return (item.session_id, item.outcome, item.code, item.message)
+
+
+def _print_bulk(
+    inv: Invocation,
+    table: output.Table | None,
+    tally: Tally,
+    body: dict[str, Any],
+    *,
+    note: str,
+    written: bool = False,
+) -> None:
+    """A bulk report: JSON, or a line per session (unless ``written`` as they came) and the
+    totals."""
+    if table is None:
+        output.emit_json(body)
+        return
+    if not written:
+        table.write(map(_bulk_row, tally.items))
+    table.finish("No sessions.")
+    click.echo(
+        f"{tally.done} done, {tally.skipped} skipped, {tally.failed} failed ({output.cell(note)})."
+    )
 
 
 def _run_lifecycle(
