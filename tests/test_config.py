@@ -126,7 +126,17 @@ def test_a_missing_config_gives_the_documented_defaults(tmp_path: Path) -> None:
     assert settings == Settings()
     assert (settings.refresh_seconds, settings.stale_after_seconds) == (2.0, 300.0)
     assert (settings.database, settings.operator, settings.theme) == (None, None, None)
+    assert settings.sort == "attention"  # the console opens with what needs a human first
     assert dict(settings.adapters) == {}
+
+
+def test_the_consoles_first_order_is_one_the_list_knows(tmp_path: Path) -> None:
+    user_config(tmp_path, 'sort = "last_seen"\n')
+    assert load_settings().sort == "last_seen"
+    path = user_config(tmp_path, 'sort = "newest"\n')
+    with pytest.raises(ConfigError) as raised:
+        load_settings()
+    assert str(path) in raised.value.message and "attention, started" in raised.value.message
 
 
 def test_blank_strings_in_config_toml_count_as_unset(tmp_path: Path) -> None:
