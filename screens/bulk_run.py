@@ -6,7 +6,7 @@ marks they act on the selected session as always):
 1. a preview dialog (screens.bulk_dialog) reads what the action would do and asks first;
 2. confirmed, the run goes on in a thread worker (``store.bulk.run_bulk``, batched
    transactions, each session under its own key derived from the run's), while the list stays
-   usable: a panel above the footer says what runs, with a progress bar from
+   usable: a panel above the list says what runs, with a progress bar from
    ``PROGRESS_FROM`` sessions; ``escape`` cancels it between two sessions (what was committed
    stays, and is said);
 3. the outcome is said: n done, n skipped, n failed, with their reasons counted. Done sessions
@@ -86,7 +86,7 @@ def short_count(count: int | None) -> str:
 
 
 class BulkRunPanel(Horizontal):
-    """A run in progress, above the footer: what runs, how far (a bar from PROGRESS_FROM
+    """A run in progress, above the list: what runs, how far (a bar from PROGRESS_FROM
     sessions), and that escape cancels it."""
 
     class Progress(Message):
@@ -305,7 +305,8 @@ class BulkActions(ScreenBase):
 
     def bulk_start(self, request: BulkRequest) -> None:
         panel = BulkRunPanel(request.action, request.total)
-        self.mount(panel, after=self.query_one("#empty"))
+        # Above the list's column headers: toasts gather at the bottom right.
+        self.mount(panel, before=self.query_one("#columns"))
         run = self.bulk_run = BulkRun(request, panel)
         self.run_in_thread(
             partial(self._bulk_job, run),
