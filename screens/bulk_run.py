@@ -241,7 +241,9 @@ class BulkActions(ScreenBase):
         if not self.marks:
             return []
         count = self.marks.count()
-        marked = "the marked sessions" if count is None else f"the {_sessions(count)} marked"
+        marked = "the marked sessions"
+        if count is not None:
+            marked = f"the {count:,} marked session{'' if count == 1 else 's'}"
         return [
             (
                 f"{action.capitalize()} {marked}",

@@ -421,3 +421,38 @@ async def test_help_says_what_the_keys_do_with_marks(tmp_path: Path, db: Store) 
         shown = " ".join(screen_text(app).replace("│", " ").split())
         assert "with marks, act on every marked session" in shown
         assert "cancel a bulk run between batches" in shown
+
+
+async def test_the_palette_offers_the_actions_on_the_marked_sessions(
+    tmp_path: Path, db: Store
+) -> None:
+    seed_fleet(db)
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "space", "down", "space", "ctrl+p")
+        await pilot.press(*"Stop the 2")
+        await settle(pilot)
+        shown = screen_text(app)
+        assert "Stop the 2 marked sessions" in shown
+        assert "Stop s2" not in shown  # not the selected session's entry: the keys act on marks
+        await press(pilot, "enter")
+        assert isinstance(app.screen, BulkConfirmDialog)
+        assert "Stop applies to 2 of the 2 marked sessions:" in screen_text(app)
+        await press(pilot, "y")
+    assert [session_row(db, s)["status"] for s in ("s1", "s2")] == ["stopped", "stopped"]
+
+
+async def test_the_detail_screen_acts_on_its_own_session_whatever_is_marked(
+    tmp_path: Path, db: Store
+) -> None:
+    seed_fleet(db)
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "space", "down", "space", "enter", "p")
+        assert not isinstance(app.screen, BulkConfirmDialog)
+        assert "Paused s2 (active → paused)." in last_note(app)
+        await press(pilot, "escape")
+        assert list_screen(app).marks.selection() == Selection(ids=frozenset({"s1", "s2"}))
+    assert [session_row(db, s)["status"] for s in ("s1", "s2")] == ["active", "paused"]
