@@ -762,13 +762,13 @@ def fill_sessions(url: str, sessions: int) -> None:
 def bulk_pause(store: Store, sessions: int, run_key: str) -> None:
     """What the console's bulk pause does: every session (a filter, read a page at a time), a
     key for each derived from the run's, batched transactions (store.bulk.run_bulk)."""
-    from store.bulk import Selection, run_bulk
-    from store.listing import SessionFilter
+    from store.bulk import run_bulk
+    from store.listing import FilterSelection, Selection, SessionFilter
 
     outcome = run_bulk(
         store=store,
         action="pause",
-        selection=Selection.matching(SessionFilter()),
+        selection=Selection(by_filter=(FilterSelection(SessionFilter()),)),
         actor="bench",
         run_key=run_key,
         keep=0,

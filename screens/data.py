@@ -7,14 +7,17 @@ the operator, the clock, the adapters). Nothing here touches a widget.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from screens.context import ConsoleContext
 from store import service
+from store.bulk import PREVIEW_ITEMS, BulkItem, BulkOutcome, BulkPlan, plan_bulk, run_bulk
 from store.database import Store
 from store.errors import DatabaseUnavailable
 from store.lifecycle import ActionOutcome, TerminationImpact
+from store.listing import Selection
 from store.models import AgentSession
 from store.paging import Page
 from store.projections import PAGED
@@ -51,6 +54,56 @@ def perform_action(
         expected_version=session.version,
         clock=ctx.clock,
         **terminate,
+    )
+
+
+def plan_bulk_action(
+    ctx: ConsoleContext,
+    action: str,
+    selection: Selection,
+    *,
+    run_key: str,
+    impact_details: str | None = None,
+) -> BulkPlan:
+    """What ``action`` would do to each selected session now (the first few of each outcome
+    kept, every one counted), under the run's key: a session it already did is a replay."""
+    return plan_bulk(
+        store=require_store(ctx),
+        action=action,
+        selection=selection,
+        impact_details=impact_details,
+        run_key=run_key,
+        clock=ctx.clock,
+        keep=PREVIEW_ITEMS,
+    )
+
+
+def run_bulk_action(
+    ctx: ConsoleContext,
+    action: str,
+    selection: Selection,
+    *,
+    run_key: str,
+    impact_details: str | None,
+    progress: Callable[[int, int], None],
+    cancelled: Callable[[], bool],
+    on_items: Callable[[Sequence[BulkItem]], None],
+) -> BulkOutcome:
+    """``action`` on every selected session as the operator, each under its own key derived
+    from ``run_key``; the outcome keeps the first few items of each outcome, ``on_items`` gets
+    them all as each transaction commits."""
+    return run_bulk(
+        store=require_store(ctx),
+        action=action,
+        selection=selection,
+        actor=ctx.operator,
+        run_key=run_key,
+        impact_details=impact_details,
+        clock=ctx.clock,
+        progress=progress,
+        cancelled=cancelled,
+        on_items=on_items,
+        keep=PREVIEW_ITEMS,
     )
 
 

@@ -8,6 +8,10 @@ to the selected session are shown dimmed (``check_action`` returns None), so the
 places from row to row. In a narrow terminal the words are shorter and the command palette's key
 is left out (help lists it). Keys that still do not fit are left out too, the screen's last ones
 first, never the app's: quit and help always fit at 80 columns. A click on a key presses it.
+
+A screen may word its keys for the moment with ``footer_label(action, description)``: the words
+to show, or None to leave the key out of the footer (the session list says "Pause ●12" while
+sessions are marked).
 """
 
 from __future__ import annotations
@@ -90,15 +94,20 @@ class ConsoleFooter(Widget):
         """The keys shown, in the order the bindings were declared, one per action."""
         found: dict[str, FooterKey] = {}
         palette = self.app.COMMAND_PALETTE_BINDING
+        label = getattr(self.screen, "footer_label", None)
         for key, active in self.screen.active_bindings.items():
             binding = active.binding
             if not binding.show or binding.action in found:
                 continue
             if key == palette:
                 continue  # drawn on its own, at the right (not at all when narrow)
-            description = binding.description
+            description: str | None = binding.description
             if self.narrow:
-                description = NARROW_WORDS.get(description, description)
+                description = NARROW_WORDS.get(binding.description, binding.description)
+            if label is not None and active.node is self.screen:
+                description = label(binding.action, description)
+            if description is None:
+                continue
             found[binding.action] = self._footer_key(key, active, description)
         return list(found.values())
 

@@ -30,7 +30,13 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("space", "mark or unmark the selected session (● in the first column)"),
             ("*", "mark every session matching the filters in force, on screen or not"),
             ("u", "clear every mark (the header counts the marked sessions)"),
-            ("escape", "clear and close the text filter"),
+            (
+                "h p s r t",
+                "with marks, act on every marked session (footer: Pause ●12): a preview says "
+                "how many, which it skips and why; y runs it, the list stays usable. Done ones "
+                "are unmarked; skipped and failed ones stay marked",
+            ),
+            ("escape", "clear and close the text filter; else cancel a bulk run between batches"),
         ),
     ),
     (
@@ -77,8 +83,8 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     (
         "Dialogs",
         (
-            ("y / n", "answer a confirmation (escape also cancels; q does not quit here)"),
-            ("ctrl+s", "terminate with the impact text you typed"),
+            ("y / n", "answer a confirmation or a preview (escape also cancels; q does not quit)"),
+            ("ctrl+s", "terminate with the impact text you typed (one session or the marked)"),
             ("escape", "cancel the terminate dialog"),
         ),
     ),

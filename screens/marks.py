@@ -15,11 +15,13 @@ For the bulk actions: ``SessionListScreen.marks`` is this model, and ``marks.sel
 ``store.listing.Selection`` to act on: ``ids`` marked one by one, and ``by_filter``, each a
 ``FilterSelection`` (``filters``, and the ``excluded`` ids unmarked since). In SQL it is
 ``store.sessions.selection_condition(selection)``; ``store.sessions.count_selected`` counts it;
-``store.matching.selection_admits`` decides it for a session in hand.
+``store.matching.selection_admits`` decides it for a session in hand. After a bulk action,
+``unmark_ids`` unmarks the sessions it did, known by id alone.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 from store.listing import FilterSelection, Selection, SessionFilter
@@ -123,6 +125,19 @@ class Marks:
             if self.admits(chosen.filters, session) is not False
             else chosen
             for chosen in self.by_filter
+        ]
+        self._changed()
+
+    def unmark_ids(self, session_ids: Iterable[str]) -> None:
+        """Unmark sessions known by id alone (those a bulk action did): out of the ids, and
+        excluded from every filter mark, which may cover them now or later (an exclusion of a
+        session a filter does not cover changes nothing else)."""
+        gone = frozenset(session_ids)
+        if not gone:
+            return
+        self.ids -= gone
+        self.by_filter = [
+            replace(chosen, excluded=chosen.excluded | gone) for chosen in self.by_filter
         ]
         self._changed()
 

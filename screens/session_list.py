@@ -10,7 +10,8 @@ Marks: ``space`` marks or unmarks the selected session (the cursor stays, as in 
 lazygit: the mark appears where the eye is, and a second ``space`` undoes it); ``*`` marks every
 session matching the filters in force, held as the filter; ``u`` clears every mark. The header
 counts them. ``SessionListScreen.marks`` is the marks model and ``marks.selection()`` what is
-marked, for an action on many sessions (see screens.marks).
+marked. With marks, ``h p s r t`` act on every marked session (screens.bulk_run: a preview,
+then a run the list stays usable under; escape cancels it).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from textual.timer import Timer
 from textual.widgets import Header, Static
 
 from screens.banner import StoreBanner
+from screens.bulk_run import BulkActions
 from screens.context import ConsoleContext
 from screens.failures import Failure
 from screens.filter_bar import FilterBar, update_text
@@ -56,7 +58,7 @@ if TYPE_CHECKING:
     from store.first_window import FirstWindow
 
 
-class SessionListScreen(SessionActionScreen):
+class SessionListScreen(BulkActions, SessionActionScreen):
     AUTO_FOCUS = "#sessions"
     BINDINGS = [
         Binding("slash", "filter_text", "Filter"),
@@ -437,7 +439,7 @@ class SessionListScreen(SessionActionScreen):
     def screen_commands(self) -> list[ScreenCommand]:
         """The marks' entries in the command palette (their help text is fixed: it is read as
         markup)."""
-        found: list[ScreenCommand] = []
+        found: list[ScreenCommand] = self.bulk_commands()
         session = self.selected_session()
         if session is not None:
             verb = "Unmark" if self.marks.is_marked(session) else "Mark"
@@ -500,6 +502,7 @@ class SessionListScreen(SessionActionScreen):
     def _marks_counted(self, revision: int, total: int) -> None:
         if self.marks.counted_as(revision, total):
             self._show_counts()
+            self.refresh_bindings()  # the footer's keys say how many they act on
 
     def _recount_marks(self) -> None:
         """The store changed: the filter marks are counted again, at most every few seconds
@@ -549,6 +552,8 @@ class SessionListScreen(SessionActionScreen):
     def action_close_filter(self) -> None:
         if self.filters.close_text():
             self.grid.focus()
+        else:
+            self.bulk_cancel()
 
     @on(FilterBar.Done)
     def _filter_done(self) -> None:

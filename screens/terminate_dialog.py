@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 
 from rich.text import Text
@@ -26,13 +27,27 @@ WHAT_IT_DOES = (
 )
 # NOT_DONE_BY_TERMINATE opens by restating what terminating records; WHAT_IT_DOES says that.
 WHAT_IT_DOES_NOT = NOT_DONE_BY_TERMINATE.split(". ", 1)[-1]
-BLANK_REFUSAL = (
-    "The agent holds active claims: describe the impact of terminating before you confirm "
-    "(who picks up the claimed work, what is left half done)."
-)
 
 
-def _claim_line(claim: ActiveClaim) -> Text:
+def blank_refusal(holders: str) -> str:
+    """Why a blank impact text is refused, ``holders`` being who holds the claims."""
+    return (
+        f"{holders} active claims: describe the impact of terminating before you confirm "
+        "(who picks up the claimed work, what is left half done)."
+    )
+
+
+BLANK_REFUSAL = blank_refusal("The agent holds")
+
+
+def impact_area(ctx: ConsoleContext) -> TextArea:
+    """The impact text field (``#impact``): focused when its dialog opens, ctrl+s submits."""
+    area = TextArea(id="impact", soft_wrap=True, show_line_numbers=False)
+    area.cursor_blink = ctx.cursor_blink
+    return area
+
+
+def claim_line(claim: ActiveClaim) -> Text:
     line = Text("  • ")
     line.append(one_line(claim.resource_id, 50), style="bold")
     line.append(f"  task {one_line(claim.task_id, 30)} · {one_line(claim.claim_type, 20)}")
@@ -41,22 +56,26 @@ def _claim_line(claim: ActiveClaim) -> Text:
 
 
 def claims_text(impact: TerminationImpact) -> Text:
+    if not impact.claims:
+        return Text("The agent holds no active claims.", style="green")
+    return agent_claims_text(impact.session.agent_id, impact.claims)
+
+
+def agent_claims_text(agent_id: str, claims: Sequence[ActiveClaim]) -> Text:
     """Live claims first; expired ones apart (they still count: nobody has released them)."""
     text = Text()
-    live, expired = impact.live_claims, impact.expired_claims
-    if not impact.claims:
-        text.append("The agent holds no active claims.", style="green")
-        return text
-    text.append(f"Claims held by {one_line(impact.session.agent_id, 40)}: ", style="bold")
+    live = [claim for claim in claims if not claim.expired]
+    expired = [claim for claim in claims if claim.expired]
+    text.append(f"Claims held by {one_line(agent_id, 40)}: ", style="bold")
     text.append(f"{len(live)} live, {len(expired)} expired but not released")
     for claim in live:
         text.append("\n")
-        text.append_text(_claim_line(claim))
+        text.append_text(claim_line(claim))
     if expired:
         text.append("\nExpired, still held until someone releases them:", style="yellow")
         for claim in expired:
             text.append("\n")
-            text.append_text(_claim_line(claim))
+            text.append_text(claim_line(claim))
     return text
 
 
@@ -92,9 +111,7 @@ class TerminateDialog(ActionDialog):
                 yield Static(explained, classes="dialog-body")
             yield Label(Text("Impact details"), id="impact-label")
             yield Static("", id="dialog-error", classes="dialog-error")
-            area = TextArea(id="impact", soft_wrap=True, show_line_numbers=False)
-            area.cursor_blink = self.ctx.cursor_blink
-            yield area
+            yield impact_area(self.ctx)
             yield Static(Text("ctrl+s terminate · escape cancel"), classes="dialog-hint")
 
     def on_resize(self) -> None:

@@ -1,5 +1,13 @@
 """One lifecycle action on many sessions: what it would do (``plan_bulk``) and doing it
-(``run_bulk``), for the CLI's repeated ``--session`` / ``--all-matching`` and the console.
+(``run_bulk``), for the CLI's repeated ``--session`` / ``--all-matching`` and the console's
+marks.
+
+What they act on is a ``store.listing.Selection``: ids chosen one by one, and filters (less the
+ids each excludes), as the console's marks hold them (``screens.marks``) and as the CLI builds
+them. Its sessions are read a keyset page at a time, by id (``store.sessions.
+selection_condition``), never all at once; a selection of ids alone may be given an ``order``
+(the CLI's ``--session`` order). An id chosen by itself that no session has is a session too:
+it fails, ``session_not_found``.
 
 Nothing here decides whether an action may apply to a session. ``plan_bulk`` asks the status
 rule (``store.rules``) and, to terminate, the agents' claims (``store.claims``), as the
@@ -16,7 +24,10 @@ Each session ends up with one item ``{session_id, outcome, code, message}``:
 - ``failed``: any other refusal, with the lifecycle's code and sentence (``session_not_found``,
   ``termination_impact_required``, ``agent_unavailable``, ``idempotency_key_reuse``, …).
 
-Messages are redacted like any text shown from the store.
+Messages are redacted like any text shown from the store. ``BulkItem.reason`` says why in words
+shared by every session it applies to ("already paused", "no session has that id"), and a
+``Tally`` counts the skipped and failed by reason, so a preview or an outcome can say "12
+skipped: already paused".
 """
 
 from __future__ import annotations
@@ -24,12 +35,12 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Row, select
 
 from store import errors
 from store.claims import ActiveClaim, active_claims
@@ -43,11 +54,17 @@ from store.lifecycle import (
     key_required,
     result_status,
 )
-from store.listing import SessionFilter
+from store.listing import Selection
 from store.models import AgentSession, IdempotencyKey
 from store.redaction import redact_text
 from store.rules import ALLOWED_FROM, is_allowed
-from store.sessions import SESSIONS, as_session, count_sessions, get_session, list_sessions
+from store.sessions import (
+    SESSIONS,
+    as_session,
+    count_selected,
+    get_session,
+    selection_condition,
+)
 from store.validation import MAX_LIMIT
 
 _KEYS = IdempotencyKey.__table__  # type: ignore[attr-defined]
@@ -62,28 +79,12 @@ BATCH_SESSIONS = MAX_LIMIT
 BATCH_SECONDS = 0.25
 # Claims named in one message; the rest are counted.
 _CLAIMS_NAMED = 5
-
-
-@dataclass(frozen=True)
-class Selection:
-    """The sessions a bulk action is for: the given ids (in their order, each once), or every
-    session matching ``filters``, read a keyset page at a time."""
-
-    session_ids: tuple[str, ...] = ()
-    filters: SessionFilter | None = None
-
-    def __post_init__(self) -> None:
-        if self.session_ids and self.filters is not None:
-            raise ValueError("a selection is either session ids or a filter, not both")
-        object.__setattr__(self, "session_ids", tuple(dict.fromkeys(self.session_ids)))
-
-    @classmethod
-    def of_ids(cls, session_ids: Iterable[str]) -> Selection:
-        return cls(session_ids=tuple(session_ids))
-
-    @classmethod
-    def matching(cls, filters: SessionFilter) -> Selection:
-        return cls(filters=filters)
+# Why a session failed, by the refusal's code, in the words its error class gives itself.
+FAILURE_REASONS: dict[str, str] = {
+    kind.code: (kind.__doc__ or kind.code).rstrip(".")
+    for kind in errors.StoreError.__subclasses__()
+}
+REPLAY_REASON = "already done under this run's key (replayed, not applied again)"
 
 
 @dataclass(frozen=True)
@@ -101,20 +102,42 @@ class BulkItem:
             "message": self.message,
         }
 
+    @property
+    def reason(self) -> str | None:
+        """Why, in words that do not name the session (None: done, nothing to say): a skip's
+        rule ("already paused"), a failure's kind ("No session has that id"), a replay."""
+        if self.outcome == "skipped":
+            return self.message
+        if self.outcome == "failed":
+            return FAILURE_REASONS.get(self.code or "", self.message)
+        return REPLAY_REASON if self.code == REPLAYED else None
+
 
 @dataclass
 class Tally:
-    """Counts by outcome, and the items: all of them, or with ``keep`` the first ``keep`` of each
-    outcome (in the order they came), so a preview of a million sessions stays small."""
+    """Counts by outcome and by reason, and the items: all of them, or with ``keep`` the first
+    ``keep`` of each outcome (in the order they came), so a preview of a million sessions stays
+    small."""
 
     keep: int | None = None
     items: list[BulkItem] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
+    # (outcome, reason): how many, for every item with a reason (BulkItem.reason).
+    reasons: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def add(self, item: BulkItem) -> None:
         self.counts[item.outcome] += 1
         if self.keep is None or self.counts[item.outcome] <= self.keep:
             self.items.append(item)
+        reason = item.reason
+        if reason is not None:
+            key = (item.outcome, reason)
+            self.reasons[key] = self.reasons.get(key, 0) + 1
+
+    def by_reason(self, outcome: str) -> list[tuple[str, int]]:
+        """The reasons of ``outcome``'s items with their counts, the most frequent first."""
+        found = [(reason, n) for (kind, reason), n in self.reasons.items() if kind == outcome]
+        return sorted(found, key=lambda pair: (-pair[1], pair[0]))
 
     @property
     def done(self) -> int:
@@ -224,6 +247,7 @@ def plan_bulk(
     store: Store,
     action: str,
     selection: Selection,
+    order: Sequence[str] | None = None,
     impact_details: str | None = None,
     run_key: str | None = None,
     clock: Clock = system_clock,
@@ -234,9 +258,11 @@ def plan_bulk(
     and no ``impact_details``; with ``run_key``, a session already done under it is a replay,
     and its key used otherwise a reuse). Resume's agent and branch checks are made only when it
     runs. ``keep``: the items kept of each outcome (None: all); the counts cover every session.
+    ``order``: see ``selected_pages``.
     """
     if action not in ACTIONS:
         raise ValueError(f"unknown action {action!r}")
+    order = _checked_order(selection, order)
     details = (impact_details or "").strip()
     key = (run_key or "").strip() or None
     tally = Tally(keep)
@@ -248,9 +274,10 @@ def plan_bulk(
                 claims[agent_id] = tuple(active_claims(db=db, agent_id=agent_id, now=clock()))
             return claims[agent_id]
 
-        for chunk in _planned_chunks(db, selection):
-            used = _used_keys(db, key, [session_id for session_id, _ in chunk])
-            for session_id, session in chunk:
+        for page in selected_pages(lambda: nullcontext(db), selection, order, rows=True):
+            used = _used_keys(db, key, [session_id for session_id, _ in page])
+            for session_id, row in page:
+                session = None if row is None else as_session(row._mapping)
                 tally.add(
                     _judge(action, session_id, session, used.get(session_id), details, claims_of)
                 )
@@ -258,24 +285,66 @@ def plan_bulk(
     return BulkPlan(action=action, tally=tally, claims=held)
 
 
-def _planned_chunks(
-    db: Connection, selection: Selection
-) -> Iterator[list[tuple[str, AgentSession | None]]]:
-    """The selection a page at a time, each id with its row (None: no such session)."""
-    if selection.filters is not None:
-        cursor = None
-        while True:
-            page = list_sessions(db=db, filters=selection.filters, limit=MAX_LIMIT, cursor=cursor)
-            yield [(session.id, session) for session in page.items]
-            if page.next_cursor is None:
-                return
-            cursor = page.next_cursor
-    ids = selection.session_ids
-    for start in range(0, len(ids), MAX_LIMIT):
-        wanted = ids[start : start + MAX_LIMIT]
-        rows = db.execute(select(SESSIONS).where(SESSIONS.c.id.in_(wanted))).all()
-        found = {row.id: as_session(row._mapping) for row in rows}
-        yield [(session_id, found.get(session_id)) for session_id in wanted]
+# Reads one page of a selection: a connection, for as long as the page is read.
+OpenRead = Callable[[], AbstractContextManager[Connection]]
+
+
+def selected_pages(
+    read: OpenRead,
+    selection: Selection,
+    order: Sequence[str] | None = None,
+    *,
+    rows: bool = False,
+    size: int = MAX_LIMIT,
+) -> Iterator[list[tuple[str, Row[Any] | None]]]:
+    """The sessions ``selection`` holds, ``size`` at a time, each read through a connection of
+    its own from ``read`` (the run reads each page in a short transaction between its writes;
+    the plan reads them all in one). Each id comes with its row (``rows``: every column, else
+    the id alone), or None for an id chosen by itself that no session has.
+
+    A selection of ids alone goes in ``order`` (every id once), else by id. A selection with
+    filters goes by id, in keyset pages over ``selection_condition``: a session that starts or
+    stops matching while the pages are read is reached or not, each at most once; its ids
+    chosen by themselves that no session has come last."""
+    columns = tuple(SESSIONS.c) if rows else (SESSIONS.c.id,)
+    if not selection.by_filter:
+        ids = tuple(order) if order is not None else tuple(sorted(selection.ids))
+        for start in range(0, len(ids), size):
+            wanted = ids[start : start + size]
+            with read() as db:
+                found = {
+                    row.id: row
+                    for row in db.execute(select(*columns).where(SESSIONS.c.id.in_(wanted)))
+                }
+            yield [(session_id, found.get(session_id)) for session_id in wanted]
+        return
+    condition, after = selection_condition(selection), None
+    seen: set[str] = set()
+    while True:
+        statement = select(*columns).where(condition)
+        if after is not None:
+            statement = statement.where(SESSIONS.c.id > after)
+        with read() as db:
+            page = db.execute(statement.order_by(SESSIONS.c.id).limit(size)).all()
+        seen.update(row.id for row in page if row.id in selection.ids)
+        if page:
+            yield [(row.id, row) for row in page]
+        if len(page) < size:
+            break
+        after = page[-1].id
+    absent = sorted(selection.ids - seen)
+    for start in range(0, len(absent), size):
+        yield [(session_id, None) for session_id in absent[start : start + size]]
+
+
+def _checked_order(selection: Selection, order: Sequence[str] | None) -> tuple[str, ...] | None:
+    """``order`` each id once; it must name exactly the ids of a selection of ids alone."""
+    if order is None:
+        return None
+    ordered = tuple(dict.fromkeys(order))
+    if selection.by_filter or set(ordered) != selection.ids:
+        raise ValueError("an order names exactly the ids of a selection of ids alone")
+    return ordered
 
 
 def _used_keys(
@@ -350,6 +419,7 @@ def run_bulk(
     action: str,
     selection: Selection,
     actor: str,
+    order: Sequence[str] | None = None,
     run_key: str | None = None,
     impact_details: str | None = None,
     clock: Clock = system_clock,
@@ -371,7 +441,7 @@ def run_bulk(
     an agent merely heartbeated since is still acted on; a compare-and-swap that loses a race
     with another writer is retried once, then failed (``session_transition_conflict``). A filter
     is read a keyset page at a time as the run goes, so a session that starts or stops matching
-    while it runs may be reached or not.
+    while it runs may be reached or not (``selected_pages``, which ``order`` is for).
 
     Transactions: a session's change, its history and its key commit together or not at all,
     and one session's refusal never undoes another's: each session runs in a SAVEPOINT of its
@@ -388,6 +458,7 @@ def run_bulk(
     """
     if action not in ACTIONS:
         raise ValueError(f"unknown action {action!r}")
+    order = _checked_order(selection, order)
     perform = ACTIONS[action]
     key = (run_key or "").strip() or None
     if key is None and key_required(action):
@@ -406,7 +477,7 @@ def run_bulk(
         own_key = session_key(key, session_id) if key is not None else None
         return _apply_one(db, perform, action, session_id, actor, own_key, clock, extra, savepoint)
 
-    chunks = _run_chunks(store, selection)
+    chunks = _run_chunks(store, selection, order)
     while True:
         try:
             chunk = next(chunks, None)
@@ -430,30 +501,32 @@ def run_bulk(
 
 
 def _count(store: Store, selection: Selection) -> int:
-    if selection.filters is None:
-        return len(selection.session_ids)
+    """How many sessions the run is for: each id chosen by itself (a session or not), and each
+    session a filter lets through."""
+    if not selection.by_filter:
+        return len(selection.ids)
     with store.read() as db:
-        return count_sessions(db=db, filters=selection.filters)
+        found = count_selected(db=db, selection=selection)
+        ids = sorted(selection.ids)
+        for start in range(0, len(ids), MAX_LIMIT):
+            chunk = ids[start : start + MAX_LIMIT]
+            known = db.execute(select(SESSIONS.c.id).where(SESSIONS.c.id.in_(chunk))).all()
+            found += len(chunk) - len(known)
+    return found
 
 
-def _run_chunks(store: Store, selection: Selection) -> Iterator[list[str]]:
-    """The selected ids a page at a time; a filter's pages are read each in its own short read
-    transaction, between the run's write transactions."""
-    if selection.filters is None:
-        ids = selection.session_ids
+def _run_chunks(
+    store: Store, selection: Selection, order: tuple[str, ...] | None
+) -> Iterator[list[str]]:
+    """The selected ids a page at a time. Ids alone need no read; a filter's pages are read
+    each in its own short read transaction, between the run's write transactions."""
+    if not selection.by_filter:
+        ids = order if order is not None else tuple(sorted(selection.ids))
         for start in range(0, len(ids), BATCH_SESSIONS):
             yield list(ids[start : start + BATCH_SESSIONS])
         return
-    cursor = None
-    while True:
-        with store.read() as db:
-            page = list_sessions(
-                db=db, filters=selection.filters, limit=BATCH_SESSIONS, cursor=cursor
-            )
-        yield [session.id for session in page.items]
-        if page.next_cursor is None:
-            return
-        cursor = page.next_cursor
+    for page in selected_pages(store.read, selection, size=BATCH_SESSIONS):
+        yield [session_id for session_id, _row in page]
 
 
 class _TransactionLost(Exception):

@@ -14,7 +14,6 @@ from sqlalchemy import insert, select, text
 from store import bulk, lifecycle, sessions
 from store.bulk import (
     BulkItem,
-    Selection,
     plan_bulk,
     run_bulk,
     session_key,
@@ -23,7 +22,7 @@ from store.bulk import (
 from store.clock import format_ts
 from store.database import Store
 from store.errors import IdempotencyKeyRequired
-from store.listing import SessionFilter
+from store.listing import FilterSelection, Selection, SessionFilter
 from store.models import Agent, Claim, IdempotencyKey
 from tests.conftest import FakeClock
 from tests.helpers import UnavailableAtCommit, history, session_row
@@ -92,10 +91,18 @@ def outcomes(items: list[BulkItem]) -> list[tuple[str, str, str | None]]:
     return [(item.session_id, item.outcome, item.code) for item in items]
 
 
-def run(store: Store, clock: FakeClock, action: str, selection: Selection, **extra: Any) -> Any:
-    return run_bulk(
-        store=store, action=action, selection=selection, actor=ACTOR, clock=clock, **extra
-    )
+def chosen(session_ids: list[str]) -> dict[str, Any]:
+    """Sessions chosen by id, acted on in the order given (as the CLI's --session)."""
+    return {"selection": Selection(ids=frozenset(session_ids)), "order": session_ids}
+
+
+def matching(filters: SessionFilter) -> dict[str, Any]:
+    """Every session a filter lets through (as the CLI's --all-matching)."""
+    return {"selection": Selection(by_filter=(FilterSelection(filters),))}
+
+
+def run(store: Store, clock: FakeClock, action: str, target: dict[str, Any], **extra: Any) -> Any:
+    return run_bulk(store=store, action=action, actor=ACTOR, clock=clock, **target, **extra)
 
 
 def events_of(store: Store, event_type: str) -> list[dict[str, Any]]:
@@ -117,11 +124,87 @@ def stored_keys(store: Store) -> dict[str, tuple[str, str]]:
 # ------------------------------------------------------------------------------------ selection
 
 
-def test_a_selection_is_ids_each_once_in_order_or_a_filter_never_both() -> None:
-    assert Selection.of_ids(["b", "a", "b", "c", "a"]).session_ids == ("b", "a", "c")
-    assert Selection.matching(SessionFilter(agent_id="x")).filters == SessionFilter(agent_id="x")
+def pages_of(store: Store, selection: Selection, **options: Any) -> list[list[tuple[str, bool]]]:
+    """``bulk.selected_pages`` as (id, whether a session has it), a page at a time."""
+    return [
+        [(session_id, row is not None) for session_id, row in page]
+        for page in bulk.selected_pages(store.read, selection, **options)
+    ]
+
+
+def test_ids_chosen_alone_go_in_their_order_each_once_else_by_id(
+    store: Store, clock: FakeClock
+) -> None:
+    seed(store, clock, "a", "b", "c")
+    alone = Selection(ids=frozenset({"c", "nope", "a"}))
+    assert pages_of(store, alone) == [[("a", True), ("c", True), ("nope", False)]]
+    assert pages_of(store, alone, order=["nope", "c", "a"], size=2) == [
+        [("nope", False), ("c", True)],
+        [("a", True)],
+    ]
+    for wrong in (["a", "c"], ["a", "c", "nope", "b"]):
+        with pytest.raises(ValueError):
+            plan_bulk(store=store, action="pause", selection=alone, order=wrong)
+    by_filter = Selection(ids=frozenset({"a"}), by_filter=(FilterSelection(SessionFilter()),))
     with pytest.raises(ValueError):
-        Selection(session_ids=("a",), filters=SessionFilter())
+        run_bulk(store=store, action="pause", selection=by_filter, order=["a"], actor=ACTOR)
+    # Repeats in an order are acted on once (the CLI's --session s1 --session s1).
+    plan = plan_bulk(store=store, action="pause", **chosen(["c", "a", "c"]))
+    assert outcomes(plan.tally.items) == [("c", "done", None), ("a", "done", None)]
+
+
+def test_a_selection_with_filters_is_read_by_id_in_keyset_pages(
+    store: Store, clock: FakeClock
+) -> None:
+    """Ids and filters together, each session once, less each filter's exclusions; an id chosen
+    by itself that no session has comes last."""
+    seed(store, clock, "s5", "s1", "s4", agent_id="agent-1")
+    seed(store, clock, "s2", "s3", "s6", agent_id="agent-2")
+    seed(store, clock, "s7", agent_id="agent-3")
+    selection = Selection(
+        ids=frozenset({"s3", "s1", "gone"}),
+        by_filter=(FilterSelection(SessionFilter(agent_id="agent-1"), frozenset({"s4"})),),
+    )
+    assert pages_of(store, selection, size=2) == [
+        [("s1", True), ("s3", True)],
+        [("s5", True)],
+        [("gone", False)],
+    ]
+    with store.read() as db:
+        assert sessions.count_selected(db=db, selection=selection) == 3
+    plan = plan_bulk(store=store, action="stop", selection=selection, keep=None)
+    assert outcomes(plan.tally.items) == [
+        ("s1", "done", None),
+        ("s3", "done", None),
+        ("s5", "done", None),
+        ("gone", "failed", "session_not_found"),
+    ]
+    outcome = run(store, clock, "stop", {"selection": selection})
+    assert outcome.total == 4
+    assert outcomes(outcome.tally.items) == outcomes(plan.tally.items)
+    assert [session_row(store, s)["status"] for s in ("s2", "s4", "s6", "s7")] == ["active"] * 4
+
+
+def test_reasons_are_counted_in_words_that_name_no_session(store: Store, clock: FakeClock) -> None:
+    seed(store, clock, "a1", "a2")
+    seed(store, clock, "p1", "p2", "p3", status="paused")
+    seed(store, clock, "e1", status="ended")
+    plan = plan_bulk(
+        store=store, action="pause", **chosen(["a1", "p1", "x1", "p2", "e1", "p3", "x2", "a2"])
+    )
+    tally = plan.tally
+    assert tally.by_reason("skipped") == [
+        ("already paused", 3),
+        ("status 'ended': pause is allowed from an active state other than 'paused'", 1),
+    ]
+    assert tally.by_reason("failed") == [("No session has that id", 2)]
+    assert tally.by_reason("done") == []
+    run(store, clock, "pause", chosen(["a1"]), run_key="k")
+    retry = run(store, clock, "pause", chosen(["a1", "a2"]), run_key="k")
+    assert retry.tally.by_reason("done") == [(bulk.REPLAY_REASON, 1)]
+    assert bulk.FAILURE_REASONS["termination_impact_required"] == (
+        "The agent holds active claims; impact details are required"
+    )
 
 
 def test_each_sessions_key_is_derived_from_the_run_key_and_never_shared() -> None:
@@ -165,7 +248,7 @@ def test_the_plan_says_what_each_session_would_do_and_writes_nothing(
     plan = plan_bulk(
         store=store,
         action="pause",
-        selection=Selection.of_ids(["s1", "s3", "nope", "s4", "s2"]),
+        **chosen(["s1", "s3", "nope", "s4", "s2"]),
         clock=clock,
     )
     assert [item.to_json() for item in plan.tally.items] == [
@@ -213,15 +296,13 @@ def test_a_preview_keeps_the_first_items_of_each_outcome_and_counts_them_all(
     plan = plan_bulk(
         store=store,
         action="pause",
-        selection=Selection.matching(SessionFilter()),
+        **matching(SessionFilter()),
         clock=clock,
         keep=2,
     )
     assert plan.tally.counts == {"done": 5, "skipped": 4, "failed": 0}
     assert [item.session_id for item in plan.tally.items] == ["a0", "a1", "p0", "p1"]
-    everything = plan_bulk(
-        store=store, action="pause", selection=Selection.matching(SessionFilter()), keep=None
-    )
+    everything = plan_bulk(store=store, action="pause", **matching(SessionFilter()), keep=None)
     assert len(everything.tally.items) == 9
 
 
@@ -231,18 +312,18 @@ def test_a_filter_is_read_a_page_at_a_time(
     seed(store, clock, *(f"s{n:03d}" for n in range(450)))
     seed(store, clock, "other", agent_id="agent-2")
     pages: list[int] = []
-    read = bulk.list_sessions
+    read = bulk.selected_pages
 
-    def counting(**arguments: Any) -> Any:
-        page = read(**arguments)
-        pages.append(len(page.items))
-        return page
+    def counting(*arguments: Any, **options: Any) -> Any:
+        for page in read(*arguments, **options):
+            pages.append(len(page))
+            yield page
 
-    monkeypatch.setattr(bulk, "list_sessions", counting)
+    monkeypatch.setattr(bulk, "selected_pages", counting)
     plan = plan_bulk(
         store=store,
         action="stop",
-        selection=Selection.matching(SessionFilter(agent_id="agent-1")),
+        **matching(SessionFilter(agent_id="agent-1")),
         keep=None,
     )
     assert pages == [200, 200, 50]
@@ -259,8 +340,8 @@ def test_the_plan_of_terminate_names_the_claims_of_every_agent_concerned(
     add_claim(store, "c1", "agent-1")
     add_claim(store, "c2", "agent-1")
     add_claim(store, "c3", "agent-3")  # its only session is ended: not concerned
-    selection = Selection.of_ids(["s1", "s2", "s3", "s4"])
-    plan = plan_bulk(store=store, action="terminate", selection=selection, clock=clock)
+    selection = chosen(["s1", "s2", "s3", "s4"])
+    plan = plan_bulk(store=store, action="terminate", **selection, clock=clock)
     assert plan.requires_impact_details
     assert {agent: [c.id for c in claims] for agent, claims in plan.claims.items()} == {
         "agent-1": ["c1", "c2"]
@@ -275,7 +356,7 @@ def test_the_plan_of_terminate_names_the_claims_of_every_agent_concerned(
     acknowledged = plan_bulk(
         store=store,
         action="terminate",
-        selection=selection,
+        **selection,
         impact_details="their edits are abandoned",
         clock=clock,
     )
@@ -289,14 +370,10 @@ def test_the_plan_of_terminate_names_the_claims_of_every_agent_concerned(
 
 def test_the_plan_of_a_retry_says_what_would_be_replayed(store: Store, clock: FakeClock) -> None:
     seed(store, clock, "s1", "s2")
-    run(store, clock, "pause", Selection.of_ids(["s1"]), run_key="k1")
-    plan = plan_bulk(
-        store=store, action="pause", selection=Selection.of_ids(["s1", "s2"]), run_key="k1"
-    )
+    run(store, clock, "pause", chosen(["s1"]), run_key="k1")
+    plan = plan_bulk(store=store, action="pause", **chosen(["s1", "s2"]), run_key="k1")
     assert outcomes(plan.tally.items) == [("s1", "done", "replayed"), ("s2", "done", None)]
-    other = plan_bulk(
-        store=store, action="stop", selection=Selection.of_ids(["s1", "s2"]), run_key="k1"
-    )
+    other = plan_bulk(store=store, action="stop", **chosen(["s1", "s2"]), run_key="k1")
     assert outcomes(other.tally.items) == [
         ("s1", "failed", "idempotency_key_reuse"),
         ("s2", "done", None),
@@ -312,7 +389,7 @@ def test_a_run_applies_the_action_to_each_session_with_its_history(
     seed(store, clock, "s1", "s2")
     seed(store, clock, "s3", status="paused")
     seed(store, clock, "s4", status="ended")
-    outcome = run(store, clock, "pause", Selection.of_ids(["s1", "s2", "s3", "s4", "nope"]))
+    outcome = run(store, clock, "pause", chosen(["s1", "s2", "s3", "s4", "nope"]))
     assert outcome.complete and outcome.total == 5 and outcome.run_key is None
     assert [item.to_json() for item in outcome.tally.items] == [
         {
@@ -373,14 +450,14 @@ def test_a_bulk_action_answers_sessions_waiting_for_a_human(store: Store, clock:
     with store.write() as db:
         for session_id in ("s1", "s2"):
             sessions.heartbeat(db=db, session_id=session_id, waiting="review", clock=clock)
-    selection = Selection.matching(SessionFilter(waiting=True))
-    assert plan_bulk(store=store, action="heartbeat", selection=selection).tally.done == 2
+    selection = matching(SessionFilter(waiting=True))
+    assert plan_bulk(store=store, action="heartbeat", **selection).tally.done == 2
     outcome = run(store, clock, "heartbeat", selection, run_key="k")
     assert outcome.tally.done == 2
     for session_id in ("s1", "s2"):
         row = session_row(store, session_id)
         assert (row["waiting_reason"], row["waiting_since"]) == (None, None)
-    replay = run(store, clock, "heartbeat", Selection.of_ids(["s1"]), run_key="k")
+    replay = run(store, clock, "heartbeat", chosen(["s1"]), run_key="k")
     assert replay.tally.items[0].code == "replayed"
 
 
@@ -392,7 +469,7 @@ def test_a_filter_is_applied_a_page_at_a_time_even_as_its_rows_change(
     seed(store, clock, "stopped-1", status="stopped")
     seed(store, clock, "other-agent", agent_id="agent-2")
     # Pausing takes each session out of the filter as it goes: the pages still follow the order.
-    selection = Selection.matching(SessionFilter(statuses=("active",), agent_id="agent-1"))
+    selection = matching(SessionFilter(statuses=("active",), agent_id="agent-1"))
     outcome = run(store, clock, "pause", selection)
     assert outcome.total == 11 and outcome.tally.done == 11
     assert [item.session_id for item in outcome.tally.items] == [f"s{n:02d}" for n in range(11)]
@@ -406,7 +483,7 @@ def test_each_session_gets_its_own_key_and_a_retry_applies_nothing_twice(
     store: Store, clock: FakeClock
 ) -> None:
     seed(store, clock, "s1", "s2", "s3")
-    selection = Selection.of_ids(["s1", "s2", "s3"])
+    selection = chosen(["s1", "s2", "s3"])
     first = run(store, clock, "stop", selection, run_key="run-42")
     assert first.run_key == "run-42" and first.tally.done == 3
     assert stored_keys(store) == {
@@ -438,14 +515,14 @@ def test_a_retry_of_an_interrupted_run_applies_only_the_rest(
         store,
         clock,
         "pause",
-        Selection.of_ids(ids),
+        chosen(ids),
         run_key="k",
         cancelled=lambda: next(asked) >= 3,
     )
     assert cancelled.cancelled and not cancelled.complete
     assert [item.session_id for item in cancelled.tally.items] == ["s0", "s1", "s2"]
     assert [session_row(store, s)["status"] for s in ids] == ["paused"] * 3 + ["active"] * 4
-    retry = run(store, clock, "pause", Selection.of_ids(ids), run_key="k")
+    retry = run(store, clock, "pause", chosen(ids), run_key="k")
     assert [item.code for item in retry.tally.items] == ["replayed"] * 3 + [None] * 4
     assert all([event for event, _ in history(store, s)] == ["registered", "paused"] for s in ids)
 
@@ -454,8 +531,8 @@ def test_a_run_key_used_for_another_action_fails_each_session_it_covered(
     store: Store, clock: FakeClock
 ) -> None:
     seed(store, clock, "s1", "s2")
-    run(store, clock, "pause", Selection.of_ids(["s1"]), run_key="k")
-    outcome = run(store, clock, "stop", Selection.of_ids(["s1", "s2"]), run_key="k")
+    run(store, clock, "pause", chosen(["s1"]), run_key="k")
+    outcome = run(store, clock, "stop", chosen(["s1", "s2"]), run_key="k")
     assert outcomes(outcome.tally.items) == [
         ("s1", "failed", "idempotency_key_reuse"),
         ("s2", "done", None),
@@ -467,8 +544,8 @@ def test_a_session_changed_since_the_plan_is_judged_as_it_is_now(
     store: Store, clock: FakeClock
 ) -> None:
     seed(store, clock, "s1", "s2", "s3")
-    selection = Selection.of_ids(["s1", "s2", "s3"])
-    plan = plan_bulk(store=store, action="pause", selection=selection)
+    selection = chosen(["s1", "s2", "s3"])
+    plan = plan_bulk(store=store, action="pause", **selection)
     assert plan.tally.done == 3
     with store.write() as db:
         sessions.end(db=db, session_id="s1", clock=clock)  # no longer pausable
@@ -491,10 +568,10 @@ def test_resume_and_terminate_need_a_run_key_and_nothing_is_written_without(
     before = snapshot(store)
     for action in ("resume", "terminate"):
         with pytest.raises(IdempotencyKeyRequired) as raised:
-            run(store, clock, action, Selection.of_ids(["s1"]))
+            run(store, clock, action, chosen(["s1"]))
         assert raised.value.code == "idempotency_key_required"
     assert snapshot(store) == before
-    resumed = run(store, clock, "resume", Selection.of_ids(["s1"]), run_key="k")
+    resumed = run(store, clock, "resume", chosen(["s1"]), run_key="k")
     assert outcomes(resumed.tally.items) == [("s1", "done", None)]
 
 
@@ -503,7 +580,7 @@ def test_resume_in_bulk_keeps_each_sessions_own_checks(store: Store, clock: Fake
     seed(store, clock, "s2", status="stopped", agent_id="agent-2")
     with store.write() as db:
         db.execute(text("DELETE FROM agents WHERE id = 'agent-2'"))
-    outcome = run(store, clock, "resume", Selection.of_ids(["s1", "s2"]), run_key="k")
+    outcome = run(store, clock, "resume", chosen(["s1", "s2"]), run_key="k")
     assert outcomes(outcome.tally.items) == [
         ("s1", "done", None),
         ("s2", "failed", "agent_not_found"),
@@ -517,7 +594,7 @@ def test_terminate_in_bulk_needs_impact_details_where_claims_are_held(
     seed(store, clock, "s1", agent_id="agent-1")
     seed(store, clock, "s2", agent_id="agent-2")
     add_claim(store, "c1", "agent-1")
-    selection = Selection.of_ids(["s1", "s2"])
+    selection = chosen(["s1", "s2"])
     refused = run(store, clock, "terminate", selection, run_key="k1")
     assert outcomes(refused.tally.items) == [
         ("s1", "failed", "termination_impact_required"),
@@ -544,7 +621,7 @@ def test_heartbeat_in_bulk_is_the_operators_heartbeat(store: Store, clock: FakeC
     seed(store, clock, "s1", "s2")
     seed(store, clock, "s3", status="ended")
     clock.advance(minutes=10)
-    outcome = run(store, clock, "heartbeat", Selection.of_ids(["s1", "s2", "s3"]))
+    outcome = run(store, clock, "heartbeat", chosen(["s1", "s2", "s3"]))
     assert outcomes(outcome.tally.items) == [
         ("s1", "done", None),
         ("s2", "done", None),
@@ -568,7 +645,7 @@ def test_progress_items_and_transactions(
         store,
         clock,
         "pause",
-        Selection.of_ids([*ids, "nope"]),
+        chosen([*ids, "nope"]),
         progress=lambda done, total: progress.append((done, total)),
         on_items=lambda items: batches.append([item.session_id for item in items]),
         keep=0,
@@ -615,7 +692,7 @@ def test_a_refusal_after_a_write_undoes_that_session_alone(
         return write(*arguments, careful=careful)
 
     monkeypatch.setattr(bulk, "_run_batch", watched_write)
-    outcome = run(store, clock, "pause", Selection.of_ids(["s1", "s2", "s3"]), run_key="k")
+    outcome = run(store, clock, "pause", chosen(["s1", "s2", "s3"]), run_key="k")
     # PostgreSQL aborted the first attempt's transaction: it ran again, a savepoint a session.
     assert attempts == ([False, True] if store.dialect == "postgresql" else [False])
     assert outcomes(outcome.tally.items) == [
@@ -645,7 +722,7 @@ def test_a_transaction_that_cannot_commit_fails_its_sessions_and_stops_the_run(
         return write(self)
 
     monkeypatch.setattr(Store, "write", failing_second_write)
-    outcome = run(store, clock, "pause", Selection.of_ids(ids))
+    outcome = run(store, clock, "pause", chosen(ids))
     assert outcome.error is not None and outcome.error.code == "database_unavailable"
     assert not outcome.complete
     assert outcomes(outcome.tally.items) == [
@@ -660,10 +737,10 @@ def test_a_transaction_that_cannot_commit_fails_its_sessions_and_stops_the_run(
 
 def test_messages_are_redacted(store: Store, clock: FakeClock) -> None:
     seed(store, clock, "s1", status="failed token=abc123")
-    outcome = run(store, clock, "pause", Selection.of_ids(["s1"]))
+    outcome = run(store, clock, "pause", chosen(["s1"]))
     (item,) = outcome.tally.items
     assert "abc123" not in item.message and "token=[REDACTED]" in item.message
-    plan = plan_bulk(store=store, action="pause", selection=Selection.of_ids(["s1"]))
+    plan = plan_bulk(store=store, action="pause", **chosen(["s1"]))
     assert "abc123" not in plan.tally.items[0].message
 
 
@@ -681,12 +758,12 @@ def test_batches_commit_as_they_go(
             rows = db.execute(text("SELECT id FROM agent_sessions WHERE status = 'paused'"))
             seen.append(sorted(row.id for row in rows))
 
-    run(store, clock, "pause", Selection.of_ids(ids), progress=look)
+    run(store, clock, "pause", chosen(ids), progress=look)
     assert seen == [[], ["s0", "s1"], ["s0", "s1", "s2", "s3"], ids]
 
 
 def test_unknown_actions_are_refused(store: Store) -> None:
     with pytest.raises(ValueError):
-        plan_bulk(store=store, action="explode", selection=Selection.of_ids(["s1"]))
+        plan_bulk(store=store, action="explode", **chosen(["s1"]))
     with pytest.raises(ValueError):
-        run_bulk(store=store, action="explode", selection=Selection.of_ids(["s1"]), actor="a")
+        run_bulk(store=store, action="explode", **chosen(["s1"]), actor="a")

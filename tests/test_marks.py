@@ -69,6 +69,26 @@ def test_a_filter_mark_covers_every_matching_session_less_those_unmarked() -> No
     )
 
 
+def test_sessions_done_by_a_bulk_action_are_unmarked_by_id() -> None:
+    marks = Marks()
+    marks.toggle(session("a1"))
+    marks.toggle(session("a2"))
+    marks.mark_matching(PAUSED)
+    revision = marks.revision
+    marks.unmark_ids([])
+    assert marks.revision == revision  # nothing to unmark: the marks did not change
+    marks.unmark_ids(["a1", "p1"])
+    assert marks.revision == revision + 1
+    assert marks.selection() == Selection(
+        ids=frozenset({"a2"}), by_filter=(FilterSelection(PAUSED, frozenset({"a1", "p1"})),)
+    )
+    assert not marks.is_marked(session("p1", status="paused"))
+    assert marks.is_marked(session("p2", status="paused")) and marks.is_marked(session("a2"))
+    # A session done, then marked again by hand, is marked.
+    marks.toggle(session("p1", status="paused"))
+    assert marks.is_marked(session("p1", status="paused"))
+
+
 def test_an_unmark_excludes_only_from_the_filters_that_cover_the_session() -> None:
     marks = Marks()
     marks.mark_matching(PAUSED)

@@ -216,3 +216,32 @@ def test_briefing(snap_compare: Any, tmp_path: Path, db: Store) -> None:
     }
     app = app_for(tmp_path, adapters=adapters)
     assert snap_compare(app, terminal_size=SIZE, run_before=driving("b"))
+
+
+# sess-01 active, sess-02 paused, sess-03 running, sess-04 stopped (the reference order).
+FIRST_FOUR_MARKED = ("space", "down", "space", "down", "space", "down", "space")
+
+
+def test_bulk_pause_preview(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)  # two to pause; skipped, each with its reason: already paused, stopped
+    run_before = driving(*FIRST_FOUR_MARKED, "p")
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+def test_bulk_terminate_preview_with_claims(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)  # every session marked: ada's claims, one live and one expired; three skipped
+    run_before = driving("asterisk", "t")
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+def test_bulk_outcome(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)  # the outcome stays on screen (its toast lasts 20 s): done ones are unmarked
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await settle(pilot)
+        await press(pilot, *FIRST_FOUR_MARKED, "p")
+        pilot.app.clear_notifications()
+        await press(pilot, "y")
+        await settle(pilot)
+
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)

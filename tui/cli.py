@@ -26,11 +26,11 @@ from tui import output
 
 if TYPE_CHECKING:
     from store.adapters import AdapterConfig
-    from store.bulk import BulkItem, Selection, Tally
+    from store.bulk import BulkItem, Tally
     from store.database import Store
     from store.first_window import Prefetch
     from store.lifecycle import ActionOutcome
-    from store.listing import SessionFilter
+    from store.listing import Selection, SessionFilter
     from store.models import AgentSession
     from store.paging import Page
     from tui.config import Settings
@@ -683,9 +683,9 @@ def _operator_heartbeats(
     # Here --status selects by status (with --all-matching), and --waiting is one session's
     # own reason to wait, not the list's filter.
     filters.update(statuses=statuses, waiting=False)
-    selection = _bulk_selection(inv, session_ids, all_matching, dry_run, filters)
-    assert selection is not None  # several sessions, or a selection
-    return _run_bulk(inv, "heartbeat", selection, dry_run=dry_run, **options)
+    target = _bulk_selection(inv, session_ids, all_matching, dry_run, filters)
+    assert target is not None  # several sessions, or a selection
+    return _run_bulk(inv, "heartbeat", *target, dry_run=dry_run, **options)
 
 
 def _refuse_bulk_only_options(options: Mapping[str, Any]) -> None:
@@ -875,8 +875,8 @@ def _lifecycle_command(action: str, summary: str, *, impact: bool = False) -> No
         **options: Any,
     ) -> int | None:
         filters = {name: options.pop(name) for name in _FILTER_NAMES}
-        selection = _bulk_selection(inv, session_ids, all_matching, dry_run, filters)
-        if selection is None:
+        target = _bulk_selection(inv, session_ids, all_matching, dry_run, filters)
+        if target is None:
             session_id = _session_id(session_ids[0])
             _run_lifecycle(inv, action, session_id, expected_version=expected_version, **options)
             return None
@@ -885,7 +885,7 @@ def _lifecycle_command(action: str, summary: str, *, impact: bool = False) -> No
                 "--expected-version applies to one session; with several, each is judged as it "
                 "is when the action reaches it."
             )
-        return _run_bulk(inv, action, selection, dry_run=dry_run, **options)
+        return _run_bulk(inv, action, *target, dry_run=dry_run, **options)
 
     decorated = with_invocation(command)
     decorated = _filter_options()(decorated)
@@ -925,9 +925,10 @@ def _bulk_selection(
     all_matching: bool,
     dry_run: bool,
     filters: Mapping[str, Any],
-) -> Selection | None:
-    """The sessions a lifecycle command acts on, as a bulk selection; None for exactly one
-    --session (and no --dry-run), which the command handles as it always has."""
+) -> tuple[Selection, tuple[str, ...] | None] | None:
+    """The sessions a lifecycle command acts on, as a bulk selection and, for --session
+    repeated, the order they were given in; None for exactly one --session (and no
+    --dry-run), which the command handles as it always has."""
     if session_ids and all_matching:
         raise click.UsageError(
             "Give sessions with --session or select them with --all-matching, not both."
@@ -941,11 +942,12 @@ def _bulk_selection(
     ids = [_session_id(session_id) for session_id in session_ids]
     if len(ids) == 1 and not dry_run:
         return None
-    from store.bulk import Selection
+    from store.listing import FilterSelection, Selection
 
     if all_matching:
-        return Selection.matching(_session_filter(_stale_cutoff(inv), **filters))
-    return Selection.of_ids(ids)
+        chosen = FilterSelection(_session_filter(_stale_cutoff(inv), **filters))
+        return Selection(by_filter=(chosen,)), None
+    return Selection(ids=frozenset(ids)), tuple(ids)
 
 
 def _flags(flags: Sequence[str], one: str, many: str) -> str:
@@ -966,6 +968,7 @@ def _run_bulk(
     inv: Invocation,
     action: str,
     selection: Selection,
+    order: tuple[str, ...] | None,
     *,
     dry_run: bool,
     operator: str | None,
@@ -984,6 +987,7 @@ def _run_bulk(
                 store=store,
                 action=action,
                 selection=selection,
+                order=order,
                 impact_details=impact_details,
                 run_key=key,
                 clock=inv.clock,
@@ -995,6 +999,7 @@ def _run_bulk(
             store=store,
             action=action,
             selection=selection,
+            order=order,
             actor=inv.operator(operator),
             run_key=key,
             impact_details=impact_details,
