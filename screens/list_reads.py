@@ -1,19 +1,34 @@
 """The session list's reads, each a blocking call meant for a thread worker: the rows a
 ``screens.list_model.Read`` asks for, with their agents' claim counts and the counts by status,
 from one snapshot; the list's length where the status counts cannot say it; and what the marks
-need from the store (their count, and the rows only the store can decide)."""
+need from the store (their count, and the rows only the store can decide).
+
+A grouped list (``RowsAsked.grouping``) is read in its grouping's order, sessions only, with
+each row's group and whether the first starts one; the groups with their counts come from the
+store's counts by group (``GroupCounts``, read again when the store changes), or are counted
+over the sessions apart (``count_grouped``) for a filter those cannot answer."""
 
 from __future__ import annotations
 
 import threading
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection
 
-from screens.list_model import ClockMoved, ReadResult, RowsAsked
+from screens.list_groups import GroupKey, Groups, Layout, countable
+from screens.list_model import ClockMoved, GroupedRows, ReadResult, RowsAsked
 from store.claims import claim_counts
 from store.database import Store
-from store.listing import Selection, SessionFilter, countable_total, session_cursor
+from store.groups import (
+    count_groups,
+    fold_condition,
+    folded_rows,
+    group_condition,
+    group_keys,
+    read_group_counts,
+)
+from store.listing import Selection, SessionFilter, SessionOrder, countable_total, session_cursor
 from store.records import ClaimCount, SessionFields
 from store.sessions import (
     admitted_ids,
@@ -24,6 +39,7 @@ from store.sessions import (
     list_sessions,
     list_sessions_before,
     sessions_at,
+    sessions_in_group,
 )
 
 
@@ -50,7 +66,52 @@ class StatusCounts:
         return counts
 
 
-def read_rows(*, store: Store, asked: RowsAsked, counts: StatusCounts) -> ReadResult | ClockMoved:
+class GroupCounts:
+    """The counts by group of each grouping, read again only when the store's change token
+    moves (as ``StatusCounts``), and the groups of a list made from them, kept as long (one
+    ``Groups`` object per list and change: the model lays its list out once per object). Safe
+    to share between worker threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._token: object | None = None
+        self._counts: dict[str, list[tuple[GroupKey, dict[str, int]]]] = {}
+        self._groups: dict[tuple[object, ...], Groups] = {}
+
+    def groups(
+        self,
+        *,
+        db: Connection,
+        token: object | None,
+        grouping: str,
+        filters: SessionFilter,
+        descending: bool,
+    ) -> Groups:
+        """The groups of the list ``filters`` shows (a filter the counts answer), in its order."""
+        wanted = (grouping, filters.statuses, filters.active_only, descending)
+        with self._lock:
+            if token is not None and token == self._token and wanted in self._groups:
+                return self._groups[wanted]
+            counts = self._counts.get(grouping) if token == self._token else None
+        if token is None or counts is None:
+            counts = read_group_counts(db=db, grouping=grouping)
+        found = Groups.from_counts(counts, filters=filters, descending=descending)
+        if token is not None:
+            with self._lock:
+                if token != self._token:
+                    self._token, self._counts, self._groups = token, {}, {}
+                self._counts[grouping] = counts
+                self._groups[wanted] = found
+        return found
+
+
+def read_rows(
+    *,
+    store: Store,
+    asked: RowsAsked,
+    counts: StatusCounts,
+    groups: GroupCounts | None = None,
+) -> ReadResult | ClockMoved:
     """What ``asked.read`` asks for, in one snapshot. A place in the second half of the list is
     reached from its end when the length is known: from the status counts, else the length
     counted apart. A store still at ``asked.unless_token`` is not read (see ``RowsAsked``)."""
@@ -63,7 +124,11 @@ def read_rows(*, store: Store, asked: RowsAsked, counts: StatusCounts) -> ReadRe
         by_status = counts.read(db=db, token=token)
         total = countable_total(filters, by_status)
         rows: list[SessionFields]
-        if read.kind == "at":
+        grouped = None
+        if asked.grouping is not None:
+            total = None  # the model lays the list out from the groups
+            rows, grouped = _read_grouped(db, asked, groups or GroupCounts(), token)
+        elif read.kind == "at":
             length = total if total is not None else asked.known_total
             rows = sessions_at(
                 db=db,
@@ -89,7 +154,118 @@ def read_rows(*, store: Store, asked: RowsAsked, counts: StatusCounts) -> ReadRe
         # Counted with the view's reads and the refreshes, not the pages read ahead.
         if order.stale_before is not None and (read.refresh or read.kind == "at"):
             attention = count_needing_attention(db=db, stale_before=order.stale_before)
-    return ReadResult(read, rows, total, claims, by_status, token, attention)
+    return ReadResult(read, rows, total, claims, by_status, token, attention, grouped)
+
+
+def _read_grouped(
+    db: Connection, asked: RowsAsked, cache: GroupCounts, token: object | None
+) -> tuple[list[SessionFields], GroupedRows]:
+    """A grouped list's read: its sessions (a folded group keeps one), each one's group, and
+    where groups start. A place is found from the groups' sizes when they are known (read with
+    the rows, or counted apart), by a walk inside its group; else at the stream place the model
+    believes, reading the session before it to know whether its group starts there."""
+    read, filters, order, grouping = asked.read, asked.filters, asked.order, asked.grouping
+    assert grouping is not None
+    fresh = None
+    if countable(filters):
+        fresh = cache.groups(
+            db=db, token=token, grouping=grouping, filters=filters, descending=order.descending
+        )
+    known = fresh or asked.groups
+    kept = folded_rows(db=db, grouping=grouping, folded=asked.folded, filters=filters, order=order)
+    condition = fold_condition(grouping, asked.folded, kept)
+    extra = [] if condition is None else [condition]
+    before: SessionFields | None = None
+    header_first, stream = None, None
+    if read.kind == "at":
+        layout = Layout(known, asked.folded) if known is not None else None
+        place = layout.place(read.offset) if layout is not None else None
+        if place is not None:
+            rows = sessions_in_group(
+                db=db,
+                group=group_condition(grouping, place.key),
+                offset=place.offset,
+                limit=read.limit,
+                filters=filters,
+                order=order,
+                size=place.size,
+                extra=extra,
+            )
+            header_first, stream = place.header, place.stream
+        elif layout is not None:  # past the list's end
+            rows, header_first, stream = [], False, layout.stream_length
+        else:
+            rows = sessions_at(
+                db=db,
+                offset=read.stream,
+                limit=read.limit,
+                filters=filters,
+                order=order,
+                extra=extra,
+            )
+            if rows and read.stream > 0:
+                before = _row_before(db, rows[0], filters, order, extra)
+    else:
+        assert read.edge is not None
+        cursor = session_cursor(read.edge, order)
+        page_read = list_sessions if read.kind == "after" else list_sessions_before
+        rows = list(
+            page_read(
+                db=db, filters=filters, order=order, limit=read.limit, cursor=cursor, extra=extra
+            ).items
+        )
+        if rows and read.kind == "before":
+            before = _row_before(db, rows[0], filters, order, extra)
+    around = [session for session in (read.edge, before) if session is not None]
+    keys = group_keys(db=db, grouping=grouping, sessions=[*rows, *around])
+    row_keys = tuple(keys[: len(rows)])
+    edge_key = keys[len(rows)] if read.edge is not None else None
+    if read.kind == "at" and header_first is not None:
+        first_starts = place is not None and place.offset == 0
+    elif read.kind == "after":
+        first_starts = bool(rows) and row_keys[0] != edge_key
+    else:
+        first_starts = before is None or (bool(rows) and keys[-1] != row_keys[0])
+    edge_starts = read.kind == "before" and (not rows or row_keys[-1] != edge_key)
+    grouped = GroupedRows(
+        row_keys,
+        first_starts,
+        edge_key=edge_key,
+        edge_starts=edge_starts,
+        header_first=header_first,
+        stream=stream,
+        groups=fresh,
+    )
+    return rows, grouped
+
+
+def _row_before(
+    db: Connection,
+    session: SessionFields,
+    filters: SessionFilter,
+    order: SessionOrder,
+    extra: list[Any],
+) -> SessionFields | None:
+    """The session just before ``session`` in the list: whether its group starts there."""
+    page = list_sessions_before(
+        db=db,
+        filters=filters,
+        order=order,
+        limit=1,
+        cursor=session_cursor(session, order),
+        extra=extra,
+    )
+    return page.items[0] if page.items else None
+
+
+def count_grouped(
+    *, store: Store, grouping: str, filters: SessionFilter, descending: bool
+) -> Groups:
+    """The groups of a list whose filter the counts by group cannot answer (a text or stale
+    filter): counted over the sessions, apart, as the list's length is."""
+    with store.read() as db:
+        counted = count_groups(db=db, grouping=grouping, filters=filters)
+    return Groups.from_counts(counted, descending=descending)
 
 
 def count_rows(*, store: Store, filters: SessionFilter) -> int:

@@ -11,6 +11,12 @@ lazygit: the mark appears where the eye is, and a second ``space`` undoes it); `
 session matching the filters in force, held as the filter; ``u`` clears every mark. The header
 counts them. ``SessionListScreen.marks`` is the marks model and ``marks.selection()`` what is
 marked, for an action on many sessions (see screens.marks).
+
+Groups: ``g`` groups the list by workspace, run, agent, then none. A header row leads each group
+with its counts by status; ``enter`` on it folds or unfolds the group, ``*`` on it marks the
+group (the filters in force and that group); the lifecycle keys on it say they act on sessions.
+``o`` leaves the grouping for the next sort (a group is read in start order only); ``O`` flips
+the groups' direction with the sessions'.
 """
 
 from __future__ import annotations
@@ -37,8 +43,10 @@ from screens.list_columns import (
     RowPainter,
     counts_line,
     grid_columns,
+    group_name,
     marks_text,
 )
+from screens.list_groups import GROUPING_NAMES, GroupHeader, Groups
 from screens.list_model import ClockMoved, ListModel, Read, ReadResult, RowsAsked, first_result
 from screens.list_state import ListState
 from screens.live import StoreChanged
@@ -46,12 +54,13 @@ from screens.marks import Asked, Marks
 from screens.session_actions import ScreenCommand, SessionActionScreen
 from screens.session_grid import GridHeader, GridRow, SessionGrid
 from store.display import one_line
-from store.listing import SessionFilter, SessionOrder
+from store.listing import SessionFilter, SessionOrder, group_filter
 from store.records import ClaimCount, SessionFields
+from store.rules import LIFECYCLE_ACTIONS
 
 if TYPE_CHECKING:
     from screens.context import FirstRead
-    from screens.list_reads import StatusCounts
+    from screens.list_reads import GroupCounts, StatusCounts
     from store.first_window import FirstWindow
 
 
@@ -69,6 +78,7 @@ class SessionListScreen(SessionActionScreen):
         Binding("S", "toggle_stale", "Stale", show=False),
         Binding("o", "cycle_sort", "Sort", show=False),
         Binding("O", "flip_sort", "Sort direction", show=False),
+        Binding("g", "cycle_group", "Group", show=False),
         Binding("escape", "close_filter", "Close filter", show=False),
     ]
 
@@ -83,14 +93,15 @@ class SessionListScreen(SessionActionScreen):
         self.model = ListModel()
         self.painter = RowPainter(stale_after=ctx.stale_after, adapters=ctx.adapters)
         self.status_counts: StatusCounts | None = None
+        self.group_counts: GroupCounts | None = None
         self.counts_shown: dict[str, int] | None = None
         self.attention_shown: int | None = None
         self.marks = Marks()
         # A timer that counts the marks again, once the store's changes have settled.
         self.marks_recount: Timer | None = None
         self.loaded_once = False
-        # The list as it opens: every session, in the configured order.
-        self.first_state = ListState(order=SessionOrder(ctx.sort))
+        # The list as it opens: every session, in the configured order and grouping.
+        self.first_state = ListState(order=SessionOrder(ctx.sort), group=ctx.group)
         # Set while the grid is set to the model's cursor (its watcher then ignores the move).
         self.syncing = False
 
@@ -120,6 +131,7 @@ class SessionListScreen(SessionActionScreen):
         # The context's sizes as they are now (tests shrink them after building the app).
         pages = self.ctx.page_size * self.ctx.window_pages
         self.model = ListModel(page_size=self.ctx.page_size, max_rows=pages)
+        self.model.grouping = self.first_state.group
         self._show_columns()
         # Called as the cursor moves, so the footer and the filter line follow in its frame.
         self.watch(self.grid, "cursor", self._cursor_moved, init=False)
@@ -139,28 +151,40 @@ class SessionListScreen(SessionActionScreen):
             self._show_columns()
 
     def _show_columns(self) -> None:
-        columns = grid_columns(self.painter.widths, self.state.order)
+        columns = grid_columns(self.painter.widths, self.state.shown_order)
         self.query_one(GridHeader).show(columns)
         self.grid.set_columns(columns)
 
     # -- the rows and the cursor --------------------------------------------------------------
 
     def grid_row(self, index: int) -> GridRow | None:
-        session = self.model.row(index)
-        if session is None:
+        item = self.model.row(index)
+        if item is None:
             return None
-        claims, marked = self.model.claims.get(session.agent_id), self.marks.is_marked(session)
-        return self.painter.row(session, claims, self.ctx.now(), marked)
+        if isinstance(item, GroupHeader):
+            groups, grouping = self.model.groups, self.model.grouping
+            counts = None if groups is None else groups.of(item.key)
+            return self.painter.header(grouping or "", item, counts)
+        claims, marked = self.model.claims.get(item.agent_id), self.marks.is_marked(item)
+        return self.painter.row(item, claims, self.ctx.now(), marked)
 
     def selected_session(self) -> SessionFields | None:
         """The session under the grid's cursor now: a key typed ahead (down, down, p) acts on
-        the row the cursor is on, not on one a message has not caught up with yet."""
+        the row the cursor is on, not on one a message has not caught up with yet. None on a
+        group's header."""
         if not self.model.loaded or self.grid.has_class("hidden"):
             return None
-        return self.model.row(self.grid.cursor)
+        return self.model.session(self.grid.cursor)
+
+    def selected_header(self) -> GroupHeader | None:
+        """The group header under the grid's cursor, if it is on one."""
+        if not self.model.loaded or self.grid.has_class("hidden"):
+            return None
+        item = self.model.row(self.grid.cursor)
+        return item if isinstance(item, GroupHeader) else None
 
     def known_sessions(self) -> list[SessionFields]:
-        return list(self.model.rows)
+        return list(self.model.sessions())
 
     def session_updated(self, session: SessionFields) -> None:
         if self.model.updated(session):
@@ -181,9 +205,20 @@ class SessionListScreen(SessionActionScreen):
 
     @on(SessionGrid.RowChosen)
     def _row_chosen(self, event: SessionGrid.RowChosen) -> None:
-        session = self.model.row(event.row)
-        if session is not None:
-            self.open_detail(session.id)
+        item = self.model.row(event.row)
+        if isinstance(item, GroupHeader):
+            self._toggle_fold(event.row)
+        elif item is not None:
+            self.open_detail(item.id)
+
+    def _toggle_fold(self, index: int) -> None:
+        """Fold the group whose header is at ``index``, or unfold it: the rows after the
+        header are read again."""
+        header = self.model.toggle_fold(index)
+        if header is None:
+            return
+        self._show_rows()
+        self._start_reads()
 
     def _show_rows(self, result: ReadResult | None = None) -> None:
         """The model's rows, length and cursor, on screen. A page read ahead, outside the view,
@@ -267,16 +302,29 @@ class SessionListScreen(SessionActionScreen):
         now, state = self.ctx.now(), self.state
         live = tuple(agent for agent, count in self.model.claims.items() if count.live)
         filters = state.to_filter(now, self.ctx.stale_after)
-        order = state.order.at(now - self.ctx.stale_after)
-        asked = RowsAsked(read, filters, order, now, self.model.total, unless_token, live)
+        order = state.read_order.at(now - self.ctx.stale_after)
+        model = self.model
+        asked = RowsAsked(
+            read,
+            filters,
+            order,
+            now,
+            model.total,
+            unless_token,
+            live,
+            grouping=model.grouping,
+            folded=model.folded,
+            groups=model.groups,
+        )
         # The store is open, and with it the modules these need.
         from screens.data import require_store
-        from screens.list_reads import StatusCounts, read_rows
+        from screens.list_reads import GroupCounts, StatusCounts, read_rows
 
         self.status_counts = self.status_counts or StatusCounts()
-        store, counts = require_store(self.ctx), self.status_counts
+        self.group_counts = self.group_counts or GroupCounts()
+        store, counts, groups = require_store(self.ctx), self.status_counts, self.group_counts
         self.run_in_thread(
-            partial(read_rows, store=store, asked=asked, counts=counts),
+            partial(read_rows, store=store, asked=asked, counts=counts, groups=groups),
             what="read the sessions",
             group=f"session-list-{read.slot}",
             done=self._rows_read,
@@ -286,10 +334,11 @@ class SessionListScreen(SessionActionScreen):
     def _read_first(self) -> None:
         """The first page from the quick read, while the store opens (ctx.first_read)."""
         quick, size = self.ctx.first_read, self.ctx.page_size
-        read = Read("at", 0, size, self.model.generation, self.model.serial)
+        read = Read("at", 0, size, self.model.generation, self.model.serial, header_first=True)
         shown = partial(self._rows_read, first=True)
+        grouping = self.first_state.group
         self.run_in_thread(
-            lambda: first_result(read, self._quick_read(quick, size) if quick else None),
+            lambda: first_result(read, self._quick_read(quick, size) if quick else None, grouping),
             what="read the first sessions",
             group="session-list-first",
             done=shown,
@@ -298,7 +347,7 @@ class SessionListScreen(SessionActionScreen):
 
     def _quick_read(self, quick: FirstRead, size: int) -> FirstWindow | None:
         now = self.ctx.now()
-        return quick(size, now, self.first_state.order.at(now - self.ctx.stale_after))
+        return quick(size, now, self.first_state.read_order.at(now - self.ctx.stale_after))
 
     def _rows_read(self, answer: ReadResult | ClockMoved | None, *, first: bool = False) -> None:
         if first:
@@ -330,8 +379,10 @@ class SessionListScreen(SessionActionScreen):
             self._recount_marks()
         if first:
             return
-        if answer.total is None and self.model.count_due(time.monotonic(), answer.read.refresh):
-            self._count_rows(self.model.generation, self.state)
+        counted = answer.grouped is not None and answer.grouped.groups is not None
+        if answer.total is None and not counted:
+            if self.model.count_due(time.monotonic(), answer.read.refresh):
+                self._count_rows(self.model.generation, self.state)
         self.post_message(self.Loaded())
         if self.model.dirty:
             self.refresh_if_changed()
@@ -355,13 +406,22 @@ class SessionListScreen(SessionActionScreen):
         self.show_failure(failure)
 
     def _count_rows(self, generation: int, state: ListState) -> None:
-        """The length of a list the status counts cannot say (a text or stale filter)."""
+        """The length of a list the status counts cannot say (a text or stale filter); grouped,
+        its groups, counted over the sessions."""
         from screens.data import require_store
-        from screens.list_reads import count_rows
+        from screens.list_reads import count_grouped, count_rows
 
-        def count() -> int:
+        def count() -> int | Groups:
             filters = state.to_filter(self.ctx.now(), self.ctx.stale_after)
-            return count_rows(store=require_store(self.ctx), filters=filters)
+            store = require_store(self.ctx)
+            if state.group is None:
+                return count_rows(store=store, filters=filters)
+            return count_grouped(
+                store=store,
+                grouping=state.group,
+                filters=filters,
+                descending=state.order.descending,
+            )
 
         self.run_in_thread(
             count,
@@ -371,8 +431,13 @@ class SessionListScreen(SessionActionScreen):
             failed=partial(self._read_failed, None),
         )
 
-    def _counted(self, generation: int, total: int) -> None:
-        if self.model.apply_total(generation, total):
+    def _counted(self, generation: int, total: int | Groups) -> None:
+        if isinstance(total, Groups):
+            counted = self.model.apply_groups(generation, total)
+        else:
+            counted = self.model.apply_total(generation, total)
+        if counted:
+            self.grid.refresh()  # the headers' counts too
             self._show_rows()
             self._start_reads()
 
@@ -388,6 +453,8 @@ class SessionListScreen(SessionActionScreen):
     # -- marks --------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in (*LIFECYCLE_ACTIONS, "log", "briefing") and self.selected_header():
+            return None  # shown dimmed: a header is no session (its key says so)
         if action == "toggle_mark":
             return self.selected_session() is not None
         if action == "mark_matching":
@@ -406,13 +473,39 @@ class SessionListScreen(SessionActionScreen):
 
     def action_mark_matching(self) -> None:
         """Every session matching the filters in force, as they are now (a stale cutoff stays
-        where it is), whether read yet or not."""
-        self.marks.mark_matching(self.state.to_filter(self.ctx.now(), self.ctx.stale_after))
+        where it is), whether read yet or not; on a group's header, of that group."""
+        filters = self.state.to_filter(self.ctx.now(), self.ctx.stale_after)
+        header, grouping = self.selected_header(), self.model.grouping
+        if header is not None and grouping is not None:
+            self.marks.mark_matching(group_filter(filters, grouping, header.key))
+            self.grid.refresh()
+            self._marks_changed()
+            name = group_name(grouping, header.key).plain
+            self.notify(
+                f"Marked every session of {name} matching the filters in force, on screen or "
+                "not; space unmarks one, u clears the marks.",
+                markup=False,
+            )
+            return
+        self.marks.mark_matching(filters)
         self.grid.refresh()
         self._marks_changed()
         self.notify(
             "Marked every session matching the filters in force, on screen or not; "
             "space unmarks one, u clears the marks.",
+            markup=False,
+        )
+
+    def action_explain(self, action: str) -> None:
+        header, grouping = self.selected_header(), self.model.grouping
+        if header is None or grouping is None:
+            super().action_explain(action)
+            return
+        name = group_name(grouping, header.key).plain
+        self.notify(
+            f"The cursor is on the header of {name}: {action} acts on a session. Move to one "
+            f"(enter {'unfolds' if header.folded else 'folds'} the group, * marks it).",
+            severity="warning",
             markup=False,
         )
 
@@ -509,7 +602,7 @@ class SessionListScreen(SessionActionScreen):
         from screens.list_reads import admitted_among
 
         store = require_store(self.ctx)
-        held = self.model.rows if rows is None else rows
+        held = list(self.model.sessions()) if rows is None else rows
         for filters, asked in self.marks.open_questions(held).items():
             ids = [session_id for session_id, _version in asked]
             self.run_in_thread(
@@ -554,7 +647,20 @@ class SessionListScreen(SessionActionScreen):
         self.filters.change(self.state.with_stale_toggled())
 
     def action_cycle_sort(self) -> None:
+        grouped = self.state.group
         self.filters.change(self.state.with_next_sort())
+        if grouped is not None:
+            self._left_grouping(grouped)
+
+    def _left_grouping(self, grouping: str) -> None:
+        self.notify(
+            f"Grouping by {GROUPING_NAMES[grouping]} left: a group lists its sessions in start "
+            "order only. g groups again.",
+            markup=False,
+        )
+
+    def action_cycle_group(self) -> None:
+        self.filters.change(self.state.with_next_group())
 
     def action_flip_sort(self) -> None:
         self.filters.change(self.state.with_sort_flipped())
@@ -565,14 +671,18 @@ class SessionListScreen(SessionActionScreen):
         if column is None or column.sort is None:
             self.notify(
                 "Sessions sort by attention, started, seen, status or agent: click one of those "
-                "headers, or press o (O flips the direction).",
+                "headers, or press o (O flips the direction); g groups them.",
                 markup=False,
             )
             return
+        grouped = self.state.group
         self.filters.change(self.state.sorted_by(column.sort))
+        if grouped is not None and self.state.group is None:
+            self._left_grouping(grouped)
 
     @on(FilterBar.Changed)
     def _filters_changed(self) -> None:
+        self.model.grouping = self.state.group
         self.model.reset()
         self._show_columns()
         self.grid.move_cursor(0)

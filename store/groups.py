@@ -50,17 +50,6 @@ def group_condition(grouping: str, key: GroupKey) -> ColumnElement[bool]:
     return expression.is_(None) if key is None else expression == key
 
 
-def group_filter(filters: SessionFilter, grouping: str, key: GroupKey) -> SessionFilter:
-    """``filters`` narrowed to one group: what ``*`` on a group's header marks."""
-    if grouping == "agent":
-        return replace(filters, agent_id=key)
-    if grouping == "run":
-        return replace(filters, run_id=key)
-    if key is None:
-        return replace(filters, workspace_id=None, without_workspace=True)
-    return replace(filters, workspace_id=key, without_workspace=False)
-
-
 def read_group_counts(*, db: Connection, grouping: str) -> list[tuple[GroupKey, StatusCounts]]:
     """Every group with sessions and its sessions by status, in ascending order (the sessions
     without a workspace first), from the table the triggers keep."""

@@ -48,6 +48,18 @@ class SessionFilter:
     without_workspace: bool = False
 
 
+def group_filter(filters: SessionFilter, grouping: str, key: str | None) -> SessionFilter:
+    """``filters`` narrowed to one group of a grouped list (``store.rules.GROUP_COLUMNS``; key
+    None: the sessions without a workspace): what ``*`` on a group's header marks."""
+    if grouping == "agent":
+        return replace(filters, agent_id=key)
+    if grouping == "run":
+        return replace(filters, run_id=key)
+    if key is None:
+        return replace(filters, workspace_id=None, without_workspace=True)
+    return replace(filters, workspace_id=key, without_workspace=False)
+
+
 @dataclass(frozen=True)
 class FilterSelection:
     """Every session ``filters`` lets through (as the filter was when it was chosen: a stale

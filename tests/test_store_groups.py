@@ -21,11 +21,17 @@ from store.groups import (
     fold_condition,
     folded_rows,
     group_condition,
-    group_filter,
     group_keys,
     read_group_counts,
 )
-from store.listing import FilterSelection, Selection, SessionFilter, SessionOrder, session_cursor
+from store.listing import (
+    FilterSelection,
+    Selection,
+    SessionFilter,
+    SessionOrder,
+    group_filter,
+    session_cursor,
+)
 from store.matching import filter_admits
 from store.sessions import (
     SESSIONS,
