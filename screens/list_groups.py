@@ -91,11 +91,23 @@ def interleave(
 
 @dataclass(frozen=True, eq=False)
 class Groups:
-    """The groups of a list under its filters, in the list's order, each with its sessions by
-    status (only groups with sessions)."""
+    """The groups of a list under its filters, in the list's order, each with its number of
+    sessions (only groups with sessions); and the sessions by status of those whose counts were
+    read with them (``counts``: every group's when counted over the sessions)."""
 
     keys: tuple[GroupKey, ...]
-    counts: tuple[Mapping[str, int], ...]
+    sizes: tuple[int, ...]
+    counts: Mapping[GroupKey, Mapping[str, int]] = field(default_factory=dict)
+
+    @classmethod
+    def from_sizes(
+        cls, rows: Iterable[tuple[GroupKey, int]], *, descending: bool = False
+    ) -> Groups:
+        """Sizes by group in ascending order (``store.groups.read_group_sizes``)."""
+        found = [(key, size) for key, size in rows if size > 0]
+        if descending:
+            found.reverse()
+        return cls(tuple(key for key, _ in found), tuple(size for _, size in found))
 
     @classmethod
     def from_counts(
@@ -108,28 +120,27 @@ class Groups:
         """Counts by group and status in ascending order (``store.groups``), narrowed to the
         statuses ``filters`` shows (a filter the counts can answer: ``countable``)."""
         keys: list[GroupKey] = []
-        counts: list[Mapping[str, int]] = []
+        counts: dict[GroupKey, Mapping[str, int]] = {}
         for key, by_status in rows:
-            shown = {s: n for s, n in by_status.items() if n > 0 and _shows(filters, s)}
+            shown = {s: n for s, n in by_status.items() if n > 0 and shows(filters, s)}
             if shown:
                 keys.append(key)
-                counts.append(shown)
+                counts[key] = shown
         if descending:
             keys.reverse()
-            counts.reverse()
-        return cls(tuple(keys), tuple(counts))
+        sizes = tuple(sum(counts[key].values()) for key in keys)
+        return cls(tuple(keys), sizes, counts)
 
     @cached_property
     def index(self) -> dict[GroupKey, int]:
         return {key: number for number, key in enumerate(self.keys)}
 
     def of(self, key: GroupKey) -> Mapping[str, int] | None:
-        """A group's sessions by status; None for a group not among these."""
-        number = self.index.get(key)
-        return None if number is None else self.counts[number]
+        """A group's sessions by status, when read with the groups."""
+        return self.counts.get(key)
 
     def sessions(self, number: int) -> int:
-        return sum(self.counts[number].values())
+        return self.sizes[number]
 
 
 def countable(filters: SessionFilter) -> bool:
@@ -138,7 +149,18 @@ def countable(filters: SessionFilter) -> bool:
     return countable_total(filters, {}) is not None
 
 
-def _shows(filters: SessionFilter | None, status: str) -> bool:
+def shown_statuses(filters: SessionFilter) -> frozenset[str] | None:
+    """The statuses a countable filter shows (None: every one)."""
+    if not filters.statuses and not filters.active_only:
+        return None
+    statuses = set(filters.statuses) if filters.statuses else set(ACTIVE_STATES)
+    if filters.active_only:
+        statuses &= set(ACTIVE_STATES)
+    return frozenset(statuses)
+
+
+def shows(filters: SessionFilter | None, status: str) -> bool:
+    """Whether a countable filter shows sessions of ``status``."""
     if filters is None:
         return True
     if filters.statuses and status not in filters.statuses:

@@ -24,7 +24,7 @@ or, while they are being counted, estimated from what is held. The cursor may re
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
@@ -51,6 +51,8 @@ ReadKind = Literal["at", "after", "before"]
 # A list the status counts cannot measure (a text or stale filter) is counted in SQL: once when
 # it is asked for, then after changes at most this often.
 RECOUNT_SECONDS = 5.0
+# The groups whose counts by status are kept, past which those read lately are.
+MAX_COUNTS_KEPT = 4096
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ class GroupedRows:
     header_first: bool | None = None
     stream: int | None = None
     groups: Groups | None = None
+    # The sessions by status of the groups these rows are in (their headers' counts).
+    counts: Mapping[GroupKey, Mapping[str, int]] | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,8 @@ class ListModel:
         self.groups: Groups | None = None
         self.stream_start = 0
         self.laid_out: Layout | None = None
+        # The groups' counts by status as last read (their headers show them).
+        self.header_counts: dict[GroupKey, Mapping[str, int]] = {}
 
     # -- what is held -------------------------------------------------------------------------
 
@@ -212,6 +218,18 @@ class ListModel:
             if item.id == row_id:
                 return self.start + offset
         return None
+
+    def counts_of(self, key: GroupKey) -> Mapping[str, int] | None:
+        """A group's sessions by status, as last read (None while they are being read)."""
+        found = self.header_counts.get(key)
+        if found is None and self.groups is not None:
+            found = self.groups.of(key)
+        return found
+
+    def _keep_counts(self, counts: Mapping[GroupKey, Mapping[str, int]]) -> None:
+        if len(self.header_counts) + len(counts) > MAX_COUNTS_KEPT:
+            self.header_counts = {}  # groups long scrolled past
+        self.header_counts.update(counts)
 
     @property
     def folded(self) -> frozenset[GroupKey]:
@@ -258,6 +276,7 @@ class ListModel:
         self.claims = {}
         self.groups = None
         self.stream_start = 0
+        self.header_counts = {}
 
     def move_cursor(self, index: int) -> None:
         """The cursor on ``index``; the row it selects is the one held there (none while that
@@ -455,6 +474,8 @@ class ListModel:
             self.groups = grouped.groups
             total = self.layout().length  # type: ignore[union-attr]
             counted = True
+        if self.grouping is not None and grouped is not None and grouped.counts:
+            self._keep_counts(grouped.counts)
         items, start = self._placed(read, rows, grouped)
         missing = not rows and (read.kind != "at" or read.offset > 0)
         if missing:
@@ -609,6 +630,7 @@ class ListModel:
         if generation != self.generation or self.grouping is None:
             return False
         self.groups = groups
+        self.header_counts = {}  # the groups' own counts are the newer
         return self.apply_total(generation, self.layout().length)  # type: ignore[union-attr]
 
     def _place(self, start: int, rows: list[Item], *, replace: bool) -> bool:

@@ -11,12 +11,13 @@ over the sessions apart (``count_grouped``) for a filter those cannot answer."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection
 
-from screens.list_groups import GroupKey, Groups, Layout, countable
+from screens.list_groups import GroupKey, Groups, Layout, countable, shown_statuses
 from screens.list_model import ClockMoved, GroupedRows, ReadResult, RowsAsked
 from store.claims import claim_counts
 from store.database import Store
@@ -26,7 +27,8 @@ from store.groups import (
     folded_rows,
     group_condition,
     group_keys,
-    read_group_counts,
+    read_group_sizes,
+    read_status_by_group,
 )
 from store.listing import Selection, SessionFilter, SessionOrder, countable_total, session_cursor
 from store.records import ClaimCount, SessionFields
@@ -41,6 +43,9 @@ from store.sessions import (
     sessions_at,
     sessions_in_group,
 )
+
+# The groups whose counts by status are kept between reads, past which they are read again.
+MAX_GROUPS_KEPT = 4096
 
 
 class StatusCounts:
@@ -67,16 +72,21 @@ class StatusCounts:
 
 
 class GroupCounts:
-    """The counts by group of each grouping, read again only when the store's change token
-    moves (as ``StatusCounts``), and the groups of a list made from them, kept as long (one
-    ``Groups`` object per list and change: the model lays its list out once per object). Safe
-    to share between worker threads."""
+    """What the store's counts by group say, read again only when the store's change token
+    moves (as ``StatusCounts``): the groups of a list, with their sizes (one ``Groups`` object
+    per list and change: the model lays its list out once per object), and the sessions by
+    status of the groups in view. Safe to share between worker threads."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._token: object | None = None
-        self._counts: dict[str, list[tuple[GroupKey, dict[str, int]]]] = {}
         self._groups: dict[tuple[object, ...], Groups] = {}
+        self._statuses: dict[tuple[object, ...], dict[str, int]] = {}
+
+    def _fresh(self, token: object | None) -> None:
+        """Under the lock: forget what was read at another change token."""
+        if token != self._token:
+            self._token, self._groups, self._statuses = token, {}, {}
 
     def groups(
         self,
@@ -87,21 +97,52 @@ class GroupCounts:
         filters: SessionFilter,
         descending: bool,
     ) -> Groups:
-        """The groups of the list ``filters`` shows (a filter the counts answer), in its order."""
-        wanted = (grouping, filters.statuses, filters.active_only, descending)
+        """The groups of the list ``filters`` shows (a filter the counts answer), in order."""
+        statuses = shown_statuses(filters)
+        wanted = (grouping, statuses, descending)
         with self._lock:
             if token is not None and token == self._token and wanted in self._groups:
                 return self._groups[wanted]
-            counts = self._counts.get(grouping) if token == self._token else None
-        if token is None or counts is None:
-            counts = read_group_counts(db=db, grouping=grouping)
-        found = Groups.from_counts(counts, filters=filters, descending=descending)
+        sizes = read_group_sizes(db=db, grouping=grouping, statuses=statuses)
+        found = Groups.from_sizes(sizes, descending=descending)
         if token is not None:
             with self._lock:
-                if token != self._token:
-                    self._token, self._counts, self._groups = token, {}, {}
-                self._counts[grouping] = counts
+                self._fresh(token)
                 self._groups[wanted] = found
+        return found
+
+    def statuses(
+        self,
+        *,
+        db: Connection,
+        token: object | None,
+        grouping: str,
+        filters: SessionFilter,
+        keys: Iterable[GroupKey],
+    ) -> dict[GroupKey, dict[str, int]]:
+        """The sessions by status of the groups ``keys`` (those the filter shows)."""
+        statuses = shown_statuses(filters)
+        found: dict[GroupKey, dict[str, int]] = {}
+        missing = []
+        with self._lock:
+            known = self._statuses if token is not None and token == self._token else {}
+            for key in set(keys):
+                counted = known.get((grouping, statuses, key))
+                if counted is None:
+                    missing.append(key)
+                else:
+                    found[key] = counted
+        if not missing:
+            return found
+        read = read_status_by_group(db=db, grouping=grouping, keys=missing, statuses=statuses)
+        found.update(read)
+        if token is not None:
+            with self._lock:
+                self._fresh(token)
+                if len(self._statuses) > MAX_GROUPS_KEPT:
+                    self._statuses.clear()
+                for key, counted in read.items():
+                    self._statuses[(grouping, statuses, key)] = counted
         return found
 
 
@@ -227,6 +268,11 @@ def _read_grouped(
     else:
         first_starts = before is None or (bool(rows) and keys[-1] != row_keys[0])
     edge_starts = read.kind == "before" and (not rows or row_keys[-1] != edge_key)
+    # The counts by status of the groups whose headers these rows bring into view.
+    counts = None
+    if fresh is not None:
+        shown = {*row_keys, *([edge_key] if read.edge is not None else [])}
+        counts = cache.statuses(db=db, token=token, grouping=grouping, filters=filters, keys=shown)
     grouped = GroupedRows(
         row_keys,
         first_starts,
@@ -235,6 +281,7 @@ def _read_grouped(
         header_first=header_first,
         stream=stream,
         groups=fresh,
+        counts=counts,
     )
     return rows, grouped
 

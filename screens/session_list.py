@@ -162,9 +162,8 @@ class SessionListScreen(SessionActionScreen):
         if item is None:
             return None
         if isinstance(item, GroupHeader):
-            groups, grouping = self.model.groups, self.model.grouping
-            counts = None if groups is None else groups.of(item.key)
-            return self.painter.header(grouping or "", item, counts)
+            counts = self.model.counts_of(item.key)
+            return self.painter.header(self.model.grouping or "", item, counts)
         claims, marked = self.model.claims.get(item.agent_id), self.marks.is_marked(item)
         return self.painter.row(item, claims, self.ctx.now(), marked)
 

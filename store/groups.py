@@ -50,9 +50,62 @@ def group_condition(grouping: str, key: GroupKey) -> ColumnElement[bool]:
     return expression.is_(None) if key is None else expression == key
 
 
+def read_group_sizes(
+    *, db: Connection, grouping: str, statuses: Iterable[str] | None = None
+) -> list[tuple[GroupKey, int]]:
+    """Every group with sessions (of ``statuses``, when given) and how many, in ascending order
+    (the sessions without a workspace first), from the table the triggers keep: a row a group."""
+    wanted = [_COUNTS.c.grouping == grouping, _COUNTS.c.sessions > 0]
+    if statuses is not None:
+        wanted.append(_COUNTS.c.status.in_(sorted(statuses)))
+    total = func.sum(_COUNTS.c.sessions)
+    rows = db.execute(
+        select(_COUNTS.c.keyed, _COUNTS.c.group_key, total)
+        .where(*wanted)
+        .group_by(_COUNTS.c.keyed, _COUNTS.c.group_key)
+        .having(total > 0)
+        .order_by(_COUNTS.c.keyed, _COUNTS.c.group_key)
+    ).all()
+    return [(key if keyed else None, int(count)) for keyed, key, count in rows]
+
+
+def read_status_by_group(
+    *,
+    db: Connection,
+    grouping: str,
+    keys: Iterable[GroupKey],
+    statuses: Iterable[str] | None = None,
+) -> dict[GroupKey, StatusCounts]:
+    """The sessions by status (of ``statuses``, when given) of the groups ``keys``: what their
+    headers show, for the groups in view."""
+    wanted = set(keys)
+    named = sorted(key for key in wanted if key is not None)
+    found: dict[GroupKey, StatusCounts] = {key: {} for key in wanted}
+    if not wanted:
+        return found
+    which = []
+    if named:
+        which.append(and_(_COUNTS.c.keyed == 1, _COUNTS.c.group_key.in_(named)))
+    if None in wanted:
+        which.append(_COUNTS.c.keyed == 0)
+    conditions = [_COUNTS.c.grouping == grouping, _COUNTS.c.sessions > 0, or_(*which)]
+    if statuses is not None:
+        conditions.append(_COUNTS.c.status.in_(sorted(statuses)))
+    rows = db.execute(
+        select(_COUNTS.c.keyed, _COUNTS.c.group_key, _COUNTS.c.status, _COUNTS.c.sessions).where(
+            *conditions
+        )
+    )
+    for keyed, key, status, count in rows:
+        found[key if keyed else None][str(status)] = int(count)
+    return found
+
+
 def read_group_counts(*, db: Connection, grouping: str) -> list[tuple[GroupKey, StatusCounts]]:
     """Every group with sessions and its sessions by status, in ascending order (the sessions
-    without a workspace first), from the table the triggers keep."""
+    without a workspace first), from the table the triggers keep: the whole table's view of a
+    grouping (the console reads ``read_group_sizes`` and, for the groups in view,
+    ``read_status_by_group``)."""
     rows = db.execute(
         select(_COUNTS.c.keyed, _COUNTS.c.group_key, _COUNTS.c.status, _COUNTS.c.sessions)
         .where(_COUNTS.c.grouping == grouping, _COUNTS.c.sessions > 0)

@@ -59,7 +59,7 @@ from store.listing import (
 from store.models import AgentSession, SessionStatusCount
 from store.paging import Page, decode_cursor
 from store.rules import ACTIVE_STATES
-from store.sqlfuncs import COMPUTED_KEYS, ascii_case, effective_workspace, ts_key
+from store.sqlfuncs import COMPUTED_KEYS, ascii_case, effective_workspace, not_indexed, ts_key
 
 SESSIONS = AgentSession.__table__  # type: ignore[attr-defined]
 _COUNTS = SessionStatusCount.__table__  # type: ignore[attr-defined]
@@ -262,11 +262,15 @@ def get_session(*, db: Connection, session_id: str) -> AgentSession:
     return _record(row)
 
 
-def filter_conditions(filters: SessionFilter) -> list[ColumnElement[bool]]:
-    """The filter as SQL conditions, each backed by an index where one applies."""
+def filter_conditions(
+    filters: SessionFilter, *, status_index: bool = True
+) -> list[ColumnElement[bool]]:
+    """The filter as SQL conditions, each backed by an index where one applies; without
+    ``status_index``, SQLite does not look the statuses up by their index (``_status_index``)."""
     found: list[ColumnElement[bool]] = []
+    status = _C.status if status_index else not_indexed(_C.status)
     if filters.statuses:
-        found.append(_C.status.in_(filters.statuses))
+        found.append(status.in_(filters.statuses))
     if filters.agent_id is not None:
         found.append(_C.agent_id == filters.agent_id)
     if filters.run_id is not None:
@@ -276,7 +280,7 @@ def filter_conditions(filters: SessionFilter) -> list[ColumnElement[bool]]:
     if filters.without_workspace:
         found.append(effective_workspace().is_(None))
     if filters.active_only or filters.stale_before is not None or filters.waiting:
-        found.append(_C.status.in_(ACTIVE_STATES))
+        found.append(status.in_(ACTIVE_STATES))
     if filters.waiting:
         found.append(_C.waiting_since.is_not(None))
     if filters.stale_before is not None:
@@ -322,6 +326,32 @@ def admitted_ids(*, db: Connection, filters: SessionFilter, ids: Iterable[str]) 
         statement = select(_C.id).where(_C.id.in_(chunk), *conditions)
         found.update(str(found_id) for found_id in db.execute(statement).scalars())
     return found
+
+
+# Orders whose index SQLite would leave for the status index under a status filter, and then
+# sort every session of those statuses to read a page (``_status_index``).
+_OWN_INDEX_ORDERS = frozenset({"agent", "run", "workspace", "last_seen"})
+
+
+def _status_index(
+    db: Connection, filters: SessionFilter | None, order: SessionOrder, reach: int
+) -> bool:
+    """Whether SQLite may find the sessions of a status filter by the status index. That index
+    is not in the order of most lists: it finds the filter's every session, then sorts them.
+    Walking the order's own index instead reaches ``reach`` sessions in ``reach / density``
+    steps. From the counts by status (a few rows), the cheaper: the status index when the
+    filter's sessions number fewer than about ``sqrt(reach * sessions)``. PostgreSQL weighs
+    this itself, from its statistics."""
+    if db.dialect.name == "postgresql" or order.column not in _OWN_INDEX_ORDERS or not filters:
+        return True
+    statuses: set[str] | None = set(filters.statuses) if filters.statuses else None
+    if filters.active_only or filters.stale_before is not None or filters.waiting:
+        statuses = set(ACTIVE_STATES) if statuses is None else statuses & set(ACTIVE_STATES)
+    if statuses is None:
+        return True  # no status condition
+    counts = count_by_status(db=db)
+    matching = sum(counts.get(status, 0) for status in statuses)
+    return matching * matching <= max(reach, 1) * sum(counts.values())
 
 
 # Where a key reads its columns from: the table's, or a cursor's values as literals.
@@ -482,7 +512,8 @@ def _read(
     size = validation.limit(limit)
     order = order or DEFAULT_ORDER
     descending = order.descending != backwards
-    base = [*filter_conditions(filters or SessionFilter()), *extra]
+    indexed = _status_index(db, filters, order, size)
+    base = [*filter_conditions(filters or SessionFilter(), status_index=indexed), *extra]
     segments = list(enumerate(_segments(order, filters)))
     if descending:
         segments.reverse()
@@ -644,7 +675,8 @@ def _id_at(
     segments = _segments(order, filters)
     if descending:
         segments.reverse()
-    base = [*filter_conditions(filters), *extra]
+    indexed = _status_index(db, filters, order, position + 1)
+    base = [*filter_conditions(filters, status_index=indexed), *extra]
     for segment in segments:
         if segment is _SKIPPED:
             continue
@@ -686,7 +718,8 @@ def sessions_in_group(
         return []
     from_end = size is not None and offset > size // 2
     position = size - 1 - offset if from_end and size is not None else offset
-    where = [*filter_conditions(filters or SessionFilter()), *extra, group]
+    indexed = _status_index(db, filters, order, position + 1)
+    where = [*filter_conditions(filters or SessionFilter(), status_index=indexed), *extra, group]
     found = _id_in_group(db, where, order, position, from_end=from_end)
     if found is None:
         return []
@@ -714,8 +747,10 @@ def first_in_group(
 ) -> str | None:
     """The id of the first session of one group of a grouped list (see ``sessions_in_group``),
     or None when the filters leave it none: one index seek."""
-    where = [*filter_conditions(filters or SessionFilter()), group]
-    return _id_in_group(db, where, order or DEFAULT_ORDER, 0, from_end=False)
+    order = order or DEFAULT_ORDER
+    indexed = _status_index(db, filters, order, 1)
+    where = [*filter_conditions(filters or SessionFilter(), status_index=indexed), group]
+    return _id_in_group(db, where, order, 0, from_end=False)
 
 
 def _id_in_group(

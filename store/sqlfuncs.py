@@ -191,3 +191,23 @@ def _ascii_case_postgresql(element: ascii_case, compiler: Any, **kw: Any) -> str
 @compiles(ascii_case)
 def _ascii_case_default(element: ascii_case, compiler: Any, **kw: Any) -> str:
     return compiler.process(element.clauses, **kw)  # type: ignore[no-any-return]
+
+
+class not_indexed(FunctionElement[str]):  # noqa: N801
+    """A text column SQLite is not to look rows up by through an index (a unary plus): a list
+    whose order has an index of its own walks that one, filtering as it goes, rather than
+    gathering a status's rows by the status index and sorting them all."""
+
+    type = String()
+    name = "not_indexed"
+    inherit_cache = True
+
+
+@compiles(not_indexed, "sqlite")
+def _not_indexed_sqlite(element: not_indexed, compiler: Any, **kw: Any) -> str:
+    return f"+{compiler.process(element.clauses, **kw)}"
+
+
+@compiles(not_indexed)
+def _not_indexed_default(element: not_indexed, compiler: Any, **kw: Any) -> str:
+    return compiler.process(element.clauses, **kw)  # type: ignore[no-any-return]

@@ -23,6 +23,8 @@ from store.groups import (
     group_condition,
     group_keys,
     read_group_counts,
+    read_group_sizes,
+    read_status_by_group,
 )
 from store.listing import (
     FilterSelection,
@@ -201,6 +203,20 @@ def test_the_counts_by_group_are_read_from_the_table_and_agree_with_a_count(
         counted = count_groups(db=db, grouping=grouping, filters=SessionFilter())
         paused = count_groups(db=db, grouping=grouping, filters=SessionFilter(text="a"))
     assert kept == counted == expected_groups(grouping)
+    with store.read() as db:
+        sizes = read_group_sizes(db=db, grouping=grouping)
+        live = read_group_sizes(db=db, grouping=grouping, statuses=("active", "paused"))
+        keys = [key for key, _ in kept]
+        by_group = read_status_by_group(db=db, grouping=grouping, keys=[keys[0], keys[-1], "x"])
+        only_paused = read_status_by_group(db=db, grouping=grouping, keys=keys, statuses=["paused"])
+    assert sizes == [(key, sum(counts.values())) for key, counts in kept]
+    assert live == [
+        (key, n) for key, counts in kept if (n := counts.get("active", 0) + counts.get("paused", 0))
+    ]
+    assert by_group == {keys[0]: kept[0][1], keys[-1]: kept[-1][1], "x": {}}
+    assert only_paused == {
+        key: ({"paused": counts["paused"]} if "paused" in counts else {}) for key, counts in kept
+    }
     assert paused == expected_groups(grouping, lambda row: any("a" in str(v) for v in row[:4]))
     if grouping == "workspace":
         # The sessions without a workspace come first; an empty workspace is a group of its own.
