@@ -169,6 +169,9 @@ class ListModel:
         self.token: object | None = None
         self.in_flight: dict[str, Read] = {}
         self.counted_at: float | None = None
+        # A count is on its way; the list was due another meanwhile.
+        self.counting = False
+        self.recount = False
         # After other filters or another order: the session the cursor goes back to if the
         # first rows read hold it.
         self.follow_id: str | None = None
@@ -272,6 +275,7 @@ class ListModel:
         self.token = None
         self.in_flight.clear()
         self.counted_at = None
+        self.counting = self.recount = False
         self.dirty = False
         self.claims = {}
         self.groups = None
@@ -308,6 +312,7 @@ class ListModel:
         self.rows = [*self.rows[: index - self.start], header]
         layout = self.layout()
         self.total = layout.length if layout is not None else None
+        self.counting = self.recount = False  # a count on its way counts another list
         if self.total is None:
             self.more_after = True
             self.counted_at = None  # the groups are counted again
@@ -609,11 +614,27 @@ class ListModel:
 
     def count_due(self, now: float, after_change: bool) -> bool:
         """Whether to count the list in SQL now (``now``: a monotonic clock): at once for a new
-        list, after a change not within ``RECOUNT_SECONDS`` of the last count."""
+        list, after a change not within ``RECOUNT_SECONDS`` of the last count; never while a
+        count is on its way (a count that outlasts the changes would otherwise be replaced by
+        the next one forever, and none would come back): it is counted again once that is
+        back (``count_over``)."""
         due = self.counted_at is None or (after_change and now - self.counted_at >= RECOUNT_SECONDS)
+        if due and self.counting:
+            self.recount = True
+            return False
         if due:
             self.counted_at = now
+            self.counting = True
         return due
+
+    def count_over(self, generation: int) -> bool:
+        """The count of ``generation`` is back, or failed: whether to count again (the list was
+        due a count meanwhile)."""
+        if generation != self.generation:
+            return False
+        again, self.recount = self.recount, False
+        self.counting = again  # the caller counts again at once
+        return again
 
     def apply_total(self, generation: int, total: int) -> bool:
         """The list's length, counted apart (a filter the status counts cannot answer)."""

@@ -427,7 +427,7 @@ class SessionListScreen(SessionActionScreen):
             what="count the sessions",
             group="session-list-count",
             done=partial(self._counted, generation),
-            failed=partial(self._read_failed, None),
+            failed=partial(self._count_failed, generation),
         )
 
     def _counted(self, generation: int, total: int | Groups) -> None:
@@ -439,6 +439,16 @@ class SessionListScreen(SessionActionScreen):
             self.grid.refresh()  # the headers' counts too
             self._show_rows()
             self._start_reads()
+        self._count_over(generation)
+
+    def _count_failed(self, generation: int, failure: Failure) -> None:
+        self._read_failed(None, failure)
+        self._count_over(generation)
+
+    def _count_over(self, generation: int) -> None:
+        """A count is back: the list changed while it was on its way, so it is counted again."""
+        if self.model.count_over(generation):
+            self._count_rows(generation, self.state)
 
     def show_failure(self, failure: Failure) -> None:
         """A banner over the last rows read; the next read that works takes it away."""

@@ -275,11 +275,29 @@ def test_wherever_the_view_goes_the_rows_held_are_the_lists_rows_at_their_places
 def test_a_list_the_status_counts_cannot_measure_is_counted_once_then_after_changes() -> None:
     model = ListModel(page_size=10)
     assert model.count_due(100.0, after_change=False)  # a new list: at once
+    assert not model.count_over(model.generation)  # back, and nothing changed meanwhile
     assert not model.count_due(100.5, after_change=False)  # pages read: never again
     assert not model.count_due(102.0, after_change=True)  # a change soon after: not yet
     assert model.count_due(106.0, after_change=True)  # a change later: again
     model.reset()  # other filters: a new list, counted at once
     assert model.count_due(106.1, after_change=False)
+
+
+def test_a_count_slower_than_the_changes_is_never_replaced_but_followed() -> None:
+    """A text filter's count of a million sessions outlasts RECOUNT_SECONDS while the store
+    keeps changing: the count on its way is let finish (a new one would cancel it, again and
+    again), and the list is counted once more when it is back."""
+    model = ListModel(page_size=10)
+    generation = model.generation
+    assert model.count_due(100.0, after_change=False)
+    for second in range(101, 130, 2):  # changes every 2 s, the count still on its way
+        assert not model.count_due(float(second), after_change=True)
+    assert model.count_over(generation)  # back: counted again at once, the list changed
+    assert not model.count_due(131.0, after_change=True)  # that count is on its way
+    assert model.count_over(generation)
+    assert not model.count_over(generation)  # back, and nothing changed since
+    assert model.count_due(140.0, after_change=True)  # a later change: counted as usual
+    assert not model.count_over(generation - 1)  # another list's count says nothing
 
 
 def answer_with(model: ListModel, read: Read, found: list[Row], total: int | None, **extra: Any):  # type: ignore[no-untyped-def]
