@@ -271,7 +271,7 @@ class SessionListScreen(SessionActionScreen):
         else:
             self.model.dirty = False
             # Rows move with the clock in the stale filter and in the attention order.
-            timed = self.state.stale_only or self.state.order.column == "attention"
+            timed = self.state.stale_only or self.state.read_order.column == "attention"
             unless = None if timed else self.model.token
             self._run_read(self.model.refresh_read(), unless_token=unless)
 
@@ -525,15 +525,33 @@ class SessionListScreen(SessionActionScreen):
             self.notify("Every mark cleared.", markup=False)
 
     def screen_commands(self) -> list[ScreenCommand]:
-        """The marks' entries in the command palette (their help text is fixed: it is read as
-        markup)."""
+        """The marks' and the groups' entries in the command palette (their help text is
+        fixed: it is read as markup)."""
         found: list[ScreenCommand] = []
         session = self.selected_session()
         if session is not None:
             verb = "Unmark" if self.marks.is_marked(session) else "Mark"
             name = f"{verb} {one_line(session.id, 60)}"
             found.append((name, self.action_toggle_mark, "Mark or unmark the selected session"))
-        if self.check_action("mark_matching", ()):
+        header, grouping = self.selected_header(), self.model.grouping
+        if header is not None and grouping is not None:
+            group = group_name(grouping, header.key).plain
+            cursor = self.grid.cursor
+            found.append(
+                (
+                    f"{'Unfold' if header.folded else 'Fold'} {group}",
+                    partial(self._toggle_fold, cursor),
+                    "Folds the group under its header, or shows its sessions again",
+                )
+            )
+            found.append(
+                (
+                    f"Mark every session of {group} matching the filters",
+                    self.action_mark_matching,
+                    "Marks the group's sessions the list's filters let through",
+                )
+            )
+        elif self.check_action("mark_matching", ()):
             found.append(
                 (
                     "Mark every session matching the filters",
@@ -541,6 +559,14 @@ class SessionListScreen(SessionActionScreen):
                     "Marks the sessions the list's filters let through, on screen or not",
                 )
             )
+        following = self.state.with_next_group().group
+        found.append(
+            (
+                f"Group the sessions by {following}" if following else "Ungroup the sessions",
+                self.action_cycle_group,
+                "Groups the list (g): workspace, run, agent, then none",
+            )
+        )
         if self.marks:
             found.append(("Clear every mark", self.action_clear_marks, "Unmarks every session"))
         return found

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import screens.list_model
+from screens.commands import session_commands
 from screens.list_groups import GroupHeader
 from screens.session_grid import GridHeader
 from store import lifecycle
@@ -346,3 +347,25 @@ async def test_a_long_grouped_list_pages_and_jumps_with_headers_in_place(
             check()
         await press(pilot, "end")
         assert shown_rows(app)[-1] == "s55" and "row 67 of 67" in filter_line(app)
+
+
+async def test_the_palette_offers_grouping_and_the_selected_groups_fold_and_mark(
+    tmp_path: Path, db: Store
+) -> None:
+    seed(db)
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        names = [name for name, _do, _help in session_commands(app.screen)]
+        assert "Group the sessions by workspace" in names
+        assert "Fold agent ada" not in names
+        await press(pilot, "g", "g", "g", "home")
+        entries = {name: do for name, do, _help in session_commands(app.screen)}
+        assert "Ungroup the sessions" in entries
+        assert "Mark every session of agent ada matching the filters" in entries
+        assert "Mark every session matching the filters" not in entries
+        entries["Fold agent ada"]()
+        await settle(pilot)
+        assert app.screen.selected_header() == GroupHeader("ada", folded=True)
+        names = [name for name, _do, _help in session_commands(app.screen)]
+        assert "Unfold agent ada" in names
