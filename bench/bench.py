@@ -453,7 +453,11 @@ FIRST_PAINT_SCALE_LIMIT = 1.2
 
 
 def bench_first_paint(
-    small: tuple[str, str], big: tuple[str, str], repeats: int, env: dict[str, str]
+    small: tuple[str, str],
+    big: tuple[str, str],
+    repeats: int,
+    env: dict[str, str],
+    group: str | None = None,
 ) -> list[Figure]:
     """Whole processes until the first data rows are painted: the bare app, the console on the
     small store and on the big one, taken in turns (medians). The console must stay within
@@ -461,8 +465,8 @@ def bench_first_paint(
     times: dict[str, list[float]] = {"bare": [], small[0]: [], big[0]: []}
     commands = {
         "bare": first_paint_command("bare"),
-        small[0]: first_paint_command("console", small[1]),
-        big[0]: first_paint_command("console", big[1]),
+        small[0]: first_paint_command(*group_flag(group), "console", small[1]),
+        big[0]: first_paint_command(*group_flag(group), "console", big[1]),
     }
     for argv in commands.values():  # once untimed: bytecode written, files cached
         run_process(argv, env)
@@ -489,24 +493,29 @@ def bench_first_paint(
 RSS_LIMIT_MIB = 25
 
 
-def rss_of(*app: str) -> float:
+def rss_of(*app: str, group: str | None = None) -> float:
     """The RSS, in MiB, of one first_paint.py process once its first rows are on screen and
     (for the console) its store is open."""
     done = subprocess.run(
-        first_paint_command("rss", *app), check=True, capture_output=True, text=True
+        first_paint_command(*group_flag(group), "rss", *app),
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return int(done.stdout.split()[-1]) / 1024
 
 
-def bench_memory(small: tuple[str, str], big: tuple[str, str], repeats: int) -> list[Figure]:
+def bench_memory(
+    small: tuple[str, str], big: tuple[str, str], repeats: int, group: str | None = None
+) -> list[Figure]:
     """The console's RSS once its store is open on the big store against that on the small one
     (the limit is on the difference), and the bare app's as a reference line; medians of
     ``repeats`` processes each, taken in turns."""
     bare, mine_small, mine_big = [], [], []
     for _ in range(repeats):
         bare.append(rss_of("bare"))
-        mine_small.append(rss_of("console", small[1]))
-        mine_big.append(rss_of("console", big[1]))
+        mine_small.append(rss_of("console", small[1], group=group))
+        mine_big.append(rss_of("console", big[1], group=group))
     small_rss = statistics.median(mine_small)
     return [
         Figure(
@@ -532,6 +541,8 @@ def bench_memory(small: tuple[str, str], big: tuple[str, str], repeats: int) -> 
 
 KEY_P90_LIMIT = 1.5
 KEYS = ("down", "pagedown", "pageup")
+# Keys that jump to the far end of the list and back: judged as the thumb's jumps are.
+JUMP_KEYS = ("end", "home")
 JUMP_LIMIT_SECONDS = 0.100
 
 
@@ -539,10 +550,10 @@ Timings = dict[str, dict[str, list[float]]]
 KEY_PARTS = (("first_frame_ms", "1st frame"), ("frame_ms", "last frame"), ("settled_ms", "settled"))
 
 
-def key_timings(downs: int, pagedowns: int, *app: str) -> Timings:
+def key_timings(downs: int, pagedowns: int, *app: str, group: str | None = None) -> Timings:
     """Per key, per part (see KEY_PARTS), the time of each press, from one process."""
     done = subprocess.run(
-        first_paint_command("keys", str(downs), str(pagedowns), *app),
+        first_paint_command(*group_flag(group), "keys", str(downs), str(pagedowns), *app),
         check=True,
         capture_output=True,
         text=True,
@@ -575,7 +586,23 @@ def key_figures(label: str, ours: Timings, floor: Timings) -> list[Figure]:
                 KEY_P90_LIMIT,
             )
         )
+    for key in JUMP_KEYS:
+        figures.append(
+            Figure(
+                f"{key} -> last frame, max ({label})",
+                max(ours[key]["frame_ms"]) / 1000,
+                f"bare app, {len(floor[key]['frame_ms'])}x {key}",
+                max(floor[key]["frame_ms"]) / 1000,
+                JUMP_LIMIT_SECONDS,
+                absolute=True,
+            )
+        )
     return figures
+
+
+def group_flag(group: str | None) -> list[str]:
+    """first_paint.py's option opening the console grouped."""
+    return [] if group is None else [f"--group={group}"]
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -584,19 +611,21 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, ceil(fraction * len(ordered)) - 1))]
 
 
-def bench_keys(store: tuple[str, str], downs: int, pagedowns: int) -> list[Figure]:
+def bench_keys(
+    store: tuple[str, str], downs: int, pagedowns: int, group: str | None = None
+) -> list[Figure]:
     """Key press -> repaint on the console (headless, Pilot-driven; first_paint.py says exactly
     what is timed), against the bare app pressing the same keys, one process each."""
-    ours = key_timings(downs, pagedowns, "console", store[1])
+    ours = key_timings(downs, pagedowns, "console", store[1], group=group)
     floor = key_timings(downs, pagedowns, "bare")
     return key_figures(store[0], ours, floor)
 
 
-def bench_jumps(store: tuple[str, str]) -> list[Figure]:
+def bench_jumps(store: tuple[str, str], group: str | None = None) -> list[Figure]:
     """The scrollbar's thumb dragged to places far apart, and a click on its track: from the
     list receiving it to the frame showing the rows there (issue 8 point 3: under 100 ms)."""
     done = subprocess.run(
-        first_paint_command("jumps", "console", store[1]),
+        first_paint_command(*group_flag(group), "jumps", "console", store[1]),
         check=True,
         capture_output=True,
         text=True,
@@ -839,14 +868,98 @@ class TuiRuns:
     env: dict[str, str]
 
 
-def bench_tui(small: tuple[str, str], big: tuple[str, str], runs: TuiRuns) -> list[Figure]:
-    """Every console figure on one backend: first rows, memory, key presses, the scrollbar."""
+def bench_tui(
+    small: tuple[str, str], big: tuple[str, str], runs: TuiRuns, group: str | None = None
+) -> list[Figure]:
+    """Every console figure on one backend: first rows, memory, key presses, the scrollbar;
+    with ``group``, of the list grouped so (the stores' labels say it)."""
+    if group is not None:
+        small = (f"{small[0]}, by {group}", small[1])
+        big = (f"{big[0]}, by {group}", big[1])
     figures: list[Figure] = []
     if runs.paint_repeats is not None:
-        figures += bench_first_paint(small, big, runs.paint_repeats, runs.env)
-    figures += bench_memory(small, big, runs.memory_repeats)
-    figures += bench_keys(big, runs.downs, runs.pagedowns)
-    figures += bench_jumps(big)
+        figures += bench_first_paint(small, big, runs.paint_repeats, runs.env, group)
+    figures += bench_memory(small, big, runs.memory_repeats, group)
+    figures += bench_keys(big, runs.downs, runs.pagedowns, group)
+    figures += bench_jumps(big, group)
+    return figures
+
+
+# -------------------------------------------------------- issue 9 point 6: the grouped list
+
+# The console's figures are taken grouped by this; the store's reads by every grouping.
+TUI_GROUPING = "agent"
+
+
+def bench_grouped_reads(url: str, label: str, repeats: int) -> list[Figure]:
+    """The grouped list's reads on the big store, each under 50 ms as the others: per grouping,
+    the first page, the first page of the stale and status filters, the last page (End), the
+    groups' sizes (the list's length and where each group is), the counts by status of the
+    groups in view, and the rows at the middle place of the list (a thumb dragged there: the
+    worker's whole read, the groups included)."""
+    from datetime import timedelta
+
+    from screens.list_groups import Layout
+    from screens.list_model import Read, RowsAsked
+    from screens.list_reads import GroupCounts, StatusCounts, read_rows
+    from store.groups import read_group_sizes, read_status_by_group
+    from store.listing import SessionFilter, SessionOrder
+    from store.rules import GROUP_COLUMNS
+    from store.sessions import list_sessions, list_sessions_before
+
+    store = open_store(url)
+    now = system_clock()
+    stale = SessionFilter(stale_before=now - timedelta(seconds=300))
+    paused = SessionFilter(statuses=("paused",))
+    figures: list[Figure] = []
+    try:
+        for grouping in GROUP_COLUMNS:
+            order = SessionOrder(grouping)
+            name = f"by {grouping}"
+
+            def page(filters: Any = None, order: Any = order) -> None:
+                with store.read() as db:
+                    assert list_sessions(db=db, filters=filters, order=order, limit=50).items
+
+            def end(order: Any = order) -> None:
+                with store.read() as db:
+                    assert list_sessions_before(db=db, order=order, limit=50).items
+
+            def sizes(grouping: str = grouping) -> list[Any]:
+                with store.read() as db:
+                    return read_group_sizes(db=db, grouping=grouping)
+
+            keys = [key for key, _size in sizes()][:20]
+
+            def in_view(grouping: str = grouping, keys: Any = keys) -> None:
+                with store.read() as db:
+                    assert read_status_by_group(db=db, grouping=grouping, keys=keys)
+
+            def middle(grouping: str = grouping, order: Any = order) -> None:
+                from screens.list_groups import Groups
+
+                groups = Groups.from_sizes(sizes(grouping))
+                place = Layout(groups, frozenset()).length // 2
+                read = Read("at", place, 150, 0, 0)
+                asked = RowsAsked(read, SessionFilter(), order.at(now), now, grouping=grouping)
+                found = read_rows(
+                    store=store, asked=asked, counts=StatusCounts(), groups=GroupCounts()
+                )
+                assert found.rows  # type: ignore[union-attr]
+
+            for what, action in (
+                ("first page", page),
+                ("stale filter", lambda page=page: page(stale)),
+                ("status filter", lambda page=page: page(paused)),
+                ("last page, End", end),
+                ("groups' sizes", sizes),
+                ("counts of 20 groups in view", in_view),
+                ("rows at the middle place", middle),
+            ):
+                seconds = median_seconds(action, repeats)
+                figures.append(read_figure(f"{name}, {what} ({label})", seconds))
+    finally:
+        store.dispose()
     return figures
 
 
@@ -858,35 +971,46 @@ def bench_postgres(
     big_sessions: int,
     tui: TuiRuns | None = None,
     bulk_sessions: int = 10_000,
+    groups: bool = True,
+    ungrouped: bool = True,
 ) -> list[Figure]:
     """The heartbeat and the import on PostgreSQL, against psycopg doing the same work; a bulk
     pause of ``bulk_sessions``; reads, counts and the change signal on a store of
-    ``big_sessions``; with ``tui``, the console's figures on it against a store of 10 sessions."""
+    ``big_sessions``; with ``tui``, the console's figures on it against a store of 10 sessions.
+    ``groups`` / ``ungrouped``: the grouped list's figures, the others."""
     import psycopg
 
     from tests.pg_server import PostgresServer
 
     server = PostgresServer()
     server.start()
+    figures: list[Figure] = []
     try:
         url = server.url()
-        seed(url, 2)
-        store = open_store(url)
-        raw = psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True)
-        beat = raw_heartbeat_postgres(raw, *capture_heartbeat(store, "bench-1"))
-        name, floor = "heartbeat rate (PostgreSQL)", "raw psycopg, same statements"
-        figures = [heartbeat_figure(store, beat, beats, rounds, name, floor)]
-        raw.close()
-        store.dispose()
-        figures += bench_import(directory, import_rows, 3, postgres_target(server))
-        figures += bench_bulk(postgres_target(server).new_url, " (PostgreSQL)", bulk_sessions, 3)
+        if ungrouped:
+            seed(url, 2)
+            store = open_store(url)
+            raw = psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True)
+            beat = raw_heartbeat_postgres(raw, *capture_heartbeat(store, "bench-1"))
+            name, floor = "heartbeat rate (PostgreSQL)", "raw psycopg, same statements"
+            figures.append(heartbeat_figure(store, beat, beats, rounds, name, floor))
+            raw.close()
+            store.dispose()
+            figures += bench_import(directory, import_rows, 3, postgres_target(server))
+            target = postgres_target(server).new_url
+            figures += bench_bulk(target, " (PostgreSQL)", bulk_sessions, 3)
         big = build_postgres_store(server, big_sessions)
         label = f"{big_sessions:,} PostgreSQL"
-        figures += bench_reads(big, label, rounds)
-        figures += bench_change_latency(big, label, 5)
-        if tui is not None:
-            small = ("10 PostgreSQL", build_postgres_store(server, 10, "rt_bench_small"))
+        if ungrouped:
+            figures += bench_reads(big, label, rounds)
+            figures += bench_change_latency(big, label, 5)
+        small = ("10 PostgreSQL", build_postgres_store(server, 10, "rt_bench_small"))
+        if tui is not None and ungrouped:
             figures += bench_tui(small, (label, big), tui)
+        if groups:
+            figures += bench_grouped_reads(big, label, rounds)
+            if tui is not None:
+                figures += bench_tui(small, (label, big), tui, TUI_GROUPING)
     finally:
         server.stop()
     return figures
@@ -993,6 +1117,14 @@ def main() -> int:
         "--skip-writes", action="store_true", help="leave out the heartbeat rate and the import"
     )
     parser.add_argument(
+        "--skip-groups", action="store_true", help="leave out the grouped list's figures"
+    )
+    parser.add_argument(
+        "--only-groups",
+        action="store_true",
+        help="only the grouped list's figures (and the stores they need)",
+    )
+    parser.add_argument(
         "--skip-first-paint",
         action="store_true",
         help="leave out the TUI first-rows times (memory and key presses stay)",
@@ -1009,8 +1141,10 @@ def main() -> int:
         seed(url, 20 if quick else 1000)
         tiny = f"sqlite:///{directory / 'ten.db'}"
         seed(tiny, 10)
-        figures = [] if args.skip_cli else bench_cli_startup(url, 2 * repeats + 1, directory)
-        if not args.skip_writes:
+        ungrouped, groups = not args.only_groups, not args.skip_groups
+        skip_cli = args.skip_cli or not ungrouped
+        figures = [] if skip_cli else bench_cli_startup(url, 2 * repeats + 1, directory)
+        if not args.skip_writes and ungrouped:
             figures += bench_heartbeat_rate(path, beats=100 if quick else 500, rounds=repeats)
             figures += bench_import(directory, 10_000 if quick else 100_000, 3 if quick else 5)
             figures += bench_bulk(sqlite_target(directory).new_url, "", bulk_size, 3)
@@ -1029,6 +1163,8 @@ def main() -> int:
                 big_sessions=big_size,
                 tui=None if args.skip_tui else tui,
                 bulk_sessions=bulk_size,
+                groups=groups,
+                ungrouped=ungrouped,
             )
         big = directory / "reference-big.db"
         started = time.perf_counter()
@@ -1040,10 +1176,16 @@ def main() -> int:
         )
         figures += bench_first_open(big, big_size)
         big_store = (f"{big_size:,} sessions", f"sqlite:///{big}")
-        figures += bench_reads(big_store[1], f"{big_size:,} ref.", repeats)
-        if not args.skip_tui:
+        label = f"{big_size:,} ref."
+        if ungrouped:
+            figures += bench_reads(big_store[1], label, repeats)
+        if not args.skip_tui and ungrouped:
             figures += bench_tui(("10 sessions", tiny), big_store, tui)
-            figures += bench_change_latency(big_store[1], f"{big_size:,} ref.", 5)
+            figures += bench_change_latency(big_store[1], label, 5)
+        if groups:
+            figures += bench_grouped_reads(big_store[1], label, repeats)
+            if not args.skip_tui:
+                figures += bench_tui(("10 sessions", tiny), big_store, tui, TUI_GROUPING)
     print_table(figures)
     return 0
 

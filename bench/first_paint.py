@@ -16,8 +16,12 @@ argument):
   the frame that shows the rows there (read from the store by then).
 - `keys [DOWNS PAGEDOWNS] APP`: once the store is open, press "down" DOWNS times (default 30),
   then "pagedown" PAGEDOWNS times (default 4), then "pageup" as many times (back up through
-  rows the window has let go of) through Textual's Pilot, and print one JSON
+  rows the window has let go of), then "end" and "home" in turns (the list's far end read
+  where it is, and its top again) through Textual's Pilot, and print one JSON
   object on stdout: per key, the milliseconds each press took to settle and to its last frame.
+
+`--group=NAME` before the other arguments opens the console grouped by NAME (workspace, run or
+agent: config ``group``), its first rows included.
 
 What `keys` measures, honestly: the app is headless, so nothing is written to a terminal. A
 press is timed from the start of ``await pilot.press(key)`` until the app has settled: Pilot's
@@ -47,6 +51,14 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+GROUP_FLAG = "--group="
+
+
+def grouping(argv: list[str]) -> tuple[str | None, list[str]]:
+    """The ``--group=NAME`` option, and the arguments without it."""
+    found = [arg.removeprefix(GROUP_FLAG) for arg in argv if arg.startswith(GROUP_FLAG)]
+    return (found[-1] if found else None), [a for a in argv if not a.startswith(GROUP_FLAG)]
+
 
 def start_early() -> Any:
     """What `roundtable tui` does before it imports Textual: on PostgreSQL, a child process
@@ -56,7 +68,8 @@ def start_early() -> Any:
     from tui.cli import prefetch_first_rows
     from tui.config import Settings
 
-    return prefetch_first_rows(sys.argv[-1], Settings())
+    group, _argv = grouping(sys.argv)
+    return prefetch_first_rows(sys.argv[-1], Settings(group=group))
 
 
 EARLY = start_early() if __name__ == "__main__" else None
@@ -259,14 +272,20 @@ async def jump_timings(pilot: Pilot[Any], places: tuple[float, ...] = DRAG_PLACE
     return timings
 
 
+ENDS = 3
+
+
 def key_sequence(downs: int, pagedowns: int) -> list[str]:
-    return ["down"] * downs + ["pagedown"] * pagedowns + ["pageup"] * pagedowns
+    ends = ["end", "home"] * ENDS
+    return ["down"] * downs + ["pagedown"] * pagedowns + ["pageup"] * pagedowns + ends
 
 
-def run_app(which: list[str], script: Script | None, bare_rows: int = 60) -> None:
-    """Run the bare app (``["bare"]``) or the console (``["console", URL]``). Without a
-    ``script``, exit when the first rows are on screen; with one, run it as the pilot once they
-    are, then exit."""
+def run_app(
+    which: list[str], script: Script | None, bare_rows: int = 60, group: str | None = None
+) -> None:
+    """Run the bare app (``["bare"]``) or the console (``["console", URL]``, grouped by
+    ``group``). Without a ``script``, exit when the first rows are on screen; with one, run it
+    as the pilot once they are, then exit."""
     if which[0] == "bare":
         app = BareApp(exit_when_painted=script is None, rows=bare_rows)
         app.run(
@@ -279,7 +298,7 @@ def run_app(which: list[str], script: Script | None, bare_rows: int = 60) -> Non
 
     run_console(
         url=which[1],
-        settings=Settings(),
+        settings=Settings(group=group),
         operator="bench",
         adapters={},
         demo=False,
@@ -306,13 +325,14 @@ async def no_script(_pilot: Pilot[Any]) -> None:
 
 
 def main(argv: list[str]) -> None:
+    group, argv = grouping(argv)
     modes = ("paint", "rss", "keys", "jumps")
     mode, which = (argv[0], argv[1:]) if argv[0] in modes else ("paint", argv)
     downs, pagedowns = DOWNS, PAGEDOWNS
     if mode == "keys" and which[0].isdigit():
         downs, pagedowns, which = int(which[0]), int(which[1]), which[2:]
     if mode == "paint":
-        run_app(which, None)
+        run_app(which, None, group=group)
         return
     measured: list[Any] = []
 
@@ -329,11 +349,11 @@ def main(argv: list[str]) -> None:
         measured.append(await jump_timings(pilot))
 
     if mode == "rss":
-        run_app(which, measure_rss)
+        run_app(which, measure_rss, group=group)
     elif mode == "jumps":
-        run_app(which, measure_jumps)
+        run_app(which, measure_jumps, group=group)
     else:
-        run_app(which, measure_keys, bare_rows=600)
+        run_app(which, measure_keys, bare_rows=600, group=group)
     print(measured[0] if mode == "rss" else json.dumps(measured[0]))
 
 

@@ -39,6 +39,8 @@ class ConsoleContext:
     stale_after_seconds: float = 300.0
     # The list's first order (config ``sort``): what needs a human first.
     sort: str = "attention"
+    # The list's first grouping (config ``group``): workspace, run, agent, or None.
+    group: str | None = None
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
     store: Store | None = None
     # Set when the console starts before its store is open (a current SQLite store): the list's

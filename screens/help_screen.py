@@ -27,8 +27,16 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                 "o / O",
                 "sort by the next column (attention, started, seen, status, agent) / flip it",
             ),
+            (
+                "g",
+                "group by workspace, run, agent, then none: a header row leads each group with "
+                "its counts by status; sessions in start order within it (O flips; o leaves the "
+                "grouping for the next sort)",
+            ),
+            ("enter on a group", "fold or unfold the group (its header stays, with its counts)"),
             ("space", "mark or unmark the selected session (● in the first column)"),
             ("*", "mark every session matching the filters in force, on screen or not"),
+            ("* on a group", "mark every session of that group matching the filters in force"),
             ("u", "clear every mark (the header counts the marked sessions)"),
             (
                 "h p s r t",

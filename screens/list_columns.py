@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from rich.text import Text
 
+from screens.list_groups import GROUPING_NAMES, GroupHeader
 from screens.session_grid import CELL_PADDING, GridColumn, GridRow
 from screens.text import plain, relative_ts, short_time, status_text
 from store.adapters import AdapterConfig
@@ -33,6 +34,10 @@ ATTENTION_STYLES = {WAITING_TIER: "bold yellow", UNKNOWN_TIER: "red"}
 MAX_ROWS_KEPT = 1000
 MARK = "●"
 MARK_STYLE = "bold cyan"
+# A group header: unfolded, folded.
+UNFOLDED, FOLDED = "▾", "▸"
+# A group's name is cut to this many characters in its header.
+GROUP_NAME_WIDTH = 60
 
 
 @dataclass(frozen=True)
@@ -183,6 +188,45 @@ def row_cells(
     return [cells[key]() for key in widths]
 
 
+def ordered_statuses(counts: Mapping[str, int]) -> list[str]:
+    """The statuses of ``counts`` as the header names them: the active states, the terminal
+    ones, then the others, most sessions first."""
+    ordered = [s for s in (*ACTIVE_STATES, *TERMINAL_STATUSES) if s in counts]
+    return ordered + sorted((s for s in counts if s not in ordered), key=lambda s: -counts[s])
+
+
+def group_name(grouping: str, key: str | None) -> Text:
+    """A group as its header names it: "agent ada", "workspace (none)"."""
+    text = Text(f"{GROUPING_NAMES[grouping]} ")
+    if key is None:
+        text.append(f"(no {GROUPING_NAMES[grouping]})", style="italic")
+    else:
+        text.append(one_line(key, GROUP_NAME_WIDTH))
+    return text
+
+
+def group_header_text(grouping: str, header: GroupHeader, counts: Mapping[str, int] | None) -> Text:
+    """A group's header row: "▾ agent ada · 12 sessions · active 3 · paused 2 · ended 7"
+    (folded: "▸", and "folded"); its counts are "…" while the store counts them."""
+    text = Text()
+    text.append(f"{FOLDED if header.folded else UNFOLDED} ", style="bold")
+    text.append_text(group_name(grouping, header.key))
+    if counts is None:
+        text.append(" · …", style="dim")
+    else:
+        text.append(f" · {plural(sum(counts.values()), 'session')}")
+        shown = ordered_statuses(counts)
+        for status in shown[:MAX_STATUSES_SHOWN]:
+            text.append(f" · {one_line(status, 20)}\u00a0{counts[status]}", style="not bold")
+        others = shown[MAX_STATUSES_SHOWN:]
+        if others:
+            rest = sum(counts[s] for s in others)
+            text.append(f" · {len(others)} other statuses {rest}", style="not bold")
+    if header.folded:
+        text.append(" · folded (enter unfolds)", style="dim")
+    return text
+
+
 def counts_line(
     counts: dict[str, int], marked: Text | None = None, *, attention: int | None = None
 ) -> Text:
@@ -198,8 +242,7 @@ def counts_line(
     if marked is not None:
         text.append(" · ")
         text.append_text(marked)
-    ordered = [s for s in (*ACTIVE_STATES, *TERMINAL_STATUSES) if s in counts]
-    ordered += sorted((s for s in counts if s not in ordered), key=lambda s: -counts[s])
+    ordered = ordered_statuses(counts)
     for status in ordered[:MAX_STATUSES_SHOWN]:
         text.append(" · ")
         # A no-break space: a wrapped line never parts a status from its count.
@@ -244,6 +287,8 @@ class RowPainter:
         self.widths = column_widths(120)
         self.tick = 0
         self.drawn: dict[str, Drawn] = {}
+        # Group headers as drawn, by what they were drawn from.
+        self.headers: dict[tuple[object, ...], GridRow] = {}
 
     def resize(self, width: int) -> bool:
         """Fit the columns to ``width``; True when they changed."""
@@ -276,4 +321,23 @@ class RowPainter:
         if drawn is not None and same_cells(drawn[4].cells, cells):
             row = drawn[4]  # the clock moved, the cells did not: the line drawn stays
         self.drawn[session.id] = (session, claims, self.tick, marked, row)
+        return row
+
+    def header(
+        self, grouping: str, header: GroupHeader, counts: Mapping[str, int] | None
+    ) -> GridRow:
+        """A group's header row, across the columns; kept while it draws the same."""
+        drawn_from = (
+            grouping,
+            header.key,
+            header.folded,
+            None if counts is None else tuple(sorted(counts.items())),
+        )
+        row = self.headers.get(drawn_from)
+        if row is None:
+            if len(self.headers) >= MAX_ROWS_KEPT:
+                self.headers.clear()
+            row = self.headers[drawn_from] = GridRow(
+                span=group_header_text(grouping, header, counts)
+            )
         return row

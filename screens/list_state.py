@@ -8,9 +8,10 @@ from datetime import datetime, timedelta
 from rich.text import Text
 
 from screens.list_columns import TERMINAL_STATUSES, sort_arrow
+from screens.list_groups import GROUPING_NAMES
 from store.display import one_line
 from store.listing import SORT_COLUMNS, SessionFilter, SessionOrder
-from store.rules import ACTIVE_STATES
+from store.rules import ACTIVE_STATES, GROUP_COLUMNS
 
 SORT_NAMES: dict[str, str] = {
     "attention": "attention",
@@ -23,13 +24,31 @@ SORT_NAMES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class ListState:
-    """What the operator asked to see, and in which order."""
+    """What the operator asked to see, and in which order. Grouped (``group``: workspace, run
+    or agent), the list is read in the grouping's order, the group then start (the indexes hold
+    no other order within a group): ``order`` keeps the sort to go back to, and its direction
+    is the groups' too (``O`` flips both). ``o`` (another sort) leaves the grouping."""
 
     text: str = ""
     status: str | None = None
     show_ended: bool = True
     stale_only: bool = False
     order: SessionOrder = field(default_factory=lambda: SessionOrder("attention"))
+    group: str | None = None
+
+    @property
+    def shown_order(self) -> SessionOrder:
+        """The sort the column headers show: grouped, the sessions' start within a group."""
+        if self.group is None:
+            return self.order
+        return SessionOrder("started", self.order.descending)
+
+    @property
+    def read_order(self) -> SessionOrder:
+        """The order the list is read in: the sort, or the grouping's order."""
+        if self.group is None:
+            return self.order
+        return SessionOrder(self.group, self.order.descending)
 
     def status_cycle(self) -> tuple[str | None, ...]:
         states: tuple[str | None, ...] = (None, *ACTIVE_STATES)
@@ -57,16 +76,24 @@ class ListState:
         return replace(self, stale_only=not self.stale_only)
 
     def with_next_sort(self) -> ListState:
-        return replace(self, order=self.next_sort())
+        """The next sort, ungrouped (a group is read in start order only)."""
+        return replace(self, order=self.next_sort(), group=None)
 
     def with_sort_flipped(self) -> ListState:
         return replace(self, order=self.order.flipped())
 
+    def with_next_group(self) -> ListState:
+        """Grouped by the next of none, workspace, run, agent."""
+        cycle: tuple[str | None, ...] = (None, *GROUP_COLUMNS)
+        index = cycle.index(self.group) if self.group in cycle else 0
+        return replace(self, group=cycle[(index + 1) % len(cycle)])
+
     def sorted_by(self, column: str) -> ListState:
-        """Sorted by ``column``, ascending; the direction flips when it is the sort already."""
-        if self.order.column == column:
+        """Sorted by ``column``, ascending, ungrouped; the direction flips when it is the sort
+        already (grouped: start, the order within a group)."""
+        if self.shown_order.column == column:
             return self.with_sort_flipped()
-        return replace(self, order=SessionOrder(column))
+        return replace(self, order=SessionOrder(column), group=None)
 
     def to_filter(self, now: datetime, stale_after: timedelta) -> SessionFilter:
         return SessionFilter(
@@ -80,7 +107,7 @@ class ListState:
         """What an empty list says: why it is empty, and what to do about it."""
         if not store_open:
             return Text("Opening the store…", style="italic")
-        if replace(self, order=ListState().order) == ListState():
+        if replace(self, order=ListState().order, group=None) == ListState():
             return Text(
                 "No sessions yet. Agents register with `roundtable sessions register`; "
                 "`roundtable tui --demo` opens a populated demo store."
@@ -108,6 +135,11 @@ class ListState:
             text.append(" (/)")
         else:
             text.append("any text (/)")
+        if self.group is not None:
+            text.append(" · grouped by ")
+            text.append(f"{GROUPING_NAMES[self.group]} {sort_arrow(self.order)}", style="bold")
+            text.append(" (g O)")
+            return text
         text.append(" · sorted by ")
         text.append(f"{SORT_NAMES[self.order.column]} {sort_arrow(self.order)}", style="bold")
         text.append(" (o O)")

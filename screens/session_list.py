@@ -12,6 +12,12 @@ session matching the filters in force, held as the filter; ``u`` clears every ma
 counts them. ``SessionListScreen.marks`` is the marks model and ``marks.selection()`` what is
 marked. With marks, ``h p s r t`` act on every marked session (screens.bulk_run: a preview,
 then a run the list stays usable under; escape cancels it).
+
+Groups: ``g`` groups the list by workspace, run, agent, then none. A header row leads each group
+with its counts by status; ``enter`` on it folds or unfolds the group, ``*`` on it marks the
+group (the filters in force and that group); the lifecycle keys on it say they act on sessions.
+``o`` leaves the grouping for the next sort (a group is read in start order only); ``O`` flips
+the groups' direction with the sessions'.
 """
 
 from __future__ import annotations
@@ -40,8 +46,10 @@ from screens.list_columns import (
     RowPainter,
     counts_line,
     grid_columns,
+    group_name,
     marks_text,
 )
+from screens.list_groups import GROUPING_NAMES, GroupHeader, Groups
 from screens.list_model import ClockMoved, ListModel, Read, ReadResult, RowsAsked, first_result
 from screens.list_state import ListState
 from screens.live import StoreChanged
@@ -49,12 +57,13 @@ from screens.marks import Asked, Marks
 from screens.session_actions import ScreenCommand, SessionActionScreen
 from screens.session_grid import GridHeader, GridRow, SessionGrid
 from store.display import one_line
-from store.listing import SessionFilter, SessionOrder
+from store.listing import SessionFilter, SessionOrder, group_filter
 from store.records import ClaimCount, SessionFields
+from store.rules import LIFECYCLE_ACTIONS
 
 if TYPE_CHECKING:
     from screens.context import FirstRead
-    from screens.list_reads import StatusCounts
+    from screens.list_reads import GroupCounts, StatusCounts
     from store.first_window import FirstWindow
 
 
@@ -72,6 +81,7 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         Binding("S", "toggle_stale", "Stale", show=False),
         Binding("o", "cycle_sort", "Sort", show=False),
         Binding("O", "flip_sort", "Sort direction", show=False),
+        Binding("g", "cycle_group", "Group", show=False),
         Binding("escape", "close_filter", "Close filter", show=False),
     ]
 
@@ -86,6 +96,7 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         self.model = ListModel()
         self.painter = RowPainter(stale_after=ctx.stale_after, adapters=ctx.adapters)
         self.status_counts: StatusCounts | None = None
+        self.group_counts: GroupCounts | None = None
         self.counts_shown: dict[str, int] | None = None
         self.attention_shown: int | None = None
         # When the clock next moves a session up the attention order (None: not known).
@@ -94,8 +105,8 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         # A timer that counts the marks again, once the store's changes have settled.
         self.marks_recount: Timer | None = None
         self.loaded_once = False
-        # The list as it opens: every session, in the configured order.
-        self.first_state = ListState(order=SessionOrder(ctx.sort))
+        # The list as it opens: every session, in the configured order and grouping.
+        self.first_state = ListState(order=SessionOrder(ctx.sort), group=ctx.group)
         # Set while the grid is set to the model's cursor (its watcher then ignores the move).
         self.syncing = False
 
@@ -125,6 +136,7 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         # The context's sizes as they are now (tests shrink them after building the app).
         pages = self.ctx.page_size * self.ctx.window_pages
         self.model = ListModel(page_size=self.ctx.page_size, max_rows=pages)
+        self.model.grouping = self.first_state.group
         self._show_columns()
         # Called as the cursor moves, so the footer and the filter line follow in its frame.
         self.watch(self.grid, "cursor", self._cursor_moved, init=False)
@@ -144,28 +156,39 @@ class SessionListScreen(BulkActions, SessionActionScreen):
             self._show_columns()
 
     def _show_columns(self) -> None:
-        columns = grid_columns(self.painter.widths, self.state.order)
+        columns = grid_columns(self.painter.widths, self.state.shown_order)
         self.query_one(GridHeader).show(columns)
         self.grid.set_columns(columns)
 
     # -- the rows and the cursor --------------------------------------------------------------
 
     def grid_row(self, index: int) -> GridRow | None:
-        session = self.model.row(index)
-        if session is None:
+        item = self.model.row(index)
+        if item is None:
             return None
-        claims, marked = self.model.claims.get(session.agent_id), self.marks.is_marked(session)
-        return self.painter.row(session, claims, self.ctx.now(), marked)
+        if isinstance(item, GroupHeader):
+            counts = self.model.counts_of(item.key)
+            return self.painter.header(self.model.grouping or "", item, counts)
+        claims, marked = self.model.claims.get(item.agent_id), self.marks.is_marked(item)
+        return self.painter.row(item, claims, self.ctx.now(), marked)
 
     def selected_session(self) -> SessionFields | None:
         """The session under the grid's cursor now: a key typed ahead (down, down, p) acts on
-        the row the cursor is on, not on one a message has not caught up with yet."""
+        the row the cursor is on, not on one a message has not caught up with yet. None on a
+        group's header."""
         if not self.model.loaded or self.grid.has_class("hidden"):
             return None
-        return self.model.row(self.grid.cursor)
+        return self.model.session(self.grid.cursor)
+
+    def selected_header(self) -> GroupHeader | None:
+        """The group header under the grid's cursor, if it is on one."""
+        if not self.model.loaded or self.grid.has_class("hidden"):
+            return None
+        item = self.model.row(self.grid.cursor)
+        return item if isinstance(item, GroupHeader) else None
 
     def known_sessions(self) -> list[SessionFields]:
-        return list(self.model.rows)
+        return list(self.model.sessions())
 
     def session_updated(self, session: SessionFields) -> None:
         if self.model.updated(session):
@@ -186,9 +209,20 @@ class SessionListScreen(BulkActions, SessionActionScreen):
 
     @on(SessionGrid.RowChosen)
     def _row_chosen(self, event: SessionGrid.RowChosen) -> None:
-        session = self.model.row(event.row)
-        if session is not None:
-            self.open_detail(session.id)
+        item = self.model.row(event.row)
+        if isinstance(item, GroupHeader):
+            self._toggle_fold(event.row)
+        elif item is not None:
+            self.open_detail(item.id)
+
+    def _toggle_fold(self, index: int) -> None:
+        """Fold the group whose header is at ``index``, or unfold it: the rows after the
+        header are read again."""
+        header = self.model.toggle_fold(index)
+        if header is None:
+            return
+        self._show_rows()
+        self._start_reads()
 
     def _show_rows(self, result: ReadResult | None = None) -> None:
         """The model's rows, length and cursor, on screen. A page read ahead, outside the view,
@@ -249,7 +283,7 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         filter, and in the attention order once a fresh session may have gone stale."""
         if self.state.stale_only:
             return True
-        if self.state.order.column != "attention":
+        if self.state.read_order.column != "attention":
             return False
         return self.order_moves_at is None or self.ctx.now() >= self.order_moves_at
 
@@ -279,16 +313,29 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         now, state = self.ctx.now(), self.state
         live = tuple(agent for agent, count in self.model.claims.items() if count.live)
         filters = state.to_filter(now, self.ctx.stale_after)
-        order = state.order.at(now - self.ctx.stale_after)
-        asked = RowsAsked(read, filters, order, now, self.model.total, unless_token, live)
+        order = state.read_order.at(now - self.ctx.stale_after)
+        model = self.model
+        asked = RowsAsked(
+            read,
+            filters,
+            order,
+            now,
+            model.total,
+            unless_token,
+            live,
+            grouping=model.grouping,
+            folded=model.folded,
+            groups=model.groups,
+        )
         # The store is open, and with it the modules these need.
         from screens.data import require_store
-        from screens.list_reads import StatusCounts, read_rows
+        from screens.list_reads import GroupCounts, StatusCounts, read_rows
 
         self.status_counts = self.status_counts or StatusCounts()
-        store, counts = require_store(self.ctx), self.status_counts
+        self.group_counts = self.group_counts or GroupCounts()
+        store, counts, groups = require_store(self.ctx), self.status_counts, self.group_counts
         self.run_in_thread(
-            partial(read_rows, store=store, asked=asked, counts=counts),
+            partial(read_rows, store=store, asked=asked, counts=counts, groups=groups),
             what="read the sessions",
             group=f"session-list-{read.slot}",
             done=self._rows_read,
@@ -298,10 +345,11 @@ class SessionListScreen(BulkActions, SessionActionScreen):
     def _read_first(self) -> None:
         """The first page from the quick read, while the store opens (ctx.first_read)."""
         quick, size = self.ctx.first_read, self.ctx.page_size
-        read = Read("at", 0, size, self.model.generation, self.model.serial)
+        read = Read("at", 0, size, self.model.generation, self.model.serial, header_first=True)
         shown = partial(self._rows_read, first=True)
+        grouping = self.first_state.group
         self.run_in_thread(
-            lambda: first_result(read, self._quick_read(quick, size) if quick else None),
+            lambda: first_result(read, self._quick_read(quick, size) if quick else None, grouping),
             what="read the first sessions",
             group="session-list-first",
             done=shown,
@@ -310,7 +358,7 @@ class SessionListScreen(BulkActions, SessionActionScreen):
 
     def _quick_read(self, quick: FirstRead, size: int) -> FirstWindow | None:
         now = self.ctx.now()
-        return quick(size, now, self.first_state.order.at(now - self.ctx.stale_after))
+        return quick(size, now, self.first_state.read_order.at(now - self.ctx.stale_after))
 
     def _rows_read(self, answer: ReadResult | ClockMoved | None, *, first: bool = False) -> None:
         if first:
@@ -344,8 +392,10 @@ class SessionListScreen(BulkActions, SessionActionScreen):
             self._recount_marks()
         if first:
             return
-        if answer.total is None and self.model.count_due(time.monotonic(), answer.read.refresh):
-            self._count_rows(self.model.generation, self.state)
+        counted = answer.grouped is not None and answer.grouped.groups is not None
+        if answer.total is None and not counted:
+            if self.model.count_due(time.monotonic(), answer.read.refresh):
+                self._count_rows(self.model.generation, self.state)
         self.post_message(self.Loaded())
         if self.model.dirty:
             self.refresh_if_changed()
@@ -369,26 +419,50 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         self.show_failure(failure)
 
     def _count_rows(self, generation: int, state: ListState) -> None:
-        """The length of a list the status counts cannot say (a text or stale filter)."""
+        """The length of a list the status counts cannot say (a text or stale filter); grouped,
+        its groups, counted over the sessions."""
         from screens.data import require_store
-        from screens.list_reads import count_rows
+        from screens.list_reads import count_grouped, count_rows
 
-        def count() -> int:
+        def count() -> int | Groups:
             filters = state.to_filter(self.ctx.now(), self.ctx.stale_after)
-            return count_rows(store=require_store(self.ctx), filters=filters)
+            store = require_store(self.ctx)
+            if state.group is None:
+                return count_rows(store=store, filters=filters)
+            return count_grouped(
+                store=store,
+                grouping=state.group,
+                filters=filters,
+                descending=state.order.descending,
+            )
 
         self.run_in_thread(
             count,
             what="count the sessions",
             group="session-list-count",
             done=partial(self._counted, generation),
-            failed=partial(self._read_failed, None),
+            failed=partial(self._count_failed, generation),
         )
 
-    def _counted(self, generation: int, total: int) -> None:
-        if self.model.apply_total(generation, total):
+    def _counted(self, generation: int, total: int | Groups) -> None:
+        if isinstance(total, Groups):
+            counted = self.model.apply_groups(generation, total)
+        else:
+            counted = self.model.apply_total(generation, total)
+        if counted:
+            self.grid.refresh()  # the headers' counts too
             self._show_rows()
             self._start_reads()
+        self._count_over(generation)
+
+    def _count_failed(self, generation: int, failure: Failure) -> None:
+        self._read_failed(None, failure)
+        self._count_over(generation)
+
+    def _count_over(self, generation: int) -> None:
+        """A count is back: the list changed while it was on its way, so it is counted again."""
+        if self.model.count_over(generation):
+            self._count_rows(generation, self.state)
 
     def show_failure(self, failure: Failure) -> None:
         """A banner over the last rows read; the next read that works takes it away."""
@@ -402,6 +476,8 @@ class SessionListScreen(BulkActions, SessionActionScreen):
     # -- marks --------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in (*LIFECYCLE_ACTIONS, "log", "briefing") and self.selected_header():
+            return None  # shown dimmed: a header is no session (its key says so)
         if action == "toggle_mark":
             return self.selected_session() is not None
         if action == "mark_matching":
@@ -420,13 +496,39 @@ class SessionListScreen(BulkActions, SessionActionScreen):
 
     def action_mark_matching(self) -> None:
         """Every session matching the filters in force, as they are now (a stale cutoff stays
-        where it is), whether read yet or not."""
-        self.marks.mark_matching(self.state.to_filter(self.ctx.now(), self.ctx.stale_after))
+        where it is), whether read yet or not; on a group's header, of that group."""
+        filters = self.state.to_filter(self.ctx.now(), self.ctx.stale_after)
+        header, grouping = self.selected_header(), self.model.grouping
+        if header is not None and grouping is not None:
+            self.marks.mark_matching(group_filter(filters, grouping, header.key))
+            self.grid.refresh()
+            self._marks_changed()
+            name = group_name(grouping, header.key).plain
+            self.notify(
+                f"Marked every session of {name} matching the filters in force, on screen or "
+                "not; space unmarks one, u clears the marks.",
+                markup=False,
+            )
+            return
+        self.marks.mark_matching(filters)
         self.grid.refresh()
         self._marks_changed()
         self.notify(
             "Marked every session matching the filters in force, on screen or not; "
             "space unmarks one, u clears the marks.",
+            markup=False,
+        )
+
+    def action_explain(self, action: str) -> None:
+        header, grouping = self.selected_header(), self.model.grouping
+        if header is None or grouping is None:
+            super().action_explain(action)
+            return
+        name = group_name(grouping, header.key).plain
+        self.notify(
+            f"The cursor is on the header of {name}: {action} acts on a session. Move to one "
+            f"(enter {'unfolds' if header.folded else 'folds'} the group, * marks it).",
+            severity="warning",
             markup=False,
         )
 
@@ -445,7 +547,25 @@ class SessionListScreen(BulkActions, SessionActionScreen):
             verb = "Unmark" if self.marks.is_marked(session) else "Mark"
             name = f"{verb} {one_line(session.id, 60)}"
             found.append((name, self.action_toggle_mark, "Mark or unmark the selected session"))
-        if self.check_action("mark_matching", ()):
+        header, grouping = self.selected_header(), self.model.grouping
+        if header is not None and grouping is not None:
+            group = group_name(grouping, header.key).plain
+            cursor = self.grid.cursor
+            found.append(
+                (
+                    f"{'Unfold' if header.folded else 'Fold'} {group}",
+                    partial(self._toggle_fold, cursor),
+                    "Folds the group under its header, or shows its sessions again",
+                )
+            )
+            found.append(
+                (
+                    f"Mark every session of {group} matching the filters",
+                    self.action_mark_matching,
+                    "Marks the group's sessions the list's filters let through",
+                )
+            )
+        elif self.check_action("mark_matching", ()):
             found.append(
                 (
                     "Mark every session matching the filters",
@@ -453,6 +573,14 @@ class SessionListScreen(BulkActions, SessionActionScreen):
                     "Marks the sessions the list's filters let through, on screen or not",
                 )
             )
+        following = self.state.with_next_group().group
+        found.append(
+            (
+                f"Group the sessions by {following}" if following else "Ungroup the sessions",
+                self.action_cycle_group,
+                "Groups the list (g): workspace, run, agent, then none",
+            )
+        )
         if self.marks:
             found.append(("Clear every mark", self.action_clear_marks, "Unmarks every session"))
         return found
@@ -524,7 +652,7 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         from screens.list_reads import admitted_among
 
         store = require_store(self.ctx)
-        held = self.model.rows if rows is None else rows
+        held = list(self.model.sessions()) if rows is None else rows
         for filters, asked in self.marks.open_questions(held).items():
             ids = [session_id for session_id, _version in asked]
             self.run_in_thread(
@@ -571,7 +699,20 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         self.filters.change(self.state.with_stale_toggled())
 
     def action_cycle_sort(self) -> None:
+        grouped = self.state.group
         self.filters.change(self.state.with_next_sort())
+        if grouped is not None:
+            self._left_grouping(grouped)
+
+    def _left_grouping(self, grouping: str) -> None:
+        self.notify(
+            f"Grouping by {GROUPING_NAMES[grouping]} left: a group lists its sessions in start "
+            "order only. g groups again.",
+            markup=False,
+        )
+
+    def action_cycle_group(self) -> None:
+        self.filters.change(self.state.with_next_group())
 
     def action_flip_sort(self) -> None:
         self.filters.change(self.state.with_sort_flipped())
@@ -582,14 +723,18 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         if column is None or column.sort is None:
             self.notify(
                 "Sessions sort by attention, started, seen, status or agent: click one of those "
-                "headers, or press o (O flips the direction).",
+                "headers, or press o (O flips the direction); g groups them.",
                 markup=False,
             )
             return
+        grouped = self.state.group
         self.filters.change(self.state.sorted_by(column.sort))
+        if grouped is not None and self.state.group is None:
+            self._left_grouping(grouped)
 
     @on(FilterBar.Changed)
     def _filters_changed(self) -> None:
+        self.model.grouping = self.state.group
         self.model.reset()
         self.order_moves_at = None
         self._show_columns()

@@ -14,7 +14,7 @@ from store.clock import parse_ts
 from store.display import one_line, short_duration
 from store.paging import encode_cursor
 from store.records import ClaimCount, SessionFields
-from store.rules import ACTIVE_STATES, SORT_COLUMNS
+from store.rules import ACTIVE_STATES, GROUP_COLUMNS, SORT_COLUMNS
 
 # The columns the text filter looks in (the column ``workspace_id``, not the metadata's).
 TEXT_COLUMNS: tuple[str, ...] = (
@@ -44,6 +44,20 @@ class SessionFilter:
     text: str | None = None
     # Only sessions waiting for a human.
     waiting: bool = False
+    # Only sessions without a workspace (neither the column nor the metadata names one).
+    without_workspace: bool = False
+
+
+def group_filter(filters: SessionFilter, grouping: str, key: str | None) -> SessionFilter:
+    """``filters`` narrowed to one group of a grouped list (``store.rules.GROUP_COLUMNS``; key
+    None: the sessions without a workspace): what ``*`` on a group's header marks."""
+    if grouping == "agent":
+        return replace(filters, agent_id=key)
+    if grouping == "run":
+        return replace(filters, run_id=key)
+    if key is None:
+        return replace(filters, workspace_id=None, without_workspace=True)
+    return replace(filters, workspace_id=key, without_workspace=False)
 
 
 @dataclass(frozen=True)
@@ -72,7 +86,9 @@ class Selection:
 def countable_total(filters: SessionFilter, counts: Mapping[str, int]) -> int | None:
     """How many sessions ``filters`` lets through, when the counts by status say it (no filter,
     statuses, active only); None when only a count in SQL can say."""
-    narrowed = filters.agent_id or filters.run_id or filters.workspace_id
+    narrowed = filters.without_workspace or any(
+        value is not None for value in (filters.agent_id, filters.run_id, filters.workspace_id)
+    )
     if (
         narrowed
         or filters.stale_before is not None
@@ -89,7 +105,9 @@ def countable_total(filters: SessionFilter, counts: Mapping[str, int]) -> int | 
 @dataclass(frozen=True)
 class SessionOrder:
     """A list's sort: one of ``SORT_COLUMNS`` and a direction. The reference order (ascending
-    start, then id) is the default; ties in status or agent fall back to it.
+    start, then id) is the default; ties in status or agent fall back to it. A grouped list is
+    read in its group's order (``GROUP_COLUMNS``): ``agent``, ``run`` or ``workspace``, then
+    start, then id.
 
     ``last_seen``: sessions never seen (or with unreadable text) come first ascending, last
     descending, in id order.
@@ -103,7 +121,7 @@ class SessionOrder:
     stale_before: datetime | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        if self.column not in SORT_COLUMNS:
+        if self.column not in SORT_COLUMNS and self.column not in GROUP_COLUMNS:
             raise ValueError(f"Sessions cannot be sorted by {self.column!r}.")
 
     def flipped(self) -> SessionOrder:
@@ -136,6 +154,10 @@ ID_KEY = SortKey("id")
 ATTENTION_SOURCES = ("status", "waiting_since", "last_seen_at", "started_at")
 ATTENTION_TIER = SortKey("attention_tier", sources=ATTENTION_SOURCES[:2])
 ATTENTION_KEY = SortKey("attention_key", sources=ATTENTION_SOURCES)
+# A session's workspace: its column, else workspace_id in its metadata (store.sqlfuncs), as SQL
+# reads it; a cursor holds both sources, and the database computes the key from them.
+WORKSPACE_SOURCES = ("workspace_id", "metadata_json")
+WORKSPACE_KEY = SortKey("effective_workspace", sources=WORKSPACE_SOURCES)
 # Each order follows an index: (ts_key(started_at), id), (status, ts_key(started_at), id), ...
 ORDER_KEYS: dict[str, tuple[SortKey, ...]] = {
     "attention": (ATTENTION_TIER, ATTENTION_KEY, ID_KEY),
@@ -143,6 +165,9 @@ ORDER_KEYS: dict[str, tuple[SortKey, ...]] = {
     "last_seen": (SortKey("last_seen_at", timestamp=True), ID_KEY),
     "status": (SortKey("status"), STARTED_KEY, ID_KEY),
     "agent": (SortKey("agent_id"), STARTED_KEY, ID_KEY),
+    # The grouped lists' orders (the agent's is the one above).
+    "run": (SortKey("run_id"), STARTED_KEY, ID_KEY),
+    "workspace": (WORKSPACE_KEY, STARTED_KEY, ID_KEY),
 }
 
 
@@ -221,7 +246,7 @@ def attention_segments(
 PG_STORED_KEYS: dict[str, str] = {"started_at": "rt_started_key", "last_seen_at": "rt_seen_key"}
 # Orders whose leading key may be NULL: the NULL rows form a segment of their own, read apart,
 # because the dialects disagree on where NULL sorts and a comparison never matches NULL.
-NULLABLE_LEAD = frozenset({"last_seen"})
+NULLABLE_LEAD = frozenset({"last_seen", "workspace"})
 
 _CURSOR_KIND = "sessions"
 

@@ -68,9 +68,9 @@ def filter_admits(filters: SessionFilter, session: SessionFields) -> bool | None
     says in SQL; None when only the store can say (see the module's docstring)."""
     if filters.statuses and session.status not in filters.statuses:
         return False
-    if filters.agent_id and session.agent_id != filters.agent_id:
+    if filters.agent_id is not None and session.agent_id != filters.agent_id:
         return False
-    if filters.run_id and session.run_id != filters.run_id:
+    if filters.run_id is not None and session.run_id != filters.run_id:
         return False
     active_only = filters.active_only or filters.stale_before is not None or filters.waiting
     if active_only and session.status not in ACTIVE_STATES:
@@ -78,8 +78,10 @@ def filter_admits(filters: SessionFilter, session: SessionFields) -> bool | None
     if filters.waiting and session.waiting_since is None:
         return False
     verdicts = []
-    if filters.workspace_id:
+    if filters.workspace_id is not None:
         verdicts.append(_workspace_is(session, filters.workspace_id))
+    if filters.without_workspace:
+        verdicts.append(_without_workspace(session))
     if filters.stale_before is not None:
         verdicts.append(_seen_before(session, filters.stale_before))
     if filters.text and filters.text.strip():
@@ -171,6 +173,16 @@ def _workspace_is(session: SessionFields, wanted: str) -> bool | None:
     except _Unknown:
         return None
     return found == wanted if isinstance(found, str) else False
+
+
+def _without_workspace(session: SessionFields) -> bool | None:
+    """SQL: ``coalesce(workspace_id, <workspace_id in the metadata>) IS NULL``."""
+    if session.workspace_id is not None:
+        return False
+    try:
+        return metadata_workspace(session.metadata_json) is NULL
+    except _Unknown:
+        return None
 
 
 class _Pairs(list[tuple[str, Any]]):

@@ -6,7 +6,7 @@ in ``*_json`` columns. Our additions are ``agent_sessions.version`` and ``idempo
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Integer, Table, Text
+from sqlalchemy import BigInteger, Integer, SmallInteger, Table, Text
 from sqlmodel import Field, SQLModel
 
 from store.records import SessionFields
@@ -184,8 +184,21 @@ class SessionStatusCount(SQLModel, table=True):
     sessions: int = Field(default=0, sa_type=BigInteger, nullable=False)
 
 
+class SessionGroupCount(SQLModel, table=True):
+    """Sessions per group (an agent, a run, a workspace) and status, kept by triggers on
+    agent_sessions (migration 0008). ``keyed`` is 0 for the sessions without a workspace, whose
+    ``group_key`` is then ''."""
+
+    __tablename__ = "session_group_counts"
+    grouping: str = _text(primary_key=True, nullable=False)
+    keyed: int = Field(primary_key=True, sa_type=SmallInteger, nullable=False)
+    group_key: str = _text(primary_key=True, nullable=False)
+    status: str = _text(primary_key=True, nullable=False)
+    sessions: int = Field(default=0, sa_type=BigInteger, nullable=False)
+
+
 # The record kinds of import, export and the demo, in export order, each with its table: the
-# reference's tables. idempotency_keys and session_status_counts are ours and are not records.
+# reference's tables. idempotency_keys and the session counts tables are ours and are not records.
 RECORD_TABLES: dict[str, Table] = {
     kind: model.__table__  # type: ignore[attr-defined]
     for kind, model in (

@@ -36,6 +36,9 @@ def is_allowed(action: str, status: str) -> bool:
 
 # The orders a session list can be sorted in (store.listing.SessionOrder).
 SORT_COLUMNS: tuple[str, ...] = ("attention", "started", "last_seen", "status", "agent")
+# What the console's list can group its sessions by, in the order ``g`` cycles through them
+# (after none). A grouped list is read in its group's own order: the group, then start, then id.
+GROUP_COLUMNS: tuple[str, ...] = ("workspace", "run", "agent")
 
 # The reference's six subresources of a session, by name, in the order they are shown; the
 # functions that read them are store.projections.PROJECTIONS. The paged ones are read a page at

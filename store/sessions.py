@@ -6,7 +6,7 @@ Each write is one statement on the row plus its history row, in the caller's tra
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -60,7 +60,7 @@ from store.listing import (
 from store.models import AgentSession, SessionStatusCount
 from store.paging import Page, decode_cursor
 from store.rules import ACTIVE_STATES
-from store.sqlfuncs import COMPUTED_KEYS, ascii_case, effective_workspace, ts_key
+from store.sqlfuncs import COMPUTED_KEYS, ascii_case, effective_workspace, not_indexed, ts_key
 
 SESSIONS = AgentSession.__table__  # type: ignore[attr-defined]
 _COUNTS = SessionStatusCount.__table__  # type: ignore[attr-defined]
@@ -273,19 +273,25 @@ def get_session(*, db: Connection, session_id: str) -> AgentSession:
     return _record(row)
 
 
-def filter_conditions(filters: SessionFilter) -> list[ColumnElement[bool]]:
-    """The filter as SQL conditions, each backed by an index where one applies."""
+def filter_conditions(
+    filters: SessionFilter, *, status_index: bool = True
+) -> list[ColumnElement[bool]]:
+    """The filter as SQL conditions, each backed by an index where one applies; without
+    ``status_index``, SQLite does not look the statuses up by their index (``_status_index``)."""
     found: list[ColumnElement[bool]] = []
+    status = _C.status if status_index else not_indexed(_C.status)
     if filters.statuses:
-        found.append(_C.status.in_(filters.statuses))
-    if filters.agent_id:
+        found.append(status.in_(filters.statuses))
+    if filters.agent_id is not None:
         found.append(_C.agent_id == filters.agent_id)
-    if filters.run_id:
+    if filters.run_id is not None:
         found.append(_C.run_id == filters.run_id)
-    if filters.workspace_id:
+    if filters.workspace_id is not None:
         found.append(effective_workspace() == filters.workspace_id)
+    if filters.without_workspace:
+        found.append(effective_workspace().is_(None))
     if filters.active_only or filters.stale_before is not None or filters.waiting:
-        found.append(_C.status.in_(ACTIVE_STATES))
+        found.append(status.in_(ACTIVE_STATES))
     if filters.waiting:
         found.append(_C.waiting_since.is_not(None))
     if filters.stale_before is not None:
@@ -333,6 +339,32 @@ def admitted_ids(*, db: Connection, filters: SessionFilter, ids: Iterable[str]) 
     return found
 
 
+# Orders whose index SQLite would leave for the status index under a status filter, and then
+# sort every session of those statuses to read a page (``_status_index``).
+_OWN_INDEX_ORDERS = frozenset({"agent", "run", "workspace", "last_seen"})
+
+
+def _status_index(
+    db: Connection, filters: SessionFilter | None, order: SessionOrder, reach: int
+) -> bool:
+    """Whether SQLite may find the sessions of a status filter by the status index. That index
+    is not in the order of most lists: it finds the filter's every session, then sorts them.
+    Walking the order's own index instead reaches ``reach`` sessions in ``reach / density``
+    steps. From the counts by status (a few rows), the cheaper: the status index when the
+    filter's sessions number fewer than about ``sqrt(reach * sessions)``. PostgreSQL weighs
+    this itself, from its statistics."""
+    if db.dialect.name == "postgresql" or order.column not in _OWN_INDEX_ORDERS or not filters:
+        return True
+    statuses: set[str] | None = set(filters.statuses) if filters.statuses else None
+    if filters.active_only or filters.stale_before is not None or filters.waiting:
+        statuses = set(ACTIVE_STATES) if statuses is None else statuses & set(ACTIVE_STATES)
+    if statuses is None:
+        return True  # no status condition
+    counts = count_by_status(db=db)
+    matching = sum(counts.get(status, 0) for status in statuses)
+    return matching * matching <= max(reach, 1) * sum(counts.values())
+
+
 # Where a key reads its columns from: the table's, or a cursor's values as literals.
 Source = Mapping[str, ColumnElement[Any]]
 
@@ -348,6 +380,9 @@ def _key_expr(key: SortKey, source: Source = _C) -> ColumnElement[Any]:
 class _Segment:
     condition: ColumnElement[bool] | None
     keys: tuple[SortKey, ...]
+    # The order's leading key, NULL throughout this segment: PostgreSQL follows the order's
+    # index for the segment only when asked to sort by it too (it holds IS NULL as no equality).
+    null_lead: SortKey | None = None
 
 
 # A segment the filter leaves empty: nothing is read from it; it keeps the other segments'
@@ -371,7 +406,7 @@ def _segments(order: SessionOrder, filters: SessionFilter | None = None) -> list
     if order.column not in NULLABLE_LEAD:
         return [_Segment(None, keys)]
     lead = _key_expr(keys[0])
-    return [_Segment(lead.is_(None), keys[1:]), _Segment(lead.is_not(None), keys)]
+    return [_Segment(lead.is_(None), keys[1:], keys[0]), _Segment(lead.is_not(None), keys)]
 
 
 def _stale_bound(order: SessionOrder) -> ColumnElement[Any]:
@@ -400,6 +435,8 @@ def _position(
     nullable = {"last_seen_at"} if order.column in NULLABLE_LEAD else set()
     if order.column == "attention":
         nullable = {"waiting_since", "last_seen_at"}
+    if order.column == "workspace":
+        nullable = {"workspace_id", "metadata_json"}
     for column, value in zip(columns, values, strict=True):
         if not isinstance(value, str) and not (column in nullable and value is None):
             raise InvalidCursor("That cursor is not one this store issued.")
@@ -438,17 +475,37 @@ def _after(
     return and_(reached, or_(beyond, _after(keys[1:], bounds[1:], descending)))
 
 
+@dataclass(frozen=True)
+class _Tier:
+    conditions: list[ColumnElement[bool]]
+    # How many leading keys the conditions hold equal (the rows are sorted by the others).
+    fixed: int = 0
+
+
 def _tiers(
     keys: tuple[SortKey, ...], bounds: list[ColumnElement[Any]], descending: bool
-) -> list[list[ColumnElement[bool]]]:
+) -> list[_Tier]:
     """The rows after a position, as consecutive index ranges read one after the other. With a
     leading key shared by many rows (a status), one condition would walk every row of that
     status before the position; an equality range and then a strict range each cost the page."""
     if len(keys) <= 2:
-        return [[_after(keys, bounds, descending)]]
+        return [_Tier([_after(keys, bounds, descending)])]
     head, bound = _key_expr(keys[0]), bounds[0]
-    same_head = [[head == bound, *tier] for tier in _tiers(keys[1:], bounds[1:], descending)]
-    return [*same_head, [head < bound if descending else head > bound]]
+    same_head = [
+        _Tier([head == bound, *tier.conditions], tier.fixed + 1)
+        for tier in _tiers(keys[1:], bounds[1:], descending)
+    ]
+    return [*same_head, _Tier([head < bound if descending else head > bound])]
+
+
+def _sort_keys(db: Connection, keys: tuple[SortKey, ...], fixed: int) -> tuple[SortKey, ...]:
+    """The keys to sort rows by when the first ``fixed`` are held equal: SQLite sorts a range
+    of an index on an expression (the workspace) in a temporary tree when asked to sort by the
+    expression it holds equal, and follows the index when not; PostgreSQL follows it either way
+    (and, for a NULL key, only when asked to sort by it too)."""
+    if db.dialect.name == "postgresql" or not any(key.sources for key in keys[:fixed]):
+        return keys
+    return keys[fixed:]
 
 
 def _read(
@@ -459,13 +516,15 @@ def _read(
     cursor: str | None,
     order: SessionOrder | None,
     backwards: bool,
+    extra: Sequence[ColumnElement[bool]] = (),
 ) -> tuple[list[AgentSession], bool]:
     """Up to ``limit`` rows from the cursor on, nearest first (away from it when ``backwards``),
     and whether more lie beyond them. Every statement is cut in SQL with LIMIT."""
     size = validation.limit(limit)
     order = order or DEFAULT_ORDER
     descending = order.descending != backwards
-    base = filter_conditions(filters or SessionFilter())
+    indexed = _status_index(db, filters, order, size)
+    base = [*filter_conditions(filters or SessionFilter(), status_index=indexed), *extra]
     segments = list(enumerate(_segments(order, filters)))
     if descending:
         segments.reverse()
@@ -479,13 +538,18 @@ def _read(
         if segment is _SKIPPED:
             continue
         where = [*base, *([segment.condition] if segment.condition is not None else [])]
-        tiers = _tiers(segment.keys, bounds, descending) if bounds is not None else [[]]
-        sort = [_key_expr(key).desc() if descending else _key_expr(key) for key in segment.keys]
+        tiers = _tiers(segment.keys, bounds, descending) if bounds is not None else [_Tier([])]
         for tier in tiers:
             wanted = size + 1 - len(rows)
             if wanted <= 0:
                 break
-            statement = select(SESSIONS).where(*where, *tier).order_by(*sort).limit(wanted)
+            keys = _sort_keys(db, segment.keys, tier.fixed)
+            if segment.null_lead is not None and db.dialect.name == "postgresql":
+                keys = (segment.null_lead, *keys)
+            sort = [_key_expr(key).desc() if descending else _key_expr(key) for key in keys]
+            statement = (
+                select(SESSIONS).where(*where, *tier.conditions).order_by(*sort).limit(wanted)
+            )
             rows.extend(db.execute(statement).all())
     return [_record(row) for row in rows[:size]], len(rows) > size
 
@@ -498,6 +562,7 @@ def list_sessions(
     cursor: str | None = None,
     order: SessionOrder | None = None,
     backwards: bool = False,
+    extra: Sequence[ColumnElement[bool]] = (),
 ) -> Page[AgentSession]:
     """Ascending ``started_at``, then id (ref), or ``order``; filtered and cut into keyset pages
     in SQL. ``next_cursor`` continues after the page's last row.
@@ -505,10 +570,19 @@ def list_sessions(
     ``backwards`` (``list_sessions_before``): the page that ends just before the cursor's row
     (the last page when ``cursor`` is None), still in the list's order. ``next_cursor`` then
     continues backwards: it is the page's first row, given only when rows lie before it. Read
-    in reverse order in SQL and turned around."""
+    in reverse order in SQL and turned around.
+
+    ``extra``: conditions narrowing the list beyond ``filters`` (the folded groups of a grouped
+    list, ``store.groups.fold_condition``)."""
     order = order or DEFAULT_ORDER
     items, more = _read(
-        db=db, filters=filters, limit=limit, cursor=cursor, order=order, backwards=backwards
+        db=db,
+        filters=filters,
+        limit=limit,
+        cursor=cursor,
+        order=order,
+        backwards=backwards,
+        extra=extra,
     )
     if backwards:
         items.reverse()
@@ -572,6 +646,7 @@ def sessions_at(
     filters: SessionFilter | None = None,
     order: SessionOrder | None = None,
     total: int | None = None,
+    extra: Sequence[ColumnElement[bool]] = (),
 ) -> list[AgentSession]:
     """The sessions at positions ``offset`` … ``offset + limit - 1`` of the list (0-based), in
     its order: where a scrollbar's thumb was dragged to. The row just before that place is
@@ -592,14 +667,20 @@ def sessions_at(
         anchor_position, size = total - end - 1, end - offset
     else:
         anchor_position = offset - 1
-    anchor = _id_at(db, filters, order, anchor_position, from_end=backwards)
+    anchor = _id_at(db, filters, order, anchor_position, from_end=backwards, extra=extra)
     if anchor is None and anchor_position >= 0:
         return []  # the list is shorter than the place (or than ``total`` said)
     cursor = None
     if anchor is not None:
         cursor = session_cursor(get_session(db=db, session_id=anchor), order)
     items, _more = _read(
-        db=db, filters=filters, limit=size, cursor=cursor, order=order, backwards=backwards
+        db=db,
+        filters=filters,
+        limit=size,
+        cursor=cursor,
+        order=order,
+        backwards=backwards,
+        extra=extra,
     )
     if backwards:
         items.reverse()
@@ -607,7 +688,13 @@ def sessions_at(
 
 
 def _id_at(
-    db: Connection, filters: SessionFilter, order: SessionOrder, position: int, *, from_end: bool
+    db: Connection,
+    filters: SessionFilter,
+    order: SessionOrder,
+    position: int,
+    *,
+    from_end: bool,
+    extra: Sequence[ColumnElement[bool]] = (),
 ) -> str | None:
     """The id of the row at ``position`` (0-based) counted from the start of the list, or from
     its end with ``from_end``; None when the list is shorter (or ``position`` is negative)."""
@@ -617,7 +704,8 @@ def _id_at(
     segments = _segments(order, filters)
     if descending:
         segments.reverse()
-    base = filter_conditions(filters)
+    indexed = _status_index(db, filters, order, position + 1)
+    base = [*filter_conditions(filters, status_index=indexed), *extra]
     for segment in segments:
         if segment is _SKIPPED:
             continue
@@ -633,6 +721,82 @@ def _id_at(
         # Beyond this segment: the rest of the way is counted in the next one.
         position -= _count(db, where)
     return None
+
+
+def sessions_in_group(
+    *,
+    db: Connection,
+    group: ColumnElement[bool],
+    offset: int,
+    limit: int | None = None,
+    filters: SessionFilter | None = None,
+    order: SessionOrder | None = None,
+    size: int | None = None,
+    extra: Sequence[ColumnElement[bool]] = (),
+) -> list[AgentSession]:
+    """Sessions of a grouped list (``order`` is the grouping's: the group, then start, then id)
+    from the ``offset``-th (0-based) of one group on: that group's rows, then the next groups'.
+    ``group`` holds for the group's rows alone (``store.groups.group_condition``); with its
+    ``size`` known, the place is reached from the group's nearer end, so no read walks more
+    than half a group. Empty when the group is shorter than the place."""
+    wanted = validation.limit(limit)
+    order = order or DEFAULT_ORDER
+    if offset < 0:
+        raise InvalidCursor("A position in the list is never negative.")
+    if size is not None and offset >= size:
+        return []
+    from_end = size is not None and offset > size // 2
+    position = size - 1 - offset if from_end and size is not None else offset
+    indexed = _status_index(db, filters, order, position + 1)
+    where = [*filter_conditions(filters or SessionFilter(), status_index=indexed), *extra, group]
+    found = _id_in_group(db, where, order, position, from_end=from_end)
+    if found is None:
+        return []
+    first = get_session(db=db, session_id=found)
+    if wanted == 1:
+        return [first]
+    rest, _more = _read(
+        db=db,
+        filters=filters,
+        limit=wanted - 1,
+        cursor=session_cursor(first, order),
+        order=order,
+        backwards=False,
+        extra=extra,
+    )
+    return [first, *rest]
+
+
+def first_in_group(
+    *,
+    db: Connection,
+    group: ColumnElement[bool],
+    filters: SessionFilter | None = None,
+    order: SessionOrder | None = None,
+) -> str | None:
+    """The id of the first session of one group of a grouped list (see ``sessions_in_group``),
+    or None when the filters leave it none: one index seek."""
+    order = order or DEFAULT_ORDER
+    indexed = _status_index(db, filters, order, 1)
+    where = [*filter_conditions(filters or SessionFilter(), status_index=indexed), group]
+    return _id_in_group(db, where, order, 0, from_end=False)
+
+
+def _id_in_group(
+    db: Connection,
+    where: list[ColumnElement[bool]],
+    order: SessionOrder,
+    position: int,
+    *,
+    from_end: bool,
+) -> str | None:
+    descending = order.descending != from_end
+    # The group is held equal: its rows in the order of the other keys.
+    keys = _sort_keys(db, ORDER_KEYS[order.column], 1)
+    sort = [_key_expr(key).desc() if descending else _key_expr(key) for key in keys]
+    statement = select(_C.id).where(*where).order_by(*sort).offset(position).limit(1)
+    found = db.execute(statement).scalar_one_or_none()
+    return None if found is None else str(found)
 
 
 def find_by_agent(*, db: Connection, agent_id: str) -> AgentSession:
@@ -666,6 +830,9 @@ def bulk_session_writes(*, db: Connection) -> Iterator[None]:
     if db.dialect.name != "postgresql":
         yield
         return
+    # In the order the triggers touch them (by name: the group counts first), so that a writer
+    # holding one never waits here for the other.
+    db.execute(text("LOCK TABLE session_group_counts IN SHARE ROW EXCLUSIVE MODE"))
     db.execute(text("LOCK TABLE session_status_counts IN SHARE ROW EXCLUSIVE MODE"))
     # Local to the transaction: the pooled connection counts row by row again after it.
     db.execute(text("SELECT set_config('roundtable.bulk_session_writes', 'on', true)"))
@@ -678,6 +845,20 @@ def bulk_session_writes(*, db: Connection) -> Iterator[None]:
             "SELECT status, count(*) FROM agent_sessions GROUP BY status"
         )
     )
+    db.execute(text("DELETE FROM session_group_counts"))
+    db.execute(text(RECOUNT_GROUPS))
+
+
+# Every group's sessions by status, counted (migration 0008 seeds its table the same way).
+_GROUP_KEYS = (("agent", "agent_id"), ("run", "run_id"), ("workspace", "rt_workspace"))
+RECOUNT_GROUPS = (
+    "INSERT INTO session_group_counts (grouping, keyed, group_key, status, sessions) "
+    + " UNION ALL ".join(
+        f"SELECT '{grouping}', CASE WHEN {key} IS NULL THEN 0 ELSE 1 END, COALESCE({key}, ''),"
+        f" status, count(*) FROM agent_sessions GROUP BY {key}, status"
+        for grouping, key in _GROUP_KEYS
+    )
+)
 
 
 def count_by_status(*, db: Connection) -> dict[str, int]:

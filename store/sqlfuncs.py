@@ -6,9 +6,9 @@ The reference store mixes ``CURRENT_TIMESTAMP`` text with RFC 3339 (with and wit
 as text those do not sort chronologically. ``ts_key(column)`` compiles to an expression that does:
 ``julianday(x)`` on SQLite and the immutable ``rt_ts_key(x)`` function on PostgreSQL (created by
 migration 0002, as are ``rt_metadata_workspace`` and the indexes; 0006 stores the session list's
-two keys as columns). Indexes are built on the same expressions, so ordering and keyset pages use
-them: each migration keeps its own copy of the text, and tests/test_database.py checks they
-agree.
+two keys as columns, 0008 the workspace). Indexes are built on the same expressions, so ordering
+and keyset pages use them: each migration keeps its own copy of the text, and
+tests/test_database.py checks they agree.
 """
 
 from __future__ import annotations
@@ -57,8 +57,13 @@ def _ts_key_default(element: ts_key, compiler: Any, **kw: Any) -> str:
 
 class effective_workspace(FunctionElement[Any]):  # noqa: N801
     """The session's workspace: its ``workspace_id`` column, else ``workspace_id`` in its metadata
-    (ref). Malformed metadata gives NULL rather than an error."""
+    (ref). Malformed metadata gives NULL rather than an error.
 
+    Without arguments: the row's, as the workspace index holds it (on PostgreSQL the stored
+    column of migration 0008). With two, ``(workspace_id, metadata_json)``: the same computed
+    from those values (a cursor's), or from the row's columns when they are the table's."""
+
+    type = String()
     name = "effective_workspace"
     inherit_cache = True
 
@@ -68,16 +73,43 @@ SQLITE_EFFECTIVE_WORKSPACE = (
     "THEN json_extract(metadata_json, '$.workspace_id') END)"
 )
 PG_EFFECTIVE_WORKSPACE = "COALESCE(workspace_id, rt_metadata_workspace(metadata_json))"
+# On PostgreSQL the key is a stored generated column (migration 0008): an index on an
+# expression allows no index-only scan, and a place in the grouped list is an index walk.
+PG_STORED_WORKSPACE = "rt_workspace"
+
+
+def _sqlite_workspace(workspace: str, metadata: str) -> str:
+    return (
+        f"COALESCE({workspace}, CASE WHEN json_valid({metadata}) "
+        f"THEN json_extract({metadata}, '$.workspace_id') END)"
+    )
+
+
+def _session_columns(element: FunctionElement[Any]) -> Any:
+    """The agent_sessions table when every argument is one of its columns, else None."""
+    arguments = element.clauses.clauses
+    tables = {getattr(getattr(argument, "table", None), "name", None) for argument in arguments}
+    if tables != {"agent_sessions"} or not all(isinstance(a, Column) for a in arguments):
+        return None
+    return arguments[0].table
 
 
 @compiles(effective_workspace, "sqlite")
 def _workspace_sqlite(element: effective_workspace, compiler: Any, **kw: Any) -> str:
-    return SQLITE_EFFECTIVE_WORKSPACE
+    if not element.clauses.clauses:
+        return SQLITE_EFFECTIVE_WORKSPACE
+    return _sqlite_workspace(*_arguments(element, compiler, **kw))
 
 
 @compiles(effective_workspace, "postgresql")
 def _workspace_postgresql(element: effective_workspace, compiler: Any, **kw: Any) -> str:
-    return PG_EFFECTIVE_WORKSPACE
+    if not element.clauses.clauses:
+        return PG_STORED_WORKSPACE
+    table = _session_columns(element)
+    if table is not None:
+        return f"{compiler.preparer.format_table(table)}.{PG_STORED_WORKSPACE}"
+    workspace, metadata = _arguments(element, compiler, **kw)
+    return f"COALESCE({workspace}, rt_metadata_workspace({metadata}))"
 
 
 class attention_tier(FunctionElement[Any]):  # noqa: N801
@@ -94,11 +126,9 @@ class attention_key(FunctionElement[Any]):  # noqa: N801
 
 def _stored_attention(element: FunctionElement[Any], compiler: Any) -> str | None:
     """On PostgreSQL, the generated column that holds the key of an agent_sessions row."""
-    arguments = element.clauses.clauses
-    tables = {getattr(getattr(argument, "table", None), "name", None) for argument in arguments}
-    if tables != {"agent_sessions"} or not all(isinstance(a, Column) for a in arguments):
+    table = _session_columns(element)
+    if table is None:
         return None
-    table = arguments[0].table
     return f"{compiler.preparer.format_table(table)}.{PG_ATTENTION_COLUMNS[element.name]}"
 
 
@@ -138,6 +168,7 @@ def _attention_key_postgresql(element: attention_key, compiler: Any, **kw: Any) 
 COMPUTED_KEYS: dict[str, type[FunctionElement[Any]]] = {
     "attention_tier": attention_tier,
     "attention_key": attention_key,
+    "effective_workspace": effective_workspace,
 }
 
 
@@ -159,4 +190,24 @@ def _ascii_case_postgresql(element: ascii_case, compiler: Any, **kw: Any) -> str
 
 @compiles(ascii_case)
 def _ascii_case_default(element: ascii_case, compiler: Any, **kw: Any) -> str:
+    return compiler.process(element.clauses, **kw)  # type: ignore[no-any-return]
+
+
+class not_indexed(FunctionElement[str]):  # noqa: N801
+    """A text column SQLite is not to look rows up by through an index (a unary plus): a list
+    whose order has an index of its own walks that one, filtering as it goes, rather than
+    gathering a status's rows by the status index and sorting them all."""
+
+    type = String()
+    name = "not_indexed"
+    inherit_cache = True
+
+
+@compiles(not_indexed, "sqlite")
+def _not_indexed_sqlite(element: not_indexed, compiler: Any, **kw: Any) -> str:
+    return f"+{compiler.process(element.clauses, **kw)}"
+
+
+@compiles(not_indexed)
+def _not_indexed_default(element: not_indexed, compiler: Any, **kw: Any) -> str:
     return compiler.process(element.clauses, **kw)  # type: ignore[no-any-return]

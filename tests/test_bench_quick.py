@@ -192,7 +192,7 @@ def test_key_figures_bound_the_p90_last_frame_against_the_bare_apps() -> None:
         parts["settled_ms"] = [90.0, 80.0, 85.0]
         return {
             key: {part: [value * scale for value in values] for part, values in parts.items()}
-            for key in bench.KEYS
+            for key in (*bench.KEYS, *bench.JUMP_KEYS)
         }
 
     figures = bench.key_figures("big", timings(1.0), timings(2.0))
@@ -205,7 +205,7 @@ def test_key_figures_bound_the_p90_last_frame_against_the_bare_apps() -> None:
     last_frame = figures[1]
     assert last_frame.value == pytest.approx(0.040) and last_frame.ratio == pytest.approx(0.5)
     # Medians are shown, not judged; the p90 (nearest rank of three: the slowest) is.
-    assert [figure.verdict() for figure in figures] == ["", "", "", "ok"] * 3
+    assert [figure.verdict() for figure in figures] == ["", "", "", "ok"] * 3 + ["ok", "ok"]
     tail = figures[3]
     assert tail.value == pytest.approx(0.060) and tail.ratio == pytest.approx(0.5)
     assert tail.target() == "<=1.5x"
@@ -213,11 +213,26 @@ def test_key_figures_bound_the_p90_last_frame_against_the_bare_apps() -> None:
     assert slow[3].verdict() == "MISS"  # 1.6 times the bare app's p90
     close = bench.key_figures("big", timings(1.5), timings(1.0))
     assert close[3].verdict() == "ok"
+    # End and Home jump: judged as the thumb's jumps, their slowest frame under 100 ms.
+    end, home = figures[-2:]
+    assert end.name == "end -> last frame, max (big)" and end.value == pytest.approx(0.060)
+    assert end.target() == "<0.1s" and home.name.startswith("home -> last frame, max")
+    assert bench.key_figures("big", timings(2.0), timings(1.0))[-1].verdict() == "MISS"
 
 
-def test_the_key_sequence_presses_downs_then_pagedowns_then_pageups() -> None:
-    assert first_paint.key_sequence(2, 1) == ["down", "down", "pagedown", "pageup"]
-    assert first_paint.key_sequence(0, 0) == []
+def test_the_key_sequence_presses_downs_then_pagedowns_then_pageups_then_the_ends() -> None:
+    ends = ["end", "home"] * first_paint.ENDS
+    assert first_paint.key_sequence(2, 1) == ["down", "down", "pagedown", "pageup", *ends]
+    assert first_paint.key_sequence(0, 0) == ends
+
+
+def test_the_group_option_is_taken_out_of_the_arguments() -> None:
+    assert first_paint.grouping(["--group=agent", "keys", "console", "u"]) == (
+        "agent",
+        ["keys", "console", "u"],
+    )
+    assert first_paint.grouping(["console", "u"]) == (None, ["console", "u"])
+    assert bench.group_flag("run") == ["--group=run"] and bench.group_flag(None) == []
 
 
 # --------------------------------------------------------------------- the bulk pause figure

@@ -139,6 +139,20 @@ def test_the_consoles_first_order_is_one_the_list_knows(tmp_path: Path) -> None:
     assert str(path) in raised.value.message and "attention, started" in raised.value.message
 
 
+@pytest.mark.parametrize(
+    ("text", "group"),
+    [
+        ("", None),
+        ('group = "none"', None),
+        ('group = "run"', "run"),
+        ('group = " agent "', "agent"),
+    ],
+)
+def test_the_lists_first_grouping_is_read(tmp_path: Path, text: str, group: str | None) -> None:
+    user_config(tmp_path, text)
+    assert load_settings().group == group
+
+
 def test_blank_strings_in_config_toml_count_as_unset(tmp_path: Path) -> None:
     user_config(tmp_path, 'database = " "\noperator = ""\ntheme = "  "\n')
     settings = load_settings()
@@ -161,6 +175,8 @@ def test_blank_strings_in_config_toml_count_as_unset(tmp_path: Path) -> None:
         ("database = 3", "database"),
         ("operator = ['a']", "operator"),
         ("theme = 1", "theme"),
+        ('group = "status"', "group must be one of none, workspace, run, agent"),
+        ("group = 1", "group"),
         ("adapters = 3", "adapters"),
         ("adapters = ['codex']", "adapters"),
         ("[adapters]\ncodex = 'x'", "adapters.codex"),

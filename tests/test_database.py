@@ -324,7 +324,9 @@ def test_the_store_queries_the_expressions_migration_0002_indexed():
 
     lite, pg = sqlite_dialect.dialect(), postgresql_dialect.dialect()
     assert compiled(effective_workspace(), lite) == migration.SQLITE_EFFECTIVE_WORKSPACE
-    assert compiled(effective_workspace(), pg) == migration.PG_EFFECTIVE_WORKSPACE
+    # On PostgreSQL migration 0008 stores the same expression as a column.
+    groups = importlib.import_module("store.migrations.versions.0008_session_groups")
+    assert groups.PG_WORKSPACE == migration.PG_EFFECTIVE_WORKSPACE
     assert "rt_metadata_workspace(" in migration.PG_EFFECTIVE_WORKSPACE
     assert "FUNCTION rt_metadata_workspace(t text)" in migration.PG_METADATA_WORKSPACE_FUNCTION
     assert compiled(ts_key(column("started_at")), lite) == "julianday(started_at)"
@@ -336,12 +338,31 @@ def test_the_store_queries_the_keys_migration_0006_stored():
     migration = importlib.import_module("store.migrations.versions.0006_list_positions")
     sessions = AgentSession.__table__  # type: ignore[attr-defined]
     pg = postgresql_dialect.dialect()
-    assert migration.PG_WORKSPACE == str(effective_workspace().compile(dialect=pg))
+    assert (
+        migration.PG_WORKSPACE
+        == importlib.import_module("store.migrations.versions.0008_session_groups").PG_WORKSPACE
+    )
     for name, stored in PG_STORED_KEYS.items():
         assert name in sessions.c
         assert migration.PG_GENERATED_KEYS[stored] == f"rt_ts_key({name})"
         key = ts_key(sessions.c[name]).compile(dialect=pg)
         assert str(key) == f"agent_sessions.{stored}"
+
+
+def test_the_store_queries_the_workspace_migration_0008_stored_and_indexed():
+    """The workspace key: computed from a cursor's values as the index holds it, read from the
+    stored column on PostgreSQL, from the indexed expression on SQLite."""
+    migration = importlib.import_module("store.migrations.versions.0008_session_groups")
+    sessions = AgentSession.__table__  # type: ignore[attr-defined]
+    lite, pg = sqlite_dialect.dialect(), postgresql_dialect.dialect()
+    assert str(effective_workspace().compile(dialect=pg)) == migration.PG_STORED_WORKSPACE
+    row = effective_workspace(sessions.c.workspace_id, sessions.c.metadata_json)
+    assert str(row.compile(dialect=pg)) == f"agent_sessions.{migration.PG_STORED_WORKSPACE}"
+    assert str(row.compile(dialect=lite)) == migration.sqlite_workspace("agent_sessions.")
+    assert str(effective_workspace().compile(dialect=lite)) == migration.sqlite_workspace("")
+    assert f"({migration.PG_STORED_WORKSPACE}, rt_started_key, id)" in migration.PG_INDEX_TARGET
+    values = effective_workspace(column("w"), column("m"))
+    assert str(values.compile(dialect=pg)) == "COALESCE(w, rt_metadata_workspace(m))"
 
 
 def test_the_console_listens_on_the_channel_migration_0005_notifies():

@@ -9,7 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from screens.list_model import ListModel, Read, ReadResult
+from screens.list_groups import GroupHeader, Groups, Layout
+from screens.list_model import GroupedRows, ListModel, Read, ReadResult
 from store.records import ClaimCount
 
 
@@ -274,11 +275,29 @@ def test_wherever_the_view_goes_the_rows_held_are_the_lists_rows_at_their_places
 def test_a_list_the_status_counts_cannot_measure_is_counted_once_then_after_changes() -> None:
     model = ListModel(page_size=10)
     assert model.count_due(100.0, after_change=False)  # a new list: at once
+    assert not model.count_over(model.generation)  # back, and nothing changed meanwhile
     assert not model.count_due(100.5, after_change=False)  # pages read: never again
     assert not model.count_due(102.0, after_change=True)  # a change soon after: not yet
     assert model.count_due(106.0, after_change=True)  # a change later: again
     model.reset()  # other filters: a new list, counted at once
     assert model.count_due(106.1, after_change=False)
+
+
+def test_a_count_slower_than_the_changes_is_never_replaced_but_followed() -> None:
+    """A text filter's count of a million sessions outlasts RECOUNT_SECONDS while the store
+    keeps changing: the count on its way is let finish (a new one would cancel it, again and
+    again), and the list is counted once more when it is back."""
+    model = ListModel(page_size=10)
+    generation = model.generation
+    assert model.count_due(100.0, after_change=False)
+    for second in range(101, 130, 2):  # changes every 2 s, the count still on its way
+        assert not model.count_due(float(second), after_change=True)
+    assert model.count_over(generation)  # back: counted again at once, the list changed
+    assert not model.count_due(131.0, after_change=True)  # that count is on its way
+    assert model.count_over(generation)
+    assert not model.count_over(generation)  # back, and nothing changed since
+    assert model.count_due(140.0, after_change=True)  # a later change: counted as usual
+    assert not model.count_over(generation - 1)  # another list's count says nothing
 
 
 def answer_with(model: ListModel, read: Read, found: list[Row], total: int | None, **extra: Any):  # type: ignore[no-untyped-def]
@@ -393,3 +412,328 @@ def test_empty_pages_at_either_end_say_where_the_list_ends() -> None:
         model.started(ahead[0])
         assert answer_with(model, ahead[0], [], 300)
         assert model.total == model.end
+
+
+# -- a grouped list ---------------------------------------------------------------------------
+
+
+class Grouped:
+    """A list grouped by agent, kept in Python as the store would read it: the sessions in the
+    grouping's order, a folded group keeping its first session (store.groups), and the list as
+    it should be shown, headers included."""
+
+    def __init__(self, rows: list[Row]) -> None:
+        self.rows = sorted(rows, key=lambda row: (row.agent_id, row.id))
+
+    def stream(self, folded: frozenset[str | None]) -> list[Row]:
+        seen: set[str] = set()
+        kept = []
+        for row in self.rows:
+            if row.agent_id in folded:
+                if row.agent_id in seen:
+                    continue
+                seen.add(row.agent_id)
+            kept.append(row)
+        return kept
+
+    def groups(self) -> Groups:
+        counts: dict[str, int] = {}
+        for row in self.rows:
+            counts[row.agent_id] = counts.get(row.agent_id, 0) + 1
+        return Groups.from_counts((agent, {"active": n}) for agent, n in counts.items())
+
+    def shown(self, folded: frozenset[str | None]) -> list[object]:
+        """The ids of the list shown: a header's id, or a session's."""
+        found: list[object] = []
+        previous = None
+        for row in self.stream(folded):
+            if row.agent_id != previous:
+                found.append(("group", row.agent_id))
+            if row.agent_id not in folded:
+                found.append(row.id)
+            previous = row.agent_id
+        return found
+
+    def answer(self, model: ListModel, read: Read, *, counted: bool = True) -> bool:
+        """What the worker answers (screens.list_reads): the stream's rows, each one's group,
+        and whether the first starts its group; the groups when the counts can say them."""
+        folded = model.folded
+        stream = self.stream(folded)
+        ids = [row.id for row in stream]
+        groups = self.groups() if counted else None
+        header_first, place = None, None
+        if read.kind == "at":
+            first = read.stream
+            if groups is not None:
+                layout = Layout(groups, folded)
+                found = layout.place(read.offset)
+                first = found.stream if found else layout.stream_length
+                header_first = found.header if found else False
+                place = first
+            rows = stream[first : first + read.limit]
+            starts = first == 0 or (
+                first < len(stream) and stream[first - 1].agent_id != stream[first].agent_id
+            )
+            edge_key, edge_starts = None, False
+        else:
+            assert read.edge is not None
+            at = ids.index(read.edge.id)
+            if read.kind == "after":
+                rows = stream[at + 1 : at + 1 + read.limit]
+                starts = bool(rows) and rows[0].agent_id != read.edge.agent_id
+            else:
+                begin = max(at - read.limit, 0)
+                rows = stream[begin:at]
+                starts = begin == 0 or stream[begin - 1].agent_id != stream[begin].agent_id
+            edge_key = read.edge.agent_id
+            edge_starts = not rows or rows[-1].agent_id != read.edge.agent_id
+        grouped = GroupedRows(
+            tuple(row.agent_id for row in rows),
+            starts,
+            edge_key=edge_key,
+            edge_starts=edge_starts,
+            header_first=header_first,
+            stream=place,
+            groups=groups,
+        )
+        return model.apply(ReadResult(read, list(rows), None, grouped=grouped))  # type: ignore[arg-type]
+
+    def serve(self, model: ListModel, *, counted: bool = True) -> int:
+        asked = 0
+        for _ in range(100):
+            reads = model.next_reads()
+            if not reads:
+                return asked
+            for read in reads:
+                model.started(read)
+                asked += 1
+                self.answer(model, read, counted=counted)
+        raise AssertionError("the model never stopped asking")
+
+    def check(self, model: ListModel) -> None:
+        """The rows held are the list's rows at their places, headers included."""
+        shown = self.shown(model.folded)
+        assert [item.id for item in model.rows] == shown[model.start : model.end]
+        assert model.row_count == len(shown)
+        for item in model.rows:
+            if isinstance(item, GroupHeader):
+                assert item.folded == (item.key in model.folded)
+
+
+def agents_rows(sizes: list[int]) -> list[Row]:
+    return [
+        Row(f"{agent:02d}-s{number:04d}", f"agent-{agent:02d}")
+        for agent, size in enumerate(sizes)
+        for number in range(size)
+    ]
+
+
+def grouped_model(page: int = 10, rows: int = 40) -> ListModel:
+    model = ListModel(page_size=page, max_rows=rows)
+    model.grouping = "agent"
+    return model
+
+
+def test_a_grouped_list_shows_a_header_before_each_group_and_counts_them_in_its_length() -> None:
+    store = Grouped(agents_rows([3, 1, 2]))
+    model = grouped_model()
+    model.move_view(0, 20)
+    store.serve(model)
+    assert [item.id for item in model.rows] == [
+        ("group", "agent-00"), "00-s0000", "00-s0001", "00-s0002",
+        ("group", "agent-01"), "01-s0000",
+        ("group", "agent-02"), "02-s0000", "02-s0001",
+    ]  # fmt: skip
+    assert model.row_count == 9
+    assert isinstance(model.row(0), GroupHeader) and model.session(0) is None
+    assert list(model.sessions())[0].id == "00-s0000"
+    store.check(model)
+
+
+def test_paging_a_grouped_list_both_ways_reads_by_keyset_from_the_session_at_an_end() -> None:
+    store = Grouped(agents_rows([7, 1, 12, 3, 1, 1, 25, 2, 9, 4]))
+    model = grouped_model(page=5, rows=20)
+    model.move_view(0, 6)
+    store.serve(model)
+    length = model.row_count
+    for first in [*range(0, length - 6, 3), *range(length - 6, -1, -4)]:
+        model.move_view(first, 6)
+        reads = model.next_reads()
+        for read in reads:
+            assert read.kind != "at", read  # each page joins the run held, by keyset
+            assert read.edge is not None and not isinstance(read.edge, GroupHeader)
+            model.started(read)
+            store.answer(model, read)
+        store.check(model)
+        assert all(model.row(i) is not None for i in range(first, first + 6))
+
+
+def test_a_place_anywhere_in_a_grouped_list_is_read_there_exactly() -> None:
+    store = Grouped(agents_rows([4, 1, 6, 2, 1, 8, 3]))
+    shown = store.shown(frozenset())
+    for place in range(len(shown)):
+        model = grouped_model(page=2, rows=8)
+        model.move_view(0, 3)
+        store.serve(model)
+        model.move_view(place, 3)
+        model.move_cursor(place)
+        store.serve(model)
+        store.check(model)
+        assert model.row(place).id == shown[place]  # type: ignore[union-attr]
+        assert model.selected_id == shown[place]
+
+
+def test_a_place_is_estimated_while_the_groups_are_counted_then_exact() -> None:
+    """A text filter: the groups are counted apart. Pages from the top are exact meanwhile; a
+    read at a place reads the session before it too, to know whether a header goes there."""
+    store = Grouped(agents_rows([5, 2, 9, 1, 6]))
+    model = grouped_model(page=4, rows=12)
+    model.move_view(0, 5)
+    store.serve(model, counted=False)
+    assert model.total is None and model.more_after
+    for first in range(0, 26, 3):
+        model.move_view(first, 5)
+        store.serve(model, counted=False)
+        shown = store.shown(frozenset())
+        assert [item.id for item in model.rows] == shown[model.start : model.end]
+    refresh = model.refresh_read()
+    model.started(refresh)
+    store.answer(model, refresh, counted=False)
+    assert [item.id for item in model.rows] == shown[model.start : model.end]
+    assert model.apply_groups(model.generation, store.groups())
+    assert model.row_count == len(shown)
+    model.move_view(0, 5)
+    store.serve(model)
+    store.check(model)
+
+
+def test_folding_a_group_keeps_its_header_under_the_cursor_and_hides_its_sessions() -> None:
+    store = Grouped(agents_rows([3, 4, 2]))
+    model = grouped_model()
+    model.move_view(0, 20)
+    store.serve(model)
+    model.move_cursor(4)  # agent-01's header
+    assert model.selected() == GroupHeader("agent-01")
+    generation = model.generation
+    header = model.toggle_fold(4)
+    assert header == GroupHeader("agent-01", folded=True)
+    assert model.generation == generation + 1 and model.folded == {"agent-01"}
+    assert model.cursor == 4 and model.selected_id == ("group", "agent-01")
+    store.serve(model)
+    store.check(model)
+    assert [item.id for item in model.rows][3:7] == [
+        "00-s0002", ("group", "agent-01"), ("group", "agent-02"), "02-s0000",
+    ]  # fmt: skip
+    assert model.row_count == 3 + 1 + 1 + 1 + 2
+    folded = model.row(4)
+    assert isinstance(folded, GroupHeader) and folded.folded and folded.kept is not None
+    # The header is no session: nothing acts on it, and a page reads past it from its session.
+    assert model.session(4) is None
+    # Unfolded: the sessions come back after the header, which stays under the cursor.
+    assert model.toggle_fold(4) == GroupHeader("agent-01")
+    store.serve(model)
+    store.check(model)
+    assert model.row_count == 12 and model.cursor == 4
+    assert model.toggle_fold(5) is None  # a session's row folds nothing
+
+
+def test_folds_are_kept_by_grouping_through_refreshes_and_other_lists() -> None:
+    store = Grouped(agents_rows([2, 30, 2]))
+    model = grouped_model(page=5, rows=20)
+    model.move_view(0, 8)
+    store.serve(model)
+    model.toggle_fold(0)  # the first group: its header is the first row of the list
+    store.serve(model)
+    store.check(model)
+    assert model.row(0) == GroupHeader("agent-00", folded=True)
+    refresh = model.refresh_read()
+    model.started(refresh)
+    store.answer(model, refresh)
+    store.check(model)
+    model.reset()
+    model.grouping = "run"
+    assert model.folded == frozenset()
+    model.reset()
+    model.grouping = "agent"
+    assert model.folded == {"agent-00"}
+
+
+def test_the_cursor_on_a_header_follows_it_when_rows_are_written_above() -> None:
+    rows = agents_rows([3, 3, 3])
+    store = Grouped(rows)
+    model = grouped_model()
+    model.move_view(0, 20)
+    store.serve(model)
+    model.move_cursor(8)  # agent-02's header
+    more = Grouped([*rows, Row("00-s9999", "agent-00"), Row("01-s9999", "agent-01")])
+    refresh = model.refresh_read()
+    model.started(refresh)
+    more.answer(model, refresh)
+    assert model.cursor == 10 and model.selected() == GroupHeader("agent-02")
+    more.check(model)
+
+
+def test_a_page_before_a_run_that_starts_the_list_puts_the_first_header_at_the_top() -> None:
+    store = Grouped(agents_rows([6, 6]))
+    model = grouped_model(page=3, rows=30)
+    model.move_view(8, 3)
+    store.serve(model)
+    store.check(model)
+    # Everything above the held run is gone: the run's first session now starts the list.
+    model.move_view(model.start + 1, 3)
+    (behind,) = [r for r in model.next_reads() if r.kind == "before"]
+    model.started(behind)
+    edge = behind.edge
+    assert edge is not None
+    gone = Grouped([row for row in store.rows if row.id >= edge.id])
+    gone.answer(model, behind, counted=False)
+    assert model.start == 0 and model.row(0) == GroupHeader(edge.agent_id)
+    assert model.row(1) == edge
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(min_value=1, max_value=40), max_size=12),
+    moves=st.lists(
+        st.tuples(st.sampled_from(["view", "cursor", "fold", "refresh"]), st.integers(0, 400)),
+        max_size=20,
+    ),
+    page=st.integers(min_value=1, max_value=12),
+    height=st.integers(min_value=1, max_value=20),
+    counted=st.booleans(),
+)
+def test_wherever_a_grouped_list_goes_its_rows_and_headers_are_at_their_places(
+    sizes: list[int],
+    moves: list[tuple[str, int]],
+    page: int,
+    height: int,
+    counted: bool,
+) -> None:
+    store = Grouped(agents_rows(sizes))
+    model = grouped_model(page=page, rows=4 * page)
+    model.move_view(0, height)
+    store.serve(model)  # the groups are counted from the first read on
+    for kind, place in moves:
+        length = model.row_count
+        if kind == "view":
+            model.move_view(min(place, max(length - height, 0)), height)
+        elif kind == "cursor":
+            model.move_cursor(place)
+        elif kind == "fold":
+            headers = [i for i in range(model.start, model.end) if model.row(i) is not None]
+            headers = [i for i in headers if isinstance(model.row(i), GroupHeader)]
+            if headers:
+                model.toggle_fold(headers[place % len(headers)])
+        else:
+            refresh = model.refresh_read()
+            model.started(refresh)
+            store.answer(model, refresh, counted=counted)
+        store.serve(model, counted=counted)
+        if counted:
+            store.check(model)
+        else:
+            shown = store.shown(model.folded)
+            assert [item.id for item in model.rows] == shown[model.start : model.end]
+        first, last = model.view_first, min(model.view_first + model.view_height, model.row_count)
+        assert all(model.row(index) is not None for index in range(first, last))
+        assert 0 <= model.cursor <= max(model.row_count - 1, 0)

@@ -359,8 +359,8 @@ def test_cursors_are_checked_against_their_order(store: Store) -> None:
 
 
 def test_bad_sort_column_and_limit_are_refused(store: Store) -> None:
-    with pytest.raises(ValueError, match="cannot be sorted by 'workspace'"):
-        SessionOrder("workspace")
+    with pytest.raises(ValueError, match="cannot be sorted by 'adapter'"):
+        SessionOrder("adapter")
     for bad in (0, 201, "5"):
         with pytest.raises(InvalidLimit), store.read() as db:
             list_sessions_before(db=db, limit=bad)  # type: ignore[arg-type]

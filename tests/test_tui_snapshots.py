@@ -160,6 +160,14 @@ def test_session_list_with_marks(snap_compare: Any, tmp_path: Path, db: Store) -
     assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
 
 
+def test_session_list_grouped_with_a_group_folded(
+    snap_compare: Any, tmp_path: Path, db: Store
+) -> None:
+    seed(db)  # g g: grouped by run (a run named with an escape sequence first); run-harbor folded
+    keys = ("g", "g", "home", *["down"] * 8, "enter")
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving(*keys))
+
+
 def test_empty_store(snap_compare: Any, tmp_path: Path, db: Store) -> None:
     assert snap_compare(app_for(tmp_path, **LIST), terminal_size=SIZE, run_before=driving())
 

@@ -83,6 +83,7 @@ def console(
     theme: str | None = None,
     staged: bool = False,
     sort: str = "started",
+    group: str | None = None,
 ) -> RoundtableApp:
     """The app exactly as ``roundtable tui`` builds it, with a clock the test controls and no
     automatic refresh unless asked for (tests press ctrl+r or wait on purpose). ``staged``: as
@@ -91,7 +92,7 @@ def console(
     the console's default (tests/test_tui_attention.py, the snapshots)."""
     app = build_app(
         url=url,
-        settings=Settings(refresh_seconds=refresh_seconds, theme=theme, sort=sort),
+        settings=Settings(refresh_seconds=refresh_seconds, theme=theme, sort=sort, group=group),
         operator=OPERATOR,
         adapters=adapters or {},
         clock=clock or FakeClock(FROZEN),
@@ -182,7 +183,7 @@ def grid(app: Any) -> SessionGrid:
 
 def row_ids(app: Any) -> list[str]:
     """The sessions the list holds (the rows in and around the view), in list order."""
-    return [session.id for session in app.screen.model.rows]
+    return [session.id for session in app.screen.model.sessions()]
 
 
 def selected(app: Any) -> str | None:

@@ -308,6 +308,7 @@ def build_app(
         refresh_seconds=settings.refresh_seconds,
         stale_after_seconds=settings.stale_after_seconds,
         sort=settings.sort,
+        group=settings.group,
         adapters=with_demo_adapters(adapters) if demo else dict(adapters),
     )
     if first is not None and store is None:

@@ -1143,7 +1143,8 @@ def prefetch_first_rows(url: str, settings: Settings) -> Prefetch | None:
     from store.listing import SessionOrder
 
     now = system_clock()
-    order = SessionOrder(settings.sort).at(now - timedelta(seconds=settings.stale_after_seconds))
+    column = settings.group or settings.sort  # a grouped list is read in its grouping's order
+    order = SessionOrder(column).at(now - timedelta(seconds=settings.stale_after_seconds))
     return prefetch(url, limit=DEFAULT_PAGE_SIZE, now=now, order=order)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from store.adapters import AdapterConfig
-from store.rules import SORT_COLUMNS
+from store.rules import GROUP_COLUMNS, SORT_COLUMNS
 
 APP_NAME = "roundtable"
 DEFAULT_REFRESH_SECONDS = 2.0
@@ -68,6 +68,8 @@ class Settings:
     theme: str | None = None
     # The console list's first order: what needs a human first.
     sort: str = "attention"
+    # The console list's first grouping (workspace, run or agent), or none.
+    group: str | None = None
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
     source: Path | None = None
 
@@ -101,6 +103,17 @@ def _sort(values: Mapping[str, Any], source: Path) -> str:
     if value not in SORT_COLUMNS:
         raise ConfigError(
             f"{source}: sort must be one of {', '.join(SORT_COLUMNS)}, not {value!r}."
+        )
+    return value
+
+
+def _group(values: Mapping[str, Any], source: Path) -> str | None:
+    value = _optional_text(values, "group", source)
+    if value is None or value == "none":
+        return None
+    if value not in GROUP_COLUMNS:
+        raise ConfigError(
+            f"{source}: group must be one of none, {', '.join(GROUP_COLUMNS)}, not {value!r}."
         )
     return value
 
@@ -164,6 +177,7 @@ def load_settings(path: Path | None = None) -> Settings:
         ),
         theme=_optional_text(values, "theme", source),
         sort=_sort(values, source),
+        group=_group(values, source),
         adapters=_adapter_table(values.get("adapters"), source),
         source=source,
     )
