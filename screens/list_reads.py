@@ -198,9 +198,7 @@ def read_rows(
             attention = count_needing_attention(db=db, stale_before=order.stale_before)
             if order.column == "attention":
                 moves_at = _next_move(db, filters, order.stale_before, now)
-    return ReadResult(
-        read, rows, total, claims, by_status, token, attention, moves_at, grouped
-    )
+    return ReadResult(read, rows, total, claims, by_status, token, attention, moves_at, grouped)
 
 
 def _next_move(
