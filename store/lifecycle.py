@@ -139,20 +139,25 @@ class _Rule:
         return values
 
 
+def _swapped(rule: _Rule, now: Any) -> dict[str, Any]:
+    """What the rule's update sets, ``now`` being the time (a value or a bind parameter). Any
+    operator action answers a session that waits for a human, and moves its version."""
+    return {
+        **rule.changes(now),
+        "waiting_reason": None,
+        "waiting_since": None,
+        "version": SESSIONS.c.version + 1,
+    }
+
+
 @cache
 def _compare_and_swap(rule: _Rule) -> Prepared:
     """The rule's update of one session at the version it was read at (``:session``,
     ``:read``, ``:now``), returning the new row; one statement per rule, built once."""
-    values: dict[str, Any] = dict.fromkeys(rule.stamped, bindparam("now"))
-    values.update(dict.fromkeys(rule.cleared))
-    # Any operator action answers a session that waits for a human.
-    values.update(waiting_reason=None, waiting_since=None)
-    if rule.status is not None:
-        values["status"] = rule.status
     return Prepared(
         update(SESSIONS)
         .where(SESSIONS.c.id == bindparam("session"), SESSIONS.c.version == bindparam("read"))
-        .values(**values, version=SESSIONS.c.version + 1)
+        .values(_swapped(rule, bindparam("now")))
         .returning(*SESSIONS.c)
     )
 
@@ -395,13 +400,13 @@ def apply_many(
     clock: Clock = system_clock,
 ) -> dict[str, Applied]:
     """``action`` (one of ``PLAIN_ACTIONS``, the operator's heartbeat setting no status) on each
-    ``(session id, idempotency key or None)`` of ``requests`` (each session once, each key
-    its own), in the caller's transaction:
-    exactly what ``_apply`` does for each of them one after the other, the same checks in the
-    same order with the same refusals, writing the same rows (each table's in the order of
-    ``requests``), in a few statements for them all: the keys read, the rows read, one
-    compare-and-swap update of every row the action applies to, then the history, the runs'
-    events and the keys, each table's rows in one ``executemany``. The time is read once.
+    ``(session id, idempotency key or None)`` of ``requests`` (each session once, each key its
+    own), in the caller's transaction: exactly what ``_apply`` does for each of them one after
+    the other, the same checks in the same order with the same refusals, writing the same rows
+    (each table's in the order of ``requests``), in a few statements for them all: the keys
+    read, the rows read, one compare-and-swap update of every row the action applies to, then
+    the history, the runs' events and the keys, each table's rows in one ``executemany``. The
+    time is read once, for them all.
 
     Every refusal is decided before the first write. A write that fails raises
     ``BatchInterrupted`` (the transaction must be rolled back); any other error of the store
@@ -410,6 +415,7 @@ def apply_many(
         raise ValueError(f"{action!r} checks more than its rule: apply it one session at a time")
     rule = _RULES[action]
     done: dict[str, Applied] = {}
+    requests = [(session_id, (key or "").strip() or None) for session_id, key in requests]
     keys = {key: session_id for session_id, key in requests if key}
     if keys:
         for row in _find_keys(db, list(keys)):
@@ -458,8 +464,6 @@ def _write_many(
     done: dict[str, Applied],
 ) -> None:
     """``_compare_and_swap`` for every session at once, then what each one writes besides."""
-    values: dict[str, Any] = rule.changes(now)
-    values.update(waiting_reason=None, waiting_since=None)
     read = [(session.id, session.version) for session in sessions]
     statement = (
         update(SESSIONS)
@@ -467,7 +471,7 @@ def _write_many(
             SESSIONS.c.id.in_([session_id for session_id, _ in read]),
             tuple_(SESSIONS.c.id, SESSIONS.c.version).in_(read),
         )
-        .values(**values, version=SESSIONS.c.version + 1)
+        .values(_swapped(rule, now))
         .returning(*SESSIONS.c)
     )
     updated = {row.id: as_session(row._mapping) for row in db.execute(statement)}
