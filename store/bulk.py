@@ -49,8 +49,11 @@ from store.database import Store
 from store.lifecycle import (
     ACTIONS,
     NOT_DONE_BY_TERMINATE,
+    PLAIN_ACTIONS,
     ActionOutcome,
+    BatchInterrupted,
     TerminationImpact,
+    apply_many,
     key_required,
     result_status,
 )
@@ -77,6 +80,9 @@ PREVIEW_ITEMS = 20
 # (SQLite) and the row locks (PostgreSQL) are never held long enough to stall agents' heartbeats.
 BATCH_SESSIONS = MAX_LIMIT
 BATCH_SECONDS = 0.25
+# Heartbeat, pause and stop apply a batch in a few statements (store.lifecycle.apply_many);
+# False applies every session alone, as resume and terminate always are.
+SET_BASED = True
 # Claims named in one message; the rest are counted.
 _CLAIMS_NAMED = 5
 # Why a session failed, by the refusal's code, in the words its error class gives itself.
@@ -444,10 +450,14 @@ def run_bulk(
     while it runs may be reached or not (``selected_pages``, which ``order`` is for).
 
     Transactions: a session's change, its history and its key commit together or not at all,
-    and one session's refusal never undoes another's: each session runs in a SAVEPOINT of its
-    own (on PostgreSQL only once a statement has failed, see ``_batch``). Sessions are grouped
-    into transactions of up to ``BATCH_SESSIONS`` or ``BATCH_SECONDS``, whichever comes first,
-    so the write lock (SQLite) and the rows' locks (PostgreSQL) are never held for long. If a
+    and one session's refusal never undoes another's. Heartbeat, pause and stop apply a batch
+    of sessions in a few statements (``store.lifecycle.apply_many``, which decides every refusal
+    before its first write and writes what each session would alone); resume and terminate,
+    which check more than the status, apply each session alone, in a SAVEPOINT of its own (on
+    PostgreSQL only once a statement has failed, see ``_batch``). Sessions are grouped into
+    transactions of up to ``BATCH_SESSIONS`` (applied alone: or ``BATCH_SECONDS``, whichever
+    comes first), so the write lock (SQLite) and the rows' locks (PostgreSQL) are never held for
+    long. If a
     transaction cannot commit (the database became unavailable), its sessions are failed with
     that error, the run stops, and ``error`` says why; what earlier transactions committed stays.
 
@@ -473,9 +483,30 @@ def run_bulk(
     stop = cancelled or (lambda: False)
     report(0, total)
 
+    def own_key(session_id: str) -> str | None:
+        return session_key(key, session_id) if key is not None else None
+
     def apply(db: Connection, session_id: str, savepoint: bool) -> BulkItem:
-        own_key = session_key(key, session_id) if key is not None else None
-        return _apply_one(db, perform, action, session_id, actor, own_key, clock, extra, savepoint)
+        key = own_key(session_id)
+        return _apply_one(db, perform, action, session_id, actor, key, clock, extra, savepoint)
+
+    def apply_set(db: Connection, session_ids: list[str], savepoint: bool) -> list[BulkItem]:
+        requests = [(session_id, own_key(session_id)) for session_id in session_ids]
+        applied = apply_many(db=db, action=action, requests=requests, actor=actor, clock=clock)
+        items = []
+        for session_id in session_ids:
+            found = applied[session_id]
+            if found.outcome is not None:
+                items.append(_done(found.outcome))
+            elif isinstance(found.error, errors.IllegalSessionTransition):
+                items.append(_skipped(session_id, action, found.status or ""))
+            elif found.error is not None:
+                items.append(_failed(session_id, found.error))
+            else:  # changed since the batch read it: judged again alone, as it is now
+                items.append(apply(db, session_id, savepoint))
+        return items
+
+    many = apply_set if SET_BASED and action in PLAIN_ACTIONS else None
 
     chunks = _run_chunks(store, selection, order)
     while True:
@@ -489,7 +520,7 @@ def run_bulk(
         while pending:
             if stop():
                 return BulkOutcome(action, key, total, tally, cancelled=True)
-            batch, error = _batch(store, pending, apply, stop)
+            batch, error = _batch(store, pending, apply, many, stop)
             for item in batch:
                 tally.add(item)
             if on_items is not None and batch:
@@ -534,28 +565,39 @@ class _TransactionLost(Exception):
     whole transaction with it."""
 
 
+# Applies a batch of sessions at once (store.lifecycle.apply_many), given whether a session
+# applied alone takes a savepoint.
+ApplyMany = Callable[[Connection, list[str], bool], list[BulkItem]]
+
+
 def _batch(
     store: Store,
     pending: list[str],
     apply: Callable[[Connection, str, bool], BulkItem],
+    many: ApplyMany | None,
     stop: Callable[[], bool],
 ) -> tuple[list[BulkItem], errors.StoreError | None]:
     """One write transaction over sessions taken from the end of ``pending``, until the batch is
     full, its time is up or the run is cancelled.
 
+    With ``many`` (heartbeat, pause, stop) the batch is applied in a few statements for all its
+    sessions, which write exactly what each would alone; a session whose row changed between
+    the batch's read and its update is applied alone. Otherwise each session is applied alone.
+
     On PostgreSQL the sessions first run without a savepoint each: there a savepoint costs two
     round trips and makes every trigger of the row's update cost about twice as much, and it
     protects nothing, since every refusal of a lifecycle action comes before its first write
     (``store.lifecycle._apply``) and a failed statement aborts the whole transaction, which is
-    seen. Then the batch is rolled back and its sessions run again, each in a savepoint."""
+    seen. Then (and whenever a write of ``many`` fails) the batch is rolled back and its
+    sessions run again, each alone in a savepoint."""
     taken: list[str] = []
     try:
         try:
-            return _run_batch(store, pending, taken, apply, stop, careful=False), None
-        except _TransactionLost:
+            return _run_batch(store, pending, taken, apply, many, stop, careful=False), None
+        except (_TransactionLost, BatchInterrupted):
             pending.extend(reversed(taken))
             taken.clear()
-            return _run_batch(store, pending, taken, apply, stop, careful=True), None
+            return _run_batch(store, pending, taken, apply, None, stop, careful=True), None
     except errors.StoreError as error:
         # Nothing of this transaction was committed: each of its sessions failed with it.
         return [_failed(session_id, error) for session_id in taken], error
@@ -566,6 +608,7 @@ def _run_batch(
     pending: list[str],
     taken: list[str],
     apply: Callable[[Connection, str, bool], BulkItem],
+    many: ApplyMany | None,
     stop: Callable[[], bool],
     *,
     careful: bool,
@@ -573,6 +616,12 @@ def _run_batch(
     savepoints = careful or store.dialect != "postgresql"
     items: list[BulkItem] = []
     with store.write() as db:
+        if many is not None:
+            while pending and len(taken) < BATCH_SESSIONS:
+                if taken and stop():
+                    break
+                taken.append(pending.pop())
+            return many(db, taken, savepoints)
         deadline = time.monotonic() + BATCH_SECONDS
         while pending and len(taken) < BATCH_SESSIONS and time.monotonic() < deadline:
             if taken and stop():

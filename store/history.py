@@ -176,17 +176,38 @@ _APPEND_RUN_EVENT = prepared_insert(
 )
 
 
+def session_event_row(
+    *, session_id: str, event_type: str, payload: dict[str, Any], now: str
+) -> dict[str, Any]:
+    """The ``agent_session_events`` row of one event."""
+    return {
+        "session_id": session_id,
+        "event_type": event_type,
+        "payload_json": to_json_text(payload),
+        "created_at": now,
+    }
+
+
+def run_event_row(
+    *, run_id: str, event_type: str, actor: str, payload: dict[str, Any], now: str
+) -> dict[str, Any]:
+    """The ``events`` row of one event of a run's activity stream."""
+    return {
+        "run_id": run_id,
+        "type": event_type,
+        "actor_id": actor,
+        "task_id": None,
+        "payload_json": to_json_text(payload),
+        "created_at": now,
+    }
+
+
 def append_session_event(
     db: Connection, *, session_id: str, event_type: str, payload: dict[str, Any], now: str
 ) -> None:
     _APPEND_SESSION_EVENT.execute(
         db,
-        {
-            "session_id": session_id,
-            "event_type": event_type,
-            "payload_json": to_json_text(payload),
-            "created_at": now,
-        },
+        session_event_row(session_id=session_id, event_type=event_type, payload=payload, now=now),
     )
 
 
@@ -201,12 +222,16 @@ def append_run_event(
 ) -> None:
     _APPEND_RUN_EVENT.execute(
         db,
-        {
-            "run_id": run_id,
-            "type": event_type,
-            "actor_id": actor,
-            "task_id": None,
-            "payload_json": to_json_text(payload),
-            "created_at": now,
-        },
+        run_event_row(run_id=run_id, event_type=event_type, actor=actor, payload=payload, now=now),
     )
+
+
+def append_events(
+    db: Connection, session_events: list[dict[str, Any]], run_events: list[dict[str, Any]]
+) -> None:
+    """Rows of ``session_event_row`` and ``run_event_row``, each table's in one DBAPI
+    ``executemany``, in the order given."""
+    if session_events:
+        _APPEND_SESSION_EVENT.executemany(db, session_events)
+    if run_events:
+        _APPEND_RUN_EVENT.executemany(db, run_events)

@@ -8,20 +8,28 @@ record. A success proves all of them were written.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, Row, bindparam, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 
 from store import errors, validation
 from store.claims import ActiveClaim, active_claims
 from store.clock import Clock, format_ts, system_clock
 from store.gitcheck import BranchReading, read_branch
-from store.history import Prepared, append_run_event, append_session_event, prepared_insert
+from store.history import (
+    Prepared,
+    append_events,
+    append_run_event,
+    append_session_event,
+    prepared_insert,
+    run_event_row,
+    session_event_row,
+)
 from store.models import Agent, AgentSession, IdempotencyKey, Workspace
 from store.rules import ACTIVE_STATES, ALLOWED_FROM, is_allowed
 from store.sessions import SESSIONS, as_session, get_session
@@ -131,20 +139,25 @@ class _Rule:
         return values
 
 
+def _swapped(rule: _Rule, now: Any) -> dict[str, Any]:
+    """What the rule's update sets, ``now`` being the time (a value or a bind parameter). Any
+    operator action answers a session that waits for a human, and moves its version."""
+    return {
+        **rule.changes(now),
+        "waiting_reason": None,
+        "waiting_since": None,
+        "version": SESSIONS.c.version + 1,
+    }
+
+
 @cache
 def _compare_and_swap(rule: _Rule) -> Prepared:
     """The rule's update of one session at the version it was read at (``:session``,
     ``:read``, ``:now``), returning the new row; one statement per rule, built once."""
-    values: dict[str, Any] = dict.fromkeys(rule.stamped, bindparam("now"))
-    values.update(dict.fromkeys(rule.cleared))
-    # Any operator action answers a session that waits for a human.
-    values.update(waiting_reason=None, waiting_since=None)
-    if rule.status is not None:
-        values["status"] = rule.status
     return Prepared(
         update(SESSIONS)
         .where(SESSIONS.c.id == bindparam("session"), SESSIONS.c.version == bindparam("read"))
-        .values(**values, version=SESSIONS.c.version + 1)
+        .values(_swapped(rule, bindparam("now")))
         .returning(*SESSIONS.c)
     )
 
@@ -203,6 +216,12 @@ def _replay(db: Connection, key: str | None, action: str, session_id: str) -> Ac
     row = db.execute(_FIND_KEY, {"key": key}).one_or_none()
     if row is None:
         return None
+    return _replayed(row, key, action, session_id)
+
+
+def _replayed(row: Row[Any], key: str, action: str, session_id: str) -> ActionOutcome:
+    """The first outcome under ``key`` (a row of ``_KEYS``), when it was for this action and
+    session; else the key's reuse is refused."""
     if row.action != action or row.session_id != session_id:
         raise errors.IdempotencyKeyReuse(
             f"The idempotency key {key!r} was already used to {row.action} session "
@@ -228,65 +247,111 @@ def _apply(rule: _Rule, request: _Request, check: Check | None = None) -> Action
     session = get_session(db=db, session_id=session_id)
     if request.expected_version is not None and session.version != request.expected_version:
         raise _conflict(session)
-    if not is_allowed(action, session.status):
-        raise errors.IllegalSessionTransition(
-            f"Cannot {action} session {session.id!r}: its status is {session.status!r}; "
-            f"{action} is allowed {ALLOWED_FROM[action][1]}."
-        )
+    _refuse_illegal(action, session)
     now = format_ts(request.clock())
     extra = check(db, session, now) if check is not None else {}
     notes = tuple(extra.pop("notes", ()))
     claims = tuple(extra.pop("claims", ()))
-    values = rule.changes(now)
     row = _compare_and_swap(rule).execute(
         db, {"session": session.id, "read": session.version, "now": now}
     )
     if row is None:
         raise _conflict(get_session(db=db, session_id=session_id))
-    updated = as_session(row)
-    payload = {
-        "status": updated.status,
-        "previous_status": session.status,
-        "actor": actor,
-        **{name: values[name] for name in ("last_seen_at", "ended_at") if name in values},
-        **extra,
-    }
-    event_type = rule.event_type
+    outcome = ActionOutcome(action=action, session=as_session(row), notes=notes, claims=claims)
+    written = _Written(rule, session, outcome, actor, now, extra)
+    event_type, payload = rule.event_type, written.payload
     append_session_event(db, session_id=session.id, event_type=event_type, payload=payload, now=now)
     append_run_event(
         db,
         run_id=session.run_id,
         event_type=f"session.{event_type}",
         actor=actor,
-        payload={"session_id": session.id, **payload},
+        payload=written.run_payload,
         now=now,
     )
-    outcome = ActionOutcome(action=action, session=updated, notes=notes, claims=claims)
     if key is not None:
-        _record_key(db, key=key, action=action, session_id=session.id, outcome=outcome, now=now)
+        _record_keys(db, [written.key_row(key)])
     return outcome
 
 
-def _record_key(
-    db: Connection, *, key: str, action: str, session_id: str, outcome: ActionOutcome, now: str
-) -> None:
-    try:
-        _INSERT_KEY.execute(
-            db,
-            {
-                "key": key,
-                "action": action,
-                "session_id": session_id,
-                "outcome": json.dumps(outcome.to_json(), sort_keys=True),
-                "created_at": now,
-            },
+def _refuse_illegal(action: str, session: AgentSession) -> None:
+    """The status rule (store.rules): the action may start from the session's status, or not."""
+    if not is_allowed(action, session.status):
+        raise errors.IllegalSessionTransition(
+            f"Cannot {action} session {session.id!r}: its status is {session.status!r}; "
+            f"{action} is allowed {ALLOWED_FROM[action][1]}."
         )
+
+
+@dataclass(frozen=True)
+class _Written:
+    """What an applied action writes besides the row: its history event, its run's event and,
+    under a key, the key with the outcome (``session``: the row as read, before the action)."""
+
+    rule: _Rule
+    session: AgentSession
+    outcome: ActionOutcome
+    actor: str
+    now: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        values = self.rule.changes(self.now)
+        return {
+            "status": self.outcome.session.status,
+            "previous_status": self.session.status,
+            "actor": self.actor,
+            **{name: values[name] for name in ("last_seen_at", "ended_at") if name in values},
+            **self.extra,
+        }
+
+    def session_event(self) -> dict[str, Any]:
+        return session_event_row(
+            session_id=self.session.id,
+            event_type=self.rule.event_type,
+            payload=self.payload,
+            now=self.now,
+        )
+
+    @property
+    def run_payload(self) -> dict[str, Any]:
+        return {"session_id": self.session.id, **self.payload}
+
+    def run_event(self) -> dict[str, Any]:
+        return run_event_row(
+            run_id=self.session.run_id,
+            event_type=f"session.{self.rule.event_type}",
+            actor=self.actor,
+            payload=self.run_payload,
+            now=self.now,
+        )
+
+    def key_row(self, key: str) -> dict[str, Any]:
+        return {
+            "key": key,
+            "action": self.rule.action,
+            "session_id": self.session.id,
+            "outcome": json.dumps(self.outcome.to_json(), sort_keys=True),
+            "created_at": self.now,
+        }
+
+
+def _record_keys(db: Connection, rows: list[dict[str, Any]], *, many: bool = False) -> None:
+    try:
+        if many:
+            _INSERT_KEY.executemany(db, rows)
+        else:
+            (row,) = rows
+            _INSERT_KEY.execute(db, row)
     except IntegrityError:
         # Another transaction recorded the same key after our look-up (PostgreSQL lets both
         # look-ups run at once; the key's primary key is where they meet). Its action won.
+        if many:
+            raise BatchInterrupted() from None
         raise errors.IdempotencyKeyReuse(
-            f"The idempotency key {key!r} was used by another action at the same moment; "
-            "nothing was applied. Use a new key for this action."
+            f"The idempotency key {rows[0]['key']!r} was used by another action at the same "
+            "moment; nothing was applied. Use a new key for this action."
         ) from None
 
 
@@ -296,6 +361,133 @@ def _conflict(current: AgentSession) -> errors.SessionTransitionConflict:
         f"(version {current.version}). Reload it and decide again.",
         details={"current": current.to_json()},
     )
+
+
+# ------------------------------------------------------------------ many sessions at once
+
+# The actions whose rule alone decides (no check of their own, no key required): many sessions
+# can be applied in a few statements (``apply_many``), as store.bulk does.
+PLAIN_ACTIONS = frozenset({"heartbeat", "pause", "stop"})
+
+
+class BatchInterrupted(Exception):
+    """A statement of ``apply_many`` failed after its first write (another transaction recorded
+    one of its keys at the same moment): the caller rolls the transaction back and applies the
+    sessions one at a time, where that refusal falls on the one session it concerns."""
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What ``apply_many`` did to a session: its ``outcome`` (applied, or replayed), or its
+    refusal (``error``; ``status``: the session's status when the status rule refused it), or
+    neither when the row changed between the batch's read and its update: the caller then
+    applies that session alone, which judges it as it is now."""
+
+    outcome: ActionOutcome | None = None
+    error: errors.StoreError | None = None
+    status: str | None = None
+
+
+_ALONE = Applied()
+
+
+def apply_many(
+    *,
+    db: Connection,
+    action: str,
+    requests: Sequence[tuple[str, str | None]],
+    actor: str,
+    clock: Clock = system_clock,
+) -> dict[str, Applied]:
+    """``action`` (one of ``PLAIN_ACTIONS``, the operator's heartbeat setting no status) on each
+    ``(session id, idempotency key or None)`` of ``requests`` (each session once, each key its
+    own), in the caller's transaction: exactly what ``_apply`` does for each of them one after
+    the other, the same checks in the same order with the same refusals, writing the same rows
+    (each table's in the order of ``requests``), in a few statements for them all: the keys
+    read, the rows read, one compare-and-swap update of every row the action applies to, then
+    the history, the runs' events and the keys, each table's rows in one ``executemany``. The
+    time is read once, for them all.
+
+    Every refusal is decided before the first write. A write that fails raises
+    ``BatchInterrupted`` (the transaction must be rolled back); any other error of the store
+    is raised as it is."""
+    if action not in PLAIN_ACTIONS:
+        raise ValueError(f"{action!r} checks more than its rule: apply it one session at a time")
+    rule = _RULES[action]
+    done: dict[str, Applied] = {}
+    requests = [(session_id, (key or "").strip() or None) for session_id, key in requests]
+    keys = {key: session_id for session_id, key in requests if key}
+    if keys:
+        for row in _find_keys(db, list(keys)):
+            session_id = keys[row.key]
+            try:
+                done[session_id] = Applied(_replayed(row, row.key, action, session_id))
+            except errors.StoreError as error:
+                done[session_id] = Applied(error=error)
+    wanted = [session_id for session_id, _key in requests if session_id not in done]
+    read = {}
+    if wanted:
+        statement = select(SESSIONS).where(SESSIONS.c.id.in_(wanted))
+        read = {row.id: as_session(row._mapping) for row in db.execute(statement)}
+    applies: list[AgentSession] = []
+    for session_id in wanted:
+        session = read.get(session_id)
+        try:
+            if session is None:
+                get_session(db=db, session_id=session_id)  # refuses, in its own words
+                done[session_id] = _ALONE  # written since the batch's read
+                continue
+            _refuse_illegal(action, session)
+        except errors.StoreError as error:
+            status = None if session is None else session.status
+            done[session_id] = Applied(error=error, status=status)
+            continue
+        applies.append(session)
+    if applies:
+        _write_many(db, rule, applies, dict(requests), actor, format_ts(clock()), done)
+    return {session_id: done[session_id] for session_id, _key in requests}
+
+
+def _find_keys(db: Connection, keys: list[str]) -> list[Row[Any]]:
+    """The recorded ``keys`` among these, as ``_replay`` reads one."""
+    columns = (_KEYS.c.key, _KEYS.c.action, _KEYS.c.session_id, _KEYS.c.outcome)
+    return list(db.execute(select(*columns).where(_KEYS.c.key.in_(keys))))
+
+
+def _write_many(
+    db: Connection,
+    rule: _Rule,
+    sessions: list[AgentSession],
+    keys: dict[str, str | None],
+    actor: str,
+    now: str,
+    done: dict[str, Applied],
+) -> None:
+    """``_compare_and_swap`` for every session at once, then what each one writes besides."""
+    read = [(session.id, session.version) for session in sessions]
+    statement = (
+        update(SESSIONS)
+        .where(
+            SESSIONS.c.id.in_([session_id for session_id, _ in read]),
+            tuple_(SESSIONS.c.id, SESSIONS.c.version).in_(read),
+        )
+        .values(_swapped(rule, now))
+        .returning(*SESSIONS.c)
+    )
+    updated = {row.id: as_session(row._mapping) for row in db.execute(statement)}
+    written: list[_Written] = []
+    for session in sessions:
+        row = updated.get(session.id)
+        if row is None:
+            done[session.id] = _ALONE  # changed since it was read
+            continue
+        outcome = ActionOutcome(action=rule.action, session=row)
+        written.append(_Written(rule, session, outcome, actor, now))
+        done[session.id] = Applied(outcome)
+    append_events(db, [w.session_event() for w in written], [w.run_event() for w in written])
+    key_rows = [w.key_row(key) for w in written if (key := keys[w.session.id])]
+    if key_rows:
+        _record_keys(db, key_rows, many=True)
 
 
 def operator_heartbeat(

@@ -659,12 +659,15 @@ def test_progress_items_and_transactions(
     }
 
 
+@pytest.mark.parametrize("set_based", [True, False], ids=["set-based", "one-by-one"])
 def test_a_refusal_after_a_write_undoes_that_session_alone(
-    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, set_based: bool
 ) -> None:
     """A key recorded by another transaction between the look-up and the write (simulated: the
     look-up misses it) fails a statement after the session's row and history were written. Only
-    that session's writes are undone (PostgreSQL: the batch runs again with savepoints)."""
+    that session's writes are undone: the batch runs again, a session at a time, each in a
+    savepoint (one by one on SQLite, a savepoint a session from the start)."""
+    monkeypatch.setattr(bulk, "SET_BASED", set_based)
     seed(store, clock, "s1", "s2", "s3")
     with store.write() as db:
         db.execute(
@@ -676,13 +679,18 @@ def test_a_refusal_after_a_write_undoes_that_session_alone(
                 created_at="2026-01-01T00:00:00Z",
             )
         )
-    look_up = lifecycle._replay
+    look_up, look_up_many = lifecycle._replay, lifecycle._find_keys
     monkeypatch.setattr(
         lifecycle,
         "_replay",
         lambda db, key, action, session_id: (
             None if session_id == "s2" else look_up(db, key, action, session_id)
         ),
+    )
+    monkeypatch.setattr(
+        lifecycle,
+        "_find_keys",
+        lambda db, keys: [row for row in look_up_many(db, keys) if row.session_id != "s2"],
     )
     attempts: list[bool] = []
     write = bulk._run_batch
@@ -693,8 +701,9 @@ def test_a_refusal_after_a_write_undoes_that_session_alone(
 
     monkeypatch.setattr(bulk, "_run_batch", watched_write)
     outcome = run(store, clock, "pause", chosen(["s1", "s2", "s3"]), run_key="k")
-    # PostgreSQL aborted the first attempt's transaction: it ran again, a savepoint a session.
-    assert attempts == ([False, True] if store.dialect == "postgresql" else [False])
+    # The first attempt's transaction failed: it ran again, a savepoint a session.
+    again = set_based or store.dialect == "postgresql"
+    assert attempts == ([False, True] if again else [False])
     assert outcomes(outcome.tally.items) == [
         ("s1", "done", None),
         ("s2", "failed", "idempotency_key_reuse"),
@@ -767,3 +776,95 @@ def test_unknown_actions_are_refused(store: Store) -> None:
         plan_bulk(store=store, action="explode", **chosen(["s1"]))
     with pytest.raises(ValueError):
         run_bulk(store=store, action="explode", **chosen(["s1"]), actor="a")
+
+
+# ------------------------------------------------------------ the set-based batch, row for row
+
+
+def everything(store: Store) -> tuple[Any, ...]:
+    """Every table a bulk action writes, the counts by status included."""
+    with store.read() as db:
+        counts = tuple(
+            tuple(row) for row in db.execute(text("SELECT * FROM session_status_counts ORDER BY 1"))
+        )
+    return (*snapshot(store), counts)
+
+
+def fleet(store: Store, clock: FakeClock, action: str) -> list[str]:
+    """Sessions of every kind a bulk action meets, and run key "k" already used: for this
+    action on a1 (a replay), for another action on a3 (a reuse). The ids to act on."""
+    seed(store, clock, "a1", "a2", "a3", "a4")
+    seed(store, clock, "p1", status="paused")
+    seed(store, clock, "s1", status="stopped")
+    seed(store, clock, "e1", status="ended")
+    seed(store, clock, "r1", status="running", agent_id="agent-2", run_id="run-2")
+    with store.write() as db:
+        sessions.heartbeat(db=db, session_id="a2", waiting="a review", clock=clock)
+    other = "pause" if action != "pause" else "stop"
+    run(store, clock, other, chosen(["a3"]), run_key="k")
+    run(store, clock, action, chosen(["a1"]), run_key="k")
+    clock.advance(minutes=5)
+    return ["a1", "a2", "a3", "a4", "p1", "s1", "e1", "r1", "ghost"]
+
+
+@pytest.mark.parametrize("run_key", ["k", None])
+@pytest.mark.parametrize("action", sorted(lifecycle.PLAIN_ACTIONS))
+def test_a_set_based_batch_writes_exactly_what_one_session_at_a_time_does(
+    store: Store,
+    empty_store: Store,
+    monkeypatch: pytest.MonkeyPatch,
+    action: str,
+    run_key: str | None,
+) -> None:
+    """Twin stores, the same sessions, the same clock: the bulk action applied a batch at a time
+    (store.lifecycle.apply_many) and a session at a time leave the same rows in every table
+    (history, runs' events, keys and counts by status included) and report the same items."""
+    seen = []
+    for target, set_based in ((store, True), (empty_store, False)):
+        monkeypatch.setattr(bulk, "SET_BASED", set_based)
+        clock = FakeClock()
+        ids = fleet(target, clock, action)
+        outcome = run(target, clock, action, chosen(ids), run_key=run_key)
+        seen.append(([item.to_json() for item in outcome.tally.items], everything(target)))
+    assert seen[0] == seen[1]
+    items = {item["session_id"]: (item["outcome"], item["code"]) for item in seen[0][0]}
+    assert items["ghost"] == ("failed", "session_not_found")
+    assert items["e1"] == ("skipped", "illegal_session_transition")
+    assert items["a4"] == ("done", None)
+    if run_key is not None:
+        assert items["a1"] == ("done", "replayed")
+        assert items["a3"] == ("failed", "idempotency_key_reuse")
+
+
+def test_a_row_changed_between_the_batchs_read_and_its_update_is_applied_alone(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer's heartbeat lands between the batch's read of the rows and its update
+    (simulated on the batch's own connection): that session's compare-and-swap misses, and it
+    is applied alone, judged as it is then; the others are applied with the batch."""
+    seed(store, clock, "s1", "s2", "s3")
+    held: dict[str, Any] = {}
+    find = lifecycle._find_keys
+
+    def finding(db: Any, keys: list[str]) -> Any:
+        held["db"] = db
+        return find(db, keys)
+
+    class MovingClock(FakeClock):
+        def __call__(self) -> Any:
+            if "db" in held and not held.get("moved"):
+                held["moved"] = True
+                sessions.heartbeat(db=held["db"], session_id="s2", clock=clock)
+            return super().__call__()
+
+    monkeypatch.setattr(lifecycle, "_find_keys", finding)
+    outcome = run(store, MovingClock(clock.now), "pause", chosen(["s1", "s2", "s3"]), run_key="k")
+    assert held.get("moved")
+    assert outcomes(outcome.tally.items) == [
+        ("s1", "done", None),
+        ("s2", "done", None),
+        ("s3", "done", None),
+    ]
+    assert session_row(store, "s2")["version"] == 2  # the agent's heartbeat, then the pause
+    assert [event for event, _ in history(store, "s2")] == ["registered", "heartbeat", "paused"]
+    assert [e["session_id"] for e in events_of(store, "session.paused")] == ["s1", "s3", "s2"]

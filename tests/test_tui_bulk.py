@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from textual.widgets import ProgressBar, TextArea
 
+import screens.bulk_dialog
 import screens.data
 from screens.bulk_dialog import BulkConfirmDialog, BulkTerminateDialog
 from screens.bulk_run import BulkRunPanel
@@ -20,6 +21,7 @@ from screens.session_list import SessionListScreen
 from store import bulk
 from store.bulk import session_key
 from store.database import Store
+from store.errors import DatabaseUnavailable
 from store.listing import FilterSelection, Selection, SessionFilter
 from tests.helpers import count, history, session_row
 from tests.test_tui_support import (
@@ -456,3 +458,65 @@ async def test_the_detail_screen_acts_on_its_own_session_whatever_is_marked(
         await press(pilot, "escape")
         assert list_screen(app).marks.selection() == Selection(ids=frozenset({"s1", "s2"}))
     assert [session_row(db, s)["status"] for s in ("s1", "s2")] == ["active", "paused"]
+
+
+async def test_a_preview_that_cannot_be_read_says_why_and_y_reads_it_again(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed_fleet(db)
+    real = screens.bulk_dialog.plan_bulk_action
+    calls: list[str] = []
+
+    def flaky(*arguments: Any, **options: Any) -> Any:
+        calls.append("read")
+        if len(calls) == 1:
+            raise DatabaseUnavailable("The database is unavailable: gone. Retry.")
+        return real(*arguments, **options)
+
+    monkeypatch.setattr(screens.bulk_dialog, "plan_bulk_action", flaky)
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "space", "down", "space", "p")
+        dialog = app.screen
+        shown = screen_text(app)
+        assert "Could not read the marked sessions: The database is unavailable" in shown
+        assert "Press y to read them again." in shown
+        await press(pilot, "y")  # reads again: nothing runs yet
+        assert app.screen is dialog and len(calls) == 2
+        assert "Pause applies to 2 of the 2 marked sessions:" in screen_text(app)
+        await press(pilot, "y")
+        assert last_note(app).startswith("2 done, 0 skipped, 0 failed.")
+
+
+async def test_a_run_that_cannot_start_keeps_the_marks_and_its_key(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed_fleet(db)
+    real = screens.data.run_bulk
+
+    def unavailable(**_arguments: Any) -> Any:
+        raise DatabaseUnavailable("The database is unavailable: gone. Retry.")
+
+    monkeypatch.setattr(screens.data, "run_bulk", unavailable)
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "space", "down", "space", "s")
+        first = app.screen
+        assert isinstance(first, BulkConfirmDialog)
+        await press(pilot, "y")
+        assert not app.screen.query(BulkRunPanel)
+        note = last_note(app)
+        assert note.startswith("Could not stop the marked sessions: The database is unavailable")
+        assert "0 done before it stopped" in note and "s again retries them" in note
+        assert list_screen(app).marks.selection() == Selection(ids=frozenset({"s1", "s2"}))
+        monkeypatch.setattr(screens.data, "run_bulk", real)
+        await press(pilot, "s")
+        retry = app.screen
+        assert isinstance(retry, BulkConfirmDialog) and retry.run_key == first.run_key
+        await press(pilot, "y")
+        assert last_note(app).startswith("2 done, 0 skipped, 0 failed.")
+    assert stored_keys(db) == sorted(
+        (session_key(first.run_key, s), "stop", s) for s in ("s1", "s2")
+    )
