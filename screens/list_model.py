@@ -53,6 +53,8 @@ ReadKind = Literal["at", "after", "before"]
 RECOUNT_SECONDS = 5.0
 # The groups whose counts by status are kept, past which those read lately are.
 MAX_COUNTS_KEPT = 4096
+# A row's id: a session's, or a group header's (``GroupHeader.id``).
+RowId = str | tuple[str, GroupKey]
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,8 @@ class ListModel:
         self.more_after = False
         self.loaded = False
         self.cursor = 0
-        self.selected_id: str | None = None
+        # The id of the row under the cursor: a session's, or a group header's.
+        self.selected_id: RowId | None = None
         self.view_first = 0
         self.view_height = 1
         self.claims: dict[str, ClaimCount] = {}
@@ -176,7 +179,7 @@ class ListModel:
         self.recount = False
         # After other filters or another order: the session the cursor goes back to if the
         # first rows read hold it.
-        self.follow_id: str | None = None
+        self.follow_id: RowId | None = None
         # The store changed while the view's rows were being read: read again once they are.
         self.dirty = False
         # A grouped list: the grouping, the groups folded (by grouping: kept through other
@@ -217,7 +220,7 @@ class ListModel:
         """The sessions shown, in order (not the headers)."""
         return (item for item in self.rows if not isinstance(item, GroupHeader))
 
-    def index_of(self, row_id: object) -> int | None:
+    def index_of(self, row_id: RowId | None) -> int | None:
         """Where the row of that id is held: a session's id, or a header's."""
         for offset, item in enumerate(self.rows):
             if item.id == row_id:
@@ -486,7 +489,7 @@ class ListModel:
         items, start = self._placed(read, rows, grouped)
         missing = not rows and (read.kind != "at" or read.offset > 0)
         if missing:
-            total = self._nothing_there(read, total, grouped)
+            total = self._nothing_there(read, total)
             if read.kind == "before" and items:
                 start = 0  # the header of the list's first group
         if total is not None:
@@ -579,9 +582,7 @@ class ListModel:
         position, held = found
         return position == read.offset and held.id == edge.id
 
-    def _nothing_there(
-        self, read: Read, total: int | None, grouped: GroupedRows | None = None
-    ) -> int | None:
+    def _nothing_there(self, read: Read, total: int | None) -> int | None:
         """No rows where rows were expected: the list changed since its length was learnt. An
         empty page after the held run ends the list there; an empty read at a place ends it
         before that place; an empty page before the run means the run starts the list (in a

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import delete, insert, text, update
 
 from store import lifecycle, sessions
-from store.clock import fixed_clock, parse_ts
+from store.clock import fixed_clock
 from store.database import Store
 from store.groups import (
     GroupKey,
@@ -403,4 +403,3 @@ def test_postgres_workspace_key_is_stored_and_follows_every_write(pg_store: Stor
     with pg_store.read() as db:
         rows = dict(db.execute(text("SELECT id, rt_workspace FROM agent_sessions")).all())
     assert rows == {"s1": "ws-1", "s2": "ws-2"}
-    assert parse_ts("2026-09-17T12:00:00Z") is not None
