@@ -996,9 +996,10 @@ def bench_postgres(
             figures.append(heartbeat_figure(store, beat, beats, rounds, name, floor))
             raw.close()
             store.dispose()
-            figures += bench_import(directory, import_rows, 3, postgres_target(server))
-            target = postgres_target(server).new_url
-            figures += bench_bulk(target, " (PostgreSQL)", bulk_sessions, 3)
+            # One target: its databases are numbered, so a second would reuse the first's names.
+            target = postgres_target(server)
+            figures += bench_import(directory, import_rows, 3, target)
+            figures += bench_bulk(target.new_url, " (PostgreSQL)", bulk_sessions, 3)
         big = build_postgres_store(server, big_sessions)
         label = f"{big_sessions:,} PostgreSQL"
         if ungrouped:
