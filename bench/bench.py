@@ -444,6 +444,35 @@ def bench_first_open(path: Path, sessions: int) -> list[Figure]:
 # --------------------------------------------------------------------- point 1: TUI first rows
 
 
+CLI_LIST_LIMIT = 1.3
+
+
+def bench_cli_list(big: tuple[str, str], small: tuple[str, str], repeats: int) -> list[Figure]:
+    """``roundtable sessions list --limit 50`` as a whole process on the big store, against the
+    same on a store of 10 sessions (issue 12 point 4: a page costs the page, whatever the size)."""
+    env = compiled_env(Path(tempfile.gettempdir()) / "rt-bench-pycache")
+
+    def listing(url: str) -> list[str]:
+        return [*roundtable_command(), "sessions", "list", "--limit", "50", "--db", url]
+
+    for store in (big, small):
+        run_process(listing(store[1]), env)  # bytecode written, the store's pages cached
+    ours, floor = paired_medians(
+        lambda: run_process(listing(big[1]), env),
+        lambda: run_process(listing(small[1]), env),
+        repeats,
+    )
+    return [
+        Figure(
+            f"cli sessions list --limit 50 ({big[0]})",
+            ours,
+            f"the same, {small[0]}",
+            floor,
+            CLI_LIST_LIMIT,
+        )
+    ]
+
+
 def first_paint_command(*args: str) -> list[str]:
     return [sys.executable, str(ROOT / "bench" / "first_paint.py"), *args]
 
@@ -1180,6 +1209,8 @@ def main() -> int:
         label = f"{big_size:,} ref."
         if ungrouped:
             figures += bench_reads(big_store[1], label, repeats)
+            if not skip_cli:
+                figures += bench_cli_list(big_store, ("10 sessions", tiny), repeats)
         if not args.skip_tui and ungrouped:
             figures += bench_tui(("10 sessions", tiny), big_store, tui)
             figures += bench_change_latency(big_store[1], label, 5)

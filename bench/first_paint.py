@@ -178,11 +178,14 @@ async def settle(pilot: Pilot[Any]) -> None:
 
 
 class FrameClock:
-    """When the screen composed frames since the last ``reset``: the first and the last."""
+    """When the screen composed frames since the last ``reset``: the first and the last, and
+    the first that showed what ``reset``'s ``shows`` tests for (the press's result)."""
 
     def __init__(self, app: App[Any]) -> None:
         self.first: float | None = None
         self.last: float | None = None
+        self.result: float | None = None
+        self._shows: Callable[[], bool] | None = None
         display = app._display
 
         def recording(screen: Any, renderable: Any) -> None:
@@ -192,22 +195,44 @@ class FrameClock:
                 self.first = now if self.first is None else self.first
                 self.last = now
             display(screen, renderable)
+            # The frame was composed from the state as it is now (both on the UI thread).
+            if renderable is not None and self.result is None and self._shows and self._shows():
+                self.result = now
 
         app._display = recording  # type: ignore[method-assign]
 
-    def reset(self) -> None:
-        self.first = self.last = None
+    def reset(self, shows: Callable[[], bool] | None = None) -> None:
+        self.first = self.last = self.result = None
+        self._shows = shows
 
 
 Timings = dict[str, dict[str, list[float]]]
-PARTS = ("first_frame_ms", "frame_ms", "settled_ms")
+PARTS = ("first_frame_ms", "frame_ms", "result_frame_ms", "settled_ms")
+
+
+def cursor_of(app: App[Any]) -> int:
+    """The row under the cursor: the console's grid's, or the bare app's DataTable's."""
+    if getattr(app.screen, "model", None) is not None:
+        return int(app.screen.query_one("#sessions").cursor)
+    return app.screen.query_one(DataTable).cursor_row
+
+
+def moved_and_held(app: App[Any], before: int) -> Callable[[], bool]:
+    """Whether the cursor has left ``before`` and (the console) every row in view is held: a
+    press's result on screen."""
+    console = getattr(app.screen, "model", None) is not None
+    return lambda: cursor_of(app) != before and (not console or view_is_held(app))
 
 
 async def press_timings(pilot: Pilot[Any], keys: list[str]) -> Timings:
+    """Per key press: its first frame, its last frame before the app settled, the first frame
+    that showed its result (the cursor moved, the rows in view read) and the time to settle.
+    While the store changes the last frame also counts what the changes repaint; the result
+    frame does not."""
     frames = FrameClock(pilot.app)
     timings: Timings = {}
     for key in keys:
-        frames.reset()
+        frames.reset(moved_and_held(pilot.app, cursor_of(pilot.app)))
         started = time.perf_counter()
         await pilot.press(key)
         await settle(pilot)
@@ -216,6 +241,7 @@ async def press_timings(pilot: Pilot[Any], keys: list[str]) -> Timings:
         # No frame at all (nothing moved) counts as no time.
         entry["first_frame_ms"].append(((frames.first or started) - started) * 1000)
         entry["frame_ms"].append(((frames.last or started) - started) * 1000)
+        entry["result_frame_ms"].append(((frames.result or started) - started) * 1000)
         entry["settled_ms"].append((settled - started) * 1000)
     return timings
 

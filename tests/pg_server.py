@@ -36,7 +36,11 @@ def free_port() -> int:
 
 
 class PostgresServer:
-    def __init__(self) -> None:
+    """``durable``: fsync and synchronous commit on, as a production server runs (the suite turns
+    them off for speed; a load bench must not)."""
+
+    def __init__(self, *, durable: bool = False) -> None:
+        self.durable = durable
         self.bin = find_pg_bin()
         self.port = free_port()
         self.base = Path(tempfile.mkdtemp(prefix="rt-pg-"))
@@ -68,11 +72,10 @@ class PostgresServer:
         )
         if result.returncode != 0:
             raise RuntimeError(f"initdb failed: {result.stderr.strip()}")
-        options = (
-            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.base} "
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-            "-c max_connections=100"
-        )
+        options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.base} "
+        if not self.durable:
+            options += "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+        options += "-c max_connections=200"
         result = self._run(
             "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "start"
         )

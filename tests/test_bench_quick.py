@@ -273,3 +273,28 @@ def test_the_bulk_figure_is_bounded_by_the_issues_ten_seconds_for_ten_thousand(
     assert figure.name == "bulk pause of 40 sessions"
     assert figure.limit == pytest.approx(0.04) and figure.absolute
     assert figure.base is not None and figure.value > 0
+
+
+def test_the_load_generator_counts_each_beat_once_in_the_history(tmp_path: Path) -> None:
+    from bench import load
+
+    url = f"sqlite:///{tmp_path / 'load.db'}"
+    figures = load.measure(url, load.Engine("SQLite", 3, 4.0, 1.5), console=False)
+    by_name = {figure.name.split(" (")[0]: figure for figure in figures}
+    lost = by_name["beats lost: |history rows - acknowledged|"]
+    assert lost.value == 0 and lost.verdict() == "ok"
+    assert by_name["beats refused"].value == 0
+    # 3 agents, 4 beats a second for 1.5 s: 6 beats each, every one of them in the history.
+    assert load.heartbeat_rows(url) == 18
+    assert by_name["beat latency p99"].value > 0
+
+
+async def test_a_key_press_result_frame_is_the_frame_that_shows_the_cursor_moved() -> None:
+    app = first_paint.BareApp(exit_when_painted=False, rows=100)
+    async with app.run_test(size=first_paint.SIZE) as pilot:
+        await pilot.pause()
+        timings = await first_paint.press_timings(pilot, ["down", "down", "up"])
+        assert app.query_one(first_paint.DataTable).cursor_row == 1
+    for key in ("down", "up"):
+        results = timings[key]["result_frame_ms"]
+        assert all(0 < result <= last for result, last in zip(results, timings[key]["frame_ms"]))
