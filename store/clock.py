@@ -33,18 +33,20 @@ def parse_ts(text: str | None) -> datetime | None:
         return None
     year, month, day, hour, minute, second, fraction, zone = match.groups()
     micro = int((fraction or "0")[:6].ljust(6, "0"))
-    tz = UTC
-    if zone and zone not in ("Z", "z"):
-        sign = 1 if zone[0] == "+" else -1
-        digits = zone[1:].replace(":", "")
-        tz = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
     try:
+        tz = UTC
+        if zone and zone not in ("Z", "z"):
+            sign = 1 if zone[0] == "+" else -1
+            digits = zone[1:].replace(":", "")
+            # An offset of a day or more is refused by timezone(): unreadable, like a bad date.
+            tz = timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:])))
         moment = datetime(
             int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tzinfo=tz
         )
-    except ValueError:
+        # Year 1 or 9999 moved by its offset may leave datetime's range.
+        return moment.astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
-    return moment.astimezone(UTC)
 
 
 def format_ts(moment: datetime) -> str:
