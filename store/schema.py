@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, inspect, text
 
 from store.errors import DatabaseUnavailable
 from store.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
@@ -31,6 +31,28 @@ def current_revision(conn: Connection) -> str | None:
     if not exists:
         return None
     return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+# The tables every read of sessions needs: a store without them is not one the console reads.
+READ_TABLES = ("agent_sessions", "agent_session_events")
+
+
+def check_readable(engine: Engine, description: str) -> None:
+    """For a read-only open, which never migrates: a current schema, or one behind it that still
+    has the tables the reads need (the reference's own store, say); else refused in words."""
+    with engine.connect() as conn:
+        revision = _known(current_revision(conn))
+        if revision == HEAD_REVISION:
+            return
+        present = set(inspect(conn).get_table_names())
+    missing = [name for name in READ_TABLES if name not in present]
+    if missing:
+        behind = f"at revision {revision!r}" if revision else "never brought up to date"
+        raise DatabaseUnavailable(
+            f"The store {description} has no {' or '.join(missing)} table (its schema is "
+            f"{behind}), and a read-only open changes nothing: open it once without "
+            "--read-only, or have its owner run roundtable db upgrade."
+        )
 
 
 def ensure_schema(engine: Engine, *, progress: Callable[[str], None] | None = None) -> bool:
