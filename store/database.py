@@ -192,9 +192,9 @@ def refused_write(error: exc.DBAPIError) -> str | None:
 def read_only_message(description: str, reason: str) -> str:
     reason = reason.strip().rstrip(".")
     return (
-        f"The database {description} refused a write: {reason}. This console or role may only "
-        "read here: open it without --read-only, or ask the schema owner for a writer's grants "
-        "(roundtable db grants --writer)."
+        f"The database {description} refused: {reason}. This open or this database role may "
+        "not do that here: open the store without --read-only, or ask the schema's owner for "
+        "the grants it needs (roundtable db grants --viewer or --writer)."
     )
 
 
@@ -370,13 +370,6 @@ def open_store(
                 check_readable(engine, store.description)
             elif upgrade:
                 ensure_schema(engine, progress=progress)
-    except ReadOnly:
-        engine.dispose()
-        raise ReadOnly(
-            f"The store {store.description} needs its schema brought up to date, and this "
-            "database role may not change the schema: ask its owner to run roundtable db "
-            "upgrade, or open it with --read-only."
-        ) from None
     except BaseException:
         engine.dispose()
         raise
