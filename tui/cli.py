@@ -1239,6 +1239,7 @@ def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
             adapters=adapters,
             demo=demo,
             prefetched=early,
+            read_only=inv.read_only,
         )
         or 0
     )
