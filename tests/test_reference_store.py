@@ -186,13 +186,15 @@ def table_info(path: Path) -> dict[str, list[tuple[Any, ...]]]:
 
 # The columns our migrations add to agent_sessions.
 OUR_SESSION_COLUMNS = ("version", "waiting_reason", "waiting_since")
+# Migration 0009's on agent_session_events.
+OUR_HISTORY_COLUMNS = ("actor", "db_user")
 
 
 def reference_columns(path: Path, table: str) -> list[str]:
     return [
         column[1]
         for column in raw(path, f"PRAGMA table_info({table})")
-        if column[1] not in OUR_SESSION_COLUMNS
+        if column[1] not in OUR_SESSION_COLUMNS + OUR_HISTORY_COLUMNS
     ]
 
 
