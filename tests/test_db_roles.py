@@ -260,3 +260,39 @@ def test_a_writer_cannot_migrate(roles: Roles) -> None:
     assert "db upgrade" in _error(listed)["message"]
     assert roles.owner("db", "upgrade").exit_code == 0
     assert roles.viewer("sessions", "--read-only").exit_code == 0
+
+
+async def test_a_viewer_opens_the_console_and_its_write_is_refused_in_words(roles: Roles) -> None:
+    from tests.test_tui_support import (
+        console,
+        notifications,
+        press,
+        row_ids,
+        screen_text,
+        settle,
+    )
+
+    app = console(roles.viewer.url)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert row_ids(app) == ["s1", "s2"]
+        await press(pilot, "p")
+        note = notifications(app)[-1]
+        assert "permission denied" in note and "roundtable db grants" in note
+        assert "Traceback" not in note
+        await press(pilot, "A")
+        assert "No operator actions yet" in screen_text(app)
+    assert roles.owner.session("s1").status == "active"
+
+
+async def test_a_read_only_console_on_postgresql_offers_no_action(roles: Roles) -> None:
+    from tests.test_tui_support import console, footer_keys, press, row_ids, settle
+
+    app = console(roles.owner.url, read_only=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert row_ids(app) == ["s1", "s2"]
+        assert app.ctx.store is not None and app.ctx.store.read_only
+        assert not {"heartbeat", "pause", "stop", "resume", "terminate"} & footer_keys(app)
+        await press(pilot, "p", "h")
+    assert roles.owner.session("s1").status == "active"
