@@ -1,10 +1,13 @@
 """The audit trail (``A``): the operators' actions across all sessions, newest first, a page at a
-time (``store.audit``), read in a worker. Everything shown is store text, shown as text."""
+time (``store.audit``), read in a worker. Everything shown is store text, shown as text.
+
+Imported by the app's key check at first paint: nothing here loads SQLAlchemy at import."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -19,9 +22,11 @@ from screens.failures import Failure, ReportsFailures
 from screens.footer import ConsoleFooter
 from screens.live import StoreChanged
 from screens.text import exact, plain
-from store.audit import AuditEntry, audit_page
 from store.display import one_line
 from store.errors import DatabaseUnavailable
+
+if TYPE_CHECKING:
+    from store.audit import AuditEntry
 
 # The columns before the impact text, with their padding and the scrollbar.
 COLUMNS: tuple[tuple[str, str, int], ...] = (
@@ -46,7 +51,10 @@ class AuditRead:
 
 
 def read_audit(ctx: ConsoleContext, cursor: str | None) -> AuditRead:
-    """One page of the audit trail (runs in a thread)."""
+    """One page of the audit trail (runs in a thread, which imports the database layer: the
+    console's first paint never waits for it)."""
+    from store.audit import audit_page
+
     store = ctx.store
     if store is None:
         raise DatabaseUnavailable("The store is still opening; the audit trail follows.")
