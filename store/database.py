@@ -181,7 +181,8 @@ def refused_write(error: exc.DBAPIError) -> str | None:
     """The database's own reason, when ``error`` is a write it refuses to this connection: a
     read-only open, or a role without the privilege. None for any other error."""
     original = error.orig
-    reason = str(original or error).strip().splitlines()[0] if str(original or error) else ""
+    lines = str(original or error).strip().splitlines()
+    reason = lines[0] if lines else type(original or error).__name__
     if getattr(original, "sqlstate", None) in _READ_ONLY_SQLSTATES:
         return reason
     if isinstance(original, sqlite3.OperationalError) and "readonly database" in reason:
@@ -363,7 +364,7 @@ def open_store(
     from store.schema import check_readable, ensure_schema
 
     engine = create_store_engine(url, read_only=read_only)
-    store = Store(engine, read_only=read_only, url=url)
+    store = Store(engine, read_only=read_only, url=url if read_only else None)
     try:
         with store._guard():
             if read_only:
