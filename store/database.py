@@ -364,7 +364,9 @@ def open_store(
     from store.schema import check_readable, ensure_schema
 
     engine = create_store_engine(url, read_only=read_only)
-    store = Store(engine, read_only=read_only, url=url if read_only else None)
+    # A read-only SQLite engine's URL is a file: URI; the store is described by the one given.
+    given = url if read_only and engine.dialect.name == "sqlite" else None
+    store = Store(engine, read_only=read_only, url=given)
     try:
         with store._guard():
             if read_only:
