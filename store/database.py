@@ -16,6 +16,7 @@ from sqlalchemy.engine import URL, make_url
 from store.display import printable
 from store.errors import DatabaseUnavailable, ReadOnly, StoreError
 from store.notifications import ChangeListener
+from store.permissions import refused_write
 from store.redaction import redact_text
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -171,23 +172,6 @@ def _sqlite_read_only(parsed: URL) -> URL:
 
 def _is_unavailable(error: exc.DBAPIError) -> bool:
     return not isinstance(error, exc.IntegrityError | exc.ProgrammingError | exc.DataError)
-
-
-# PostgreSQL's "insufficient privilege" and "read-only SQL transaction".
-_READ_ONLY_SQLSTATES = frozenset({"42501", "25006"})
-
-
-def refused_write(error: exc.DBAPIError) -> str | None:
-    """The database's own reason, when ``error`` is a write it refuses to this connection: a
-    read-only open, or a role without the privilege. None for any other error."""
-    original = error.orig
-    lines = str(original or error).strip().splitlines()
-    reason = lines[0] if lines else type(original or error).__name__
-    if getattr(original, "sqlstate", None) in _READ_ONLY_SQLSTATES:
-        return reason
-    if isinstance(original, sqlite3.OperationalError) and "readonly database" in reason:
-        return reason
-    return None
 
 
 def read_only_message(description: str, reason: str) -> str:

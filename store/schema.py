@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from sqlalchemy import Connection, Engine, exc, inspect, text
 
 from store.errors import DatabaseUnavailable, ReadOnly
+from store.permissions import refused_write
 from store.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
 
 _PG_MIGRATION_LOCK = 0x526F756E64  # any fixed number; "Round"
@@ -94,8 +95,6 @@ def ensure_schema(engine: Engine, *, progress: Callable[[str], None] | None = No
 def _refuse_if_not_owner(error: exc.DBAPIError) -> None:
     """A migration the database role may not run is refused in words (a role with only the
     grants of ``store.grants`` may not change the schema)."""
-    from store.database import refused_write
-
     reason = refused_write(error)
     if reason is not None:
         raise ReadOnly(
