@@ -124,6 +124,8 @@ ABOUT = (
 READ_ONLY_LEFT_OUT = frozenset(
     {"space", "*", "* on a group", "u", "h p s r t", "h", "p", "s", "r", "t", "y / n", "ctrl+s"}
 )
+# Rows whose words speak of what a read-only console does not do.
+READ_ONLY_WORDS = {("Session list", "escape"): ("escape", "clear and close the text filter")}
 READ_ONLY_NOTE = (
     "Read-only: this console reads the store and changes nothing. It offers no heartbeat, "
     "pause, stop, resume or terminate, and no marks; open it without --read-only to act."
@@ -136,7 +138,11 @@ def shown_keys(*, read_only: bool) -> tuple[tuple[str, tuple[tuple[str, str], ..
         return KEYS
     sections = []
     for section, rows in KEYS:
-        kept = tuple(row for row in rows if row[0] not in READ_ONLY_LEFT_OUT)
+        kept = tuple(
+            READ_ONLY_WORDS.get((section, key), (key, does))
+            for key, does in rows
+            if key not in READ_ONLY_LEFT_OUT
+        )
         kept = tuple(row for row in kept if not (section == "Dialogs" and row[0] == "escape"))
         if kept:
             sections.append((section, kept))

@@ -99,6 +99,9 @@ async def test_a_read_only_console_offers_no_action_and_writes_nothing(
         help_text = screen_text(app)
         assert "Read-only: this console reads the store and changes nothing" in help_text
         assert "terminate — shows" not in help_text and "mark or unmark" not in help_text
+        assert "bulk run" not in help_text
+        await press(pilot, "A")  # not over a dialog or the help
+        assert "Read-only: this console" in screen_text(app)
     assert count(db, "agent_session_events") == before
     assert [event for event, _payload in history(db, "s2")] == ["registered"]
 
