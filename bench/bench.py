@@ -1111,6 +1111,158 @@ def postgres_target(server: Any) -> ImportTarget:
     return ImportTarget(" (PostgreSQL)", "psycopg executemany", new_url, raw_insert)
 
 
+# ------------------------------------------------------------- issue 11 point 5: the audit trail
+
+AUDIT_HISTORY_PER_SESSION = 5  # 1M sessions → 5M history rows
+# One history row in 100 is an operator's action, one more an operator's heartbeat: the rest are
+# agents' heartbeats, which the audit trail passes over.
+AUDIT_SQLITE_HISTORY = """
+INSERT INTO agent_session_events (session_id, event_type, payload_json, created_at)
+WITH RECURSIVE n(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM n WHERE x < :last)
+SELECT printf('sess-%07d', x % :sessions),
+  CASE WHEN x % 100 = 0 THEN (CASE (x / 100) % 4 WHEN 0 THEN 'paused' WHEN 1 THEN 'stopped'
+       WHEN 2 THEN 'resuming' ELSE 'terminated' END) ELSE 'heartbeat' END,
+  CASE WHEN x % 100 IN (0, 1)
+       THEN '{"actor":"op-' || (x % 7) || '","previous_status":"active","status":"paused"}'
+       ELSE '{"last_seen_at":"2026-09-01T00:00:00Z","status":"active"}' END,
+  strftime('%Y-%m-%dT%H:%M:%SZ', '2026-09-01', '+' || (x / 2) || ' seconds')
+FROM n
+"""
+AUDIT_POSTGRES_HISTORY = """
+INSERT INTO agent_session_events (session_id, event_type, payload_json, created_at, actor)
+SELECT 'sess-' || lpad((x % :sessions)::text, 7, '0'),
+  CASE WHEN x % 100 = 0
+       THEN (ARRAY['paused', 'stopped', 'resuming', 'terminated'])[1 + (x / 100) % 4]
+       ELSE 'heartbeat' END,
+  CASE WHEN x % 100 IN (0, 1)
+       THEN '{"actor":"op-' || (x % 7) || '","previous_status":"active","status":"paused"}'
+       ELSE '{"last_seen_at":"2026-09-01T00:00:00Z","status":"active"}' END,
+  to_char(timestamp '2026-09-01' + (x / 2) * interval '1 second', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+  CASE WHEN x % 100 IN (0, 1) THEN 'op-' || (x % 7) END
+FROM generate_series(0, :last) AS x
+"""
+# The floor: the driver alone running the page's query.
+AUDIT_FLOOR = (
+    "SELECT id, created_at, actor, db_user, event_type, session_id, payload_json"
+    " FROM agent_session_events WHERE actor IS NOT NULL{where} ORDER BY id DESC LIMIT 51"
+)
+
+
+def audit_cases(sessions: int) -> dict[str, tuple[dict[str, Any], str, tuple[Any, ...]]]:
+    """Each figure: the audit filter, the floor's extra condition (``?`` for its values), and
+    those values."""
+    session = f"sess-{sessions // 2:07d}"
+    return {
+        "first page": ({}, "", ()),
+        "--actor": ({"actor": "op-3"}, " AND actor = ?", ("op-3",)),
+        "--action terminate": ({"action": "terminate"}, " AND event_type = ?", ("terminated",)),
+        "--session": ({"session_id": session}, " AND session_id = ?", (session,)),
+    }
+
+
+def build_audit_sqlite(path: Path, sessions: int) -> float:
+    """The reference store of ``sessions`` with ``AUDIT_HISTORY_PER_SESSION`` history rows
+    each, then opened (every migration, 0009's backfill of the actors included): the seconds
+    the first open took."""
+    build_reference_store(path, sessions)
+    raw = sqlite3.connect(path)
+    rows = sessions * AUDIT_HISTORY_PER_SESSION
+    raw.execute(AUDIT_SQLITE_HISTORY, {"last": rows - 1, "sessions": sessions})
+    raw.commit()
+    raw.close()
+    return timed(lambda: open_store(f"sqlite:///{path}").dispose())
+
+
+def build_audit_postgres(server: Any, sessions: int) -> str:
+    from sqlalchemy import text
+
+    url = build_postgres_store(server, sessions, "rt_bench_audit")
+    store = open_store(url)
+    rows = sessions * AUDIT_HISTORY_PER_SESSION
+    with store.write() as db:
+        db.execute(text(AUDIT_POSTGRES_HISTORY), {"last": rows - 1, "sessions": sessions})
+    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM ANALYZE agent_session_events"))
+    store.dispose()
+    return url
+
+
+def bench_audit(
+    url: str, label: str, sessions: int, repeats: int, floor_query: Callable[[str, tuple], Any]
+) -> list[Figure]:
+    """The audit trail's first page, unfiltered and by each filter, against the driver alone
+    running the same query: each under 50 ms (issue 11 point 5)."""
+    from store.audit import AuditFilter, audit_page
+
+    store = open_store(url)
+    figures: list[Figure] = []
+    try:
+        for name, (filters, where, values) in audit_cases(sessions).items():
+
+            def page(filters: dict[str, Any] = filters) -> None:
+                with store.read() as db:
+                    assert audit_page(db=db, filters=AuditFilter(**filters)).items
+
+            def floor(where: str = where, values: tuple[Any, ...] = values) -> None:
+                assert floor_query(AUDIT_FLOOR.format(where=where), values)
+
+            ours, base = paired_medians(page, floor, repeats)
+            figures.append(
+                Figure(
+                    f"audit, {name} ({label})",
+                    ours,
+                    "driver alone, same query",
+                    base,
+                    limit=READ_LIMIT_SECONDS,
+                    absolute=True,
+                )
+            )
+    finally:
+        store.dispose()
+    return figures
+
+
+def run_audit_section(directory: Path, sessions: int, repeats: int, pg: bool) -> list[Figure]:
+    """``--audit``: the audit trail's figures alone, on SQLite and with ``pg`` PostgreSQL."""
+    label = f"{sessions:,}/{sessions * AUDIT_HISTORY_PER_SESSION:,}"
+    path = directory / "audit.db"
+    started = time.perf_counter()
+    first_open = build_audit_sqlite(path, sessions)
+    print(f"built the SQLite audit store in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+    raw = sqlite3.connect(path)
+    figures = [Figure(f"audit, first open, all migrations ({label})", first_open)]
+    figures += bench_audit(
+        f"sqlite:///{path}",
+        f"{label} SQLite",
+        sessions,
+        repeats,
+        lambda sql, values: raw.execute(sql, values).fetchall(),
+    )
+    raw.close()
+    if pg:
+        import psycopg
+
+        from tests.pg_server import PostgresServer
+
+        server = PostgresServer()
+        server.start()
+        try:
+            started = time.perf_counter()
+            url = build_audit_postgres(server, sessions)
+            built = time.perf_counter() - started
+            print(f"built the PostgreSQL audit store in {built:.1f}s", file=sys.stderr)
+            conn = psycopg.connect(url.replace("postgresql+psycopg", "postgresql"), autocommit=True)
+
+            def pg_floor(sql: str, values: tuple[Any, ...]) -> Any:
+                return conn.execute(sql.replace("?", "%s"), values).fetchall()
+
+            figures += bench_audit(url, f"{label} PostgreSQL", sessions, repeats, pg_floor)
+            conn.close()
+        finally:
+            server.stop()
+    return figures
+
+
 # ------------------------------------------------------------------------------------ report
 
 
@@ -1159,10 +1311,20 @@ def main() -> int:
         action="store_true",
         help="leave out the TUI first-rows times (memory and key presses stay)",
     )
+    parser.add_argument(
+        "--audit",
+        action="store_true",
+        help="only the audit trail's figures (issue 11): --big sessions, 5 history rows each "
+        "(labels: sessions/history rows)",
+    )
     args = parser.parse_args()
     quick = args.quick
     repeats = 5 if quick else 11
     big_size = args.big or (10_000 if quick else 1_000_000)
+    if args.audit:
+        with tempfile.TemporaryDirectory(prefix="rt-bench-audit-") as tmp:
+            print_table(run_audit_section(Path(tmp), big_size, repeats, args.pg))
+        return 0
     bulk_size = 1000 if quick else 10_000
     with tempfile.TemporaryDirectory(prefix="rt-bench-") as tmp:
         directory = Path(tmp)

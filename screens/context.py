@@ -50,6 +50,9 @@ class ConsoleContext:
     window_pages: int = DEFAULT_WINDOW_PAGES
     # Where the briefing screen's ``w`` writes (None: the current directory).
     export_dir: Path | None = None
+    # Read-only (--read-only, config read_only, $ROUNDTABLE_READ_ONLY): the store is opened so
+    # that nothing can write, and no lifecycle key, mark or bulk action is offered.
+    read_only: bool = False
     # Tests and snapshots turn this off so screenshots do not depend on the blink phase.
     cursor_blink: bool = True
 

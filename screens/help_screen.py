@@ -100,6 +100,11 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         "Everywhere",
         (
             ("ctrl+r", "refresh now (the list also refreshes by itself)"),
+            (
+                "A",
+                "the audit trail: every operator's actions on any session, newest first "
+                "(n reads more, escape goes back)",
+            ),
             ("ctrl+p", "command palette: actions for the selected session, open a session, theme"),
             ("?", "this help"),
             ("q", "quit"),
@@ -115,6 +120,35 @@ ABOUT = (
 )
 
 
+# What a read-only console does not offer: the lifecycle keys, marks, bulk runs and dialogs.
+READ_ONLY_LEFT_OUT = frozenset(
+    {"space", "*", "* on a group", "u", "h p s r t", "h", "p", "s", "r", "t", "y / n", "ctrl+s"}
+)
+# Rows whose words speak of what a read-only console does not do.
+READ_ONLY_WORDS = {("Session list", "escape"): ("escape", "clear and close the text filter")}
+READ_ONLY_NOTE = (
+    "Read-only: this console reads the store and changes nothing. It offers no heartbeat, "
+    "pause, stop, resume or terminate, and no marks; open it without --read-only to act."
+)
+
+
+def shown_keys(*, read_only: bool) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
+    """The sections and their keys, without what a read-only console does not offer."""
+    if not read_only:
+        return KEYS
+    sections = []
+    for section, rows in KEYS:
+        kept = tuple(
+            READ_ONLY_WORDS.get((section, key), (key, does))
+            for key, does in rows
+            if key not in READ_ONLY_LEFT_OUT
+        )
+        kept = tuple(row for row in kept if not (section == "Dialogs" and row[0] == "escape"))
+        if kept:
+            sections.append((section, kept))
+    return tuple(sections)
+
+
 def keys_table(rows: tuple[tuple[str, str], ...]) -> Table:
     table = Table(box=None, show_header=False, padding=(0, 2, 0, 0), expand=False)
     table.add_column("key", style="bold", no_wrap=True, min_width=16)
@@ -124,9 +158,11 @@ def keys_table(rows: tuple[tuple[str, str], ...]) -> Table:
     return table
 
 
-def help_body() -> Group:
+def help_body(*, read_only: bool = False) -> Group:
     parts: list[Text | Table] = []
-    for section, rows in KEYS:
+    if read_only:
+        parts += [Text(READ_ONLY_NOTE, style="bold"), Text("")]
+    for section, rows in shown_keys(read_only=read_only):
         parts.append(Text(section, style="bold underline"))
         parts.append(keys_table(rows))
         parts.append(Text(""))
@@ -141,10 +177,14 @@ class HelpScreen(ModalScreen[None]):
         Binding("q", "close", "Back", show=False),
     ]
 
+    def __init__(self, *, read_only: bool = False) -> None:
+        super().__init__()
+        self.read_only = read_only
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
             yield Static(Text("Roundtable console — keys", style="bold"), classes="dialog-title")
-            yield Static(help_body(), id="help-body")
+            yield Static(help_body(read_only=self.read_only), id="help-body")
             yield Static(Text("escape, ? or q closes this help"), classes="dialog-hint")
 
     def action_close(self) -> None:

@@ -99,6 +99,8 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
         """Show a row the store just returned, before the next reload arrives."""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in LIFECYCLE_ACTIONS and self.ctx.read_only:
+            return False  # not offered at all; the key says why (the explain bindings)
         if action in ("log", "briefing"):
             return self.selected_session() is not None
         if action in LIFECYCLE_ACTIONS:
@@ -112,7 +114,7 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
 
     def allowed_actions(self) -> list[str]:
         session = self.selected_session()
-        if session is None:
+        if session is None or self.ctx.read_only:
             return []
         return [name for name in LIFECYCLE_ACTIONS if is_allowed(name, session.status)]
 
@@ -181,6 +183,14 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
             self.action_explain(action)
 
     def action_explain(self, action: str) -> None:
+        if self.ctx.read_only:
+            self.notify(
+                f"The console is read-only: it does not {action} sessions. Open it without "
+                "--read-only (and read_only = false, ROUNDTABLE_READ_ONLY unset) to act.",
+                severity="warning",
+                markup=False,
+            )
+            return
         self.notify(why_not(action, self.selected_session()), severity="warning", markup=False)
 
     def action_heartbeat(self) -> None:

@@ -61,6 +61,9 @@ from store.listing import SessionFilter, SessionOrder, group_filter
 from store.records import ClaimCount, SessionFields
 from store.rules import LIFECYCLE_ACTIONS
 
+# The keys that mark sessions (for a bulk action): none of them in a read-only console.
+MARK_ACTIONS = ("toggle_mark", "clear_marks", "mark_matching")
+
 if TYPE_CHECKING:
     from screens.context import FirstRead
     from screens.list_reads import GroupCounts, StatusCounts
@@ -476,6 +479,8 @@ class SessionListScreen(BulkActions, SessionActionScreen):
     # -- marks --------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in MARK_ACTIONS and self.ctx.read_only:
+            return False  # read-only: no marks, so no bulk action either
         if action in (*LIFECYCLE_ACTIONS, "log", "briefing") and self.selected_header():
             return None  # shown dimmed: a header is no session (its key says so)
         if action == "toggle_mark":
@@ -542,7 +547,7 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         """The marks' entries in the command palette (their help text is fixed: it is read as
         markup)."""
         found: list[ScreenCommand] = self.bulk_commands()
-        session = self.selected_session()
+        session = None if self.ctx.read_only else self.selected_session()
         if session is not None:
             verb = "Unmark" if self.marks.is_marked(session) else "Mark"
             name = f"{verb} {one_line(session.id, 60)}"
@@ -558,13 +563,14 @@ class SessionListScreen(BulkActions, SessionActionScreen):
                     "Folds the group under its header, or shows its sessions again",
                 )
             )
-            found.append(
-                (
-                    f"Mark every session of {group} matching the filters",
-                    self.action_mark_matching,
-                    "Marks the group's sessions the list's filters let through",
+            if not self.ctx.read_only:
+                found.append(
+                    (
+                        f"Mark every session of {group} matching the filters",
+                        self.action_mark_matching,
+                        "Marks the group's sessions the list's filters let through",
+                    )
                 )
-            )
         elif self.check_action("mark_matching", ()):
             found.append(
                 (

@@ -14,8 +14,9 @@ from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import URL, make_url
 
 from store.display import printable
-from store.errors import DatabaseUnavailable, StoreError
+from store.errors import DatabaseUnavailable, ReadOnly, StoreError
 from store.notifications import ChangeListener
+from store.permissions import refused_write
 from store.redaction import redact_text
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -100,16 +101,23 @@ def use_wal(cursor: Any, *, wait_seconds: float | None = None) -> None:
             time.sleep(0.01)
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _configure_sqlite(engine: Engine, *, read_only: bool = False) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let SQLAlchemy's "begin" event issue BEGIN itself, so writers can take the lock up front.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA foreign_keys = ON")
-        use_wal(cursor)
-        cursor.execute("PRAGMA synchronous = NORMAL")
+        if read_only:
+            from store.behind_schema import cover_missing
+
+            cover_missing(dbapi_connection)  # a schema behind ours is read through views
+            # From here on not even a temporary table: nothing this connection runs can write.
+            cursor.execute("PRAGMA query_only = ON")
+        else:
+            cursor.execute("PRAGMA foreign_keys = ON")
+            use_wal(cursor)
+            cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -118,21 +126,61 @@ def _configure_sqlite(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
-def create_store_engine(url: str, *, pool_size: int | None = None) -> Engine:
+def create_store_engine(
+    url: str, *, pool_size: int | None = None, read_only: bool = False
+) -> Engine:
+    """The engine of a store. ``read_only``: a SQLite file is opened ``mode=ro`` (and every
+    connection ``query_only``), a PostgreSQL session defaults to read-only transactions; the
+    file or database must exist already."""
     parsed = _normalise_url(url)
     if parsed.get_backend_name() == "sqlite":
-        _check_sqlite_file(parsed.database)
-        engine = create_engine(parsed, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
-        _configure_sqlite(engine)
+        connect_args: dict[str, Any] = {"timeout": BUSY_TIMEOUT_MS / 1000}
+        if read_only:
+            parsed = _sqlite_read_only(parsed)
+        else:
+            _check_sqlite_file(parsed.database)
+        engine = create_engine(parsed, connect_args=connect_args)
+        _configure_sqlite(engine, read_only=read_only)
         return engine
     kwargs: dict[str, Any] = {"pool_pre_ping": True}
     if pool_size is not None:
         kwargs["pool_size"] = pool_size
-    return create_engine(parsed, connect_args={"connect_timeout": 5}, **kwargs)
+    pg_args: dict[str, Any] = {"connect_timeout": 5}
+    if read_only:
+        pg_args["options"] = "-c default_transaction_read_only=on"
+    return create_engine(parsed, connect_args=pg_args, **kwargs)
+
+
+def _sqlite_read_only(parsed: URL) -> URL:
+    """The URL of the same SQLite file as a read-only ``file:`` URI; a file that is not there
+    is refused (read-only, nothing may create it)."""
+    database = parsed.database or ""
+    if not _is_sqlite_file(database):
+        return parsed  # a private in-memory database: query_only alone keeps it unwritten
+    query = {**parsed.query, "mode": "ro", "uri": "true"}
+    if database.startswith("file:"):
+        return parsed.set(query=query)
+    path = Path(database)
+    if "\x00" in database or not path.is_file():
+        raise DatabaseUnavailable(
+            f"{printable(database)} is not a SQLite database file; a read-only open creates "
+            "nothing. Check the path, or open it once without --read-only to create it."
+        )
+    _check_sqlite_file(database)
+    return parsed.set(database=f"file:{path.resolve()}", query=query)
 
 
 def _is_unavailable(error: exc.DBAPIError) -> bool:
     return not isinstance(error, exc.IntegrityError | exc.ProgrammingError | exc.DataError)
+
+
+def read_only_message(description: str, reason: str) -> str:
+    reason = reason.strip().rstrip(".")
+    return (
+        f"The database {description} refused: {reason}. This open or this database role may "
+        "not do that here: open the store without --read-only, or ask the schema's owner for "
+        "the grants it needs (roundtable db grants --viewer or --writer)."
+    )
 
 
 def unavailable_message(description: str, reason: str) -> str:
@@ -162,8 +210,11 @@ def describe_url(url: str | URL) -> str:
 class Store:
     """One database: its engine, and the two kinds of transaction the operations use."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, read_only: bool = False, url: str | None = None) -> None:
         self.engine = engine
+        self.read_only = read_only
+        # The URL as given: a read-only SQLite engine's own is a ``file:`` URI.
+        self._url = url
         self.dialect: str = engine.dialect.name
         self._writer = engine.execution_options(write=True)
         self._snapshot_reader = (
@@ -180,7 +231,7 @@ class Store:
 
     @property
     def description(self) -> str:
-        return describe_url(self.engine.url)
+        return describe_url(self._url or self.engine.url)
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
@@ -189,6 +240,9 @@ class Store:
         except StoreError:
             raise
         except exc.DBAPIError as error:
+            refused = refused_write(error)
+            if refused is not None:
+                raise ReadOnly(read_only_message(self.description, refused)) from None
             if _is_unavailable(error):
                 reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
                 raise DatabaseUnavailable(unavailable_message(self.description, reason)) from None
@@ -203,7 +257,14 @@ class Store:
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """A write transaction: the row change and its history commit together or not at all.
-        On SQLite it takes the write lock at BEGIN, so a read-then-write cannot be overtaken."""
+        On SQLite it takes the write lock at BEGIN, so a read-then-write cannot be overtaken.
+        A store opened read-only refuses before it begins."""
+        if self.read_only:
+            raise ReadOnly(
+                f"The store {self.description} is open read-only: nothing was written. "
+                "Open it without --read-only (and read_only = false, ROUNDTABLE_READ_ONLY unset) "
+                "to act on sessions."
+            )
         with self._guard(), self._writer.connect() as conn, conn.begin():
             yield conn
 
@@ -279,13 +340,24 @@ def open_store(
     *,
     upgrade: bool = True,
     progress: Callable[[str], None] | None = None,
+    read_only: bool = False,
 ) -> Store:
-    """Open a store and bring its schema up to date (cheaply, when it already is)."""
-    from store.schema import ensure_schema
+    """Open a store and bring its schema up to date (cheaply, when it already is). A read-only
+    open never migrates: a schema that is behind is read if the tables it needs are there
+    (``store.schema.check_readable``), else refused in words."""
+    from store.schema import check_readable, ensure_schema
 
-    engine = create_store_engine(url)
-    store = Store(engine)
-    if upgrade:
+    engine = create_store_engine(url, read_only=read_only)
+    # A read-only SQLite engine's URL is a file: URI; the store is described by the one given.
+    given = url if read_only and engine.dialect.name == "sqlite" else None
+    store = Store(engine, read_only=read_only, url=given)
+    try:
         with store._guard():
-            ensure_schema(engine, progress=progress)
+            if read_only:
+                check_readable(engine, store.description)
+            elif upgrade:
+                ensure_schema(engine, progress=progress)
+    except BaseException:
+        engine.dispose()
+        raise
     return store

@@ -171,21 +171,38 @@ def prepared_insert(table: Table, columns: Sequence[str]) -> Prepared:
 _APPEND_SESSION_EVENT = prepared_insert(
     _SESSION_EVENTS, ("session_id", "event_type", "payload_json", "created_at")
 )
+# An operator's action names its actor in a column of its own (migration 0009), which the audit
+# trail reads; what agents write leaves it NULL.
+_APPEND_ACTION_EVENT = prepared_insert(
+    _SESSION_EVENTS, ("session_id", "event_type", "payload_json", "created_at", "actor")
+)
 _APPEND_RUN_EVENT = prepared_insert(
     _EVENTS, ("run_id", "type", "actor_id", "task_id", "payload_json", "created_at")
 )
 
 
 def session_event_row(
-    *, session_id: str, event_type: str, payload: dict[str, Any], now: str
+    *,
+    session_id: str,
+    event_type: str,
+    payload: dict[str, Any],
+    now: str,
+    actor: str | None = None,
 ) -> dict[str, Any]:
-    """The ``agent_session_events`` row of one event."""
-    return {
+    """The ``agent_session_events`` row of one event; ``actor``: the operator of an action."""
+    row = {
         "session_id": session_id,
         "event_type": event_type,
         "payload_json": to_json_text(payload),
         "created_at": now,
     }
+    if actor is not None:
+        row["actor"] = actor
+    return row
+
+
+def _session_event_insert(row: Mapping[str, Any]) -> Prepared:
+    return _APPEND_ACTION_EVENT if "actor" in row else _APPEND_SESSION_EVENT
 
 
 def run_event_row(
@@ -203,12 +220,18 @@ def run_event_row(
 
 
 def append_session_event(
-    db: Connection, *, session_id: str, event_type: str, payload: dict[str, Any], now: str
+    db: Connection,
+    *,
+    session_id: str,
+    event_type: str,
+    payload: dict[str, Any],
+    now: str,
+    actor: str | None = None,
 ) -> None:
-    _APPEND_SESSION_EVENT.execute(
-        db,
-        session_event_row(session_id=session_id, event_type=event_type, payload=payload, now=now),
+    row = session_event_row(
+        session_id=session_id, event_type=event_type, payload=payload, now=now, actor=actor
     )
+    _session_event_insert(row).execute(db, row)
 
 
 def append_run_event(
@@ -230,8 +253,11 @@ def append_events(
     db: Connection, session_events: list[dict[str, Any]], run_events: list[dict[str, Any]]
 ) -> None:
     """Rows of ``session_event_row`` and ``run_event_row``, each table's in one DBAPI
-    ``executemany``, in the order given."""
+    ``executemany``, in the order given (the session events all with an actor, or none)."""
     if session_events:
-        _APPEND_SESSION_EVENT.executemany(db, session_events)
+        statement = _session_event_insert(session_events[0])
+        if any(_session_event_insert(row) is not statement for row in session_events):
+            raise ValueError("session events with and without an actor go in separate calls")
+        statement.executemany(db, session_events)
     if run_events:
         _APPEND_RUN_EVENT.executemany(db, run_events)

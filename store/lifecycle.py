@@ -260,7 +260,9 @@ def _apply(rule: _Rule, request: _Request, check: Check | None = None) -> Action
     outcome = ActionOutcome(action=action, session=as_session(row), notes=notes, claims=claims)
     written = _Written(rule, session, outcome, actor, now, extra)
     event_type, payload = rule.event_type, written.payload
-    append_session_event(db, session_id=session.id, event_type=event_type, payload=payload, now=now)
+    append_session_event(
+        db, session_id=session.id, event_type=event_type, payload=payload, now=now, actor=actor
+    )
     append_run_event(
         db,
         run_id=session.run_id,
@@ -312,6 +314,7 @@ class _Written:
             event_type=self.rule.event_type,
             payload=self.payload,
             now=self.now,
+            actor=self.actor,
         )
 
     @property

@@ -165,6 +165,10 @@ class AgentSessionEvent(SQLModel, table=True):
     event_type: str = _text(nullable=False)
     payload_json: str = _text(nullable=False)
     created_at: str = _text(nullable=False)
+    # Ours (migration 0009): the operator of a lifecycle action, and on PostgreSQL the role that
+    # wrote the row (set by the database itself).
+    actor: str | None = _text()
+    db_user: str | None = _text()
 
 
 class IdempotencyKey(SQLModel, table=True):

@@ -10,9 +10,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, exc, inspect, text
 
-from store.errors import DatabaseUnavailable
+from store.errors import DatabaseUnavailable, ReadOnly
+from store.permissions import refused_write
 from store.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
 
 _PG_MIGRATION_LOCK = 0x526F756E64  # any fixed number; "Round"
@@ -33,6 +34,38 @@ def current_revision(conn: Connection) -> str | None:
     return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
+# The tables every read of sessions needs: a store without them is not one the console reads.
+READ_TABLES = ("agent_sessions", "agent_session_events")
+
+
+def check_readable(engine: Engine, description: str) -> None:
+    """For a read-only open, which never migrates: a current schema, or one behind it that still
+    has the tables the reads need (the reference's own store, say); else refused in words."""
+    with engine.connect() as conn:
+        revision = _known(current_revision(conn))
+        if revision == HEAD_REVISION:
+            return
+        present = set(inspect(conn).get_table_names())
+        postgres = conn.dialect.name == "postgresql"
+    if postgres:
+        # Its read-only transactions may not create the views that would stand in for what is
+        # missing (store.behind_schema does that on SQLite).
+        behind = f"at revision {revision!r}" if revision else "never brought up to date"
+        raise DatabaseUnavailable(
+            f"The store {description} has a schema {behind}, behind this roundtable's "
+            f"({HEAD_REVISION}), and a read-only open changes nothing: have its owner run "
+            "roundtable db upgrade."
+        )
+    missing = [name for name in READ_TABLES if name not in present]
+    if missing:
+        behind = f"at revision {revision!r}" if revision else "never brought up to date"
+        raise DatabaseUnavailable(
+            f"The store {description} has no {' or '.join(missing)} table (its schema is "
+            f"{behind}), and a read-only open changes nothing: open it once without "
+            "--read-only, or have its owner run roundtable db upgrade."
+        )
+
+
 def ensure_schema(engine: Engine, *, progress: Callable[[str], None] | None = None) -> bool:
     """Upgrade to head if needed. Returns True when migrations ran."""
     with engine.connect() as conn:
@@ -48,11 +81,27 @@ def ensure_schema(engine: Engine, *, progress: Callable[[str], None] | None = No
         # Another process may have upgraded while we waited for the lock.
         if _known(current_revision(conn)) == HEAD_REVISION:
             return False
-        if progress is None:
-            _run_alembic_upgrade(conn, None)
-        else:
-            _upgrade_reporting(conn, progress)
+        try:
+            if progress is None:
+                _run_alembic_upgrade(conn, None)
+            else:
+                _upgrade_reporting(conn, progress)
+        except exc.DBAPIError as error:
+            _refuse_if_not_owner(error)
+            raise
     return True
+
+
+def _refuse_if_not_owner(error: exc.DBAPIError) -> None:
+    """A migration the database role may not run is refused in words (a role with only the
+    grants of ``store.grants`` may not change the schema)."""
+    reason = refused_write(error)
+    if reason is not None:
+        raise ReadOnly(
+            f"The store's schema needs bringing up to date to {HEAD_REVISION}, and this database "
+            f"role may not change it ({reason.rstrip('.')}). Only the schema's owner migrates: "
+            "ask its owner to run roundtable db upgrade, or open the store with --read-only."
+        ) from None
 
 
 @contextmanager

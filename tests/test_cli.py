@@ -688,6 +688,9 @@ def test_tui_hands_the_resolved_settings_to_the_console(
     assert (seen["operator"], seen["demo"]) == ("carol", True)
     assert seen["adapters"] == {}
     assert seen["settings"].stale_after_seconds == 300
+    assert seen["read_only"] is False
+    assert rt("tui", "--read-only").exit_code == 3
+    assert seen["read_only"] is True
 
 
 def test_the_real_console_takes_what_the_cli_passes() -> None:
@@ -696,9 +699,15 @@ def test_the_real_console_takes_what_the_cli_passes() -> None:
     parameters = inspect.signature(run_console).parameters
     required = {name for name, p in parameters.items() if p.default is inspect.Parameter.empty}
     assert required == {"url", "settings", "operator", "adapters", "demo"}
-    # The rest only say how to run it (the benchmark runs it headless), and hand over the
-    # first rows a child process read while Textual loaded (PostgreSQL).
-    assert set(parameters) - required == {"headless", "size", "auto_pilot", "prefetched"}
+    # The rest only say how to run it (the benchmark runs it headless), hand over the first
+    # rows a child process read while Textual loaded (PostgreSQL), and open it read-only.
+    assert set(parameters) - required == {
+        "headless",
+        "size",
+        "auto_pilot",
+        "prefetched",
+        "read_only",
+    }
 
 
 def test_demo_seeds_the_store(rt: Cli) -> None:

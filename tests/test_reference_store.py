@@ -186,13 +186,15 @@ def table_info(path: Path) -> dict[str, list[tuple[Any, ...]]]:
 
 # The columns our migrations add to agent_sessions.
 OUR_SESSION_COLUMNS = ("version", "waiting_reason", "waiting_since")
+# Migration 0009's on agent_session_events.
+OUR_HISTORY_COLUMNS = ("actor", "db_user")
 
 
 def reference_columns(path: Path, table: str) -> list[str]:
     return [
         column[1]
         for column in raw(path, f"PRAGMA table_info({table})")
-        if column[1] not in OUR_SESSION_COLUMNS
+        if column[1] not in OUR_SESSION_COLUMNS + OUR_HISTORY_COLUMNS
     ]
 
 
@@ -262,6 +264,12 @@ def test_opening_keeps_every_reference_column_and_index(reference_path: Path):
             assert version[1:] == ("version", "INTEGER", 1, "0", 0)
             assert reason[1:] == ("waiting_reason", "TEXT", 0, None, 0)
             assert since[1:] == ("waiting_since", "TEXT", 0, None, 0)
+        elif table == "agent_session_events":
+            # Migration 0009: who acted, nullable, so the reference keeps writing its rows.
+            assert after[table][: len(before[table])] == before[table]
+            actor, db_user = after[table][len(before[table]) :]
+            assert actor[1:] == ("actor", "TEXT", 0, None, 0)
+            assert db_user[1:] == ("db_user", "TEXT", 0, None, 0)
         else:
             assert after[table] == before[table], table
     assert reference_indexes(reference_path) == indexes

@@ -84,6 +84,7 @@ def console(
     staged: bool = False,
     sort: str = "started",
     group: str | None = None,
+    read_only: bool = False,
 ) -> RoundtableApp:
     """The app exactly as ``roundtable tui`` builds it, with a clock the test controls and no
     automatic refresh unless asked for (tests press ctrl+r or wait on purpose). ``staged``: as
@@ -98,6 +99,7 @@ def console(
         clock=clock or FakeClock(FROZEN),
         demo=demo,
         staged=staged,
+        read_only=read_only,
     )
     app.ctx.cursor_blink = False
     if page_size is not None:

@@ -24,6 +24,7 @@ from textual.app import App, AutopilotCallbackType
 from textual.binding import Binding
 from textual.message import Message
 from textual.notifications import SeverityLevel
+from textual.screen import ModalScreen
 
 import assets
 from screens.commands import SessionCommands
@@ -69,6 +70,7 @@ class RoundtableApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
+        Binding("A", "audit", "Audit", show=False),
     ]
 
     class StoreReady(Message):
@@ -134,6 +136,8 @@ class RoundtableApp(App[int]):
 
     def on_mount(self) -> None:
         where = f"{printable(self.ctx.operator)} @ {printable(self.ctx.description)}"
+        if self.ctx.read_only:
+            where = f"read-only · {where}"
         self.sub_title = f"demo · {where}" if self.demo else where
         if self.theme_name:
             if self.theme_name in self.available_themes:
@@ -182,14 +186,14 @@ class RoundtableApp(App[int]):
         from store.database import open_store
 
         try:
-            store = self.opened_store or open_store(self.url)
+            store = self.opened_store or open_store(self.url, read_only=self.ctx.read_only)
         except Exception as error:  # noqa: BLE001 - a StoreError or not, it is said in words
             what = f"open the store {one_line(self.ctx.description, 100)}"
             self._deliver(self.StoreFailed(Failure(what, error)))
             return
         self.opened_store = store  # closed on unmount, should the app close before it is ready
         seeded, problem = 0, None
-        if self.demo:
+        if self.demo and not self.ctx.read_only:
             try:
                 seeded = seed_demo_if_empty(store, self.ctx.clock)
             except StoreError as error:
@@ -252,13 +256,24 @@ class RoundtableApp(App[int]):
         # terminate dialog q is text being typed).
         if action == "quit" and getattr(self.screen, "AWAITS_ANSWER", False):
             return False
+        if action == "audit":
+            from screens.audit_screen import AuditScreen
+
+            return not isinstance(self.screen, AuditScreen | ModalScreen)
         return True
 
     def action_help(self) -> None:
         from screens.help_screen import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(read_only=self.ctx.read_only))
+
+    def action_audit(self) -> None:
+        """The operators' actions across all sessions (A), read in its own worker."""
+        from screens.audit_screen import AuditScreen
+
+        if not isinstance(self.screen, AuditScreen):
+            self.push_screen(AuditScreen(self.ctx))
 
     def on_unmount(self) -> None:
         if self.change_watcher is not None:
@@ -296,6 +311,7 @@ def build_app(
     store: Store | None = None,
     staged: bool = False,
     first: first_window.FirstWindow | None = None,
+    read_only: bool = False,
 ) -> RoundtableApp:
     """The console as users run it. ``store`` may be opened already (``run_console`` does, to
     report a bad database before the screen is taken over); otherwise the app opens it. With
@@ -310,6 +326,7 @@ def build_app(
         sort=settings.sort,
         group=settings.group,
         adapters=with_demo_adapters(adapters) if demo else dict(adapters),
+        read_only=read_only,
     )
     if first is not None and store is None:
         ctx.first_read = lambda _limit, _now, _order: first  # read already, by run_console's child
@@ -347,6 +364,7 @@ def run_console(
     size: tuple[int, int] | None = None,
     auto_pilot: AutopilotCallbackType | None = None,
     prefetched: first_window.Prefetch | None = None,
+    read_only: bool = False,
 ) -> int:
     """Run the console until the operator quits. ``headless``, ``size`` and ``auto_pilot`` go
     to ``App.run`` (the benchmark runs the console through here, headless).
@@ -366,7 +384,11 @@ def run_console(
         from store.database import open_store
 
         try:
-            store = open_store(url, progress=lambda message: print(message, file=sys.stderr))
+            store = open_store(
+                url,
+                progress=lambda message: print(message, file=sys.stderr),
+                read_only=read_only,
+            )
         except StoreError as error:
             print(f"roundtable tui: {printable(error.message)} [{error.code}]", file=sys.stderr)
             return 1
@@ -379,6 +401,7 @@ def run_console(
         store=store,
         staged=staged,
         first=first,
+        read_only=read_only,
     )
     # What start-up has made so far (modules, classes, the app) lives as long as the process: a
     # full garbage collection walking it all costs tens of milliseconds and tends to fall on the

@@ -66,6 +66,7 @@ class Invocation:
     root: str | None
     json_mode: bool
     state: CliState
+    read_only_flag: bool = False
     _settings: Settings | None = None
 
     @property
@@ -98,11 +99,17 @@ class Invocation:
 
         return resolve_operator(flag=flag, settings=self.settings)
 
+    @property
+    def read_only(self) -> bool:
+        from tui.config import resolve_read_only
+
+        return resolve_read_only(flag=self.read_only_flag, settings=self.settings)
+
     @contextmanager
     def store(self) -> Iterator[Store]:
         from store.database import open_store
 
-        opened = open_store(self.url(), progress=_progress)
+        opened = open_store(self.url(), progress=_progress, read_only=self.read_only)
         try:
             yield opened
         finally:
@@ -126,37 +133,94 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="Roundtable workspace: DIR/.roundtable/roundtable.db and its config.yaml.",
         ),
         click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text."),
+        click.option(
+            "--read-only",
+            "read_only",
+            is_flag=True,
+            help="Open the store read-only: writing commands are refused (also config "
+            "read_only = true, or ROUNDTABLE_READ_ONLY=1).",
+        ),
     )
     for option in reversed(options):
         func = option(func)
     return func
 
 
+# The commands that write (``roundtable`` left out of their path): refused, before the store is
+# opened, when read-only. A bulk action's --dry-run writes nothing and is let through.
+WRITING_COMMANDS = frozenset(
+    {
+        "sessions register",
+        "sessions heartbeat",
+        "sessions end",
+        "sessions pause",
+        "sessions stop",
+        "sessions resume",
+        "sessions terminate",
+        "demo",
+        "db upgrade",
+        "import",
+    }
+)
+
+
 def with_invocation(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Give a command ``--db``, ``--root`` and ``--json``, resolved into an ``Invocation``."""
+    """Give a command ``--db``, ``--root``, ``--json`` and ``--read-only``, resolved into an
+    ``Invocation``; a writing command is refused at once when read-only."""
 
     @functools.wraps(func)
-    def wrapper(*args: Any, db: str | None, root: str | None, as_json: bool, **kwargs: Any) -> Any:
-        invocation = _invocation(click.get_current_context(), db=db, root=root, as_json=as_json)
+    def wrapper(
+        *args: Any,
+        db: str | None,
+        root: str | None,
+        as_json: bool,
+        read_only: bool,
+        **kwargs: Any,
+    ) -> Any:
+        ctx = click.get_current_context()
+        invocation = _invocation(ctx, db=db, root=root, as_json=as_json, read_only=read_only)
+        if not kwargs.get("dry_run"):
+            _refuse_writing_when_read_only(ctx, invocation)
         return func(invocation, *args, **kwargs)
 
     return _common_options(wrapper)
 
 
+def _refuse_writing_when_read_only(ctx: click.Context, inv: Invocation) -> None:
+    command = " ".join(ctx.command_path.split()[1:])
+    if command not in WRITING_COMMANDS or not inv.read_only:
+        return
+    from store.errors import ReadOnly
+
+    raise ReadOnly(
+        f"roundtable is read-only here ({_read_only_source(inv)}), and {command} writes: nothing "
+        "was done. Run it without read-only to change the store."
+    )
+
+
+def _read_only_source(inv: Invocation) -> str:
+    if inv.read_only_flag:
+        return "--read-only"
+    if inv.settings.read_only:
+        return f"read_only = true in {inv.settings.source}"
+    return "$ROUNDTABLE_READ_ONLY"
+
+
 def _invocation(
-    ctx: click.Context, *, db: str | None, root: str | None, as_json: bool
+    ctx: click.Context, *, db: str | None, root: str | None, as_json: bool, read_only: bool = False
 ) -> Invocation:
     # Options given to the `sessions` group before the subcommand act as defaults.
     group = ctx.meta.get(_GROUP_OPTIONS, {})
     db = db if db is not None else group.get("db")
     root = root if root is not None else group.get("root")
     json_mode = bool(as_json or group.get("as_json"))
+    read_only = bool(read_only or group.get("read_only"))
     state = ctx.find_object(CliState) or CliState()
     state.json_mode = json_mode
     for name, value in (("--db", db), ("--root", root)):
         if value is not None and not value.strip():
             raise click.BadParameter("must not be blank.", ctx=ctx, param_hint=f"'{name}'")
-    return Invocation(db=db, root=root, json_mode=json_mode, state=state)
+    return Invocation(db=db, root=root, json_mode=json_mode, state=state, read_only_flag=read_only)
 
 
 # The list's filters: (parameter name, flag, option). The parameter names are those of
@@ -436,13 +500,19 @@ def cli() -> None:
 @_common_options
 @click.pass_context
 def sessions_group(
-    ctx: click.Context, db: str | None, root: str | None, as_json: bool, **filters: Any
+    ctx: click.Context,
+    db: str | None,
+    root: str | None,
+    as_json: bool,
+    read_only: bool,
+    **filters: Any,
 ) -> None:
-    ctx.meta[_GROUP_OPTIONS] = {"db": db, "root": root, "as_json": as_json}
+    ctx.meta[_GROUP_OPTIONS] = {"db": db, "root": root, "as_json": as_json, "read_only": read_only}
     if as_json:
         ctx.ensure_object(CliState).json_mode = True
     if ctx.invoked_subcommand is None:
-        _list_sessions(_invocation(ctx, db=db, root=root, as_json=as_json), **filters)
+        inv = _invocation(ctx, db=db, root=root, as_json=as_json, read_only=read_only)
+        _list_sessions(inv, **filters)
     elif ctx.invoked_subcommand == "list":
         ctx.meta[_GROUP_FILTERS] = filters
     elif any(_given(value) for value in filters.values()):
@@ -1169,6 +1239,7 @@ def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
             adapters=adapters,
             demo=demo,
             prefetched=early,
+            read_only=inv.read_only,
         )
         or 0
     )
@@ -1224,6 +1295,114 @@ def upgrade_command(inv: Invocation) -> None:
         click.echo(f"Upgraded {output.cell(where)} to {HEAD_REVISION}.")
     else:
         click.echo(f"{output.cell(where)} is already up to date ({HEAD_REVISION}).")
+
+
+GRANTS_HELP = """Print the GRANT statements that give a PostgreSQL role what it needs, for the
+schema's owner to run (psql -f). Least privilege: a viewer reads everything; a writer reads,
+and writes sessions, their history, the run events, idempotency keys and the counts the
+triggers keep; neither may change the schema (only its owner migrates). --db names the
+database the statements grant CONNECT on (default: the store's)."""
+
+
+@db_group.command("grants", help=GRANTS_HELP)
+@click.option("--role", required=True, metavar="NAME", help="The role to grant to.")
+@click.option("--viewer", "kind", flag_value="viewer", help="Read-only: opens and reads.")
+@click.option("--writer", "kind", flag_value="writer", help="Reads, and acts on sessions.")
+@with_invocation
+def grants_command(inv: Invocation, role: str, kind: str | None) -> None:
+    from store.grants import grant_statements, role_name_problem
+
+    if kind is None:
+        raise click.UsageError("Give --viewer or --writer.")
+    problem = role_name_problem(role)
+    if problem is not None:
+        raise click.BadParameter(problem, param_hint="'--role'")
+    statements = grant_statements(role=role, kind=kind, database=_database_name(inv))
+    if inv.json_mode:
+        output.emit_json({"role": role, "kind": kind, "statements": statements})
+        return
+    for statement in statements:
+        click.echo(statement)
+
+
+def _database_name(inv: Invocation) -> str | None:
+    """The PostgreSQL database of the store's URL, when it is one."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(inv.url())
+    except Exception:  # noqa: BLE001 - an unreadable URL names no database
+        return None
+    return url.database if url.get_backend_name() == "postgresql" else None
+
+
+AUDIT_COLUMNS = ("at", "actor", "db role", "action", "session", "from → to", "impact")
+AUDIT_HELP = """The operators' actions across all sessions, newest first: pause, stop, resume,
+terminate, and the operator's heartbeat (an agent's own heartbeat is not one). Each with its
+time, the operator's name, the database role that made it (PostgreSQL), the session, the
+status it went from and to, and the impact text given (redacted). --json: {"items": [{"at",
+"actor", "db_user", "action", "session_id", "previous_status", "status", "impact_details"}],
+"next_cursor"}."""
+
+
+@cli.command("audit", help=AUDIT_HELP + "\n\n" + OUTPUT_HELP)
+@click.option("--actor", metavar="NAME", help="Only this operator's actions.")
+@click.option(
+    "--action", metavar="A", help="Only this action: heartbeat, pause, stop, resume, terminate."
+)
+@click.option("--session", "session_id", metavar="S", help="Only actions on this session.")
+@click.option(
+    "--since", metavar="WHEN", help="From this time (2026-09-17T10:00:00Z) or this long ago (2h)."
+)
+@_page_options
+@with_invocation
+def audit_command(
+    inv: Invocation,
+    actor: str | None,
+    action: str | None,
+    session_id: str | None,
+    since: str | None,
+    limit: int | None,
+    cursor: str | None,
+) -> None:
+    from store.audit import AuditEntry, AuditFilter, action_event, audit_page, since_time
+
+    if action is not None:
+        action_event(action)  # refused before the store is opened
+    filters = AuditFilter(
+        actor=actor,
+        action=action,
+        session_id=None if session_id is None else _session_id(session_id),
+        since=None if since is None else since_time(since, inv.clock()),
+    )
+    with inv.store() as store:
+
+        def fetch(size: int | None, after: str | None) -> Page[AuditEntry]:
+            with store.read() as db:
+                return audit_page(db=db, filters=filters, limit=size, cursor=after)
+
+        pages = _pages(fetch, inv, limit=limit, cursor=cursor, what="actions")
+        if inv.json_mode:
+            page = next(pages)
+            output.emit_json(
+                {"items": [e.to_json() for e in page.items], "next_cursor": page.next_cursor}
+            )
+            return
+        table = output.Table(AUDIT_COLUMNS)
+        for page in pages:
+            table.write(
+                (
+                    e.at,
+                    e.actor,
+                    e.db_user or "",
+                    e.action,
+                    e.session_id,
+                    f"{e.previous_status or '?'} → {e.status or '?'}",
+                    e.impact_details or "",
+                )
+                for e in page.items
+            )
+        table.finish("No operator actions.")
 
 
 @cli.command(

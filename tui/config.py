@@ -70,6 +70,8 @@ class Settings:
     sort: str = "attention"
     # The console list's first grouping (workspace, run or agent), or none.
     group: str | None = None
+    # Open every store read-only: the console offers no action, writing commands are refused.
+    read_only: bool = False
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
     source: Path | None = None
 
@@ -115,6 +117,13 @@ def _group(values: Mapping[str, Any], source: Path) -> str | None:
         raise ConfigError(
             f"{source}: group must be one of none, {', '.join(GROUP_COLUMNS)}, not {value!r}."
         )
+    return value
+
+
+def _flag(values: Mapping[str, Any], key: str, source: Path) -> bool:
+    value = values.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{source}: {key} must be true or false, not {value!r}.")
     return value
 
 
@@ -178,6 +187,7 @@ def load_settings(path: Path | None = None) -> Settings:
         theme=_optional_text(values, "theme", source),
         sort=_sort(values, source),
         group=_group(values, source),
+        read_only=_flag(values, "read_only", source),
         adapters=_adapter_table(values.get("adapters"), source),
         source=source,
     )
@@ -250,6 +260,21 @@ def _environment(name: str) -> str:
     if any("\ud800" <= char <= "\udfff" for char in value):
         raise ConfigError(f"${name} is not valid UTF-8 text.")
     return value
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
+
+
+def resolve_read_only(*, flag: bool, settings: Settings) -> bool:
+    """Read-only when any of --read-only, $ROUNDTABLE_READ_ONLY or config ``read_only`` says so:
+    whoever asks for safety gets it."""
+    from_env = _environment("ROUNDTABLE_READ_ONLY").lower()
+    if from_env not in _TRUE + _FALSE:
+        raise ConfigError(
+            f"$ROUNDTABLE_READ_ONLY must be 1 or 0 (true/false, yes/no), not {from_env!r}."
+        )
+    return flag or from_env in _TRUE or settings.read_only
 
 
 def resolve_operator(*, flag: str | None, settings: Settings) -> str:
