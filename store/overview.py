@@ -23,6 +23,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, func, literal, select
 
 from store.clock import format_ts
+from store.database import Store
 from store.listing import (
     HELD_STATES,
     HELD_TIER,
@@ -158,8 +159,8 @@ def attention_counts(
     )
     return [
         AttentionCount("waiting for a human", waiting, waiting >= cap),
-        AttentionCount("status outside the vocabulary", unknown),
-        AttentionCount("stale (live, not seen lately)", stale, stale >= cap),
+        AttentionCount("unknown status", unknown),
+        AttentionCount("stale (not seen)", stale, stale >= cap),
         AttentionCount("paused or stopped", max(held - held_waiting, 0), held_waiting >= cap),
     ]
 
@@ -266,3 +267,15 @@ def read_overview(
         },
         started=started_per_hour(db=db, now=now),
     )
+
+
+def fleet_overview(*, store: Store, now: datetime, stale_after: timedelta) -> Overview:
+    """``read_overview`` in a read transaction of its own: what the console's worker calls."""
+    with store.read() as db:
+        return read_overview(db=db, now=now, stale_after=stale_after)
+
+
+def session_heartbeats(*, store: Store, session_id: str, now: datetime) -> list[int]:
+    """``heartbeats_per_hour`` in a read transaction of its own."""
+    with store.read() as db:
+        return heartbeats_per_hour(db=db, session_id=session_id, now=now)

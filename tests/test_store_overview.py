@@ -290,8 +290,8 @@ def test_attention_counts_by_reason(store: Store) -> None:
         capped = attention_counts(db=db, stale_before=NOW - timedelta(minutes=5), cap=1)
     assert [(c.reason, c.sessions, c.capped) for c in counts] == [
         ("waiting for a human", 2, False),
-        ("status outside the vocabulary", 2, False),
-        ("stale (live, not seen lately)", 1, False),  # stale1; stale2 is stopped
+        ("unknown status", 2, False),
+        ("stale (not seen)", 1, False),  # stale1; stale2 is stopped
         ("paused or stopped", 2, False),  # held, stale2; paused-waits waits
     ]
     assert [(c.sessions, c.capped) for c in capped] == [(1, True), (2, False), (1, True), (2, True)]

@@ -136,8 +136,8 @@ def test_session_list_large_terminal(snap_compare: Any, tmp_path: Path, db: Stor
 
 
 def test_session_list_sorted_by_status(snap_compare: Any, tmp_path: Path, db: Store) -> None:
-    seed(db)  # o o o: status ascending; O: descending; the header and the filter line say so
-    run_before = driving("o", "o", "o", "O")
+    seed(db)  # o o o: status ascending; d: descending; the header and the filter line say so
+    run_before = driving("o", "o", "o", "d")
     assert snap_compare(app_for(tmp_path, **LIST), terminal_size=SIZE, run_before=run_before)
 
 
