@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -38,8 +39,12 @@ def bar_cells(value: float, largest: float, width: int = BAR_WIDTH) -> str:
     return "█" * whole + (_EIGHTHS[part] if part else "")
 
 
-def bar_chart(title: str, bars: Sequence[Bar], *, empty: str, width: int = BAR_WIDTH) -> Table:
+def bar_chart(
+    title: str, bars: Sequence[Bar], *, empty: str, width: int = BAR_WIDTH
+) -> RenderableType:
     """A titled chart, a row per bar; ``empty`` is said when there are none."""
+    if not bars:
+        return Group(Text(title, style="bold"), Text(empty, style="dim"))
     table = Table(
         title=Text(title, style="bold"),
         title_justify="left",
@@ -51,9 +56,6 @@ def bar_chart(title: str, bars: Sequence[Bar], *, empty: str, width: int = BAR_W
     table.add_column("label", no_wrap=True, width=LABEL_WIDTH, overflow="ellipsis")
     table.add_column("bar", no_wrap=True, width=width)
     table.add_column("value", no_wrap=True, justify="right")
-    if not bars:
-        table.add_row(Text(empty, style="dim"), Text(""), Text(""))
-        return table
     largest = max(bar.value for bar in bars)
     for bar in bars:
         table.add_row(

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from rich.console import Group
-from rich.table import Table
+from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -43,7 +42,7 @@ REASON_STYLES = ("bold yellow", "magenta", "bold dark_orange", "yellow")
 MEASURE_WORDS = {"tokens": token_words, "cost": cost_words}
 
 
-def status_bars(statuses: dict[str, int]) -> Table:
+def status_bars(statuses: dict[str, int]) -> RenderableType:
     ordered = sorted(statuses.items(), key=lambda item: (-item[1], item[0]))
     bars = [
         Bar(status, count, count_words(count), STATUS_STYLES.get(status, "magenta"))
@@ -53,7 +52,7 @@ def status_bars(statuses: dict[str, int]) -> Table:
     return bar_chart(f"Sessions by status · {total:,}", bars, empty="No sessions yet.")
 
 
-def attention_bars(overview: Overview) -> Table:
+def attention_bars(overview: Overview) -> RenderableType:
     counts = overview.attention
     bars = [
         Bar(count.reason, count.sessions, count_words(count.sessions, count.capped), style)
@@ -72,7 +71,7 @@ def _label(total: UsageTotal) -> str:
     return f"{total.groups:,} other{'s' if total.groups != 1 else ''}"
 
 
-def usage_chart(bars: UsageBars) -> Table:
+def usage_chart(bars: UsageBars) -> RenderableType:
     measure: Measure = bars.measure
     words = MEASURE_WORDS[measure]
     rows = [

@@ -225,8 +225,9 @@ class hours_after(FunctionElement[int]):  # noqa: N801
 @compiles(hours_after, "sqlite")
 def _hours_after_sqlite(element: hours_after, compiler: Any, **kw: Any) -> str:
     later, earlier = _arguments(element, compiler, **kw)
-    # julianday() counts days.
-    return f"CAST((({later}) - ({earlier})) * 24 AS INTEGER)"
+    # julianday() counts days in a double: rounded to whole milliseconds first, so a time an
+    # exact number of hours after the start is not put in the hour before.
+    return f"(CAST(round((({later}) - ({earlier})) * 86400000) AS INTEGER) / 3600000)"
 
 
 @compiles(hours_after, "postgresql")
