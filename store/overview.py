@@ -7,9 +7,11 @@ read from a table the triggers keep or a bounded walk of an index, never a scan 
   from the status counts;
 - usage per agent and per run: ``session_usage_totals`` (migration 0009), the leaders by tokens
   or cost and the rest summed;
-- sessions started per hour over the last day: a range of the start index, counted per hour;
-- a session's heartbeats per hour over the last day: its newest history rows, at most
-  ``HISTORY_CAP`` of them, counted per hour in SQL.
+- sessions started per hour over the last 24 clock hours: a range of the start index, counted
+  per hour in SQL;
+- a session's heartbeats per hour over the same hours: the day's rows of its history, found by
+  a binary search on the (session_id, id) index, counted per hour in SQL (a session beating
+  every second writes 86,400 a day; none of them is fetched).
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import Connection, func, literal, select
 
-from store.clock import format_ts
+from store.clock import format_ts, parse_ts
 from store.database import Store
 from store.listing import (
     HELD_STATES,
@@ -48,9 +50,6 @@ USAGE_MEASURES: tuple[Measure, ...] = ("tokens", "cost")
 ATTENTION_COUNT_CAP = 100_000
 TOP_GROUPS = 5
 HOURS = 24
-# A session's heartbeat sparkline reads at most its newest this many history rows: a session
-# beating every second writes 86,400 a day.
-HISTORY_CAP = 100_000
 
 
 def usage_amounts(usage: Any) -> tuple[float, float] | None:
@@ -203,6 +202,13 @@ def usage_bars(
     return UsageBars(grouping, measure, leaders, rest, total)
 
 
+def day_start(now: datetime, hours: int = HOURS) -> datetime:
+    """The start of the first of the last ``hours`` clock hours, the current one last."""
+    return now.astimezone(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(
+        hours=hours - 1
+    )
+
+
 def _per_hour(rows: Sequence[Any], hours: int) -> list[int]:
     found = [0] * hours
     for hour, count in rows:
@@ -212,43 +218,87 @@ def _per_hour(rows: Sequence[Any], hours: int) -> list[int]:
 
 
 def started_per_hour(*, db: Connection, now: datetime, hours: int = HOURS) -> list[int]:
-    """Sessions started in each of the last ``hours`` hours, the oldest hour first (a session
+    """Sessions started in each of the last ``hours`` clock hours, the oldest first (a session
     started after ``now``, by a clock ahead of ours, counts in the last hour): a range of the
     start index, whatever form the start time was written in."""
-    since = ts_key(literal(format_ts(now - timedelta(hours=hours))))
+    since = ts_key(literal(format_ts(day_start(now, hours))))
     started = ts_key(SESSIONS.c.started_at)
     hour = hours_after(started, since)
     rows = db.execute(select(hour, func.count()).where(started >= since).group_by(hour)).all()
     return _per_hour(rows, hours)
 
 
+def _first_event_since(db: Connection, session_id: str, since: datetime) -> int | None:
+    """The smallest id from which the session's history rows are all at ``since`` or later
+    (None: none is): a binary search over ids by the (session_id, id) index, a few dozen
+    one-row reads however long the history. History is appended, so its times grow with its
+    ids; a row written out of order is counted by where its id puts it."""
+    events = _EVENTS.c
+    ends = db.execute(
+        select(func.min(events.id), func.max(events.id)).where(events.session_id == session_id)
+    ).one()
+    if ends[0] is None:
+        return None
+
+    def recent(at_least: int) -> bool:
+        created = db.execute(
+            select(events.created_at)
+            .where(events.session_id == session_id, events.id >= at_least)
+            .order_by(events.id)
+            .limit(1)
+        ).scalar_one()
+        moment = parse_ts(created)
+        return moment is not None and moment >= since
+
+    low, high = int(ends[0]), int(ends[1])
+    if not recent(high):
+        return None
+    while low < high:
+        middle = (low + high) // 2
+        if recent(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def _clock_hour(prefix: str | None) -> datetime | None:
+    """``YYYY-MM-DDTHH`` (or with a space, the ``CURRENT_TIMESTAMP`` form) as a UTC hour."""
+    if not prefix or len(prefix) != 13:
+        return None
+    return parse_ts(f"{prefix[:10]}T{prefix[11:13]}:00:00Z")
+
+
 def heartbeats_per_hour(
-    *,
-    db: Connection,
-    session_id: str,
-    now: datetime,
-    hours: int = HOURS,
-    cap: int = HISTORY_CAP,
+    *, db: Connection, session_id: str, now: datetime, hours: int = HOURS
 ) -> list[int]:
-    """The session's heartbeats in each of the last ``hours`` hours, the oldest hour first,
-    counted in SQL over at most its newest ``cap`` history rows (by the (session_id, id)
-    index), however long its history."""
-    newest = (
-        select(_EVENTS.c.event_type, _EVENTS.c.created_at)
-        .where(_EVENTS.c.session_id == session_id)
-        .order_by(_EVENTS.c.id.desc())
-        .limit(cap)
-        .subquery()
-    )
-    since = ts_key(literal(format_ts(now - timedelta(hours=hours))))
-    at = ts_key(newest.c.created_at)
-    hour = hours_after(at, since)
+    """The session's heartbeats in each of the last ``hours`` clock hours, the oldest first,
+    counted in SQL by the hour written at the head of each timestamp (every form the
+    reference writes is UTC): only the rows of that day are read, found by their ids."""
+    start = day_start(now, hours)
+    first = _first_event_since(db, session_id, start)
+    if first is None:
+        return [0] * hours
+    events = _EVENTS.c
+    prefix = func.substr(events.created_at, 1, 13)
     rows = db.execute(
-        select(hour, func.count())
-        .where(newest.c.event_type == "heartbeat", at >= since)
-        .group_by(hour)
+        select(prefix, func.count())
+        .where(
+            events.session_id == session_id,
+            events.id >= first,
+            events.event_type == "heartbeat",
+        )
+        .group_by(prefix)
     ).all()
-    return _per_hour(rows, hours)
+    found = [0] * hours
+    for text_hour, count in rows:
+        hour = _clock_hour(text_hour)
+        if hour is None:
+            continue
+        index = int((hour - start) / timedelta(hours=1))
+        if index >= 0:
+            found[min(index, hours - 1)] += int(count)
+    return found
 
 
 def read_overview(

@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, insert, select, text, update
+from sqlalchemy import delete, event, insert, select, text, update
 
 from store import lifecycle, sessions
-from store.clock import fixed_clock
+from store.clock import fixed_clock, format_ts
 from store.database import Store
 from store.demo import seed_demo
 from store.models import AgentSessionEvent, SessionUsageTotal
@@ -230,24 +230,26 @@ def test_starts_per_hour_read_every_timestamp_form(store: Store) -> None:
             )
     with store.read() as db:
         hours = started_per_hour(db=db, now=NOW)
-    assert len(hours) == 24 and sum(hours) == 7
-    assert hours[23] == 4  # h0, h1, r1 (11:05), future
-    assert hours[22] == 1  # h2 (10:30)
-    assert hours[21] == 1  # r2 (09:59:59)
-    assert hours[20] == 0
-    assert hours[0] == 1  # r3, 12:00:01 yesterday; r4 a second before the day
-    with store.read() as db:  # two seconds earlier, r4 is in the day too
-        assert started_per_hour(db=db, now=NOW - timedelta(seconds=2))[0] == 2
+    # The last 24 clock hours: 13:00 yesterday … 12:00 today.
+    assert len(hours) == 24 and sum(hours) == 6
+    assert hours[23] == 1  # future, by a clock ahead of ours
+    assert hours[22] == 3  # h0 (11:50), h1 (11:30), r1 (11:05)
+    assert hours[21] == 1  # h2 (10:30)
+    assert hours[20] == 1  # r2 (09:59:59)
+    assert hours[0] == 0  # r3 (12:00:01 yesterday) is before 13:00
+    with store.read() as db:  # a few seconds earlier the day starts at 12:00 yesterday
+        earlier = started_per_hour(db=db, now=NOW - timedelta(seconds=2))
+    assert earlier[0] == 1 and sum(earlier) == 7  # r3; r4 (11:59:59) is still out
 
 
-def test_heartbeats_per_hour_count_the_newest_history_only(store: Store) -> None:
+def test_heartbeats_per_hour_count_the_days_history_in_clock_hours(store: Store) -> None:
     with store.write() as db:
         register_session(db, "beat", clock=fixed_clock(NOW - timedelta(hours=30)))
         register_session(db, "other", clock=fixed_clock(NOW - timedelta(hours=1)))
         for minutes in (60 * 26, 60 * 3 + 5, 60 * 3 + 1, 45, 1):
             at = NOW - timedelta(minutes=minutes)
             sessions.heartbeat(db=db, session_id="beat", clock=fixed_clock(at))
-        sessions.heartbeat(db=db, session_id="other", clock=fixed_clock(NOW))
+            sessions.heartbeat(db=db, session_id="other", clock=fixed_clock(at))
         lifecycle.pause(db=db, session_id="beat", actor="op", clock=fixed_clock(NOW))
         # A heartbeat written in the reference's CURRENT_TIMESTAMP form.
         db.execute(
@@ -260,14 +262,61 @@ def test_heartbeats_per_hour_count_the_newest_history_only(store: Store) -> None
         )
     with store.read() as db:
         hours = heartbeats_per_hour(db=db, session_id="beat", now=NOW)
-        capped = heartbeats_per_hour(db=db, session_id="beat", now=NOW, cap=3)
+        later = heartbeats_per_hour(db=db, session_id="beat", now=NOW + timedelta(hours=3))
         nothing = heartbeats_per_hour(db=db, session_id="missing", now=NOW)
-    assert len(hours) == 24
-    assert hours[20] == 2 and hours[23] == 2 and hours[22] == 1
-    assert sum(hours) == 5  # the one 26 h ago, the registration and the pause are not beats
-    # The newest 3 rows: the pause, the raw heartbeat (written last), the one a minute ago.
-    assert sum(capped) == 2 and capped[22] == 1 and capped[23] == 1
+        long_ago = heartbeats_per_hour(db=db, session_id="beat", now=NOW + timedelta(days=3))
+    # 13:00 yesterday … 12:00 today: the beat 26 h ago is before; the registration and the pause
+    # are not beats.
+    assert len(hours) == 24 and sum(hours) == 5
+    assert hours[19] == 2  # 08:55, 08:59
+    assert hours[21] == 1  # 10:15, the CURRENT_TIMESTAMP form
+    assert hours[22] == 2  # 11:15, 11:59
+    assert later[16:20] == [2, 0, 1, 2] and sum(later) == 5
     assert nothing == [0] * 24
+    assert long_ago == [0] * 24
+
+
+def test_heartbeats_per_hour_read_only_the_days_rows(store: Store) -> None:
+    """A long history: the rows before the day are never read (the statements that read rows
+    by a range of ids start at the day's first)."""
+    with store.write() as db:
+        register_session(db, "long", clock=fixed_clock(NOW - timedelta(days=10)))
+        rows = [
+            {
+                "session_id": "long",
+                "event_type": "heartbeat",
+                "payload_json": "{}",
+                "created_at": format_ts(NOW - timedelta(minutes=10 * step)),
+            }
+            for step in range(6 * 24 * 10, 0, -1)
+        ]
+        db.execute(insert(EVENTS), rows)
+        first_today = db.execute(
+            select(EVENTS.c.id)
+            .where(
+                EVENTS.c.session_id == "long",
+                EVENTS.c.created_at >= format_ts(NOW - timedelta(hours=23)),
+            )
+            .order_by(EVENTS.c.id)
+            .limit(1)
+        ).scalar_one()
+    statements: list[tuple[str, Any]] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        statements.append((statement, parameters))
+
+    event.listen(store.engine, "before_cursor_execute", record)
+    try:
+        with store.read() as db:
+            hours = heartbeats_per_hour(db=db, session_id="long", now=NOW)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", record)
+    # 13:00 yesterday … 11:00 today: six beats an hour; the last beat is at 11:50.
+    assert hours == [6] * 23 + [0]
+    grouped = [parameters for statement, parameters in statements if "GROUP BY" in statement]
+    assert len(grouped) == 1
+    assert first_today in (grouped[0].values() if isinstance(grouped[0], dict) else grouped[0])
+    assert len(statements) < 40  # a binary search over 1,440 ids: a dozen probes
 
 
 def test_attention_counts_by_reason(store: Store) -> None:

@@ -101,7 +101,7 @@ async def test_o_shows_the_fleet_in_numbers_and_escape_goes_back(tmp_path: Path,
         # s1, s2 and s5 started now, s3 two hours ago; s4 two days ago is not in the day.
         assert "Sessions started per hour, last 24 h · 4 started · busiest hour 3" in shown
         started = app.screen.query_one("#overview-started", Sparkline).data
-        assert started is not None and list(started)[-1] == 3 and list(started)[-2] == 1
+        assert started is not None and list(started)[-1] == 3 and list(started)[-3] == 1
         await press(pilot, "escape")
         assert isinstance(app.screen, SessionListScreen)
 
@@ -204,14 +204,15 @@ async def test_detail_shows_the_sessions_heartbeats_per_hour(tmp_path: Path, db:
         await settle(pilot)
         await press(pilot, "enter")
         assert isinstance(app.screen, SessionDetailScreen)
-        assert "Heartbeats per hour, last 24 h · 5 beats · busiest hour 3" in screen_text(app)
+        # 18:00 yesterday … 17:00 today (the clock reads 17:26).
+        assert "Heartbeats per hour, last 24 h · 5 beats · busiest hour 2" in screen_text(app)
         beats = list(app.screen.query_one("#heartbeats", Sparkline).data or [])
-        assert beats[-1] == 3 and beats[-6] == 2 and sum(beats) == 5
+        assert beats[-1] == 2 and beats[-2] == 1 and beats[-6] == 2 and sum(beats) == 5
         # A heartbeat from elsewhere shows as the detail reads its session again.
         with db.write() as conn:
             sessions.heartbeat(db=conn, session_id="beating", clock=fixed_clock(FROZEN))
         await wait_for(pilot, lambda: "6 beats" in screen_text(app), seconds=10)
-        assert "6 beats · busiest hour 4" in screen_text(app)
+        assert "6 beats · busiest hour 3" in screen_text(app)
 
 
 async def test_a_session_without_heartbeats_says_so(tmp_path: Path, db: Store):
