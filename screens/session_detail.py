@@ -220,6 +220,8 @@ class SessionDetailScreen(SessionActionScreen):
         self.read_again = False
         # The session's heartbeats per hour over the last day, once read.
         self.heartbeats: list[int] | None = None
+        self.counting_beats = False
+        self.count_beats_again = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -291,12 +293,30 @@ class SessionDetailScreen(SessionActionScreen):
         self._load_heartbeats()
 
     def _load_heartbeats(self) -> None:
+        # One read at a time (a session beating every second has 86,400 beats a day to count);
+        # a change meanwhile reads once more after it.
+        if self.counting_beats:
+            self.count_beats_again = True
+            return
+        self.counting_beats, self.count_beats_again = True, False
         self.run_in_thread(
             partial(self._read_heartbeats, self.ctx, self.session_id),
             what=f"read the heartbeats of {one_line(self.session_id, 40)}",
             group="detail-heartbeats",
             done=self._show_heartbeats,
+            failed=self._heartbeats_failed,
         )
+
+    def _heartbeats_counted(self) -> None:
+        self.counting_beats = False
+        if self.count_beats_again:
+            self._load_heartbeats()
+
+    def _heartbeats_failed(self, failure: Failure) -> None:
+        caption = heartbeats_caption(self.heartbeats)
+        caption.append(f" · {failure.sentence}", style="red")
+        self.query_one("#heartbeats-caption", Static).update(caption)
+        self._heartbeats_counted()
 
     @staticmethod
     def _read_heartbeats(ctx: ConsoleContext, session_id: str) -> list[int]:
@@ -306,6 +326,7 @@ class SessionDetailScreen(SessionActionScreen):
         self.heartbeats = beats
         self.query_one("#heartbeats-caption", Static).update(heartbeats_caption(beats))
         self.query_one("#heartbeats", Sparkline).data = beats
+        self._heartbeats_counted()
 
     def _session_failed(self, failure: Failure) -> None:
         retrying = failure.unexpected or failure.code == "database_unavailable"
