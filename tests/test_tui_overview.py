@@ -7,6 +7,7 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from textual.widgets import Sparkline
 
 from screens.bars import bar_cells, cost_words, token_words
@@ -18,6 +19,7 @@ from screens.session_list import SessionListScreen
 from store import sessions
 from store.clock import fixed_clock
 from store.database import Store, open_store
+from store.errors import DatabaseUnavailable
 from tests.test_tui_refresh import wait_for
 from tests.test_tui_support import (
     FROZEN,
@@ -251,3 +253,23 @@ def test_words_for_tokens_and_cost() -> None:
     assert bar_cells(10, 10, width=4) == "████"
     assert bar_cells(1, 16, width=2) == "▏"  # an eighth of a cell at least
     assert bar_cells(5, 10, width=3) == "█▌"
+
+
+async def test_heartbeats_that_cannot_be_read_say_so(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+):
+    add_session(db, "beating")
+
+    def unavailable(**_: object) -> list[int]:
+        raise DatabaseUnavailable("The database is not answering; try again in a moment.")
+
+    monkeypatch.setattr("screens.session_detail.session_heartbeats", unavailable)
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 50)) as pilot:
+        await settle(pilot)
+        await press(pilot, "enter")
+        shown = screen_text(app)
+        assert "Heartbeats per hour, last 24 h" in shown
+        assert "Could not read the heartbeats of beating" in shown
+        assert isinstance(app.screen, SessionDetailScreen)  # the rest of the detail is shown
+        assert "Session beating" in shown
