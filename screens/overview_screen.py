@@ -30,7 +30,8 @@ from screens.live import StoreChanged
 from screens.text import STATUS_STYLES
 from store.overview import (
     HOURS,
-    Grouping,
+    USAGE_GROUPINGS,
+    USAGE_MEASURES,
     Measure,
     Overview,
     UsageBars,
@@ -58,8 +59,7 @@ def attention_bars(overview: Overview) -> RenderableType:
         Bar(count.reason, count.sessions, count_words(count.sessions, count.capped), style)
         for count, style in zip(counts, REASON_STYLES, strict=False)
     ]
-    # The header's count: waiting, unknown status and stale (the paused are a choice).
-    needing = counts[:3]
+    needing = [count for count in counts if count.needs_human]
     capped = any(count.capped for count in needing)
     total = count_words(sum(count.sessions for count in needing), capped)
     return bar_chart(f"Need a human · {total}", bars, empty="")
@@ -75,13 +75,13 @@ def usage_chart(bars: UsageBars) -> RenderableType:
     measure: Measure = bars.measure
     words = MEASURE_WORDS[measure]
     rows = [
-        Bar(_label(item), getattr(item, measure), words(getattr(item, measure)), "green")
+        Bar(_label(item), item.amount(measure), words(item.amount(measure)), "green")
         for item in bars.leaders
     ]
     if bars.rest is not None:
         rest = bars.rest
-        rows.append(Bar(_label(rest), getattr(rest, measure), words(getattr(rest, measure)), "dim"))
-    whole = words(getattr(bars.total, measure))
+        rows.append(Bar(_label(rest), rest.amount(measure), words(rest.amount(measure)), "dim"))
+    whole = words(bars.total.amount(measure))
     title = f"{measure.capitalize()} by {bars.grouping} · {whole}"
     empty = f"No {bars.grouping}s with usage (metadata.usage) yet."
     return bar_chart(title, rows, empty=empty)
@@ -119,9 +119,9 @@ class OverviewScreen(ReportsFailures, Screen[None]):
             with Horizontal(classes="overview-row"):
                 yield Static("", id="overview-statuses", classes="overview-chart")
                 yield Static("", id="overview-attention", classes="overview-chart")
-            for measure in ("tokens", "cost"):
+            for measure in USAGE_MEASURES:
                 with Horizontal(classes="overview-row"):
-                    for grouping in ("agent", "run"):
+                    for grouping in USAGE_GROUPINGS:
                         yield Static(
                             "", id=f"overview-{measure}-{grouping}", classes="overview-chart"
                         )
@@ -201,11 +201,10 @@ class OverviewScreen(ReportsFailures, Screen[None]):
         self.query_one("#overview-summary", Static).update(summary)
         self.query_one("#overview-statuses", Static).update(status_bars(overview.statuses))
         self.query_one("#overview-attention", Static).update(attention_bars(overview))
-        for measure in ("tokens", "cost"):
-            for grouping in ("agent", "run"):
-                key: tuple[Grouping, Measure] = (grouping, measure)  # type: ignore[assignment]
+        for measure in USAGE_MEASURES:
+            for grouping in USAGE_GROUPINGS:
                 self.query_one(f"#overview-{measure}-{grouping}", Static).update(
-                    Group(usage_chart(overview.usage[key]), Text(""))
+                    Group(usage_chart(overview.usage[grouping, measure]), Text(""))
                 )
         self.query_one("#overview-started-caption", Static).update(
             started_caption(overview.started)

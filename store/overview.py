@@ -84,6 +84,8 @@ class AttentionCount:
     reason: str
     sessions: int
     capped: bool = False
+    # Counted in "need attention" (the list header's count): every reason but paused or stopped.
+    needs_human: bool = True
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,9 @@ class UsageTotal:
     tokens: float
     cost: float
     groups: int = 1
+
+    def amount(self, measure: Measure) -> float:
+        return self.tokens if measure == "tokens" else self.cost
 
 
 @dataclass(frozen=True)
@@ -160,7 +165,9 @@ def attention_counts(
         AttentionCount("waiting for a human", waiting, waiting >= cap),
         AttentionCount("unknown status", unknown),
         AttentionCount("stale (not seen)", stale, stale >= cap),
-        AttentionCount("paused or stopped", max(held - held_waiting, 0), held_waiting >= cap),
+        AttentionCount(
+            "paused or stopped", max(held - held_waiting, 0), held_waiting >= cap, False
+        ),
     ]
 
 

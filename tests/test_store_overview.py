@@ -344,6 +344,8 @@ def test_attention_counts_by_reason(store: Store) -> None:
         ("paused or stopped", 2, False),  # held, stale2; paused-waits waits
     ]
     assert [(c.sessions, c.capped) for c in capped] == [(1, True), (2, False), (1, True), (2, True)]
+    # The list header's "need attention" counts every reason but paused or stopped.
+    assert [c.needs_human for c in counts] == [True, True, True, False]
 
 
 def test_read_overview_gathers_it_all(store: Store) -> None:
