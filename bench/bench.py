@@ -384,9 +384,9 @@ REFERENCE_DDL = ROOT / "tests" / "reference_ddl.sql"
 STATUSES = ("active", "running", "paused", "stopped", "ended", "terminated", "starting")
 
 
-def build_reference_store(path: Path, sessions: int) -> None:
+def build_reference_store(path: Path, sessions: int, usage: bool = False) -> None:
     """A store as the reference system would leave it: its DDL, its timestamp forms, no
-    migrations yet."""
+    migrations yet. ``usage``: every session's metadata carries a usage object."""
     raw = sqlite3.connect(path)
     raw.executescript(REFERENCE_DDL.read_text())
     forms = (
@@ -413,15 +413,25 @@ def build_reference_store(path: Path, sessions: int) -> None:
                 forms[n % 3].format(**moment),
                 forms[(n + 1) % 3].format(**moment),
                 f"ws-{n % 5}",
+                usage_metadata(n) if usage else None,
             )
 
     raw.executemany(
         "INSERT INTO agent_sessions (id, agent_id, run_id, adapter, working_directory, status,"
-        " started_at, last_seen_at, workspace_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " started_at, last_seen_at, workspace_id, metadata_json)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows(),
     )
     raw.commit()
     raw.close()
+
+
+def usage_metadata(n: int) -> str:
+    tokens_in, tokens_out = 1000 + n % 90_000, 100 + n % 7_000
+    cost = (tokens_in * 3 + tokens_out * 15) / 1_000_000
+    return json.dumps(
+        {"usage": {"input_tokens": tokens_in, "output_tokens": tokens_out, "cost_usd": cost}}
+    )
 
 
 def bench_first_open(path: Path, sessions: int) -> list[Figure]:
@@ -992,6 +1002,98 @@ def bench_grouped_reads(url: str, label: str, repeats: int) -> list[Figure]:
     return figures
 
 
+# ------------------------------------------------ issue 10 point 4: the fleet at a glance
+
+OVERVIEW_LIMIT_SECONDS = 1.0
+# The overview's read against the list's first page, read in turns.
+OVERVIEW_RATIO_LIMIT = 20
+SPARKLINE_HISTORY = 100_000
+# A session beating every second has 86,400 heartbeats in its day, each counted: the detail
+# screen reads them in a worker, one read at a time.
+SPARKLINE_LIMIT_SECONDS = 0.25
+
+
+def bench_overview(url: str, label: str, repeats: int) -> list[Figure]:
+    """The overview's read (every aggregate it shows, in one snapshot) on the big store whose
+    every session has usage: against the list's first page read in turns, and under the
+    issue's 1 s. Then one session's heartbeat sparkline over a history of 100,000 heartbeats,
+    and, once, what summing the usage from the sessions' JSON would cost (the scan the totals
+    table avoids)."""
+    from datetime import timedelta
+
+    from sqlalchemy import text
+
+    from store.overview import fleet_overview, session_heartbeats
+    from store.sessions import list_sessions
+
+    store = open_store(url)
+    stale_after = timedelta(seconds=300)
+    figures: list[Figure] = []
+    try:
+
+        def overview() -> None:
+            shown = fleet_overview(store=store, now=system_clock(), stale_after=stale_after)
+            assert shown.usage["agent", "tokens"].total.sessions > 0
+
+        def first_page() -> None:
+            with store.read() as db:
+                assert list_sessions(db=db, limit=50).items
+
+        ours, floor = paired_medians(overview, first_page, repeats)
+        figures += [
+            Figure(
+                f"overview open ({label})",
+                ours,
+                "list's first page",
+                floor,
+                limit=OVERVIEW_RATIO_LIMIT,
+            ),
+            Figure(f"overview open, absolute ({label})", ours, limit=OVERVIEW_LIMIT_SECONDS),
+        ]
+        session_id = "sess-0000042"
+        with store.write() as db:
+            now = system_clock()
+            db.execute(
+                text(
+                    "INSERT INTO agent_session_events (session_id, event_type, payload_json,"
+                    " created_at) VALUES (:session, 'heartbeat', '{}', :at)"
+                ),
+                [
+                    {"session": session_id, "at": format_ts(now - timedelta(seconds=beat))}
+                    for beat in range(SPARKLINE_HISTORY, 0, -1)
+                ],
+            )
+
+        if store.engine.dialect.name == "postgresql":  # at rest, as autovacuum leaves it
+            with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.execute(text("VACUUM ANALYZE agent_session_events"))
+
+        def sparkline() -> None:
+            beats = session_heartbeats(store=store, session_id=session_id, now=system_clock())
+            assert sum(beats) > 80_000
+
+        seconds = median_seconds(sparkline, repeats)
+        history = f"{SPARKLINE_HISTORY:,}-beat history"
+        name = f"heartbeat sparkline, {history} ({label})"
+        figures.append(Figure(name, seconds, limit=SPARKLINE_LIMIT_SECONDS, absolute=True))
+        json_sum = (
+            "SELECT agent_id, sum(json_extract(metadata_json, '$.usage.input_tokens'))"
+            " FROM agent_sessions GROUP BY agent_id"
+            if store.engine.dialect.name == "sqlite"
+            else "SELECT agent_id, sum(((metadata_json::jsonb) -> 'usage' ->> 'input_tokens')"
+            "::float) FROM agent_sessions GROUP BY agent_id"
+        )
+
+        def scan() -> None:
+            with store.read() as db:
+                assert db.execute(text(json_sum)).all()
+
+        figures.append(Figure(f"usage summed from the JSON, once ({label})", timed(scan)))
+    finally:
+        store.dispose()
+    return figures
+
+
 def bench_postgres(
     directory: Path,
     beats: int,
@@ -1046,10 +1148,13 @@ def bench_postgres(
     return figures
 
 
-def build_postgres_store(server: Any, sessions: int, name: str = "rt_bench_big") -> str:
+def build_postgres_store(
+    server: Any, sessions: int, name: str = "rt_bench_big", usage: bool = False
+) -> str:
     """A migrated PostgreSQL store holding ``sessions`` sessions shaped like the reference
     store's (the same agents, runs, workspaces and statuses), written in one statement, then
-    vacuumed and analysed as autovacuum leaves a store at rest."""
+    vacuumed and analysed as autovacuum leaves a store at rest. ``usage``: every session's
+    metadata carries a usage object (as ``usage_metadata``)."""
     from sqlalchemy import create_engine, text
 
     from store.sessions import bulk_session_writes
@@ -1065,15 +1170,20 @@ def build_postgres_store(server: Any, sessions: int, name: str = "rt_bench_big")
         db.execute(
             text(
                 "INSERT INTO agent_sessions (id, agent_id, run_id, adapter, working_directory,"
-                " status, started_at, last_seen_at, workspace_id)"
+                " status, started_at, last_seen_at, workspace_id, metadata_json)"
                 " SELECT 'sess-' || lpad(n::text, 7, '0'), 'agent-' || n % 97,"
                 " 'run-' || n % 1009, 'codex', '/work',"
                 f" (ARRAY[{statuses}])[1 + n % {len(STATUSES)}],"
                 " to_char(timestamp '2026-09-01' + n * interval '2 seconds',"
                 ' \'YYYY-MM-DD"T"HH24:MI:SS"Z"\'),'
-                " NULL, 'ws-' || n % 5 FROM generate_series(0, :last) AS n"
+                " NULL, 'ws-' || n % 5,"
+                " CASE WHEN :usage THEN json_build_object('usage', json_build_object("
+                "'input_tokens', 1000 + n % 90000, 'output_tokens', 100 + n % 7000,"
+                " 'cost_usd', ((1000 + n % 90000) * 3 + (100 + n % 7000) * 15) / 1000000.0"
+                "))::text END"
+                " FROM generate_series(0, :last) AS n"
             ),
-            {"last": sessions - 1},
+            {"last": sessions - 1, "usage": usage},
         )
     with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("VACUUM ANALYZE"))
@@ -1288,6 +1398,26 @@ def print_table(figures: list[Figure]) -> None:
         )
 
 
+def overview_only(directory: Path, big_size: int, repeats: int, pg: bool) -> list[Figure]:
+    """``--only-overview``: the stores it needs (every session with usage) and its figures."""
+    figures: list[Figure] = []
+    if pg:
+        from tests.pg_server import PostgresServer
+
+        server = PostgresServer()
+        server.start()
+        try:
+            url = build_postgres_store(server, big_size, "rt_bench_usage", usage=True)
+            figures += bench_overview(url, f"{big_size:,} PostgreSQL", repeats)
+        finally:
+            server.stop()
+    big = directory / "reference-usage.db"
+    build_reference_store(big, big_size, usage=True)
+    figures += bench_first_open(big, big_size)
+    figures += bench_overview(f"sqlite:///{big}", f"{big_size:,} ref.", repeats)
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small stores, few repeats (CI)")
@@ -1305,6 +1435,11 @@ def main() -> int:
         "--only-groups",
         action="store_true",
         help="only the grouped list's figures (and the stores they need)",
+    )
+    parser.add_argument(
+        "--only-overview",
+        action="store_true",
+        help="only the fleet overview's figures (and the stores they need, with usage)",
     )
     parser.add_argument(
         "--skip-first-paint",
@@ -1326,6 +1461,10 @@ def main() -> int:
             print_table(run_audit_section(Path(tmp), big_size, repeats, args.pg))
         return 0
     bulk_size = 1000 if quick else 10_000
+    if args.only_overview:
+        with tempfile.TemporaryDirectory(prefix="rt-bench-") as tmp:
+            print_table(overview_only(Path(tmp), big_size, repeats, args.pg))
+        return 0
     with tempfile.TemporaryDirectory(prefix="rt-bench-") as tmp:
         directory = Path(tmp)
         path = directory / "bench.db"

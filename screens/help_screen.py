@@ -24,13 +24,14 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("a", "show or hide ended sessions (stopped, ended, terminated, …)"),
             ("S", "show only stale sessions (active, not seen for too long)"),
             (
-                "o / O",
-                "sort by the next column (attention, started, seen, status, agent) / flip it",
+                "o / d",
+                "sort by the next column (attention, started, seen, status, agent) / flip its "
+                "direction",
             ),
             (
                 "g",
                 "group by workspace, run, agent, then none: a header row leads each group with "
-                "its counts by status; sessions in start order within it (O flips; o leaves the "
+                "its counts by status; sessions in start order within it (d flips; o leaves the "
                 "grouping for the next sort)",
             ),
             ("enter on a group", "fold or unfold the group (its header stays, with its counts)"),
@@ -45,6 +46,11 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                 "are unmarked; skipped and failed ones stay marked",
             ),
             ("escape", "clear and close the text filter; else cancel a bulk run between batches"),
+            (
+                "O",
+                "the fleet at a glance: sessions by status, who needs a human and why, tokens "
+                "and cost by agent and run, sessions started per hour (escape goes back)",
+            ),
         ),
     ),
     (

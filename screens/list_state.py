@@ -27,7 +27,7 @@ class ListState:
     """What the operator asked to see, and in which order. Grouped (``group``: workspace, run
     or agent), the list is read in the grouping's order, the group then start (the indexes hold
     no other order within a group): ``order`` keeps the sort to go back to, and its direction
-    is the groups' too (``O`` flips both). ``o`` (another sort) leaves the grouping."""
+    is the groups' too (``d`` flips both). ``o`` (another sort) leaves the grouping."""
 
     text: str = ""
     status: str | None = None
@@ -138,9 +138,9 @@ class ListState:
         if self.group is not None:
             text.append(" · grouped by ")
             text.append(f"{GROUPING_NAMES[self.group]} {sort_arrow(self.order)}", style="bold")
-            text.append(" (g O)")
+            text.append(" (g d)")
             return text
         text.append(" · sorted by ")
         text.append(f"{SORT_NAMES[self.order.column]} {sort_arrow(self.order)}", style="bold")
-        text.append(" (o O)")
+        text.append(" (o d)")
         return text

@@ -14,11 +14,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Header, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Header, Sparkline, Static, TabbedContent, TabPane
 
 from screens.banner import StoreBanner
 from screens.context import ConsoleContext
-from screens.data import load_session, read_projection
+from screens.data import load_session, read_projection, require_store
 from screens.failures import Failure
 from screens.footer import ConsoleFooter
 from screens.live import StoreChanged
@@ -35,6 +35,7 @@ from screens.text import (
 )
 from store.display import one_line, printable
 from store.models import AgentSession
+from store.overview import HOURS, session_heartbeats
 from store.projections import PAGED, PROJECTIONS
 from store.redaction import redact_json_text
 from store.resume import resume_blocker
@@ -167,6 +168,21 @@ def waiting_text(session: AgentSession, now: datetime) -> Text:
     return text
 
 
+def heartbeats_caption(beats: list[int] | None) -> Text:
+    text = Text("Heartbeats per hour, last 24 h", style="bold underline")
+    if beats is None:
+        text.append(" · reading…", style="dim")
+    elif not any(beats):
+        text.append(" · none in the last 24 h", style="dim")
+    else:
+        total = sum(beats)
+        text.append(
+            f" · {total:,} beat{'s' if total != 1 else ''} · busiest hour {max(beats):,}",
+            style="dim",
+        )
+    return text
+
+
 def key_values(values: dict[str, Any]) -> Table:
     table = Table(box=None, show_header=False, padding=(0, 2, 0, 0))
     table.add_column("key", style="bold", no_wrap=True)
@@ -202,6 +218,10 @@ class SessionDetailScreen(SessionActionScreen):
         # request while one is out reads once more after it.
         self.reading = False
         self.read_again = False
+        # The session's heartbeats per hour over the last day, once read.
+        self.heartbeats: list[int] | None = None
+        self.counting_beats = False
+        self.count_beats_again = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -210,6 +230,8 @@ class SessionDetailScreen(SessionActionScreen):
         with TabbedContent(id="detail-tabs", initial=tab_id("session")):
             with TabPane("Session", id=tab_id("session")), VerticalScroll():
                 yield Static("", id="fields", classes="fields")
+                yield Static(heartbeats_caption(None), id="heartbeats-caption", classes="fields")
+                yield Sparkline([0] * HOURS, id="heartbeats", summary_function=max)
                 yield Static(Text("Metadata", style="bold underline"), classes="fields")
                 yield Static("", id="metadata", classes="metadata")
             for spec in SPECS:
@@ -268,6 +290,43 @@ class SessionDetailScreen(SessionActionScreen):
         self.query_one(StoreBanner).clear()
         self.session_updated(session)
         self._session_read()
+        self._load_heartbeats()
+
+    def _load_heartbeats(self) -> None:
+        # One read at a time (a session beating every second has 86,400 beats a day to count);
+        # a change meanwhile reads once more after it.
+        if self.counting_beats:
+            self.count_beats_again = True
+            return
+        self.counting_beats, self.count_beats_again = True, False
+        self.run_in_thread(
+            partial(self._read_heartbeats, self.ctx, self.session_id),
+            what=f"read the heartbeats of {one_line(self.session_id, 40)}",
+            group="detail-heartbeats",
+            done=self._show_heartbeats,
+            failed=self._heartbeats_failed,
+        )
+
+    def _heartbeats_counted(self) -> None:
+        self.counting_beats = False
+        if self.count_beats_again:
+            self._load_heartbeats()
+
+    def _heartbeats_failed(self, failure: Failure) -> None:
+        caption = heartbeats_caption(self.heartbeats)
+        caption.append(f" · {failure.sentence}", style="red")
+        self.query_one("#heartbeats-caption", Static).update(caption)
+        self._heartbeats_counted()
+
+    @staticmethod
+    def _read_heartbeats(ctx: ConsoleContext, session_id: str) -> list[int]:
+        return session_heartbeats(store=require_store(ctx), session_id=session_id, now=ctx.now())
+
+    def _show_heartbeats(self, beats: list[int]) -> None:
+        self.heartbeats = beats
+        self.query_one("#heartbeats-caption", Static).update(heartbeats_caption(beats))
+        self.query_one("#heartbeats", Sparkline).data = beats
+        self._heartbeats_counted()
 
     def _session_failed(self, failure: Failure) -> None:
         retrying = failure.unexpected or failure.code == "database_unavailable"

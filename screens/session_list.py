@@ -16,8 +16,10 @@ then a run the list stays usable under; escape cancels it).
 Groups: ``g`` groups the list by workspace, run, agent, then none. A header row leads each group
 with its counts by status; ``enter`` on it folds or unfolds the group, ``*`` on it marks the
 group (the filters in force and that group); the lifecycle keys on it say they act on sessions.
-``o`` leaves the grouping for the next sort (a group is read in start order only); ``O`` flips
+``o`` leaves the grouping for the next sort (a group is read in start order only); ``d`` flips
 the groups' direction with the sessions'.
+
+``O`` opens the fleet's overview (screens.overview_screen).
 """
 
 from __future__ import annotations
@@ -83,7 +85,8 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         Binding("a", "toggle_ended", "Ended", show=False),
         Binding("S", "toggle_stale", "Stale", show=False),
         Binding("o", "cycle_sort", "Sort", show=False),
-        Binding("O", "flip_sort", "Sort direction", show=False),
+        Binding("d", "flip_sort", "Sort direction", show=False),
+        Binding("O", "overview", "Overview", show=False, tooltip="The fleet at a glance"),
         Binding("g", "cycle_group", "Group", show=False),
         Binding("escape", "close_filter", "Close filter", show=False),
     ]
@@ -589,6 +592,13 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         )
         if self.marks:
             found.append(("Clear every mark", self.action_clear_marks, "Unmarks every session"))
+        found.append(
+            (
+                "Overview of the fleet",
+                self.action_overview,
+                "Sessions by status, who needs a human, tokens and cost, starts per hour (O)",
+            )
+        )
         return found
 
     def _marks_changed(self) -> None:
@@ -723,13 +733,18 @@ class SessionListScreen(BulkActions, SessionActionScreen):
     def action_flip_sort(self) -> None:
         self.filters.change(self.state.with_sort_flipped())
 
+    def action_overview(self) -> None:
+        from screens.overview_screen import OverviewScreen
+
+        self.app.push_screen(OverviewScreen(self.ctx))
+
     @on(GridHeader.Clicked)
     def _header_clicked(self, event: GridHeader.Clicked) -> None:
         column = COLUMN_BY_KEY.get(event.key)
         if column is None or column.sort is None:
             self.notify(
                 "Sessions sort by attention, started, seen, status or agent: click one of those "
-                "headers, or press o (O flips the direction); g groups them.",
+                "headers, or press o (d flips the direction); g groups them.",
                 markup=False,
             )
             return

@@ -6,7 +6,7 @@ in ``*_json`` columns. Our additions are ``agent_sessions.version`` and ``idempo
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Integer, SmallInteger, Table, Text
+from sqlalchemy import BigInteger, Double, Integer, SmallInteger, Table, Text
 from sqlmodel import Field, SQLModel
 
 from store.records import SessionFields
@@ -199,6 +199,18 @@ class SessionGroupCount(SQLModel, table=True):
     group_key: str = _text(primary_key=True, nullable=False)
     status: str = _text(primary_key=True, nullable=False)
     sessions: int = Field(default=0, sa_type=BigInteger, nullable=False)
+
+
+class SessionUsageTotal(SQLModel, table=True):
+    """The sessions with a usage object in their metadata, and their tokens and cost summed, per
+    agent and per run (``grouping``), kept by triggers on agent_sessions (migration 0009)."""
+
+    __tablename__ = "session_usage_totals"
+    grouping: str = _text(primary_key=True, nullable=False)
+    group_key: str = _text(primary_key=True, nullable=False)
+    sessions: int = Field(default=0, sa_type=BigInteger, nullable=False)
+    tokens: float = Field(default=0, sa_type=Double, nullable=False)
+    cost: float = Field(default=0, sa_type=Double, nullable=False)
 
 
 # The record kinds of import, export and the demo, in export order, each with its table: the

@@ -616,6 +616,24 @@ def count_needing_attention(
     return found
 
 
+def count_in_segment(
+    *,
+    db: Connection,
+    segment: AttentionSegment,
+    stale_before: datetime,
+    cap: int,
+    statuses: Sequence[str] | None = None,
+) -> int:
+    """The sessions of one segment of the attention order (of ``statuses``, when given), counted
+    on the attention index up to ``cap``: what the overview's attention bars show."""
+    order = SessionOrder("attention").at(stale_before)
+    where = [_attention_condition(segment, order)]
+    if statuses is not None:
+        where.append(_C.status.in_(sorted(statuses)))
+    inner = select(literal(1)).where(*where).limit(cap)
+    return int(db.execute(select(func.count()).select_from(inner.subquery())).scalar_one())
+
+
 def next_to_go_stale(
     *, db: Connection, stale_before: datetime, filters: SessionFilter | None = None
 ) -> AgentSession | None:
@@ -834,6 +852,7 @@ def bulk_session_writes(*, db: Connection) -> Iterator[None]:
     # holding one never waits here for the other.
     db.execute(text("LOCK TABLE session_group_counts IN SHARE ROW EXCLUSIVE MODE"))
     db.execute(text("LOCK TABLE session_status_counts IN SHARE ROW EXCLUSIVE MODE"))
+    db.execute(text("LOCK TABLE session_usage_totals IN SHARE ROW EXCLUSIVE MODE"))
     # Local to the transaction: the pooled connection counts row by row again after it.
     db.execute(text("SELECT set_config('roundtable.bulk_session_writes', 'on', true)"))
     yield
@@ -847,6 +866,8 @@ def bulk_session_writes(*, db: Connection) -> Iterator[None]:
     )
     db.execute(text("DELETE FROM session_group_counts"))
     db.execute(text(RECOUNT_GROUPS))
+    db.execute(text("DELETE FROM session_usage_totals"))
+    db.execute(text(RECOUNT_USAGE))
 
 
 # Every group's sessions by status, counted (migration 0008 seeds its table the same way).
@@ -857,6 +878,19 @@ RECOUNT_GROUPS = (
         f"SELECT '{grouping}', CASE WHEN {key} IS NULL THEN 0 ELSE 1 END, COALESCE({key}, ''),"
         f" status, count(*) FROM agent_sessions GROUP BY {key}, status"
         for grouping, key in _GROUP_KEYS
+    )
+)
+
+
+# Every agent's and run's usage totals, summed (migration 0009 seeds its table the same way).
+RECOUNT_USAGE = (
+    "INSERT INTO session_usage_totals (grouping, group_key, sessions, tokens, cost) "
+    + " UNION ALL ".join(
+        f"SELECT '{grouping}', COALESCE({key}, ''), count(*), sum(u[2]), sum(u[3])"
+        f" FROM (SELECT {key}, rt_usage(metadata_json) AS u FROM agent_sessions"
+        " WHERE metadata_json LIKE '%usage%') AS used"
+        f" WHERE u IS NOT NULL GROUP BY COALESCE({key}, '')"
+        for grouping, key in (("agent", "agent_id"), ("run", "run_id"))
     )
 )
 

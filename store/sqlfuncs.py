@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Column
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
-from sqlalchemy.types import Float, String
+from sqlalchemy.types import Float, Integer, String
 
 from store.attention_sql import (
     PG_ATTENTION_COLUMNS,
@@ -211,3 +211,26 @@ def _not_indexed_sqlite(element: not_indexed, compiler: Any, **kw: Any) -> str:
 @compiles(not_indexed)
 def _not_indexed_default(element: not_indexed, compiler: Any, **kw: Any) -> str:
     return compiler.process(element.clauses, **kw)  # type: ignore[no-any-return]
+
+
+class hours_after(FunctionElement[int]):  # noqa: N801
+    """Whole hours from the second ``ts_key`` to the first (both the database's timestamp
+    keys): the hour a time falls in, counted from the start of a range."""
+
+    type = Integer()
+    name = "hours_after"
+    inherit_cache = True
+
+
+@compiles(hours_after, "sqlite")
+def _hours_after_sqlite(element: hours_after, compiler: Any, **kw: Any) -> str:
+    later, earlier = _arguments(element, compiler, **kw)
+    # julianday() counts days in a double: rounded to whole milliseconds first, so a time an
+    # exact number of hours after the start is not put in the hour before.
+    return f"(CAST(round((({later}) - ({earlier})) * 86400000) AS INTEGER) / 3600000)"
+
+
+@compiles(hours_after, "postgresql")
+def _hours_after_postgresql(element: hours_after, compiler: Any, **kw: Any) -> str:
+    later, earlier = _arguments(element, compiler, **kw)
+    return f"CAST(floor(extract(epoch FROM ({later}) - ({earlier})) / 3600) AS INTEGER)"

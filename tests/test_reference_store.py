@@ -276,7 +276,13 @@ def test_opening_keeps_every_reference_column_and_index(reference_path: Path):
     tables = {
         name for (name,) in raw(reference_path, "SELECT name FROM sqlite_master WHERE type='table'")
     }
-    ours = {"idempotency_keys", "session_status_counts", "session_group_counts", "alembic_version"}
+    ours = {
+        "idempotency_keys",
+        "session_status_counts",
+        "session_group_counts",
+        "session_usage_totals",
+        "alembic_version",
+    }
     assert tables == {*REFERENCE_TABLES, "sqlite_sequence", *ours}
     assert raw(reference_path, "SELECT version_num FROM alembic_version") == [(HEAD_REVISION,)]
 

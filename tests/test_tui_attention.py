@@ -65,7 +65,7 @@ async def test_the_console_opens_with_what_needs_a_human_first(tmp_path: Path, d
             await press(pilot, "o")
         assert "sorted by attention ▲" in filter_line(app)
         assert row_ids(app) == expected
-        await press(pilot, "O")
+        await press(pilot, "d")
         assert row_ids(app) == expected[::-1]
 
 

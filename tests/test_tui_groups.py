@@ -96,7 +96,7 @@ async def test_g_cycles_none_workspace_run_agent_then_none(tmp_path: Path, db: S
         await settle(pilot)
         assert headers(app) == [] and "sorted by started" in filter_line(app)
         await press(pilot, "g")
-        assert "grouped by workspace ▲ (g O)" in filter_line(app)
+        assert "grouped by workspace ▲ (g d)" in filter_line(app)
         assert [h.split(" ·")[0] for h in headers(app)] == [
             "▾ workspace (no workspace)",
             "▾ workspace ws-0",
@@ -117,7 +117,7 @@ async def test_g_cycles_none_workspace_run_agent_then_none(tmp_path: Path, db: S
                 assert AGENTS[int(row[1:]) % 3] == current, row
         assert "row" in filter_line(app) and "of 15" in filter_line(app)  # 12 sessions, 3 heads
         await press(pilot, "g")
-        assert headers(app) == [] and "sorted by started ▲ (o O)" in filter_line(app)
+        assert headers(app) == [] and "sorted by started ▲ (o d)" in filter_line(app)
         assert row_ids(app) == [f"s{n:02d}" for n in range(12)]
 
 
@@ -269,7 +269,7 @@ async def test_o_leaves_the_grouping_and_says_so(tmp_path: Path, db: Store) -> N
     app = console(sqlite_url(tmp_path), group="workspace")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        await press(pilot, "O")
+        await press(pilot, "d")
         assert "grouped by workspace ▼" in filter_line(app)
         assert headers(app)[0].startswith("▾ workspace ws-1")
         assert headers(app)[-1].startswith("▾ workspace (no workspace)")

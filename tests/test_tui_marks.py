@@ -156,7 +156,7 @@ async def test_marks_outlive_sorting_scrolling_and_other_filters(tmp_path: Path,
     async with app.run_test(size=(120, 10)) as pilot:
         await settle(pilot)
         await press(pilot, "down", "space")  # s01
-        for keys in (("o",), ("O",), ("o", "o"), ("f", "f"), ("a",), ("S",), ("S", "a")):
+        for keys in (("o",), ("d",), ("o", "o"), ("f", "f"), ("a",), ("S",), ("S", "a")):
             await press(pilot, *keys)
             if "s01" in row_ids(app):
                 assert cell(app, "s01", "mark") == "●", keys

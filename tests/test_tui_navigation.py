@@ -213,20 +213,20 @@ async def test_o_cycles_the_sort_and_shift_o_flips_it(tmp_path: Path, db: Store)
         assert row_ids(app) == model_order(db, "started", False)
         steps = [
             ("o", "last_seen", False, "last seen ▲", "Seen▲"),
-            ("O", "last_seen", True, "last seen ▼", "Seen▼"),
+            ("d", "last_seen", True, "last seen ▼", "Seen▼"),
             ("o", "status", True, "status ▼", "Status▼"),
-            ("O", "status", False, "status ▲", "Status▲"),
+            ("d", "status", False, "status ▲", "Status▲"),
             ("o", "agent", False, "agent ▲", "Agent▲"),
-            ("O", "agent", True, "agent ▼", "Agent▼"),
+            ("d", "agent", True, "agent ▼", "Agent▼"),
             ("o", "attention", True, "attention ▼", "Attention▼"),
-            ("O", "attention", False, "attention ▲", "Attention▲"),
+            ("d", "attention", False, "attention ▲", "Attention▲"),
             ("o", "started", False, "started ▲", "Started▲"),
-            ("O", "started", True, "started ▼", "Started▼"),
-            ("O", "started", False, "started ▲", "Started▲"),
+            ("d", "started", True, "started ▼", "Started▼"),
+            ("d", "started", False, "started ▲", "Started▲"),
         ]
         for key, column, descending, described, header in steps:
             await press(pilot, key)
-            assert f"sorted by {described} (o O)" in filter_line(app), key
+            assert f"sorted by {described} (o d)" in filter_line(app), key
             labels = [str(c.label) for c in app.screen.query_one(GridHeader).columns]
             assert header in labels, labels
             assert sum("▲" in label or "▼" in label for label in labels) == 1
@@ -240,7 +240,7 @@ async def test_a_sorted_list_is_paged_in_its_order(tmp_path: Path, db: Store) ->
     app = console(sqlite_url(tmp_path), page_size=4, window_pages=2)
     async with app.run_test(size=SHORT) as pilot:
         await settle(pilot)
-        await press(pilot, "o", "o", "O")  # status, descending
+        await press(pilot, "o", "o", "d")  # status, descending
         assert row_ids(app)[:4] == model_order(db, "status", True)[:4]
         await press(pilot, "home")
         assert await collect(pilot) == model_order(db, "status", True)
@@ -262,7 +262,7 @@ async def test_sorting_keeps_the_filters_and_the_cursor_on_its_session(
         await press(pilot, "f", "f")  # status active
         await press(pilot, "down")
         assert selected(app) == "s04"
-        await press(pilot, "o", "o", "o", "O")  # agent, descending
+        await press(pilot, "o", "o", "o", "d")  # agent, descending
         assert selected(app) == "s04"  # the same session, at its place in the new order
         await press(pilot, "home")
         shown = await collect(pilot)

@@ -136,8 +136,8 @@ def test_session_list_large_terminal(snap_compare: Any, tmp_path: Path, db: Stor
 
 
 def test_session_list_sorted_by_status(snap_compare: Any, tmp_path: Path, db: Store) -> None:
-    seed(db)  # o o o: status ascending; O: descending; the header and the filter line say so
-    run_before = driving("o", "o", "o", "O")
+    seed(db)  # o o o: status ascending; d: descending; the header and the filter line say so
+    run_before = driving("o", "o", "o", "d")
     assert snap_compare(app_for(tmp_path, **LIST), terminal_size=SIZE, run_before=run_before)
 
 
@@ -253,3 +253,24 @@ def test_bulk_outcome(snap_compare: Any, tmp_path: Path, db: Store) -> None:
         await settle(pilot)
 
     assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+def test_fleet_overview(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)  # and usage for three agents over two runs; O opens the overview
+    for number, (agent, run, tokens, cost) in enumerate(
+        (
+            ("ada", "run-atlas", 1_250_000, 18.4),
+            ("grace", "run-harbor", 480_000, 6.1),
+            ("linus", "run-harbor", 95_000, 0.9),
+        )
+    ):
+        add_session(
+            db,
+            f"sess-u{number}",
+            agent_id=agent,
+            run_id=run,
+            status="ended",
+            at=FROZEN - timedelta(hours=5 * number + 1),
+            metadata={"usage": {"total_tokens": tokens, "cost_usd": cost}},
+        )
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving("O"))
