@@ -2,7 +2,8 @@
 why, tokens and cost per agent and per run, and sessions started per hour over the last day.
 
 Every figure comes from ``store.overview`` in a thread worker, read again when the store changes
-(as the detail screen re-reads) and on the console's clock (stale sessions and the hours move).
+(as the detail screen re-reads) and every half minute for what the clock alone moves (stale
+sessions, the hours).
 The bars are Rich tables (screens.bars); the starts per hour are Textual's ``Sparkline``.
 """
 
@@ -39,6 +40,9 @@ from store.overview import (
     fleet_overview,
 )
 
+# A change in the store is read at once; without one, what the clock alone moves (stale
+# sessions, the hours) is read again this often: each read counts the whole fleet.
+CLOCK_READ_SECONDS = 30.0
 REASON_STYLES = ("bold yellow", "magenta", "bold dark_orange", "yellow")
 MEASURE_WORDS = {"tokens": token_words, "cost": cost_words}
 
@@ -133,7 +137,8 @@ class OverviewScreen(ReportsFailures, Screen[None]):
         yield ConsoleFooter()
 
     def on_mount(self) -> None:
-        self.refresh_timer = self.set_interval(self.ctx.refresh_seconds, self.reload)
+        every = max(self.ctx.refresh_seconds, CLOCK_READ_SECONDS)
+        self.refresh_timer = self.set_interval(every, self.reload)
         self.reload()
 
     def on_screen_suspend(self) -> None:

@@ -222,6 +222,8 @@ class SessionDetailScreen(SessionActionScreen):
         self.heartbeats: list[int] | None = None
         self.counting_beats = False
         self.count_beats_again = False
+        # The session's last-seen time and the clock's hour the beats were last counted at.
+        self.beats_read_at: tuple[str | None, datetime] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -269,6 +271,7 @@ class SessionDetailScreen(SessionActionScreen):
         return []  # this session is already open
 
     def reload(self) -> None:
+        self.beats_read_at = None
         self._load_session()
         for name in list(self.loaded_tabs):
             self._load_projection(name, None, append=False)
@@ -290,7 +293,11 @@ class SessionDetailScreen(SessionActionScreen):
         self.query_one(StoreBanner).clear()
         self.session_updated(session)
         self._session_read()
-        self._load_heartbeats()
+        # Counted again only when a beat or the hour may have moved them.
+        moment = (session.last_seen_at, self.ctx.now().replace(minute=0, second=0, microsecond=0))
+        if moment != self.beats_read_at:
+            self.beats_read_at = moment
+            self._load_heartbeats()
 
     def _load_heartbeats(self) -> None:
         # One read at a time (a session beating every second has 86,400 beats a day to count);
@@ -315,6 +322,7 @@ class SessionDetailScreen(SessionActionScreen):
     def _heartbeats_failed(self, failure: Failure) -> None:
         caption = heartbeats_caption(self.heartbeats)
         caption.append(f" · {failure.sentence}", style="red")
+        self.beats_read_at = None  # the next read of the session tries again
         self.query_one("#heartbeats-caption", Static).update(caption)
         self._heartbeats_counted()
 
