@@ -68,3 +68,6 @@ InvalidLimit = _error("invalid_limit", "A page limit is outside 1…200.")
 InvalidCursor = _error("invalid_cursor", "A page cursor is not one this store issued.")
 InvalidImport = _error("invalid_import", "An import record is malformed.")
 DatabaseUnavailable = _error("database_unavailable", "The database cannot be opened or reached.")
+NotLaunchable = _error(
+    "not_launchable", "The session's agent cannot be started here (resume and launch)."
+)

@@ -39,6 +39,7 @@ DESIGN_ERROR_CODES = frozenset(
         "invalid_cursor",
         "invalid_import",
         "database_unavailable",
+        "not_launchable",
     }
 )
 

@@ -539,6 +539,9 @@ def scenario(code: str, rt: Cli, tmp_path: Path) -> tuple[list[str], str | None]
         return ["import", "-"], f"{GOOD_AGENT_LINE}\n[]\n"
     if code == "database_unavailable":
         return ["sessions", "list"], None
+    if code == "not_launchable":
+        rt.register("s1", "--status", "paused")  # its adapter has no resume_pattern
+        return ["resume", "--session", "s1", "--exec", *key], None
     raise AssertionError(code)
 
 
@@ -561,6 +564,7 @@ EXPECTED_EXIT = {
     "termination_impact_required": 1,
     "idempotency_key_reuse": 1,
     "database_unavailable": 1,
+    "not_launchable": 1,
 }
 
 
