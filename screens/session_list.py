@@ -476,7 +476,7 @@ class SessionListScreen(BulkActions, SessionActionScreen):
     # -- marks --------------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in (*LIFECYCLE_ACTIONS, "log", "briefing") and self.selected_header():
+        if action in (*LIFECYCLE_ACTIONS, "log", "briefing", "launch") and self.selected_header():
             return None  # shown dimmed: a header is no session (its key says so)
         if action == "toggle_mark":
             return self.selected_session() is not None
