@@ -43,7 +43,7 @@ class LaunchDialog(ActionDialog):
     """Closes with a ``LaunchResult`` once the agent has started (tmux) or ended (this
     terminal), with the refusal when the row changed, or None when cancelled."""
 
-    RETRY_HINT = "Press y to retry with the same key, or n to give up."
+    RETRY_HINT = "Press y to retry with the same key (a resume done is not done twice), or n."
 
     BINDINGS = [
         Binding("y", "confirm", "Yes"),
@@ -111,9 +111,7 @@ class LaunchDialog(ActionDialog):
 
     def _not_planned(self, failure: Failure) -> None:
         """Not resumable, no such directory, no such program: said, and nothing is done."""
-        self.query_one("#launch-body", Static).update(
-            Text("Nothing was changed and nothing was started.", style="italic")
-        )
+        self.query_one("#launch-body", Static).update(Text("Nothing was changed.", style="italic"))
         self.show_error(Text(failure.text))
         self.query_one("#launch-hint", Static).update(Text("n or escape closes"))
         self.notify(failure.text, title="Launch refused", severity="error", markup=False)

@@ -65,8 +65,7 @@ def place_for(app: App[Any], environ: Mapping[str, str] | None = None) -> Place:
 def _not_started(launch: LaunchPlan, why: str) -> errors.StoreError:
     return errors.NotLaunchable(
         f"Session {one_line(launch.session.id, 60)!r} is resuming, but its agent could not be "
-        f"started: {one_line(why, 300).rstrip('.')}. Press y to try again (the resume is not "
-        "repeated), or n to leave it.",
+        f"started: {one_line(why, 300).rstrip('.')}.",
         details={"reason": "start_failed"},
     )
 

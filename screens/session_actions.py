@@ -275,7 +275,7 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
                 "resume",
                 "Its status becomes resuming and its end time is cleared. ",
                 "The agent must exist and be enabled, and a saved branch must match. "
-                "Nothing is started: use the briefing (b) to resume the work.",
+                "Nothing is started: R resumes and starts the agent.",
             ),
         )
 
