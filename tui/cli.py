@@ -419,6 +419,7 @@ def _classify(error: Exception) -> tuple[int, str, str, Mapping[str, Any] | None
     + OUTPUT_HELP,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
+@click.version_option(package_name="roundtable-console", prog_name="roundtable")
 def cli() -> None:
     pass
 
@@ -1230,12 +1231,20 @@ def prefetch_first_rows(url: str, settings: Settings) -> Prefetch | None:
 
 
 @cli.command("tui", help="Open the operator console.")
-@click.option("--demo", is_flag=True, help="Open a seeded demo store.")
+@click.option(
+    "--demo",
+    is_flag=True,
+    help="Open the demo: its own store, demo.db beside the default store in the user data "
+    "directory (or the --db URL given), seeded with demo sessions when empty. Never the store "
+    "you work in ($ROUNDTABLE_DB, --root, the config's database, the default store).",
+)
 @_operator_option
 @with_invocation
 def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
+    from tui.config import resolve_demo_url
+
     settings = inv.settings
-    url = inv.url()
+    url = resolve_demo_url(db=inv.db) if demo else inv.url()
     adapters = inv.adapters()
     actor = inv.operator(operator)
     # Before Textual is imported: on PostgreSQL a child process reads the first rows meanwhile.
