@@ -47,7 +47,10 @@ def paused_session(store: Store, tmp_path: Path, session_id: str = "s1", **value
     """A paused session of an enabled agent, its adapter the fake one; its working directory."""
     workdir = tmp_path / "work"
     workdir.mkdir(exist_ok=True)
-    add_agent(store, "ada")
+    with store.read() as db:
+        known = db.exec_driver_sql("SELECT count(*) FROM agents WHERE id = 'ada'").scalar()
+    if not known:
+        add_agent(store, "ada")
     fields = {
         "agent_id": "ada",
         "adapter": "fake",

@@ -20,9 +20,10 @@ from textual.widgets import Static
 
 from screens import launcher
 from screens.briefing_screen import BriefingScreen
+from screens.commands import session_commands
 from screens.launch_dialog import LaunchDialog
 from screens.session_detail import SessionDetailScreen
-from store.database import Store
+from store.database import Store, open_store
 from store.lifecycle import pause
 from tests.helpers import history, session_row
 from tests.test_launch import FAKE, agent_bin, dump, paused_session
@@ -309,3 +310,40 @@ async def test_the_briefing_is_a_snapshot_and_the_dialog_judges_the_session_as_i
         await press(pilot, "y")
     assert record.exists()
     assert session_row(db)["status"] == "resuming"
+
+
+async def test_r_resumes_and_launches_on_each_backend(
+    store_url: str, tmp_path: Path, record: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store(store_url)
+    try:
+        workdir = paused_session(store, tmp_path)
+        app = console(store_url, adapters=FAKE)
+        terminal = Terminal(app, monkeypatch)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await press(pilot, "R", "y")
+            assert "fake-agent exited with status 3" in notifications(app)[-1]
+        assert terminal.suspended == 1
+        assert json.loads(record.read_text())["cwd"] == str(workdir)
+        assert session_row(store)["status"] == "resuming"
+        assert [event for event, _ in history(store)] == ["registered", "resuming"]
+    finally:
+        store.dispose()
+
+
+async def test_the_command_palette_offers_resume_and_launch_where_it_applies(
+    tmp_path: Path, db: Store, record: Path
+) -> None:
+    paused_session(db, tmp_path)
+    paused_session(db, tmp_path, session_id="s2", status="active")
+    app = console(sqlite_url(tmp_path), adapters=FAKE)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        names = [name for name, _callback, _help in session_commands(app.screen)]
+        assert "Resume and launch s1" in names
+        await press(pilot, "ctrl+p", *"and launch", "enter")
+        assert isinstance(app.screen, LaunchDialog)
+        await press(pilot, "escape", "down")
+        names = [name for name, _callback, _help in session_commands(app.screen)]
+        assert not any(name.startswith("Resume and launch") for name in names)
