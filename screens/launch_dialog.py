@@ -24,7 +24,7 @@ from screens.outcomes import LaunchResult, why_not
 from screens.text import MASK
 from store.display import one_line, printable
 from store.errors import StoreError
-from store.launch import LaunchPlan
+from store.launch import LaunchPlan, tmux_command, tmux_refusal
 from store.lifecycle import ActionOutcome
 from store.records import SessionFields
 from store.rules import is_allowed
@@ -91,6 +91,11 @@ class LaunchDialog(ActionDialog):
             return f"{why_not('resume', self.launch.session)} Nothing was changed."
         if self.place.problem is not None:
             return f"{self.place.problem} Nothing was changed."
+        if self.launch is not None and self.place.tmux is not None:
+            command = tmux_command(self.launch, tmux=self.place.tmux, path=os.environ.get("PATH"))
+            too_long = tmux_refusal(command)
+            if too_long is not None:
+                return f"{too_long} Nothing was changed."
         return None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 TMUX_WINDOW_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 TMUX_NAME_LENGTH = 40
+# tmux hands a command to its server in one message of at most 16 KiB (its MAX_IMSGSIZE, less
+# a header and the argument count): a longer one is refused with "command too long".
+TMUX_COMMAND_BYTES = 16 * 1024 - 64
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,19 @@ def tmux_command(launch: LaunchPlan, *, tmux: str, path: str | None) -> list[str
     if len(argv) < 2:
         raise ValueError("tmux would run a one-word command through sh -c")
     return [*command, "--", *argv]
+
+
+def tmux_refusal(command: Sequence[str]) -> str | None:
+    """Why tmux would refuse ``command`` (``tmux_command``'s), or None: checked before the
+    resume, so that a refusal changes nothing."""
+    size = sum(len(word.encode("utf-8", "surrogateescape")) + 1 for word in command[1:])
+    if size <= TMUX_COMMAND_BYTES:
+        return None
+    return (
+        f"The command is {size} bytes, the briefing included, and tmux takes at most about "
+        f"{TMUX_COMMAND_BYTES // 1024} KiB; run `roundtable resume --session S --exec` in a tmux "
+        "window yourself instead."
+    )
 
 
 def exec_launch(launch: LaunchPlan) -> None:

@@ -19,6 +19,7 @@ from store.launch import (
     read_launch,
     resume_for_launch,
     tmux_command,
+    tmux_refusal,
     tmux_window_name,
 )
 from store.lifecycle import pause
@@ -241,3 +242,18 @@ def test_a_tmux_window_name_is_plain() -> None:
     assert tmux_window_name("[bold]x #{pane} $(rm)") == "bold-x-pane-rm"
     assert tmux_window_name("###") == "session"
     assert len(tmux_window_name("x" * 200)) == 40
+
+
+def test_a_command_too_long_for_tmux_is_known_before_the_resume(
+    store: Store, tmp_path: Path
+) -> None:
+    paused_session(store, tmp_path)
+    launch = launch_of(store, agent_bin(tmp_path))
+    command = tmux_command(launch, tmux="tmux", path="/usr/bin")
+    assert tmux_refusal(command) is None
+    long = {"fake": AdapterConfig(name="fake", resume_pattern="fake-agent " + "x" * 17_000)}
+    refusal = tmux_refusal(tmux_command(launch_of(store, agent_bin(tmp_path), long), tmux="tmux",
+                                        path="/usr/bin"))  # fmt: skip
+    assert refusal is not None
+    assert "tmux takes at most about 15 KiB" in refusal
+    assert "roundtable resume --session S --exec" in refusal

@@ -23,6 +23,7 @@ from screens.briefing_screen import BriefingScreen
 from screens.commands import session_commands
 from screens.launch_dialog import LaunchDialog
 from screens.session_detail import SessionDetailScreen
+from store.adapters import AdapterConfig
 from store.database import Store, open_store
 from store.lifecycle import pause
 from tests.helpers import history, session_row
@@ -347,3 +348,23 @@ async def test_the_command_palette_offers_resume_and_launch_where_it_applies(
         await press(pilot, "escape", "down")
         names = [name for name, _callback, _help in session_commands(app.screen)]
         assert not any(name.startswith("Resume and launch") for name in names)
+
+
+async def test_in_tmux_a_command_too_long_for_tmux_is_refused_before_the_resume(
+    tmp_path: Path, db: Store, record: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tmux = shutil.which("tmux")
+    assert tmux is not None, "the tmux walk needs tmux (Debian's tmux package)"
+    monkeypatch.setenv("TMUX", f"{tmp_path / 'no-server.sock'},1,0")
+    monkeypatch.setenv("PATH", f"{agent_bin(tmp_path)}{os.pathsep}{Path(tmux).parent}")
+    paused_session(db, tmp_path)
+    before = dump(db)
+    long = {"fake": AdapterConfig(name="fake", resume_pattern="fake-agent " + "x" * 17_000)}
+    app = console(sqlite_url(tmp_path), adapters=long)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "R")
+        assert "tmux takes at most about 15 KiB" in dialog_error(app)
+        await press(pilot, "y")
+        assert isinstance(app.screen, LaunchDialog)
+    assert dump(db) == before
