@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
@@ -20,25 +18,11 @@ from screens.context import ConsoleContext
 from screens.data import BriefingView, read_briefing, write_briefing
 from screens.failures import Failure, ReportsFailures
 from screens.footer import ConsoleFooter
+from screens.masking import mask, quoted_argv, secret_forms
+from screens.outcomes import ActionResult
+from screens.session_actions import open_launch, tell
 from screens.text import MASK, heading, markdown_literal
-from store.display import markdown_line, one_line, printable
-
-MASKED_ID = "••••••"
-
-
-def secret_forms(secret: str | None) -> list[str]:
-    """Every form in which the external session id can appear in what is shown: as stored,
-    trimmed (the resume plan), and as the briefing writes it on one line; longest first."""
-    if not secret:
-        return []
-    forms = {secret, secret.strip(), markdown_line(secret), printable(secret)}
-    return sorted((form for form in forms if form), key=len, reverse=True)
-
-
-def mask(text: str, forms: Sequence[str]) -> str:
-    for form in forms:
-        text = text.replace(form, MASKED_ID)
-    return text
+from store.display import one_line
 
 
 def plan_text(view: BriefingView, *, revealed: bool) -> Text:
@@ -52,12 +36,9 @@ def plan_text(view: BriefingView, *, revealed: bool) -> Text:
         text.append(f" — {one_line(plan.reason, 300)}")
         return text
     text.append("resumable", style="green")
-    text.append(" (argv; nothing is started from here)\n")
+    text.append(" (argv, never run through a shell; R resumes the session and starts it)\n")
     forms = [] if revealed else secret_forms(view.briefing.session.external_session_id)
-    # Quoting writes a quote inside the id as '"'"': that form is masked too.
-    quoted = [form.replace("'", "'\"'\"'") for form in forms]
-    shown = mask(" ".join(shlex.quote(word) for word in plan.argv[:-1]), [*quoted, *forms])
-    text.append("  " + printable(shown), style="bold")
+    text.append("  " + quoted_argv(plan.argv[:-1], forms), style="bold")
     text.append(f" <briefing: {len(plan.argv[-1])} characters>", style="dim")
     if forms:
         text.append(f"\n  external session id {MASK}", style="dim")
@@ -95,6 +76,7 @@ class BriefingScreen(ReportsFailures, Screen[None]):
         Binding("c", "copy", "Copy"),
         Binding("w", "write", "Write file"),
         Binding("v", "reveal", "Reveal"),
+        Binding("R", "launch", "Launch", tooltip="Resume, then start the agent (asks first)"),
         Binding("ctrl+r", "reload", "Refresh", show=False),
     ]
 
@@ -122,7 +104,19 @@ class BriefingScreen(ReportsFailures, Screen[None]):
             return self.view is not None
         if action == "reveal":
             return self.view is not None and bool(self.view.briefing.session.external_session_id)
+        if action == "launch":
+            # The briefing is a snapshot: the dialog reads the session again and judges it.
+            return self.view is not None and not self.ctx.read_only
         return True
+
+    def action_launch(self) -> None:
+        if self.view is not None:
+            open_launch(self, self.ctx, self._launched, self.view.session)
+
+    def _launched(self, result: ActionResult) -> None:
+        tell(self, result)
+        if not result.cancelled:
+            self._load()
 
     def action_back(self) -> None:
         self.dismiss(None)

@@ -19,6 +19,7 @@ ACTION_HELP: dict[str, str] = {
     "resume": "Resume the selected session (asks first)",
     "terminate": "Terminate the selected session (shows the impact first)",
 }
+LAUNCH_HELP = "Resume the selected session, then start its agent (shows the argv first)"
 MAX_OPEN_ENTRIES = 200
 
 Command = ScreenCommand
@@ -33,6 +34,9 @@ def session_commands(screen: object) -> list[Command]:
         for action in screen.allowed_actions():
             name = f"{action.capitalize()} {one_line(session.id, 60)}"
             found.append((name, partial(screen.do_lifecycle_action, action), ACTION_HELP[action]))
+        if screen.check_action("launch", ()):
+            name = f"Resume and launch {one_line(session.id, 60)}"
+            found.append((name, screen.action_launch, LAUNCH_HELP))
     found.extend(screen.screen_commands())
     for other in screen.known_sessions()[:MAX_OPEN_ENTRIES]:
         found.append(

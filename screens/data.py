@@ -6,16 +6,18 @@ the operator, the clock, the adapters). Nothing here touches a widget.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from screens.context import ConsoleContext
-from store import service
+from store import launch, service
 from store.bulk import PREVIEW_ITEMS, BulkItem, BulkOutcome, BulkPlan, plan_bulk, run_bulk
 from store.database import Store
 from store.errors import DatabaseUnavailable
+from store.launch import LaunchPlan
 from store.lifecycle import ActionOutcome, TerminationImpact
 from store.listing import Selection
 from store.models import AgentSession
@@ -132,6 +134,28 @@ def read_log_after(ctx: ConsoleContext, session_id: str, last_id: int | None) ->
 def read_briefing(ctx: ConsoleContext, session_id: str) -> BriefingView:
     return service.read_briefing(
         store=require_store(ctx), adapters=ctx.adapters, session_id=session_id, clock=ctx.clock
+    )
+
+
+def read_launch(ctx: ConsoleContext, session_id: str) -> LaunchPlan:
+    """The session's briefing and what resuming it would start here (store.launch)."""
+    return launch.read_launch(
+        store=require_store(ctx),
+        adapters=ctx.adapters,
+        session_id=session_id,
+        clock=ctx.clock,
+        path=os.environ.get("PATH"),
+    )
+
+
+def resume_for_launch(ctx: ConsoleContext, plan: LaunchPlan, idempotency_key: str) -> ActionOutcome:
+    """The lifecycle resume before a launch, as the operator, of the row the plan was made from."""
+    return launch.resume_for_launch(
+        store=require_store(ctx),
+        launch=plan,
+        actor=ctx.operator,
+        idempotency_key=idempotency_key,
+        clock=ctx.clock,
     )
 
 

@@ -63,6 +63,12 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("t", "terminate — shows the agent's claims and asks for the impact"),
             ("l", "the session's history, following new events"),
             ("b", "the resume briefing and resume plan"),
+            (
+                "R",
+                "resume and launch: shows the agent's argv, directory and where it runs; y "
+                "resumes the session, then starts the agent (a new tmux window inside tmux, "
+                "else here, the console suspended until it exits)",
+            ),
         ),
     ),
     (
@@ -91,6 +97,7 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("c", "copy the briefing (through the terminal's clipboard, OSC 52)"),
             ("w", "write the briefing to a new file and say where"),
             ("v", "reveal or mask the external session id in the resume plan"),
+            ("R", "resume and launch the session's agent (asks first)"),
             ("escape", "back"),
         ),
     ),
@@ -120,15 +127,29 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
 
 ABOUT = (
     "Status is shown as words and colour; ⚠ stale marks an active session not seen for longer "
-    "than stale_after_seconds. Actions record your operator name; none of them starts or kills "
-    "a process. A refused action says why; if the session changed since you looked, nothing is "
-    "done and the row is reloaded."
+    "than stale_after_seconds. Actions record your operator name; only R starts a process (the "
+    "agent, never through a shell), and none kills one. A refused action says why; if the "
+    "session changed since you looked, nothing is done and the row is reloaded."
 )
 
 
 # What a read-only console does not offer: the lifecycle keys, marks, bulk runs and dialogs.
 READ_ONLY_LEFT_OUT = frozenset(
-    {"space", "*", "* on a group", "u", "h p s r t", "h", "p", "s", "r", "t", "y / n", "ctrl+s"}
+    {
+        "space",
+        "*",
+        "* on a group",
+        "u",
+        "h p s r t",
+        "h",
+        "p",
+        "s",
+        "r",
+        "t",
+        "R",
+        "y / n",
+        "ctrl+s",
+    }
 )
 # Rows whose words speak of what a read-only console does not do.
 READ_ONLY_WORDS = {("Session list", "escape"): ("escape", "clear and close the text filter")}

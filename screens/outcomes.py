@@ -52,6 +52,15 @@ class ActionResult:
         return self.outcome is None and self.error is None
 
 
+@dataclass(frozen=True)
+class LaunchResult(ActionResult):
+    """A resume and launch (``R``): the resume's outcome, and what became of the agent
+    (``report``, in words; ``exit_status`` when it ran in this terminal)."""
+
+    report: str = ""
+    exit_status: int | None = None
+
+
 def describe_outcome(outcome: ActionOutcome, before: SessionFields) -> str:
     session = outcome.session
     head = f"{PAST_TENSE.get(outcome.action, outcome.action)} {one_line(session.id, 40)}"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
 
@@ -21,6 +22,7 @@ from screens.context import ConsoleContext
 from screens.failures import Failure, ReportsFailures
 from screens.outcomes import (
     ActionResult,
+    LaunchResult,
     describe_conflict,
     describe_error,
     describe_outcome,
@@ -52,6 +54,67 @@ ACTION_BINDINGS: list[BindingType] = [
 ]
 
 
+# R: resume, then start the agent (screens.launch_dialog); the briefing screen shows it.
+LAUNCH_BINDINGS: list[BindingType] = [
+    Binding("R", "launch", "Launch", show=False, tooltip="Resume, then start the agent (asks)"),
+    Binding("R", "explain('resume')", show=False),
+]
+
+
+def launch_allowed(session: SessionFields | None) -> bool | None:
+    """``R``'s state for ``check_action``: hidden without a session, dimmed when the session
+    cannot be resumed (the key then says why)."""
+    if session is None:
+        return False
+    return True if is_allowed("resume", session.status) else None
+
+
+def open_launch(
+    screen: Screen[object],
+    ctx: ConsoleContext,
+    finished: Callable[[ActionResult], object],
+    session: SessionFields,
+) -> None:
+    """The launch dialog for ``session``; ``finished`` gets how it ended (cancelled too)."""
+    from screens.launch_dialog import LaunchDialog
+    from screens.launcher import place_for
+
+    dialog = LaunchDialog(ctx=ctx, session=session, place=place_for(screen.app))
+    screen.app.push_screen(
+        dialog, lambda result: finished(result or ActionResult("resume", session))
+    )
+
+
+def tell(screen: Screen[object], result: ActionResult) -> None:
+    """Every outcome is said out loud; every refusal says why (a launch's report too)."""
+    if result.cancelled:
+        screen.notify(
+            f"{result.action.capitalize()} cancelled: nothing was done to "
+            f"{one_line(result.session.id, 40)}.",
+            markup=False,
+        )
+        return
+    if result.outcome is not None:
+        screen.notify(
+            describe_outcome(result.outcome, result.session),
+            title=result.action.capitalize(),
+            markup=False,
+        )
+    elif result.error is not None:
+        title = f"{result.action.capitalize()} refused"
+        error = result.error
+        if error.code == "session_transition_conflict":
+            message = describe_conflict(result.session, error)
+            screen.notify(message, title=title, severity="warning", markup=False, timeout=12)
+        else:
+            message = describe_error(error)
+            screen.notify(message, title=title, severity="error", markup=False, timeout=10)
+    if isinstance(result, LaunchResult) and result.report:
+        failed = result.exit_status not in (None, 0)
+        severity: SeverityLevel = "warning" if failed else "information"
+        screen.notify(result.report, title="Launch", severity=severity, markup=False, timeout=15)
+
+
 class SessionActionScreen(ReportsFailures, Screen[None]):
     """A screen with a selected session that the lifecycle keys act on."""
 
@@ -60,6 +123,8 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
         Binding("l", "log", "Log"),
         Binding("b", "briefing", "Briefing"),
         Binding("ctrl+r", "reload", "Refresh", show=False),
+        # Not in the list's and detail's footer, which is full at 120 columns: help lists it.
+        *LAUNCH_BINDINGS,
     ]
 
     @dataclass
@@ -99,10 +164,12 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
         """Show a row the store just returned, before the next reload arrives."""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in LIFECYCLE_ACTIONS and self.ctx.read_only:
+        if action in (*LIFECYCLE_ACTIONS, "launch") and self.ctx.read_only:
             return False  # not offered at all; the key says why (the explain bindings)
         if action in ("log", "briefing"):
             return self.selected_session() is not None
+        if action == "launch":
+            return launch_allowed(self.selected_session())
         if action in LIFECYCLE_ACTIONS:
             session = self.selected_session()
             if session is None:
@@ -218,12 +285,15 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
                 "resume",
                 "Its status becomes resuming and its end time is cleared. ",
                 "The agent must exist and be enabled, and a saved branch must match. "
-                "Nothing is started: use the briefing (b) to resume the work.",
+                "Nothing is started: R resumes and starts the agent.",
             ),
         )
 
     def action_terminate(self) -> None:
         self._act("terminate", self._terminate)
+
+    def action_launch(self) -> None:
+        self._act("launch", partial(open_launch, self, self.ctx, self.announce))
 
     def _act(self, action: str, act: Callable[[SessionFields], object]) -> None:
         """``act`` on the selected session: now, or once the store is open."""
@@ -291,28 +361,9 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
 
     def announce(self, result: ActionResult) -> None:
         """Every outcome is said out loud; every refusal says why."""
+        tell(self, result)
         if result.cancelled:
-            self.notify(
-                f"{result.action.capitalize()} cancelled: nothing was done to "
-                f"{one_line(result.session.id, 40)}.",
-                markup=False,
-            )
             return
         if result.outcome is not None:
             self.session_updated(result.outcome.session)
-            self.notify(
-                describe_outcome(result.outcome, result.session),
-                title=result.action.capitalize(),
-                markup=False,
-            )
-        elif result.error is not None:
-            self._announce_refusal(result.action, result.session, result.error)
         self.reload()
-
-    def _announce_refusal(self, action: str, session: SessionFields, error: StoreError) -> None:
-        title = f"{action.capitalize()} refused"
-        if error.code == "session_transition_conflict":
-            message = describe_conflict(session, error)
-            self.notify(message, title=title, severity="warning", markup=False, timeout=12)
-            return
-        self.notify(describe_error(error), title=title, severity="error", markup=False, timeout=10)

@@ -484,7 +484,7 @@ class SessionListScreen(BulkActions, SessionActionScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in MARK_ACTIONS and self.ctx.read_only:
             return False  # read-only: no marks, so no bulk action either
-        if action in (*LIFECYCLE_ACTIONS, "log", "briefing") and self.selected_header():
+        if action in (*LIFECYCLE_ACTIONS, "log", "briefing", "launch") and self.selected_header():
             return None  # shown dimmed: a header is no session (its key says so)
         if action == "toggle_mark":
             return self.selected_session() is not None

@@ -71,3 +71,6 @@ DatabaseUnavailable = _error("database_unavailable", "The database cannot be ope
 ReadOnly = _error(
     "read_only", "The store was opened read-only, or the database role may not write there."
 )
+NotLaunchable = _error(
+    "not_launchable", "The session's agent cannot be started here (resume and launch)."
+)

@@ -40,6 +40,7 @@ DESIGN_ERROR_CODES = frozenset(
         "invalid_import",
         "database_unavailable",
         "read_only",
+        "not_launchable",
     }
 )
 

@@ -542,6 +542,9 @@ def scenario(code: str, rt: Cli, tmp_path: Path) -> tuple[list[str], str | None]
     if code == "read_only":
         rt.register("s1")
         return ["sessions", "pause", "--session", "s1", "--read-only"], None
+    if code == "not_launchable":
+        rt.register("s1", "--status", "paused")  # its adapter has no resume_pattern
+        return ["resume", "--session", "s1", "--exec", *key], None
     raise AssertionError(code)
 
 
@@ -565,6 +568,7 @@ EXPECTED_EXIT = {
     "idempotency_key_reuse": 1,
     "database_unavailable": 1,
     "read_only": 1,
+    "not_launchable": 1,
 }
 
 

@@ -274,3 +274,39 @@ def test_fleet_overview(snap_compare: Any, tmp_path: Path, db: Store) -> None:
             metadata={"usage": {"total_tokens": tokens, "cost_usd": cost}},
         )
     assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving("O"))
+def launchable(db: Store, monkeypatch: Any, **values: Any) -> dict[str, AdapterConfig]:
+    """A paused session first in the reference order, its agent's program ``true`` found on a
+    fixed PATH and its directory /tmp, so the dialog's paths are the same on every run; the
+    console as if in a terminal of its own (no tmux, able to lend it)."""
+    from screens import launcher
+
+    monkeypatch.setenv("PATH", "/usr/bin")
+    monkeypatch.delenv("TMUX", raising=False)
+    monkeypatch.setattr(launcher, "can_hand_over", lambda _app: True)
+    add_agent(db, "ada")
+    fields = {
+        "agent_id": "ada",
+        "run_id": "run-atlas",
+        "status": "paused",
+        "external_session_id": "ext-123",
+        "working_directory": "/tmp",
+        "at": FROZEN - timedelta(hours=4),
+        **values,
+    }
+    add_session(db, "sess-00", **fields)
+    pattern = "true resume {{external_session_id}} --model 'gpt 5'"
+    return {"codex": AdapterConfig(name="codex", resume_pattern=pattern)}
+
+
+def test_launch_dialog(snap_compare: Any, tmp_path: Path, db: Store, monkeypatch: Any) -> None:
+    adapters = launchable(db, monkeypatch)  # the argv, the id masked, program, directory, where
+    app = app_for(tmp_path, adapters=adapters)
+    assert snap_compare(app, terminal_size=SIZE, run_before=driving("R"))
+
+
+def test_launch_dialog_refused(
+    snap_compare: Any, tmp_path: Path, db: Store, monkeypatch: Any
+) -> None:
+    adapters = launchable(db, monkeypatch, working_directory="/nonexistent/repo")
+    app = app_for(tmp_path, adapters=adapters)
+    assert snap_compare(app, terminal_size=SIZE, run_before=driving("R"))

@@ -483,6 +483,7 @@ def _classify(error: Exception) -> tuple[int, str, str, Mapping[str, Any] | None
     + OUTPUT_HELP,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
+@click.version_option(package_name="roundtable-console", prog_name="roundtable")
 def cli() -> None:
     pass
 
@@ -1161,16 +1162,46 @@ def _claim_line(claim: Mapping[str, Any]) -> str:
 # ------------------------------------------------------------------------------------ resume
 
 
-@cli.command("resume", help="Print a session's resume briefing (Markdown), then its resume plan.")
+RESUME_HELP = """Print a session's resume briefing (Markdown), then its resume plan.
+
+With --exec: resume the session (the lifecycle resume, as `sessions resume`) and become its
+agent, running the resume plan's argv in the session's working directory (never through a
+shell), so the exit status is the agent's. Everything that can be checked is checked first (a
+resume plan, the working directory, the program on PATH): a refusal changes nothing. A key is
+made when --idempotency-key is not given; the same key again launches without resuming twice."""
+
+
+@cli.command("resume", help=RESUME_HELP)
 @click.option("--session", "session_id", metavar="S", help="The session to resume.")
 @click.option("--agent", metavar="A", help="The agent whose session to resume (active first).")
+@click.option("--exec", "launch", is_flag=True, help="Resume, then run the agent in its place.")
+@click.option("--idempotency-key", metavar="K", help="With --exec: the resume's key.")
+@_operator_option
 @with_invocation
-def resume_command(inv: Invocation, session_id: str | None, agent: str | None) -> None:
+def resume_command(
+    inv: Invocation,
+    session_id: str | None,
+    agent: str | None,
+    launch: bool,
+    idempotency_key: str | None,
+    operator: str | None,
+) -> None:
     from store.service import read_briefing
     from store.validation import required
 
     if (session_id is None) == (agent is None):
         raise click.UsageError("Give exactly one of --session or --agent.")
+    if not launch and (idempotency_key is not None or operator is not None):
+        raise click.UsageError("--idempotency-key and --operator go with --exec.")
+    if launch:
+        _resume_and_exec(
+            inv,
+            session_id=None if session_id is None else required("--session", session_id),
+            agent_id=None if agent is None else required("--agent", agent),
+            idempotency_key=(idempotency_key or "").strip() or None,
+            operator=operator,
+        )
+        return
     adapters = inv.adapters()
     with inv.store() as store:
         view = read_briefing(
@@ -1201,6 +1232,57 @@ def resume_command(inv: Invocation, session_id: str | None, agent: str | None) -
         click.echo(f"Not resumable: {output.cell(plan.reason)}")
 
 
+def _resume_and_exec(
+    inv: Invocation,
+    *,
+    session_id: str | None,
+    agent_id: str | None,
+    idempotency_key: str | None,
+    operator: str | None,
+) -> None:
+    """The launch plan (store.launch: every check), the lifecycle resume, then ``execvp``."""
+    import os
+    from uuid import uuid4
+
+    from store.errors import NotLaunchable
+    from store.launch import exec_launch, read_launch, resume_for_launch
+
+    key = idempotency_key or str(uuid4())
+    path = os.environ.get("PATH")
+    adapters, actor = inv.adapters(), inv.operator(operator)
+    with inv.store() as store:
+        launch = read_launch(
+            store=store,
+            adapters=adapters,
+            session_id=session_id,
+            agent_id=agent_id,
+            clock=inv.clock,
+            path=path,
+        )
+        outcome = resume_for_launch(
+            store=store, launch=launch, actor=actor, idempotency_key=key, clock=inv.clock
+        )
+    session = outcome.session
+    if not inv.json_mode:
+        done = "already resumed with this key" if outcome.replayed else "resumed"
+        lines = [
+            f"Session {output.cell(session.id)} {done} (now {output.cell(session.status)}, "
+            f"idempotency key {key}); starting {output.cell(launch.program)} in "
+            f"{output.cell(launch.cwd)}.",
+            *(output.cell(note) for note in outcome.notes),
+        ]
+        click.echo("\n".join(lines), err=True)
+    try:
+        exec_launch(launch)
+    except OSError as error:
+        raise NotLaunchable(
+            f"Session {session.id!r} was resumed, but {launch.program} could not be started: "
+            f"{error.strerror or error}. Run the same command with --idempotency-key {key} to "
+            "try again without resuming twice.",
+            details={"reason": "exec_failed", "idempotency_key": key},
+        ) from None
+
+
 # ------------------------------------------------------------------------------------ the rest
 
 
@@ -1219,12 +1301,20 @@ def prefetch_first_rows(url: str, settings: Settings) -> Prefetch | None:
 
 
 @cli.command("tui", help="Open the operator console.")
-@click.option("--demo", is_flag=True, help="Open a seeded demo store.")
+@click.option(
+    "--demo",
+    is_flag=True,
+    help="Open the demo: its own store, demo.db beside the default store in the user data "
+    "directory (or the --db URL given), seeded with demo sessions when empty. Never the store "
+    "you work in ($ROUNDTABLE_DB, --root, the config's database, the default store).",
+)
 @_operator_option
 @with_invocation
 def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
+    from tui.config import resolve_demo_url
+
     settings = inv.settings
-    url = inv.url()
+    url = resolve_demo_url(db=inv.db) if demo else inv.url()
     adapters = inv.adapters()
     actor = inv.operator(operator)
     # Before Textual is imported: on PostgreSQL a child process reads the first rows meanwhile.

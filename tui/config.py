@@ -59,6 +59,12 @@ def default_database_path() -> Path:
     return data_dir() / "roundtable.db"
 
 
+def demo_database_path() -> Path:
+    """``roundtable tui --demo``'s own store, beside the default one: the demo never seeds a
+    store the user works in."""
+    return data_dir() / "demo.db"
+
+
 @dataclass(frozen=True)
 class Settings:
     database: str | None = None
@@ -244,6 +250,15 @@ def resolve_database_url(*, db: str | None, root: str | Path | None, settings: S
     if settings.database:
         return settings.database
     return sqlite_url(default_database_path())
+
+
+def resolve_demo_url(*, db: str | None) -> str:
+    """The demo's store: ``--db URL`` when given on the command line, else ``demo.db`` in the
+    user data directory. $ROUNDTABLE_DB, --root and the config's ``database`` name stores the
+    user works in: the demo never opens (or seeds) them."""
+    if db and db.strip():
+        return db.strip()
+    return sqlite_url(demo_database_path())
 
 
 def sqlite_url(path: Path) -> str:
