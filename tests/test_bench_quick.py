@@ -296,5 +296,5 @@ async def test_a_key_press_result_frame_is_the_frame_that_shows_the_cursor_moved
         timings = await first_paint.press_timings(pilot, ["down", "down", "up"])
         assert app.query_one(first_paint.DataTable).cursor_row == 1
     for key in ("down", "up"):
-        results = timings[key]["result_frame_ms"]
-        assert all(0 < result <= last for result, last in zip(results, timings[key]["frame_ms"]))
+        pairs = zip(timings[key]["result_frame_ms"], timings[key]["frame_ms"], strict=True)
+        assert all(0 < result <= last for result, last in pairs)
