@@ -22,6 +22,9 @@ NOTICE_SECONDS = 0.25
 # A feed read that failed (the database went away) is tried again after this long, or at once
 # when the store is heard from again.
 RETRY_SECONDS = 1.0
+# However close the next deadline, a wait is at least this long (a clock that stands still, as in
+# tests, must not make the thread spin).
+MIN_WAIT_SECONDS = 0.01
 
 
 class ChangeWatcher:
@@ -91,7 +94,7 @@ class ChangeWatcher:
         if self._feed is not None:
             left = self._feed.seconds_to_deadline()
             if left is not None:
-                timeout = min(timeout, left)
+                timeout = min(timeout, max(left, MIN_WAIT_SECONDS))
         return timeout
 
     def _due(self) -> bool:
