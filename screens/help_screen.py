@@ -101,6 +101,7 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         (
             ("ctrl+r", "refresh now (the list also refreshes by itself)"),
             ("ctrl+p", "command palette: actions for the selected session, open a session, theme"),
+            ("j", "after a notification of a session needing attention: jump to it"),
             ("?", "this help"),
             ("q", "quit"),
         ),
