@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from store import sessions
 from store.changes import Change, ChangeFeed, ChangeFilter, changes_of_row
@@ -186,3 +186,37 @@ def test_a_row_of_unreadable_payloads_is_a_heartbeat_not_a_crash() -> None:
         agent_id=None,
     )  # fmt: skip
     assert (change.change, change.status, change.previous_status) == ("heartbeat", None, None)
+
+
+def test_a_read_is_a_range_of_the_key_and_an_index_probe_per_row(
+    sqlite_store: Store, clock: FakeClock
+) -> None:
+    """The history read never scans the history: the rows after the position by the primary
+    key, each one's previous row of its session by (session_id, id)."""
+    with sqlite_store.write() as db:
+        register_session(db, "s1", clock=clock)
+    feed = feed_on(sqlite_store, clock)
+    beat(sqlite_store, clock)
+    statements: list[tuple[str, Any]] = []
+
+    def capture(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
+        if "agent_session_events" in statement and "payload_json" in statement:
+            statements.append((statement, parameters))
+
+    event.listen(sqlite_store.engine, "before_cursor_execute", capture)
+    try:
+        assert len(read(sqlite_store, feed)) == 0  # a heartbeat: read, not told
+    finally:
+        event.remove(sqlite_store.engine, "before_cursor_execute", capture)
+    assert len(statements) == 1
+    statement, parameters = statements[0]
+    with sqlite_store.read() as db:
+        plan = " | ".join(
+            str(row[-1])
+            for row in db.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)
+        )
+    assert "SEARCH agent_session_events USING INTEGER PRIMARY KEY (rowid>?)" in plan, plan
+    probe = "SEARCH agent_session_events_1 USING INDEX ix_agent_session_events_session"
+    assert f"{probe} (session_id=? AND id<?)" in plan, plan
+    assert "SEARCH agent_sessions USING INDEX sqlite_autoindex_agent_sessions_1 (id=?)" in plan
+    assert "SCAN agent_session_events" not in plan, plan
