@@ -257,6 +257,10 @@ def test_bad_usage_exits_2(rt: Cli) -> None:
     result = rt("watch", "--stale")
     assert result.exit_code == 2
     assert "No such option" in result.stderr
+    result = rt("watch", "--status", " ", "--json")
+    assert result.exit_code == 2
+    error = json.loads(result.stderr.strip().splitlines()[-1])["error"]
+    assert error["code"] == "usage_error" and "--status" in error["message"]
 
 
 @pytest.fixture

@@ -198,6 +198,32 @@ async def test_twenty_changes_at_once_make_one_summary(tmp_path: Path, db: Store
         assert "s00" in screen_text(app)
 
 
+async def test_a_stream_of_news_makes_a_notification_then_one_summary(
+    tmp_path: Path, db: Store
+) -> None:
+    for n in range(5):
+        add_session(db, f"s{n}", at=FROZEN - timedelta(minutes=10 - n))
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        for n in range(5):  # five agents failing one after another, each its own write
+            with db.write() as conn:
+                sessions.end(db=conn, session_id=f"s{n}", status="failed")
+            await pilot.pause(0.3)
+        assert await wait_for(pilot, lambda: len(attention_notices(app)) >= 2)
+        await pilot.pause(2.5)
+        await settle(pilot)
+        told = attention_notices(app)
+        assert len(told) == 2, told  # the first at once, the rest together after a gap
+
+        def named(title: str) -> int:
+            return 1 if title == "A session needs attention" else int(title.split()[0])
+
+        assert named(told[0][0]) + named(told[1][0]) == 5
+        assert told[0][1].startswith("s0 is failed")
+        assert "s4 is failed" in told[1][1] or "and 1 more" in told[1][1]
+
+
 async def test_a_session_going_stale_is_notified_when_the_clock_passes(
     tmp_path: Path, db: Store
 ) -> None:

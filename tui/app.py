@@ -54,6 +54,8 @@ NOTIFICATIONS_KEPT = 100
 # still jumps to the session it named.
 ATTENTION_NOTICE_SECONDS = 10.0
 JUMP_SECONDS = 60.0
+# After a notification of news, more news waits at least this long and is told as one.
+NOTICE_GAP_SECONDS = 2.0
 # How often the app looks whether a full garbage collection is due (tui.heap).
 COLLECTION_CHECK_SECONDS = 2.0
 # With --demo, adapters the user has not configured resume like this, so the demo's briefing
@@ -116,6 +118,10 @@ class RoundtableApp(App[int]):
         # The session the last notification named, and until when ``j`` jumps to it.
         self.jump_to: str | None = None
         self.jump_until = 0.0
+        # News held while a notification is fresh, told together when it has had its time.
+        self.held_changes: list[Change] = []
+        self.quiet_until = 0.0
+        self.flush_pending = False
         self.url = url
         # Screens see the store (ctx.store) only once it is ready, demo seeded included.
         self.opened_store = store
@@ -256,11 +262,28 @@ class RoundtableApp(App[int]):
 
     def on_roundtable_app_sessions_changed(self, message: SessionsChanged) -> None:
         """News from elsewhere: one notification for everything one read found, naming the
-        session ``j`` jumps to. The operator's own actions are not news."""
-        notice = notice_for(message.changes, self.ctx.operator)
+        session ``j`` jumps to. The operator's own actions are not news. Within
+        ``NOTICE_GAP_SECONDS`` of a notification, news is held and then told in one summary:
+        a stream of changes makes a notification every few seconds, not a flood."""
+        if time.monotonic() < self.quiet_until:
+            self.held_changes.extend(message.changes)
+            if not self.flush_pending:
+                self.flush_pending = True
+                self.set_timer(self.quiet_until - time.monotonic(), self.tell_held)
+            return
+        self.tell(message.changes)
+
+    def tell_held(self) -> None:
+        held, self.held_changes, self.flush_pending = self.held_changes, [], False
+        self.tell(held)
+
+    def tell(self, changes: list[Change]) -> None:
+        notice = notice_for(changes, self.ctx.operator)
         if notice is None:
             return
-        self.jump_to, self.jump_until = notice.session_id, time.monotonic() + JUMP_SECONDS
+        now = time.monotonic()
+        self.quiet_until = now + NOTICE_GAP_SECONDS
+        self.jump_to, self.jump_until = notice.session_id, now + JUMP_SECONDS
         self.notify(
             notice.message,
             title=notice.title,

@@ -1200,6 +1200,8 @@ def watch_command(
     from store.changes import ChangeFilter
     from tui.watch import watch
 
+    if any(not status.strip() for status in statuses):
+        raise click.BadParameter("must not be blank.", param_hint="'--status'")
     filters = ChangeFilter(
         statuses=tuple(status.strip() for status in statuses),
         agent_id=agent_id,
