@@ -119,6 +119,7 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                 "(n reads more, escape goes back)",
             ),
             ("ctrl+p", "command palette: actions for the selected session, open a session, theme"),
+            ("j", "after a notification of a session needing attention: jump to it"),
             ("?", "this help"),
             ("q", "quit"),
         ),

@@ -193,6 +193,14 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         item = self.model.row(self.grid.cursor)
         return item if isinstance(item, GroupHeader) else None
 
+    def show_session(self, session_id: str) -> bool:
+        """Put the cursor on that session, if the list holds it now."""
+        index = self.model.index_of(session_id)
+        if index is None or self.grid.has_class("hidden"):
+            return False
+        self.grid.move_cursor(index)
+        return True
+
     def known_sessions(self) -> list[SessionFields]:
         return list(self.model.sessions())
 

@@ -652,6 +652,33 @@ def next_to_go_stale(
     return None if row is None else _record(row)
 
 
+def gone_stale(
+    *,
+    db: Connection,
+    since: datetime,
+    until: datetime,
+    filters: SessionFilter | None = None,
+    limit: int = 500,
+) -> list[AgentSession]:
+    """The live sessions ``filters`` lets through that were fresh at the stale bound ``since``
+    and are stale at ``until`` (both: "unseen since before this instant"), the longest unseen
+    first: those that went stale in between. One range of the attention index."""
+    fresh = _attention_condition(
+        AttentionSegment(LIVE_TIER, stale=False), SessionOrder("attention").at(since)
+    )
+    stale = _attention_condition(
+        AttentionSegment(LIVE_TIER, stale=True), SessionOrder("attention").at(until)
+    )
+    keys = ORDER_KEYS["attention"][1:]
+    statement = (
+        select(SESSIONS)
+        .where(*filter_conditions(filters or SessionFilter()), fresh, stale)
+        .order_by(*(_key_expr(key) for key in keys))
+        .limit(limit)
+    )
+    return [_record(row) for row in db.execute(statement)]
+
+
 def _count(db: Connection, where: list[ColumnElement[bool]]) -> int:
     return int(db.execute(select(func.count()).select_from(SESSIONS).where(*where)).scalar_one())
 

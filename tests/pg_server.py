@@ -72,6 +72,9 @@ class PostgresServer:
         )
         if result.returncode != 0:
             raise RuntimeError(f"initdb failed: {result.stderr.strip()}")
+        self.start_server()
+
+    def start_server(self) -> None:
         options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.base} "
         if not self.durable:
             options += "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
@@ -85,6 +88,13 @@ class PostgresServer:
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"
+
+    def stop_server(self) -> None:
+        """Stop the server, its data kept (its connections are cut); ``start_server`` starts it
+        again on the same port."""
+        result = self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+        if result.returncode != 0:
+            raise RuntimeError(f"PostgreSQL did not stop: {result.stderr.strip()}")
 
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "stop")

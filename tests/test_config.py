@@ -153,6 +153,22 @@ def test_the_lists_first_grouping_is_read(tmp_path: Path, text: str, group: str 
     assert load_settings().group == group
 
 
+@pytest.mark.parametrize(
+    ("text", "mode"),
+    [
+        ("", "off"),
+        ('notify = "bell"', "bell"),
+        ('notify = " desktop "', "desktop"),
+        ('notify = ""', "off"),
+    ],
+)
+def test_what_the_console_adds_to_a_notification_is_read(
+    tmp_path: Path, text: str, mode: str
+) -> None:
+    user_config(tmp_path, text)
+    assert load_settings().notify == mode
+
+
 def test_blank_strings_in_config_toml_count_as_unset(tmp_path: Path) -> None:
     user_config(tmp_path, 'database = " "\noperator = ""\ntheme = "  "\n')
     settings = load_settings()
@@ -177,6 +193,8 @@ def test_blank_strings_in_config_toml_count_as_unset(tmp_path: Path) -> None:
         ("theme = 1", "theme"),
         ('group = "status"', "group must be one of none, workspace, run, agent"),
         ("group = 1", "group"),
+        ('notify = "popup"', "notify must be one of off, bell, desktop, not 'popup'"),
+        ("notify = true", "notify"),
         ("adapters = 3", "adapters"),
         ("adapters = ['codex']", "adapters"),
         ("[adapters]\ncodex = 'x'", "adapters.codex"),

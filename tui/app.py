@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -41,14 +41,22 @@ from store.errors import StoreError
 from store.listing import SessionOrder
 from tui.change_watch import ChangeWatcher
 from tui.heap import QuietCollector, hold_full_collections
+from tui.notices import desktop_sequence, notice_for, write_to_terminal
 
 if TYPE_CHECKING:
+    from store.changes import Change
     from store.database import Store
     from tui.config import Settings
 
 ASSETS = Path(assets.__file__).parent
 STORE_RETRY_SECONDS = 5.0
 NOTIFICATIONS_KEPT = 100
+# How long a notification of sessions needing attention stays, and how long after it ``j``
+# still jumps to the session it named.
+ATTENTION_NOTICE_SECONDS = 10.0
+JUMP_SECONDS = 60.0
+# After a notification of news, more news waits at least this long and is told as one.
+NOTICE_GAP_SECONDS = 2.0
 # How often the app looks whether a full garbage collection is due (tui.heap).
 COLLECTION_CHECK_SECONDS = 2.0
 # With --demo, adapters the user has not configured resume like this, so the demo's briefing
@@ -71,6 +79,7 @@ class RoundtableApp(App[int]):
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
         Binding("A", "audit", "Audit", show=False),
+        Binding("j", "jump", "Jump", tooltip="Open the session the last notification named"),
     ]
 
     class StoreReady(Message):
@@ -79,6 +88,13 @@ class RoundtableApp(App[int]):
             self.store = store
             self.seeded = seeded
             self.problem = problem
+
+    class SessionsChanged(Message):
+        """What the change feed read after a change of the store (tui.change_watch)."""
+
+        def __init__(self, changes: list[Change]) -> None:
+            super().__init__()
+            self.changes = changes
 
     class StoreFailed(Message):
         def __init__(self, failure: Failure) -> None:
@@ -93,9 +109,21 @@ class RoundtableApp(App[int]):
         demo: bool,
         theme_name: str | None = None,
         store: Store | None = None,
+        notify_mode: str = "off",
     ) -> None:
         super().__init__()
         self.ctx = ctx
+        # config ``notify``: off, bell or desktop, added to a notification of news elsewhere.
+        self.notify_mode = notify_mode
+        # Where a desktop notification's escape sequence goes (tests catch it).
+        self.terminal_writer: Callable[[str], None] = write_to_terminal
+        # The session the last notification named, and until when ``j`` jumps to it.
+        self.jump_to: str | None = None
+        self.jump_until = 0.0
+        # News held while a notification is fresh, told together when it has had its time.
+        self.held_changes: list[Change] = []
+        self.quiet_until = 0.0
+        self.flush_pending = False
         self.url = url
         # Screens see the store (ctx.store) only once it is ready, demo seeded included.
         self.opened_store = store
@@ -223,10 +251,67 @@ class RoundtableApp(App[int]):
             )
         self.list_screen.store_opened()
         if self.change_watcher is None:
+            from store.changes import ChangeFeed
+
+            feed = ChangeFeed(
+                stale_after_seconds=self.ctx.stale_after_seconds, clock=self.ctx.clock
+            )
             self.change_watcher = ChangeWatcher(
-                message.store, lambda: self._deliver(StoreChanged())
+                message.store,
+                lambda: self._deliver(StoreChanged()),
+                feed=feed,
+                on_changes=lambda changes: self._deliver(self.SessionsChanged(changes)),
             )
             self.change_watcher.start()
+
+    def on_roundtable_app_sessions_changed(self, message: SessionsChanged) -> None:
+        """News from elsewhere: one notification for everything one read found, naming the
+        session ``j`` jumps to. The operator's own actions are not news. Within
+        ``NOTICE_GAP_SECONDS`` of a notification, news is held and then told in one summary:
+        a stream of changes makes a notification every few seconds, not a flood."""
+        if time.monotonic() < self.quiet_until:
+            self.held_changes.extend(message.changes)
+            if not self.flush_pending:
+                self.flush_pending = True
+                self.set_timer(self.quiet_until - time.monotonic(), self.tell_held)
+            return
+        self.tell(message.changes)
+
+    def tell_held(self) -> None:
+        held, self.held_changes, self.flush_pending = self.held_changes, [], False
+        self.tell(held)
+
+    def tell(self, changes: list[Change]) -> None:
+        notice = notice_for(changes, self.ctx.operator)
+        if notice is None:
+            return
+        now = time.monotonic()
+        self.quiet_until = now + NOTICE_GAP_SECONDS
+        self.jump_to, self.jump_until = notice.session_id, now + JUMP_SECONDS
+        self.notify(
+            notice.message,
+            title=notice.title,
+            severity="warning",
+            timeout=ATTENTION_NOTICE_SECONDS,
+            markup=False,
+        )
+        self.refresh_bindings()
+        self.set_timer(JUMP_SECONDS, self.refresh_bindings)
+        if self.notify_mode == "bell":
+            self.bell()
+        elif self.notify_mode == "desktop":
+            self.terminal_writer(desktop_sequence(notice.title, notice.message))
+
+    def action_jump(self) -> None:
+        """Back to the list, the cursor on the session last notified (when the list holds it),
+        and that session's detail opened."""
+        target = self.jump_to
+        if target is None:
+            return
+        while len(self.screen_stack) > 1 and self.screen is not self.list_screen:
+            self.pop_screen()
+        self.list_screen.show_session(target)
+        self.open_view("detail", target)
 
     def on_store_changed(self, _message: StoreChanged) -> None:
         """A change anywhere in the store: the screen on show reads again now."""
@@ -243,23 +328,28 @@ class RoundtableApp(App[int]):
         self.set_timer(STORE_RETRY_SECONDS, self.prepare_store)
 
     def on_session_action_screen_open_view(self, message: SessionActionScreen.OpenView) -> None:
+        self.open_view(message.view, message.session_id)
+
+    def open_view(self, view: str, session_id: str) -> None:
         """A session's detail, log or briefing screen, imported when first shown."""
         from screens.briefing_screen import BriefingScreen
         from screens.session_detail import SessionDetailScreen
         from screens.session_log import SessionLogScreen
 
         views = {"detail": SessionDetailScreen, "log": SessionLogScreen, "briefing": BriefingScreen}
-        self.push_screen(views[message.view](self.ctx, message.session_id))
+        self.push_screen(views[view](self.ctx, session_id))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # A dialog waits for its own answer: q must not end the console under it (in the
         # terminate dialog q is text being typed).
-        if action == "quit" and getattr(self.screen, "AWAITS_ANSWER", False):
+        if action in ("quit", "jump") and getattr(self.screen, "AWAITS_ANSWER", False):
             return False
         if action == "audit":
             from screens.audit_screen import AuditScreen
 
             return not isinstance(self.screen, AuditScreen | ModalScreen)
+        if action == "jump":
+            return self.jump_to is not None and time.monotonic() < self.jump_until
         return True
 
     def action_help(self) -> None:
@@ -332,7 +422,14 @@ def build_app(
         ctx.first_read = lambda _limit, _now, _order: first  # read already, by run_console's child
     elif staged and store is None:
         ctx.first_read = partial(read_first_rows, url)
-    return RoundtableApp(ctx=ctx, url=url, demo=demo, theme_name=settings.theme, store=store)
+    return RoundtableApp(
+        ctx=ctx,
+        url=url,
+        demo=demo,
+        theme_name=settings.theme,
+        store=store,
+        notify_mode=settings.notify,
+    )
 
 
 def describe(url: str, store: Store | None) -> str:

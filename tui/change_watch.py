@@ -1,30 +1,58 @@
 """A thread that waits for the store to change and says so, so the screen on show reads again at
-once instead of at its next timed refresh."""
+once instead of at its next timed refresh; given a change feed (store.changes), it also reads what
+changed, after each change of the store and when the next session goes stale.
+
+Used by the console and by ``roundtable watch``; no Textual here.
+"""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the console starts before the database layer is imported
+    from store.changes import Change, ChangeFeed
     from store.database import Store
 
 # However fast the store changes, ``notify`` is called at most this often; and the thread checks
 # this often whether it should stop.
 NOTICE_SECONDS = 0.25
+# A feed read that failed (the database went away) is tried again after this long, or at once
+# when the store is heard from again.
+RETRY_SECONDS = 1.0
+# However close the next deadline, a wait is at least this long (a clock that stands still, as in
+# tests, must not make the thread spin).
+MIN_WAIT_SECONDS = 0.01
 
 
 class ChangeWatcher:
     """Calls ``notify`` (from its own thread: it must be thread-safe) after each change of the
     store: PostgreSQL's notifications wake it; on SQLite it reads the data version. Neither
-    reads a table."""
+    reads a table. With a ``feed``, ``on_changes`` gets what changed (never an empty list), and
+    ``on_link`` hears, in words, that PostgreSQL's listening connection was lost or is back, or
+    that a read failed. ``on_ready``: it listens, and the feed starts from here."""
 
-    def __init__(self, store: Store, notify: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        notify: Callable[[], None],
+        *,
+        feed: ChangeFeed | None = None,
+        on_changes: Callable[[list[Change]], None] | None = None,
+        on_link: Callable[[str], None] | None = None,
+        on_ready: Callable[[], None] | None = None,
+    ) -> None:
         self._store = store
         self._notify = notify
+        self._feed = feed
+        self._on_changes = on_changes
+        self._on_link = on_link
+        self._on_ready = on_ready
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="roundtable-watch", daemon=True)
+        self._retry_at: float | None = None
 
     def start(self) -> None:
         self._thread.start()
@@ -32,11 +60,64 @@ class ChangeWatcher:
     def stop(self) -> None:
         self._stopped.set()
 
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
     def _watch(self) -> None:
         token = self._store.change_token()
+        linked = ever_linked = token is not None
+        if self._feed is not None:
+            self._read_feed()  # the feed's start: from now on
+        if self._on_ready is not None:
+            self._on_ready()
         while not self._stopped.is_set():
-            changed = self._store.wait_for_change(token, timeout=NOTICE_SECONDS)
-            if changed is not None and changed != token and not self._stopped.is_set():
-                self._notify()
-                self._stopped.wait(NOTICE_SECONDS)
+            changed = self._store.wait_for_change(token, timeout=self._timeout())
+            if self._stopped.is_set():
+                return
+            if changed is None and linked and self._store.dialect == "postgresql":
+                self._tell("lost the database's notifications; reconnecting")
+            elif changed is not None and not linked and ever_linked:
+                self._tell("reconnected to the database; reading what changed meanwhile")
+            linked = changed is not None
+            ever_linked = ever_linked or linked
+            moved = changed is not None and changed != token
             token = changed
+            if moved:
+                self._notify()
+            if self._feed is not None and (moved or self._due()):
+                self._read_feed()
+            if moved:
+                self._stopped.wait(NOTICE_SECONDS)
+
+    def _timeout(self) -> float:
+        timeout = NOTICE_SECONDS
+        if self._feed is not None:
+            left = self._feed.seconds_to_deadline()
+            if left is not None:
+                timeout = min(timeout, max(left, MIN_WAIT_SECONDS))
+        return timeout
+
+    def _due(self) -> bool:
+        assert self._feed is not None
+        if self._retry_at is not None:
+            return time.monotonic() >= self._retry_at
+        return self._feed.seconds_to_deadline() == 0
+
+    def _read_feed(self) -> None:
+        assert self._feed is not None
+        try:
+            with self._store.read() as db:
+                changes = self._feed.read(db=db)
+        except Exception as error:  # noqa: BLE001 - said in words; the next change retries
+            if self._retry_at is None:
+                message = getattr(error, "message", None) or f"{type(error).__name__}: {error}"
+                self._tell(f"cannot read the changes: {message}")
+            self._retry_at = time.monotonic() + RETRY_SECONDS
+            return
+        self._retry_at = None
+        if changes and self._on_changes is not None:
+            self._on_changes(changes)
+
+    def _tell(self, message: str) -> None:
+        if self._on_link is not None:
+            self._on_link(message)

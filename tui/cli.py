@@ -1335,6 +1335,51 @@ def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
     )
 
 
+WATCH_HELP = """Print one line per change of the sessions, as it happens, until interrupted.
+
+\b
+Changes: registered, status (from → to, by whom), waiting_started, waiting_stopped, stale,
+ended; heartbeat only with --heartbeats. --status keeps changes from or to that status.
+--json: one object a line, {"at", "session_id", "change", "status", "previous_status",
+"actor", "reason"}. Lines are flushed at once, for a pipe into notify-send, a chat hook or a
+pager. On PostgreSQL a lost connection is said on stderr and resumed without missing a change.
+SIGINT or SIGTERM ends it with exit 0."""
+
+
+@cli.command("watch", help=WATCH_HELP)
+@_filter_options(besides=("active_only", "stale", "waiting", "text"))
+@click.option("--heartbeats", is_flag=True, help="Print heartbeats too.")
+@with_invocation
+def watch_command(
+    inv: Invocation,
+    statuses: tuple[str, ...],
+    agent_id: str | None,
+    run_id: str | None,
+    workspace_id: str | None,
+    heartbeats: bool,
+) -> int:
+    from store.changes import ChangeFilter
+    from tui.watch import watch
+
+    if any(not status.strip() for status in statuses):
+        raise click.BadParameter("must not be blank.", param_hint="'--status'")
+    filters = ChangeFilter(
+        statuses=tuple(status.strip() for status in statuses),
+        agent_id=agent_id,
+        run_id=run_id,
+        workspace_id=workspace_id,
+        heartbeats=heartbeats,
+    )
+    with inv.store() as store:
+        return watch(
+            store=store,
+            filters=filters,
+            stale_after_seconds=inv.settings.stale_after_seconds,
+            clock=inv.clock,
+            as_json=inv.json_mode,
+        )
+
+
 @cli.command("demo", help="Seed the store with demo sessions, agents, tasks and claims.")
 @click.option("--sessions", "count", type=click.IntRange(min=0), metavar="N")
 @with_invocation

@@ -21,6 +21,8 @@ from store.rules import GROUP_COLUMNS, SORT_COLUMNS
 APP_NAME = "roundtable"
 DEFAULT_REFRESH_SECONDS = 2.0
 DEFAULT_STALE_AFTER_SECONDS = 300.0
+# config ``notify``: what the console adds to its notification of a session needing attention.
+NOTIFY_MODES: tuple[str, ...] = ("off", "bell", "desktop")
 # A hundred years: beyond it a duration no longer fits a datetime sum.
 MAX_SECONDS = 100 * 365 * 24 * 3600.0
 ADAPTER_TEXT_KEYS = ("command", "resume_pattern", "external_session_id_pattern")
@@ -80,6 +82,9 @@ class Settings:
     read_only: bool = False
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
     source: Path | None = None
+    # What the console adds to its notification of a session that needs attention: the
+    # terminal's bell, a desktop notification, or nothing (NOTIFY_MODES).
+    notify: str = "off"
 
 
 def _positive_number(values: Mapping[str, Any], key: str, default: float, source: Path) -> float:
@@ -130,6 +135,15 @@ def _flag(values: Mapping[str, Any], key: str, source: Path) -> bool:
     value = values.get(key, False)
     if not isinstance(value, bool):
         raise ConfigError(f"{source}: {key} must be true or false, not {value!r}.")
+    return value
+
+
+def _notify(values: Mapping[str, Any], source: Path) -> str:
+    value = _optional_text(values, "notify", source) or "off"
+    if value not in NOTIFY_MODES:
+        raise ConfigError(
+            f"{source}: notify must be one of {', '.join(NOTIFY_MODES)}, not {value!r}."
+        )
     return value
 
 
@@ -196,6 +210,7 @@ def load_settings(path: Path | None = None) -> Settings:
         read_only=_flag(values, "read_only", source),
         adapters=_adapter_table(values.get("adapters"), source),
         source=source,
+        notify=_notify(values, source),
     )
 
 

@@ -1,0 +1,80 @@
+"""The watcher thread (tui/change_watch.py) with a change feed, on SQLite and on PostgreSQL: an
+idle store is not read (no table read on a timer), a change is read at once, and the stale
+deadline wakes it with no write at all."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+from store.changes import Change, ChangeFeed
+from store.clock import fixed_clock, system_clock
+from store.database import Store
+from tests.helpers import register_session
+from tui.change_watch import ChangeWatcher
+
+
+class Counted:
+    """A feed whose reads are counted, with what the watcher handed on."""
+
+    def __init__(self, store: Store, stale_after_seconds: float = 300.0) -> None:
+        self.feed = ChangeFeed(stale_after_seconds=stale_after_seconds, clock=system_clock)
+        self.reads = 0
+        self.changes: list[Change] = []
+        self.arrived = threading.Event()
+        self.ready = threading.Event()
+        read = self.feed.read
+
+        def counting(**arguments: Any) -> list[Change]:
+            self.reads += 1
+            return read(**arguments)
+
+        self.feed.read = counting  # type: ignore[method-assign]
+        self.watcher = ChangeWatcher(
+            store,
+            lambda: None,
+            feed=self.feed,
+            on_changes=self._got,
+            on_ready=self.ready.set,
+        )
+
+    def _got(self, changes: list[Change]) -> None:
+        self.changes.extend(changes)
+        self.arrived.set()
+
+
+def test_an_idle_store_is_not_read_and_a_change_is_read_at_once(store: Store) -> None:
+    counted = Counted(store)
+    counted.watcher.start()
+    try:
+        assert counted.ready.wait(10)
+        time.sleep(1.5)
+        assert counted.reads == 1  # the feed's start, nothing since
+        with store.write() as db:
+            register_session(db, "s1")
+        written = time.monotonic()
+        assert counted.arrived.wait(5)
+        assert time.monotonic() - written < 1.0
+        assert [(c.session_id, c.change) for c in counted.changes] == [("s1", "registered")]
+        assert counted.reads == 2
+    finally:
+        counted.watcher.stop()
+        counted.watcher.join(5)
+
+
+def test_the_stale_deadline_wakes_it_without_a_write(store: Store) -> None:
+    with store.write() as db:  # last seen 1.5 s short of stale
+        register_session(db, "quiet", clock=fixed_clock(system_clock() - timedelta(seconds=0.5)))
+    counted = Counted(store, stale_after_seconds=2.0)
+    counted.watcher.start()
+    try:
+        assert counted.ready.wait(10)
+        assert counted.arrived.wait(5)
+        assert [(c.session_id, c.change) for c in counted.changes] == [("quiet", "stale")]
+        time.sleep(0.5)
+        assert counted.reads == 2  # the start, and once at the deadline
+    finally:
+        counted.watcher.stop()
+        counted.watcher.join(5)

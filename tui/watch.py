@@ -1,0 +1,126 @@
+"""``roundtable watch``: one line per change of the store's sessions, as it happens.
+
+The lines come from ``store.changes`` through the console's own watcher thread
+(``tui.change_watch``): read after each change of the store, never on a timer. Each line is
+written and flushed at once, so it can be piped into ``notify-send``, a chat hook or a pager.
+No Textual here.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+from typing import TYPE_CHECKING, Any, TextIO
+
+from store.display import one_line
+
+if TYPE_CHECKING:
+    from store.changes import Change, ChangeFilter
+    from store.clock import Clock
+    from store.database import Store
+
+
+def change_line(change: Change) -> str:
+    """One change as one line of text, store text made printable."""
+    sid, status = one_line(change.session_id), one_line(change.status) or "?"
+    before = one_line(change.previous_status) or "?"
+    by = f" by {one_line(change.actor)}" if change.actor else ""
+    reason = f": {one_line(change.reason)}" if change.reason else ""
+    words = {
+        "registered": f"registered ({status}){by}",
+        "status": f"status {before} → {status}{by}{reason}",
+        "waiting_started": f"waiting for a human{reason}",
+        "waiting_stopped": f"no longer waiting ({status}){by}",
+        "stale": f"went stale ({status}, {one_line(change.reason)})",
+        "ended": f"ended ({before} → {status}){by}",
+        "heartbeat": f"heartbeat ({status}){by}",
+    }
+    return f"{one_line(change.at)}  {sid}  {words.get(change.change, change.change)}"
+
+
+def change_json(change: Change) -> str:
+    # ensure_ascii: every control character of store text stays escaped.
+    return json.dumps(change.to_json())
+
+
+class LineWriter:
+    """Writes whole lines from the watcher's thread, flushed at once; a closed pipe (the reader
+    went away) ends the watch instead of raising."""
+
+    def __init__(self, stream: TextIO, done: threading.Event) -> None:
+        self._stream = stream
+        self._done = done
+        self._lock = threading.Lock()
+
+    def write(self, lines: list[str]) -> None:
+        with self._lock:
+            if self._done.is_set():
+                return
+            try:
+                self._stream.write("".join(f"{line}\n" for line in lines))
+                self._stream.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                self._done.set()
+
+
+def watch(
+    *,
+    store: Store,
+    filters: ChangeFilter,
+    stale_after_seconds: float,
+    clock: Clock,
+    as_json: bool,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Print changes until SIGINT or SIGTERM (exit 0) or until stdout is closed."""
+    from store.changes import ChangeFeed
+    from tui.change_watch import ChangeWatcher
+
+    done = threading.Event()
+    out = LineWriter(stdout or sys.stdout, done)
+    err = LineWriter(stderr or sys.stderr, threading.Event())
+    render = change_json if as_json else change_line
+
+    def on_changes(changes: list[Change]) -> None:
+        out.write([render(change) for change in changes])
+
+    def on_link(message: str) -> None:
+        err.write([f"roundtable watch: {message}"])
+
+    def on_ready() -> None:
+        err.write([f"roundtable watch: watching {one_line(store.description)}; Ctrl-C to stop"])
+
+    feed = ChangeFeed(filters=filters, stale_after_seconds=stale_after_seconds, clock=clock)
+    watcher = ChangeWatcher(
+        store,
+        lambda: None,
+        feed=feed,
+        on_changes=on_changes,
+        on_link=on_link,
+        on_ready=on_ready,
+    )
+    previous = _stop_on_signals(done)
+    try:
+        watcher.start()
+        while not done.wait(0.5):
+            pass
+    finally:
+        watcher.stop()
+        _restore(previous)
+    watcher.join(2.0)
+    return 0
+
+
+def _stop_on_signals(done: threading.Event) -> dict[int, Any]:
+    return {
+        sig: signal.signal(sig, lambda _sig, _frame: done.set())
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+
+
+def _restore(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
