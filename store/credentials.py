@@ -171,6 +171,11 @@ def redact_output_text(text: str) -> str:
     return redact_text(text) if any(marker in lowered for marker in _MARKERS) else text
 
 
+# Key names beyond the reference's markers whose values are credentials (compared without
+# ``-`` and ``_``, in any case): ``apiKey``, ``x-api-key``, ``private_key``, ``AccessKey`` ….
+_MORE_SENSITIVE_KEYS = ("apikey", "passwd", "privatekey", "accesskey", "accountkey", "cookie")
+
+
 def hides_value(key: str, value: Any) -> bool:
     """Whether the value under ``key`` is hidden whole: the reference's key markers and a few
     more names, except numbers under token-count keys."""
@@ -180,11 +185,6 @@ def hides_value(key: str, value: Any) -> bool:
         return False
     squashed = key.lower().replace("-", "").replace("_", "")
     return any(name in squashed for name in _MORE_SENSITIVE_KEYS)
-
-
-# Key names beyond the reference's markers whose values are credentials (compared without
-# ``-`` and ``_``, in any case): ``apiKey``, ``x-api-key``, ``private_key``, ``AccessKey`` ….
-_MORE_SENSITIVE_KEYS = ("apikey", "passwd", "privatekey", "accesskey", "accountkey", "cookie")
 
 
 def redact_output_value(value: Any) -> Any:
