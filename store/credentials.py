@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from store.redaction import (
@@ -50,7 +50,7 @@ from store.redaction import (
 @dataclass(frozen=True)
 class Shape:
     """One kind of credential: ``pattern`` is tried only on text holding one of ``triggers``
-    (plain substrings: text without any costs a few ``in`` tests, ~4 µs for all shapes). A group
+    (plain substrings, so text without any costs a few ``in`` tests). A group
     ``keep`` in the pattern is context that stays shown; the rest of the match is hidden."""
 
     name: str
@@ -148,16 +148,22 @@ _TRIGGERS: tuple[tuple[str, Shape], ...] = tuple(
 _SHORTEST = 7
 
 
+# Every token shape is a run of at least this many of these characters: text without one (most
+# text: words, ids, times) skips the token shapes; only a key block or a URL can be shorter.
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9_.-]{15,}")
+
+
 def hide_credentials(text: str) -> str:
     """``text`` with every credential of ``SHAPES`` (and assignment to a key name they add)
     replaced by ``[REDACTED]``."""
     if len(text) < _SHORTEST:
         return text
-    tried: list[Shape] = []
-    for trigger, shape in _TRIGGERS:
-        if trigger in text and shape not in tried:
-            tried.append(shape)
-            text = shape.compiled.sub(_hide, text)
+    if "://" in text or "PRIVATE KEY" in text or _TOKEN_RUN.search(text):
+        tried: list[Shape] = []
+        for trigger, shape in _TRIGGERS:
+            if trigger in text and shape not in tried:
+                tried.append(shape)
+                text = shape.compiled.sub(_hide, text)
     lowered = text.lower()
     if any(name in lowered for name in _ASSIGNED_NAMES):
         text = _ASSIGNMENT.compiled.sub(_hide, text)
@@ -166,9 +172,21 @@ def hide_credentials(text: str) -> str:
 
 def redact_output_text(text: str) -> str:
     """Store text as every read path shows it (see the module's docstring)."""
+    if len(text) <= _REMEMBERED_LENGTH:
+        return _remembered(text)
+    return _redact(text)
+
+
+def _redact(text: str) -> str:
     text = hide_credentials(text)
     lowered = text.lower()
     return redact_text(text) if any(marker in lowered for marker in _MARKERS) else text
+
+
+# Short texts come back again and again (keys, statuses, agents, a screen redrawn on refresh):
+# each is redacted once. Long ones (payloads) are not kept, so memory stays bounded.
+_REMEMBERED_LENGTH = 200
+_remembered = lru_cache(maxsize=16_384)(_redact)
 
 
 # Key names beyond the reference's markers whose values are credentials (compared without
