@@ -157,3 +157,28 @@ async def test_no_screen_leaks_a_secret(seeded: str, tmp_path: Path) -> None:
         seen.extend(notifications(app))
     for shown in seen:
         assert corpus.leaks(shown) == []
+
+
+def test_agent_commands_errors_and_bulk_lines_leak_nothing(rt: Cli) -> None:
+    token = corpus.SHAPES[2][0]  # a GitHub token
+    metadata = json.dumps({"api_key": "Leak044Key", "notes": [f"uses {token}"]})
+    outputs = [
+        rt("sessions", "register", "--id", "s1", "--agent", "a1", "--run", "r1", "--adapter",
+           "codex", "--cwd", "/w", "--metadata", metadata, "--json"),
+        rt("sessions", "heartbeat", "--session", "s1", "--waiting", f"approve {token}", "--json"),
+        rt("sessions", "list", "--json"),
+        rt("sessions", "list"),
+        rt("sessions", "end", "--session", "s1", "--json"),
+        rt("sessions", "show", "--session", token),
+        rt("sessions", "show", "--session", token, "--json"),
+        rt("sessions", "pause", "--session", "s1", "--session", token),
+        rt("sessions", "pause", "--session", "s1", "--session", token, "--json"),
+    ]  # fmt: skip
+    for result in outputs:
+        assert corpus.leaks(result.stdout + result.stderr) == []
+    assert [result.exit_code for result in outputs] == [0, 0, 0, 0, 0, 1, 1, 1, 1]
+    assert "[REDACTED]" in outputs[5].stderr and "[REDACTED]" in outputs[8].stdout
+    waiting = json.loads(outputs[2].stdout)["items"][0]["waiting"]
+    assert waiting["reason"] == "approve [REDACTED]"
+    # The store keeps what the agent sent: the backup is whole.
+    assert "Leak044Key" in rt("export").stdout
