@@ -33,11 +33,11 @@ from screens.text import (
     pretty_json,
     status_text,
 )
+from store.credentials import redact_output_json_text
 from store.display import one_line, printable
 from store.models import AgentSession
 from store.overview import HOURS, session_heartbeats
 from store.projections import PAGED, PROJECTIONS
-from store.redaction import redact_json_text
 from store.resume import resume_blocker
 
 PROJECTION_PAGE = 50
@@ -113,7 +113,7 @@ def pretty_metadata(raw: str | None) -> Text:
     """Metadata pretty-printed, secrets redacted; text that is not JSON is redacted as text."""
     if not raw:
         return Text("(no metadata)", style="dim")
-    return pretty_json(redact_json_text(raw) or "")
+    return pretty_json(redact_output_json_text(raw) or "")
 
 
 def resumable(ctx: ConsoleContext, session: AgentSession) -> Text:

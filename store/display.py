@@ -1,8 +1,12 @@
-"""Making store text safe to show: control characters become visible, never reach a terminal."""
+"""Making store text safe to show: credentials hidden (``store.credentials``), control characters
+made visible so they never reach a terminal. Every CLI line and every screen shows store text
+through ``printable`` / ``one_line`` / ``markdown_line``."""
 
 from __future__ import annotations
 
 import unicodedata
+
+from store.credentials import redact_output_text
 
 _SPECIAL = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\e"}
 
@@ -15,10 +19,12 @@ def _visible(char: str) -> str:
 
 
 def printable(text: str | None, *, keep_newlines: bool = False) -> str:
-    """``text`` with every control or format character (ESC, BEL, CSI, bidi overrides, …) shown
-    as an escape sequence. Newlines are kept only when asked (multi-line views)."""
+    """``text`` redacted for output, with every control or format character (ESC, BEL, CSI,
+    bidi overrides, …) shown as an escape sequence. Newlines are kept only when asked
+    (multi-line views)."""
     if not text:
         return ""
+    text = redact_output_text(text)
     if text.isprintable() and (keep_newlines or "\n" not in text):
         return text
     out = []
@@ -41,9 +47,9 @@ def one_line(text: str | None, width: int | None = None) -> str:
 
 
 def markdown_line(value: object) -> str:
-    """Data made safe for a single Markdown line: line breaks and control or format characters
-    (which could forge layout lines or reorder the text) become spaces."""
-    text = str(value)
+    """Data made safe for a single Markdown line: redacted for output; line breaks and control
+    or format characters (which could forge layout lines or reorder the text) become spaces."""
+    text = redact_output_text(str(value))
     cleaned = "".join(
         " " if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") else char for char in text
     )

@@ -18,10 +18,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Table, and_, func, or_, select
 
 from store import validation
+from store.credentials import redact_output_json_text, redact_output_text
 from store.errors import InvalidCursor
 from store.models import AgentSession, AgentSessionEvent, Claim, Event, Proposal
 from store.paging import Page, decode_cursor, encode_cursor
-from store.redaction import redact_json_text, redact_text
 from store.rules import PAGED_PROJECTIONS, UNPAGED_PROJECTIONS
 from store.sessions import get_session
 
@@ -77,7 +77,7 @@ class _Paged:
 
 
 def _text(value: str | None) -> str | None:
-    return redact_text(value) if value is not None else None
+    return redact_output_text(value) if value is not None else None
 
 
 def _decode_payload(text: str | None) -> dict[str, Any]:
@@ -92,7 +92,7 @@ def _decode_payload(text: str | None) -> dict[str, Any]:
 
 def _payload_string(payload: dict[str, Any], key: str) -> str | None:
     value = payload.get(key)
-    return redact_text(value) if isinstance(value, str) and value else None
+    return redact_output_text(value) if isinstance(value, str) and value else None
 
 
 def _tool_call(row: Any) -> dict[str, Any]:
@@ -101,8 +101,8 @@ def _tool_call(row: Any) -> dict[str, Any]:
     fallback = event_type.removeprefix("tool.")
     return {
         "id": row.id,
-        "type": redact_text(event_type),
-        "tool": _payload_string(payload, "tool") or redact_text(fallback),
+        "type": redact_output_text(event_type),
+        "tool": _payload_string(payload, "tool") or redact_output_text(fallback),
         "action": _payload_string(payload, "action"),
         "status": _payload_string(payload, "status"),
         "actor": row.actor_id,
@@ -131,7 +131,7 @@ _LOGS = _Paged(
     shape=lambda row: {
         "id": row.id,
         "event_type": row.event_type,
-        "payload": redact_json_text(row.payload_json),
+        "payload": redact_output_json_text(row.payload_json),
         "created_at": row.created_at,
     },
 )

@@ -1,13 +1,18 @@
 """Redaction of secrets in text and JSON before anything from the store is shown to a person.
 
 The reference redacted only the first occurrence of each marker; here every occurrence goes, in
-one pass, so the result is stable: redacting twice changes nothing more.
+one pass, so the result is stable: redacting twice changes nothing more. Numbers under token-count
+keys (``input_tokens``, ``tokens``) are usage, not secrets, and are kept.
+
+Standard library only and cheap to import: the heartbeat's fast path redacts with it before
+storing. What read paths show goes through ``store.credentials``, which adds credential shapes.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 REDACTED = "[REDACTED]"
@@ -44,19 +49,39 @@ def is_sensitive_key(key: str) -> bool:
     return any(marker in lowered for marker in JSON_KEY_MARKERS)
 
 
-def redact_json_value(value: Any) -> Any:
-    """Values under sensitive keys hidden at any depth; every other string text-redacted."""
+def is_token_count(key: str, value: Any) -> bool:
+    """A number under a ``*_tokens`` / ``tokens`` key: usage, shown (a string there is not)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and key.lower().endswith("tokens")
+    )
+
+
+def hides(key: str, value: Any) -> bool:
+    """Whether the value under ``key`` is hidden whole: a sensitive key, unless a token count."""
+    return is_sensitive_key(key) and not is_token_count(key, value)
+
+
+def redact_json_value(
+    value: Any,
+    *,
+    text: Callable[[str], str] = redact_text,
+    sensitive: Callable[[str, Any], bool] = hides,
+) -> Any:
+    """Values under sensitive keys hidden at any depth; every other string (keys too) redacted
+    by ``text``."""
     if isinstance(value, dict):
         return {
-            redact_text(str(key)): REDACTED
-            if is_sensitive_key(str(key))
-            else redact_json_value(item)
+            text(str(key)): REDACTED
+            if sensitive(str(key), item)
+            else redact_json_value(item, text=text, sensitive=sensitive)
             for key, item in value.items()
         }
     if isinstance(value, list | tuple):
-        return [redact_json_value(item) for item in value]
+        return [redact_json_value(item, text=text, sensitive=sensitive) for item in value]
     if isinstance(value, str):
-        return redact_text(value)
+        return text(value)
     return value
 
 

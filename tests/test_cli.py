@@ -429,15 +429,18 @@ def test_show_prints_every_field(rt: Cli, tty: None) -> None:
     assert set(fields) == SESSION_KEYS | {"stale"}
 
 
-def test_show_redacts_metadata_for_people_not_for_json(rt: Cli, tty: None) -> None:
+def test_show_redacts_metadata_in_text_and_json_export_alone_is_raw(rt: Cli, tty: None) -> None:
     metadata = '{"api_key": "sk-live-1", "notes": "token=abc123 ok", "branch": "main"}'
     rt.register("s1", "--metadata", metadata)
     shown = rt("sessions", "show", "--session", "s1").stdout
     assert "sk-live-1" not in shown and "abc123" not in shown
     assert '"api_key":"[REDACTED]"' in shown and '"notes":"token=[REDACTED] ok"' in shown
     assert '"branch":"main"' in shown
-    faithful = rt.json("sessions", "show", "--session", "s1")["metadata"]
-    assert faithful == {"api_key": "sk-live-1", "notes": "token=abc123 ok", "branch": "main"}
+    as_json = rt.json("sessions", "show", "--session", "s1")["metadata"]
+    assert as_json == {"api_key": "[REDACTED]", "notes": "token=[REDACTED] ok", "branch": "main"}
+    backup = [json.loads(line) for line in rt("export").stdout.splitlines()]
+    stored = next(record for record in backup if record["kind"] == "session")
+    assert json.loads(stored["metadata_json"])["api_key"] == "sk-live-1"
 
 
 def test_show_json_and_refusal(rt: Cli) -> None:

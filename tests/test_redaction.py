@@ -69,7 +69,7 @@ def test_json_values_under_sensitive_keys_at_any_depth() -> None:
         "Access_Token": REDACTED,
         "nested": [{"db_password": REDACTED, "note": "api_key=[REDACTED]"}],
         "Chain_Of_Thought": REDACTED,
-        "usage": {"input_tokens": REDACTED},
+        "usage": {"input_tokens": 12},  # a token count is usage, shown
         "count": 3,
         "ok": True,
         "none": None,

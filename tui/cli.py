@@ -855,17 +855,14 @@ def end_command(inv: Invocation, session_id: str, status: str | None) -> None:
 @_session_option
 @with_invocation
 def show_command(inv: Invocation, session_id: str) -> None:
-    from store.redaction import redact_json_value
     from store.service import read_session
 
     with inv.store() as store:
         session = read_session(store=store, session_id=_session_id(session_id))
     record = session.to_json()
     if inv.json_mode:
-        output.emit_json(record)  # the agents' read-back: exactly what is stored
+        output.emit_json(record)  # redacted like every output: `export` alone is raw
         return
-    # Shown to a person: secrets in the metadata are redacted, as everywhere else (DESIGN §5).
-    record["metadata"] = redact_json_value(record["metadata"])
     waiting = session.waiting
     record["waiting"] = None if waiting is None else f"{waiting.reason} (since {waiting.since})"
     pairs = list(record.items())
@@ -1568,7 +1565,11 @@ def _utf8_lines(source: Any) -> Iterator[str]:
             ) from None
 
 
-@cli.command("export", help="Export every record as JSON Lines on stdout.")
+@cli.command(
+    "export",
+    help="Export every record as JSON Lines on stdout. RAW: this is the backup, so secrets are "
+    "NOT redacted (every other command redacts); keep the file as safe as the store.",
+)
 @with_invocation
 def export_command(inv: Invocation) -> None:
     from store.transfer import export_records

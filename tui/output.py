@@ -1,8 +1,10 @@
 """How the CLI writes: aligned tables for a terminal, tab-separated lines for a pipe, JSON.
 
-Standard library only (plus the tiny ``store.display``): the agent-facing commands import this on
-every heartbeat. Every store value goes through ``cell`` / ``printable`` before it is written, so
-control characters are shown as escapes and never reach the terminal raw.
+Standard library only (plus the tiny ``store.display`` and ``store.credentials``): the
+agent-facing commands import this on every heartbeat. Every store value goes through ``cell`` /
+``printable`` before it is written, so credentials are hidden and control characters are shown as
+escapes, never reaching the terminal raw; JSON goes through ``redact_output_value``. Only
+``roundtable export`` (the backup) writes the store raw, and not through here.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import click
 
+from store.credentials import REDACTED, hides_value, redact_output_value
 from store.display import one_line, printable
 
 COLUMN_GAP = "  "
@@ -36,7 +39,7 @@ def cell(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, Mapping | list | tuple):
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+        return json.dumps(redact_output_value(value), sort_keys=True, separators=(",", ":"))
     return one_line(str(value))
 
 
@@ -52,8 +55,9 @@ def _pad(text: str, width: int) -> str:
 
 
 def emit_json(value: Any, *, err: bool = False) -> None:
+    """``value`` redacted for output, as one line of JSON."""
     # ensure_ascii keeps every control and format character escaped, on any terminal.
-    click.echo(json.dumps(value), err=err)
+    click.echo(json.dumps(redact_output_value(value)), err=err)
 
 
 def echo_text(text: str, *, err: bool = False) -> None:
@@ -114,9 +118,13 @@ def flatten(record: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]
 
 
 def write_record(pairs: Sequence[tuple[str, Any]], *, tty: bool | None = None) -> None:
-    """One object as ``field  value`` lines (aligned on a terminal, tab-separated in a pipe)."""
+    """One object as ``field  value`` lines (aligned on a terminal, tab-separated in a pipe); a
+    value under a sensitive field name (``usage.api_key``) is hidden whole."""
     terminal = stdout_is_tty() if tty is None else tty
-    shown = [(one_line(name), cell(value)) for name, value in pairs]
+    shown = [
+        (one_line(name), REDACTED if hides_value(name.rsplit(".", 1)[-1], value) else cell(value))
+        for name, value in pairs
+    ]
     if terminal:
         width = max((display_width(name) for name, _ in shown), default=0) + 1
         lines = [f"{_pad(name + ':', width)} {value}".rstrip() for name, value in shown]
