@@ -12,8 +12,6 @@ import re
 from pathlib import Path
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
-from store.redaction import redact_text
-
 # A SQLite writer waits this long for another's write lock before the store is "unavailable".
 BUSY_TIMEOUT_MS = 5000
 # A plain SQLite URL, as SQLAlchemy parses it: the driver, then the database path. Query
@@ -59,6 +57,8 @@ def describe(url: str) -> str | None:
     pairs = sorted(parse_qsl(parts.query, keep_blank_values=True), key=lambda pair: pair[0])
     if pairs:
         shown += "?" + "&".join(f"{quote_plus(key)}={quote_plus(value)}" for key, value in pairs)
+    from store.redaction import redact_text  # here: only a refusal names the store
+
     return redact_text(shown)
 
 

@@ -432,6 +432,15 @@ def test_forms_the_quick_path_does_not_read_go_to_tui_cli(argv: list[str]) -> No
     assert quick_cli.parse(argv) is None
 
 
+def test_read_only_mode_leaves_every_write_to_the_full_path(
+    quick_store: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ROUNDTABLE_READ_ONLY", "1")
+    argv = ["sessions", "heartbeat", "--session", "s1", "--db", quick_store]
+    assert quick_cli.parse(argv) is not None
+    assert run_quick(argv, clock) is None
+
+
 def test_forms_the_quick_path_reads() -> None:
     parsed = quick_cli.parse(
         ["sessions", "--json", "--db", "sqlite:///g.db", "heartbeat", "--session=s1",

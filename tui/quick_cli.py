@@ -16,6 +16,7 @@ what it always did.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -24,6 +25,8 @@ from tui import output
 from tui.agent_output import print_session
 
 EXIT_REFUSED = 1
+# Read-only mode's variable (DESIGN §8): with it set, writes are the full path's to refuse.
+READ_ONLY_VARIABLE = "ROUNDTABLE_READ_ONLY"
 EXIT_USAGE = 2
 
 _COMMON = {"--db": "db", "--root": "root"}
@@ -133,8 +136,8 @@ def run(argv: Sequence[str], *, clock: Callable[[], Any] | None = None) -> int |
     """The agent command ``argv`` on the quick path: its exit code, or None when it is not
     taken (nothing was written: tui.cli takes it from the start)."""
     command = parse(argv)
-    if command is None:
-        return None
+    if command is None or os.environ.get(READ_ONLY_VARIABLE, "").strip():
+        return None  # read-only mode (DESIGN §8) is the full path's to enforce
     try:
         session = _write(command, clock)
     except Exception as error:  # noqa: BLE001 - a refusal is said; anything else: tui.cli
