@@ -166,6 +166,55 @@ def bench_cli_startup(url: str, repeats: int, directory: Path) -> list[Figure]:
     ]
 
 
+# ------------------------------------------------------------------------ issue 12: the hot path
+
+
+def hotpath_commands(url: str) -> dict[str, list[str]]:
+    """The agent's three writes, text and --json, as whole processes of the console script."""
+    command = roundtable_command()
+    register = [*command, "sessions", "register", "--id", "hot-1", "--agent", "a", "--run", "r"]
+    register += ["--adapter", "codex", "--cwd", "/w", "--db", url]
+    heartbeat = [*command, "sessions", "heartbeat", "--session", "hot-1", "--db", url]
+    end = [*command, "sessions", "end", "--session", "hot-1", "--db", url]
+    forms = {"register": register, "heartbeat": heartbeat, "end": end}
+    return {
+        f"{name}{suffix}": [*argv, *extra]
+        for name, argv in forms.items()
+        for suffix, extra in (("", []), (" --json", ["--json"]))
+    }
+
+
+def bench_hotpath(url: str, label: str, driver: str, repeats: int, directory: Path) -> list[Figure]:
+    """Each agent write as a whole process against ``python -c "import click, DRIVER"``, the
+    same run's floor, paired: on SQLite register within 2x and heartbeat and end within 1.5x;
+    on PostgreSQL each within 1.3x."""
+    env = compiled_env(directory / "pycache")
+    floor = [sys.executable, "-c", f"import click, {driver}"]
+    run_process(floor, env)
+    figures = []
+    for name, argv in hotpath_commands(url).items():
+        run_process(argv, env)  # the bytecode, and the session, for the measured runs
+        ours, base = paired_medians(
+            lambda argv=argv: run_process(argv, env), lambda: run_process(floor, env), repeats
+        )
+        limit = 1.3 if driver == "psycopg" else 2.0 if name.startswith("register") else 1.5
+        figures.append(
+            Figure(f"{name} ({label})", ours, f"python -c 'import click, {driver}'", base, limit)
+        )
+    return figures
+
+
+def bench_hotpath_postgres(directory: Path, repeats: int) -> list[Figure]:
+    from tests.pg_server import PostgresServer
+
+    server = PostgresServer()
+    server.start()
+    try:
+        return bench_hotpath(server.url(), "process, PostgreSQL", "psycopg", repeats, directory)
+    finally:
+        server.stop()
+
+
 # ------------------------------------------------------------------------ point 7a: a heartbeat
 
 
@@ -1130,9 +1179,25 @@ def main() -> int:
         action="store_true",
         help="leave out the TUI first-rows times (memory and key presses stay)",
     )
+    parser.add_argument(
+        "--only-hotpath",
+        action="store_true",
+        help="only the agent's writes as processes (register, heartbeat, end; --pg adds them "
+        "on PostgreSQL)",
+    )
     args = parser.parse_args()
     quick = args.quick
     repeats = 5 if quick else 11
+    if args.only_hotpath:
+        with tempfile.TemporaryDirectory(prefix="rt-bench-") as tmp:
+            directory = Path(tmp)
+            url = f"sqlite:///{directory / 'hot.db'}"
+            seed(url, 1)
+            figures = bench_hotpath(url, "process, SQLite", "sqlite3", 2 * repeats + 1, directory)
+            if args.pg:
+                figures += bench_hotpath_postgres(directory, 2 * repeats + 1)
+        print_table(figures)
+        return 0
     big_size = args.big or (10_000 if quick else 1_000_000)
     bulk_size = 1000 if quick else 10_000
     with tempfile.TemporaryDirectory(prefix="rt-bench-") as tmp:
