@@ -1230,6 +1230,62 @@ def upgrade_command(inv: Invocation) -> None:
         click.echo(f"{output.cell(where)} is already up to date ({HEAD_REVISION}).")
 
 
+PRUNE_HELP = """Remove old heartbeat history: the agent_session_events rows of type heartbeat
+older than DURATION (7d, 12h, 30m, 90s, 2w), but each session's newest. Every other row stays.
+It runs in short transactions (none holds SQLite's write lock for more than 100 ms), so agents
+keep beating meanwhile, and says how many rows went and how much space that frees."""
+
+
+@db_group.command("prune", help=PRUNE_HELP)
+@click.option(
+    "--heartbeats-older-than",
+    "older_than",
+    required=True,
+    metavar="DURATION",
+    help="Heartbeat rows older than this go: a whole number and s, m, h, d or w (e.g. 7d).",
+)
+@click.option("--dry-run", is_flag=True, help="Count what would go; write nothing.")
+@with_invocation
+def prune_command(inv: Invocation, older_than: str, dry_run: bool) -> None:
+    from store.retention import byte_size, parse_duration, prune_heartbeats
+
+    duration = parse_duration(older_than)
+    if duration is None:
+        raise click.BadParameter(
+            f"{older_than!r} is not a duration: give a whole number above 0 and a unit, s, m, "
+            "h, d or w (7d is a week), up to ten years.",
+            param_hint="'--heartbeats-older-than'",
+        )
+    with inv.store() as store:
+        report = prune_heartbeats(
+            store=store, older_than=duration, dry_run=dry_run, clock=inv.clock
+        )
+    if inv.json_mode:
+        output.emit_json({**report.to_json(), "older_than": older_than.strip()})
+        return
+    verb = "Would remove" if dry_run else "Removed"
+    longest = report.longest_batch_seconds * 1000
+    click.echo(
+        f"{verb} {report.removed} heartbeat rows older than {output.cell(older_than.strip())} "
+        f"(before {report.cutoff}), in {report.batches} "
+        f"{'batch' if report.batches == 1 else 'batches'} (longest {longest:.1f} ms); "
+        "every other row and each session's newest heartbeat kept."
+        + (" Dry run: nothing written." if dry_run else "")
+    )
+    freed = byte_size(report.row_bytes)
+    if report.free_bytes is None:
+        click.echo(
+            f"About {freed} of row data {'would be' if dry_run else 'is'} freed: new rows reuse "
+            "it once (auto)vacuum has run, and VACUUM FULL returns it to the operating system."
+        )
+    else:
+        click.echo(
+            f"{freed} of row data {'would be' if dry_run else 'is'} freed. The file has "
+            f"{byte_size(report.free_bytes)} in free pages{' now' if dry_run else ''}: new rows "
+            "reuse them, and VACUUM returns them to the operating system."
+        )
+
+
 @cli.command(
     "import",
     help="Import JSON Lines (FILE, or - for stdin) in one transaction: all or nothing.",
