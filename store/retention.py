@@ -127,6 +127,7 @@ def prune_heartbeats(
                 began = time.perf_counter()
                 sizes = db.execute(delete(_EVENTS).where(condition).returning(size)).scalars().all()
             elapsed = time.perf_counter() - began  # BEGIN IMMEDIATE … COMMIT: the lock held
+            _checkpoint(store)
         batches += 1
         longest = max(longest, elapsed)
         removed += len(sizes)
@@ -152,6 +153,19 @@ def _next_width(width: int, elapsed: float, target: float) -> int:
         return min(width * 2, MAX_BATCH_IDS)
     scaled = int(width * min(max(target / elapsed, 0.25), 2.0))
     return max(MIN_BATCH_IDS, min(scaled, MAX_BATCH_IDS))
+
+
+def _checkpoint(store: Store) -> None:
+    """SQLite: the batch's pages copied from the write-ahead log into the file now, between two
+    batches, with no write lock held. Otherwise the log grows until a commit crosses SQLite's
+    checkpoint threshold and copies it all inside that commit, a batch's or an agent's."""
+    if store.dialect != "sqlite":
+        return
+    raw = store.engine.raw_connection()
+    try:
+        raw.driver_connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()  # type: ignore[union-attr]
+    finally:
+        raw.close()
 
 
 def _free_bytes(store: Store) -> int | None:

@@ -637,6 +637,8 @@ def minimal_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, *session], None
     if path == ("import",):
         return [*path, "-"], ""
+    if path == ("db", "prune"):
+        return [*path, "--heartbeats-older-than", "7d"], None
     return list(path), None
 
 
@@ -892,6 +894,8 @@ def success_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, "--sessions", "1"], None
     if path == ("import",):
         return [*path, "-"], GOOD_AGENT_LINE + "\n"
+    if path == ("db", "prune"):
+        return [*path, "--heartbeats-older-than", "7d"], None
     return list(path), None
 
 
