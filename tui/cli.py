@@ -1232,8 +1232,8 @@ def upgrade_command(inv: Invocation) -> None:
 
 PRUNE_HELP = """Remove old heartbeat history: the agent_session_events rows of type heartbeat
 older than DURATION (7d, 12h, 30m, 90s, 2w), but each session's newest. Every other row stays.
-It runs in short transactions (none holds SQLite's write lock for more than 100 ms), so agents
-keep beating meanwhile, and says how many rows went and how much space that frees."""
+It runs in short transactions, each sized to hold SQLite's write lock about 10 ms, so agents keep
+beating meanwhile, and says how many rows went and how much space that frees."""
 
 
 @db_group.command("prune", help=PRUNE_HELP)
