@@ -248,25 +248,25 @@ def _write_sqlite(path: Any, write: Callable[[_Run], SessionRecord]) -> SessionR
     except sqlite3.Error:
         raise _NotTaken from None
     with closing(conn):
-        with _sqlite_session(conn):
+        with _sqlite_errors(conn):
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 raise _NotTaken  # the normal path turns the store to WAL first
             conn.execute(f"PRAGMA busy_timeout = {drivers.BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
         # The write lock at BEGIN, as store.Store.write takes it.
-        with _sqlite_session(conn, locking=True):
+        with _sqlite_errors(conn, locking=True):
             conn.execute("BEGIN IMMEDIATE")
         try:
-            with _sqlite_session(conn):
+            with _sqlite_errors(conn):
                 _check_revision(conn)
 
             def run(statement: str, values: Mapping[str, Any]) -> Any:
-                with _sqlite_session(conn, locking=True, written=True):
+                with _sqlite_errors(conn, locking=True, written=True):
                     return conn.execute(statement, values).fetchone()
 
             session = write(run)
-            with _sqlite_session(conn, locking=True, written=True):
+            with _sqlite_errors(conn, locking=True, written=True):
                 conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -276,7 +276,7 @@ def _write_sqlite(path: Any, write: Callable[[_Run], SessionRecord]) -> SessionR
 
 
 @contextmanager
-def _sqlite_session(
+def _sqlite_errors(
     conn: sqlite3.Connection, *, locking: bool = False, written: bool = False
 ) -> Iterator[None]:
     """SQLite's errors as this path's: a store busy or failing while taking or holding its write

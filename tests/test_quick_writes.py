@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from store import drivers, quick_writes
+from store import drivers, quick_writes, sessions
 from store.database import open_store, sqlite_url
 from store.drivers import postgres_dsn
 from tests.conftest import FakeClock, new_pg_database
@@ -355,6 +355,41 @@ def test_a_quick_heartbeat_on_postgresql_notifies_listeners(pg_server: PostgresS
         assert taken is not None and taken.code == 0
         notes = list(listener.notifies(timeout=5, stop_after=1))
     assert notes and notes[0].channel == "roundtable_changes"
+
+
+def test_an_interrupted_write_says_so_as_the_full_path_does(
+    quick_store: str, clock: FakeClock
+) -> None:
+    def interrupted(*_args: Any, **_kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    argv = ["sessions", "end", "--session", "s1", "--db", quick_store, "--json"]
+    with patch.object(quick_writes, "end", interrupted):
+        taken = run_quick(argv, clock)
+    with patch.object(sessions, "end", interrupted):
+        expected = run_full(argv, clock)
+    assert taken is not None
+    assert (taken.code, taken.stdout, taken.stderr) == (expected.code, "", expected.stderr)
+    assert json.loads(taken.stderr)["error"]["code"] == "interrupted" and taken.code == 130
+
+
+def test_a_blank_session_is_refused_before_a_broken_config_is_read(
+    quick_store: str, clock: FakeClock, tmp_path: Path
+) -> None:
+    config = tmp_path / "xdg-config" / "roundtable" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("refresh_seconds = [")
+    for argv in (
+        ["sessions", "heartbeat", "--session", " ", "--db", quick_store, "--json"],
+        ["sessions", "end", "--session", "s1", "--db", quick_store, "--json"],
+    ):
+        taken = run_quick(argv, clock)
+        expected = run_full(argv, clock)
+        assert taken is not None and (taken.code, taken.stderr) == (expected.code, expected.stderr)
+    blank = run_quick(["sessions", "heartbeat", "--session", " ", "--db", quick_store], clock)
+    assert blank is not None and "--session is required" in blank.stderr
+    broken = run_quick(["sessions", "end", "--session", "s1", "--db", quick_store], clock)
+    assert broken is not None and "not valid TOML" in broken.stderr and broken.code == 2
 
 
 # --------------------------------------------------------------------------- not taken

@@ -21,6 +21,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import click
+
 from tui import output
 from tui.agent_output import print_session
 
@@ -28,6 +30,7 @@ EXIT_REFUSED = 1
 # Read-only mode's variable (DESIGN §8): with it set, writes are the full path's to refuse.
 READ_ONLY_VARIABLE = "ROUNDTABLE_READ_ONLY"
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 _COMMON = {"--db": "db", "--root": "root"}
 # Each command's options that take a value, by flag: the parameter of store.quick_writes.
@@ -140,6 +143,10 @@ def run(argv: Sequence[str], *, clock: Callable[[], Any] | None = None) -> int |
         return None  # read-only mode (DESIGN §8) is the full path's to enforce
     try:
         session = _write(command, clock)
+    except KeyboardInterrupt:
+        click.echo(err=True)  # as click ends the line an interrupted command was on
+        output.write_error(code="interrupted", message="Interrupted.", json_mode=command.json_mode)
+        return EXIT_INTERRUPTED
     except Exception as error:  # noqa: BLE001 - a refusal is said; anything else: tui.cli
         from store.errors import StoreError
         from tui.config import ConfigError
@@ -166,16 +173,17 @@ def _write(command: AgentCommand, clock: Callable[[], Any] | None) -> Any:
     from store.validation import required
     from tui.config import load_settings, resolve_adapters, resolve_database_url
 
-    settings = load_settings()
+    # In tui.cli's order: the session id, the settings, the adapters, then the store.
     values: dict[str, Any] = dict(command.values)
+    if command.name != "register":
+        values["session_id"] = required("--session", values["session_id"])
+    settings = load_settings()
     now = clock or system_clock
     if command.name == "register":
-        # In tui.cli's order: the adapters, then the store.
         adapters = resolve_adapters(settings, command.root)
         url = resolve_database_url(db=command.db, root=command.root, settings=settings)
         return quick_writes.register(url, adapters=adapters, clock=now, **values)
     url = resolve_database_url(db=command.db, root=command.root, settings=settings)
-    values["session_id"] = required("--session", values["session_id"])
     if command.name == "heartbeat":
         return quick_writes.heartbeat(url, clock=now, **values)
     return quick_writes.end(url, clock=now, **values)
