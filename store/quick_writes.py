@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
+from pathlib import Path
 from typing import Any, Protocol
 
 from store import drivers
@@ -241,47 +242,46 @@ def _description(url: str) -> str:
     return shown
 
 
-def _write_sqlite(path: Any, write: Callable[[_Run], SessionRecord]) -> SessionRecord:
+def _write_sqlite(path: Path, write: Callable[[_Run], SessionRecord]) -> SessionRecord:
     timeout = drivers.BUSY_TIMEOUT_MS / 1000
     try:
         conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
     except sqlite3.Error:
         raise _NotTaken from None
     with closing(conn):
-        with _sqlite_errors(conn):
+        with _sqlite_errors():
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 raise _NotTaken  # the normal path turns the store to WAL first
             conn.execute(f"PRAGMA busy_timeout = {drivers.BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
         # The write lock at BEGIN, as store.Store.write takes it.
-        with _sqlite_errors(conn, locking=True):
+        with _sqlite_errors(locking=True):
             conn.execute("BEGIN IMMEDIATE")
         try:
-            with _sqlite_errors(conn):
+            with _sqlite_errors():
                 _check_revision(conn)
 
             def run(statement: str, values: Mapping[str, Any]) -> Any:
-                with _sqlite_errors(conn, locking=True, written=True):
+                with _sqlite_errors(locking=True):
                     return conn.execute(statement, values).fetchone()
 
             session = write(run)
-            with _sqlite_errors(conn, locking=True, written=True):
+            with _sqlite_errors(locking=True):
                 conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
-                conn.execute("ROLLBACK")
+                with suppress(sqlite3.Error):  # a failed rollback is SQLite's own on close
+                    conn.execute("ROLLBACK")
             raise
     return session
 
 
 @contextmanager
-def _sqlite_errors(
-    conn: sqlite3.Connection, *, locking: bool = False, written: bool = False
-) -> Iterator[None]:
-    """SQLite's errors as this path's: a store busy or failing while taking or holding its write
-    lock (``locking``) is unavailable, as on the normal path; any other error before a write
-    leaves the store to the normal path, and after one (``written``) too, once rolled back."""
+def _sqlite_errors(*, locking: bool = False) -> Iterator[None]:
+    """SQLite's errors as this path's: a store busy or failing while its write lock is taken or
+    held (``locking``) is unavailable, as on the normal path; any other error leaves the store
+    to the normal path (after a rollback, when a write had begun)."""
     try:
         yield
     except sqlite3.OperationalError as error:
