@@ -1,7 +1,7 @@
 """Which stores the database's own drivers open directly, and how such a store is named.
 
 Standard library only (no SQLAlchemy): the console's first window (``store.first_window``) and
-the agent's quick writes (``store.agent_writes``) use these before, or instead of, the database
+the agent's quick writes (``store.quick_writes``) use these before, or instead of, the database
 layer. ``describe`` and ``unavailable_message`` word a store and its refusal exactly as
 ``store.database`` does, so either path says the same thing.
 """
