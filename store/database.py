@@ -14,13 +14,13 @@ from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import URL, make_url
 
 from store.display import printable
+from store.drivers import BUSY_TIMEOUT_MS, unavailable_message
 from store.errors import DatabaseUnavailable, ReadOnly, StoreError
 from store.notifications import ChangeListener
 from store.permissions import refused_write
 from store.redaction import redact_text
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-BUSY_TIMEOUT_MS = 5000
 # How often a SQLite store waiting for a change reads its data version.
 SQLITE_WATCH_SECONDS = 0.2
 
@@ -181,21 +181,6 @@ def read_only_message(description: str, reason: str) -> str:
         "not do that here: open the store without --read-only, or ask the schema's owner for "
         "the grants it needs (roundtable db grants --viewer or --writer)."
     )
-
-
-def unavailable_message(description: str, reason: str) -> str:
-    """Why the database cannot be used, and what the person can do about it."""
-    reason = reason.strip().rstrip(".")
-    if "locked" in reason or "busy" in reason:
-        hint = (
-            f"another process held its write lock for more than {BUSY_TIMEOUT_MS // 1000} s; "
-            "retry when it is done"
-        )
-    elif "deadlock" in reason or "could not serialize" in reason:
-        hint = "another transaction was changing the same rows at the same moment; retry"
-    else:
-        hint = "check that it exists and is reachable, then retry"
-    return f"The database {description} is unavailable: {reason}. {hint[0].upper()}{hint[1:]}."
 
 
 def describe_url(url: str | URL) -> str:

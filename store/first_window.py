@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 import subprocess
 import sys
@@ -28,11 +27,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
+from urllib.parse import quote
 
 from store import validation
 from store.attention_sql import PG_ATTENTION_COLUMNS, attention_key_sql, attention_tier_sql
 from store.clock import format_ts, parse_ts
+from store.drivers import describe as describe  # re-exported: the console names its store
+from store.drivers import postgres_dsn, sqlite_file
 from store.listing import (
     ATTENTION_SEGMENTS,
     ATTENTION_SOURCES,
@@ -44,15 +45,9 @@ from store.listing import (
     SortKey,
 )
 from store.records import SESSION_COLUMNS, ClaimCount, SessionRecord
-from store.redaction import redact_text
 from store.revision import HEAD_REVISION
 from store.rules import RESOLVED_PROPOSAL_STATES
 
-# A plain SQLite URL, as SQLAlchemy parses it: the driver, then the database path. Query
-# parameters (and with them URI filenames and in-memory databases) take the normal path.
-_SQLITE_URL = re.compile(r"^(?P<driver>sqlite(?:\+pysqlite)?):///(?P<database>[^?]+)$")
-# A PostgreSQL URL as SQLAlchemy reads it, with psycopg (or no driver named).
-_POSTGRES_URL = re.compile(r"^(?P<scheme>postgres(?:ql)?)(?:\+psycopg)?://(?P<rest>.*)$")
 # A store busy with a write is waited for this long; then the normal path takes over.
 BUSY_TIMEOUT_SECONDS = 1.0
 # A server that does not answer within this leaves the console to its normal path.
@@ -70,45 +65,6 @@ class FirstWindow:
     # More sessions follow the page.
     has_more: bool
     claims: dict[str, ClaimCount]
-
-
-def sqlite_file(url: str) -> Path | None:
-    """The existing file a plain ``sqlite:///PATH`` URL names; None for any other URL."""
-    match = _SQLITE_URL.match(url)
-    if match is None:
-        return None
-    database = unquote(match["database"])
-    if database == ":memory:" or database.startswith("file:"):
-        return None
-    path = Path(database)
-    return path if path.is_file() else None
-
-
-def postgres_dsn(url: str) -> str | None:
-    """The libpq connection URI of a ``postgresql[+psycopg]://`` URL; None for any other."""
-    match = _POSTGRES_URL.match(url)
-    return None if match is None else f"postgresql://{match['rest']}"
-
-
-def describe(url: str) -> str | None:
-    """The URL as ``store.database.describe_url`` shows it (SQLAlchemy quotes the path, hides a
-    password), for the URLs read quickly; None for others."""
-    match = _SQLITE_URL.match(url)
-    if match is not None:
-        return f"{match['driver']}:///{quote(unquote(match['database']), safe=' +/')}"
-    if postgres_dsn(url) is None:
-        return None
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if parts.password is not None:
-        netloc = f"{parts.username or ''}:***@{netloc.rsplit('@', 1)[1]}"
-    shown = f"{parts.scheme}://{netloc}"
-    if parts.path:
-        shown += "/" + quote(unquote(parts.path[1:]), safe=" +/")
-    pairs = sorted(parse_qsl(parts.query, keep_blank_values=True), key=lambda pair: pair[0])
-    if pairs:
-        shown += "?" + "&".join(f"{quote_plus(key)}={quote_plus(value)}" for key, value in pairs)
-    return redact_text(shown)
 
 
 def is_current(url: str) -> bool:

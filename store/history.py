@@ -5,7 +5,6 @@ Also ``Prepared``, how the agent-facing write path (every heartbeat) sends its s
 
 from __future__ import annotations
 
-import json
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
@@ -16,15 +15,10 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.dml import UpdateBase
 
 from store.models import AgentSessionEvent, Event
+from store.write_values import to_json_text as to_json_text  # re-exported for the writers
 
 _SESSION_EVENTS = AgentSessionEvent.__table__  # type: ignore[attr-defined]
 _EVENTS = Event.__table__  # type: ignore[attr-defined]
-# json.dumps with these options builds a new encoder on every call; one shared encoder does not.
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
-
-
-def to_json_text(payload: dict[str, Any]) -> str:
-    return _ENCODER.encode(payload)
 
 
 class Form:

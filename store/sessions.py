@@ -32,7 +32,7 @@ from sqlalchemy.orm.instrumentation import manager_of_class
 from sqlalchemy.sql.elements import ColumnElement
 
 from store import validation
-from store.adapters import AdapterConfig, resolve
+from store.adapters import AdapterConfig
 from store.clock import Clock, format_ts, system_clock
 from store.errors import InvalidCursor, SessionNotFound
 from store.history import Prepared, append_session_event
@@ -61,6 +61,13 @@ from store.models import AgentSession, SessionStatusCount
 from store.paging import Page, decode_cursor
 from store.rules import ACTIVE_STATES
 from store.sqlfuncs import COMPUTED_KEYS, ascii_case, effective_workspace, not_indexed, ts_key
+from store.write_values import (
+    end_values,
+    heartbeat_values,
+    register_values,
+    registered_payload,
+    update_payload,
+)
 
 SESSIONS = AgentSession.__table__  # type: ignore[attr-defined]
 _COUNTS = SessionStatusCount.__table__  # type: ignore[attr-defined]
@@ -110,24 +117,21 @@ def register(
     clock: Clock = system_clock,
 ) -> AgentSession:
     """Upsert keyed by the caller's id: an existing session is replaced, not merged (ref)."""
-    values: dict[str, Any] = {
-        "id": validation.required("Session id", session_id),
-        "agent_id": validation.required("Agent", agent_id),
-        "run_id": validation.required("Run", run_id),
-        "adapter": validation.required("Adapter", adapter),
-        "working_directory": validation.required("Working directory", working_directory),
-        "provider": validation.optional(provider),
-        "model": validation.optional(model),
-        "external_session_id": validation.optional(external_session_id),
-        "external_resume_command": validation.optional(resume_command),
-        "mcp_socket": validation.optional(mcp_socket),
-        "status": validation.status(status) if status and status.strip() else "active",
-        "metadata_json": validation.metadata(metadata),
-    }
-    if values["external_resume_command"] is None and values["external_session_id"]:
-        values["external_resume_command"] = resolve(adapters, values["adapter"]).expand(
-            values["external_session_id"]
-        )
+    values = register_values(
+        session_id=session_id,
+        agent_id=agent_id,
+        run_id=run_id,
+        adapter=adapter,
+        working_directory=working_directory,
+        provider=provider,
+        model=model,
+        external_session_id=external_session_id,
+        resume_command=resume_command,
+        mcp_socket=mcp_socket,
+        status=status,
+        metadata=metadata,
+        adapters=adapters,
+    )
     now = format_ts(clock())
     replaced = {name: value for name, value in values.items() if name != "id"}
     replaced.update(last_seen_at=now, ended_at=None, waiting_reason=None, waiting_since=None)
@@ -143,7 +147,7 @@ def register(
         db,
         session_id=session.id,
         event_type="registered",
-        payload={"status": session.status, "adapter": session.adapter},
+        payload=registered_payload(status=session.status, adapter=session.adapter),
         now=now,
     )
     return session
@@ -198,15 +202,12 @@ def heartbeat(
     """An agent's heartbeat (ref): non-empty values replace, ``last_seen_at`` always moves,
     ``ended_at`` is never cleared. ``waiting`` (ours): the session waits for a human, for that
     reason; a heartbeat without it ends the wait."""
-    new_status = validation.status(status) if status and status.strip() else None
-    external = (external_session_id or "").strip() or None
-    reason = validation.waiting_reason(waiting) if waiting is not None else None
-    values = {
-        "session_id": session_id,
-        "status": new_status,
-        "external_session_id": external,
-        "waiting": reason,
-    }
+    values = heartbeat_values(
+        session_id=session_id,
+        status=status,
+        external_session_id=external_session_id,
+        waiting=waiting,
+    )
     return _update_one(db, _HEARTBEAT, values, clock=clock, event=("heartbeat", "last_seen_at"))
 
 
@@ -218,8 +219,7 @@ def end(
     clock: Clock = system_clock,
 ) -> AgentSession:
     """End (ref): status = given value or ``ended``; end and last-seen times = now."""
-    final = validation.status(status) if status and status.strip() else "ended"
-    values = {"session_id": session_id, "status": final}
+    values = end_values(session_id=session_id, status=status)
     return _update_one(db, _END, values, clock=clock, event=("ended", "ended_at"))
 
 
@@ -239,9 +239,9 @@ def _update_one(
         raise SessionNotFound(f"No session has the id {values['session_id']!r}.")
     session = _session(row)
     event_type, time_field = event
-    payload: dict[str, Any] = {"status": session.status, time_field: now}
-    if session.waiting_reason is not None:
-        payload["waiting"] = session.waiting_reason
+    payload = update_payload(
+        status=session.status, time_field=time_field, now=now, waiting_reason=session.waiting_reason
+    )
     append_session_event(db, session_id=session.id, event_type=event_type, payload=payload, now=now)
     return session
 

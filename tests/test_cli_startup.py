@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,9 @@ LARGE_TABLE_ROWS = importlib.import_module(
 ).LARGE_TABLE_ROWS
 
 HEAVY = ("textual", "rich", "alembic")
+# What the agent's writes leave unloaded on a current store (store.quick_writes).
+DATABASE_LAYER = ("sqlalchemy", "sqlmodel", "pydantic", "textual", "alembic")
+QUICK = ("heartbeat", "end", "register")
 # Needed only to write to a PostgreSQL store (imported by the dialect that uses it).
 NEEDLESS_ON_SQLITE = ("sqlalchemy.dialects.postgresql",)
 PROJECT = Path(__file__).resolve().parents[1]
@@ -86,9 +90,14 @@ def test_agent_commands_import_no_ui_or_migration_code(
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.startswith("s")
     imported = _top_level_imports(result.stderr)
-    assert "click" in imported and "sqlalchemy" in imported  # the log really was read
+    assert "click" in imported  # the log really was read
     assert imported.isdisjoint(HEAVY), sorted(imported & set(HEAVY))
     modules = _imported_modules(result.stderr)
+    if command in QUICK:
+        # On a current store the agent's writes take the quick path (tests/test_quick_writes.py).
+        assert "store.quick_writes" in modules
+        assert imported.isdisjoint(DATABASE_LAYER), sorted(imported & set(DATABASE_LAYER))
+        return
     assert "sqlalchemy.dialects.sqlite" in modules
     assert modules.isdisjoint(NEEDLESS_ON_SQLITE), sorted(modules & set(NEEDLESS_ON_SQLITE))
 
@@ -199,3 +208,81 @@ def test_first_open_of_a_small_store_says_one_line(tmp_path: Path) -> None:
     assert result.stderr.splitlines() == [
         "Bringing the store's schema up to date (first open only)…"
     ]
+
+
+def _modules_after_console_script(argv: list[str], tmp_path: Path) -> dict[str, Any]:
+    """Run the console script's entry (``tui.quick_cli.main``) in a fresh interpreter; its exit
+    code, its output and the top-level packages loaded when it is done."""
+    report = tmp_path / "modules.json"
+    script = (
+        "import json, sys\n"
+        "from tui.quick_cli import main\n"
+        "code = 0\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit as stop:\n"
+        "    code = stop.code\n"
+        f"open({str(report)!r}, 'w').write(json.dumps({{'code': code, "
+        "'modules': sorted({m.split('.')[0] for m in sys.modules})}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        cwd=PROJECT,
+        env=_env(tmp_path),
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    found = json.loads(report.read_text())
+    found["stdout"] = result.stdout
+    return found
+
+
+QUICK_FORMS = [[*COMMANDS[name], *extra] for name in QUICK for extra in ([], ["--json"])] + [
+    [*COMMANDS["heartbeat"], "--status", "running", "--waiting", "approve token=x"]
+]
+
+
+@pytest.mark.parametrize("argv", QUICK_FORMS, ids=" ".join)
+def test_the_agents_writes_load_no_database_layer(
+    argv: list[str], db_url: str, tmp_path: Path
+) -> None:
+    found = _modules_after_console_script([*argv, "--db", db_url], tmp_path)
+    assert found["code"] == 0
+    assert found["stdout"].startswith(("s1", "s2", '{"id": "s'))
+    assert "sqlite3" in found["modules"] and "click" in found["modules"]  # really recorded
+    assert set(found["modules"]).isdisjoint(DATABASE_LAYER)
+
+
+def test_the_agents_writes_on_postgresql_load_no_database_layer(
+    pg_server: Any, tmp_path: Path
+) -> None:
+    from tests.conftest import new_pg_database
+
+    url = new_pg_database(pg_server)
+    for argv in (COMMANDS["register"], [*COMMANDS["heartbeat"][:-1], "s2", "--json"]):
+        found = _modules_after_console_script([*argv, "--db", url], tmp_path)
+        assert found["code"] == 0, found
+        assert "psycopg" in found["modules"]
+        assert set(found["modules"]).isdisjoint(DATABASE_LAYER)
+
+
+def test_a_refused_quick_write_loads_no_database_layer(db_url: str, tmp_path: Path) -> None:
+    report = _modules_after_console_script(
+        ["sessions", "heartbeat", "--session", "nope", "--json", "--db", db_url], tmp_path
+    )
+    assert report["code"] == 1
+    assert set(report["modules"]).isdisjoint(DATABASE_LAYER)
+
+
+def test_what_the_quick_path_does_not_read_goes_to_the_full_cli(
+    db_url: str, tmp_path: Path
+) -> None:
+    found = _modules_after_console_script(
+        ["sessions", "heartbeat", "--session", "s1", "--session", "s1", "--json", "--db", db_url],
+        tmp_path,
+    )
+    assert found["code"] == 0
+    assert json.loads(found["stdout"])["done"] == 1  # the operator's heartbeat of several
+    assert "sqlalchemy" in found["modules"]

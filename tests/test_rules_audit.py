@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from sqlalchemy import insert, literal, select, text, union_all
 
 import store.database as database
-from store import lifecycle, sessions
+from store import drivers, lifecycle, sessions
 from store.adapters import BUILTIN_ADAPTERS, AdapterConfig, builtin, resolve
 from store.clock import format_ts, parse_ts
 from store.database import Store
@@ -608,6 +608,7 @@ def test_a_locked_sqlite_database_is_database_unavailable(
 ) -> None:
     rt.register("s1")
     monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(drivers, "BUSY_TIMEOUT_MS", 200)  # the agent's quick writes wait this
     path = rt.url.removeprefix("sqlite:///")
     holder = sqlite3.connect(path, isolation_level=None)
     try:
@@ -644,6 +645,8 @@ def minimal_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, *session], None
     if path == ("import",):
         return [*path, "-"], ""
+    if path == ("db", "prune"):
+        return [*path, "--heartbeats-older-than", "7d"], None
     return list(path), None
 
 
@@ -899,6 +902,8 @@ def success_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, "--sessions", "1"], None
     if path == ("import",):
         return [*path, "-"], GOOD_AGENT_LINE + "\n"
+    if path == ("db", "prune"):
+        return [*path, "--heartbeats-older-than", "7d"], None
     return list(path), None
 
 

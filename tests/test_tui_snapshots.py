@@ -274,6 +274,8 @@ def test_fleet_overview(snap_compare: Any, tmp_path: Path, db: Store) -> None:
             metadata={"usage": {"total_tokens": tokens, "cost_usd": cost}},
         )
     assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving("O"))
+
+
 def launchable(db: Store, monkeypatch: Any, **values: Any) -> dict[str, AdapterConfig]:
     """A paused session first in the reference order, its agent's program ``true`` found on a
     fixed PATH and its directory /tmp, so the dialog's paths are the same on every run; the

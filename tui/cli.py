@@ -23,6 +23,7 @@ import click
 
 from store.rules import PAGED_PROJECTIONS, SORT_COLUMNS, UNPAGED_PROJECTIONS
 from tui import output
+from tui.agent_output import ROWS, print_session
 
 if TYPE_CHECKING:
     from store.adapters import AdapterConfig
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from store.listing import Selection, SessionFilter
     from store.models import AgentSession
     from store.paging import Page
+    from store.records import SessionFields
     from tui.config import Settings
 
 OUTPUT_HELP = """\b
@@ -633,26 +635,16 @@ def _pages(
 @with_invocation
 def register_command(inv: Invocation, **values: Any) -> None:
     """``values``: the options, by the names of ``store.sessions.register``'s parameters."""
-    from store.sessions import register
+    from store import quick_writes
 
     adapters = inv.adapters()
-    with inv.store() as store, store.write() as db:
-        session = register(db=db, adapters=adapters, clock=inv.clock, **values)
-    _print_session_row(
-        inv,
-        session,
-        ("id", "status", "agent", "run", "adapter"),
-        (session.id, session.status, session.agent_id, session.run_id, session.adapter),
-    )
+    session = quick_writes.register(inv.url(), adapters=adapters, clock=inv.clock, **values)
+    if session is None:  # a store the quick path does not take
+        from store.sessions import register
 
-
-def _print_session_row(
-    inv: Invocation, session: AgentSession, headers: Sequence[str], row: Sequence[Any]
-) -> None:
-    if inv.json_mode:
-        output.emit_json(session.to_json())
-        return
-    output.Table(headers).write([row])
+        with inv.store() as store, store.write() as db:
+            session = register(db=db, adapters=adapters, clock=inv.clock, **values)
+    print_session("register", session, json_mode=inv.json_mode)
 
 
 HEARTBEAT_HELP = (
@@ -786,24 +778,33 @@ def _agent_heartbeat(
     waiting: str | None,
     every: float | None,
 ) -> None:
-    from store.sessions import heartbeat
+    table = None if inv.json_mode else output.Table(ROWS["heartbeat"][0])
 
-    table = None if inv.json_mode else output.Table(("id", "status", "last seen"))
-
-    def beat(store: Store) -> None:
-        with store.write() as db:
-            session = heartbeat(
-                db=db,
-                session_id=session_id,
-                status=status,
-                external_session_id=external_session_id,
-                waiting=waiting,
-                clock=inv.clock,
-            )
+    def show(session: SessionFields) -> None:
         if table is None:
             output.emit_json(session.to_json())
         else:
-            table.write([(session.id, session.status, session.last_seen_at)])
+            table.write([ROWS["heartbeat"][1](session)])
+
+    values = {
+        "session_id": session_id,
+        "status": status,
+        "external_session_id": external_session_id,
+        "waiting": waiting,
+    }
+    if every is None:
+        from store import quick_writes
+
+        quick = quick_writes.heartbeat(inv.url(), clock=inv.clock, **values)
+        if quick is not None:
+            show(quick)
+            return
+    from store.sessions import heartbeat
+
+    def beat(store: Store) -> None:
+        with store.write() as db:
+            session = heartbeat(db=db, clock=inv.clock, **values)
+        show(session)
 
     with inv.store() as store:
         if every is None:
@@ -842,13 +843,16 @@ def _beat_until_stopped(store: Store, beat: Callable[[Store], None], every: floa
 @click.option("--status", metavar="ST", help="Final status (default: ended).")
 @with_invocation
 def end_command(inv: Invocation, session_id: str, status: str | None) -> None:
-    from store.sessions import end
+    from store import quick_writes
 
-    with inv.store() as store, store.write() as db:
-        session = end(db=db, session_id=_session_id(session_id), status=status, clock=inv.clock)
-    _print_session_row(
-        inv, session, ("id", "status", "ended"), (session.id, session.status, session.ended_at)
-    )
+    session_id = _session_id(session_id)
+    session = quick_writes.end(inv.url(), session_id=session_id, status=status, clock=inv.clock)
+    if session is None:  # a store the quick path does not take
+        from store.sessions import end
+
+        with inv.store() as store, store.write() as db:
+            session = end(db=db, session_id=session_id, status=status, clock=inv.clock)
+    print_session("end", session, json_mode=inv.json_mode)
 
 
 @sessions_group.command("show", help="Every field of one session.")
@@ -1535,6 +1539,62 @@ def audit_command(
                 for e in page.items
             )
         table.finish("No operator actions.")
+
+
+PRUNE_HELP = """Remove old heartbeat history: the agent_session_events rows of type heartbeat
+older than DURATION (7d, 12h, 30m, 90s, 2w), but each session's newest. Every other row stays.
+It runs in short transactions, each sized to hold SQLite's write lock about 10 ms, so agents keep
+beating meanwhile, and says how many rows went and how much space that frees."""
+
+
+@db_group.command("prune", help=PRUNE_HELP)
+@click.option(
+    "--heartbeats-older-than",
+    "older_than",
+    required=True,
+    metavar="DURATION",
+    help="Heartbeat rows older than this go: a whole number and s, m, h, d or w (e.g. 7d).",
+)
+@click.option("--dry-run", is_flag=True, help="Count what would go; write nothing.")
+@with_invocation
+def prune_command(inv: Invocation, older_than: str, dry_run: bool) -> None:
+    from store.retention import byte_size, parse_duration, prune_heartbeats
+
+    duration = parse_duration(older_than)
+    if duration is None:
+        raise click.BadParameter(
+            f"{older_than!r} is not a duration: give a whole number above 0 and a unit, s, m, "
+            "h, d or w (7d is a week), up to ten years.",
+            param_hint="'--heartbeats-older-than'",
+        )
+    with inv.store() as store:
+        report = prune_heartbeats(
+            store=store, older_than=duration, dry_run=dry_run, clock=inv.clock
+        )
+    if inv.json_mode:
+        output.emit_json({**report.to_json(), "older_than": older_than.strip()})
+        return
+    verb = "Would remove" if dry_run else "Removed"
+    longest = report.longest_batch_seconds * 1000
+    click.echo(
+        f"{verb} {report.removed} heartbeat rows older than {output.cell(older_than.strip())} "
+        f"(before {report.cutoff}), in {report.batches} "
+        f"{'batch' if report.batches == 1 else 'batches'} (longest {longest:.1f} ms); "
+        "every other row and each session's newest heartbeat kept."
+        + (" Dry run: nothing written." if dry_run else "")
+    )
+    freed = byte_size(report.row_bytes)
+    if report.free_bytes is None:
+        click.echo(
+            f"About {freed} of row data {'would be' if dry_run else 'is'} freed: new rows reuse "
+            "it once (auto)vacuum has run, and VACUUM FULL returns it to the operating system."
+        )
+    else:
+        click.echo(
+            f"{freed} of row data {'would be' if dry_run else 'is'} freed. The file has "
+            f"{byte_size(report.free_bytes)} in free pages{' now' if dry_run else ''}: new rows "
+            "reuse them, and VACUUM returns them to the operating system."
+        )
 
 
 @cli.command(

@@ -9,7 +9,6 @@ import getpass
 import math
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -189,6 +188,8 @@ def load_settings(path: Path | None = None) -> Settings:
     source = path or config_dir() / "config.toml"
     if not source.is_file():
         return Settings()
+    import tomllib  # here, not at the top: an agent's heartbeat with no config file skips it
+
     try:
         values = tomllib.loads(source.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
