@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, func, select
@@ -98,11 +98,22 @@ def since_time(value: str, now: datetime) -> str:
         return format_ts(moment)
     parsed = parse_ts(value.strip()) if value.strip() else None
     if parsed is None:
+        parsed = _iso_time(value.strip())
+    if parsed is None:
         raise InvalidSession(
             f"--since {value!r} is neither a time (2026-09-17 or 2026-09-17T10:00:00Z) nor a "
             "duration back from now (90m, 2h, 7d)."
         )
     return format_ts(parsed)
+
+
+def _iso_time(value: str) -> datetime | None:
+    """A date (midnight UTC) or an ISO time; one without a zone is taken as UTC."""
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def _conditions(filters: AuditFilter) -> list[ColumnElement[bool]]:

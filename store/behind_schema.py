@@ -1,11 +1,16 @@
-"""Reading a SQLite store whose schema is behind ours, without changing it (a read-only open).
+"""Reading a store whose schema is behind ours, without changing it (a read-only open).
 
 A read-only open never migrates. The reference's own store, or one an older roundtable left,
 lacks the columns and tables our migrations add; each connection of a read-only engine gets
 temporary views under the same names that supply them (SQLite looks in ``temp`` before
-``main``), computed from the reference's tables: a version of 0, no wait, counts counted, no
-idempotency key, no actor or role recorded for history rows beyond what their payload says.
-The views live in the connection's own temporary schema; the database file is never written.
+``main``, PostgreSQL in ``pg_temp`` before the schema), computed from the reference's tables:
+a version of 0, no wait, counts counted, no idempotency key, no actor or role recorded for
+history rows beyond what their payload says. The views live in the connection's own temporary
+schema; the database is never written.
+
+On PostgreSQL only the last migration's columns are covered this way (a store one revision
+behind, ``POSTGRES_READABLE_BEHIND``): older ones miss functions and generated columns the reads
+use, and are refused in words (``store.schema.check_readable``).
 """
 
 from __future__ import annotations
@@ -77,3 +82,48 @@ def cover_missing(connection: Any) -> list[str]:
                 connection.execute(f"CREATE TEMP VIEW IF NOT EXISTS {table} AS {query}")
                 covered.append(table)
     return covered
+
+
+# The revision a PostgreSQL store may be at and still be read, through the views below.
+POSTGRES_READABLE_BEHIND = "0008_session_groups"
+# Our compact payloads ({"actor":"…", …}) name the actor so; a view may not fail on a payload
+# that is not JSON, so it is read as text.
+POSTGRES_ADDED_COLUMNS: dict[str, dict[str, str]] = {
+    "agent_session_events": {
+        "actor": (
+            "CASE WHEN event_type IN "
+            "('paused', 'stopped', 'resuming', 'terminated', 'heartbeat') "
+            'THEN substring(payload_json from \'"actor":"([^"]*)"\') END'
+        ),
+        "db_user": "NULL::text",
+    },
+}
+
+
+def cover_missing_postgres(connection: Any) -> list[str]:
+    """On a raw psycopg connection (in a transaction the caller commits), a temporary view for
+    each table of ``POSTGRES_ADDED_COLUMNS`` that lacks a column. Returns what was covered."""
+    covered: list[str] = []
+    with connection.cursor() as cursor:
+        for table, added in POSTGRES_ADDED_COLUMNS.items():
+            cursor.execute(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_schema = current_schema() AND table_name = %s",
+                (table,),
+            )
+            present = {row[0] for row in cursor.fetchall()}
+            missing = {name: value for name, value in added.items() if name not in present}
+            if not present or not missing:
+                continue
+            extra = ", ".join(f"{value} AS {name}" for name, value in missing.items())
+            cursor.execute(
+                f"CREATE TEMP VIEW {table} AS SELECT *, {extra}"
+                f" FROM {_quoted_schema(cursor)}.{table}"
+            )
+            covered.extend(f"{table}.{name}" for name in missing)
+    return covered
+
+
+def _quoted_schema(cursor: Any) -> str:
+    cursor.execute("SELECT quote_ident(current_schema())")
+    return str(cursor.fetchone()[0])

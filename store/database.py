@@ -145,10 +145,22 @@ def create_store_engine(
     kwargs: dict[str, Any] = {"pool_pre_ping": True}
     if pool_size is not None:
         kwargs["pool_size"] = pool_size
-    pg_args: dict[str, Any] = {"connect_timeout": 5}
+    engine = create_engine(parsed, connect_args={"connect_timeout": 5}, **kwargs)
     if read_only:
-        pg_args["options"] = "-c default_transaction_read_only=on"
-    return create_engine(parsed, connect_args=pg_args, **kwargs)
+        _configure_postgres_read_only(engine)
+    return engine
+
+
+def _configure_postgres_read_only(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        from store.behind_schema import cover_missing_postgres
+
+        cover_missing_postgres(dbapi_connection)  # a schema one revision behind is read so
+        with dbapi_connection.cursor() as cursor:
+            # From here on every transaction of this session is read-only.
+            cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        dbapi_connection.commit()
 
 
 def _sqlite_read_only(parsed: URL) -> URL:

@@ -180,6 +180,9 @@ def test_the_audit_command(store_url: str, clock: FakeClock) -> None:
     assert [i["actor"] for i in cli.json("audit", "--actor", "ann")["items"]] == ["ann"]
     assert len(cli.json("audit", "--action", "stop", "--session", "s2")["items"]) == 1
     assert len(cli.json("audit", "--since", "1h")["items"]) == 3
+    assert len(cli.json("audit", "--since", "2026-09-17")["items"]) == 3
+    assert cli.json("audit", "--since", "2026-09-18")["items"] == []
+    assert len(cli.json("audit", "--since", "2026-09-17T17:00")["items"]) == 3
     clock.advance(hours=2)
     assert cli.json("audit", "--since", "1h")["items"] == []
     human = cli("audit")

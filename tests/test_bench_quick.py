@@ -108,7 +108,9 @@ def test_the_import_floor_gets_the_rows_the_export_holds(store: Store, tmp_path:
     with store.write() as db, export.open(encoding="utf-8") as lines:
         assert import_records(db=db, lines=lines)["session_event"] == 30
     with store.read() as db:
-        stored = db.execute(select(EVENTS).order_by(EVENTS.c.id)).all()
+        # The reference's columns (ours, actor and db_user, are not the export's to fill).
+        reference = [column for column in EVENTS.c if column.name not in ("actor", "db_user")]
+        stored = db.execute(select(*reference).order_by(EVENTS.c.id)).all()
         assert db.execute(select(func.count()).select_from(SESSIONS)).scalar() == 0
     assert [tuple(row) for row in stored] == rows
 

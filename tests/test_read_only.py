@@ -226,3 +226,60 @@ def test_a_behind_sqlite_store_of_ours_is_read_as_it_is(
     assert cli.json("sessions", "--read-only")["items"] == []
     version = sqlite3.connect(path).execute("SELECT version_num FROM alembic_version")
     assert version.fetchone()[0] == "0008_session_groups"
+
+
+def _one_revision_behind(store_url: str) -> None:
+    """The store as it was before migration 0009: no actor or db_user column."""
+    store = open_store(store_url)
+    try:
+        with store.write() as db:
+            for index in (
+                "ix_agent_session_events_audit",
+                "ix_agent_session_events_audit_actor",
+                "ix_agent_session_events_audit_type",
+            ):
+                db.execute(text(f"DROP INDEX {index}"))
+            if store.dialect == "postgresql":
+                for trigger in ("rt_history_db_user_insert", "rt_history_db_user_update"):
+                    db.execute(text(f"DROP TRIGGER {trigger} ON agent_session_events"))
+            db.execute(text("ALTER TABLE agent_session_events DROP COLUMN actor"))
+            db.execute(text("ALTER TABLE agent_session_events DROP COLUMN db_user"))
+            db.execute(text("UPDATE alembic_version SET version_num = '0008_session_groups'"))
+    finally:
+        store.dispose()
+
+
+def test_a_store_one_revision_behind_is_read_on_both_backends(both: Cli) -> None:
+    assert both("sessions", "pause", "--session", "s1", "--operator", "ann").exit_code == 0
+    _one_revision_behind(both.url)
+    listed = both.json("sessions", "--read-only")
+    assert [(item["id"], item["status"]) for item in listed["items"]] == [
+        ("s1", "paused"),
+        ("s2", "active"),
+    ]
+    audit = both.json("audit", "--read-only")["items"]
+    assert [(item["actor"], item["action"], item["db_user"]) for item in audit] == [
+        ("ann", "pause", None)
+    ]
+    assert both.json("sessions", "logs", "--session", "s1", "--read-only")["items"]
+    store = open_store(both.url, upgrade=False)
+    try:
+        with store.read() as db:
+            version = db.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
+    finally:
+        store.dispose()
+    assert version == "0008_session_groups"  # read, never migrated
+
+
+def test_a_postgresql_store_further_behind_is_refused_in_words(pg_store: object) -> None:
+    from store.database import Store
+
+    assert isinstance(pg_store, Store)
+    with pg_store.write() as db:
+        db.execute(text("UPDATE alembic_version SET version_num = '0007_waiting_attention'"))
+    url = pg_store.engine.url.render_as_string(hide_password=False)
+    result = Cli(url=url, clock=FakeClock())("sessions", "--read-only", "--json")
+    assert result.exit_code == 1
+    error = _error(result)
+    assert error["code"] == "database_unavailable"
+    assert "0007_waiting_attention" in error["message"] and "db upgrade" in error["message"]

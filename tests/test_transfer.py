@@ -88,6 +88,11 @@ def populate(store: Store, clock: FakeClock) -> None:
     clock.advance(seconds=5)
     with store.write() as db:
         lifecycle.pause(db=db, session_id="sess-zoë", actor="operator «ö»", clock=clock)
+        # The role that wrote the row, as a PostgreSQL store records it (its trigger keeps its
+        # own; SQLite keeps what it is given, as when a PostgreSQL export is restored there).
+        db.execute(
+            text("UPDATE agent_session_events SET db_user = 'rt_ops' WHERE actor IS NOT NULL")
+        )
 
 
 # ------------------------------------------------------------------------------------ round trip

@@ -1463,11 +1463,12 @@ def grants_command(inv: Invocation, role: str, kind: str | None) -> None:
 
 def _database_name(inv: Invocation) -> str | None:
     """The PostgreSQL database of the store's URL, when it is one."""
+    from sqlalchemy import exc
     from sqlalchemy.engine import make_url
 
     try:
         url = make_url(inv.url())
-    except Exception:  # noqa: BLE001 - an unreadable URL names no database
+    except exc.ArgumentError:  # an unreadable URL names no database
         return None
     return url.database if url.get_backend_name() == "postgresql" else None
 
