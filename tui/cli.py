@@ -1169,7 +1169,8 @@ With --exec: resume the session (the lifecycle resume, as `sessions resume`) and
 agent, running the resume plan's argv in the session's working directory (never through a
 shell), so the exit status is the agent's. Everything that can be checked is checked first (a
 resume plan, the working directory, the program on PATH): a refusal changes nothing. A key is
-made when --idempotency-key is not given; the same key again launches without resuming twice."""
+made (and said on stderr) when --idempotency-key is not given; the same key again launches
+without resuming twice. With --json nothing is printed before the agent starts."""
 
 
 @cli.command("resume", help=RESUME_HELP)
