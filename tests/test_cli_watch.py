@@ -48,7 +48,11 @@ class Watch:
         self.stderr: list[str] = []
         for stream, into in ((self.process.stdout, self.lines), (self.process.stderr, self.errors)):
             threading.Thread(target=self._pump, args=(stream, into), daemon=True).start()
-        self.expect_stderr("watching")
+        try:
+            self.expect_stderr("watching")
+        except AssertionError:
+            self.kill()  # a watch that never started must not outlive the test
+            raise
 
     @staticmethod
     def _pump(stream: IO[str] | None, into: queue.Queue[str]) -> None:
