@@ -129,7 +129,8 @@ def test_one_sessions_heartbeat_loads_no_bulk_code(rt: Cli, tmp_path: Path) -> N
         imported = {
             line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if "|" in line
         }
-        assert "store.sessions" in imported  # the log really was read
+        # The log really was read (one session's own heartbeat takes the quick path).
+        assert {"store.sessions", "store.quick_writes"} & imported
         assert "store.bulk" not in imported, argv
 
 
