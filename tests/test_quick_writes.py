@@ -373,7 +373,7 @@ def test_an_interrupted_write_says_so_as_the_full_path_does(
     assert json.loads(taken.stderr)["error"]["code"] == "interrupted" and taken.code == 130
 
 
-def test_a_blank_session_is_refused_before_a_broken_config_is_read(
+def test_a_broken_config_is_said_first_by_both_paths(
     quick_store: str, clock: FakeClock, tmp_path: Path
 ) -> None:
     config = tmp_path / "xdg-config" / "roundtable" / "config.toml"
@@ -386,8 +386,9 @@ def test_a_blank_session_is_refused_before_a_broken_config_is_read(
         taken = run_quick(argv, clock)
         expected = run_full(argv, clock)
         assert taken is not None and (taken.code, taken.stderr) == (expected.code, expected.stderr)
+    # The config comes first (it may make the store read-only), then the session id.
     blank = run_quick(["sessions", "heartbeat", "--session", " ", "--db", quick_store], clock)
-    assert blank is not None and "--session is required" in blank.stderr
+    assert blank is not None and "not valid TOML" in blank.stderr and blank.code == 2
     broken = run_quick(["sessions", "end", "--session", "s1", "--db", quick_store], clock)
     assert broken is not None and "not valid TOML" in broken.stderr and broken.code == 2
 
@@ -528,3 +529,15 @@ def test_an_unreachable_server_is_unavailable_in_the_full_paths_words(
     assert taken is not None
     assert (taken.code, taken.stderr) == (expected.code, expected.stderr)
     assert "secret" not in taken.stderr and "unavailable" in taken.stderr
+
+
+def test_a_config_that_says_read_only_sends_the_write_to_the_full_path_which_refuses_it(
+    quick_store: str, clock: FakeClock, tmp_path: Path
+) -> None:
+    config = tmp_path / "xdg-config" / "roundtable" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("read_only = true\n")
+    argv = ["sessions", "heartbeat", "--session", "s1", "--db", quick_store, "--json"]
+    assert run_quick(argv, clock) is None
+    refused = run_full(argv, clock)
+    assert refused.code == 1 and '"read_only"' in refused.stderr

@@ -161,6 +161,7 @@ WRITING_COMMANDS = frozenset(
         "sessions terminate",
         "demo",
         "db upgrade",
+        "db prune",
         "import",
     }
 )

@@ -173,11 +173,14 @@ def _write(command: AgentCommand, clock: Callable[[], Any] | None) -> Any:
     from store.validation import required
     from tui.config import load_settings, resolve_adapters, resolve_database_url
 
-    # In tui.cli's order: the session id, the settings, the adapters, then the store.
+    # In tui.cli's order: the settings (read-only is the full path's to refuse), the session
+    # id, the adapters, then the store.
+    settings = load_settings()
+    if settings.read_only:
+        return None
     values: dict[str, Any] = dict(command.values)
     if command.name != "register":
         values["session_id"] = required("--session", values["session_id"])
-    settings = load_settings()
     now = clock or system_clock
     if command.name == "register":
         adapters = resolve_adapters(settings, command.root)
