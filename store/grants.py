@@ -25,6 +25,7 @@ WRITER_TABLES: dict[str, str] = {
     "idempotency_keys": "INSERT",
     "session_status_counts": "INSERT, UPDATE",
     "session_group_counts": "INSERT, UPDATE",
+    "session_usage_totals": "INSERT, UPDATE",
 }
 # The id sequences of the history tables a writer appends to.
 WRITER_SEQUENCES = ("agent_session_events_id_seq", "events_id_seq")
