@@ -69,6 +69,10 @@ def attention_bars(overview: Overview) -> RenderableType:
     return bar_chart(f"Need a human · {total}", bars, empty="")
 
 
+def _sessions(count: int) -> str:
+    return f"{count:,} session{'' if count == 1 else 's'}"
+
+
 def _label(total: UsageTotal) -> str:
     if total.name is not None:
         return total.name
@@ -200,9 +204,9 @@ class OverviewScreen(ReportsFailures, Screen[None]):
         sessions = sum(overview.statuses.values())
         tokens = overview.usage["agent", "tokens"].total
         summary = Text("The fleet at a glance", style="bold")
-        summary.append(f" · {sessions:,} sessions · {token_words(tokens.tokens)} tokens")
+        summary.append(f" · {_sessions(sessions)} · {token_words(tokens.tokens)} tokens")
         summary.append(f" · {cost_words(tokens.cost)}")
-        summary.append(f" over {tokens.sessions:,} sessions with usage", style="dim")
+        summary.append(f" over {_sessions(tokens.sessions)} with usage", style="dim")
         self.query_one("#overview-summary", Static).update(summary)
         self.query_one("#overview-statuses", Static).update(status_bars(overview.statuses))
         self.query_one("#overview-attention", Static).update(attention_bars(overview))

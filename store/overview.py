@@ -175,14 +175,15 @@ def usage_bars(
     *, db: Connection, grouping: Grouping, measure: Measure, top: int = TOP_GROUPS
 ) -> UsageBars:
     """The ``top`` agents or runs with the most ``measure``, the rest summed, and the whole,
-    from the usage totals the triggers keep (a row per agent or run)."""
+    from the usage totals the triggers keep (a row per agent or run). A rest of one is shown
+    by its name: a bar that says "1 other" would hide it in the space it takes."""
     columns = (_TOTALS.c.group_key, _TOTALS.c.sessions, _TOTALS.c.tokens, _TOTALS.c.cost)
     ranked = _TOTALS.c[measure]
     rows = db.execute(
         select(*columns)
         .where(_TOTALS.c.grouping == grouping, _TOTALS.c.sessions > 0)
         .order_by(ranked.desc(), _TOTALS.c.group_key)
-        .limit(top)
+        .limit(top + 1)
     ).all()
     leaders = [
         UsageTotal(str(key), int(n), float(tokens), float(cost)) for key, n, tokens, cost in rows
@@ -197,6 +198,8 @@ def usage_bars(
     ).one()
     groups, sessions, tokens, cost = int(whole[0]), int(whole[1]), float(whole[2]), float(whole[3])
     total = UsageTotal(None, sessions, tokens, cost, groups)
+    if groups > len(leaders):
+        leaders = leaders[:top]
     rest = None
     if groups > len(leaders):
         rest = UsageTotal(

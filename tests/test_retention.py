@@ -200,6 +200,10 @@ def test_the_command_says_what_it_removed_and_what_it_frees(store: Store) -> Non
         assert "VACUUM FULL" in lines[1]
     again = json.loads(_cli(url, "--heartbeats-older-than", "7d", "--json").stdout)
     assert again["removed"] == 0 and again["dry_run"] is False
+    _register(store, "s2", clock)
+    _insert_history(store, [("s2", "heartbeat", _days_ago(d)) for d in (20, 9)])
+    one = _cli(url, "--heartbeats-older-than", "7d", "--dry-run")
+    assert one.stdout.startswith("Would remove 1 heartbeat row older than 7d"), one.stdout
 
 
 @pytest.mark.parametrize("bad", ["seven days", "0d", "7"])

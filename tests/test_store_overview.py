@@ -187,21 +187,27 @@ def test_an_import_brings_its_usage_totals(store: Store, empty_store: Store) -> 
 def test_usage_bars_rank_the_leaders_and_sum_the_rest(store: Store) -> None:
     seed_usage(store)
     with store.read() as db:
-        tokens = usage_bars(db=db, grouping="agent", measure="tokens", top=2)
+        tokens = usage_bars(db=db, grouping="agent", measure="tokens", top=1)
         cost = usage_bars(db=db, grouping="agent", measure="cost", top=1)
         runs = usage_bars(db=db, grouping="run", measure="tokens", top=5)
-    assert [(item.name, item.tokens) for item in tokens.leaders] == [
-        ("ada", 6200.0),
-        ("grace", 370.0),
-    ]
+    assert [(item.name, item.tokens) for item in tokens.leaders] == [("ada", 6200.0)]
     assert tokens.rest is not None
-    assert (tokens.rest.groups, tokens.rest.sessions, tokens.rest.tokens) == (1, 1, 2.5)
+    assert (tokens.rest.groups, tokens.rest.sessions, tokens.rest.tokens) == (2, 3, 372.5)
     assert (tokens.total.groups, tokens.total.sessions, tokens.total.tokens) == (3, 5, 6572.5)
     assert tokens.total.cost == pytest.approx(4.0)
     assert [(item.name, item.cost) for item in cost.leaders] == [("ada", 2.75)]
     assert cost.rest is not None and cost.rest.cost == pytest.approx(1.25)
     assert [item.name for item in runs.leaders] == ["run-b", "run-a"]
     assert runs.rest is None
+
+
+def test_a_rest_of_one_is_shown_by_its_name(store: Store) -> None:
+    seed_usage(store)
+    with store.read() as db:
+        tokens = usage_bars(db=db, grouping="agent", measure="tokens", top=2)
+    # Three agents have usage (linus has none): the third is named, not "1 other".
+    assert [item.name for item in tokens.leaders] == ["ada", "grace", "knuth"]
+    assert tokens.rest is None
 
 
 def test_usage_bars_of_an_empty_store(store: Store) -> None:

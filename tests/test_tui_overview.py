@@ -142,6 +142,16 @@ async def test_usage_bars_sum_the_agents_beyond_the_leaders(tmp_path: Path, db: 
         assert not any(line.lstrip().startswith("agent-0 ") for line in lines)
 
 
+async def test_one_session_is_said_in_the_singular(tmp_path: Path, db: Store):
+    add_session(db, "s1", agent_id="solo", metadata=usage(1000, 0, 1))
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_overview(pilot)
+        shown = screen_text(app)
+        assert "The fleet at a glance · 1 session · 1.0k tokens" in shown
+        assert "over 1 session with usage" in shown
+
+
 async def test_an_empty_store_says_there_is_no_usage(tmp_path: Path, db: Store):
     app = console(sqlite_url(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:

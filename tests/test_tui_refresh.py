@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from textual.widgets import LoadingIndicator
 
 import screens.list_reads
+from screens import session_list
 from screens.session_list import SessionListScreen
 from store.database import Store
 from tests.conftest import FakeClock
@@ -335,3 +337,49 @@ async def test_the_attention_order_is_read_again_only_once_the_clock_moves_a_ses
         await wait_for(pilot, lambda: row_ids(app) == ["quiet", "held"])
         assert row_ids(app) == ["quiet", "held"]
         assert spy.lists >= 1
+
+
+async def test_a_change_read_waits_while_the_operator_moves_through_the_list(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys first: a change that arrives while the operator presses keys is read once they
+    pause (here for a second), not between their key presses."""
+    for number in range(10):
+        add_session(db, f"s{number:02d}")
+    monkeypatch.setattr(session_list, "INPUT_QUIET_SECONDS", 1.0)
+    monkeypatch.setattr(session_list, "HOLD_SECONDS", 60.0)
+    spy = Spy(monkeypatch)
+    app = console(sqlite_url(tmp_path), refresh_seconds=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        spy.reset()
+        add_session(db, "from-outside")
+        for _ in range(10):  # about two seconds of keys, far apart enough to hear the change
+            await pilot.press("down", "up")
+            await pilot.pause(0.2)
+        assert spy.lists == 0 and "from-outside" not in row_ids(app)
+        quiet_from = time.monotonic()
+        await wait_for(pilot, lambda: "from-outside" in row_ids(app))
+        assert "from-outside" in row_ids(app) and spy.lists >= 1
+        assert time.monotonic() - quiet_from >= 0.5  # read once the keys paused, not before
+
+
+async def test_keys_hold_a_change_read_back_only_so_long(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However long the operator keeps pressing keys, a change shows within the hold."""
+    for number in range(10):
+        add_session(db, f"s{number:02d}")
+    monkeypatch.setattr(session_list, "INPUT_QUIET_SECONDS", 60.0)
+    monkeypatch.setattr(session_list, "HOLD_SECONDS", 0.5)
+    app = console(sqlite_url(tmp_path), refresh_seconds=3600)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        add_session(db, "from-outside")
+        pressed = 0
+        while "from-outside" not in row_ids(app) and pressed < 100:
+            await pilot.press("down", "up")
+            await pilot.pause(0.05)
+            pressed += 1
+        assert "from-outside" in row_ids(app), "the keys held the change back for good"
+        assert pressed >= 3  # it was held while the keys went on
