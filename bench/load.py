@@ -366,7 +366,12 @@ def measure(url: str, engine: Engine, console: bool) -> list[Figure]:
         )
         cpu = under_load["cpu"]
         figures.append(
-            Figure(f"console CPU, share of a core ({label})", cpu["cpu"], limit=CPU_LIMIT, unit="")
+            Figure(
+                f"console CPU, % of one core ({label})",
+                cpu["cpu"] * 100,
+                limit=CPU_LIMIT * 100,
+                unit="%",
+            )
         )
         figures.append(
             Figure(

@@ -55,6 +55,9 @@ class ConsoleContext:
     read_only: bool = False
     # Tests and snapshots turn this off so screenshots do not depend on the blink phase.
     cursor_blink: bool = True
+    # When the operator last pressed a key or used the mouse (time.monotonic()), set by the
+    # app: the list's reads of the store's changes wait for a pause in the input.
+    last_input: float = float("-inf")
 
     @property
     def stale_after(self) -> timedelta:

@@ -30,7 +30,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from rich.text import Text
-from textual import events, on
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
@@ -63,12 +63,12 @@ from store.listing import SessionFilter, SessionOrder, group_filter
 from store.records import ClaimCount, SessionFields
 from store.rules import LIFECYCLE_ACTIONS
 
-# While the operator moves through the list, a read of the store's changes waits until they
-# pause this long (their keys' frames come first: a read's Python and its repaint would slow
-# them), but never longer than HOLD_SECONDS after it was due: a change still shows within a
-# second of its commit.
+# While the operator presses keys or uses the mouse, a read of the store's changes waits until
+# they pause this long (their keys' frames come first: a read's Python and its repaint would slow
+# them), but never longer than HOLD_SECONDS after it was due: with the app's change gap
+# (tui.app.CHANGE_GAP_SECONDS) a change still shows within a second of its commit.
 INPUT_QUIET_SECONDS = 0.3
-HOLD_SECONDS = 0.6
+HOLD_SECONDS = 0.5
 
 # The keys that mark sessions (for a bulk action): none of them in a read-only console.
 MARK_ACTIONS = ("toggle_mark", "clear_marks", "mark_matching")
@@ -122,9 +122,7 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         self.first_state = ListState(order=SessionOrder(ctx.sort), group=ctx.group)
         # Set while the grid is set to the model's cursor (its watcher then ignores the move).
         self.syncing = False
-        # When the operator last moved the cursor or the view (monotonic), and since when a
-        # refresh has been held back for it (None: none is).
-        self.moved_at = float("-inf")
+        # Since when a refresh has been held back for the operator's input (None: none is).
         self.held_since: float | None = None
         self.held_refresh: Timer | None = None
 
@@ -224,7 +222,6 @@ class SessionListScreen(BulkActions, SessionActionScreen):
     def _cursor_moved(self, row: int) -> None:
         if self.syncing:
             return  # the grid is being set to the model's cursor, not moved by the operator
-        self.moved_at = time.monotonic()
         self.model.move_cursor(row)
         self.refresh_bindings()
         self.filters.show_place(self.model)
@@ -309,17 +306,13 @@ class SessionListScreen(BulkActions, SessionActionScreen):
             unless = None if self._clock_moves_rows() else self.model.token
             self._run_read(self.model.refresh_read(), unless_token=unless)
 
-    @on(events.Key)
-    def _key_pressed(self) -> None:
-        """Any key the operator presses here (it reaches the screen before the bindings)."""
-        self.moved_at = time.monotonic()
-
     def _hold_for_input(self) -> bool:
         """Whether the refresh due now waits for the operator's keys: it is then run by a
         timer once they pause, or once it has waited ``HOLD_SECONDS``."""
         now = time.monotonic()
         held_since = now if self.held_since is None else self.held_since
-        wait = min(self.moved_at + INPUT_QUIET_SECONDS, held_since + HOLD_SECONDS) - now
+        quiet_at = self.ctx.last_input + INPUT_QUIET_SECONDS
+        wait = min(quiet_at, held_since + HOLD_SECONDS) - now
         if wait <= 0:
             return False
         self.held_since = held_since

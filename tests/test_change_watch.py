@@ -9,6 +9,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
+from store import sessions
 from store.changes import Change, ChangeFeed
 from store.clock import fixed_clock, system_clock
 from store.database import Store
@@ -78,3 +79,29 @@ def test_the_stale_deadline_wakes_it_without_a_write(store: Store) -> None:
     finally:
         counted.watcher.stop()
         counted.watcher.join(5)
+
+
+def test_a_stream_of_changes_is_told_at_most_once_a_gap(sqlite_store: Store) -> None:
+    """A fleet's heartbeats, twenty commits a second for two seconds: with a gap of half a
+    second, ``notify`` is called a handful of times, not forty, and the last commit is told."""
+    with sqlite_store.write() as db:
+        register_session(db, "beating")
+    told: list[float] = []
+    watcher = ChangeWatcher(sqlite_store, lambda: told.append(time.monotonic()), gap=0.5)
+    watcher.start()
+    try:
+        time.sleep(0.3)  # listening
+        began = time.monotonic()
+        while time.monotonic() - began < 2.0:
+            with sqlite_store.write() as db:
+                sessions.heartbeat(db=db, session_id="beating")
+            time.sleep(0.05)
+        last_commit = time.monotonic()
+        time.sleep(1.0)
+    finally:
+        watcher.stop()
+        watcher.join(5)
+    during = [at for at in told if at >= began]
+    assert 2 <= len(during) <= 6, during
+    assert all(later - earlier >= 0.45 for earlier, later in zip(during, during[1:], strict=False))
+    assert during[-1] >= last_commit - 0.5  # the stream's end was told, not dropped

@@ -54,6 +54,10 @@ NOTIFICATIONS_KEPT = 100
 # How long a notification of sessions needing attention stays, and how long after it ``j``
 # still jumps to the session it named.
 ATTENTION_NOTICE_SECONDS = 10.0
+# However fast the store changes, the console reads it at most once in this long: a fleet's
+# heartbeats (hundreds a second) cost two or three reads a second, and a change still shows
+# within half a second (a second while the operator's keys hold it: SessionListScreen).
+CHANGE_GAP_SECONDS = 0.4
 JUMP_SECONDS = 60.0
 # After a notification of news, more news waits at least this long and is told as one.
 NOTICE_GAP_SECONDS = 2.0
@@ -180,7 +184,8 @@ class RoundtableApp(App[int]):
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.InputEvent):
-            self.collector.note_input(time.monotonic())
+            self.ctx.last_input = time.monotonic()
+            self.collector.note_input(self.ctx.last_input)
         await super().on_event(event)
 
     def collect_if_quiet(self) -> bool:
@@ -261,6 +266,7 @@ class RoundtableApp(App[int]):
                 lambda: self._deliver(StoreChanged()),
                 feed=feed,
                 on_changes=lambda changes: self._deliver(self.SessionsChanged(changes)),
+                gap=CHANGE_GAP_SECONDS,
             )
             self.change_watcher.start()
 

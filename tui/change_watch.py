@@ -16,8 +16,8 @@ if TYPE_CHECKING:  # the console starts before the database layer is imported
     from store.changes import Change, ChangeFeed
     from store.database import Store
 
-# However fast the store changes, ``notify`` is called at most this often; and the thread checks
-# this often whether it should stop.
+# However fast the store changes, ``notify`` is called at most once in this long (unless the
+# watcher is given another ``gap``); and the thread checks this often whether it should stop.
 NOTICE_SECONDS = 0.25
 # A feed read that failed (the database went away) is tried again after this long, or at once
 # when the store is heard from again.
@@ -32,7 +32,9 @@ class ChangeWatcher:
     store: PostgreSQL's notifications wake it; on SQLite it reads the data version. Neither
     reads a table. With a ``feed``, ``on_changes`` gets what changed (never an empty list), and
     ``on_link`` hears, in words, that PostgreSQL's listening connection was lost or is back, or
-    that a read failed. ``on_ready``: it listens, and the feed starts from here."""
+    that a read failed. ``on_ready``: it listens, and the feed starts from here. ``gap``: after
+    a change is told, the next is told no sooner than this (changes meanwhile are told at once
+    then, together)."""
 
     def __init__(
         self,
@@ -43,6 +45,7 @@ class ChangeWatcher:
         on_changes: Callable[[list[Change]], None] | None = None,
         on_link: Callable[[str], None] | None = None,
         on_ready: Callable[[], None] | None = None,
+        gap: float = NOTICE_SECONDS,
     ) -> None:
         self._store = store
         self._notify = notify
@@ -50,6 +53,7 @@ class ChangeWatcher:
         self._on_changes = on_changes
         self._on_link = on_link
         self._on_ready = on_ready
+        self._gap = gap
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="roundtable-watch", daemon=True)
         self._retry_at: float | None = None
@@ -87,7 +91,7 @@ class ChangeWatcher:
             if self._feed is not None and (moved or self._due()):
                 self._read_feed()
             if moved:
-                self._stopped.wait(NOTICE_SECONDS)
+                self._stopped.wait(self._gap)
 
     def _timeout(self) -> float:
         timeout = NOTICE_SECONDS
