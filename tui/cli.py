@@ -1580,7 +1580,8 @@ def prune_command(inv: Invocation, older_than: str, dry_run: bool) -> None:
     verb = "Would remove" if dry_run else "Removed"
     longest = report.longest_batch_seconds * 1000
     click.echo(
-        f"{verb} {report.removed} heartbeat {'row' if report.removed == 1 else 'rows'} older than {output.cell(older_than.strip())} "
+        f"{verb} {report.removed} heartbeat {'row' if report.removed == 1 else 'rows'} "
+        f"older than {output.cell(older_than.strip())} "
         f"(before {report.cutoff}), in {report.batches} "
         f"{'batch' if report.batches == 1 else 'batches'} (longest {longest:.1f} ms); "
         "every other row and each session's newest heartbeat kept."
