@@ -64,11 +64,12 @@ from store.records import ClaimCount, SessionFields
 from store.rules import LIFECYCLE_ACTIONS
 
 # While the operator presses keys or uses the mouse, a read of the store's changes waits until
-# they pause this long (their keys' frames come first: a read's Python and its repaint would slow
-# them), but never longer than HOLD_SECONDS after it was due: with the app's change gap
-# (tui.app.CHANGE_GAP_SECONDS) a change still shows within a second of its commit.
+# they pause this long: their keys' frames come first (a read's Python holds the GIL, and its
+# repaint shares their frames), and rows do not move under a cursor that is moving. However
+# long the keys go on, it waits no longer than HOLD_SECONDS. Without input, a change shows
+# within the app's change gap (tui.app.CHANGE_GAP_SECONDS) and a read.
 INPUT_QUIET_SECONDS = 0.3
-HOLD_SECONDS = 0.5
+HOLD_SECONDS = 2.0
 
 # The keys that mark sessions (for a bulk action): none of them in a read-only console.
 MARK_ACTIONS = ("toggle_mark", "clear_marks", "mark_matching")

@@ -56,7 +56,7 @@ NOTIFICATIONS_KEPT = 100
 ATTENTION_NOTICE_SECONDS = 10.0
 # However fast the store changes, the console reads it at most once in this long: a fleet's
 # heartbeats (hundreds a second) cost two or three reads a second, and a change still shows
-# within half a second (a second while the operator's keys hold it: SessionListScreen).
+# within half a second (while the operator's keys go on, the list holds it: SessionListScreen).
 CHANGE_GAP_SECONDS = 0.4
 JUMP_SECONDS = 60.0
 # After a notification of news, more news waits at least this long and is told as one.
