@@ -40,6 +40,9 @@ BATCH = 500
 GAP_SECONDS = 30.0
 MAX_GAPS = 2000
 _TICK = timedelta(microseconds=1)
+# How soon the deadline is looked at again when the next session to go stale has a time the
+# store and Python read differently.
+UNREADABLE_RETRY = timedelta(seconds=1)
 
 # What a change can be. ``heartbeat``: seen again, nothing else changed.
 CHANGE_KINDS: tuple[str, ...] = (
@@ -311,3 +314,9 @@ class ChangeFeed:
         seen = parse_ts(upcoming.last_seen_at) or parse_ts(upcoming.started_at)
         # Stale is "unseen since before now - stale_after": strictly after this instant.
         self._deadline = None if seen is None else seen + self.stale_after + _TICK
+        now = self.clock()
+        if self._deadline is not None and self._deadline <= now:
+            # Python reads its time otherwise than the store does (a form SQL cannot parse,
+            # so SQL falls back to its start): fresh to the store, which decides. Look again
+            # in a while, not over and over at once.
+            self._deadline = now + UNREADABLE_RETRY

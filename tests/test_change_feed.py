@@ -4,6 +4,7 @@ heartbeats), filtered; going stale comes from the clock; nothing before the star
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from sqlalchemy import event, text
 
 from store import sessions
 from store.changes import Change, ChangeFeed, ChangeFilter, changes_of_row
+from store.clock import format_ts
 from store.database import Store
 from store.service import perform_action
 from tests.conftest import FakeClock
@@ -149,6 +151,31 @@ def test_going_stale_comes_from_the_clock_once(store: Store, clock: FakeClock) -
     clock.advance(seconds=STALE + 1)
     assert [c.session_id for c in read(store, feed)] == ["s2", "s1"]
     assert feed.seconds_to_deadline() is None
+
+
+def test_a_time_the_store_reads_otherwise_does_not_make_the_deadline_now(
+    store: Store, clock: FakeClock
+) -> None:
+    """A last-seen time SQLite cannot parse (+0000): the store falls back to the start, 30 s
+    ago, and holds the session fresh while Python reads the text as an hour old. The deadline
+    must not stay "now" (the watcher would read the feed over and over, 100 times a second)."""
+    with store.write() as db:
+        db.execute(
+            sessions.SESSIONS.insert().values(
+                id="odd",
+                agent_id="a",
+                run_id="r",
+                adapter="codex",
+                working_directory="/w",
+                status="active",
+                started_at=format_ts(clock() - timedelta(seconds=30)),
+                last_seen_at=format_ts(clock() - timedelta(hours=1)).replace("Z", "+0000"),
+            )
+        )
+    feed = feed_on(store, clock)
+    for _ in range(3):
+        assert feed.seconds_to_deadline() != 0
+        assert [c.change for c in read(store, feed)] == []
 
 
 def test_reasons_are_redacted(store: Store, clock: FakeClock) -> None:
