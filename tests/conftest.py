@@ -43,6 +43,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PostgresServer]:
+    """One cluster per process: each pytest-xdist worker starts its own (tests/pg_server.py)."""
     server = PostgresServer()
     server.start()
     admin = create_engine(server.url(), isolation_level="AUTOCOMMIT")
