@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -43,6 +44,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PostgresServer]:
+    """One cluster per process: each pytest-xdist worker starts its own (tests/pg_server.py)."""
     server = PostgresServer()
     server.start()
     admin = create_engine(server.url(), isolation_level="AUTOCOMMIT")
@@ -150,6 +152,15 @@ def db(sqlite_store: Store) -> Store:
     """The TUI tests' store: they write rows through it, and open the console on the same file
     (``tests.test_tui_support.sqlite_url(tmp_path)``)."""
     return sqlite_store
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` (pyproject's addopts): one worker more than the cores, as a TUI test spends much
+    of its time waiting for the app to be idle (on two cores: 338 s with three, 435 s with two).
+    PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return len(os.sched_getaffinity(0)) + 1
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

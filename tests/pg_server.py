@@ -29,6 +29,15 @@ def find_pg_bin() -> Path:
     )
 
 
+# What PostgreSQL's log says when its port was taken between ``free_port`` and the bind.
+PORT_TAKEN = ("could not bind", "Address already in use")
+START_ATTEMPTS = 5
+
+
+class PortTaken(RuntimeError):
+    """Another process bound the port first: a parallel test worker's server or any socket."""
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -72,19 +81,37 @@ class PostgresServer:
         )
         if result.returncode != 0:
             raise RuntimeError(f"initdb failed: {result.stderr.strip()}")
-        self.start_server()
+        self._start_on_a_free_port()
+
+    def _start_on_a_free_port(self) -> None:
+        """A port picked free may be taken before the server binds it (pytest-xdist starts one
+        server per worker at the same moment): then pick another and start again."""
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                self.start_server()
+                return
+            except PortTaken:
+                if attempt == START_ATTEMPTS:
+                    raise
+                self.port = free_port()
 
     def start_server(self) -> None:
         options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.base} "
         if not self.durable:
             options += "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
         options += "-c max_connections=200"
+        logged = self.log.stat().st_size if self.log.exists() else 0
         result = self._run(
             "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log), "-w", "start"
         )
         if result.returncode != 0:
-            log = self.log.read_text() if self.log.exists() else ""
-            raise RuntimeError(f"PostgreSQL did not start: {result.stderr.strip()}\n{log}")
+            log = (
+                self.log.read_bytes()[logged:].decode(errors="replace") if self.log.exists() else ""
+            )
+            failure = PortTaken if any(words in log for words in PORT_TAKEN) else RuntimeError
+            raise failure(
+                f"PostgreSQL did not start on port {self.port}: {result.stderr.strip()}\n{log}"
+            )
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/{database}"
@@ -98,4 +125,11 @@ class PostgresServer:
 
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "stop")
-        shutil.rmtree(self.base, ignore_errors=True)
+        # A suite's cluster holds hundreds of test databases, some 20 s of unlinking: a detached
+        # rm does it while the run goes on to its end.
+        subprocess.Popen(
+            ["rm", "-rf", "--", str(self.base)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
