@@ -94,6 +94,7 @@ async def pilot(pilot):
     while seen(app)["kinds"] != ["AgentSession"] and time.monotonic() < deadline:
         await pilot.pause(0.02)
     report["ready"] = seen(app)
+    report["switch_interval"] = sys.getswitchinterval()
     app.exit()
 
 
@@ -153,6 +154,8 @@ def test_first_rows_are_painted_before_the_database_layer_loads(tmp_path: Path, 
     assert ready["rows"][:50] == first["rows"]  # and the page read ahead after them
     # Seeded long ago, in the attention order every session is stale: it needs attention.
     assert ready["counts"].replace("\u00a0", " ") == "60 sessions · 60 need attention · active 60"
+    # The UI thread gets the GIL back within a millisecond, not Python's 5 (tui.app).
+    assert report["switch_interval"] == pytest.approx(0.001)
 
 
 def test_on_postgresql_a_child_reads_the_first_rows_and_the_console_imports_no_driver(
