@@ -6,6 +6,7 @@ The app builds one ``ConsoleContext`` and hands it to each screen, so screens ne
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -25,6 +26,12 @@ if TYPE_CHECKING:
 FirstRead = Callable[[int, datetime, "SessionOrder"], "FirstWindow | None"]
 
 DEFAULT_PAGE_SIZE = 50
+# While the operator presses keys or uses the mouse, reads of the store's changes (the list's,
+# the change feed's) wait until the input pauses this long: keys' frames come first (a read's
+# Python holds the GIL, its repaint shares their frames) and rows do not move under a moving
+# cursor. However long the input goes on, they wait no longer than INPUT_HOLD_SECONDS.
+INPUT_QUIET_SECONDS = 0.3
+INPUT_HOLD_SECONDS = 2.0
 DEFAULT_WINDOW_PAGES = 4
 
 
@@ -58,6 +65,11 @@ class ConsoleContext:
     # When the operator last pressed a key or used the mouse (time.monotonic()), set by the
     # app: the list's reads of the store's changes wait for a pause in the input.
     last_input: float = float("-inf")
+
+    def input_wait(self) -> float:
+        """Seconds until the operator's keys and mouse have paused for ``INPUT_QUIET_SECONDS``
+        (0: they have). Safe from any thread: it reads one float."""
+        return max(0.0, self.last_input + INPUT_QUIET_SECONDS - time.monotonic())
 
     @property
     def stale_after(self) -> timedelta:

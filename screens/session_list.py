@@ -39,7 +39,7 @@ from textual.widgets import Header, Static
 
 from screens.banner import StoreBanner
 from screens.bulk_run import BulkActions
-from screens.context import ConsoleContext
+from screens.context import INPUT_HOLD_SECONDS, ConsoleContext
 from screens.failures import Failure
 from screens.filter_bar import FilterBar, update_text
 from screens.footer import ConsoleFooter
@@ -62,14 +62,6 @@ from store.display import one_line
 from store.listing import SessionFilter, SessionOrder, group_filter
 from store.records import ClaimCount, SessionFields
 from store.rules import LIFECYCLE_ACTIONS
-
-# While the operator presses keys or uses the mouse, a read of the store's changes waits until
-# they pause this long: their keys' frames come first (a read's Python holds the GIL, and its
-# repaint shares their frames), and rows do not move under a cursor that is moving. However
-# long the keys go on, it waits no longer than HOLD_SECONDS. Without input, a change shows
-# within the app's change gap (tui.app.CHANGE_GAP_SECONDS) and a read.
-INPUT_QUIET_SECONDS = 0.3
-HOLD_SECONDS = 2.0
 
 # The keys that mark sessions (for a bulk action): none of them in a read-only console.
 MARK_ACTIONS = ("toggle_mark", "clear_marks", "mark_matching")
@@ -292,7 +284,7 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         """The store changed, or the clock moved: read the held rows again, unless the store's
         change token says nothing was written (the stale filter's rows move with the clock).
         A list that could not be read yet is asked for again. While the operator moves through
-        the list, the read waits for them (``INPUT_QUIET_SECONDS``, ``HOLD_SECONDS``)."""
+        the list, the read waits for them (``INPUT_QUIET_SECONDS``, ``INPUT_HOLD_SECONDS``)."""
         if self.ctx.store is None:
             return
         if self.model.loaded and self._hold_for_input():
@@ -308,12 +300,11 @@ class SessionListScreen(BulkActions, SessionActionScreen):
             self._run_read(self.model.refresh_read(), unless_token=unless)
 
     def _hold_for_input(self) -> bool:
-        """Whether the refresh due now waits for the operator's keys: it is then run by a
-        timer once they pause, or once it has waited ``HOLD_SECONDS``."""
+        """Whether the refresh due now waits for the operator's input (screens.context): it is
+        then run by a timer once they pause, or once it has waited ``INPUT_HOLD_SECONDS``."""
         now = time.monotonic()
         held_since = now if self.held_since is None else self.held_since
-        quiet_at = self.ctx.last_input + INPUT_QUIET_SECONDS
-        wait = min(quiet_at, held_since + HOLD_SECONDS) - now
+        wait = min(self.ctx.input_wait(), held_since + INPUT_HOLD_SECONDS - now)
         if wait <= 0:
             return False
         self.held_since = held_since

@@ -105,3 +105,57 @@ def test_a_stream_of_changes_is_told_at_most_once_a_gap(sqlite_store: Store) -> 
     assert 2 <= len(during) <= 6, during
     assert all(later - earlier >= 0.45 for earlier, later in zip(during, during[1:], strict=False))
     assert during[-1] >= last_commit - 0.5  # the stream's end was told, not dropped
+
+
+def test_a_feed_read_waits_for_the_operators_input_but_only_so_long(sqlite_store: Store) -> None:
+    """While ``input_wait`` says the operator is typing, changes are noticed (the list is told)
+    but the feed is not read; once the input pauses it is, and a hold caps the wait."""
+    counted = Counted(sqlite_store)
+    typing = threading.Event()
+    typing.set()
+    counted.watcher = ChangeWatcher(
+        sqlite_store,
+        lambda: None,
+        feed=counted.feed,
+        on_changes=counted._got,
+        on_ready=counted.ready.set,
+        input_wait=lambda: 0.3 if typing.is_set() else 0.0,
+        hold=60.0,
+    )
+    counted.watcher.start()
+    try:
+        assert counted.ready.wait(10)
+        reads_at_start = counted.reads
+        with sqlite_store.write() as db:
+            register_session(db, "s1")
+        time.sleep(1.0)
+        assert counted.reads == reads_at_start and not counted.arrived.is_set()
+        typing.clear()  # the operator pauses: the change is read at once
+        assert counted.arrived.wait(5)
+        assert [(c.session_id, c.change) for c in counted.changes] == [("s1", "registered")]
+    finally:
+        counted.watcher.stop()
+        counted.watcher.join(5)
+
+    capped = Counted(sqlite_store)
+    capped.watcher = ChangeWatcher(
+        sqlite_store,
+        lambda: None,
+        feed=capped.feed,
+        on_changes=capped._got,
+        on_ready=capped.ready.set,
+        input_wait=lambda: 0.3,  # typing for ever
+        hold=0.5,
+    )
+    capped.watcher.start()
+    try:
+        assert capped.ready.wait(10)
+        with sqlite_store.write() as db:
+            register_session(db, "s2")
+        written = time.monotonic()
+        assert capped.arrived.wait(5), "the input held the change back for good"
+        assert time.monotonic() - written >= 0.4
+        assert [(c.session_id, c.change) for c in capped.changes] == [("s2", "registered")]
+    finally:
+        capped.watcher.stop()
+        capped.watcher.join(5)

@@ -14,7 +14,7 @@ import pytest
 from textual.widgets import LoadingIndicator
 
 import screens.list_reads
-from screens import session_list
+from screens import context, session_list
 from screens.session_list import SessionListScreen
 from store.database import Store
 from tests.conftest import FakeClock
@@ -346,8 +346,8 @@ async def test_a_change_read_waits_while_the_operator_moves_through_the_list(
     pause (here for a second), not between their key presses."""
     for number in range(10):
         add_session(db, f"s{number:02d}")
-    monkeypatch.setattr(session_list, "INPUT_QUIET_SECONDS", 1.0)
-    monkeypatch.setattr(session_list, "HOLD_SECONDS", 60.0)
+    monkeypatch.setattr(context, "INPUT_QUIET_SECONDS", 1.0)
+    monkeypatch.setattr(session_list, "INPUT_HOLD_SECONDS", 60.0)
     spy = Spy(monkeypatch)
     app = console(sqlite_url(tmp_path), refresh_seconds=3600)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -370,8 +370,8 @@ async def test_keys_hold_a_change_read_back_only_so_long(
     """However long the operator keeps pressing keys, a change shows within the hold."""
     for number in range(10):
         add_session(db, f"s{number:02d}")
-    monkeypatch.setattr(session_list, "INPUT_QUIET_SECONDS", 60.0)
-    monkeypatch.setattr(session_list, "HOLD_SECONDS", 0.5)
+    monkeypatch.setattr(context, "INPUT_QUIET_SECONDS", 60.0)
+    monkeypatch.setattr(session_list, "INPUT_HOLD_SECONDS", 0.5)
     app = console(sqlite_url(tmp_path), refresh_seconds=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)

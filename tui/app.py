@@ -28,7 +28,7 @@ from textual.screen import ModalScreen
 
 import assets
 from screens.commands import SessionCommands
-from screens.context import ConsoleContext
+from screens.context import INPUT_HOLD_SECONDS, ConsoleContext
 from screens.failures import Failure, report_failure
 from screens.live import StoreChanged
 from screens.session_actions import SessionActionScreen
@@ -272,6 +272,8 @@ class RoundtableApp(App[int]):
                 feed=feed,
                 on_changes=lambda changes: self._deliver(self.SessionsChanged(changes)),
                 gap=CHANGE_GAP_SECONDS,
+                input_wait=self.ctx.input_wait,
+                hold=INPUT_HOLD_SECONDS,
             )
             self.change_watcher.start()
 

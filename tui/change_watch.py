@@ -25,6 +25,8 @@ RETRY_SECONDS = 1.0
 # However close the next deadline, a wait is at least this long (a clock that stands still, as in
 # tests, must not make the thread spin).
 MIN_WAIT_SECONDS = 0.01
+# While a feed read waits for the operator's input to pause, the thread looks this often.
+HELD_WAIT_SECONDS = 0.05
 
 
 class ChangeWatcher:
@@ -34,7 +36,9 @@ class ChangeWatcher:
     ``on_link`` hears, in words, that PostgreSQL's listening connection was lost or is back, or
     that a read failed. ``on_ready``: it listens, and the feed starts from here. ``gap``: after
     a change is told, the next is told no sooner than this (changes meanwhile are told at once
-    then, together)."""
+    then, together). ``input_wait``: seconds until the operator's input has paused (0: it has);
+    a feed read waits for that, but no longer than ``hold`` seconds, so a key's frame never
+    shares the GIL with it."""
 
     def __init__(
         self,
@@ -46,6 +50,8 @@ class ChangeWatcher:
         on_link: Callable[[str], None] | None = None,
         on_ready: Callable[[], None] | None = None,
         gap: float = NOTICE_SECONDS,
+        input_wait: Callable[[], float] | None = None,
+        hold: float = 0.0,
     ) -> None:
         self._store = store
         self._notify = notify
@@ -54,6 +60,9 @@ class ChangeWatcher:
         self._on_link = on_link
         self._on_ready = on_ready
         self._gap = gap
+        self._input_wait = input_wait
+        self._hold = hold
+        self._held_since: float | None = None  # a feed read due since then waits for the input
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="roundtable-watch", daemon=True)
         self._retry_at: float | None = None
@@ -88,12 +97,25 @@ class ChangeWatcher:
             token = changed
             if moved:
                 self._notify()
-            if self._feed is not None and (moved or self._due()):
+            held = self._held_since is not None
+            if self._feed is not None and (moved or held or self._due()) and not self._holding():
+                self._held_since = None
                 self._read_feed()
             if moved:
                 self._stopped.wait(self._gap)
 
+    def _holding(self) -> bool:
+        """Whether the feed read due now waits for the operator's input to pause."""
+        if self._input_wait is None or self._input_wait() <= 0:
+            return False
+        now = time.monotonic()
+        if self._held_since is None:
+            self._held_since = now
+        return now - self._held_since < self._hold
+
     def _timeout(self) -> float:
+        if self._held_since is not None:
+            return HELD_WAIT_SECONDS
         timeout = NOTICE_SECONDS
         if self._feed is not None:
             left = self._feed.seconds_to_deadline()
