@@ -9,6 +9,7 @@ read again.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,10 @@ CHANNEL = "roundtable_changes"
 # How long the listening thread waits for notifications before it checks whether it should
 # stop: what closing a store may take at most.
 LISTEN_SLICE_SECONDS = 0.25
+# After a notification the thread lets more arrive for this long, then counts them all at once:
+# a fleet's hundreds of notifications a second wake it a few times a second, not hundreds (each
+# wake takes the GIL from the console's UI thread), and a change is known this much later.
+BATCH_SECONDS = 0.05
 
 
 class ChangeListener:
@@ -75,11 +80,16 @@ class ChangeListener:
     def _listen(self, connection: Any, identity: object) -> None:
         try:
             while self._is_current(identity):
-                for _notification in connection.notifies(timeout=LISTEN_SLICE_SECONDS):
-                    with self._changed:
-                        if self._identity is identity:
-                            self._received += 1
-                            self._changed.notify_all()
+                waited = connection.notifies(timeout=LISTEN_SLICE_SECONDS, stop_after=1)
+                arrived = sum(1 for _notification in waited)
+                if not arrived:
+                    continue
+                time.sleep(BATCH_SECONDS)
+                arrived += sum(1 for _notification in connection.notifies(timeout=0))
+                with self._changed:
+                    if self._identity is identity:
+                        self._received += arrived
+                        self._changed.notify_all()
         except Exception:  # noqa: BLE001 - a broken connection: the next token() reconnects
             with self._changed:
                 if self._identity is identity:

@@ -208,6 +208,43 @@ def test_a_broken_listening_connection_is_replaced_and_the_token_starts_afresh(
     assert settled_token(store, again) != again
 
 
+class CountedCondition(threading.Condition):
+    """A condition that counts its ``notify_all`` calls: the listening thread's wake-ups."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wakes = 0
+
+    def notify_all(self) -> None:
+        self.wakes += 1
+        super().notify_all()
+
+
+def test_a_stream_of_notifications_is_counted_in_a_few_wakes(pg_store: Store) -> None:
+    """A fleet's heartbeats: 200 notifications over about half a second. Every one is counted
+    (the token moves by 200), in far fewer wakes of the listening thread than 200."""
+    store = pg_store
+    counted = CountedCondition()
+    store._listener._changed = counted  # before the first token starts the thread
+    before = store.change_token()
+    assert before is not None
+    url = store.engine.url.render_as_string(hide_password=False)
+    sender = create_engine(url, isolation_level="AUTOCOMMIT")
+    with sender.connect() as connection:
+        for number in range(200):
+            connection.execute(
+                text("SELECT pg_notify('roundtable_changes', :n)"), {"n": str(number)}
+            )
+            time.sleep(0.0025)
+    sender.dispose()
+    identity, received = before
+    deadline = time.monotonic() + 10
+    while store.change_token() != (identity, received + 200) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store.change_token() == (identity, received + 200)
+    assert 1 <= counted.wakes <= 40, counted.wakes
+
+
 def test_dispose_stops_listening(pg_store: Store) -> None:
     store = pg_store
     assert store.change_token() is not None
