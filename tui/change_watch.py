@@ -25,8 +25,6 @@ RETRY_SECONDS = 1.0
 # However close the next deadline, a wait is at least this long (a clock that stands still, as in
 # tests, must not make the thread spin).
 MIN_WAIT_SECONDS = 0.01
-# While a feed read waits for the operator's input to pause, the thread looks this often.
-HELD_WAIT_SECONDS = 0.05
 
 
 class ChangeWatcher:
@@ -114,8 +112,10 @@ class ChangeWatcher:
         return now - self._held_since < self._hold
 
     def _timeout(self) -> float:
-        if self._held_since is not None:
-            return HELD_WAIT_SECONDS
+        if self._held_since is not None and self._input_wait is not None:
+            # Until the input pauses (or the hold ends), not sooner: each wake takes the GIL.
+            left = self._held_since + self._hold - time.monotonic()
+            return max(min(self._input_wait(), left, NOTICE_SECONDS), MIN_WAIT_SECONDS)
         timeout = NOTICE_SECONDS
         if self._feed is not None:
             left = self._feed.seconds_to_deadline()
