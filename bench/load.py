@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -63,7 +62,6 @@ CHANGE_UNDER_LOAD_LIMIT_SECONDS = 1.0
 CPU_LIMIT = 0.30  # of one core
 CPU_SECONDS = 15.0
 AGENTS_PER_WORKER = 25
-AGENT_NICENESS = 10
 # Agents start beating this long after the workers are spawned, so every worker has imported
 # and connected by then and the beats start in step.
 START_DELAY_SECONDS = 4.0
@@ -101,13 +99,7 @@ class BeatTally:
 
 def run_agents(url: str, first: int, count: int, rate: float, seconds: float, start: float) -> None:
     """One worker process: ``count`` agents, each beating ``rate`` times a second from the wall
-    time ``start`` for ``seconds``, through the store's heartbeat. Prints its tally as JSON.
-
-    It runs at a lower CPU priority (``AGENT_NICENESS``): in a fleet the agents do not share the
-    operator's machine, and here, on a few cores, the generator's own Python would otherwise
-    take them from the console it measures (with the console's change watcher switched off
-    entirely, a key's frame was still 1.5x its idle time at full priority on two cores)."""
-    os.nice(AGENT_NICENESS)
+    time ``start`` for ``seconds``, through the store's heartbeat. Prints its tally as JSON."""
     from store import sessions
     from store.database import open_store
     from store.errors import StoreError
