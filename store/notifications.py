@@ -30,35 +30,35 @@ class ChangeListener:
 
     def __init__(self, connect: Callable[[], Any]) -> None:
         self._connect = connect
-        self._changed = threading.Condition()
+        self._arrived = threading.Condition()
         self._identity: object | None = None
         self._received = 0
         self._closed = False
 
     def token(self) -> object | None:
         """The change token now; None when no connection listens (callers then re-read)."""
-        with self._changed:
+        with self._arrived:
             if self._identity is None and not self._closed:
                 self._start()
             return self._current()
 
     def wait(self, since: object | None, timeout: float) -> object | None:
         """The token once it differs from ``since``, or after ``timeout`` seconds."""
-        with self._changed:
+        with self._arrived:
             if self._identity is None and not self._closed:
                 self._start()
             if self._identity is None:  # nothing listens: nothing can be told before the timeout
-                self._changed.wait(timeout)
+                self._arrived.wait(timeout)
             else:
-                self._changed.wait_for(lambda: self._current() != since, timeout)
+                self._arrived.wait_for(lambda: self._current() != since, timeout)
             return self._current()
 
     def close(self) -> None:
         """Stop listening; the thread closes its connection within ``LISTEN_SLICE_SECONDS``."""
-        with self._changed:
+        with self._arrived:
             self._closed = True
             self._identity = None
-            self._changed.notify_all()
+            self._arrived.notify_all()
 
     def _current(self) -> object | None:
         return None if self._identity is None else (self._identity, self._received)
@@ -86,15 +86,15 @@ class ChangeListener:
                     continue
                 time.sleep(BATCH_SECONDS)
                 arrived += sum(1 for _notification in connection.notifies(timeout=0))
-                with self._changed:
+                with self._arrived:
                     if self._identity is identity:
                         self._received += arrived
-                        self._changed.notify_all()
+                        self._arrived.notify_all()
         except Exception:  # noqa: BLE001 - a broken connection: the next token() reconnects
-            with self._changed:
+            with self._arrived:
                 if self._identity is identity:
                     self._identity = None
-                    self._changed.notify_all()
+                    self._arrived.notify_all()
         finally:
             try:
                 connection.close()
@@ -102,5 +102,5 @@ class ChangeListener:
                 pass
 
     def _is_current(self, identity: object) -> bool:
-        with self._changed:
+        with self._arrived:
             return self._identity is identity

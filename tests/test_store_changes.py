@@ -225,7 +225,7 @@ def test_a_stream_of_notifications_is_counted_in_a_few_wakes(pg_store: Store) ->
     (the token moves by 200), in far fewer wakes of the listening thread than 200."""
     store = pg_store
     counted = CountedCondition()
-    store._listener._changed = counted  # before the first token starts the thread
+    store._listener._arrived = counted  # before the first token starts the thread
     before = store.change_token()
     assert before is not None
     url = store.engine.url.render_as_string(hide_password=False)

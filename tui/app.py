@@ -282,6 +282,8 @@ class RoundtableApp(App[int]):
         session ``j`` jumps to. The operator's own actions are not news. Within
         ``NOTICE_GAP_SECONDS`` of a notification, news is held and then told in one summary:
         a stream of changes makes a notification every few seconds, not a flood."""
+        if not self.screen_stack:  # the console is closing: news no longer has a screen
+            return
         if time.monotonic() < self.quiet_until:
             self.held_changes.extend(message.changes)
             if not self.flush_pending:
@@ -296,7 +298,7 @@ class RoundtableApp(App[int]):
 
     def tell(self, changes: list[Change]) -> None:
         notice = notice_for(changes, self.ctx.operator)
-        if notice is None:
+        if notice is None or not self.screen_stack:
             return
         now = time.monotonic()
         self.quiet_until = now + NOTICE_GAP_SECONDS
