@@ -94,6 +94,9 @@ async def pilot(pilot):
     while seen(app)["kinds"] != ["AgentSession"] and time.monotonic() < deadline:
         await pilot.pause(0.02)
     report["ready"] = seen(app)
+    # The GIL hand-over is shortened once the list is read from the store (tui.app).
+    while sys.getswitchinterval() > 0.001 and time.monotonic() < deadline:
+        await pilot.pause(0.02)
     report["switch_interval"] = sys.getswitchinterval()
     app.exit()
 

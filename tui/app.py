@@ -64,7 +64,9 @@ NOTICE_GAP_SECONDS = 2.0
 # How long a thread holds the GIL while another waits for it (Python's default is 5 ms). A key
 # press costs the UI thread a few milliseconds; while the change watcher reads the store's
 # changes, or a worker turns rows into records, it would wait up to 5 ms at each hand-over
-# (under a fleet's heartbeats: a key's frame in 11 ms instead of 5). The console asks for 1 ms.
+# (under a fleet's heartbeats: a key's frame in 11 ms instead of 5). The console asks for 1 ms
+# once its first rows are read from the store: start-up, threads working side by side, is
+# faster with Python's default.
 GIL_SWITCH_SECONDS = 0.001
 # How often the app looks whether a full garbage collection is due (tui.heap).
 COLLECTION_CHECK_SECONDS = 2.0
@@ -203,6 +205,8 @@ class RoundtableApp(App[int]):
             # collection does not walk them all again and again.
             self.heap_frozen = True
             self.call_after_refresh(gc.freeze)
+            # From here on the console waits for keys: latency, not start-up's throughput.
+            sys.setswitchinterval(GIL_SWITCH_SECONDS)
 
     def on_session_list_screen_first_rows_shown(
         self, _message: SessionListScreen.FirstRowsShown
@@ -520,7 +524,6 @@ def run_console(
     # first paint. Frozen, the collector walks only what is made from here on.
     gc.freeze()
     hold_full_collections()
-    sys.setswitchinterval(GIL_SWITCH_SECONDS)
     app.manages_heap = True
     app.run(headless=headless, size=size, auto_pilot=auto_pilot)
     return app.return_code or 0
