@@ -20,7 +20,9 @@ from tui.change_watch import ChangeWatcher
 class Counted:
     """A feed whose reads are counted, with what the watcher handed on."""
 
-    def __init__(self, store: Store, stale_after_seconds: float = 300.0) -> None:
+    def __init__(
+        self, store: Store, stale_after_seconds: float = 300.0, **watcher_options: Any
+    ) -> None:
         self.feed = ChangeFeed(stale_after_seconds=stale_after_seconds, clock=system_clock)
         self.reads = 0
         self.changes: list[Change] = []
@@ -39,6 +41,7 @@ class Counted:
             feed=self.feed,
             on_changes=self._got,
             on_ready=self.ready.set,
+            **watcher_options,
         )
 
     def _got(self, changes: list[Change]) -> None:
@@ -110,18 +113,9 @@ def test_a_stream_of_changes_is_told_at_most_once_a_gap(sqlite_store: Store) -> 
 def test_a_feed_read_waits_for_the_operators_input_but_only_so_long(sqlite_store: Store) -> None:
     """While ``input_wait`` says the operator is typing, changes are noticed (the list is told)
     but the feed is not read; once the input pauses it is, and a hold caps the wait."""
-    counted = Counted(sqlite_store)
     typing = threading.Event()
     typing.set()
-    counted.watcher = ChangeWatcher(
-        sqlite_store,
-        lambda: None,
-        feed=counted.feed,
-        on_changes=counted._got,
-        on_ready=counted.ready.set,
-        input_wait=lambda: 0.3 if typing.is_set() else 0.0,
-        hold=60.0,
-    )
+    counted = Counted(sqlite_store, input_wait=lambda: 0.3 if typing.is_set() else 0.0, hold=60.0)
     counted.watcher.start()
     try:
         assert counted.ready.wait(10)
@@ -137,16 +131,7 @@ def test_a_feed_read_waits_for_the_operators_input_but_only_so_long(sqlite_store
         counted.watcher.stop()
         counted.watcher.join(5)
 
-    capped = Counted(sqlite_store)
-    capped.watcher = ChangeWatcher(
-        sqlite_store,
-        lambda: None,
-        feed=capped.feed,
-        on_changes=capped._got,
-        on_ready=capped.ready.set,
-        input_wait=lambda: 0.3,  # typing for ever
-        hold=0.5,
-    )
+    capped = Counted(sqlite_store, input_wait=lambda: 0.3, hold=0.5)  # typing for ever
     capped.watcher.start()
     try:
         assert capped.ready.wait(10)
