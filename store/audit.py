@@ -19,6 +19,7 @@ from sqlalchemy import ColumnElement, Connection, func, select
 from store import validation
 from store.clock import format_ts, parse_ts
 from store.errors import InvalidCursor, InvalidSession
+from store.lifecycle import ACTION_EVENTS
 from store.models import AgentSessionEvent
 from store.paging import Page, decode_cursor, encode_cursor
 from store.redaction import redact_text
@@ -26,14 +27,6 @@ from store.redaction import redact_text
 _HISTORY = AgentSessionEvent.__table__  # type: ignore[attr-defined]
 _KIND = "audit"
 
-# The action an operator names (the CLI's command) → the history event it writes.
-ACTION_EVENTS: dict[str, str] = {
-    "heartbeat": "heartbeat",
-    "pause": "paused",
-    "stop": "stopped",
-    "resume": "resuming",
-    "terminate": "terminated",
-}
 EVENT_ACTIONS = {event: action for action, event in ACTION_EVENTS.items()}
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}

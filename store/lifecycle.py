@@ -187,6 +187,10 @@ _RULES: dict[str, _Rule] = {
 }
 
 
+# The action an operator names (the CLI's command) → the history event it writes.
+ACTION_EVENTS: dict[str, str] = {action: rule.event_type for action, rule in _RULES.items()}
+
+
 def key_required(action: str) -> bool:
     """Whether ``action`` refuses to run without an idempotency key (resume, terminate)."""
     return _RULES[action].key_required
