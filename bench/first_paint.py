@@ -15,10 +15,13 @@ argument):
   and click the track below it, and print, per kind, the milliseconds from the mouse event to
   the frame that shows the rows there (read from the store by then).
 - `keys [DOWNS PAGEDOWNS] APP`: once the store is open, press "down" DOWNS times (default 30),
-  then "pagedown" PAGEDOWNS times (default 4), then "pageup" as many times (back up through
-  rows the window has let go of), then "end" and "home" in turns (the list's far end read
-  where it is, and its top again) through Textual's Pilot, and print one JSON
-  object on stdout: per key, the milliseconds each press took to settle and to its last frame.
+  then ``SCROLLING_DOWNS`` times more, past the view's last row, so that most of those move the
+  view a row (timed apart, as "down-scrolls": every row in view is drawn again, where a cursor
+  move within the view draws two), then "pagedown" PAGEDOWNS times (default 4), then "pageup"
+  as many times (back up through rows the window has let go of), then "end" and "home" in
+  turns (the list's far end read where it is, and its top again) through Textual's Pilot, and
+  print one JSON object on stdout: per key, the milliseconds each press took to settle and to
+  its last frame.
 
 `--group=NAME` before the other arguments opens the console grouped by NAME (workspace, run or
 agent: config ``group``), its first rows included.
@@ -83,6 +86,11 @@ from textual.worker import WorkerCancelled  # noqa: E402
 
 SIZE = (120, 40)
 DOWNS = 30
+# Downs after the first DOWNS: past the view's last row (35 rows on the console, 36 on the
+# bare app at 120x40), so most of them move the view.
+SCROLLING_DOWNS = 20
+# A down that moved the view is timed under this name.
+SCROLLING = "down-scrolls"
 PAGEDOWNS = 4
 STATUS = Path("/proc/self/status")
 
@@ -210,6 +218,13 @@ Timings = dict[str, dict[str, list[float]]]
 PARTS = ("first_frame_ms", "frame_ms", "result_frame_ms", "settled_ms")
 
 
+def first_in_view(app: App[Any]) -> int:
+    """The first row in view: the console's grid's, or the bare app's DataTable's."""
+    if getattr(app.screen, "model", None) is not None:
+        return int(app.screen.query_one("#sessions").first_in_view)
+    return int(app.screen.query_one(DataTable).scroll_offset.y)
+
+
 def cursor_of(app: App[Any]) -> int:
     """The row under the cursor: the console's grid's, or the bare app's DataTable's."""
     if getattr(app.screen, "model", None) is not None:
@@ -226,18 +241,21 @@ def moved_and_held(app: App[Any], before: int) -> Callable[[], bool]:
 
 async def press_timings(pilot: Pilot[Any], keys: list[str]) -> Timings:
     """Per key press: its first frame, its last frame before the app settled, the first frame
-    that showed its result (the cursor moved, the rows in view read) and the time to settle.
+    that showed its result (the cursor moved, the rows in view read) and the time to settle. A
+    down that moved the view is timed apart, as ``SCROLLING``.
     While the store changes the last frame also counts what the changes repaint; the result
     frame does not."""
     frames = FrameClock(pilot.app)
     timings: Timings = {}
     for key in keys:
         frames.reset(moved_and_held(pilot.app, cursor_of(pilot.app)))
+        top = first_in_view(pilot.app)
         started = time.perf_counter()
         await pilot.press(key)
         await settle(pilot)
         settled = time.perf_counter()
-        entry = timings.setdefault(key, {part: [] for part in PARTS})
+        name = SCROLLING if key == "down" and first_in_view(pilot.app) != top else key
+        entry = timings.setdefault(name, {part: [] for part in PARTS})
         # No frame at all (nothing moved) counts as no time.
         entry["first_frame_ms"].append(((frames.first or started) - started) * 1000)
         entry["frame_ms"].append(((frames.last or started) - started) * 1000)
@@ -303,7 +321,8 @@ ENDS = 3
 
 def key_sequence(downs: int, pagedowns: int) -> list[str]:
     ends = ["end", "home"] * ENDS
-    return ["down"] * downs + ["pagedown"] * pagedowns + ["pageup"] * pagedowns + ends
+    downs_through = ["down"] * (downs + SCROLLING_DOWNS)
+    return downs_through + ["pagedown"] * pagedowns + ["pageup"] * pagedowns + ends
 
 
 def run_app(

@@ -84,18 +84,34 @@ class ConsoleFooter(Widget):
         self.screen.bindings_updated_signal.unsubscribe(self)
 
     def bindings_changed(self, _screen: Screen[object]) -> None:
-        self.refresh()
+        """Repainted only when the keys shown or their dimming changed: a cursor move to a
+        session of the same status leaves the footer as it is, and the frame smaller."""
+        if self.drawn is None or self.drawn[0] != self._wanted():
+            self.refresh()
+
+    def _wanted(self) -> tuple[object, ...]:
+        """What the line is drawn from (the screen's bindings are worked out once: each time
+        asks every binding's ``check_action``)."""
+        bindings = self.screen.active_bindings
+        return (
+            tuple(self.keys(bindings)),
+            self.palette_key(bindings),
+            self.size.width,
+            self.narrow,
+        )
 
     @property
     def narrow(self) -> bool:
         return self.app.size.width < NARROW_BELOW
 
-    def keys(self) -> list[FooterKey]:
+    def keys(self, bindings: dict[str, ActiveBinding] | None = None) -> list[FooterKey]:
         """The keys shown, in the order the bindings were declared, one per action."""
         found: dict[str, FooterKey] = {}
         palette = self.app.COMMAND_PALETTE_BINDING
         label = getattr(self.screen, "footer_label", None)
-        for key, active in self.screen.active_bindings.items():
+        if bindings is None:
+            bindings = self.screen.active_bindings
+        for key, active in bindings.items():
             binding = active.binding
             if not binding.show or binding.action in found:
                 continue
@@ -120,7 +136,7 @@ class ConsoleFooter(Widget):
         """The one line, drawn again only when the keys or their dimming change (a cursor
         move to a session of the same status draws nothing new)."""
         width = self.size.width
-        wanted = (tuple(self.keys()), self.palette_key(), width, self.narrow)
+        wanted = self._wanted()
         if self.drawn is None or self.drawn[0] != wanted:
             line, places = self._draw_keys(*wanted[:3])
             strip = Strip(list(line.render(self.app.console)))
@@ -166,12 +182,12 @@ class ConsoleFooter(Widget):
         line.stylize_before(self.rich_style)
         return line, places
 
-    def palette_key(self) -> FooterKey | None:
+    def palette_key(self, bindings: dict[str, ActiveBinding]) -> FooterKey | None:
         """The command palette's key, shown at the right of a wide footer."""
         if self.narrow or not self.app.ENABLE_COMMAND_PALETTE:
             return None
         key = self.app.COMMAND_PALETTE_BINDING
-        active = self.screen.active_bindings.get(key)
+        active = bindings.get(key)
         if active is None:
             return None
         return self._footer_key(key, active, active.binding.description)

@@ -12,7 +12,10 @@ view. It asks for:
 
 A read carries the model's ``generation`` (the filters and sort it was asked under) and the
 ``serial`` of the run it extends; an answer to an older question is dropped. The cursor follows
-its session by id when a read moves it, and otherwise keeps its place.
+its session by id when a read moves it, and otherwise keeps its place; until the operator first
+moves it (``choose``), it keeps its place even so: a console left on the list's top shows the
+top, not a session the store's changes carry down the list (a fleet's heartbeats move a session
+in the attention order at every beat).
 
 A grouped list (``grouping``: agent, run or workspace) holds header rows among the sessions
 (``screens.list_groups``): the store reads sessions only, and the model puts a header before
@@ -167,6 +170,8 @@ class ListModel:
         self.cursor = 0
         # The id of the row under the cursor: a session's, or a group header's.
         self.selected_id: RowId | None = None
+        # The operator has moved the cursor: from then on it follows its session.
+        self.chosen = False
         self.view_first = 0
         self.view_height = 1
         self.claims: dict[str, ClaimCount] = {}
@@ -293,6 +298,11 @@ class ListModel:
         self.cursor = max(0, min(index, max(self.row_count - 1, 0)))
         item = self.row(self.cursor)
         self.selected_id = item.id if item is not None else None
+
+    def choose(self, index: int) -> None:
+        """The operator moved the cursor to ``index``: the session there is theirs to follow."""
+        self.chosen = True
+        self.move_cursor(index)
 
     def toggle_fold(self, index: int) -> GroupHeader | None:
         """Fold the group whose header is at ``index``, or unfold it; its header as it is now
@@ -704,9 +714,10 @@ class ListModel:
         self.start = start
 
     def _follow_selection(self) -> None:
-        """The cursor stays on its session when a read moved it (rows written above it), and
-        goes back to it once after other filters or another order; else it keeps its place."""
-        target = self.selected_id or self.follow_id
+        """The cursor stays on its session when a read moved it (rows written above it), once
+        the operator has chosen it, and goes back to it once after other filters or another
+        order; else it keeps its place."""
+        target = (self.selected_id if self.chosen else None) or self.follow_id
         self.follow_id = None
         found = self.index_of(target)
         self.move_cursor(found if found is not None else self.cursor)

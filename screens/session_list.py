@@ -215,7 +215,7 @@ class SessionListScreen(BulkActions, SessionActionScreen):
     def _cursor_moved(self, row: int) -> None:
         if self.syncing:
             return  # the grid is being set to the model's cursor, not moved by the operator
-        self.model.move_cursor(row)
+        self.model.choose(row)
         self.refresh_bindings()
         self.filters.show_place(self.model)
 

@@ -207,7 +207,11 @@ def test_key_figures_bound_the_p90_last_frame_against_the_bare_apps() -> None:
     last_frame = figures[1]
     assert last_frame.value == pytest.approx(0.040) and last_frame.ratio == pytest.approx(0.5)
     # Medians are shown, not judged; the p90 (nearest rank of three: the slowest) is.
-    assert [figure.verdict() for figure in figures] == ["", "", "", "ok"] * 3 + ["ok", "ok"]
+    assert [figure.verdict() for figure in figures] == ["", "", "", "ok"] * len(bench.KEYS) + [
+        "ok",
+        "ok",
+    ]
+    assert "down-scrolls -> last frame p90 (big)" in [figure.name for figure in figures]
     tail = figures[3]
     assert tail.value == pytest.approx(0.060) and tail.ratio == pytest.approx(0.5)
     assert tail.target() == "<=1.5x"
@@ -224,8 +228,40 @@ def test_key_figures_bound_the_p90_last_frame_against_the_bare_apps() -> None:
 
 def test_the_key_sequence_presses_downs_then_pagedowns_then_pageups_then_the_ends() -> None:
     ends = ["end", "home"] * first_paint.ENDS
-    assert first_paint.key_sequence(2, 1) == ["down", "down", "pagedown", "pageup", *ends]
-    assert first_paint.key_sequence(0, 0) == ends
+    # The downs asked for, then as many again as take the cursor past the view's last row.
+    downs = ["down"] * (2 + first_paint.SCROLLING_DOWNS)
+    assert first_paint.key_sequence(2, 1) == [*downs, "pagedown", "pageup", *ends]
+    downs = ["down"] * first_paint.SCROLLING_DOWNS
+    assert first_paint.key_sequence(0, 0) == [*downs, *ends]
+    assert 30 + first_paint.SCROLLING_DOWNS > 36  # the bare app's view at 120x40, the larger
+
+
+async def test_a_down_that_moves_the_view_is_timed_apart_from_one_within_it() -> None:
+    app = first_paint.BareApp(exit_when_painted=False, rows=100)
+    async with app.run_test(size=first_paint.SIZE) as pilot:
+        await pilot.pause()
+        table = app.query_one(first_paint.DataTable)
+        timings = await first_paint.press_timings(pilot, ["down"] * 45)
+        moved = table.scroll_offset.y
+    # Each down past the view's last row moved the view one row; the others moved the cursor.
+    assert 5 <= moved < 45
+    assert len(timings[first_paint.SCROLLING]["frame_ms"]) == moved
+    assert len(timings["down"]["frame_ms"]) == 45 - moved
+
+
+def test_the_load_bench_judges_every_down_together_and_each_kind_apart() -> None:
+    from bench import load
+
+    def presses(*times: float) -> dict[str, list[float]]:
+        return {"result_frame_ms": list(times), "frame_ms": [time + 1 for time in times]}
+
+    timings = {"down": presses(*[4.0] * 9), "down-scrolls": presses(12.0, 14.0), "pageup": {}}
+    p90 = load.key_p90_of(timings)
+    # Eleven downs: the p90 (nearest rank, the tenth) is a scrolling one.
+    assert p90[load.ALL_DOWNS, "result_frame_ms"] == (pytest.approx(0.012), 11)
+    assert p90["down", "result_frame_ms"] == (pytest.approx(0.004), 9)
+    assert p90["down-scrolls", "frame_ms"] == (pytest.approx(0.015), 2)
+    assert ("pageup", "result_frame_ms") not in p90 and ("pagedown", "frame_ms") not in p90
 
 
 def test_the_group_option_is_taken_out_of_the_arguments() -> None:

@@ -152,12 +152,26 @@ def test_an_answer_for_other_filters_or_another_run_changes_nothing() -> None:
     assert not answer(model, ahead, rows)
 
 
+def test_a_cursor_the_operator_never_moved_keeps_its_place_when_rows_move() -> None:
+    rows = sessions(100)
+    model = ListModel(page_size=50, max_rows=200)
+    model.move_view(0, 20)
+    serve(model, rows)
+    assert not model.chosen and model.selected_id == "s00000"
+    refresh = model.refresh_read()
+    model.started(refresh)
+    answer(model, refresh, [Row("a-new"), *rows])
+    assert model.cursor == 0 and model.selected_id == "a-new"
+    model.choose(1)
+    assert model.chosen and model.selected_id == "s00000"
+
+
 def test_the_cursor_follows_its_session_when_rows_are_added_above_it() -> None:
     rows = sessions(100)
     model = ListModel(page_size=50, max_rows=200)
     model.move_view(0, 20)
     serve(model, rows)
-    model.move_cursor(10)
+    model.choose(10)
     assert model.selected_id == "s00010"
     newer = [Row("a-new"), Row("b-new"), *rows]
     refresh = model.refresh_read()
@@ -664,7 +678,7 @@ def test_the_cursor_on_a_header_follows_it_when_rows_are_written_above() -> None
     model = grouped_model()
     model.move_view(0, 20)
     store.serve(model)
-    model.move_cursor(8)  # agent-02's header
+    model.choose(8)  # agent-02's header
     more = Grouped([*rows, Row("00-s9999", "agent-00"), Row("01-s9999", "agent-01")])
     refresh = model.refresh_read()
     model.started(refresh)

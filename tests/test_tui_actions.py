@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from textual import events
 from textual.widgets import TextArea
 
@@ -30,6 +31,7 @@ from tests.test_tui_support import (
     notifications,
     press,
     screen_text,
+    selected,
     settle,
     sqlite_url,
 )
@@ -304,6 +306,37 @@ async def test_moving_between_statuses_redims_the_footer_in_place(
         # The same footer, the same keys in the same places: only their dimming changed.
         assert footer(app) is shown_before
         assert [key.key for key in footer(app).keys()] == keys_before
+
+
+async def test_the_footer_is_repainted_only_when_its_keys_change(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cursor move to a session of the same status leaves the footer's line as it is (no
+    repaint, a smaller frame); a move to another status repaints it."""
+    add_session(db, "s1")
+    add_session(db, "s2")
+    add_session(db, "s3", status="paused")
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        shown = footer(app)
+        repaints: list[object] = []
+        repaint = shown.refresh
+
+        def counted(*args: object, **kwargs: object) -> object:
+            repaints.append(args)
+            return repaint(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(shown, "refresh", counted)
+        await press(pilot, "down")
+        assert selected(app) == "s2"
+        assert repaints == []
+        assert dimmed_keys(app) == {"resume"}
+        await press(pilot, "down")
+        assert selected(app) == "s3"
+        assert len(repaints) == 1
+        assert dimmed_keys(app) == {"pause"}
+        assert "Resume" in screen_text(app)
 
 
 async def test_at_80_columns_quit_and_help_stay_in_the_footer(tmp_path: Path, db: Store) -> None:

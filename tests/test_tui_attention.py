@@ -20,6 +20,7 @@ from tests.test_tui_support import (
     press,
     row_ids,
     screen_text,
+    selected,
     settle,
     sqlite_url,
 )
@@ -101,3 +102,37 @@ async def test_the_quick_first_read_is_in_the_attention_order(tmp_path: Path, db
         await settle(pilot)
         assert row_ids(app) == expected
         assert cell(app, "claimed", "attention") == "1 claim expired"
+
+
+def beat(store: Store, session_id: str, at: object) -> None:
+    with store.write() as db:
+        sessions.heartbeat(db=db, session_id=session_id, clock=fixed_clock(at))
+
+
+async def test_a_cursor_left_at_the_top_stays_there_while_heartbeats_reorder_the_fleet(
+    tmp_path: Path, db: Store
+) -> None:
+    """A fleet beating moves its sessions in the attention order (the one seen longest ago
+    first) at every beat. A console left on the list shows its top, the cursor on whatever is
+    first now; once the operator moves the cursor, it follows the session they chose."""
+    fleet = [f"agent-s{number}" for number in range(5)]
+    for number, session_id in enumerate(fleet):
+        add_session(db, session_id, at=FROZEN - timedelta(seconds=50 - number))
+    app = console(sqlite_url(tmp_path), sort="attention")
+    async with app.run_test(size=(120, 20)) as pilot:
+        await settle(pilot)
+        assert row_ids(app)[:5] == fleet
+        beat(db, "agent-s0", FROZEN - timedelta(seconds=5))
+        await press(pilot, "ctrl+r")
+        assert row_ids(app)[:5] == [*fleet[1:], "agent-s0"]
+        # Not carried down with the session that was first: the top, and its new first row.
+        assert selected(app) == "agent-s1"
+        assert "row 1 of 5" in filter_line(app)
+        await press(pilot, "down")
+        assert selected(app) == "agent-s2"
+        beat(db, "agent-s2", FROZEN - timedelta(seconds=4))
+        await press(pilot, "ctrl+r")
+        assert row_ids(app)[:5] == ["agent-s1", "agent-s3", "agent-s4", "agent-s0", "agent-s2"]
+        # Chosen: the cursor went with its session, not left on what stands at its row now.
+        assert selected(app) == "agent-s2"
+        assert "row 5 of 5" in filter_line(app)
