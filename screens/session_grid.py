@@ -35,6 +35,8 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 PLACEHOLDER = "…"
+# Rows drawn ahead of need in one turn of the event loop (about a millisecond's drawing).
+PREDRAW_ROWS = 4
 
 
 @dataclass(frozen=True)
@@ -227,6 +229,8 @@ class SessionGrid(ScrollView, can_focus=True):
         self.source = source
         self.columns: tuple[GridColumn, ...] = ()
         self.lines: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
+        # Calls of ``predraw``: one still drawing stops when a newer one starts.
+        self.predraws = 0
         self.styles_now: GridStyles | None = None
         # Set while the grid scrolls to follow its cursor: a scroll by other means (the
         # scrollbar, the wheel) brings the cursor into the view instead.
@@ -316,10 +320,22 @@ class SessionGrid(ScrollView, can_focus=True):
 
     def predraw(self, first: int, last: int) -> None:
         """Draw rows ``first`` … ``last - 1`` ahead of need (those held and not drawn yet), so a
-        page down into them only copies lines: called when the keyboard is quiet."""
+        page down into them only copies lines. A few rows at a time, each few a turn of the
+        event loop of its own: a key pressed meanwhile waits for a few rows' drawing, not for
+        three pages of them (after a re-read under a fleet's changes most rows are drawn anew).
+        A newer call replaces one still under way."""
+        self.predraws += 1
+        self._predraw(self.predraws, max(first, 0), last)
+
+    def _predraw(self, serial: int, first: int, last: int) -> None:
+        if serial != self.predraws:
+            return  # a newer predraw replaced this one
         width = self.scrollable_content_region.width
-        for index in range(max(first, 0), min(last, self.row_count)):
+        stop = min(first + PREDRAW_ROWS, last, self.row_count)
+        for index in range(first, stop):
             self.line(index, width)
+        if stop < min(last, self.row_count):
+            self.call_later(self._predraw, serial, stop, last)
 
     def _draw(self, row: GridRow, index: int, width: int, cursor: bool) -> Strip:
         looks = self.looks

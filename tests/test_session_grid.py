@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.message import Message
 
-from screens.session_grid import GridColumn, GridHeader, GridRow, SessionGrid
+from screens.session_grid import PREDRAW_ROWS, GridColumn, GridHeader, GridRow, SessionGrid
 from tests.test_tui_support import screen_text
 
 COLUMNS = [
@@ -210,6 +210,22 @@ async def test_a_line_is_drawn_once_until_its_row_changes() -> None:
         source.rows[3] = GridRow([Text(" "), Text("changed"), Text("y")])
         again = grid.line(3, width)
         assert again is not first and "changed" in again.text
-        # Drawn ahead: rows below the view are in the cache before a key shows them.
+
+        # Drawn ahead: rows below the view are in the cache before a key shows them, a few
+        # at once and the others in later turns of the event loop (keys pressed meanwhile
+        # wait for a few rows' drawing, not for all of them).
+        def drawn(first: int, last: int) -> list[bool]:
+            rows = [source.rows.get(i) for i in range(first, last)]
+            return [(row, False, i % 2, width) in grid.lines for i, row in enumerate(rows, first)]
+
         grid.predraw(11, 22)
-        assert all(grid.lines.get((source.rows[i], False, i % 2, width)) for i in range(11, 22))
+        assert drawn(11, 11 + PREDRAW_ROWS) == [True] * PREDRAW_ROWS
+        assert not any(drawn(11 + PREDRAW_ROWS, 22))
+        await pilot.pause()
+        assert all(drawn(11, 22))
+        # A newer predraw replaces one still under way.
+        grid.predraw(40, 60)
+        grid.predraw(70, 80)
+        await pilot.pause()
+        assert all(drawn(70, 80)) and all(drawn(40, 40 + PREDRAW_ROWS))
+        assert not any(drawn(40 + PREDRAW_ROWS, 60))
