@@ -225,7 +225,7 @@ def change_latencies(url: str, rounds: int) -> list[float]:
 def key_p90(url: str) -> dict[tuple[str, str], tuple[float, int]]:
     """Per key (``KEY_P90_KEYS``) and part (the frame showing the press's result, the last
     frame before the app settled): the p90 in seconds, and how many presses it is of."""
-    return key_p90_of(key_timings(30, 12, "console", url))
+    return key_p90_of(key_timings(DOWNS, PAGEDOWNS, "console", url))
 
 
 def key_p90_of(timings: Timings) -> dict[tuple[str, str], tuple[float, int]]:
@@ -244,6 +244,9 @@ def key_p90_of(timings: Timings) -> dict[tuple[str, str], tuple[float, int]]:
     }
 
 
+# Presses timed per console (first_paint.py adds the downs that scroll): a p90 of a dozen is
+# the second slowest, which one scheduling hiccup on a shared machine moves.
+DOWNS, PAGEDOWNS = 30, 24
 ALL_DOWNS = "every down"
 KEY_P90_KEYS = (ALL_DOWNS, "down", "down-scrolls", "pagedown", "pageup")
 ENV = compiled_env(Path(tempfile.gettempdir()) / "rt-load-pycache")
