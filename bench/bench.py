@@ -697,6 +697,8 @@ def key_figures(label: str, ours: Timings, floor: Timings) -> list[Figure]:
     ``KEY_P90_LIMIT`` times the bare DataTable app's p90 for the same key (issue 8 point 8)."""
     figures = []
     for key in KEYS:
+        if key not in ours or key not in floor:
+            continue  # not pressed: a quick run's downs stay within the view
         for part, name in KEY_PARTS:
             figures.append(
                 Figure(

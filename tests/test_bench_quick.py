@@ -224,6 +224,11 @@ def test_key_figures_bound_the_p90_last_frame_against_the_bare_apps() -> None:
     assert end.name == "end -> last frame, max (big)" and end.value == pytest.approx(0.060)
     assert end.target() == "<0.1s" and home.name.startswith("home -> last frame, max")
     assert bench.key_figures("big", timings(2.0), timings(1.0))[-1].verdict() == "MISS"
+    # A key never pressed (a quick run's few downs never scroll the view) is left out.
+    within = {key: parts for key, parts in timings(1.0).items() if key != "down-scrolls"}
+    names = [figure.name for figure in bench.key_figures("small", within, timings(1.0))]
+    assert "down -> last frame p90 (small)" in names
+    assert not [name for name in names if name.startswith("down-scrolls")]
 
 
 def test_the_key_sequence_presses_downs_then_pagedowns_then_pageups_then_the_ends() -> None:
