@@ -15,8 +15,9 @@ scripts open it (headless, 120×40):
   same store just before the load started. Downs are judged together (every down pressed) and
   apart: those within the view and those that moved it a row ("down-scrolls", which draw every
   row in view again). Under load the list's re-reads move the cursor's session (the attention
-  order puts the session seen longest ago first, so every beat moves one), the view follows it,
-  and more of the downs scroll than on the idle store: the classes compare like with like. The
+  order puts the session seen longest ago first, so every beat moves one); once a key has moved
+  the cursor it follows its session, the view with it, and more or fewer of the downs scroll
+  than on the idle store: the classes compare like with like. The
   last frame before the app settles, the figure of the idle bench, is printed too but not judged
   here: under load it also counts the frames that the store's changes repaint, which the press
   did not cause;
@@ -232,10 +233,11 @@ def key_p90_of(timings: Timings) -> dict[tuple[str, str], tuple[float, int]]:
     """``key_p90`` of one process's timings: every down together, and each key (a down within
     the view, one that moved it, a pagedown, a pageup) apart; a key never pressed is left out."""
     downs = [timings.get(key, {}) for key in ("down", "down-scrolls")]
-    timings[ALL_DOWNS] = {
+    every_down = {
         part: [time for kind in downs for time in kind.get(part, [])]
         for part in ("result_frame_ms", "frame_ms")
     }
+    timings = {**timings, ALL_DOWNS: every_down}
     return {
         (key, part): (percentile(timings[key][part], 0.9) / 1000, len(timings[key][part]))
         for key in KEY_P90_KEYS
@@ -360,13 +362,13 @@ def measure(url: str, engine: Engine, console: bool) -> list[Figure]:
     ]
     if console:
         for key in KEY_P90_KEYS:
+            if (key, "frame_ms") not in idle or (key, "frame_ms") not in under_load["keys"]:
+                print(f"warning: no {key} press to compare ({label})", file=sys.stderr)
+                continue
             for part, what, limit in (
                 ("result_frame_ms", "its result's frame", KEY_P90_LIMIT),
                 ("frame_ms", "last frame before settled", None),
             ):
-                if (key, part) not in idle or (key, part) not in under_load["keys"]:
-                    print(f"warning: no {key} press to time ({label})", file=sys.stderr)
-                    continue
                 (loaded, presses), (floor, idle_presses) = (
                     under_load["keys"][key, part],
                     idle[key, part],
