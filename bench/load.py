@@ -56,6 +56,7 @@ sys.path[0] = str(ROOT)
 
 from bench.bench import (  # noqa: E402
     KEY_P90_LIMIT,
+    SCROLLING_DOWN,
     Figure,
     Timings,
     compiled_env,
@@ -232,7 +233,7 @@ def key_p90(url: str) -> dict[tuple[str, str], tuple[float, int]]:
 def key_p90_of(timings: Timings) -> dict[tuple[str, str], tuple[float, int]]:
     """``key_p90`` of one process's timings: every down together, and each key (a down within
     the view, one that moved it, a pagedown, a pageup) apart; a key never pressed is left out."""
-    downs = [timings.get(key, {}) for key in ("down", "down-scrolls")]
+    downs = [timings.get(key, {}) for key in ("down", SCROLLING_DOWN)]
     every_down = {
         part: [time for kind in downs for time in kind.get(part, [])]
         for part in ("result_frame_ms", "frame_ms")
@@ -250,7 +251,7 @@ def key_p90_of(timings: Timings) -> dict[tuple[str, str], tuple[float, int]]:
 # the second slowest, which one scheduling hiccup on a shared machine moves.
 DOWNS, PAGEDOWNS = 30, 24
 ALL_DOWNS = "every down"
-KEY_P90_KEYS = (ALL_DOWNS, "down", "down-scrolls", "pagedown", "pageup")
+KEY_P90_KEYS = (ALL_DOWNS, "down", SCROLLING_DOWN, "pagedown", "pageup")
 ENV = compiled_env(Path(tempfile.gettempdir()) / "rt-load-pycache")
 
 

@@ -35,6 +35,38 @@ INPUT_HOLD_SECONDS = 2.0
 DEFAULT_WINDOW_PAGES = 4
 
 
+class InputHold:
+    """A read that waits for the operator's input to pause (``input_wait``: seconds until it
+    has, 0 when it has), but no longer than ``hold`` seconds after it first had to wait. The
+    list's re-reads (on the UI thread) and the change watcher's feed reads (on its own thread)
+    each hold theirs."""
+
+    def __init__(self, input_wait: Callable[[], float], hold: float) -> None:
+        self.input_wait = input_wait
+        self.hold = hold
+        # Since when a read has been held back (time.monotonic()); None: none is.
+        self.since: float | None = None
+
+    def left(self) -> float:
+        """Seconds the read held back still waits (0: none is, or it is due now)."""
+        if self.since is None:
+            return 0.0
+        return max(0.0, min(self.input_wait(), self.since + self.hold - time.monotonic()))
+
+    def wait(self) -> float:
+        """Seconds the read due now waits, its hold starting if it has not; 0: run it now (the
+        hold is then over)."""
+        if self.since is None:
+            self.since = time.monotonic()
+        left = self.left()
+        if left == 0:
+            self.since = None
+        return left
+
+    def release(self) -> None:
+        self.since = None
+
+
 @dataclass
 class ConsoleContext:
     """Shared, long-lived state of one console. ``store`` is None until it has been opened."""

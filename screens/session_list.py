@@ -39,7 +39,7 @@ from textual.widgets import Header, Static
 
 from screens.banner import StoreBanner
 from screens.bulk_run import BulkActions
-from screens.context import INPUT_HOLD_SECONDS, ConsoleContext
+from screens.context import INPUT_HOLD_SECONDS, ConsoleContext, InputHold
 from screens.failures import Failure
 from screens.filter_bar import FilterBar, update_text
 from screens.footer import ConsoleFooter
@@ -115,8 +115,8 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         self.first_state = ListState(order=SessionOrder(ctx.sort), group=ctx.group)
         # Set while the grid is set to the model's cursor (its watcher then ignores the move).
         self.syncing = False
-        # Since when a refresh has been held back for the operator's input (None: none is).
-        self.held_since: float | None = None
+        # A refresh held back for the operator's input, and the timer that runs it then.
+        self.input_hold = InputHold(ctx.input_wait, INPUT_HOLD_SECONDS)
         self.held_refresh: Timer | None = None
 
     def compose(self) -> ComposeResult:
@@ -289,7 +289,7 @@ class SessionListScreen(BulkActions, SessionActionScreen):
             return
         if self.model.loaded and self._hold_for_input():
             return
-        self.held_since = None
+        self.input_hold.release()
         if not self.model.loaded:
             self._start_reads()
         elif "view" in self.model.in_flight:
@@ -302,12 +302,9 @@ class SessionListScreen(BulkActions, SessionActionScreen):
     def _hold_for_input(self) -> bool:
         """Whether the refresh due now waits for the operator's input (screens.context): it is
         then run by a timer once they pause, or once it has waited ``INPUT_HOLD_SECONDS``."""
-        now = time.monotonic()
-        held_since = now if self.held_since is None else self.held_since
-        wait = min(self.ctx.input_wait(), held_since + INPUT_HOLD_SECONDS - now)
+        wait = self.input_hold.wait()
         if wait <= 0:
             return False
-        self.held_since = held_since
         if self.held_refresh is None:
             self.held_refresh = self.set_timer(wait, self._run_held_refresh)
         return True

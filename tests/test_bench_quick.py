@@ -251,6 +251,7 @@ async def test_a_down_that_moves_the_view_is_timed_apart_from_one_within_it() ->
     # Each down past the view's last row moved the view one row; the others moved the cursor.
     assert 5 <= moved < 45
     assert len(timings[first_paint.SCROLLING]["frame_ms"]) == moved
+    assert first_paint.SCROLLING == bench.SCROLLING_DOWN  # the name the figures look it up by
     assert len(timings["down"]["frame_ms"]) == 45 - moved
 
 

@@ -9,6 +9,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
+from screens.context import InputHold
 from store import sessions
 from store.changes import Change, ChangeFeed
 from store.clock import fixed_clock, system_clock
@@ -144,3 +145,21 @@ def test_a_feed_read_waits_for_the_operators_input_but_only_so_long(sqlite_store
     finally:
         capped.watcher.stop()
         capped.watcher.join(5)
+
+
+def test_an_input_hold_waits_for_the_pause_but_no_longer_than_its_hold() -> None:
+    typing = [10.0]
+    hold = InputHold(lambda: typing[0], 0.05)
+    assert hold.left() == 0 and hold.since is None  # nothing held yet
+    first = hold.wait()
+    assert 0 < first <= 0.05 and hold.since is not None
+    time.sleep(0.06)
+    assert hold.left() == 0 and hold.since is not None  # over, still held until asked again
+    assert hold.wait() == 0 and hold.since is None  # asked: run the read, the hold is over
+    typing[0] = 0.2
+    assert 0.04 < hold.wait() <= 0.05  # held again, for the shorter of the two
+    typing[0] = 0.0  # the input paused
+    assert hold.wait() == 0 and hold.since is None
+    hold.wait()
+    hold.release()
+    assert hold.since is None

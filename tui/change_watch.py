@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from screens.context import InputHold
+
 if TYPE_CHECKING:  # the console starts before the database layer is imported
     from store.changes import Change, ChangeFeed
     from store.database import Store
@@ -58,9 +60,8 @@ class ChangeWatcher:
         self._on_link = on_link
         self._on_ready = on_ready
         self._gap = gap
-        self._input_wait = input_wait
-        self._hold = hold
-        self._held_since: float | None = None  # a feed read due since then waits for the input
+        # A feed read due while the operator's input goes on waits for it.
+        self._input_hold = None if input_wait is None else InputHold(input_wait, hold)
         self._stopped = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="roundtable-watch", daemon=True)
         self._retry_at: float | None = None
@@ -95,27 +96,20 @@ class ChangeWatcher:
             token = changed
             if moved:
                 self._notify()
-            held = self._held_since is not None
+            held = self._input_hold is not None and self._input_hold.since is not None
             if self._feed is not None and (moved or held or self._due()) and not self._holding():
-                self._held_since = None
                 self._read_feed()
             if moved:
                 self._stopped.wait(self._gap)
 
     def _holding(self) -> bool:
         """Whether the feed read due now waits for the operator's input to pause."""
-        if self._input_wait is None or self._input_wait() <= 0:
-            return False
-        now = time.monotonic()
-        if self._held_since is None:
-            self._held_since = now
-        return now - self._held_since < self._hold
+        return self._input_hold is not None and self._input_hold.wait() > 0
 
     def _timeout(self) -> float:
-        if self._held_since is not None and self._input_wait is not None:
+        if self._input_hold is not None and self._input_hold.since is not None:
             # Until the input pauses (or the hold ends), not sooner: each wake takes the GIL.
-            left = self._held_since + self._hold - time.monotonic()
-            return max(min(self._input_wait(), left, NOTICE_SECONDS), MIN_WAIT_SECONDS)
+            return max(min(self._input_hold.left(), NOTICE_SECONDS), MIN_WAIT_SECONDS)
         timeout = NOTICE_SECONDS
         if self._feed is not None:
             left = self._feed.seconds_to_deadline()
