@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import event  # noqa: E402
 
-from store.clock import format_ts, system_clock  # noqa: E402
-from store.database import Store, open_store  # noqa: E402
+from roundtable_console.store.clock import format_ts, system_clock  # noqa: E402
+from roundtable_console.store.db.database import Store, open_store  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -118,16 +118,18 @@ def compiled_env(directory: Path) -> dict[str, str]:
 
 def roundtable_command() -> list[str]:
     script = Path(sys.executable).with_name("roundtable")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "tui.cli"]
+    return (
+        [str(script)] if script.exists() else [sys.executable, "-m", "roundtable_console.tui.cli"]
+    )
 
 
 def seed(url: str, sessions: int) -> None:
-    from store import sessions as ops
+    from roundtable_console.store.writes import agent_writes
 
     store = open_store(url)
     with store.write() as db:
         for number in range(sessions):
-            ops.register(
+            agent_writes.register(
                 db=db,
                 session_id=f"bench-{number}",
                 agent_id=f"agent-{number % 7}",
@@ -211,7 +213,7 @@ def bench_prune(url: str, label: str, rows: int) -> list[Figure]:
 
     from sqlalchemy import text
 
-    from store.retention import prune_heartbeats
+    from roundtable_console.store.writes.retention import prune_heartbeats
 
     store = open_store(url)
     old = format_ts(system_clock() - timedelta(days=30))
@@ -268,8 +270,8 @@ def capture_heartbeat(store: Store, session_id: str) -> tuple[list[Captured], st
     """The statements one heartbeat sends, in order (BEGIN included, COMMIT not), and the
     timestamp it bound: what goes through SQLAlchemy, and what the prepared statements of the
     write path send to the DBAPI cursor directly."""
-    from store import sessions as ops
-    from store.history import Prepared
+    from roundtable_console.store.writes import agent_writes
+    from roundtable_console.store.writes.history import Prepared
 
     captured: list[Captured] = []
 
@@ -288,7 +290,7 @@ def capture_heartbeat(store: Store, session_id: str) -> tuple[list[Captured], st
     Prepared.execute = spy  # type: ignore[method-assign]
     try:
         with store.write() as db:
-            session = ops.heartbeat(db=db, session_id=session_id, clock=system_clock)
+            session = agent_writes.heartbeat(db=db, session_id=session_id, clock=system_clock)
     finally:
         Prepared.execute = send  # type: ignore[method-assign]
         event.remove(store.engine, "before_cursor_execute", record)
@@ -341,12 +343,12 @@ def raw_heartbeat_postgres(raw: Any, statements: list[Captured], stamp: str) -> 
 def heartbeat_figure(
     store: Store, raw_beat: Callable[[], None], beats: int, rounds: int, name: str, floor: str
 ) -> Figure:
-    from store import sessions as ops
+    from roundtable_console.store.writes import agent_writes
 
     def ours() -> None:
         for _ in range(beats):
             with store.write() as db:
-                ops.heartbeat(db=db, session_id="bench-1", clock=system_clock)
+                agent_writes.heartbeat(db=db, session_id="bench-1", clock=system_clock)
 
     def raw() -> None:
         for _ in range(beats):
@@ -376,7 +378,7 @@ def bench_heartbeat_rate(path: Path, beats: int, rounds: int) -> list[Figure]:
 def write_history_export(path: Path, rows: int) -> list[tuple[Any, ...]]:
     """An export's worth of session_event lines (ids included, as `roundtable export` writes
     them); returns the same rows as tuples for the floor."""
-    from store.transfer import encode_record
+    from roundtable_console.store.writes.transfer import encode_record
 
     tuples = []
     with path.open("w", encoding="utf-8") as out:
@@ -439,7 +441,7 @@ def bench_import(
     """`roundtable import` of history rows (import_records in one Store.write(), the file read
     and parsed as it goes) against the DBAPI's executemany of the same rows in one transaction,
     each into a fresh, migrated store."""
-    from store.transfer import import_records
+    from roundtable_console.store.writes.transfer import import_records
 
     target = target or sqlite_target(directory)
     export = directory / "history.jsonl"
@@ -792,9 +794,9 @@ def bench_reads(url: str, label: str, repeats: int) -> list[Figure]:
 
     from sqlalchemy import text
 
-    from store.listing import SessionFilter, SessionOrder
-    from store.sessions import (
-        count_by_status,
+    from roundtable_console.store.reads.keyset import count_by_status
+    from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
+    from roundtable_console.store.reads.sessions import (
         count_needing_attention,
         list_sessions,
         list_sessions_before,
@@ -898,7 +900,8 @@ def fill_sessions(url: str, sessions: int) -> None:
     statement, the status counts kept."""
     from sqlalchemy import insert
 
-    from store.sessions import SESSIONS, bulk_session_writes
+    from roundtable_console.store.db.session_rows import SESSIONS
+    from roundtable_console.store.writes.agent_writes import bulk_session_writes
 
     rows = [
         {
@@ -923,9 +926,9 @@ def fill_sessions(url: str, sessions: int) -> None:
 
 def bulk_pause(store: Store, sessions: int, run_key: str) -> None:
     """What the console's bulk pause does: every session (a filter, read a page at a time), a
-    key for each derived from the run's, batched transactions (store.bulk.run_bulk)."""
-    from store.bulk import run_bulk
-    from store.listing import FilterSelection, Selection, SessionFilter
+    key for each derived from the run's, batched transactions (store.writes.bulk.run_bulk)."""
+    from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
+    from roundtable_console.store.writes.bulk import run_bulk
 
     outcome = run_bulk(
         store=store,
@@ -941,7 +944,7 @@ def bulk_pause(store: Store, sessions: int, run_key: str) -> None:
 def floor_pause(store: Store, sessions: int, run_key: str) -> None:
     """The same pauses one at a time, as `roundtable sessions pause --session S` does each:
     one perform_action (its own transaction) a session, each with its own key."""
-    from store.service import perform_action
+    from roundtable_console.store.service import perform_action
 
     for n in range(sessions):
         perform_action(
@@ -966,7 +969,7 @@ def timed_pause(
 
 
 def bench_bulk(new_url: Callable[[], str], label: str, sessions: int, rounds: int) -> list[Figure]:
-    """A bulk pause of ``sessions`` fresh active sessions (store.bulk.run_bulk), against the
+    """A bulk pause of ``sessions`` fresh active sessions (store.writes.bulk.run_bulk), against the
     same pauses one perform_action each (of a sample of ``BULK_FLOOR_SAMPLE``, scaled): must
     take at most 10 s for 10,000 (issue 9 point 4), scaled to the size."""
     sample = min(sessions, BULK_FLOOR_SAMPLE)
@@ -1032,13 +1035,13 @@ def bench_grouped_reads(url: str, label: str, repeats: int) -> list[Figure]:
     worker's whole read, the groups included)."""
     from datetime import timedelta
 
-    from screens.list_groups import Layout
-    from screens.list_model import Read, RowsAsked
-    from screens.list_reads import GroupCounts, StatusCounts, read_rows
-    from store.groups import read_group_sizes, read_status_by_group
-    from store.listing import SessionFilter, SessionOrder
-    from store.rules import GROUP_COLUMNS
-    from store.sessions import list_sessions, list_sessions_before
+    from roundtable_console.screens.list_groups import Layout
+    from roundtable_console.screens.list_model import Read, RowsAsked
+    from roundtable_console.screens.list_reads import GroupCounts, StatusCounts, read_rows
+    from roundtable_console.store.reads.groups import read_group_sizes, read_status_by_group
+    from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
+    from roundtable_console.store.reads.sessions import list_sessions, list_sessions_before
+    from roundtable_console.store.rules import GROUP_COLUMNS
 
     store = open_store(url)
     now = system_clock()
@@ -1069,7 +1072,7 @@ def bench_grouped_reads(url: str, label: str, repeats: int) -> list[Figure]:
                     assert read_status_by_group(db=db, grouping=grouping, keys=keys)
 
             def middle(grouping: str = grouping, order: Any = order) -> None:
-                from screens.list_groups import Groups
+                from roundtable_console.screens.list_groups import Groups
 
                 groups = Groups.from_sizes(sizes(grouping))
                 place = Layout(groups, frozenset()).length // 2
@@ -1117,8 +1120,8 @@ def bench_overview(url: str, label: str, repeats: int) -> list[Figure]:
 
     from sqlalchemy import text
 
-    from store.overview import fleet_overview, session_heartbeats
-    from store.sessions import list_sessions
+    from roundtable_console.store.reads.overview import fleet_overview, session_heartbeats
+    from roundtable_console.store.reads.sessions import list_sessions
 
     store = open_store(url)
     stale_after = timedelta(seconds=300)
@@ -1251,7 +1254,7 @@ def build_postgres_store(
     metadata carries a usage object (as ``usage_metadata``)."""
     from sqlalchemy import create_engine, text
 
-    from store.sessions import bulk_session_writes
+    from roundtable_console.store.writes.agent_writes import bulk_session_writes
 
     admin = create_engine(server.url(), isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
@@ -1396,7 +1399,7 @@ def bench_audit(
 ) -> list[Figure]:
     """The audit trail's first page, unfiltered and by each filter, against the driver alone
     running the same query: each under 50 ms (issue 11 point 5)."""
-    from store.audit import AuditFilter, audit_page
+    from roundtable_console.store.reads.audit import AuditFilter, audit_page
 
     store = open_store(url)
     figures: list[Figure] = []

@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT))
 
 from textual.pilot import Pilot  # noqa: E402
 
-from store import sessions  # noqa: E402
-from store.database import open_store  # noqa: E402
-from tui.app import build_app  # noqa: E402
-from tui.config import Settings  # noqa: E402
+from roundtable_console.store.db.database import open_store  # noqa: E402
+from roundtable_console.store.writes import agent_writes  # noqa: E402
+from roundtable_console.tui.app import build_app  # noqa: E402
+from roundtable_console.tui.config import Settings  # noqa: E402
 
 SIZE = (120, 40)
 ROUNDS = 5
@@ -50,7 +50,7 @@ def commit_session(url: str, session_id: str, second: int) -> float:
     store = open_store(url)
     try:
         with store.write() as db:
-            sessions.register(
+            agent_writes.register(
                 db=db,
                 session_id=session_id,
                 agent_id="bench-latency",

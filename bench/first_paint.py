@@ -65,11 +65,11 @@ def grouping(argv: list[str]) -> tuple[str | None, list[str]]:
 
 def start_early() -> Any:
     """What `roundtable tui` does before it imports Textual: on PostgreSQL, a child process
-    starts reading the first rows (store.first_window.prefetch)."""
+    starts reading the first rows (store.reads.first_window.prefetch)."""
     if "console" not in sys.argv:
         return None
-    from tui.cli import prefetch_first_rows
-    from tui.config import Settings
+    from roundtable_console.tui.cli import prefetch_first_rows
+    from roundtable_console.tui.config import Settings
 
     group, _argv = grouping(sys.argv)
     return prefetch_first_rows(sys.argv[-1], Settings(group=group))
@@ -338,8 +338,8 @@ def run_app(
         )
         return
     # The console exactly as `roundtable tui` starts it (the quick first read included).
-    from tui.app import run_console
-    from tui.config import Settings
+    from roundtable_console.tui.app import run_console
+    from roundtable_console.tui.config import Settings
 
     run_console(
         url=which[1],

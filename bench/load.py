@@ -1,12 +1,12 @@
 """A fleet's load, with the console open (issue 12 point 3).
 
-N agents beat for a fixed time through the product's own heartbeat (``store.sessions.heartbeat``
-in a write transaction of ``Store.write``, what ``roundtable sessions heartbeat --every`` runs),
-as threads spread over a few worker processes, on a store of its own: SQLite in a temporary
-directory, PostgreSQL in a throwaway cluster on the loopback interface (``tests.pg_server``,
-started durable for this: fsync and synchronous commit on, unlike the test suite's). While they
-beat, the console is opened on the same store three times in turn, each as the bench's other
-scripts open it (headless, 120×40):
+N agents beat for a fixed time through the product's own heartbeat
+(``store.writes.agent_writes.heartbeat`` in a write transaction of ``Store.write``, what
+``roundtable sessions heartbeat --every`` runs), as threads spread over a few worker processes, on a
+store of its own: SQLite in a temporary directory, PostgreSQL in a throwaway cluster on the loopback
+interface (``tests.pg_server``, started durable for this: fsync and synchronous commit on, unlike
+the test suite's). While they beat, the console is opened on the same store three times in turn,
+each as the bench's other scripts open it (headless, 120×40):
 
 - idle, for ``CPU_SECONDS``: the CPU time its process used (every thread: the change watcher and
   the workers included) over that wall time, and how many SQL statements it ran per second;
@@ -108,9 +108,9 @@ class BeatTally:
 def run_agents(url: str, first: int, count: int, rate: float, seconds: float, start: float) -> None:
     """One worker process: ``count`` agents, each beating ``rate`` times a second from the wall
     time ``start`` for ``seconds``, through the store's heartbeat. Prints its tally as JSON."""
-    from store import sessions
-    from store.database import open_store
-    from store.errors import StoreError
+    from roundtable_console.store.db.database import open_store
+    from roundtable_console.store.errors import StoreError
+    from roundtable_console.store.writes import agent_writes
 
     store = open_store(url, upgrade=False)
     tally = BeatTally()
@@ -132,7 +132,7 @@ def run_agents(url: str, first: int, count: int, rate: float, seconds: float, st
             began = time.perf_counter()
             try:
                 with store.write() as db:
-                    sessions.heartbeat(db=db, session_id=session_id)
+                    agent_writes.heartbeat(db=db, session_id=session_id)
             except StoreError as error:
                 mine.refused[error.code] += 1
             except Exception as error:  # noqa: BLE001 - a bench reports every failure, by kind
@@ -185,8 +185,8 @@ def console_cpu(url: str, seconds: float) -> None:
     from sqlalchemy.engine import Engine as SqlEngine
 
     from bench.first_paint import wait_until_ready
-    from tui.app import build_app
-    from tui.config import Settings
+    from roundtable_console.tui.app import build_app
+    from roundtable_console.tui.config import Settings
 
     statements = 0
 
@@ -260,13 +260,13 @@ ENV = compiled_env(Path(tempfile.gettempdir()) / "rt-load-pycache")
 
 def prepare(url: str, agents: int) -> None:
     """The agents' sessions, registered, plus some others so the list has more than a page."""
-    from store import sessions
-    from store.database import open_store
+    from roundtable_console.store.db.database import open_store
+    from roundtable_console.store.writes import agent_writes
 
     store = open_store(url)
     with store.write() as db:
         for number in range(agents):
-            sessions.register(
+            agent_writes.register(
                 db=db,
                 session_id=f"{SESSION_PREFIX}{number:05d}",
                 agent_id=f"agent-{number}",
@@ -275,7 +275,7 @@ def prepare(url: str, agents: int) -> None:
                 working_directory="/tmp",
             )
         for number in range(FINISHED_SESSIONS):
-            sessions.register(
+            agent_writes.register(
                 db=db,
                 session_id=f"done-{number:05d}",
                 agent_id=f"agent-{number % 50}",
@@ -290,7 +290,7 @@ def prepare(url: str, agents: int) -> None:
 def heartbeat_rows(url: str) -> int:
     from sqlalchemy import text
 
-    from store.database import open_store
+    from roundtable_console.store.db.database import open_store
 
     store = open_store(url, upgrade=False)
     with store.read() as db:

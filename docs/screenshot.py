@@ -15,11 +15,11 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from store.clock import fixed_clock
-from store.database import open_store
-from store.demo import seed_demo
-from tui.app import build_app
-from tui.config import Settings, sqlite_url
+from roundtable_console.store.clock import fixed_clock
+from roundtable_console.store.db.database import open_store
+from roundtable_console.store.writes.demo import seed_demo
+from roundtable_console.tui.app import build_app
+from roundtable_console.tui.config import Settings, sqlite_url
 
 SIZE = (120, 40)
 MOMENT = datetime(2026, 9, 17, 17, 26, 35, tzinfo=UTC)

@@ -11,12 +11,12 @@ from rich.text import Text
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from screens.context import ConsoleContext
-from screens.failures import Failure, ReportsFailures
-from screens.outcomes import STALE_VIEW_CODES, ActionResult
-from store.display import one_line
-from store.lifecycle import ActionOutcome
-from store.records import SessionFields
+from roundtable_console.screens.context import ConsoleContext
+from roundtable_console.screens.failures import Failure, ReportsFailures
+from roundtable_console.screens.outcomes import STALE_VIEW_CODES, ActionResult
+from roundtable_console.store.records import SessionFields
+from roundtable_console.store.safety.display import one_line
+from roundtable_console.store.writes.lifecycle import ActionOutcome
 
 
 class ActionDialog(ReportsFailures, ModalScreen[ActionResult | None]):

@@ -1,5 +1,5 @@
 """The audit trail (``A``): the operators' actions across all sessions, newest first, a page at a
-time (``store.audit``), read in a worker. Everything shown is store text, shown as text.
+time (``store.reads.audit``), read in a worker. Everything shown is store text, shown as text.
 
 Imported by the app's key check at first paint: nothing here loads SQLAlchemy at import."""
 
@@ -16,17 +16,17 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
-from screens.banner import StoreBanner
-from screens.context import ConsoleContext
-from screens.failures import Failure, ReportsFailures
-from screens.footer import ConsoleFooter
-from screens.live import StoreChanged
-from screens.text import exact, plain
-from store.display import one_line
-from store.errors import DatabaseUnavailable
+from roundtable_console.screens.banner import StoreBanner
+from roundtable_console.screens.context import ConsoleContext
+from roundtable_console.screens.failures import Failure, ReportsFailures
+from roundtable_console.screens.footer import ConsoleFooter
+from roundtable_console.screens.live import StoreChanged
+from roundtable_console.screens.text import exact, plain
+from roundtable_console.store.errors import DatabaseUnavailable
+from roundtable_console.store.safety.display import one_line
 
 if TYPE_CHECKING:
-    from store.audit import AuditEntry
+    from roundtable_console.store.reads.audit import AuditEntry
 
 # The columns before the impact text, with their padding and the scrollbar.
 COLUMNS: tuple[tuple[str, str, int], ...] = (
@@ -53,7 +53,7 @@ class AuditRead:
 def read_audit(ctx: ConsoleContext, cursor: str | None) -> AuditRead:
     """One page of the audit trail (runs in a thread, which imports the database layer: the
     console's first paint never waits for it)."""
-    from store.audit import audit_page
+    from roundtable_console.store.reads.audit import audit_page
 
     store = ctx.store
     if store is None:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from screens.outcomes import describe_error
-from store.display import printable
-from store.errors import StoreError
+from roundtable_console.screens.outcomes import describe_error
+from roundtable_console.store.errors import StoreError
+from roundtable_console.store.safety.display import printable
 
 
 class StoreBanner(Static):

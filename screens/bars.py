@@ -12,7 +12,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from store.display import one_line
+from roundtable_console.store.safety.display import one_line
 
 # A cell's eighths, for bars finer than a whole character.
 _EIGHTHS = " ▏▎▍▌▋▊▉"

@@ -13,16 +13,16 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Header, Markdown, Static
 
-from screens.banner import StoreBanner
-from screens.context import ConsoleContext
-from screens.data import BriefingView, read_briefing, write_briefing
-from screens.failures import Failure, ReportsFailures
-from screens.footer import ConsoleFooter
-from screens.masking import mask, quoted_argv, secret_forms
-from screens.outcomes import ActionResult
-from screens.session_actions import open_launch, tell
-from screens.text import MASK, heading, markdown_literal
-from store.display import one_line
+from roundtable_console.screens.banner import StoreBanner
+from roundtable_console.screens.context import ConsoleContext
+from roundtable_console.screens.data import BriefingView, read_briefing, write_briefing
+from roundtable_console.screens.failures import Failure, ReportsFailures
+from roundtable_console.screens.footer import ConsoleFooter
+from roundtable_console.screens.masking import mask, quoted_argv, secret_forms
+from roundtable_console.screens.outcomes import ActionResult
+from roundtable_console.screens.session_actions import open_launch, tell
+from roundtable_console.screens.text import MASK, heading, markdown_literal
+from roundtable_console.store.safety.display import one_line
 
 
 def plan_text(view: BriefingView, *, revealed: bool) -> Text:

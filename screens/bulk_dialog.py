@@ -2,10 +2,10 @@
 (the first ``PREVIEW_ITEMS``, then a count), which it will skip and why, which would fail; to
 terminate, the active claims of every agent concerned and one impact text for them all.
 
-The preview is ``store.bulk.plan_bulk``, read in a thread under the run's key (a session already
-done under it shows as a replay). Confirmed, the dialog closes with a ``BulkRequest``, which the
-list screen runs with a progress bar (screens.bulk_run); nothing is written here. ``y`` / ``n`` /
-``escape`` answer it; to terminate, the impact field has focus, ``ctrl+s`` submits and a blank
+The preview is ``store.writes.bulk.plan_bulk``, read in a thread under the run's key (a session
+already done under it shows as a replay). Confirmed, the dialog closes with a ``BulkRequest``, which
+the list screen runs with a progress bar (screens.bulk_run); nothing is written here. ``y`` / ``n``
+/ ``escape`` answer it; to terminate, the impact field has focus, ``ctrl+s`` submits and a blank
 text is refused when claims are held, as in the terminate dialog of one session.
 """
 
@@ -21,18 +21,18 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static, TextArea
 
-from screens.context import ConsoleContext
-from screens.data import plan_bulk_action
-from screens.failures import Failure, ReportsFailures
-from screens.terminate_dialog import (
+from roundtable_console.screens.context import ConsoleContext
+from roundtable_console.screens.data import plan_bulk_action
+from roundtable_console.screens.failures import Failure, ReportsFailures
+from roundtable_console.screens.terminate_dialog import (
     WHAT_IT_DOES_NOT,
     agent_claims_text,
     blank_refusal,
     impact_area,
 )
-from store.bulk import BulkItem, BulkPlan
-from store.display import one_line
-from store.listing import Selection
+from roundtable_console.store.reads.listing import Selection
+from roundtable_console.store.safety.display import one_line
+from roundtable_console.store.writes.bulk import BulkItem, BulkPlan
 
 # Ids named after a reason ("2 already paused: s1, s2"); the rest are counted.
 IDS_NAMED = 5

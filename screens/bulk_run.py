@@ -4,7 +4,7 @@ With marks, ``h p s r t`` act on every marked session instead of the selected on
 marks they act on the selected session as always):
 
 1. a preview dialog (screens.bulk_dialog) reads what the action would do and asks first;
-2. confirmed, the run goes on in a thread worker (``store.bulk.run_bulk``, batched
+2. confirmed, the run goes on in a thread worker (``store.writes.bulk.run_bulk``, batched
    transactions, each session under its own key derived from the run's), while the list stays
    usable: a panel above the list says what runs, with a progress bar from
    ``PROGRESS_FROM`` sessions; ``escape`` cancels it between two sessions (what was committed
@@ -37,17 +37,17 @@ from textual.notifications import SeverityLevel
 from textual.widgets import ProgressBar, Static
 from textual.worker import get_current_worker
 
-from screens.failures import Failure
-from screens.footer import NARROW_WORDS
-from screens.marks import Marks
-from screens.outcomes import describe_error
-from store.display import one_line
-from store.rules import LIFECYCLE_ACTIONS
+from roundtable_console.screens.failures import Failure
+from roundtable_console.screens.footer import NARROW_WORDS
+from roundtable_console.screens.marks import Marks
+from roundtable_console.screens.outcomes import describe_error
+from roundtable_console.store.rules import LIFECYCLE_ACTIONS
+from roundtable_console.store.safety.display import one_line
 
 if TYPE_CHECKING:
-    from screens.bulk_dialog import BulkRequest
-    from screens.session_actions import ScreenCommand, SessionActionScreen
-    from store.bulk import BulkItem, BulkOutcome
+    from roundtable_console.screens.bulk_dialog import BulkRequest
+    from roundtable_console.screens.session_actions import ScreenCommand, SessionActionScreen
+    from roundtable_console.store.writes.bulk import BulkItem, BulkOutcome
 
     ScreenBase = SessionActionScreen
 else:
@@ -276,7 +276,11 @@ class BulkActions(ScreenBase):
                 markup=False,
             )
             return
-        from screens.bulk_dialog import BulkConfirmDialog, BulkDialog, BulkTerminateDialog
+        from roundtable_console.screens.bulk_dialog import (
+            BulkConfirmDialog,
+            BulkDialog,
+            BulkTerminateDialog,
+        )
 
         kept = self.bulk_kept
         retrying = kept is not None and (kept.action, kept.revision) == (
@@ -320,7 +324,7 @@ class BulkActions(ScreenBase):
 
     def _bulk_job(self, run: BulkRun) -> BulkOutcome:
         """In a thread: the run, reporting its progress to the panel."""
-        from screens.data import run_bulk_action
+        from roundtable_console.screens.data import run_bulk_action
 
         worker = get_current_worker()
         request = run.request

@@ -8,8 +8,8 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-from screens.session_actions import ScreenCommand, SessionActionScreen
-from store.display import one_line
+from roundtable_console.screens.session_actions import ScreenCommand, SessionActionScreen
+from roundtable_console.store.safety.display import one_line
 
 # Help texts are parsed as markup by the palette, so they never carry store data.
 ACTION_HELP: dict[str, str] = {

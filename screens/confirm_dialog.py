@@ -8,11 +8,11 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from screens.action_dialog import ActionDialog
-from screens.context import ConsoleContext
-from screens.data import perform_action
-from store.lifecycle import ActionOutcome
-from store.records import SessionFields
+from roundtable_console.screens.action_dialog import ActionDialog
+from roundtable_console.screens.context import ConsoleContext
+from roundtable_console.screens.data import perform_action
+from roundtable_console.store.records import SessionFields
+from roundtable_console.store.writes.lifecycle import ActionOutcome
 
 
 class ConfirmActionDialog(ActionDialog):

@@ -13,13 +13,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from store.adapters import AdapterConfig
-from store.clock import Clock, system_clock
+from roundtable_console.store.clock import Clock, system_clock
+from roundtable_console.store.resume.adapters import AdapterConfig
 
 if TYPE_CHECKING:
-    from store.database import Store
-    from store.first_window import FirstWindow
-    from store.listing import SessionOrder
+    from roundtable_console.store.db.database import Store
+    from roundtable_console.store.reads.first_window import FirstWindow
+    from roundtable_console.store.reads.listing import SessionOrder
 
 # Reads the list's first page (size, now, order) before the store is open, without its database
 # layer.

@@ -12,19 +12,27 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from screens.context import ConsoleContext
-from store import launch, service
-from store.bulk import PREVIEW_ITEMS, BulkItem, BulkOutcome, BulkPlan, plan_bulk, run_bulk
-from store.database import Store
-from store.errors import DatabaseUnavailable
-from store.launch import LaunchPlan
-from store.lifecycle import ActionOutcome, TerminationImpact
-from store.listing import Selection
-from store.models import AgentSession
-from store.paging import Page
-from store.projections import PAGED
-from store.records import SessionFields
-from store.service import BriefingView, LogBatch
+from roundtable_console.screens.context import ConsoleContext
+from roundtable_console.store import service
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import AgentSession
+from roundtable_console.store.errors import DatabaseUnavailable
+from roundtable_console.store.reads.listing import Selection
+from roundtable_console.store.reads.paging import Page
+from roundtable_console.store.reads.projections import PAGED
+from roundtable_console.store.records import SessionFields
+from roundtable_console.store.resume import launch
+from roundtable_console.store.resume.launch import LaunchPlan
+from roundtable_console.store.service import BriefingView, LogBatch
+from roundtable_console.store.writes.bulk import (
+    PREVIEW_ITEMS,
+    BulkItem,
+    BulkOutcome,
+    BulkPlan,
+    plan_bulk,
+    run_bulk,
+)
+from roundtable_console.store.writes.lifecycle import ActionOutcome, TerminationImpact
 
 
 def require_store(ctx: ConsoleContext) -> Store:
@@ -138,7 +146,7 @@ def read_briefing(ctx: ConsoleContext, session_id: str) -> BriefingView:
 
 
 def read_launch(ctx: ConsoleContext, session_id: str) -> LaunchPlan:
-    """The session's briefing and what resuming it would start here (store.launch)."""
+    """The session's briefing and what resuming it would start here (store.resume.launch)."""
     return launch.read_launch(
         store=require_store(ctx),
         adapters=ctx.adapters,

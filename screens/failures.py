@@ -62,9 +62,9 @@ from textual.app import App
 from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
-from screens.outcomes import describe_error
-from store.display import one_line
-from store.errors import StoreError
+from roundtable_console.screens.outcomes import describe_error
+from roundtable_console.store.errors import StoreError
+from roundtable_console.store.safety.display import one_line
 
 if TYPE_CHECKING:
     from textual.screen import Screen

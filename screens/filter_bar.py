@@ -13,8 +13,8 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
-from screens.list_model import ListModel
-from screens.list_state import ListState
+from roundtable_console.screens.list_model import ListModel
+from roundtable_console.screens.list_state import ListState
 
 
 def update_text(shown: Static, text: Text) -> None:

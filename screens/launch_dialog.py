@@ -14,20 +14,20 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from screens.action_dialog import ActionDialog
-from screens.context import ConsoleContext
-from screens.data import read_launch, resume_for_launch
-from screens.failures import Failure
-from screens.launcher import Place, run_in_terminal, start_in_tmux
-from screens.masking import quoted_argv, secret_forms
-from screens.outcomes import LaunchResult, why_not
-from screens.text import MASK
-from store.display import one_line, printable
-from store.errors import StoreError
-from store.launch import LaunchPlan, tmux_command, tmux_refusal
-from store.lifecycle import ActionOutcome
-from store.records import SessionFields
-from store.rules import is_allowed
+from roundtable_console.screens.action_dialog import ActionDialog
+from roundtable_console.screens.context import ConsoleContext
+from roundtable_console.screens.data import read_launch, resume_for_launch
+from roundtable_console.screens.failures import Failure
+from roundtable_console.screens.launcher import Place, run_in_terminal, start_in_tmux
+from roundtable_console.screens.masking import quoted_argv, secret_forms
+from roundtable_console.screens.outcomes import LaunchResult, why_not
+from roundtable_console.screens.text import MASK
+from roundtable_console.store.errors import StoreError
+from roundtable_console.store.records import SessionFields
+from roundtable_console.store.resume.launch import LaunchPlan, tmux_command, tmux_refusal
+from roundtable_console.store.rules import is_allowed
+from roundtable_console.store.safety.display import one_line, printable
+from roundtable_console.store.writes.lifecycle import ActionOutcome
 
 
 def argv_text(argv: tuple[str, ...], forms: list[str]) -> Text:

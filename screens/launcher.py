@@ -1,6 +1,6 @@
 """Where and how the console starts a resumed session's agent (``R``): inside tmux in a new
 window named after the session, else in this terminal with the console suspended until the
-agent exits. What runs, where and whether it can is ``store.launch``'s to decide; this module
+agent exits. What runs, where and whether it can is ``store.resume.launch``'s to decide; this module
 only runs it, never through a shell.
 """
 
@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from textual.app import App, SuspendNotSupported
 
-from store import errors
-from store.display import one_line
-from store.launch import LaunchPlan, tmux_command, tmux_window_name
+from roundtable_console.store import errors
+from roundtable_console.store.resume.launch import LaunchPlan, tmux_command, tmux_window_name
+from roundtable_console.store.safety.display import one_line
 
 TMUX_TIMEOUT_SECONDS = 15
 

@@ -9,12 +9,10 @@ from datetime import datetime, timedelta
 
 from rich.text import Text
 
-from screens.list_groups import GROUPING_NAMES, GroupHeader
-from screens.session_grid import CELL_PADDING, GridColumn, GridRow
-from screens.text import plain, relative_ts, short_time, status_text
-from store.adapters import AdapterConfig
-from store.display import one_line
-from store.listing import (
+from roundtable_console.screens.list_groups import GROUPING_NAMES, GroupHeader
+from roundtable_console.screens.session_grid import CELL_PADDING, GridColumn, GridRow
+from roundtable_console.screens.text import plain, relative_ts, short_time, status_text
+from roundtable_console.store.reads.listing import (
     ATTENTION_CAP,
     UNKNOWN_TIER,
     WAITING_TIER,
@@ -22,9 +20,11 @@ from store.listing import (
     attention_reason,
     attention_tier,
 )
-from store.records import ClaimCount, SessionFields
-from store.resume import resume_blocker
-from store.rules import ACTIVE_STATES
+from roundtable_console.store.records import ClaimCount, SessionFields
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.resume.plan import resume_blocker
+from roundtable_console.store.rules import ACTIVE_STATES
+from roundtable_console.store.safety.display import one_line
 
 TERMINAL_STATUSES: tuple[str, ...] = ("stopped", "ended", "terminated")
 # Statuses are free strings: the header names this many and sums the rest.
@@ -132,7 +132,7 @@ def attention_cell(
     stale_after: timedelta,
     width: int | None,
 ) -> Text:
-    """Why the session needs a human, if it does (``store.listing.attention_reason``)."""
+    """Why the session needs a human, if it does (``store.reads.listing.attention_reason``)."""
     cell = plain(attention_reason(session, counts, now, stale_after), width)
     tier = attention_tier(session.status, session.waiting is not None)
     style = ATTENTION_STYLES.get(tier, "dark_orange" if session.is_stale(now, stale_after) else "")

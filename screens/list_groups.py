@@ -3,7 +3,7 @@ where each row of the whole list is. No Textual and no database (tests/test_list
 
 A list grouped by agent (or run, or workspace) is read in that grouping's order, sessions only:
 the *stream*. The list shown is the stream with a header row before the first session of each
-group. A folded group keeps one session in the stream (``store.groups.fold_condition``), shown
+group. A folded group keeps one session in the stream (``store.reads.groups.fold_condition``), shown
 as its header alone. So the shown list is as long as the stream plus one header per unfolded
 group, and a header's place follows from the groups' sizes (``Layout``).
 
@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from store.listing import SessionFilter, countable_total
-from store.records import SessionFields
-from store.rules import ACTIVE_STATES
+from roundtable_console.store.reads.listing import SessionFilter, countable_total
+from roundtable_console.store.records import SessionFields
+from roundtable_console.store.rules import ACTIVE_STATES
 
 GroupKey = str | None
 # What the names of the groupings read as in a header.
@@ -103,7 +103,7 @@ class Groups:
     def from_sizes(
         cls, rows: Iterable[tuple[GroupKey, int]], *, descending: bool = False
     ) -> Groups:
-        """Sizes by group in ascending order (``store.groups.read_group_sizes``)."""
+        """Sizes by group in ascending order (``store.reads.groups.read_group_sizes``)."""
         found = [(key, size) for key, size in rows if size > 0]
         if descending:
             found.reverse()
@@ -117,7 +117,7 @@ class Groups:
         filters: SessionFilter | None = None,
         descending: bool = False,
     ) -> Groups:
-        """Counts by group and status in ascending order (``store.groups``), narrowed to the
+        """Counts by group and status in ascending order (``store.reads.groups``), narrowed to the
         statuses ``filters`` shows (a filter the counts can answer: ``countable``)."""
         keys: list[GroupKey] = []
         counts: dict[GroupKey, Mapping[str, int]] = {}

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from screens.list_groups import (
+from roundtable_console.screens.list_groups import (
     GroupHeader,
     GroupKey,
     Groups,
@@ -43,12 +43,12 @@ from screens.list_groups import (
     session_key,
     stream_row,
 )
-from store.listing import SessionFilter, SessionOrder
-from store.records import ClaimCount, SessionFields
-from store.validation import MAX_LIMIT
+from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
+from roundtable_console.store.records import ClaimCount, SessionFields
+from roundtable_console.store.validation import MAX_LIMIT
 
 if TYPE_CHECKING:
-    from store.first_window import FirstWindow
+    from roundtable_console.store.reads.first_window import FirstWindow
 
 ReadKind = Literal["at", "after", "before"]
 # A list the status counts cannot measure (a text or stale filter) is counted in SQL: once when
@@ -117,7 +117,7 @@ class ReadResult:
     claims: dict[str, ClaimCount] = field(default_factory=dict)
     counts: dict[str, int] | None = None
     token: object | None = None
-    # How many sessions need a human (store.sessions.ATTENTION_CAP at most), when read.
+    # How many sessions need a human (store.reads.listing.ATTENTION_CAP at most), when read.
     attention: int | None = None
     # In the attention order: when the clock next moves a session (one goes stale), when read.
     moves_at: datetime | None = None
@@ -726,7 +726,7 @@ class ListModel:
 def first_result(
     read: Read, first: FirstWindow | None, grouping: str | None = None
 ) -> ReadResult | None:
-    """The quick first read's page (``store.first_window``) as the answer to ``read``: the
+    """The quick first read's page (``store.reads.first_window``) as the answer to ``read``: the
     list's top (in a grouped list, its first group's header first)."""
     if first is None:
         return None

@@ -17,11 +17,17 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from screens.list_groups import GroupKey, Groups, Layout, countable, shown_statuses
-from screens.list_model import ClockMoved, GroupedRows, ReadResult, RowsAsked
-from store.claims import claim_counts
-from store.database import Store
-from store.groups import (
+from roundtable_console.screens.list_groups import (
+    GroupKey,
+    Groups,
+    Layout,
+    countable,
+    shown_statuses,
+)
+from roundtable_console.screens.list_model import ClockMoved, GroupedRows, ReadResult, RowsAsked
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.reads.claims import claim_counts
+from roundtable_console.store.reads.groups import (
     count_groups,
     fold_condition,
     folded_rows,
@@ -30,20 +36,25 @@ from store.groups import (
     read_group_sizes,
     read_status_by_group,
 )
-from store.listing import Selection, SessionFilter, SessionOrder, countable_total, session_cursor
-from store.records import ClaimCount, SessionFields
-from store.sessions import (
+from roundtable_console.store.reads.keyset import count_by_status
+from roundtable_console.store.reads.listing import (
+    Selection,
+    SessionFilter,
+    SessionOrder,
+    countable_total,
+    session_cursor,
+)
+from roundtable_console.store.reads.places import sessions_at, sessions_in_group
+from roundtable_console.store.reads.sessions import (
     admitted_ids,
-    count_by_status,
     count_needing_attention,
     count_selected,
     count_sessions,
     list_sessions,
     list_sessions_before,
     next_to_go_stale,
-    sessions_at,
-    sessions_in_group,
 )
+from roundtable_console.store.records import ClaimCount, SessionFields
 
 # The groups whose counts by status are kept between reads, past which they are read again.
 MAX_GROUPS_KEPT = 4096

@@ -7,11 +7,11 @@ from datetime import datetime, timedelta
 
 from rich.text import Text
 
-from screens.list_columns import TERMINAL_STATUSES, sort_arrow
-from screens.list_groups import GROUPING_NAMES
-from store.display import one_line
-from store.listing import SORT_COLUMNS, SessionFilter, SessionOrder
-from store.rules import ACTIVE_STATES, GROUP_COLUMNS
+from roundtable_console.screens.list_columns import TERMINAL_STATUSES, sort_arrow
+from roundtable_console.screens.list_groups import GROUPING_NAMES
+from roundtable_console.store.reads.listing import SORT_COLUMNS, SessionFilter, SessionOrder
+from roundtable_console.store.rules import ACTIVE_STATES, GROUP_COLUMNS
+from roundtable_console.store.safety.display import one_line
 
 SORT_NAMES: dict[str, str] = {
     "attention": "attention",

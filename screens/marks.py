@@ -7,16 +7,16 @@ match it are marked too. A session unmarked while a filter mark covers it is exc
 filter mark. ``u`` clears every mark. Marks are kept by session id, so they outlive reads,
 scrolling, another sort and other filters.
 
-Whether a row is marked is decided in Python (``store.matching``), without a read, for any row
+Whether a row is marked is decided in Python (``store.reads.matching``), without a read, for any row
 the store wrote itself; the few rows only the store can decide (odd timestamps or metadata left
 by other writers) are asked about (``open_questions``) and show as undecided meanwhile.
 
 For the bulk actions: ``SessionListScreen.marks`` is this model, and ``marks.selection()`` the
-``store.listing.Selection`` to act on: ``ids`` marked one by one, and ``by_filter``, each a
+``store.reads.listing.Selection`` to act on: ``ids`` marked one by one, and ``by_filter``, each a
 ``FilterSelection`` (``filters``, and the ``excluded`` ids unmarked since). In SQL it is
-``store.sessions.selection_condition(selection)``; ``store.sessions.count_selected`` counts it;
-``store.matching.selection_admits`` decides it for a session in hand. After a bulk action,
-``unmark_ids`` unmarks the sessions it did, known by id alone.
+``store.reads.sessions.selection_condition(selection)``; ``store.reads.sessions.count_selected``
+counts it; ``store.reads.matching.selection_admits`` decides it for a session in hand. After a bulk
+action, ``unmark_ids`` unmarks the sessions it did, known by id alone.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from store.listing import FilterSelection, Selection, SessionFilter
-from store.matching import filter_admits
-from store.records import SessionFields
+from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
+from roundtable_console.store.reads.matching import filter_admits
+from roundtable_console.store.records import SessionFields
 
 # Rows whose verdict is remembered, past which the memory starts again (a few windows' worth).
 MAX_VERDICTS_KEPT = 1000

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from store.display import markdown_line, printable
+from roundtable_console.store.safety.display import markdown_line, printable
 
 MASKED_ID = "••••••"
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from store.clock import parse_ts
-from store.display import one_line
-from store.errors import StoreError
-from store.records import SessionFields
-from store.rules import ALLOWED_FROM
+from roundtable_console.store.clock import parse_ts
+from roundtable_console.store.errors import StoreError
+from roundtable_console.store.records import SessionFields
+from roundtable_console.store.rules import ALLOWED_FROM
+from roundtable_console.store.safety.display import one_line
 
 if TYPE_CHECKING:
-    from store.lifecycle import ActionOutcome
+    from roundtable_console.store.writes.lifecycle import ActionOutcome
 
 PAST_TENSE: dict[str, str] = {
     "heartbeat": "Heartbeat recorded for",

@@ -1,10 +1,10 @@
 """The fleet at a glance (``O`` from the list): sessions by status, how many need a human and
 why, tokens and cost per agent and per run, and sessions started per hour over the last day.
 
-Every figure comes from ``store.overview`` in a thread worker, read again when the store changes
-(as the detail screen re-reads) and every half minute for what the clock alone moves (stale
-sessions, the hours).
-The bars are Rich tables (screens.bars); the starts per hour are Textual's ``Sparkline``.
+Every figure comes from ``store.reads.overview`` in a thread worker, read again when the store
+changes (as the detail screen re-reads) and every half minute for what the clock alone moves (stale
+sessions, the hours). The bars are Rich tables (screens.bars); the starts per hour are Textual's
+``Sparkline``.
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Header, Sparkline, Static
 
-from screens.banner import StoreBanner
-from screens.bars import Bar, bar_chart, cost_words, count_words, token_words
-from screens.context import ConsoleContext
-from screens.data import require_store
-from screens.failures import Failure, ReportsFailures
-from screens.footer import ConsoleFooter
-from screens.live import StoreChanged
-from screens.text import STATUS_STYLES
-from store.overview import (
+from roundtable_console.screens.banner import StoreBanner
+from roundtable_console.screens.bars import Bar, bar_chart, cost_words, count_words, token_words
+from roundtable_console.screens.context import ConsoleContext
+from roundtable_console.screens.data import require_store
+from roundtable_console.screens.failures import Failure, ReportsFailures
+from roundtable_console.screens.footer import ConsoleFooter
+from roundtable_console.screens.live import StoreChanged
+from roundtable_console.screens.text import STATUS_STYLES
+from roundtable_console.store.reads.overview import (
     HOURS,
     USAGE_GROUPINGS,
     USAGE_MEASURES,

@@ -18,9 +18,9 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
 
-from screens.context import ConsoleContext
-from screens.failures import Failure, ReportsFailures
-from screens.outcomes import (
+from roundtable_console.screens.context import ConsoleContext
+from roundtable_console.screens.failures import Failure, ReportsFailures
+from roundtable_console.screens.outcomes import (
     ActionResult,
     LaunchResult,
     describe_conflict,
@@ -28,13 +28,13 @@ from screens.outcomes import (
     describe_outcome,
     why_not,
 )
-from store.display import one_line
-from store.errors import StoreError
-from store.records import SessionFields
-from store.rules import LIFECYCLE_ACTIONS, is_allowed
+from roundtable_console.store.errors import StoreError
+from roundtable_console.store.records import SessionFields
+from roundtable_console.store.rules import LIFECYCLE_ACTIONS, is_allowed
+from roundtable_console.store.safety.display import one_line
 
 if TYPE_CHECKING:
-    from screens.action_dialog import ActionDialog
+    from roundtable_console.screens.action_dialog import ActionDialog
 
 # A command palette entry a screen offers: its name, what it does, and a help text (read as
 # markup by the palette, so never store data).
@@ -76,8 +76,8 @@ def open_launch(
     session: SessionFields,
 ) -> None:
     """The launch dialog for ``session``; ``finished`` gets how it ended (cancelled too)."""
-    from screens.launch_dialog import LaunchDialog
-    from screens.launcher import place_for
+    from roundtable_console.screens.launch_dialog import LaunchDialog
+    from roundtable_console.screens.launcher import place_for
 
     dialog = LaunchDialog(ctx=ctx, session=session, place=place_for(screen.app))
     screen.app.push_screen(
@@ -306,7 +306,7 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
 
     def _confirm(self, action: str, effect: str, caveat: str, session: SessionFields) -> None:
         """Ask y/n before ``action``, naming the session and what the action will do."""
-        from screens.confirm_dialog import ConfirmActionDialog
+        from roundtable_console.screens.confirm_dialog import ConfirmActionDialog
 
         body = Text(f"{action.capitalize()} ")
         body.append(one_line(session.id, 60), style="bold")
@@ -321,7 +321,7 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
         )
 
     def _terminate(self, session: SessionFields) -> None:
-        from screens.terminate_dialog import TerminateDialog
+        from roundtable_console.screens.terminate_dialog import TerminateDialog
 
         self._open_dialog(TerminateDialog(ctx=self.ctx, session=session))
 
@@ -345,7 +345,7 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
         )
 
     def _perform_direct(self, action: str, session: SessionFields) -> ActionResult:
-        from screens.data import perform_action
+        from roundtable_console.screens.data import perform_action
 
         try:
             outcome = perform_action(self.ctx, action, session)

@@ -16,14 +16,14 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Header, Sparkline, Static, TabbedContent, TabPane
 
-from screens.banner import StoreBanner
-from screens.context import ConsoleContext
-from screens.data import load_session, read_projection, require_store
-from screens.failures import Failure
-from screens.footer import ConsoleFooter
-from screens.live import StoreChanged
-from screens.session_actions import SessionActionScreen
-from screens.text import (
+from roundtable_console.screens.banner import StoreBanner
+from roundtable_console.screens.context import ConsoleContext
+from roundtable_console.screens.data import load_session, read_projection, require_store
+from roundtable_console.screens.failures import Failure
+from roundtable_console.screens.footer import ConsoleFooter
+from roundtable_console.screens.live import StoreChanged
+from roundtable_console.screens.session_actions import SessionActionScreen
+from roundtable_console.screens.text import (
     NONE_SHOWN,
     exact,
     exact_and_relative,
@@ -33,12 +33,12 @@ from screens.text import (
     pretty_json,
     status_text,
 )
-from store.credentials import redact_output_json_text
-from store.display import one_line, printable
-from store.models import AgentSession
-from store.overview import HOURS, session_heartbeats
-from store.projections import PAGED, PROJECTIONS
-from store.resume import resume_blocker
+from roundtable_console.store.db.models import AgentSession
+from roundtable_console.store.reads.overview import HOURS, session_heartbeats
+from roundtable_console.store.reads.projections import PAGED, PROJECTIONS
+from roundtable_console.store.resume.plan import resume_blocker
+from roundtable_console.store.safety.credentials import redact_output_json_text
+from roundtable_console.store.safety.display import one_line, printable
 
 PROJECTION_PAGE = 50
 

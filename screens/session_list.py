@@ -37,13 +37,13 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Header, Static
 
-from screens.banner import StoreBanner
-from screens.bulk_run import BulkActions
-from screens.context import INPUT_HOLD_SECONDS, ConsoleContext, InputHold
-from screens.failures import Failure
-from screens.filter_bar import FilterBar, update_text
-from screens.footer import ConsoleFooter
-from screens.list_columns import (
+from roundtable_console.screens.banner import StoreBanner
+from roundtable_console.screens.bulk_run import BulkActions
+from roundtable_console.screens.context import INPUT_HOLD_SECONDS, ConsoleContext, InputHold
+from roundtable_console.screens.failures import Failure
+from roundtable_console.screens.filter_bar import FilterBar, update_text
+from roundtable_console.screens.footer import ConsoleFooter
+from roundtable_console.screens.list_columns import (
     COLUMN_BY_KEY,
     RowPainter,
     counts_line,
@@ -51,25 +51,32 @@ from screens.list_columns import (
     group_name,
     marks_text,
 )
-from screens.list_groups import GROUPING_NAMES, GroupHeader, Groups
-from screens.list_model import ClockMoved, ListModel, Read, ReadResult, RowsAsked, first_result
-from screens.list_state import ListState
-from screens.live import StoreChanged
-from screens.marks import Asked, Marks
-from screens.session_actions import ScreenCommand, SessionActionScreen
-from screens.session_grid import GridHeader, GridRow, SessionGrid
-from store.display import one_line
-from store.listing import SessionFilter, SessionOrder, group_filter
-from store.records import ClaimCount, SessionFields
-from store.rules import LIFECYCLE_ACTIONS
+from roundtable_console.screens.list_groups import GROUPING_NAMES, GroupHeader, Groups
+from roundtable_console.screens.list_model import (
+    ClockMoved,
+    ListModel,
+    Read,
+    ReadResult,
+    RowsAsked,
+    first_result,
+)
+from roundtable_console.screens.list_state import ListState
+from roundtable_console.screens.live import StoreChanged
+from roundtable_console.screens.marks import Asked, Marks
+from roundtable_console.screens.session_actions import ScreenCommand, SessionActionScreen
+from roundtable_console.screens.session_grid import GridHeader, GridRow, SessionGrid
+from roundtable_console.store.reads.listing import SessionFilter, SessionOrder, group_filter
+from roundtable_console.store.records import ClaimCount, SessionFields
+from roundtable_console.store.rules import LIFECYCLE_ACTIONS
+from roundtable_console.store.safety.display import one_line
 
 # The keys that mark sessions (for a bulk action): none of them in a read-only console.
 MARK_ACTIONS = ("toggle_mark", "clear_marks", "mark_matching")
 
 if TYPE_CHECKING:
-    from screens.context import FirstRead
-    from screens.list_reads import GroupCounts, StatusCounts
-    from store.first_window import FirstWindow
+    from roundtable_console.screens.context import FirstRead
+    from roundtable_console.screens.list_reads import GroupCounts, StatusCounts
+    from roundtable_console.store.reads.first_window import FirstWindow
 
 
 class SessionListScreen(BulkActions, SessionActionScreen):
@@ -363,8 +370,8 @@ class SessionListScreen(BulkActions, SessionActionScreen):
             groups=model.groups,
         )
         # The store is open, and with it the modules these need.
-        from screens.data import require_store
-        from screens.list_reads import GroupCounts, StatusCounts, read_rows
+        from roundtable_console.screens.data import require_store
+        from roundtable_console.screens.list_reads import GroupCounts, StatusCounts, read_rows
 
         self.status_counts = self.status_counts or StatusCounts()
         self.group_counts = self.group_counts or GroupCounts()
@@ -456,8 +463,8 @@ class SessionListScreen(BulkActions, SessionActionScreen):
     def _count_rows(self, generation: int, state: ListState) -> None:
         """The length of a list the status counts cannot say (a text or stale filter); grouped,
         its groups, counted over the sessions."""
-        from screens.data import require_store
-        from screens.list_reads import count_grouped, count_rows
+        from roundtable_console.screens.data import require_store
+        from roundtable_console.screens.list_reads import count_grouped, count_rows
 
         def count() -> int | Groups:
             filters = state.to_filter(self.ctx.now(), self.ctx.stale_after)
@@ -656,8 +663,8 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         """A filter mark is counted by the store (ids marked one by one are counted here)."""
         if not self.marks.needs_count or self.ctx.store is None:
             return
-        from screens.data import require_store
-        from screens.list_reads import count_marked
+        from roundtable_console.screens.data import require_store
+        from roundtable_console.screens.list_reads import count_marked
 
         if self.marks_recount is not None:
             self.marks_recount.stop()
@@ -693,8 +700,8 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         values other writers left."""
         if self.ctx.store is None or not self.marks.by_filter:
             return
-        from screens.data import require_store
-        from screens.list_reads import admitted_among
+        from roundtable_console.screens.data import require_store
+        from roundtable_console.screens.list_reads import admitted_among
 
         store = require_store(self.ctx)
         held = list(self.model.sessions()) if rows is None else rows
@@ -763,7 +770,7 @@ class SessionListScreen(BulkActions, SessionActionScreen):
         self.filters.change(self.state.with_sort_flipped())
 
     def action_overview(self) -> None:
-        from screens.overview_screen import OverviewScreen
+        from roundtable_console.screens.overview_screen import OverviewScreen
 
         self.app.push_screen(OverviewScreen(self.ctx))
 

@@ -13,14 +13,14 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Header, Static
 
-from screens.banner import StoreBanner
-from screens.context import ConsoleContext
-from screens.data import LogBatch, read_log_after
-from screens.failures import Failure, ReportsFailures
-from screens.footer import ConsoleFooter
-from screens.live import StoreChanged
-from screens.text import exact, heading, plain, pretty_json
-from store.display import one_line
+from roundtable_console.screens.banner import StoreBanner
+from roundtable_console.screens.context import ConsoleContext
+from roundtable_console.screens.data import LogBatch, read_log_after
+from roundtable_console.screens.failures import Failure, ReportsFailures
+from roundtable_console.screens.footer import ConsoleFooter
+from roundtable_console.screens.live import StoreChanged
+from roundtable_console.screens.text import exact, heading, plain, pretty_json
+from roundtable_console.store.safety.display import one_line
 
 # Rows kept on screen; older ones are dropped as new ones arrive.
 MAX_SHOWN = 1000

@@ -11,15 +11,19 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Label, Static, TextArea
 
-from screens.action_dialog import ActionDialog
-from screens.context import ConsoleContext
-from screens.data import load_termination_impact, perform_action
-from screens.failures import Failure
-from screens.text import exact, heading
-from store.claims import ActiveClaim
-from store.display import one_line
-from store.lifecycle import NOT_DONE_BY_TERMINATE, ActionOutcome, TerminationImpact
-from store.records import SessionFields
+from roundtable_console.screens.action_dialog import ActionDialog
+from roundtable_console.screens.context import ConsoleContext
+from roundtable_console.screens.data import load_termination_impact, perform_action
+from roundtable_console.screens.failures import Failure
+from roundtable_console.screens.text import exact, heading
+from roundtable_console.store.reads.claims import ActiveClaim
+from roundtable_console.store.records import SessionFields
+from roundtable_console.store.safety.display import one_line
+from roundtable_console.store.writes.lifecycle import (
+    NOT_DONE_BY_TERMINATE,
+    ActionOutcome,
+    TerminationImpact,
+)
 
 WHAT_IT_DOES = (
     "Terminating sets the session's status to terminated and its end and last-seen times to now, "

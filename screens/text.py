@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 from rich.text import Text
 
-from store.clock import parse_ts
-from store.display import one_line, printable, short_duration
-from store.records import SessionFields
+from roundtable_console.store.clock import parse_ts
+from roundtable_console.store.records import SessionFields
+from roundtable_console.store.safety.display import one_line, printable, short_duration
 
 MASK = "•••••• (v to reveal)"
 NONE_SHOWN = "—"

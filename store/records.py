@@ -1,10 +1,10 @@
 """What a session row knows about itself, without the database layer.
 
 ``SessionFields`` holds the behaviour of a session row (decoded metadata, active, stale, its
-JSON form). The SQLModel table ``store.models.AgentSession`` and the plain, slotted
+JSON form). The SQLModel table ``store.db.models.AgentSession`` and the plain, slotted
 ``SessionRecord`` both use it, with the same field names, so a screen can show either: the
 console paints its first rows from ``SessionRecord``s read with ``sqlite3`` alone
-(``store.first_window``) before SQLAlchemy is loaded.
+(``store.reads.first_window``) before SQLAlchemy is loaded.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from store.clock import parse_ts
-from store.rules import ACTIVE_STATES
+from roundtable_console.store.clock import parse_ts
+from roundtable_console.store.rules import ACTIVE_STATES
 
 # The columns of agent_sessions, in table order (tests check them against the table).
 SESSION_COLUMNS: tuple[str, ...] = (

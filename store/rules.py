@@ -34,14 +34,14 @@ def is_allowed(action: str, status: str) -> bool:
     return status in ALLOWED_FROM[action][0]
 
 
-# The orders a session list can be sorted in (store.listing.SessionOrder).
+# The orders a session list can be sorted in (store.reads.listing.SessionOrder).
 SORT_COLUMNS: tuple[str, ...] = ("attention", "started", "last_seen", "status", "agent")
 # What the console's list can group its sessions by, in the order ``g`` cycles through them
 # (after none). A grouped list is read in its group's own order: the group, then start, then id.
 GROUP_COLUMNS: tuple[str, ...] = ("workspace", "run", "agent")
 
-# The reference's six subresources of a session, by name, in the order they are shown; the
-# functions that read them are store.projections.PROJECTIONS. The paged ones are read a page at
-# a time, the others are one record each.
+# The reference's six subresources of a session, by name, in the order they are shown; the functions
+# that read them are store.reads.projections.PROJECTIONS. The paged ones are read a page at a time,
+# the others are one record each.
 PAGED_PROJECTIONS: tuple[str, ...] = ("logs", "tool-calls", "claims", "proposals")
 UNPAGED_PROJECTIONS: tuple[str, ...] = ("metrics", "environment")

@@ -12,28 +12,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from store import sessions
-from store.clock import Clock, system_clock
-from store.database import Store
-from store.rules import PAGED_PROJECTIONS
-from store.validation import MAX_LIMIT
+from roundtable_console.store.clock import Clock, system_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.reads import sessions
+from roundtable_console.store.rules import PAGED_PROJECTIONS
+from roundtable_console.store.validation import MAX_LIMIT
 
 # The modules behind the actions, the projections and the briefing are imported by the
 # functions that use them: `roundtable sessions show`, an agent's read-back, needs none of them.
 if TYPE_CHECKING:
-    from store.adapters import AdapterConfig
-    from store.briefing import Briefing
-    from store.lifecycle import ActionOutcome, TerminationImpact
-    from store.models import AgentSession
-    from store.paging import Page
-    from store.resume import ResumePlan
+    from roundtable_console.store.db.models import AgentSession
+    from roundtable_console.store.reads.paging import Page
+    from roundtable_console.store.resume.adapters import AdapterConfig
+    from roundtable_console.store.resume.briefing import Briefing
+    from roundtable_console.store.resume.plan import ResumePlan
+    from roundtable_console.store.writes.lifecycle import ActionOutcome, TerminationImpact
 
 
 def perform_action(*, store: Store, action: str, **arguments: Any) -> ActionOutcome:
-    """One lifecycle action (``store.lifecycle.ACTIONS``) in one write transaction. ``arguments``
-    are the action's own: ``session_id``, ``actor``, ``idempotency_key``, ``expected_version``
-    (refuses a row that changed since), ``clock``, and terminate's ``impact_details``."""
-    from store.lifecycle import ACTIONS
+    """One lifecycle action (``store.writes.lifecycle.ACTIONS``) in one write transaction.
+    ``arguments`` are the action's own: ``session_id``, ``actor``, ``idempotency_key``,
+    ``expected_version`` (refuses a row that changed since), ``clock``, and terminate's
+    ``impact_details``."""
+    from roundtable_console.store.writes.lifecycle import ACTIONS
 
     with store.write() as db:
         return ACTIONS[action](db=db, **arguments)
@@ -43,7 +44,7 @@ def read_termination_impact(
     *, store: Store, session_id: str, clock: Clock = system_clock
 ) -> TerminationImpact:
     """The session and its agent's active claims, as a human reads them before terminating."""
-    from store.lifecycle import termination_impact
+    from roundtable_console.store.writes.lifecycle import termination_impact
 
     with store.read() as db:
         return termination_impact(db=db, session_id=session_id, clock=clock)
@@ -55,8 +56,8 @@ def read_session(*, store: Store, session_id: str) -> AgentSession:
 
 
 def read_projection(*, store: Store, name: str, session_id: str) -> dict[str, Any]:
-    """One of the projections that are a single record (``store.projections.UNPAGED``)."""
-    from store.projections import PROJECTIONS
+    """One of the projections that are a single record (``store.reads.projections.UNPAGED``)."""
+    from roundtable_console.store.reads.projections import PROJECTIONS
 
     if name in PAGED_PROJECTIONS:
         raise ValueError(f"{name} is read a page at a time: use read_projection_page")
@@ -68,8 +69,8 @@ def read_projection(*, store: Store, name: str, session_id: str) -> dict[str, An
 def read_projection_page(
     *, store: Store, name: str, session_id: str, limit: int | None = None, cursor: str | None = None
 ) -> Page[dict[str, Any]]:
-    """One page of a paged projection (``store.projections.PAGED``), after ``cursor``."""
-    from store.projections import PROJECTIONS
+    """One page of a paged projection (``store.reads.projections.PAGED``), after ``cursor``."""
+    from roundtable_console.store.reads.projections import PROJECTIONS
 
     if name not in PAGED_PROJECTIONS:
         raise ValueError(f"{name} is not paged: use read_projection")
@@ -101,9 +102,9 @@ def read_briefing(
     clock: Clock = system_clock,
 ) -> BriefingView:
     """The briefing of the session ``session_id``, or of the agent's session (``agent_id``:
-    exact ``active`` first, as ``store.sessions.find_by_agent`` orders them), and its plan."""
-    from store.briefing import build_briefing
-    from store.resume import resume_plan
+    exact ``active`` first, as ``store.reads.sessions.find_by_agent`` orders them), and its plan."""
+    from roundtable_console.store.resume.briefing import build_briefing
+    from roundtable_console.store.resume.plan import resume_plan
 
     if (session_id is None) == (agent_id is None):
         raise ValueError("give exactly one of session_id and agent_id")
@@ -131,8 +132,8 @@ MAX_LOG_ROWS = 2000
 def read_log_after(*, store: Store, session_id: str, last_id: int | None) -> LogBatch:
     """The session's history rows after ``last_id`` (all of them from the start when None),
     oldest first, in one snapshot, at most about ``MAX_LOG_ROWS`` a call. Payloads come
-    redacted from store.projections."""
-    from store.projections import logs_cursor, session_logs
+    redacted from store.reads.projections."""
+    from roundtable_console.store.reads.projections import logs_cursor, session_logs
 
     items: list[dict[str, Any]] = []
     cursor = logs_cursor(session_id, last_id) if last_id is not None else None

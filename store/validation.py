@@ -6,7 +6,7 @@ import json
 import unicodedata
 from typing import Any
 
-from store.errors import InvalidLimit, InvalidSession, InvalidSessionStatus
+from roundtable_console.store.errors import InvalidLimit, InvalidSession, InvalidSessionStatus
 
 MAX_STATUS_LENGTH = 64
 MAX_WAITING_LENGTH = 500
@@ -15,7 +15,7 @@ MAX_LIMIT = 200
 
 
 # Not printable: controls, format characters (bidi overrides), line and paragraph separators,
-# and lone surrogates (bytes that were not UTF-8). The same set store.display escapes.
+# and lone surrogates (bytes that were not UTF-8). The same set store.safety.display escapes.
 _UNPRINTABLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 
 
@@ -64,7 +64,9 @@ def waiting_reason(value: str) -> str:
         )
     if has_control_characters(cleaned):
         raise InvalidSession("A waiting reason must not contain control characters.")
-    from store.redaction import redact_text  # here: most heartbeats carry no reason
+    from roundtable_console.store.safety.redaction import (  # here: most heartbeats carry no reason
+        redact_text,
+    )
 
     return redact_text(cleaned)
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 from sqlalchemy import create_engine, text
 
-from store.database import Store, open_store
+from roundtable_console.store.db.database import Store, open_store
 from tests.pg_server import PostgresServer
 
 if TYPE_CHECKING:

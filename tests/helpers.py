@@ -12,14 +12,15 @@ from click.testing import CliRunner, Result
 from sqlalchemy import Connection, func, insert, select, text
 from sqlalchemy import table as sql_table
 
-from store import sessions
-from store.clock import Clock
-from store.database import Store, open_store
-from store.errors import DatabaseUnavailable
-from store.models import AgentSession
-from store.transfer import export_records
+from roundtable_console.store.clock import Clock
+from roundtable_console.store.db.database import Store, open_store
+from roundtable_console.store.db.models import AgentSession
+from roundtable_console.store.errors import DatabaseUnavailable
+from roundtable_console.store.reads import sessions
+from roundtable_console.store.writes import agent_writes
+from roundtable_console.store.writes.transfer import export_records
+from roundtable_console.tui.cli import CliState, cli
 from tests.conftest import FakeClock
-from tui.cli import CliState, cli
 
 # DESIGN.md §5, "Error codes": the reference's names, then ours.
 DESIGN_ERROR_CODES = frozenset(
@@ -55,9 +56,9 @@ SESSION_DEFAULTS: dict[str, Any] = {
 def register_session(
     db: Connection, session_id: str = "s1", *, clock: Clock | None = None, **values: Any
 ) -> AgentSession:
-    """``sessions.register`` with the required fields filled in; ``values`` override them."""
+    """``agent_writes.register`` with the required fields filled in; ``values`` override them."""
     extra = {"clock": clock} if clock is not None else {}
-    return sessions.register(
+    return agent_writes.register(
         db=db, session_id=session_id, **{**SESSION_DEFAULTS, **values}, **extra
     )
 

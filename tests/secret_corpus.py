@@ -11,9 +11,16 @@ from typing import Any
 
 from sqlalchemy import insert
 
-from store.clock import fixed_clock, format_ts
-from store.database import Store
-from store.models import AgentSessionEvent, Claim, Decision, Event, Proposal, Task
+from roundtable_console.store.clock import fixed_clock, format_ts
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import (
+    AgentSessionEvent,
+    Claim,
+    Decision,
+    Event,
+    Proposal,
+    Task,
+)
 from tests.helpers import register_session
 
 AT = "2026-09-17T17:00:00Z"

@@ -13,10 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from store import lifecycle, sessions
-from store.database import Store
-from store.errors import InvalidCursor, InvalidSession
-from store.listing import SessionFilter, SessionOrder, session_cursor
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.errors import InvalidCursor, InvalidSession
+from roundtable_console.store.reads import places, sessions
+from roundtable_console.store.reads.listing import SessionFilter, SessionOrder, session_cursor
+from roundtable_console.store.writes import agent_writes, lifecycle
 from tests.conftest import FakeClock
 from tests.helpers import Cli
 from tests.test_sessions import history, insert_raw, register, row
@@ -26,7 +27,7 @@ STALE_AFTER = timedelta(minutes=5)
 
 def beat(store: Store, clock: FakeClock, session_id: str = "s1", **values: Any) -> Any:
     with store.write() as db:
-        return sessions.heartbeat(db=db, session_id=session_id, clock=clock, **values)
+        return agent_writes.heartbeat(db=db, session_id=session_id, clock=clock, **values)
 
 
 def attention_ids(
@@ -124,7 +125,7 @@ def test_an_end_and_a_register_end_the_wait(store: Store, clock: FakeClock) -> N
     register(store, clock)
     beat(store, clock, waiting="approve")
     with store.write() as db:
-        assert sessions.end(db=db, session_id="s1", clock=clock).waiting is None
+        assert agent_writes.end(db=db, session_id="s1", clock=clock).waiting is None
     register(store, clock, "s2")
     beat(store, clock, "s2", waiting="approve")
     assert register(store, clock, "s2").waiting is None
@@ -161,7 +162,7 @@ def fleet(store: Store, clock: FakeClock) -> list[str]:
     register(store, clock, "done", status="done")
     register(store, clock, "ended-1")
     with store.write() as db:
-        sessions.end(db=db, session_id="ended-1", clock=clock)
+        agent_writes.end(db=db, session_id="ended-1", clock=clock)
     register(store, clock, "stale-2")
     register(store, clock, "failed", status="failed")
     register(store, clock, "paused", status="paused")
@@ -216,10 +217,10 @@ def test_the_attention_order_pages_backwards_and_from_any_position(
         before = sessions.list_sessions_before(db=db, order=order, limit=4, cursor=last.next_cursor)
         assert [item.id for item in before.items] == expected[-8:-4]
         for offset in range(len(expected) + 1):
-            found = sessions.sessions_at(db=db, offset=offset, limit=3, order=order)
+            found = places.sessions_at(db=db, offset=offset, limit=3, order=order)
             assert [item.id for item in found] == expected[offset : offset + 3]
             total = len(expected)
-            found = sessions.sessions_at(db=db, offset=offset, limit=3, order=order, total=total)
+            found = places.sessions_at(db=db, offset=offset, limit=3, order=order, total=total)
             assert [item.id for item in found] == expected[offset : offset + 3]
 
 

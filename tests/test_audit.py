@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from sqlalchemy import insert, text
 
-from store import lifecycle
-from store.audit import AuditFilter, audit_page
-from store.database import Store, open_store
-from store.errors import InvalidCursor, InvalidLimit, InvalidSession
-from store.models import Agent
+from roundtable_console.store.db.database import Store, open_store
+from roundtable_console.store.db.models import Agent
+from roundtable_console.store.errors import InvalidCursor, InvalidLimit, InvalidSession
+from roundtable_console.store.reads.audit import AuditFilter, audit_page
+from roundtable_console.store.writes import lifecycle
 from tests.conftest import FakeClock
 from tests.helpers import Cli, register_session
 
@@ -51,7 +51,7 @@ def _act(store: Store, clock: FakeClock) -> None:
         for session_id in ("s1", "s2", "s3"):
             register_session(db, session_id, clock=clock)
     with store.write() as db:
-        from store.sessions import heartbeat
+        from roundtable_console.store.writes.agent_writes import heartbeat
 
         heartbeat(db=db, session_id="s1", clock=clock)
     for action, session_id, actor, extra in (
@@ -152,7 +152,7 @@ def test_the_audit_pages_by_cursor(store: Store, clock: FakeClock) -> None:
         with pytest.raises(InvalidCursor):
             audit_page(db=db, cursor="Zm9v")
         with pytest.raises(InvalidCursor):
-            from store.paging import encode_cursor
+            from roundtable_console.store.reads.paging import encode_cursor
 
             audit_page(db=db, cursor=encode_cursor("audit", "7"))
         with pytest.raises(InvalidCursor):

@@ -15,11 +15,12 @@ import pytest
 from sqlalchemy import Connection, func, insert, select, text
 
 from bench import bench, first_paint
-from store import sessions
-from store.database import Store
-from store.errors import DatabaseUnavailable
-from store.models import AgentSession, AgentSessionEvent
-from store.transfer import import_records
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import AgentSession, AgentSessionEvent
+from roundtable_console.store.errors import DatabaseUnavailable
+from roundtable_console.store.reads import keyset
+from roundtable_console.store.writes import agent_writes
+from roundtable_console.store.writes.transfer import import_records
 
 SESSIONS = AgentSession.__table__  # type: ignore[attr-defined]
 EVENTS = AgentSessionEvent.__table__  # type: ignore[attr-defined]
@@ -54,7 +55,7 @@ def test_the_table_prints_each_ratio_with_its_target(capsys: pytest.CaptureFixtu
 
 def _register(store: Store) -> None:
     with store.write() as db:
-        sessions.register(
+        agent_writes.register(
             db=db,
             session_id="bench-1",
             agent_id="a",
@@ -145,7 +146,7 @@ def test_a_failing_fast_write_fails_as_sqlalchemy_would_and_writes_nothing(store
         db.execute(text("ALTER TABLE agent_session_events RENAME TO moved_events"))
     row = {"session_id": "x", "event_type": "y", "payload_json": "{}", "created_at": "z"}
     through_sqlalchemy = _failure(store, lambda db: db.execute(insert(EVENTS), row))
-    fast = _failure(store, lambda db: sessions.heartbeat(db=db, session_id="bench-1"))
+    fast = _failure(store, lambda db: agent_writes.heartbeat(db=db, session_id="bench-1"))
     assert fast is through_sqlalchemy
     if store.dialect == "sqlite":
         assert fast is DatabaseUnavailable  # the sentence a person can act on
@@ -157,7 +158,7 @@ def test_a_failing_fast_write_fails_as_sqlalchemy_would_and_writes_nothing(store
 def test_a_fast_write_outside_a_transaction_autobegins_like_any_other(store: Store) -> None:
     _register(store)
     with store.engine.connect() as conn:
-        session = sessions.heartbeat(db=conn, session_id="bench-1", status="running")
+        session = agent_writes.heartbeat(db=conn, session_id="bench-1", status="running")
         assert conn.in_transaction()
         conn.rollback()
     assert session.status == "running" and session.version == 1
@@ -289,7 +290,7 @@ def _bulk_state(store: Store) -> tuple[Any, ...]:
             select(EVENTS.c.session_id, EVENTS.c.event_type).order_by(EVENTS.c.id)
         ).all()
         keys = db.execute(text("SELECT action, session_id FROM idempotency_keys")).all()
-        counts = sessions.count_by_status(db=db)
+        counts = keyset.count_by_status(db=db)
     return (
         sorted(map(tuple, statuses)),
         [tuple(e) for e in events],

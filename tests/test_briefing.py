@@ -7,14 +7,14 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, insert
 
-from store import sessions
-from store.adapters import AdapterConfig
-from store.briefing import Briefing, build_briefing
-from store.claims import ActiveClaim
-from store.database import Store
-from store.errors import SessionNotFound
-from store.models import AgentSession, Claim, Decision, Proposal, Task
-from store.resume import ResumePlan, resume_plan
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import AgentSession, Claim, Decision, Proposal, Task
+from roundtable_console.store.errors import SessionNotFound
+from roundtable_console.store.reads.claims import ActiveClaim
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.resume.briefing import Briefing, build_briefing
+from roundtable_console.store.resume.plan import ResumePlan, resume_plan
+from roundtable_console.store.writes import agent_writes
 from tests.conftest import FakeClock
 
 WAIT = "Query the table and memory, then wait for task assignment or claim work."
@@ -27,7 +27,7 @@ def add(db: Connection, model: type, **values: Any) -> None:
 
 
 def register(db: Connection, clock: FakeClock, **extra: Any) -> None:
-    sessions.register(
+    agent_writes.register(
         db=db,
         session_id="S-1",
         agent_id=extra.pop("agent_id", "implementer-1"),

@@ -1,5 +1,5 @@
-"""Bulk lifecycle actions (store.bulk, DESIGN §8 "Bulk actions"): the plan, the run through the
-lifecycle functions, keys derived from the run's key, replays, refusals and their reasons,
+"""Bulk lifecycle actions (store.writes.bulk, DESIGN §8 "Bulk actions"): the plan, the run through
+the lifecycle functions, keys derived from the run's key, replays, refusals and their reasons,
 transactions, progress and cancelling. Every test runs on SQLite and on PostgreSQL.
 """
 
@@ -11,19 +11,20 @@ from typing import Any
 import pytest
 from sqlalchemy import insert, select, text
 
-from store import bulk, lifecycle, sessions
-from store.bulk import (
+from roundtable_console.store.clock import format_ts
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import Agent, Claim, IdempotencyKey
+from roundtable_console.store.errors import IdempotencyKeyRequired
+from roundtable_console.store.reads import keyset, sessions
+from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
+from roundtable_console.store.writes import agent_writes, bulk, lifecycle
+from roundtable_console.store.writes.bulk import (
     BulkItem,
     plan_bulk,
     run_bulk,
     session_key,
     skip_reason,
 )
-from store.clock import format_ts
-from store.database import Store
-from store.errors import IdempotencyKeyRequired
-from store.listing import FilterSelection, Selection, SessionFilter
-from store.models import Agent, Claim, IdempotencyKey
 from tests.conftest import FakeClock
 from tests.helpers import UnavailableAtCommit, history, session_row
 
@@ -43,7 +44,7 @@ def seed(
     with store.write() as db:
         for session_id in ids:
             clock.advance(seconds=1)
-            sessions.register(
+            agent_writes.register(
                 db=db,
                 session_id=session_id,
                 agent_id=agent_id,
@@ -442,14 +443,14 @@ def test_a_run_applies_the_action_to_each_session_with_its_history(
     ]
     assert stored_keys(store) == {}  # no run key, no keys
     with store.read() as db:
-        assert sessions.count_by_status(db=db) == {"paused": 3, "ended": 1}
+        assert keyset.count_by_status(db=db) == {"paused": 3, "ended": 1}
 
 
 def test_a_bulk_action_answers_sessions_waiting_for_a_human(store: Store, clock: FakeClock) -> None:
     seed(store, clock, "s1", "s2")
     with store.write() as db:
         for session_id in ("s1", "s2"):
-            sessions.heartbeat(db=db, session_id=session_id, waiting="review", clock=clock)
+            agent_writes.heartbeat(db=db, session_id=session_id, waiting="review", clock=clock)
     selection = matching(SessionFilter(waiting=True))
     assert plan_bulk(store=store, action="heartbeat", **selection).tally.done == 2
     outcome = run(store, clock, "heartbeat", selection, run_key="k")
@@ -548,8 +549,8 @@ def test_a_session_changed_since_the_plan_is_judged_as_it_is_now(
     plan = plan_bulk(store=store, action="pause", **selection)
     assert plan.tally.done == 3
     with store.write() as db:
-        sessions.end(db=db, session_id="s1", clock=clock)  # no longer pausable
-        sessions.heartbeat(db=db, session_id="s2", clock=clock)  # a new version, still active
+        agent_writes.end(db=db, session_id="s1", clock=clock)  # no longer pausable
+        agent_writes.heartbeat(db=db, session_id="s2", clock=clock)  # a new version, still active
         db.execute(text("DELETE FROM agent_sessions WHERE id = 's3'"))
     outcome = run(store, clock, "pause", selection)
     assert outcomes(outcome.tally.items) == [
@@ -799,7 +800,7 @@ def fleet(store: Store, clock: FakeClock, action: str) -> list[str]:
     seed(store, clock, "e1", status="ended")
     seed(store, clock, "r1", status="running", agent_id="agent-2", run_id="run-2")
     with store.write() as db:
-        sessions.heartbeat(db=db, session_id="a2", waiting="a review", clock=clock)
+        agent_writes.heartbeat(db=db, session_id="a2", waiting="a review", clock=clock)
     other = "pause" if action != "pause" else "stop"
     run(store, clock, other, chosen(["a3"]), run_key="k")
     run(store, clock, action, chosen(["a1"]), run_key="k")
@@ -817,7 +818,7 @@ def test_a_set_based_batch_writes_exactly_what_one_session_at_a_time_does(
     run_key: str | None,
 ) -> None:
     """Twin stores, the same sessions, the same clock: the bulk action applied a batch at a time
-    (store.lifecycle.apply_many) and a session at a time leave the same rows in every table
+    (store.writes.lifecycle.apply_many) and a session at a time leave the same rows in every table
     (history, runs' events, keys and counts by status included) and report the same items."""
     seen = []
     for target, set_based in ((store, True), (empty_store, False)):
@@ -854,7 +855,7 @@ def test_a_row_changed_between_the_batchs_read_and_its_update_is_applied_alone(
         def __call__(self) -> Any:
             if "db" in held and not held.get("moved"):
                 held["moved"] = True
-                sessions.heartbeat(db=held["db"], session_id="s2", clock=clock)
+                agent_writes.heartbeat(db=held["db"], session_id="s2", clock=clock)
             return super().__call__()
 
     monkeypatch.setattr(lifecycle, "_find_keys", finding)

@@ -1,4 +1,4 @@
-"""The change feed (store/changes.py) on SQLite and on PostgreSQL: history rows after a position
+"""The change feed (store/reads/changes.py) on SQLite and on PostgreSQL: history rows after a position
 become changes (registered, status from → to with its actor, waiting started and stopped, ended,
 heartbeats), filtered; going stale comes from the clock; nothing before the start is told."""
 
@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 
-from store import sessions
-from store.changes import Change, ChangeFeed, ChangeFilter, changes_of_row
-from store.clock import format_ts
-from store.database import Store
-from store.service import perform_action
+from roundtable_console.store.clock import format_ts
+from roundtable_console.store.db import session_rows
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.reads.changes import Change, ChangeFeed, ChangeFilter, changes_of_row
+from roundtable_console.store.service import perform_action
+from roundtable_console.store.writes import agent_writes
 from tests.conftest import FakeClock
 from tests.helpers import register_session
 
@@ -39,7 +40,7 @@ def kinds(changes: list[Change]) -> list[tuple[str, str, str | None, str | None,
 
 def beat(store: Store, clock: FakeClock, session_id: str = "s1", **values: Any) -> None:
     with store.write() as db:
-        sessions.heartbeat(db=db, session_id=session_id, clock=clock, **values)
+        agent_writes.heartbeat(db=db, session_id=session_id, clock=clock, **values)
 
 
 def test_each_kind_of_change_with_its_statuses_and_actor(store: Store, clock: FakeClock) -> None:
@@ -63,7 +64,7 @@ def test_each_kind_of_change_with_its_statuses_and_actor(store: Store, clock: Fa
         impact_details="gone",
     )
     with store.write() as db:
-        sessions.end(db=db, session_id="old", status="failed", clock=clock)
+        agent_writes.end(db=db, session_id="old", status="failed", clock=clock)
     changes = read(store, feed)
     assert kinds(changes) == [
         ("s1", "registered", None, "active", "agent-1"),
@@ -161,7 +162,7 @@ def test_a_time_the_store_reads_otherwise_does_not_make_the_deadline_now(
     must not stay "now" (the watcher would read the feed over and over, 100 times a second)."""
     with store.write() as db:
         db.execute(
-            sessions.SESSIONS.insert().values(
+            session_rows.SESSIONS.insert().values(
                 id="odd",
                 agent_id="a",
                 run_id="r",

@@ -9,13 +9,13 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from screens.context import InputHold
-from store import sessions
-from store.changes import Change, ChangeFeed
-from store.clock import fixed_clock, system_clock
-from store.database import Store
+from roundtable_console.screens.context import InputHold
+from roundtable_console.store.clock import fixed_clock, system_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.reads.changes import Change, ChangeFeed
+from roundtable_console.store.writes import agent_writes
+from roundtable_console.tui.change_watch import ChangeWatcher
 from tests.helpers import register_session
-from tui.change_watch import ChangeWatcher
 
 
 class Counted:
@@ -98,7 +98,7 @@ def test_a_stream_of_changes_is_told_at_most_once_a_gap(sqlite_store: Store) -> 
         began = time.monotonic()
         while time.monotonic() - began < 2.0:
             with sqlite_store.write() as db:
-                sessions.heartbeat(db=db, session_id="beating")
+                agent_writes.heartbeat(db=db, session_id="beating")
             time.sleep(0.05)
         last_commit = time.monotonic()
         time.sleep(1.0)

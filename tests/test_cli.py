@@ -19,14 +19,22 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-from store import sessions as store_sessions
-from store.database import open_store
-from store.models import Agent, AgentSession, AgentSessionEvent, Claim, Event, Proposal
-from store.paging import encode_cursor
-from store.revision import HEAD_REVISION
+from roundtable_console.store.db.database import open_store
+from roundtable_console.store.db.models import (
+    Agent,
+    AgentSession,
+    AgentSessionEvent,
+    Claim,
+    Event,
+    Proposal,
+)
+from roundtable_console.store.db.revision import HEAD_REVISION
+from roundtable_console.store.reads import sessions as store_sessions
+from roundtable_console.store.reads.paging import encode_cursor
+from roundtable_console.store.writes import agent_writes
+from roundtable_console.tui import output
 from tests.conftest import FakeClock
 from tests.helpers import Cli
-from tui import output
 
 ROUNDTABLE = Path(sys.executable).with_name("roundtable")
 SESSION_KEYS = {
@@ -345,7 +353,7 @@ def test_human_list_without_limit_streams_every_page(
     store = open_store(rt.url)
     with store.write() as db:
         for index in range(205):
-            store_sessions.register(
+            agent_writes.register(
                 db=db, session_id=f"s{index:03d}", agent_id="a", run_id="r", adapter="codex",
                 working_directory="/w", clock=rt.clock,
             )  # fmt: skip
@@ -684,7 +692,9 @@ def test_tui_hands_the_resolved_settings_to_the_console(
         seen.update(kwargs)
         return 3
 
-    monkeypatch.setitem(sys.modules, "tui.app", types.SimpleNamespace(run_console=run_console))
+    monkeypatch.setitem(
+        sys.modules, "roundtable_console.tui.app", types.SimpleNamespace(run_console=run_console)
+    )
     result = rt("tui", "--demo", "--operator", "carol")
     assert result.exit_code == 3
     assert seen["url"] == rt.url
@@ -697,7 +707,7 @@ def test_tui_hands_the_resolved_settings_to_the_console(
 
 
 def test_the_real_console_takes_what_the_cli_passes() -> None:
-    from tui.app import run_console
+    from roundtable_console.tui.app import run_console
 
     parameters = inspect.signature(run_console).parameters
     required = {name for name, p in parameters.items() if p.default is inspect.Parameter.empty}
@@ -937,7 +947,7 @@ def test_script_reports_an_unreachable_postgresql(tmp_path: Path, script_home: P
 
 def test_python_dash_m_runs_the_cli(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "--help"],
+        [sys.executable, "-m", "roundtable_console.tui.cli", "--help"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -17,12 +17,18 @@ import click
 import pytest
 from click.testing import Result
 
-from store.bulk import session_key
-from store.models import Agent, AgentSessionEvent, Claim, Event, IdempotencyKey
+from roundtable_console.store.db.models import (
+    Agent,
+    AgentSessionEvent,
+    Claim,
+    Event,
+    IdempotencyKey,
+)
+from roundtable_console.store.writes.bulk import session_key
+from roundtable_console.tui import cli as cli_module
+from roundtable_console.tui import output
 from tests.conftest import FakeClock
 from tests.helpers import Cli, UnavailableAtCommit
-from tui import cli as cli_module
-from tui import output
 
 pytestmark = pytest.mark.usefixtures("isolated_env")
 
@@ -117,7 +123,15 @@ def test_one_sessions_heartbeat_loads_no_bulk_code(rt: Cli, tmp_path: Path) -> N
     env = {key: value for key, value in os.environ.items() if key != "ROUNDTABLE_DB"}
     for argv in (["heartbeat", "--session", "s1"], ["pause", "--session", "s1"]):
         done = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "tui.cli", "sessions", *argv]
+            [
+                sys.executable,
+                "-X",
+                "importtime",
+                "-m",
+                "roundtable_console.tui.cli",
+                "sessions",
+                *argv,
+            ]
             + ["--db", rt.url],
             capture_output=True,
             text=True,
@@ -130,8 +144,11 @@ def test_one_sessions_heartbeat_loads_no_bulk_code(rt: Cli, tmp_path: Path) -> N
             line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if "|" in line
         }
         # The log really was read (one session's own heartbeat takes the quick path).
-        assert {"store.sessions", "store.quick_writes"} & imported
-        assert "store.bulk" not in imported, argv
+        assert {
+            "roundtable_console.store.reads.sessions",
+            "roundtable_console.store.writes.quick_writes",
+        } & imported
+        assert "roundtable_console.store.writes.bulk" not in imported, argv
 
 
 # --------------------------------------------------------------------------- several sessions
@@ -552,7 +569,7 @@ def test_store_text_in_bulk_lines_is_escaped_and_secrets_redacted(rt: Cli) -> No
 
 
 def test_every_list_filter_is_a_bulk_selection_filter() -> None:
-    """A filter added to the list (store.listing.SessionFilter and tui.cli's _FILTERS) is one
+    """A filter added to the list (store.reads.listing.SessionFilter and tui.cli's _FILTERS) is one
     place: the bulk commands take it too."""
 
     def options(command: click.Command) -> set[str]:
@@ -592,8 +609,8 @@ def test_bulk_on_each_backend(store_url: str, clock: FakeClock) -> None:
 def test_a_run_stopped_by_the_database_reports_what_it_did_then_the_error(
     fleet: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from store import bulk
-    from store.database import Store
+    from roundtable_console.store.db.database import Store
+    from roundtable_console.store.writes import bulk
 
     monkeypatch.setattr(bulk, "BATCH_SESSIONS", 1)
     write = Store.write

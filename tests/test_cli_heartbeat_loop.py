@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from store.database import open_store
-from store.models import AgentSessionEvent
+from roundtable_console.store.db.database import open_store
+from roundtable_console.store.db.models import AgentSessionEvent
 from tests.helpers import register_session
 
 EVENTS = AgentSessionEvent.__table__  # type: ignore[attr-defined]
@@ -21,7 +21,16 @@ EVENTS = AgentSessionEvent.__table__  # type: ignore[attr-defined]
 
 def _beater(url: str, *extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "tui.cli", "sessions", "heartbeat", "--db", url, *extra],
+        [
+            sys.executable,
+            "-m",
+            "roundtable_console.tui.cli",
+            "sessions",
+            "heartbeat",
+            "--db",
+            url,
+            *extra,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from store.database import Store
+from roundtable_console.store.db.database import Store
 from tests.helpers import history, session_row
 from tests.test_launch import FAKE_AGENT, agent_bin, dump, paused_session
 
@@ -43,7 +43,7 @@ def environment(tmp_path: Path, *, path: str, exit_status: int = 7) -> dict[str,
 
 def roundtable(url: str, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args, "--db", url],
+        [sys.executable, "-m", "roundtable_console.tui.cli", *args, "--db", url],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -144,7 +144,7 @@ def test_a_program_that_cannot_be_started_says_how_to_retry(
 def test_exec_options_without_exec_are_a_usage_error() -> None:
     from click.testing import CliRunner
 
-    from tui.cli import cli
+    from roundtable_console.tui.cli import cli
 
     result = CliRunner().invoke(cli, ["resume", "--session", "s1", "--idempotency-key", "k"])
     assert result.exit_code == 2

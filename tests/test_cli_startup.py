@@ -18,16 +18,16 @@ from typing import Any
 
 import pytest
 
-from store import sessions
-from store.database import open_store
+from roundtable_console.store.db.database import open_store
+from roundtable_console.store.writes import agent_writes
 
 # From this size on, the migrations say which index they are building.
 LARGE_TABLE_ROWS = importlib.import_module(
-    "store.migrations.versions.0002_console_additions"
+    "roundtable_console.store.db.migrations.versions.0002_console_additions"
 ).LARGE_TABLE_ROWS
 
 HEAVY = ("textual", "rich", "alembic")
-# What the agent's writes leave unloaded on a current store (store.quick_writes).
+# What the agent's writes leave unloaded on a current store (store.writes.quick_writes).
 DATABASE_LAYER = ("sqlalchemy", "sqlmodel", "pydantic", "textual", "alembic")
 QUICK = ("heartbeat", "end", "register")
 # Needed only to write to a PostgreSQL store (imported by the dialect that uses it).
@@ -49,7 +49,7 @@ def db_url(tmp_path: Path) -> str:
     url = f"sqlite:///{tmp_path / 'roundtable.db'}"
     store = open_store(url)
     with store.write() as db:
-        sessions.register(
+        agent_writes.register(
             db=db, session_id="s1", agent_id="a", run_id="r", adapter="codex",
             working_directory="/w",
         )  # fmt: skip
@@ -80,7 +80,16 @@ def test_agent_commands_import_no_ui_or_migration_code(
     command: str, db_url: str, tmp_path: Path
 ) -> None:
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "tui.cli", *COMMANDS[command], "--db", db_url],
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "roundtable_console.tui.cli",
+            *COMMANDS[command],
+            "--db",
+            db_url,
+        ],
         capture_output=True,
         text=True,
         cwd=PROJECT,
@@ -95,7 +104,7 @@ def test_agent_commands_import_no_ui_or_migration_code(
     modules = _imported_modules(result.stderr)
     if command in QUICK:
         # On a current store the agent's writes take the quick path (tests/test_quick_writes.py).
-        assert "store.quick_writes" in modules
+        assert "roundtable_console.store.writes.quick_writes" in modules
         assert imported.isdisjoint(DATABASE_LAYER), sorted(imported & set(DATABASE_LAYER))
         return
     assert "sqlalchemy.dialects.sqlite" in modules
@@ -104,7 +113,7 @@ def test_agent_commands_import_no_ui_or_migration_code(
 
 def test_an_agents_read_back_loads_no_action_or_briefing_code(db_url: str, tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "tui.cli"]
+        [sys.executable, "-X", "importtime", "-m", "roundtable_console.tui.cli"]
         + ["sessions", "show", "--session", "s1", "--json", "--db", db_url],
         capture_output=True,
         text=True,
@@ -115,8 +124,13 @@ def test_an_agents_read_back_loads_no_action_or_briefing_code(db_url: str, tmp_p
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout)["id"] == "s1"
     modules = _imported_modules(result.stderr)
-    assert "store.service" in modules  # the log really was read
-    needless = {"store.lifecycle", "store.briefing", "store.projections", "store.resume"}
+    assert "roundtable_console.store.service" in modules  # the log really was read
+    needless = {
+        "roundtable_console.store.writes.lifecycle",
+        "roundtable_console.store.resume.briefing",
+        "roundtable_console.store.reads.projections",
+        "roundtable_console.store.resume.plan",
+    }
     assert modules.isdisjoint(needless), sorted(modules & needless)
 
 
@@ -124,14 +138,15 @@ def test_heartbeat_leaves_no_heavy_module_loaded(db_url: str, tmp_path: Path) ->
     report = tmp_path / "modules.json"
     script = (
         "import json, sys\n"
-        "from tui.cli import main\n"
+        "from roundtable_console.tui.cli import main\n"
         "try:\n"
         f"    main({[*COMMANDS['heartbeat'], '--db', db_url]!r})\n"
         "except SystemExit as stop:\n"
         "    code = stop.code\n"
         f"open({str(report)!r}, 'w').write(json.dumps({{'code': code, "
-        "'modules': sorted(m for m in sys.modules if m == 'tui.app' or m.split('.')[0] in "
-        "('textual', 'rich', 'alembic', 'yaml', 'screens'))}))\n"
+        "'modules': sorted(m for m in sys.modules if m == 'roundtable_console.tui.app' "
+        "or m.startswith('roundtable_console.screens') or m.split('.')[0] in "
+        "('textual', 'rich', 'alembic', 'yaml'))}))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script],
@@ -163,7 +178,7 @@ def test_first_open_of_a_large_store_reports_each_index_later_opens_are_silent(
     tmp_path: Path,
 ) -> None:
     url = _reference_store(tmp_path / "reference.db", LARGE_TABLE_ROWS)
-    argv = [sys.executable, "-m", "tui.cli", *COMMANDS["heartbeat"], "--db", url]
+    argv = [sys.executable, "-m", "roundtable_console.tui.cli", *COMMANDS["heartbeat"], "--db", url]
 
     def run() -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -197,7 +212,7 @@ def test_first_open_of_a_large_store_reports_each_index_later_opens_are_silent(
 def test_first_open_of_a_small_store_says_one_line(tmp_path: Path) -> None:
     url = _reference_store(tmp_path / "reference.db", 3)
     result = subprocess.run(
-        [sys.executable, "-m", "tui.cli", *COMMANDS["heartbeat"], "--db", url],
+        [sys.executable, "-m", "roundtable_console.tui.cli", *COMMANDS["heartbeat"], "--db", url],
         capture_output=True,
         text=True,
         cwd=PROJECT,
@@ -216,7 +231,7 @@ def _modules_after_console_script(argv: list[str], tmp_path: Path) -> dict[str, 
     report = tmp_path / "modules.json"
     script = (
         "import json, sys\n"
-        "from tui.quick_cli import main\n"
+        "from roundtable_console.tui.quick_cli import main\n"
         "code = 0\n"
         "try:\n"
         f"    main({argv!r})\n"

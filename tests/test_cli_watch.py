@@ -19,9 +19,9 @@ from typing import IO, Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from store import sessions
-from store.database import Store, open_store
-from store.service import perform_action
+from roundtable_console.store.db.database import Store, open_store
+from roundtable_console.store.service import perform_action
+from roundtable_console.store.writes import agent_writes
 from tests.helpers import Cli, register_session
 from tests.pg_server import PostgresServer
 
@@ -37,7 +37,7 @@ class Watch:
 
     def __init__(self, url: str, *extra: str, env: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", "watch", "--db", url, *extra],
+            [sys.executable, "-m", "roundtable_console.tui.cli", "watch", "--db", url, *extra],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -129,14 +129,14 @@ def test_each_change_is_a_json_line_within_a_second(
 
     def wait() -> None:
         with store.write() as db:
-            sessions.heartbeat(db=db, session_id="s1", waiting="Approve the plan?")
+            agent_writes.heartbeat(db=db, session_id="s1", waiting="Approve the plan?")
 
     def pause() -> None:
         perform_action(store=store, action="pause", session_id="s1", actor="alice")
 
     def fail() -> None:
         with store.write() as db:
-            sessions.end(db=db, session_id="s1", status="failed")
+            agent_writes.end(db=db, session_id="s1", status="failed")
 
     lines, delays = [], []
     for write in (register, wait, pause, fail):
@@ -200,7 +200,7 @@ def test_filters_and_heartbeats(sqlite_store: Store, tmp_path: Path) -> None:
     try:
         for session_id in ("other", "mine"):
             with sqlite_store.write() as db:
-                sessions.heartbeat(db=db, session_id=session_id)
+                agent_writes.heartbeat(db=db, session_id=session_id)
         perform_action(store=sqlite_store, action="pause", session_id="other", actor="alice")
         found = by_agent.json_line()
         assert (found["session_id"], found["change"]) == ("mine", "heartbeat")
@@ -297,7 +297,7 @@ def test_a_postgresql_restart_is_said_and_nothing_is_missed(own_server: Postgres
         # Written at once, before the watch has had time to listen again: read all the same.
         store.engine.dispose()
         with store.write() as db:
-            sessions.heartbeat(db=db, session_id="s1", waiting="after the restart")
+            agent_writes.heartbeat(db=db, session_id="s1", waiting="after the restart")
         watch.expect_stderr("reconnected")
         found = watch.json_line()
         assert (found["change"], found["reason"]) == ("waiting_started", "after the restart")

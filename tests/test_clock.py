@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from store.clock import parse_ts
+from roundtable_console.store.clock import parse_ts
 
 
 @pytest.mark.parametrize(

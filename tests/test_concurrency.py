@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from store import lifecycle, sessions
-from store.database import Store, open_store, sqlite_url
-from store.errors import IdempotencyKeyReuse, StoreError
-from store.revision import HEAD_REVISION
-from store.schema import current_revision
+from roundtable_console.store.db.database import Store, open_store, sqlite_url
+from roundtable_console.store.db.revision import HEAD_REVISION
+from roundtable_console.store.db.schema import current_revision
+from roundtable_console.store.errors import IdempotencyKeyReuse, StoreError
+from roundtable_console.store.reads import sessions
+from roundtable_console.store.writes import agent_writes, lifecycle
 from tests.conftest import FakeClock
 from tests.helpers import register_session
 
@@ -139,7 +140,7 @@ def test_an_agent_heartbeat_between_read_and_write_is_not_lost(
     with store.read() as db:
         seen = sessions.get_session(db=db, session_id="s1").version
     with store.write() as db:
-        sessions.heartbeat(db=db, session_id="s1", status="running", clock=clock)
+        agent_writes.heartbeat(db=db, session_id="s1", status="running", clock=clock)
     with pytest.raises(StoreError) as raised, store.write() as db:
         getattr(lifecycle, action)(db=db, session_id="s1", actor="ann", expected_version=seen)
     assert raised.value.code == "session_transition_conflict"
@@ -205,9 +206,9 @@ def test_an_opener_waits_for_another_process_migration_longer_than_a_write_wait(
     failing after the usual write-lock wait (which is shortened here so the test is quick)."""
     import sqlite3
 
-    import store.database
+    from roundtable_console.store.db import database
 
-    monkeypatch.setattr(store.database, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 200)
     path = tmp_path / "roundtable.db"
     other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     other.execute("PRAGMA journal_mode = WAL")

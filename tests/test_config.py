@@ -14,13 +14,12 @@ from click.testing import CliRunner, Result
 from sqlalchemy import select
 from sqlalchemy.engine import make_url
 
-from store.adapters import AdapterConfig
-from store.database import open_store
-from store.models import AgentSession, AgentSessionEvent, Event
-from tests.conftest import FakeClock
-from tui import config
-from tui.cli import CliState, cli
-from tui.config import (
+from roundtable_console.store.db.database import open_store
+from roundtable_console.store.db.models import AgentSession, AgentSessionEvent, Event
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.tui import config
+from roundtable_console.tui.cli import CliState, cli
+from roundtable_console.tui.config import (
     ConfigError,
     Settings,
     load_settings,
@@ -29,6 +28,7 @@ from tui.config import (
     resolve_operator,
     workspace_adapters,
 )
+from tests.conftest import FakeClock
 
 FULL_TOML = """\
 database = "sqlite:////srv/roundtable/shared.db"

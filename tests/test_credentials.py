@@ -1,5 +1,5 @@
-"""store.credentials: credential shapes hidden in any text, token counts shown, nothing ordinary
-touched, and the module light enough for the agent-facing commands."""
+"""store.safety.credentials: credential shapes hidden in any text, token counts shown, nothing
+ordinary touched, and the module light enough for the agent-facing commands."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ import sys
 
 import pytest
 
-from store.credentials import (
+from roundtable_console.store.safety.credentials import (
     SHAPES,
     hide_credentials,
     redact_output_json_text,
     redact_output_text,
     redact_output_value,
 )
-from store.redaction import REDACTED
+from roundtable_console.store.safety.redaction import REDACTED
 from tests import secret_corpus as corpus
 
 
@@ -113,8 +113,10 @@ def test_json_text_and_text_that_is_not_json() -> None:
 
 def test_the_module_is_standard_library_only_and_compiles_on_first_use() -> None:
     probe = (
-        "import sys; before = set(sys.modules); import store.credentials as c; "
-        "new = sorted(m for m in set(sys.modules) - before if not m.startswith('store')); "
+        "import sys; before = set(sys.modules); "
+        "import roundtable_console.store.safety.credentials as c; "
+        "new = sorted(m for m in set(sys.modules) - before "
+        "if not m.startswith('roundtable_console')); "
         "print(repr(new)); print(any('compiled' in vars(s) for s in c.SHAPES))"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)

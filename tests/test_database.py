@@ -15,7 +15,7 @@ from sqlalchemy import column, create_engine, text
 from sqlalchemy.dialects import postgresql as postgresql_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
-from store.database import (
+from roundtable_console.store.db.database import (
     BUSY_TIMEOUT_MS,
     Store,
     create_store_engine,
@@ -25,13 +25,13 @@ from store.database import (
     unavailable_message,
     use_wal,
 )
-from store.errors import DatabaseUnavailable
-from store.listing import PG_STORED_KEYS
-from store.models import AgentSession
-from store.notifications import CHANNEL
-from store.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
-from store.schema import current_revision, ensure_schema
-from store.sqlfuncs import effective_workspace, ts_key
+from roundtable_console.store.db.models import AgentSession
+from roundtable_console.store.db.notifications import CHANNEL
+from roundtable_console.store.db.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
+from roundtable_console.store.db.schema import current_revision, ensure_schema
+from roundtable_console.store.errors import DatabaseUnavailable
+from roundtable_console.store.reads.listing import PG_STORED_KEYS
+from roundtable_console.store.reads.sqlfuncs import effective_workspace, ts_key
 from tests.conftest import FakeClock, new_pg_database
 from tests.helpers import register_session
 from tests.pg_server import PostgresServer, free_port
@@ -317,7 +317,9 @@ def test_every_migration_file_is_named_after_its_revision():
 def test_the_store_queries_the_expressions_migration_0002_indexed():
     """The migration holds its own copy of what it built; the queries must compile to the same
     text, or the planner cannot use the indexes. Changing either takes a new revision."""
-    migration = importlib.import_module("store.migrations.versions.0002_console_additions")
+    migration = importlib.import_module(
+        "roundtable_console.store.db.migrations.versions.0002_console_additions"
+    )
 
     def compiled(expression: Any, dialect: Any) -> str:
         return str(expression.compile(dialect=dialect))
@@ -325,7 +327,9 @@ def test_the_store_queries_the_expressions_migration_0002_indexed():
     lite, pg = sqlite_dialect.dialect(), postgresql_dialect.dialect()
     assert compiled(effective_workspace(), lite) == migration.SQLITE_EFFECTIVE_WORKSPACE
     # On PostgreSQL migration 0008 stores the same expression as a column.
-    groups = importlib.import_module("store.migrations.versions.0008_session_groups")
+    groups = importlib.import_module(
+        "roundtable_console.store.db.migrations.versions.0008_session_groups"
+    )
     assert groups.PG_WORKSPACE == migration.PG_EFFECTIVE_WORKSPACE
     assert "rt_metadata_workspace(" in migration.PG_EFFECTIVE_WORKSPACE
     assert "FUNCTION rt_metadata_workspace(t text)" in migration.PG_METADATA_WORKSPACE_FUNCTION
@@ -335,12 +339,16 @@ def test_the_store_queries_the_expressions_migration_0002_indexed():
 
 
 def test_the_store_queries_the_keys_migration_0006_stored():
-    migration = importlib.import_module("store.migrations.versions.0006_list_positions")
+    migration = importlib.import_module(
+        "roundtable_console.store.db.migrations.versions.0006_list_positions"
+    )
     sessions = AgentSession.__table__  # type: ignore[attr-defined]
     pg = postgresql_dialect.dialect()
     assert (
         migration.PG_WORKSPACE
-        == importlib.import_module("store.migrations.versions.0008_session_groups").PG_WORKSPACE
+        == importlib.import_module(
+            "roundtable_console.store.db.migrations.versions.0008_session_groups"
+        ).PG_WORKSPACE
     )
     for name, stored in PG_STORED_KEYS.items():
         assert name in sessions.c
@@ -352,7 +360,9 @@ def test_the_store_queries_the_keys_migration_0006_stored():
 def test_the_store_queries_the_workspace_migration_0008_stored_and_indexed():
     """The workspace key: computed from a cursor's values as the index holds it, read from the
     stored column on PostgreSQL, from the indexed expression on SQLite."""
-    migration = importlib.import_module("store.migrations.versions.0008_session_groups")
+    migration = importlib.import_module(
+        "roundtable_console.store.db.migrations.versions.0008_session_groups"
+    )
     sessions = AgentSession.__table__  # type: ignore[attr-defined]
     lite, pg = sqlite_dialect.dialect(), postgresql_dialect.dialect()
     assert str(effective_workspace().compile(dialect=pg)) == migration.PG_STORED_WORKSPACE
@@ -366,7 +376,9 @@ def test_the_store_queries_the_workspace_migration_0008_stored_and_indexed():
 
 
 def test_the_console_listens_on_the_channel_migration_0005_notifies():
-    migration = importlib.import_module("store.migrations.versions.0005_change_notifications")
+    migration = importlib.import_module(
+        "roundtable_console.store.db.migrations.versions.0005_change_notifications"
+    )
     assert f"pg_notify('{CHANNEL}', '')" in migration.PG_FUNCTION
 
 

@@ -10,11 +10,8 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from store.adapters import BUILTIN_ADAPTERS
-from store.claims import active_claims
-from store.database import Store
-from store.demo import HOSTILE_TEXT, has_sessions, seed_demo
-from store.models import (
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import (
     Agent,
     AgentSession,
     AgentSessionEvent,
@@ -25,8 +22,11 @@ from store.models import (
     Task,
     Workspace,
 )
-from store.rules import ACTIVE_STATES
-from store.transfer import export_records
+from roundtable_console.store.reads.claims import active_claims
+from roundtable_console.store.resume.adapters import BUILTIN_ADAPTERS
+from roundtable_console.store.rules import ACTIVE_STATES
+from roundtable_console.store.writes.demo import HOSTILE_TEXT, has_sessions, seed_demo
+from roundtable_console.store.writes.transfer import export_records
 from tests.conftest import FakeClock
 
 STALE_AFTER = timedelta(seconds=300)

@@ -18,14 +18,14 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from screens.commands import session_commands
-from screens.session_detail import SessionDetailScreen
-from screens.session_list import SessionListScreen
-from screens.terminate_dialog import TerminateDialog
-from store import database
-from store.database import Store
-from store.errors import DatabaseUnavailable
-from store.records import SessionRecord
+from roundtable_console.screens.commands import session_commands
+from roundtable_console.screens.session_detail import SessionDetailScreen
+from roundtable_console.screens.session_list import SessionListScreen
+from roundtable_console.screens.terminate_dialog import TerminateDialog
+from roundtable_console.store.db import database
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.errors import DatabaseUnavailable
+from roundtable_console.store.records import SessionRecord
 from tests.helpers import history, session_row
 from tests.test_tui_support import (
     OPERATOR,
@@ -71,10 +71,10 @@ def seen(app):
     }
 
 
-import tui.app  # noqa: E402
+import roundtable_console.tui.app as tui_app  # noqa: E402
 
 # The list says its quick rows are on screen once the refresh that painted them is done.
-shown = tui.app.RoundtableApp.on_session_list_screen_first_rows_shown
+shown = tui_app.RoundtableApp.on_session_list_screen_first_rows_shown
 
 
 def recording(app, message):
@@ -83,7 +83,7 @@ def recording(app, message):
     shown(app, message)
 
 
-tui.app.RoundtableApp.on_session_list_screen_first_rows_shown = recording
+tui_app.RoundtableApp.on_session_list_screen_first_rows_shown = recording
 
 
 async def pilot(pilot):
@@ -101,12 +101,12 @@ async def pilot(pilot):
     app.exit()
 
 
-real_run_console = tui.app.run_console
-tui.app.run_console = lambda **options: real_run_console(
+real_run_console = tui_app.run_console
+tui_app.run_console = lambda **options: real_run_console(
     **options, headless=True, size=(120, 40), auto_pilot=pilot
 )
 report["imported_at_start"] = heavy()
-from tui.cli import main  # noqa: E402
+from roundtable_console.tui.cli import main  # noqa: E402
 
 try:
     main(["tui", "--db", sys.argv[1], "--operator", "olivia"])

@@ -1,4 +1,5 @@
-"""The quick first read (``store.first_window``, ``sqlite3`` alone) equals the store's own reads.
+"""The quick first read (``store.reads.first_window``, ``sqlite3`` alone) equals the store's own
+reads.
 
 For generated stores (timestamps in every form the reference writes, unreadable ones, NULLs,
 ties) and for a store built with the reference's DDL, the first window is ``list_sessions``'
@@ -22,15 +23,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from store.claims import claim_counts
-from store.clock import format_ts
-from store.database import describe_url, open_store, sqlite_url
-from store.first_window import FirstWindow, describe, is_current, read_first_window, sqlite_file
-from store.listing import DEFAULT_ORDER, SessionOrder
-from store.models import AgentSession
-from store.records import SESSION_COLUMNS, SessionRecord
-from store.revision import HEAD_REVISION
-from store.sessions import list_sessions
+from roundtable_console.store.clock import format_ts
+from roundtable_console.store.db.database import describe_url, open_store, sqlite_url
+from roundtable_console.store.db.models import AgentSession
+from roundtable_console.store.db.revision import HEAD_REVISION
+from roundtable_console.store.reads.claims import claim_counts
+from roundtable_console.store.reads.first_window import (
+    FirstWindow,
+    describe,
+    is_current,
+    read_first_window,
+    sqlite_file,
+)
+from roundtable_console.store.reads.listing import DEFAULT_ORDER, SessionOrder
+from roundtable_console.store.reads.sessions import list_sessions
+from roundtable_console.store.records import SESSION_COLUMNS, SessionRecord
 from tests.test_reference_store import build_reference_db
 
 BASE = datetime(2026, 9, 17, 17, 0, tzinfo=UTC)
@@ -312,10 +319,10 @@ def test_an_unreachable_postgresql_server_takes_the_normal_path(
 ) -> None:
     """Nothing answers there: run_console opens the store first, and reports it before the
     screen is taken over."""
-    from store import database
-    from store.errors import DatabaseUnavailable
-    from tui.app import run_console
-    from tui.config import Settings
+    from roundtable_console.store.db import database
+    from roundtable_console.store.errors import DatabaseUnavailable
+    from roundtable_console.tui.app import run_console
+    from roundtable_console.tui.config import Settings
 
     opened: list[str] = []
 
@@ -414,7 +421,7 @@ def test_a_child_process_reads_the_same_window_and_gets_the_url_out_of_sight(
 ) -> None:
     import subprocess
 
-    from store.first_window import PREFETCH_VARIABLE, prefetch
+    from roundtable_console.store.reads.first_window import PREFETCH_VARIABLE, prefetch
 
     url = pg_store.engine.url.render_as_string(hide_password=False)
     pg_insert(url, {"s1": dict(SESSION_ROW), "s2": dict(SESSION_ROW, agent_id="a2")}, [])
@@ -452,7 +459,7 @@ def test_a_postgresql_store_at_another_revision_is_not_read(pg_server: Any) -> N
 
 
 def test_the_limit_is_the_stores_limit(current_db: Path) -> None:
-    from store.errors import InvalidLimit
+    from roundtable_console.store.errors import InvalidLimit
 
     for bad in (0, 201):
         with pytest.raises(InvalidLimit):

@@ -1,7 +1,7 @@
-"""Resume and launch, the decision (store.launch): the program found as execvp finds it, every
-refusal before the resume with nothing changed, the resume against the row the plan was made
-from, and the tmux command (argv as separate arguments, never a shell line). On SQLite and on
-PostgreSQL."""
+"""Resume and launch, the decision (store.resume.launch): the program found as execvp finds it,
+every refusal before the resume with nothing changed, the resume against the row the plan was
+made from, and the tmux command (argv as separate arguments, never a shell line). On SQLite and
+on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from store import errors
-from store.adapters import AdapterConfig
-from store.database import Store
-from store.launch import (
+from roundtable_console.store import errors
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.resume.launch import (
     LaunchPlan,
     find_program,
     read_launch,
@@ -22,8 +22,8 @@ from store.launch import (
     tmux_refusal,
     tmux_window_name,
 )
-from store.lifecycle import pause
-from store.transfer import export_records
+from roundtable_console.store.writes.lifecycle import pause
+from roundtable_console.store.writes.transfer import export_records
 from tests.conftest import FakeClock
 from tests.helpers import history, session_row
 from tests.test_tui_support import add_agent, add_session

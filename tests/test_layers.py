@@ -1,5 +1,6 @@
 """The layers of DESIGN.md §2, kept by a check rather than by hope: arrows go tui → screens →
-store. store/ is the data layer (no UI, no CLI); screens/ never reach back into tui/."""
+store. store/ is the data layer (no UI, no CLI); screens/ never reach back into tui/. Each
+folder installs as a subpackage of the one import name, ``roundtable_console``."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-STORE_MUST_NOT_IMPORT = ("textual", "rich", "screens", "tui", "click")
-SCREENS_MUST_NOT_IMPORT = ("tui",)
+PACKAGE = "roundtable_console"
+# Each product folder, by the name it installs under.
+PRODUCT_PACKAGES = {folder: f"{PACKAGE}.{folder}" for folder in ("store", "screens", "tui")}
+STORE_MUST_NOT_IMPORT = ("textual", "rich", "click", f"{PACKAGE}.screens", f"{PACKAGE}.tui")
+SCREENS_MUST_NOT_IMPORT = (f"{PACKAGE}.tui",)
 
 
 def modules(package: str) -> list[Path]:
@@ -55,30 +59,35 @@ def test_the_check_sees_imports_inside_functions(tmp_path: Path) -> None:
         "def f():\n"
         "    from textual.widgets import Static\n"
         "    import rich.text\n"
+        "    from roundtable_console.tui import output\n"
         "from .local import thing\n"
+        "from tui import unrelated\n"
     )
-    assert offending(sample, STORE_MUST_NOT_IMPORT) == ["rich.text", "textual.widgets"]
+    assert offending(sample, STORE_MUST_NOT_IMPORT) == [
+        "rich.text",
+        "roundtable_console.tui",
+        "textual.widgets",
+    ]
     assert offending(sample, ("json",)) == ["json"]
     assert offending(sample, ("js",)) == []
 
 
 # ------------------------------------------------------------------------- no import cycles
 
-PRODUCT_PACKAGES = ("store", "screens", "tui")
 
-
-def module_name(path: Path, root: Path) -> str:
-    parts = path.relative_to(root).with_suffix("").parts
+def module_name(path: Path, folder: Path, package: str) -> str:
+    parts = (*package.split("."), *path.relative_to(folder).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def import_graph(root: Path, packages: tuple[str, ...]) -> dict[str, set[str]]:
-    """Which of the packages' modules each of them imports, anywhere in it (inside functions
-    and under ``TYPE_CHECKING`` too): ``from pkg import mod`` counts as importing ``pkg.mod``."""
+def import_graph(root: Path, packages: dict[str, str]) -> dict[str, set[str]]:
+    """Which of the packages' modules (each folder under ``root`` by its package name) each of
+    them imports, anywhere in it (inside functions and under ``TYPE_CHECKING`` too): ``from pkg
+    import mod`` counts as importing ``pkg.mod``."""
     paths = {
-        module_name(path, root): path
-        for package in packages
-        for path in sorted((root / package).rglob("*.py"))
+        module_name(path, root / folder, package): path
+        for folder, package in packages.items()
+        for path in sorted((root / folder).rglob("*.py"))
     }
     graph: dict[str, set[str]] = {}
     for name, path in paths.items():
@@ -134,7 +143,10 @@ def test_product_modules_import_one_another_without_cycles() -> None:
     """A module that imports another which imports it back (even inside a function, where it
     works by the order things happen to run in) is one design split across two files."""
     graph = import_graph(ROOT, PRODUCT_PACKAGES)
-    assert "store.database" in graph and "screens.session_detail" in graph
+    assert (
+        "roundtable_console.store.db.database" in graph
+        and "roundtable_console.screens.session_detail" in graph
+    )
     assert import_cycles(graph) == []
 
 
@@ -149,7 +161,7 @@ def test_the_cycle_check_sees_loops_through_functions_and_from_imports(tmp_path:
     (package / "d.py").write_text("import pkg.a\n")
     (package / "sub" / "e.py").write_text("from .. import d\nfrom . import f\n")
     (package / "sub" / "f.py").write_text("from ..sub.e import x\n")
-    graph = import_graph(tmp_path, ("pkg",))
+    graph = import_graph(tmp_path, {"pkg": "pkg"})
     assert graph["pkg.sub.e"] == {"pkg", "pkg.d", "pkg.sub", "pkg.sub.f"}
     assert import_cycles(graph) == [["pkg.a", "pkg.b", "pkg.c"], ["pkg.sub.e", "pkg.sub.f"]]
 
@@ -160,12 +172,12 @@ def test_the_cycle_check_sees_loops_through_functions_and_from_imports(tmp_path:
 # what the migration creates. Everything a migration creates (SQL text, functions, triggers,
 # index expressions, names) is written out in the migration itself, as it was at its revision:
 # a later change to the store's code must not change what an old revision builds. None today:
-# each migration also reads the progress callback (store.schema hands it over) by itself.
+# each migration also reads the progress callback (store.db.schema hands it over) by itself.
 MIGRATION_MAY_IMPORT: dict[tuple[str, str], str] = {}
 
 
 def store_imports(path: Path) -> set[tuple[str, str]]:
-    """(module, name) for everything a file takes from ``store`` (``*`` for a whole module);
+    """(module, name) for everything a file takes from the product (``*`` for a whole module);
     relative imports keep their dots, so they are never taken for an allowed helper."""
     found: set[tuple[str, str]] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
@@ -173,18 +185,18 @@ def store_imports(path: Path) -> set[tuple[str, str]]:
             found.update(
                 (alias.name, "*")
                 for alias in node.names
-                if alias.name == "store" or alias.name.startswith("store.")
+                if alias.name == PACKAGE or alias.name.startswith(PACKAGE + ".")
             )
         elif isinstance(node, ast.ImportFrom):
             module = "." * node.level + (node.module or "")
-            if node.level or module == "store" or module.startswith("store."):
+            if node.level or module == PACKAGE or module.startswith(PACKAGE + "."):
                 found.update((module, alias.name) for alias in node.names)
     return found
 
 
 @pytest.mark.parametrize(
     "path",
-    sorted((ROOT / "store" / "migrations").rglob("*.py")),
+    sorted((ROOT / "store" / "db" / "migrations").rglob("*.py")),
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_a_migration_takes_nothing_from_the_store_that_could_change_what_it_creates(
@@ -197,20 +209,24 @@ def test_the_migration_check_sees_every_form_of_import(tmp_path: Path) -> None:
     sample = tmp_path / "0099_sample.py"
     sample.write_text(
         "from alembic import op\n"
-        "from store.schema import migration_progress, current_revision\n"
-        "from store.sqlfuncs import PG_TS_KEY_FUNCTION\n"
+        "from roundtable_console.store.db.schema import migration_progress, current_revision\n"
+        "from roundtable_console.store.reads.sqlfuncs import PG_TS_KEY_FUNCTION\n"
         "def upgrade():\n"
-        "    import store.models\n"
+        "    import roundtable_console.store.db.models\n"
         "    from ..schema import LARGE_TABLE_ROWS\n"
-        "    from store import records\n"
+        "    from roundtable_console.store import records\n"
     )
     assert sorted(store_imports(sample) - MIGRATION_MAY_IMPORT.keys()) == [
         ("..schema", "LARGE_TABLE_ROWS"),
-        ("store", "records"),
-        ("store.models", "*"),
-        ("store.schema", "current_revision"),
-        ("store.schema", "migration_progress"),
-        ("store.sqlfuncs", "PG_TS_KEY_FUNCTION"),
+        ("roundtable_console.store", "records"),
+        ("roundtable_console.store.db.models", "*"),
+        ("roundtable_console.store.db.schema", "current_revision"),
+        ("roundtable_console.store.db.schema", "migration_progress"),
+        ("roundtable_console.store.reads.sqlfuncs", "PG_TS_KEY_FUNCTION"),
     ]
-    allowed = {("store.schema", "migration_progress"): "a helper the test names"}
-    assert ("store.schema", "migration_progress") not in store_imports(sample) - allowed.keys()
+    allowed = {
+        ("roundtable_console.store.db.schema", "migration_progress"): "a helper the test names"
+    }
+    assert ("roundtable_console.store.db.schema", "migration_progress") not in store_imports(
+        sample
+    ) - allowed.keys()

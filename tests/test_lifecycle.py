@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 from sqlalchemy import insert, select, text
 
-from store import errors, lifecycle, sessions
-from store.clock import format_ts
-from store.database import Store, open_store
-from store.errors import (
+from roundtable_console.store import errors
+from roundtable_console.store.clock import format_ts
+from roundtable_console.store.db.database import Store, open_store
+from roundtable_console.store.db.models import Agent, Claim, Proposal, Task, Workspace
+from roundtable_console.store.errors import (
     AgentNotFound,
     AgentUnavailable,
     IdempotencyKeyRequired,
@@ -34,9 +35,9 @@ from store.errors import (
     StoreError,
     TerminationImpactRequired,
 )
-from store.lifecycle import NOT_DONE_BY_TERMINATE, ActionOutcome
-from store.models import Agent, Claim, Proposal, Task, Workspace
-from store.rules import ACTIVE_STATES
+from roundtable_console.store.rules import ACTIVE_STATES
+from roundtable_console.store.writes import agent_writes, lifecycle
+from roundtable_console.store.writes.lifecycle import NOT_DONE_BY_TERMINATE, ActionOutcome
 from tests.conftest import FakeClock
 from tests.helpers import DESIGN_ERROR_CODES, history, session_row
 
@@ -86,7 +87,7 @@ def seed(
     enabled: bool = True,
 ) -> None:
     with store.write() as db:
-        sessions.register(
+        agent_writes.register(
             db=db,
             session_id=session_id,
             agent_id=agent_id,
@@ -376,8 +377,8 @@ def test_the_actor_is_recorded_on_every_action(store: Store, clock: FakeClock):
 def test_agent_operations_write_no_lifecycle_event(store: Store, clock: FakeClock):
     seed(store, clock)
     with store.write() as db:
-        sessions.heartbeat(db=db, session_id="s1", clock=clock)
-        sessions.end(db=db, session_id="s1", clock=clock)
+        agent_writes.heartbeat(db=db, session_id="s1", clock=clock)
+        agent_writes.end(db=db, session_id="s1", clock=clock)
     assert lifecycle_events(store) == []
 
 
@@ -405,7 +406,7 @@ def test_the_same_key_returns_the_first_outcome_without_applying_again(
         # Move the session on, so applying again would be visible (or refused).
         clock.advance(seconds=30)
         with store.write() as db:
-            sessions.heartbeat(db=db, session_id=action, status="running", clock=clock)
+            agent_writes.heartbeat(db=db, session_id=action, status="running", clock=clock)
         before = snapshot(store)
         again = act(store, clock, action, action, key=f" key-{action} ")
         assert again.replayed, action
@@ -474,7 +475,7 @@ def test_a_stale_expected_version_is_a_conflict_and_writes_nothing(store: Store,
         seed(store, clock, action, status=startable(action))
         seen = session_row(store, action)["version"]
         with store.write() as db:  # an agent writes in between
-            sessions.heartbeat(db=db, session_id=action, clock=clock)
+            agent_writes.heartbeat(db=db, session_id=action, clock=clock)
         before = snapshot(store)
         with pytest.raises(SessionTransitionConflict) as raised:
             act(store, clock, action, action, expected_version=seen)

@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from screens.list_groups import GroupHeader, Groups, Layout
-from screens.list_model import GroupedRows, ListModel, Read, ReadResult
-from store.records import ClaimCount
+from roundtable_console.screens.list_groups import GroupHeader, Groups, Layout
+from roundtable_console.screens.list_model import GroupedRows, ListModel, Read, ReadResult
+from roundtable_console.store.records import ClaimCount
 
 
 @dataclass(frozen=True)
@@ -433,7 +433,7 @@ def test_empty_pages_at_either_end_say_where_the_list_ends() -> None:
 
 class Grouped:
     """A list grouped by agent, kept in Python as the store would read it: the sessions in the
-    grouping's order, a folded group keeping its first session (store.groups), and the list as
+    grouping's order, a folded group keeping its first session (store.reads.groups), and the list as
     it should be shown, headers included."""
 
     def __init__(self, rows: list[Row]) -> None:

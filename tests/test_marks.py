@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from screens.list_columns import RowPainter, counts_line, marks_text
-from screens.marks import RECOUNT_SECONDS, Marks
-from store.clock import format_ts
-from store.listing import FilterSelection, Selection, SessionFilter
-from store.records import SESSION_COLUMNS, SessionRecord
+from roundtable_console.screens.list_columns import RowPainter, counts_line, marks_text
+from roundtable_console.screens.marks import RECOUNT_SECONDS, Marks
+from roundtable_console.store.clock import format_ts
+from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
+from roundtable_console.store.records import SESSION_COLUMNS, SessionRecord
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 PAUSED = SessionFilter(statuses=("paused",))

@@ -1,6 +1,7 @@
-"""A filter decided in Python (store.matching) and in SQL (store.sessions.filter_conditions) gives
-the same answer on SQLite and on PostgreSQL, for any row a writer may have left; Python says
-"only the store can say" (None) only for values the store never writes itself."""
+"""A filter decided in Python (store.reads.matching) and in SQL
+(store.reads.keyset.filter_conditions) gives the same answer on SQLite and on PostgreSQL, for any
+row a writer may have left; Python says "only the store can say" (None) only for values the store
+never writes itself."""
 
 from __future__ import annotations
 
@@ -13,13 +14,18 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import delete, insert, select
 
-from store.clock import format_ts
-from store.database import Store
-from store.listing import FilterSelection, Selection, SessionFilter
-from store.matching import filter_admits, selection_admits
-from store.records import SessionRecord
-from store.rules import ACTIVE_STATES
-from store.sessions import SESSIONS, admitted_ids, count_selected, selection_condition
+from roundtable_console.store.clock import format_ts
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.session_rows import SESSIONS
+from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
+from roundtable_console.store.reads.matching import filter_admits, selection_admits
+from roundtable_console.store.reads.sessions import (
+    admitted_ids,
+    count_selected,
+    selection_condition,
+)
+from roundtable_console.store.records import SessionRecord
+from roundtable_console.store.rules import ACTIVE_STATES
 from tests.test_sessions import FILTER_CASES, _seed_for_filters
 
 BASE = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -277,10 +283,10 @@ def test_only_values_the_store_never_writes_are_left_to_it() -> None:
 
 def test_the_text_filter_folds_ascii_only_whatever_the_servers_locale(pg_server: Any) -> None:
     """A database whose locale folds every letter (C.UTF-8) still folds only ASCII letters in
-    the text filter, as SQLite and store.matching do."""
+    the text filter, as SQLite and store.reads.matching do."""
     from sqlalchemy import create_engine, text
 
-    from store.database import open_store
+    from roundtable_console.store.db.database import open_store
 
     admin = create_engine(pg_server.url(), isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:

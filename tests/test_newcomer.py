@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from store.database import open_store
+from roundtable_console.store.db.database import open_store
+from roundtable_console.tui.cli import cli
+from roundtable_console.tui.config import demo_database_path, resolve_demo_url, sqlite_url
 from tests.helpers import count
 from tests.test_tui_support import console, settle
-from tui.cli import cli
-from tui.config import demo_database_path, resolve_demo_url, sqlite_url
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.usefixtures("isolated_env")
@@ -32,7 +32,9 @@ def console_url(monkeypatch: pytest.MonkeyPatch, *args: str) -> str:
         seen.update(kwargs)
         return 0
 
-    monkeypatch.setitem(sys.modules, "tui.app", types.SimpleNamespace(run_console=run_console))
+    monkeypatch.setitem(
+        sys.modules, "roundtable_console.tui.app", types.SimpleNamespace(run_console=run_console)
+    )
     result = CliRunner().invoke(cli, ["tui", *args])
     assert result.exit_code == 0, result.output
     assert seen["demo"] == ("--demo" in args)

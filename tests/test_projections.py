@@ -12,12 +12,19 @@ from typing import Any
 import pytest
 from sqlalchemy import Connection, event, insert
 
-from store import projections, sessions
-from store.database import Store
-from store.errors import InvalidCursor, InvalidLimit, SessionNotFound
-from store.models import AgentSession, AgentSessionEvent, Claim, Event, Proposal
-from store.paging import Page, encode_cursor
-from store.redaction import REDACTED
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import (
+    AgentSession,
+    AgentSessionEvent,
+    Claim,
+    Event,
+    Proposal,
+)
+from roundtable_console.store.errors import InvalidCursor, InvalidLimit, SessionNotFound
+from roundtable_console.store.reads import projections
+from roundtable_console.store.reads.paging import Page, encode_cursor
+from roundtable_console.store.safety.redaction import REDACTED
+from roundtable_console.store.writes import agent_writes
 from tests.conftest import FakeClock
 
 
@@ -26,7 +33,7 @@ def add(db: Connection, model: type, **values: Any) -> None:
 
 
 def register(db: Connection, clock: FakeClock, session_id: str = "S-1", **extra: Any) -> None:
-    sessions.register(
+    agent_writes.register(
         db=db,
         session_id=session_id,
         agent_id=extra.pop("agent_id", "agent-1"),
@@ -100,7 +107,7 @@ def test_logs_are_this_sessions_history_with_redacted_payloads(
     with store.write() as db:
         register(db, clock)
         register(db, clock, "S-OTHER")
-        sessions.heartbeat(db=db, session_id="S-1", clock=clock)
+        agent_writes.heartbeat(db=db, session_id="S-1", clock=clock)
         add(
             db,
             AgentSessionEvent,
@@ -136,7 +143,7 @@ def test_logs_page_through_every_row_once(store: Store, clock: FakeClock) -> Non
     with store.write() as db:
         register(db, clock)
         for _ in range(6):
-            sessions.heartbeat(db=db, session_id="S-1", clock=clock)
+            agent_writes.heartbeat(db=db, session_id="S-1", clock=clock)
     with store.read() as db:
 
         def fetch(**kw: Any) -> Page[dict[str, Any]]:

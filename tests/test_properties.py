@@ -19,11 +19,12 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from sqlalchemy import text
 
-from store import sessions
-from store.clock import format_ts
-from store.database import open_store, sqlite_url
-from store.errors import SessionNotFound
-from store.models import AgentSession
+from roundtable_console.store.clock import format_ts
+from roundtable_console.store.db.database import open_store, sqlite_url
+from roundtable_console.store.db.models import AgentSession
+from roundtable_console.store.errors import SessionNotFound
+from roundtable_console.store.reads import keyset, sessions
+from roundtable_console.store.writes import agent_writes
 from tests.conftest import FakeClock
 
 IDS = st.sampled_from(["s1", "s2", "s3"])
@@ -83,7 +84,7 @@ class SessionRules(RuleBasedStateMachine):
     @rule(session_id=IDS, agent_id=AGENTS, status=STATUSES, external=EXTERNAL_IDS)
     def register(self, session_id: str, agent_id: str, status: str | None, external: str | None):
         with self.store.write() as db:
-            sessions.register(
+            agent_writes.register(
                 db=db,
                 session_id=session_id,
                 agent_id=agent_id,
@@ -112,7 +113,7 @@ class SessionRules(RuleBasedStateMachine):
         before = self.model.get(session_id)
         try:
             with self.store.write() as db:
-                sessions.heartbeat(
+                agent_writes.heartbeat(
                     db=db,
                     session_id=session_id,
                     status=status,
@@ -137,7 +138,7 @@ class SessionRules(RuleBasedStateMachine):
         before = self.model.get(session_id)
         try:
             with self.store.write() as db:
-                sessions.end(db=db, session_id=session_id, status=status, clock=self.clock)
+                agent_writes.end(db=db, session_id=session_id, status=status, clock=self.clock)
         except SessionNotFound:
             assert before is None
             return
@@ -182,7 +183,7 @@ class SessionRules(RuleBasedStateMachine):
     @invariant()
     def status_counts_match_the_model(self) -> None:
         with self.store.read() as db:
-            counted = sessions.count_by_status(db=db)
+            counted = keyset.count_by_status(db=db)
         expected: dict[str, int] = {}
         for session in self.model.values():
             expected[session.status] = expected.get(session.status, 0) + 1

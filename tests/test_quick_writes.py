@@ -1,6 +1,7 @@
-"""The agent's quick path (``tui.quick_cli`` over ``store.quick_writes``) does what the full
-path (``tui.cli`` over ``store.sessions``) does: the same rows, history, counts, output, errors
-and exit codes, on SQLite and on PostgreSQL; and a store it does not take goes to the full path.
+"""The agent's quick path (``tui.quick_cli`` over ``store.writes.quick_writes``) does what the full
+path (``tui.cli`` over ``store.writes.agent_writes``) does: the same rows, history, counts, output,
+errors and exit codes, on SQLite and on PostgreSQL; and a store it does not take goes to the full
+path.
 """
 
 from __future__ import annotations
@@ -22,14 +23,15 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from store import drivers, quick_writes, sessions
-from store.database import open_store, sqlite_url
-from store.drivers import postgres_dsn
+from roundtable_console.store.db import drivers
+from roundtable_console.store.db.database import open_store, sqlite_url
+from roundtable_console.store.db.drivers import postgres_dsn
+from roundtable_console.store.writes import agent_writes, quick_writes
+from roundtable_console.tui import quick_cli
+from roundtable_console.tui.cli import CliState, cli
 from tests.conftest import FakeClock, new_pg_database
 from tests.pg_server import PostgresServer
 from tests.test_reference_store import build_reference_db
-from tui import quick_cli
-from tui.cli import CliState, cli
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,8 @@ def run_quick(argv: Sequence[str], clock: FakeClock) -> Outcome | None:
 
 @contextmanager
 def full_path_only() -> Iterator[None]:
-    """tui.cli without the quick writes: every write through store.sessions and SQLAlchemy."""
+    """tui.cli without the quick writes: every write through store.writes.agent_writes and
+    SQLAlchemy."""
 
     def not_taken(*_args: Any, **_kwargs: Any) -> None:
         return None
@@ -366,7 +369,7 @@ def test_an_interrupted_write_says_so_as_the_full_path_does(
     argv = ["sessions", "end", "--session", "s1", "--db", quick_store, "--json"]
     with patch.object(quick_writes, "end", interrupted):
         taken = run_quick(argv, clock)
-    with patch.object(sessions, "end", interrupted):
+    with patch.object(agent_writes, "end", interrupted):
         expected = run_full(argv, clock)
     assert taken is not None
     assert (taken.code, taken.stdout, taken.stderr) == (expected.code, "", expected.stderr)
@@ -499,11 +502,11 @@ def test_forms_the_quick_path_reads() -> None:
 def test_a_locked_store_is_unavailable_in_the_full_paths_words(
     quick_store: str, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import store.database
+    from roundtable_console.store.db import database
 
     _register(quick_store, clock)
     monkeypatch.setattr(drivers, "BUSY_TIMEOUT_MS", 200)
-    monkeypatch.setattr(store.database, "BUSY_TIMEOUT_MS", 200)
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 200)
     holder = sqlite3.connect(quick_store.removeprefix("sqlite:///"), isolation_level=None)
     argv = ["sessions", "heartbeat", "--session", "s1", "--db", quick_store, "--json"]
     try:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from store.database import open_store
-from store.errors import ReadOnly
+from roundtable_console.store.db.database import open_store
+from roundtable_console.store.errors import ReadOnly
 from tests.conftest import FakeClock
 from tests.helpers import Cli, register_session
 
@@ -272,7 +272,7 @@ def test_a_store_one_revision_behind_is_read_on_both_backends(both: Cli) -> None
 
 
 def test_a_postgresql_store_further_behind_is_refused_in_words(pg_store: object) -> None:
-    from store.database import Store
+    from roundtable_console.store.db.database import Store
 
     assert isinstance(pg_store, Store)
     with pg_store.write() as db:

@@ -9,7 +9,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from store.redaction import REDACTED, redact_json_text, redact_json_value, redact_text
+from roundtable_console.store.safety.redaction import (
+    REDACTED,
+    redact_json_text,
+    redact_json_value,
+    redact_text,
+)
 
 MARKERS = ("token", "password", "secret", "api_key", "authorization")
 

@@ -16,13 +16,18 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 
-from store import lifecycle, sessions
-from store.clock import format_ts, parse_ts
-from store.database import Store, create_store_engine, open_store, sqlite_url
-from store.errors import AgentUnavailable, SessionTransitionConflict, TerminationImpactRequired
-from store.listing import SessionFilter
-from store.revision import HEAD_REVISION
-from store.schema import current_revision, ensure_schema
+from roundtable_console.store.clock import format_ts, parse_ts
+from roundtable_console.store.db.database import Store, create_store_engine, open_store, sqlite_url
+from roundtable_console.store.db.revision import HEAD_REVISION
+from roundtable_console.store.db.schema import current_revision, ensure_schema
+from roundtable_console.store.errors import (
+    AgentUnavailable,
+    SessionTransitionConflict,
+    TerminationImpactRequired,
+)
+from roundtable_console.store.reads import sessions
+from roundtable_console.store.reads.listing import SessionFilter
+from roundtable_console.store.writes import agent_writes, lifecycle
 from tests.conftest import FakeClock
 from tests.helpers import register_session
 
@@ -323,7 +328,7 @@ def test_rows_not_operated_on_stay_byte_identical(
 ):
     before = row_bytes(reference_path)
     with opened.write() as db:
-        sessions.heartbeat(db=db, session_id="c-nanos", status="busy", clock=clock)
+        agent_writes.heartbeat(db=db, session_id="c-nanos", status="busy", clock=clock)
     with opened.write() as db:
         lifecycle.pause(db=db, session_id="a-plain-late", actor="ann", clock=clock)
     after = row_bytes(reference_path)
@@ -388,11 +393,11 @@ def test_find_by_agent_across_forms(opened: Store):
 
 def test_agent_operations_on_reference_rows(reference_path: Path, opened: Store, clock: FakeClock):
     with opened.write() as db:
-        beat = sessions.heartbeat(db=db, session_id="c-nanos", clock=clock)
+        beat = agent_writes.heartbeat(db=db, session_id="c-nanos", clock=clock)
     assert beat.started_at == "2026-09-17T17:00:00.123456789Z"
     assert beat.metadata_dict == {"usage": {"tokens": 12}}
     with opened.write() as db:
-        ended = sessions.end(db=db, session_id="f-plain-mid", clock=clock)
+        ended = agent_writes.end(db=db, session_id="f-plain-mid", clock=clock)
     assert ended.ended_at == format_ts(clock())
     with opened.write() as db:
         replaced = register_session(

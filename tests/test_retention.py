@@ -16,12 +16,12 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import text
 
-from store import sessions
-from store.clock import format_ts
-from store.database import Store
-from store.retention import byte_size, parse_duration, prune_heartbeats
+from roundtable_console.store.clock import format_ts
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.writes import agent_writes
+from roundtable_console.store.writes.retention import byte_size, parse_duration, prune_heartbeats
+from roundtable_console.tui.cli import CliState, cli
 from tests.conftest import FakeClock
-from tui.cli import CliState, cli
 
 NOW = datetime(2026, 9, 17, 17, 0, tzinfo=UTC)
 PROJECT = Path(__file__).resolve().parents[1]
@@ -56,7 +56,7 @@ def _days_ago(days: float) -> str:
 
 def _register(store: Store, session_id: str, clock: FakeClock) -> None:
     with store.write() as db:
-        sessions.register(
+        agent_writes.register(
             db=db, session_id=session_id, agent_id="a", run_id="r", adapter="codex",
             working_directory="/w", clock=clock,
         )  # fmt: skip
@@ -221,13 +221,13 @@ def test_a_duration_that_is_not_one_is_bad_usage(bad: str, sqlite_store: Store) 
 
 BEATER = """
 import json, sys
-from tui.quick_cli import run
+from roundtable_console.tui.quick_cli import run
 url, session, beats, report = sys.argv[1:5]
 codes = []
 for _ in range(int(beats)):
     code = run(["sessions", "heartbeat", "--session", session, "--db", url, "--json"])
     if code is None:  # the quick path did not take it: the full CLI, in process
-        from tui.cli import cli
+        from roundtable_console.tui.cli import cli
         code = cli.main(["sessions", "heartbeat", "--session", session, "--db", url, "--json"],
                         standalone_mode=False)
     codes.append(code)

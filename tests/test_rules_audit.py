@@ -21,21 +21,26 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert, literal, select, text, union_all
 
-import store.database as database
-from store import drivers, lifecycle, sessions
-from store.adapters import BUILTIN_ADAPTERS, AdapterConfig, builtin, resolve
-from store.clock import format_ts, parse_ts
-from store.database import Store
-from store.errors import BAD_INPUT_CODES, StoreError
-from store.models import Agent, AgentSessionEvent, Claim
-from store.rules import ACTIVE_STATES
-from store.sqlfuncs import ts_key
-from store.transfer import KINDS, TABLES
+from roundtable_console.store.clock import format_ts, parse_ts
+from roundtable_console.store.db import database, drivers
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import Agent, AgentSessionEvent, Claim
+from roundtable_console.store.errors import BAD_INPUT_CODES, StoreError
+from roundtable_console.store.reads.sqlfuncs import ts_key
+from roundtable_console.store.resume.adapters import (
+    BUILTIN_ADAPTERS,
+    AdapterConfig,
+    builtin,
+    resolve,
+)
+from roundtable_console.store.rules import ACTIVE_STATES
+from roundtable_console.store.writes import agent_writes, lifecycle
+from roundtable_console.store.writes.transfer import KINDS, TABLES
+from roundtable_console.tui import output
+from roundtable_console.tui.cli import cli
 from tests.conftest import FakeClock
 from tests.helpers import DESIGN_ERROR_CODES, Cli
 from tests.test_transfer import populate
-from tui import output
-from tui.cli import cli
 
 OUR_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 
@@ -179,15 +184,15 @@ def test_every_timestamp_we_write_is_utc_rfc3339(sqlite_store: Store) -> None:
                 id="a1", role="dev", name="A", adapter="codex", status="idle", is_enabled=1
             )
         )
-        sessions.register(
+        agent_writes.register(
             db=db, session_id="s1", agent_id="a1", run_id="r1", adapter="codex",
             working_directory="/w", clock=clock,
         )  # fmt: skip
-        sessions.heartbeat(db=db, session_id="s1", clock=clock)
+        agent_writes.heartbeat(db=db, session_id="s1", clock=clock)
         lifecycle.pause(db=db, session_id="s1", actor="op", idempotency_key="k1", clock=clock)
         lifecycle.resume(db=db, session_id="s1", actor="op", idempotency_key="k2", clock=clock)
         lifecycle.stop(db=db, session_id="s1", actor="op", clock=clock)
-        sessions.end(db=db, session_id="s1", clock=clock)
+        agent_writes.end(db=db, session_id="s1", clock=clock)
     with sqlite_store.read() as db:
         stamps = [
             *db.execute(
@@ -269,7 +274,7 @@ def test_builtin_adapters_are_the_reference_five_and_have_no_pattern() -> None:
 def test_builtin_adapters_store_no_resume_command(sqlite_store: Store, clock: FakeClock) -> None:
     with sqlite_store.write() as db:
         for name in BUILTIN_ADAPTERS:
-            stored = sessions.register(
+            stored = agent_writes.register(
                 db=db, session_id=name, agent_id="a", run_id="r", adapter=name,
                 working_directory="/w", external_session_id="ext-1", clock=clock,
             )  # fmt: skip
@@ -810,7 +815,7 @@ def _session_events(opened: Store) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("bad", ["a\u2028b", "a\u2029b", "a\udcffb", "a\x85b", "\ufeffa"])
 def test_a_status_must_be_printable(sqlite_store: Store, clock: FakeClock, bad: str) -> None:
     with pytest.raises(StoreError) as raised, sqlite_store.write() as db:
-        sessions.register(
+        agent_writes.register(
             db=db, session_id="s1", agent_id="a", run_id="r", adapter="codex",
             working_directory="/w", status=bad, clock=clock,
         )  # fmt: skip

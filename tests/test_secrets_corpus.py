@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable
 
-from screens.briefing_screen import BriefingScreen
-from screens.session_detail import SessionDetailScreen
-from screens.session_log import SessionLogScreen
-from store.database import open_store
+from roundtable_console.screens.briefing_screen import BriefingScreen
+from roundtable_console.screens.session_detail import SessionDetailScreen
+from roundtable_console.screens.session_log import SessionLogScreen
+from roundtable_console.store.db.database import open_store
+from roundtable_console.tui import output
 from tests import secret_corpus as corpus
 from tests.conftest import FakeClock
 from tests.helpers import Cli
 from tests.test_tui_support import FROZEN, console, notifications, press, screen_text, settle
-from tui import output
 
 READ_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("sessions",),

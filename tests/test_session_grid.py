@@ -10,7 +10,13 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.message import Message
 
-from screens.session_grid import PREDRAW_ROWS, GridColumn, GridHeader, GridRow, SessionGrid
+from roundtable_console.screens.session_grid import (
+    PREDRAW_ROWS,
+    GridColumn,
+    GridHeader,
+    GridRow,
+    SessionGrid,
+)
 from tests.test_tui_support import screen_text
 
 COLUMNS = [

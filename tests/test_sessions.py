@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from sqlalchemy import event, insert, select, text
 
-from store import sessions
-from store.adapters import AdapterConfig
-from store.clock import format_ts
-from store.database import Store
-from store.errors import (
+from roundtable_console.store.clock import format_ts
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import AgentSession
+from roundtable_console.store.db.session_rows import SESSIONS
+from roundtable_console.store.errors import (
     InvalidCursor,
     InvalidLimit,
     InvalidSession,
@@ -24,10 +24,11 @@ from store.errors import (
     SessionNotFound,
     StoreError,
 )
-from store.listing import SessionFilter
-from store.models import AgentSession
-from store.paging import encode_cursor
-from store.sessions import SESSIONS
+from roundtable_console.store.reads import keyset, sessions
+from roundtable_console.store.reads.listing import SessionFilter
+from roundtable_console.store.reads.paging import encode_cursor
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.writes import agent_writes
 from tests.conftest import FakeClock
 from tests.helpers import count
 
@@ -37,7 +38,7 @@ BASE = {"agent_id": "agent-1", "run_id": "run-1", "adapter": "codex", "working_d
 def register(store: Store, clock: FakeClock, session_id: str = "s1", **values: Any) -> AgentSession:
     arguments = {**BASE, **values}
     with store.write() as db:
-        return sessions.register(db=db, session_id=session_id, clock=clock, **arguments)
+        return agent_writes.register(db=db, session_id=session_id, clock=clock, **arguments)
 
 
 def row(store: Store, session_id: str) -> dict[str, Any] | None:
@@ -119,7 +120,7 @@ def test_register_refuses_a_blank_required_value_and_writes_nothing(store: Store
         for blank in ("", "   ", "\t\n", None):
             arguments: dict[str, Any] = {**BASE, "session_id": "s1", field: blank}
             with pytest.raises(InvalidSession) as raised, store.write() as db:
-                sessions.register(db=db, clock=clock, **arguments)
+                agent_writes.register(db=db, clock=clock, **arguments)
             assert raised.value.code == "invalid_session"
             assert "required" in raised.value.message
     assert count(store, "agent_sessions") == 0
@@ -145,7 +146,7 @@ def test_register_replaces_an_existing_session_and_keeps_the_first_start(
     started = format_ts(clock())
     clock.advance(seconds=10)
     with store.write() as db:
-        sessions.end(db=db, session_id="s1", clock=clock)
+        agent_writes.end(db=db, session_id="s1", clock=clock)
     clock.advance(seconds=10)
     register(
         store, clock, agent_id="agent-2", run_id="run-2", adapter="claude", working_directory="/x"
@@ -317,7 +318,7 @@ def test_heartbeat_refreshes_last_seen_and_keeps_the_rest(store: Store, clock: F
     before = row(store, "s1")
     clock.advance(seconds=30)
     with store.write() as db:
-        session = sessions.heartbeat(db=db, session_id="s1", clock=clock)
+        session = agent_writes.heartbeat(db=db, session_id="s1", clock=clock)
     after = row(store, "s1")
     assert before is not None and after is not None
     now = format_ts(clock())
@@ -334,7 +335,7 @@ def test_heartbeat_blank_values_never_clear(store: Store, clock: FakeClock):
     register(store, clock, status="running", external_session_id="ext-1")
     for blank in ("", "   ", None):
         with store.write() as db:
-            sessions.heartbeat(
+            agent_writes.heartbeat(
                 db=db, session_id="s1", status=blank, external_session_id=blank, clock=clock
             )
         stored = row(store, "s1")
@@ -345,7 +346,7 @@ def test_heartbeat_blank_values_never_clear(store: Store, clock: FakeClock):
 def test_heartbeat_replaces_status_and_external_id_when_given(store: Store, clock: FakeClock):
     register(store, clock, external_session_id="ext-1")
     with store.write() as db:
-        sessions.heartbeat(
+        agent_writes.heartbeat(
             db=db, session_id="s1", status=" busy ", external_session_id=" ext-2 ", clock=clock
         )
     stored = row(store, "s1")
@@ -358,11 +359,11 @@ def test_heartbeat_never_clears_ended_at(store: Store, clock: FakeClock):
     register(store, clock)
     clock.advance(seconds=1)
     with store.write() as db:
-        sessions.end(db=db, session_id="s1", clock=clock)
+        agent_writes.end(db=db, session_id="s1", clock=clock)
     ended = format_ts(clock())
     clock.advance(seconds=1)
     with store.write() as db:
-        sessions.heartbeat(db=db, session_id="s1", status="active", clock=clock)
+        agent_writes.heartbeat(db=db, session_id="s1", status="active", clock=clock)
     stored = row(store, "s1")
     assert stored is not None
     assert stored["status"] == "active"
@@ -375,7 +376,7 @@ def test_heartbeat_of_an_unknown_session_is_not_found_and_writes_nothing(
 ):
     register(store, clock)
     with pytest.raises(SessionNotFound) as raised, store.write() as db:
-        sessions.heartbeat(db=db, session_id="nope", clock=clock)
+        agent_writes.heartbeat(db=db, session_id="nope", clock=clock)
     assert raised.value.code == "session_not_found"
     assert "nope" in raised.value.message
     assert history(store) == [("registered", {"status": "active", "adapter": "codex"})]
@@ -387,7 +388,7 @@ def test_heartbeat_refuses_a_bad_status_and_writes_nothing(store: Store, clock: 
     clock.advance(seconds=1)
     for bad in BAD_STATUSES:
         with pytest.raises(InvalidSessionStatus), store.write() as db:
-            sessions.heartbeat(db=db, session_id="s1", status=bad, clock=clock)
+            agent_writes.heartbeat(db=db, session_id="s1", status=bad, clock=clock)
     assert row(store, "s1") == before
     assert len(history(store, "s1")) == 1
 
@@ -400,7 +401,7 @@ def test_end_defaults_to_ended_and_keeps_other_fields(store: Store, clock: FakeC
     before = row(store, "s1")
     clock.advance(seconds=60)
     with store.write() as db:
-        session = sessions.end(db=db, session_id="s1", clock=clock)
+        session = agent_writes.end(db=db, session_id="s1", clock=clock)
     after = row(store, "s1")
     assert before is not None and after is not None
     now = format_ts(clock())
@@ -417,7 +418,7 @@ def test_end_uses_the_given_status(store: Store, clock: FakeClock):
     for given, expected in (("failed", "failed"), ("  ", "ended"), ("", "ended"), (None, "ended")):
         register(store, clock)
         with store.write() as db:
-            sessions.end(db=db, session_id="s1", status=given, clock=clock)
+            agent_writes.end(db=db, session_id="s1", status=given, clock=clock)
         stored = row(store, "s1")
         assert stored is not None and stored["status"] == expected, given
 
@@ -426,10 +427,10 @@ def test_a_repeated_end_replaces_the_end_time(store: Store, clock: FakeClock):
     register(store, clock)
     clock.advance(seconds=1)
     with store.write() as db:
-        sessions.end(db=db, session_id="s1", clock=clock)
+        agent_writes.end(db=db, session_id="s1", clock=clock)
     clock.advance(seconds=1)
     with store.write() as db:
-        sessions.end(db=db, session_id="s1", status="done", clock=clock)
+        agent_writes.end(db=db, session_id="s1", status="done", clock=clock)
     stored = row(store, "s1")
     assert stored is not None
     assert stored["ended_at"] == format_ts(clock()) and stored["status"] == "done"
@@ -438,7 +439,7 @@ def test_a_repeated_end_replaces_the_end_time(store: Store, clock: FakeClock):
 
 def test_end_of_an_unknown_session_is_not_found(store: Store, clock: FakeClock):
     with pytest.raises(SessionNotFound), store.write() as db:
-        sessions.end(db=db, session_id="ghost", clock=clock)
+        agent_writes.end(db=db, session_id="ghost", clock=clock)
     assert count(store, "agent_session_events") == 0
 
 
@@ -446,7 +447,7 @@ def test_end_refuses_a_bad_status_and_writes_nothing(store: Store, clock: FakeCl
     register(store, clock)
     before = row(store, "s1")
     with pytest.raises(InvalidSessionStatus), store.write() as db:
-        sessions.end(db=db, session_id="s1", status="x" * 100, clock=clock)
+        agent_writes.end(db=db, session_id="s1", status="x" * 100, clock=clock)
     assert row(store, "s1") == before
 
 
@@ -460,7 +461,7 @@ def _failing_history(*_args: Any, **_kwargs: Any) -> None:
 def test_register_without_its_history_leaves_no_row(
     store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setattr(sessions, "append_session_event", _failing_history)
+    monkeypatch.setattr(agent_writes, "append_session_event", _failing_history)
     with pytest.raises(RuntimeError):
         register(store, clock)
     assert count(store, "agent_sessions") == 0
@@ -473,13 +474,13 @@ def test_a_failed_history_write_leaves_the_row_unchanged(
     register(store, clock)
     before = row(store, "s1")
     clock.advance(seconds=5)
-    monkeypatch.setattr(sessions, "append_session_event", _failing_history)
+    monkeypatch.setattr(agent_writes, "append_session_event", _failing_history)
     with pytest.raises(RuntimeError):
         if operation == "register":
             register(store, clock, status="running")
         else:
             with store.write() as db:
-                getattr(sessions, operation)(db=db, session_id="s1", clock=clock)
+                getattr(agent_writes, operation)(db=db, session_id="s1", clock=clock)
     assert row(store, "s1") == before
     assert len(history(store, "s1")) == 1
 
@@ -561,7 +562,7 @@ def test_list_last_page_has_no_cursor(store: Store, clock: FakeClock):
 def test_list_default_limit_is_50(store: Store, clock: FakeClock):
     with store.write() as db:
         for n in range(51):
-            sessions.register(db=db, session_id=f"s{n:03d}", clock=clock, **BASE)
+            agent_writes.register(db=db, session_id=f"s{n:03d}", clock=clock, **BASE)
     ids, cursor = page_ids(store)
     assert len(ids) == 50 and cursor is not None
     assert page_ids(store, cursor=cursor) == (["s050"], None)
@@ -651,7 +652,7 @@ def test_count_by_status(store: Store, clock: FakeClock):
     register(store, clock, "b")
     register(store, clock, "c", status="paused")
     with store.read() as db:
-        assert sessions.count_by_status(db=db) == {"active": 2, "paused": 1}
+        assert keyset.count_by_status(db=db) == {"active": 2, "paused": 1}
 
 
 # --- Lookup by agent --------------------------------------------------------------------------
@@ -672,7 +673,7 @@ def test_find_by_agent_then_newer_last_seen(store: Store, clock: FakeClock):
     register(store, clock, "b")
     clock.advance(seconds=10)
     with store.write() as db:
-        sessions.heartbeat(db=db, session_id="a", clock=clock)
+        agent_writes.heartbeat(db=db, session_id="a", clock=clock)
     with store.read() as db:
         assert sessions.find_by_agent(db=db, agent_id="agent-1").id == "a"
 

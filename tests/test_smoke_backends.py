@@ -1,5 +1,5 @@
-from store import sessions
-from store.database import Store
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.reads import sessions
 from tests.helpers import register_session
 
 

@@ -12,17 +12,18 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from store import lifecycle, sessions
-from store.database import Store, open_store
-from store.transfer import export_records, import_records
+from roundtable_console.store.db.database import Store, open_store
+from roundtable_console.store.reads import keyset
+from roundtable_console.store.writes import agent_writes, lifecycle
+from roundtable_console.store.writes.transfer import export_records, import_records
+from roundtable_console.tui.config import sqlite_url
 from tests.helpers import register_session
 from tests.test_reference_store import build_reference_db, raw
-from tui.config import sqlite_url
 
 
 def counted(store: Store) -> dict[str, int]:
     with store.read() as db:
-        return sessions.count_by_status(db=db)
+        return keyset.count_by_status(db=db)
 
 
 def grouped(store: Store) -> dict[str, int]:
@@ -41,12 +42,12 @@ def test_counts_follow_our_operations(store: Store) -> None:
     with store.write() as db:
         lifecycle.pause(db=db, session_id="s0", actor="op")
         lifecycle.stop(db=db, session_id="s1", actor="op")
-        sessions.end(db=db, session_id="s2")
+        agent_writes.end(db=db, session_id="s2")
         # A heartbeat that keeps the status changes no count; one naming another status does.
-        sessions.heartbeat(db=db, session_id="s3")
+        agent_writes.heartbeat(db=db, session_id="s3")
     assert counted(store) == {"paused": 1, "stopped": 1, "ended": 1, "active": 1}
     with store.write() as db:
-        sessions.heartbeat(db=db, session_id="s3", status="running")
+        agent_writes.heartbeat(db=db, session_id="s3", status="running")
         lifecycle.terminate(
             db=db, session_id="s0", actor="op", idempotency_key="k1", impact_details=None
         )
@@ -128,7 +129,7 @@ def test_after_a_bulk_write_the_next_writes_are_counted_again(
     for _ in range(3):
         with empty_store.write() as db:
             register_session(db, "later", status="stopped")
-            sessions.end(db=db, session_id="s0", status="ended")
+            agent_writes.end(db=db, session_id="s0", status="ended")
         assert counted(empty_store) == grouped(empty_store)
     assert counted(empty_store) == {"active": 2, "paused": 2, "stopped": 1, "ended": 1}
 

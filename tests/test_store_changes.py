@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, select, text
 
-from screens.list_reads import StatusCounts
-from store.database import Store, open_store
-from store.models import AgentSession
+from roundtable_console.screens.list_reads import StatusCounts
+from roundtable_console.store.db.database import Store, open_store
+from roundtable_console.store.db.models import AgentSession
 from tests.helpers import register_session
 
 
@@ -273,16 +273,16 @@ def test_an_unreachable_server_cannot_tell(pg_server: Any) -> None:
 def test_status_counts_reread_only_when_the_token_moves(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import screens.list_reads
+    from roundtable_console.screens import list_reads
 
     calls: list[int] = []
-    real = screens.list_reads.count_by_status
+    real = list_reads.count_by_status
 
     def counting(*, db):  # type: ignore[no-untyped-def]
         calls.append(1)
         return real(db=db)
 
-    monkeypatch.setattr(screens.list_reads, "count_by_status", counting)
+    monkeypatch.setattr(list_reads, "count_by_status", counting)
     counts = StatusCounts()
     with store.write() as db:
         register_session(db, "s1")

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, insert, text, update
 
-from store import lifecycle, sessions
-from store.clock import fixed_clock
-from store.database import Store
-from store.groups import (
+from roundtable_console.store.clock import fixed_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.session_rows import SESSIONS
+from roundtable_console.store.reads.groups import (
     GroupKey,
     count_groups,
     fold_condition,
@@ -26,7 +26,7 @@ from store.groups import (
     read_group_sizes,
     read_status_by_group,
 )
-from store.listing import (
+from roundtable_console.store.reads.listing import (
     FilterSelection,
     Selection,
     SessionFilter,
@@ -34,16 +34,15 @@ from store.listing import (
     group_filter,
     session_cursor,
 )
-from store.matching import filter_admits
-from store.sessions import (
-    SESSIONS,
+from roundtable_console.store.reads.matching import filter_admits
+from roundtable_console.store.reads.places import sessions_at, sessions_in_group
+from roundtable_console.store.reads.sessions import (
     count_selected,
     list_sessions,
     list_sessions_before,
-    sessions_at,
-    sessions_in_group,
 )
-from store.transfer import export_records, import_records
+from roundtable_console.store.writes import agent_writes, lifecycle
+from roundtable_console.store.writes.transfer import export_records, import_records
 from tests.helpers import register_session
 from tests.test_store_windows import _plan, _statements
 
@@ -238,9 +237,9 @@ def test_the_counts_by_group_follow_every_write(store: Store) -> None:
     with store.write() as db:
         lifecycle.pause(db=db, session_id="s01", actor="op")
         lifecycle.stop(db=db, session_id="s04", actor="op")
-        sessions.end(db=db, session_id="s09")
-        sessions.heartbeat(db=db, session_id="s12")  # changes no count
-        sessions.heartbeat(db=db, session_id="s07", status="running")
+        agent_writes.end(db=db, session_id="s09")
+        agent_writes.heartbeat(db=db, session_id="s12")  # changes no count
+        agent_writes.heartbeat(db=db, session_id="s07", status="running")
         # Registered again: another agent, run and workspace (metadata replaced).
         register_session(
             db, "s02", agent_id="turing", run_id="run-z", metadata={"workspace_id": "ws-z"}

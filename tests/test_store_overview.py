@@ -12,12 +12,11 @@ from typing import Any
 import pytest
 from sqlalchemy import delete, event, insert, select, text, update
 
-from store import lifecycle, sessions
-from store.clock import fixed_clock, format_ts
-from store.database import Store
-from store.demo import seed_demo
-from store.models import AgentSessionEvent, SessionUsageTotal
-from store.overview import (
+from roundtable_console.store.clock import fixed_clock, format_ts
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import AgentSessionEvent, SessionUsageTotal
+from roundtable_console.store.db.session_rows import SESSIONS
+from roundtable_console.store.reads.overview import (
     attention_counts,
     heartbeats_per_hour,
     read_overview,
@@ -25,15 +24,19 @@ from store.overview import (
     usage_amounts,
     usage_bars,
 )
-from store.sessions import RECOUNT_USAGE, SESSIONS
-from store.transfer import export_records, import_records
-from store.validation import decode_metadata
+from roundtable_console.store.validation import decode_metadata
+from roundtable_console.store.writes import agent_writes, lifecycle
+from roundtable_console.store.writes.agent_writes import RECOUNT_USAGE
+from roundtable_console.store.writes.demo import seed_demo
+from roundtable_console.store.writes.transfer import export_records, import_records
 from tests.helpers import register_session
 
 NOW = datetime(2026, 9, 17, 12, 0, tzinfo=UTC)
 TOTALS = SessionUsageTotal.__table__  # type: ignore[attr-defined]
 EVENTS = AgentSessionEvent.__table__  # type: ignore[attr-defined]
-MIGRATION = importlib.import_module("store.migrations.versions.0010_usage_totals")
+MIGRATION = importlib.import_module(
+    "roundtable_console.store.db.migrations.versions.0010_usage_totals"
+)
 
 # id, agent, run, usage: total_tokens wins over input + output; cost_usd over cost; strings,
 # booleans and a usage that is not an object count nothing.
@@ -119,7 +122,7 @@ def test_usage_totals_follow_every_writer(store: Store) -> None:
     seed_usage(store)
     with store.write() as db:
         # Heartbeats and lifecycle actions leave the metadata alone.
-        sessions.heartbeat(db=db, session_id="u1")
+        agent_writes.heartbeat(db=db, session_id="u1")
         lifecycle.pause(db=db, session_id="u2", actor="op")
         # Registered again: another agent and run, and new usage.
         register_session(
@@ -254,8 +257,8 @@ def test_heartbeats_per_hour_count_the_days_history_in_clock_hours(store: Store)
         register_session(db, "other", clock=fixed_clock(NOW - timedelta(hours=1)))
         for minutes in (60 * 26, 60 * 3 + 5, 60 * 3 + 1, 45, 1):
             at = NOW - timedelta(minutes=minutes)
-            sessions.heartbeat(db=db, session_id="beat", clock=fixed_clock(at))
-            sessions.heartbeat(db=db, session_id="other", clock=fixed_clock(at))
+            agent_writes.heartbeat(db=db, session_id="beat", clock=fixed_clock(at))
+            agent_writes.heartbeat(db=db, session_id="other", clock=fixed_clock(at))
         lifecycle.pause(db=db, session_id="beat", actor="op", clock=fixed_clock(NOW))
         # A heartbeat written in the reference's CURRENT_TIMESTAMP form.
         db.execute(
@@ -337,7 +340,7 @@ def test_attention_counts_by_reason(store: Store) -> None:
         lifecycle.stop(db=db, session_id="stale2", actor="op", clock=fixed_clock(NOW))
         lifecycle.pause(db=db, session_id="paused-waits", actor="op", clock=fixed_clock(NOW))
         for session_id in ("waits", "paused-waits"):
-            sessions.heartbeat(
+            agent_writes.heartbeat(
                 db=db, session_id=session_id, waiting="approve", clock=fixed_clock(NOW)
             )
     with store.read() as db:

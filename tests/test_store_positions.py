@@ -11,10 +11,13 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from store.database import Store
-from store.errors import InvalidCursor
-from store.listing import SessionFilter, SessionOrder, countable_total
-from store.sessions import count_by_status, count_sessions, heartbeat, sessions_at
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.errors import InvalidCursor
+from roundtable_console.store.reads.keyset import count_by_status
+from roundtable_console.store.reads.listing import SessionFilter, SessionOrder, countable_total
+from roundtable_console.store.reads.places import sessions_at
+from roundtable_console.store.reads.sessions import count_sessions
+from roundtable_console.store.writes.agent_writes import heartbeat
 from tests.helpers import register_session
 from tests.test_store_windows import (
     ALL_ORDERS,

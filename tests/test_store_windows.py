@@ -10,17 +10,23 @@ from typing import Any
 import pytest
 from sqlalchemy import event, insert
 
-from store.adapters import AdapterConfig
-from store.claims import active_claims, claim_counts
-from store.clock import format_ts, parse_ts
-from store.database import Store
-from store.errors import InvalidCursor, InvalidLimit
-from store.listing import SORT_COLUMNS, SessionFilter, SessionOrder, session_cursor
-from store.models import AgentSession, Claim
-from store.paging import encode_cursor
-from store.records import ClaimCount
-from store.resume import resume_blocker, resume_plan
-from store.sessions import SESSIONS, list_sessions, list_sessions_before
+from roundtable_console.store.clock import format_ts, parse_ts
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import AgentSession, Claim
+from roundtable_console.store.db.session_rows import SESSIONS
+from roundtable_console.store.errors import InvalidCursor, InvalidLimit
+from roundtable_console.store.reads.claims import active_claims, claim_counts
+from roundtable_console.store.reads.listing import (
+    SORT_COLUMNS,
+    SessionFilter,
+    SessionOrder,
+    session_cursor,
+)
+from roundtable_console.store.reads.paging import encode_cursor
+from roundtable_console.store.reads.sessions import list_sessions, list_sessions_before
+from roundtable_console.store.records import ClaimCount
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.resume.plan import resume_blocker, resume_plan
 from tests.helpers import register_session
 
 NOW = datetime(2026, 9, 17, 17, 26, 35, tzinfo=UTC)

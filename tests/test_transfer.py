@@ -9,12 +9,18 @@ from typing import Any
 import pytest
 from sqlalchemy import func, insert, select, text
 
-from store import lifecycle, sessions
-from store.database import Store
-from store.demo import seed_demo
-from store.errors import InvalidImport
-from store.models import AgentSession, AgentSessionEvent, Event, Task, Workspace
-from store.transfer import KINDS, TABLES, export_records, import_records
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import (
+    AgentSession,
+    AgentSessionEvent,
+    Event,
+    Task,
+    Workspace,
+)
+from roundtable_console.store.errors import InvalidImport
+from roundtable_console.store.writes import agent_writes, lifecycle
+from roundtable_console.store.writes.demo import seed_demo
+from roundtable_console.store.writes.transfer import KINDS, TABLES, export_records, import_records
 from tests.conftest import FakeClock
 from tests.helpers import count, session_row
 
@@ -45,7 +51,7 @@ def populate(store: Store, clock: FakeClock) -> None:
     """Every kind, unicode, markup-like text, metadata and each reference timestamp form."""
     with store.write() as db:
         seed_demo(db=db, clock=clock, sessions=30)
-        sessions.register(
+        agent_writes.register(
             db=db,
             session_id="sess-zoë",
             agent_id="ada",

@@ -9,12 +9,12 @@ import pytest
 from textual import events
 from textual.widgets import TextArea
 
-from screens.confirm_dialog import ConfirmActionDialog
-from screens.help_screen import HelpScreen
-from screens.terminate_dialog import TerminateDialog
-from store import sessions
-from store.clock import fixed_clock
-from store.database import Store
+from roundtable_console.screens.confirm_dialog import ConfirmActionDialog
+from roundtable_console.screens.help_screen import HelpScreen
+from roundtable_console.screens.terminate_dialog import TerminateDialog
+from roundtable_console.store.clock import fixed_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.writes import agent_writes
 from tests.conftest import FakeClock
 from tests.helpers import count, history, session_row
 from tests.test_tui_support import (
@@ -174,7 +174,9 @@ async def test_conflict_reloads_the_row_and_says_what_changed(tmp_path: Path, db
         await press(pilot, "s")
         # Meanwhile the agent pauses itself.
         with db.write() as conn:
-            sessions.heartbeat(db=conn, session_id="s1", status="paused", clock=fixed_clock(LATER))
+            agent_writes.heartbeat(
+                db=conn, session_id="s1", status="paused", clock=fixed_clock(LATER)
+            )
         await press(pilot, "y")
         assert not isinstance(app.screen, ConfirmActionDialog)
         note = last_note(app)

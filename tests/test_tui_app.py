@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 from textual.widgets import TextArea
 
-from screens.briefing_screen import BriefingScreen
-from screens.confirm_dialog import ConfirmActionDialog
-from screens.session_list import SessionListScreen
-from screens.terminate_dialog import TerminateDialog
-from store.adapters import AdapterConfig
-from store.database import Store, open_store
+from roundtable_console.screens.briefing_screen import BriefingScreen
+from roundtable_console.screens.confirm_dialog import ConfirmActionDialog
+from roundtable_console.screens.session_list import SessionListScreen
+from roundtable_console.screens.terminate_dialog import TerminateDialog
+from roundtable_console.store.db.database import Store, open_store
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.tui.app import DEMO_ADAPTERS
 from tests.helpers import history, session_row
 from tests.test_tui_support import (
     FROZEN,
@@ -28,7 +29,6 @@ from tests.test_tui_support import (
     settle,
     sqlite_url,
 )
-from tui.app import DEMO_ADAPTERS
 
 DEFAULT_THEME = "textual-dark"
 

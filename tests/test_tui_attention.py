@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from store import sessions
-from store.clock import fixed_clock
-from store.database import Store
+from roundtable_console.store.clock import fixed_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.writes import agent_writes
 from tests.conftest import FakeClock
 from tests.test_tui_support import (
     FROZEN,
@@ -28,7 +28,7 @@ from tests.test_tui_support import (
 
 def wait_for_human(store: Store, session_id: str, reason: str, *, at: object = FROZEN) -> None:
     with store.write() as db:
-        sessions.heartbeat(db=db, session_id=session_id, waiting=reason, clock=fixed_clock(at))
+        agent_writes.heartbeat(db=db, session_id=session_id, waiting=reason, clock=fixed_clock(at))
 
 
 def a_fleet(db: Store) -> list[str]:
@@ -106,7 +106,7 @@ async def test_the_quick_first_read_is_in_the_attention_order(tmp_path: Path, db
 
 def beat(store: Store, session_id: str, at: object) -> None:
     with store.write() as db:
-        sessions.heartbeat(db=db, session_id=session_id, clock=fixed_clock(at))
+        agent_writes.heartbeat(db=db, session_id=session_id, clock=fixed_clock(at))
 
 
 async def test_a_cursor_left_at_the_top_stays_there_while_heartbeats_reorder_the_fleet(

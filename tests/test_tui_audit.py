@@ -7,9 +7,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from store import lifecycle
-from store.clock import fixed_clock
-from store.database import Store
+from roundtable_console.store.clock import fixed_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.writes import lifecycle
 from tests.conftest import FakeClock
 from tests.helpers import count, history
 from tests.test_tui_snapshots import SIZE, driving, seed
@@ -83,7 +83,7 @@ async def test_a_read_only_console_offers_no_action_and_writes_nothing(
         )
         assert not app.screen.marks  # type: ignore[attr-defined]
         assert app.screen is app.list_screen  # no dialog opened
-        from screens.commands import session_commands
+        from roundtable_console.screens.commands import session_commands
 
         names = [name for name, _call, _help in session_commands(app.screen)]
         assert names and not any(

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from store.database import open_store
+from roundtable_console.store.db.database import open_store
+from roundtable_console.tui.app import build_app
+from roundtable_console.tui.config import Settings
 from tests.conftest import FakeClock
 from tests.helpers import history, session_row
 from tests.test_tui_support import (
@@ -18,8 +20,6 @@ from tests.test_tui_support import (
     settle,
     sqlite_url,
 )
-from tui.app import build_app
-from tui.config import Settings
 
 
 async def test_console_lists_and_acts_on_each_backend(store_url: str) -> None:

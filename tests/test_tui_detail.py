@@ -8,12 +8,12 @@ from pathlib import Path
 from sqlalchemy import insert
 from textual.widgets import DataTable
 
-from screens.session_detail import SessionDetailScreen
-from screens.session_list import SessionListScreen
-from store import sessions
-from store.clock import fixed_clock
-from store.database import Store
-from store.models import Event, Proposal
+from roundtable_console.screens.session_detail import SessionDetailScreen
+from roundtable_console.screens.session_list import SessionListScreen
+from roundtable_console.store.clock import fixed_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import Event, Proposal
+from roundtable_console.store.writes import agent_writes
 from tests.helpers import history, session_row
 from tests.test_tui_support import (
     FROZEN,
@@ -154,7 +154,7 @@ async def test_logs_are_paged_with_n(tmp_path: Path, db: Store) -> None:
     add_session(db, "s1")
     with db.write() as conn:
         for second in range(55):
-            sessions.heartbeat(
+            agent_writes.heartbeat(
                 db=conn, session_id="s1", clock=fixed_clock(FROZEN + timedelta(seconds=second))
             )
     app = console(sqlite_url(tmp_path))
@@ -210,7 +210,7 @@ async def test_the_detail_follows_a_change_made_elsewhere_without_the_timer(
         assert isinstance(app.screen, SessionDetailScreen)
         assert app.screen.session is not None and app.screen.session.status == "active"
         with db.write() as conn:
-            sessions.end(db=conn, session_id="s1", status="ended")
+            agent_writes.end(db=conn, session_id="s1", status="ended")
         for _ in range(50):
             await pilot.pause(0.1)
             if app.screen.session is not None and app.screen.session.status == "ended":

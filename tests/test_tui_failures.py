@@ -15,15 +15,16 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.worker import Worker
 
-from screens.action_dialog import ActionDialog
-from screens.briefing_screen import BriefingScreen
-from screens.confirm_dialog import ConfirmActionDialog
-from screens.failures import Failure, ReportsFailures
-from screens.session_detail import SessionDetailScreen
-from screens.session_log import SessionLogScreen
-from screens.terminate_dialog import TerminateDialog
-from store.database import Store
-from store.errors import DatabaseUnavailable
+from roundtable_console.screens.action_dialog import ActionDialog
+from roundtable_console.screens.briefing_screen import BriefingScreen
+from roundtable_console.screens.confirm_dialog import ConfirmActionDialog
+from roundtable_console.screens.failures import Failure, ReportsFailures
+from roundtable_console.screens.session_detail import SessionDetailScreen
+from roundtable_console.screens.session_log import SessionLogScreen
+from roundtable_console.screens.terminate_dialog import TerminateDialog
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.errors import DatabaseUnavailable
+from roundtable_console.tui.app import RoundtableApp
 from tests.helpers import history, session_row
 from tests.test_tui_support import (
     add_agent,
@@ -35,7 +36,6 @@ from tests.test_tui_support import (
     settle,
     sqlite_url,
 )
-from tui.app import RoundtableApp
 
 BOOM = "unexpected RuntimeError: boom. Details in the log."
 
@@ -246,7 +246,7 @@ async def test_an_unexpected_error_opening_the_store_is_said_once(
     def fail(*_args: Any, **_kwargs: Any) -> Store:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("store.database.open_store", fail)
+    monkeypatch.setattr("roundtable_console.store.db.database.open_store", fail)
     app = console(sqlite_url(tmp_path), staged=staged)
     async with app.run_test(size=(120, 40)) as pilot:
         for _ in range(20):

@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-import screens.list_model
-from screens.commands import session_commands
-from screens.list_groups import GroupHeader
-from screens.session_grid import GridHeader
-from store import lifecycle
-from store.database import Store
-from store.listing import Selection
-from store.sessions import count_selected, get_session
+from roundtable_console.screens import list_model
+from roundtable_console.screens.commands import session_commands
+from roundtable_console.screens.list_groups import GroupHeader
+from roundtable_console.screens.session_grid import GridHeader
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.reads.listing import Selection
+from roundtable_console.store.reads.sessions import count_selected, get_session
+from roundtable_console.store.writes import lifecycle
 from tests.test_tui_support import (
     FROZEN,
     add_session,
@@ -326,7 +326,7 @@ async def test_a_long_grouped_list_pages_and_jumps_with_headers_in_place(
             agent_id=f"agent-{number % 7}",
             at=FROZEN - timedelta(minutes=60 - number),
         )
-    monkeypatch.setattr(screens.list_model, "RECOUNT_SECONDS", 0.0)
+    monkeypatch.setattr(list_model, "RECOUNT_SECONDS", 0.0)
     whole: list[str] = []
     for agent in range(7):
         whole.append(f"agent-{agent}")

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from store.database import Store
-from tests.test_tui_support import add_session, console, settle, sqlite_url
-from tui.heap import (
+from roundtable_console.store.db.database import Store
+from roundtable_console.tui.heap import (
     AT_MOST_SECONDS,
     EVERY_SECONDS,
     HELD_THRESHOLD,
@@ -19,6 +18,7 @@ from tui.heap import (
     QuietCollector,
     hold_full_collections,
 )
+from tests.test_tui_support import add_session, console, settle, sqlite_url
 
 
 class Collections:

@@ -16,14 +16,14 @@ from sqlalchemy import insert
 from textual.command import CommandPalette
 from textual.widgets import Markdown, TextArea
 
-from screens.briefing_screen import BriefingScreen, briefing_parser
-from screens.confirm_dialog import ConfirmActionDialog
-from screens.session_detail import SessionDetailScreen
-from screens.session_log import SessionLogScreen
-from screens.terminate_dialog import TerminateDialog
-from store import lifecycle
-from store.database import Store
-from store.models import Decision, Event, Proposal, Task
+from roundtable_console.screens.briefing_screen import BriefingScreen, briefing_parser
+from roundtable_console.screens.confirm_dialog import ConfirmActionDialog
+from roundtable_console.screens.session_detail import SessionDetailScreen
+from roundtable_console.screens.session_log import SessionLogScreen
+from roundtable_console.screens.terminate_dialog import TerminateDialog
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import Decision, Event, Proposal, Task
+from roundtable_console.store.writes import lifecycle
 from tests.conftest import FakeClock
 from tests.helpers import history
 from tests.test_tui_support import (

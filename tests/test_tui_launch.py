@@ -18,14 +18,15 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
-from screens import launcher
-from screens.briefing_screen import BriefingScreen
-from screens.commands import session_commands
-from screens.launch_dialog import LaunchDialog
-from screens.session_detail import SessionDetailScreen
-from store.adapters import AdapterConfig
-from store.database import Store, open_store
-from store.lifecycle import pause
+from roundtable_console.screens import launcher
+from roundtable_console.screens.briefing_screen import BriefingScreen
+from roundtable_console.screens.commands import session_commands
+from roundtable_console.screens.launch_dialog import LaunchDialog
+from roundtable_console.screens.session_detail import SessionDetailScreen
+from roundtable_console.store.db.database import Store, open_store
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.writes.lifecycle import pause
+from roundtable_console.tui.app import RoundtableApp
 from tests.helpers import history, session_row
 from tests.test_launch import FAKE, agent_bin, dump, paused_session
 from tests.test_tui_support import (
@@ -37,7 +38,6 @@ from tests.test_tui_support import (
     settle,
     sqlite_url,
 )
-from tui.app import RoundtableApp
 
 SIZE = (120, 40)
 

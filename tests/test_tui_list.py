@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from store.database import Store
-from store.errors import DatabaseUnavailable
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.errors import DatabaseUnavailable
+from roundtable_console.tui.app import run_console
+from roundtable_console.tui.config import Settings
 from tests.conftest import FakeClock
 from tests.test_tui_support import (
     FROZEN,
@@ -28,8 +30,6 @@ from tests.test_tui_support import (
     settle,
     sqlite_url,
 )
-from tui.app import run_console
-from tui.config import Settings
 
 
 async def hold(pilot, key: str, times: int) -> None:  # type: ignore[no-untyped-def]
@@ -168,12 +168,13 @@ async def test_live_refresh_shows_another_process_writing(tmp_path: Path, db: St
     add_session(db, "first")
     app = console(sqlite_url(tmp_path), refresh_seconds=0.2)
     script = (
-        "from store.database import open_store; from store import sessions\n"
+        "from roundtable_console.store.db.database import open_store\n"
+        "from roundtable_console.store.writes import agent_writes\n"
         f"store = open_store({sqlite_url(tmp_path)!r})\n"
         "with store.write() as db:\n"
-        "    sessions.register(db=db, session_id='from-outside', agent_id='a', run_id='r',"
+        "    agent_writes.register(db=db, session_id='from-outside', agent_id='a', run_id='r',"
         " adapter='codex', working_directory='/w')\n"
-        "    sessions.end(db=db, session_id='first', status='ended')\n"
+        "    agent_writes.end(db=db, session_id='first', status='ended')\n"
     )
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from textual.widgets import DataTable, Markdown
 
-from screens.briefing_screen import BriefingScreen
-from screens.session_log import SessionLogScreen
-from store import lifecycle, sessions
-from store.adapters import AdapterConfig
-from store.database import Store
+from roundtable_console.screens.briefing_screen import BriefingScreen
+from roundtable_console.screens.session_log import SessionLogScreen
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.writes import agent_writes, lifecycle
 from tests.conftest import FakeClock
 from tests.test_tui_support import (
     FROZEN,
@@ -74,7 +74,7 @@ async def test_log_follows_new_rows_as_they_arrive(tmp_path: Path, db: Store) ->
         assert len(log_rows(app)) == 1
         with db.write() as conn:
             for _ in range(3):
-                sessions.heartbeat(db=conn, session_id="s1", clock=FakeClock(FROZEN))
+                agent_writes.heartbeat(db=conn, session_id="s1", clock=FakeClock(FROZEN))
         for _ in range(30):
             await pilot.pause(0.1)
             if len(log_rows(app)) == 4:

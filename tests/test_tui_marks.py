@@ -10,14 +10,13 @@ from typing import Any
 import pytest
 from sqlalchemy import insert
 
-import screens.list_reads
-import screens.marks
-from screens.commands import session_commands
-from store import sessions
-from store.clock import format_ts
-from store.database import Store
-from store.listing import FilterSelection, Selection, SessionFilter
-from store.sessions import SESSIONS
+from roundtable_console.screens import list_reads, marks
+from roundtable_console.screens.commands import session_commands
+from roundtable_console.store.clock import format_ts
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.session_rows import SESSIONS
+from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
+from roundtable_console.store.writes import agent_writes
 from tests.test_tui_support import (
     FROZEN,
     add_session,
@@ -123,7 +122,7 @@ async def test_u_clears_every_mark(tmp_path: Path, db: Store) -> None:
 async def test_marks_outlive_a_refresh_after_writes_to_the_store(
     tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(screens.marks, "RECOUNT_SECONDS", 0.0)
+    monkeypatch.setattr(marks, "RECOUNT_SECONDS", 0.0)
     add_session(db, "b1", agent_id="builder-1")
     add_session(db, "r1", agent_id="reviewer", at=FROZEN + timedelta(seconds=1))
     add_session(db, "r2", agent_id="reviewer", at=FROZEN + timedelta(seconds=2))
@@ -143,7 +142,7 @@ async def test_marks_outlive_a_refresh_after_writes_to_the_store(
         assert marked_held(app) == {"b1": "●", "r1": "●", "r2": "●", "b2": "●", "x1": ""}
         assert "● 4 marked" in header(app)
         with db.write() as conn:
-            sessions.end(db=conn, session_id="r2")
+            agent_writes.end(db=conn, session_id="r2")
         await press(pilot, "ctrl+r")
         assert cell(app, "r2", "mark") == "●"  # marked by id: kept whatever it becomes
 
@@ -214,13 +213,13 @@ async def test_a_row_only_the_store_can_decide_is_asked_about(
             )
         )
     asked: list[list[str]] = []
-    real = screens.list_reads.admitted_among
+    real = list_reads.admitted_among
 
     def spying(**arguments: Any) -> set[str]:
         asked.append(sorted(arguments["ids"]))
         return real(**arguments)
 
-    monkeypatch.setattr(screens.list_reads, "admitted_among", spying)
+    monkeypatch.setattr(list_reads, "admitted_among", spying)
     app = console(sqlite_url(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)

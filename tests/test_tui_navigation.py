@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-import screens.list_reads
-from screens.session_detail import SessionDetailScreen
-from screens.session_grid import GridHeader
-from screens.session_list import SessionListScreen
-from store.adapters import AdapterConfig
-from store.clock import parse_ts
-from store.database import Store
+from roundtable_console.screens import list_reads
+from roundtable_console.screens.session_detail import SessionDetailScreen
+from roundtable_console.screens.session_grid import GridHeader
+from roundtable_console.screens.session_list import SessionListScreen
+from roundtable_console.store.clock import parse_ts
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.resume.adapters import AdapterConfig
 from tests.helpers import count, session_row
 from tests.test_tui_support import (
     FROZEN,
@@ -75,8 +75,8 @@ class Reads:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: list[tuple[str, int | None]] = []
         for name in ("sessions_at", "list_sessions", "list_sessions_before"):
-            real = getattr(screens.list_reads, name)
-            monkeypatch.setattr(screens.list_reads, name, self._spying(name, real))
+            real = getattr(list_reads, name)
+            monkeypatch.setattr(list_reads, name, self._spying(name, real))
 
     def _spying(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def spying(**kwargs: Any) -> Any:

@@ -13,13 +13,15 @@ from typing import Any
 
 import pytest
 
-from screens.session_detail import SessionDetailScreen
-from screens.session_list import SessionListScreen
-from store import sessions
-from store.changes import Change
-from store.clock import fixed_clock
-from store.database import Store
-from store.service import perform_action
+from roundtable_console.screens.session_detail import SessionDetailScreen
+from roundtable_console.screens.session_list import SessionListScreen
+from roundtable_console.store.clock import fixed_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.reads.changes import Change
+from roundtable_console.store.service import perform_action
+from roundtable_console.store.writes import agent_writes
+from roundtable_console.tui.app import RoundtableApp
+from roundtable_console.tui.notices import desktop_sequence, notice_for
 from tests.conftest import FakeClock
 from tests.test_tui_support import (
     FROZEN,
@@ -35,8 +37,6 @@ from tests.test_tui_support import (
     settle,
     sqlite_url,
 )
-from tui.app import RoundtableApp
-from tui.notices import desktop_sequence, notice_for
 
 TICK = 0.05
 
@@ -127,7 +127,7 @@ async def test_a_session_that_starts_waiting_is_notified_and_j_jumps_to_it(
         assert selected(app) == "s3"  # reference order: oldest first
         assert "jump" not in footer_keys(app)
         with db.write() as conn:  # the agent of s2, another process
-            sessions.heartbeat(
+            agent_writes.heartbeat(
                 db=conn, session_id="s2", waiting="Approve the plan?", clock=fixed_clock(FROZEN)
             )
         assert await wait_for(pilot, lambda: bool(attention_notices(app)))
@@ -185,7 +185,7 @@ async def test_twenty_changes_at_once_make_one_summary(tmp_path: Path, db: Store
         await settle(pilot)
         with db.write() as conn:  # one transaction: twenty agents failing at once
             for n in range(20):
-                sessions.end(db=conn, session_id=f"s{n:02d}", status="failed")
+                agent_writes.end(db=conn, session_id=f"s{n:02d}", status="failed")
         assert await wait_for(pilot, lambda: bool(attention_notices(app)))
         await pilot.pause(1.0)
         await settle(pilot)
@@ -208,7 +208,7 @@ async def test_a_stream_of_news_makes_a_notification_then_one_summary(
         await settle(pilot)
         for n in range(5):  # five agents failing one after another, each its own write
             with db.write() as conn:
-                sessions.end(db=conn, session_id=f"s{n}", status="failed")
+                agent_writes.end(db=conn, session_id=f"s{n}", status="failed")
             await pilot.pause(0.3)
         assert await wait_for(pilot, lambda: len(attention_notices(app)) >= 2)
         await pilot.pause(2.5)
@@ -279,7 +279,7 @@ def test_attention_notification_snapshot(snap_compare: Any, tmp_path: Path, db: 
     async def run_before(pilot: Any) -> None:
         await settle(pilot)
         with db.write() as conn:
-            sessions.heartbeat(
+            agent_writes.heartbeat(
                 db=conn,
                 session_id="sess-02",
                 waiting="approve [b]deploy[/b]",

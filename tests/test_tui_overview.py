@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from textual.widgets import Sparkline
 
-from screens.bars import bar_cells, cost_words, token_words
-from screens.commands import session_commands
-from screens.help_screen import HelpScreen
-from screens.overview_screen import OverviewScreen
-from screens.session_detail import SessionDetailScreen
-from screens.session_list import SessionListScreen
-from store import sessions
-from store.clock import fixed_clock
-from store.database import Store, open_store
-from store.errors import DatabaseUnavailable
+from roundtable_console.screens.bars import bar_cells, cost_words, token_words
+from roundtable_console.screens.commands import session_commands
+from roundtable_console.screens.help_screen import HelpScreen
+from roundtable_console.screens.overview_screen import OverviewScreen
+from roundtable_console.screens.session_detail import SessionDetailScreen
+from roundtable_console.screens.session_list import SessionListScreen
+from roundtable_console.store.clock import fixed_clock
+from roundtable_console.store.db.database import Store, open_store
+from roundtable_console.store.errors import DatabaseUnavailable
+from roundtable_console.store.writes import agent_writes
 from tests.test_tui_refresh import wait_for
 from tests.test_tui_support import (
     FROZEN,
@@ -56,7 +56,7 @@ def fleet(db: Store) -> None:
     add_session(db, "s4", agent_id="linus", run_id="run-a", at=FROZEN - 48 * hour)  # stale
     add_session(db, "s5", agent_id="linus", run_id="run-b", status="paused")
     with db.write() as conn:
-        sessions.heartbeat(
+        agent_writes.heartbeat(
             db=conn, session_id="s2", waiting="approve the deploy", clock=fixed_clock(FROZEN)
         )
 
@@ -210,7 +210,7 @@ async def test_detail_shows_the_sessions_heartbeats_per_hour(tmp_path: Path, db:
     with db.write() as conn:
         for minutes in (60 * 26, 60 * 5 + 10, 60 * 5 + 2, 30, 20, 10):
             at = FROZEN - timedelta(minutes=minutes)
-            sessions.heartbeat(db=conn, session_id="beating", clock=fixed_clock(at))
+            agent_writes.heartbeat(db=conn, session_id="beating", clock=fixed_clock(at))
     app = console(sqlite_url(tmp_path))
     async with app.run_test(size=(120, 50)) as pilot:
         await settle(pilot)
@@ -222,7 +222,7 @@ async def test_detail_shows_the_sessions_heartbeats_per_hour(tmp_path: Path, db:
         assert beats[-1] == 2 and beats[-2] == 1 and beats[-6] == 2 and sum(beats) == 5
         # A heartbeat from elsewhere shows as the detail reads its session again.
         with db.write() as conn:
-            sessions.heartbeat(db=conn, session_id="beating", clock=fixed_clock(FROZEN))
+            agent_writes.heartbeat(db=conn, session_id="beating", clock=fixed_clock(FROZEN))
         await wait_for(pilot, lambda: "6 beats" in screen_text(app), seconds=10)
         assert "6 beats · busiest hour 3" in screen_text(app)
 
@@ -273,7 +273,7 @@ async def test_heartbeats_that_cannot_be_read_say_so(
     def unavailable(**_: object) -> list[int]:
         raise DatabaseUnavailable("The database is not answering; try again in a moment.")
 
-    monkeypatch.setattr("screens.session_detail.session_heartbeats", unavailable)
+    monkeypatch.setattr("roundtable_console.screens.session_detail.session_heartbeats", unavailable)
     app = console(sqlite_url(tmp_path))
     async with app.run_test(size=(120, 50)) as pilot:
         await settle(pilot)

@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 from textual.widgets import LoadingIndicator
 
-import screens.list_reads
-from screens import context, session_list
-from screens.session_list import SessionListScreen
-from store.database import Store
+from roundtable_console.screens import context, list_reads, session_list
+from roundtable_console.screens.session_list import SessionListScreen
+from roundtable_console.store.db.database import Store
 from tests.conftest import FakeClock
 from tests.test_tui_support import (
     FROZEN,
@@ -36,15 +35,15 @@ TICK = 0.1
 
 
 class Spy:
-    """Counts the calls to the store functions the list reads through screens.list_reads."""
+    """Counts the calls to the store functions the list reads through list_reads."""
 
     READS = ("sessions_at", "list_sessions", "list_sessions_before")
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls: dict[str, int] = {}
         for name in (*self.READS, "count_by_status"):
-            real = getattr(screens.list_reads, name)
-            monkeypatch.setattr(screens.list_reads, name, self._counting(name, real))
+            real = getattr(list_reads, name)
+            monkeypatch.setattr(list_reads, name, self._counting(name, real))
 
     def _counting(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def counting(**kwargs: Any) -> Any:
@@ -112,12 +111,13 @@ async def test_a_write_from_another_process_shows_at_the_next_refresh(
     spy = Spy(monkeypatch)
     app = console(sqlite_url(tmp_path), refresh_seconds=TICK)
     script = (
-        "from store.database import open_store; from store import sessions\n"
+        "from roundtable_console.store.db.database import open_store\n"
+        "from roundtable_console.store.writes import agent_writes\n"
         f"store = open_store({sqlite_url(tmp_path)!r})\n"
         "with store.write() as db:\n"
-        "    sessions.register(db=db, session_id='from-outside', agent_id='a', run_id='r',"
+        "    agent_writes.register(db=db, session_id='from-outside', agent_id='a', run_id='r',"
         " adapter='codex', working_directory='/w')\n"
-        "    sessions.end(db=db, session_id='first', status='ended')\n"
+        "    agent_writes.end(db=db, session_id='first', status='ended')\n"
     )
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -241,10 +241,11 @@ async def test_the_stale_filter_is_read_again_as_the_clock_moves(
 
 REGISTER_FROM_OUTSIDE = (
     "import sys\n"
-    "from store.database import open_store; from store import sessions\n"
+    "from roundtable_console.store.db.database import open_store\n"
+    "from roundtable_console.store.writes import agent_writes\n"
     "store = open_store(sys.argv[1])\n"
     "with store.write() as db:\n"
-    "    sessions.register(db=db, session_id='from-outside', agent_id='a', run_id='r',"
+    "    agent_writes.register(db=db, session_id='from-outside', agent_id='a', run_id='r',"
     " adapter='codex', working_directory='/w')\n"
     "store.dispose()\n"
 )

@@ -13,10 +13,11 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from store.adapters import AdapterConfig
-from store.clock import fixed_clock
-from store.database import Store
-from store.sessions import heartbeat
+from roundtable_console.store.clock import fixed_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.writes.agent_writes import heartbeat
+from roundtable_console.tui.app import RoundtableApp
 from tests.test_tui_support import (
     FROZEN,
     SNAPSHOT_DESCRIPTION,
@@ -28,7 +29,6 @@ from tests.test_tui_support import (
     settle,
     sqlite_url,
 )
-from tui.app import RoundtableApp
 
 SIZE = (120, 40)
 LIST = {"sort": "attention"}
@@ -280,7 +280,7 @@ def launchable(db: Store, monkeypatch: Any, **values: Any) -> dict[str, AdapterC
     """A paused session first in the reference order, its agent's program ``true`` found on a
     fixed PATH and its directory /tmp, so the dialog's paths are the same on every run; the
     console as if in a terminal of its own (no tmux, able to lend it)."""
-    from screens import launcher
+    from roundtable_console.screens import launcher
 
     monkeypatch.setenv("PATH", "/usr/bin")
     monkeypatch.delenv("TMUX", raising=False)

@@ -16,16 +16,16 @@ from textual.app import App
 from textual.pilot import Pilot
 from textual.worker import WorkerCancelled, WorkerState
 
-from screens.footer import ConsoleFooter
-from screens.session_grid import SessionGrid
-from store.adapters import AdapterConfig
-from store.clock import Clock, fixed_clock, format_ts
-from store.database import Store
-from store.models import Agent, Claim
+from roundtable_console.screens.footer import ConsoleFooter
+from roundtable_console.screens.session_grid import SessionGrid
+from roundtable_console.store.clock import Clock, fixed_clock, format_ts
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import Agent, Claim
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.tui.app import RoundtableApp, build_app
+from roundtable_console.tui.config import Settings
 from tests.conftest import FakeClock
 from tests.helpers import register_session
-from tui.app import RoundtableApp, build_app
-from tui.config import Settings
 
 FROZEN = datetime(2026, 9, 17, 17, 26, 35, tzinfo=UTC)
 OPERATOR = "olivia"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tui import output
+from roundtable_console.tui import output
 
 # The headers and cells of each agent command's one row of text.
 ROWS: dict[str, tuple[tuple[str, ...], Callable[[Any], tuple[Any, ...]]]] = {

@@ -1,9 +1,9 @@
 """The Textual app: one factory (``build_app``) used by ``roundtable tui`` and by the tests.
 
-Start-up time is a feature: this module and everything it imports at the top never load
-SQLAlchemy, SQLModel or Alembic (tests/test_first_paint.py checks it). On a current SQLite store
-the console paints its first rows from ``store.first_window`` (``sqlite3`` alone), and only then
-opens the store, imports included, in the background.
+Start-up time is a feature: this module and everything it imports at the top never load SQLAlchemy,
+SQLModel or Alembic (tests/test_first_paint.py checks it). On a current SQLite store the console
+paints its first rows from ``store.reads.first_window`` (``sqlite3`` alone), and only then opens the
+store, imports included, in the background.
 """
 
 from __future__ import annotations
@@ -26,27 +26,27 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen
 
-import assets
-from screens.commands import SessionCommands
-from screens.context import INPUT_HOLD_SECONDS, ConsoleContext
-from screens.failures import Failure, report_failure
-from screens.live import StoreChanged
-from screens.session_actions import SessionActionScreen
-from screens.session_list import SessionListScreen
-from store import first_window
-from store.adapters import AdapterConfig
-from store.clock import Clock, system_clock
-from store.display import one_line, printable
-from store.errors import StoreError
-from store.listing import SessionOrder
-from tui.change_watch import ChangeWatcher
-from tui.heap import QuietCollector, hold_full_collections
-from tui.notices import desktop_sequence, notice_for, write_to_terminal
+from roundtable_console import assets
+from roundtable_console.screens.commands import SessionCommands
+from roundtable_console.screens.context import INPUT_HOLD_SECONDS, ConsoleContext
+from roundtable_console.screens.failures import Failure, report_failure
+from roundtable_console.screens.live import StoreChanged
+from roundtable_console.screens.session_actions import SessionActionScreen
+from roundtable_console.screens.session_list import SessionListScreen
+from roundtable_console.store.clock import Clock, system_clock
+from roundtable_console.store.errors import StoreError
+from roundtable_console.store.reads import first_window
+from roundtable_console.store.reads.listing import SessionOrder
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.safety.display import one_line, printable
+from roundtable_console.tui.change_watch import ChangeWatcher
+from roundtable_console.tui.heap import QuietCollector, hold_full_collections
+from roundtable_console.tui.notices import desktop_sequence, notice_for, write_to_terminal
 
 if TYPE_CHECKING:
-    from store.changes import Change
-    from store.database import Store
-    from tui.config import Settings
+    from roundtable_console.store.db.database import Store
+    from roundtable_console.store.reads.changes import Change
+    from roundtable_console.tui.config import Settings
 
 ASSETS = Path(assets.__file__).parent
 STORE_RETRY_SECONDS = 5.0
@@ -225,7 +225,7 @@ class RoundtableApp(App[int]):
     def open_and_seed(self) -> None:
         """Open the store (migrations may run) and seed the demo; the outcome is posted as a
         message. Runs in a thread."""
-        from store.database import open_store
+        from roundtable_console.store.db.database import open_store
 
         try:
             store = self.opened_store or open_store(self.url, read_only=self.ctx.read_only)
@@ -265,7 +265,7 @@ class RoundtableApp(App[int]):
             )
         self.list_screen.store_opened()
         if self.change_watcher is None:
-            from store.changes import ChangeFeed
+            from roundtable_console.store.reads.changes import ChangeFeed
 
             feed = ChangeFeed(
                 stale_after_seconds=self.ctx.stale_after_seconds, clock=self.ctx.clock
@@ -351,9 +351,9 @@ class RoundtableApp(App[int]):
 
     def open_view(self, view: str, session_id: str) -> None:
         """A session's detail, log or briefing screen, imported when first shown."""
-        from screens.briefing_screen import BriefingScreen
-        from screens.session_detail import SessionDetailScreen
-        from screens.session_log import SessionLogScreen
+        from roundtable_console.screens.briefing_screen import BriefingScreen
+        from roundtable_console.screens.session_detail import SessionDetailScreen
+        from roundtable_console.screens.session_log import SessionLogScreen
 
         views = {"detail": SessionDetailScreen, "log": SessionLogScreen, "briefing": BriefingScreen}
         self.push_screen(views[view](self.ctx, session_id))
@@ -364,7 +364,7 @@ class RoundtableApp(App[int]):
         if action in ("quit", "jump") and getattr(self.screen, "AWAITS_ANSWER", False):
             return False
         if action == "audit":
-            from screens.audit_screen import AuditScreen
+            from roundtable_console.screens.audit_screen import AuditScreen
 
             return not isinstance(self.screen, AuditScreen | ModalScreen)
         if action == "jump":
@@ -372,14 +372,14 @@ class RoundtableApp(App[int]):
         return True
 
     def action_help(self) -> None:
-        from screens.help_screen import HelpScreen
+        from roundtable_console.screens.help_screen import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(read_only=self.ctx.read_only))
 
     def action_audit(self) -> None:
         """The operators' actions across all sessions (A), read in its own worker."""
-        from screens.audit_screen import AuditScreen
+        from roundtable_console.screens.audit_screen import AuditScreen
 
         if not isinstance(self.screen, AuditScreen):
             self.push_screen(AuditScreen(self.ctx))
@@ -394,7 +394,7 @@ class RoundtableApp(App[int]):
 
 def seed_demo_if_empty(store: Store, clock: Clock) -> int:
     """Seed the demo data once: a store that already has sessions is left as it is."""
-    from store import demo
+    from roundtable_console.store.writes import demo
 
     with store.read() as db:
         if demo.has_sessions(db=db):
@@ -458,7 +458,7 @@ def describe(url: str, store: Store | None) -> str:
     quick = first_window.describe(url)
     if quick is not None:
         return quick
-    from store.database import describe_url
+    from roundtable_console.store.db.database import describe_url
 
     return describe_url(url)
 
@@ -489,15 +489,15 @@ def run_console(
     after its first rows are on screen. Otherwise the store is opened first, so a first open's
     migration progress is readable before the screen is taken over, and a store that cannot be
     opened is reported in one sentence (exit 1), never as a traceback. On PostgreSQL the first
-    rows come from ``prefetched`` (``store.first_window.prefetch``, started by ``roundtable tui``
-    before Textual was imported) when it read them; a store it could not read (not current, not
-    reachable) takes the normal path."""
+    rows come from ``prefetched`` (``store.reads.first_window.prefetch``, started by ``roundtable
+    tui`` before Textual was imported) when it read them; a store it could not read (not current,
+    not reachable) takes the normal path."""
     store = None
     first = prefetched.result() if prefetched is not None else None
     # A store the child could not read (not current, not there) is not asked again.
     staged = first is not None or (prefetched is None and first_window.is_current(url))
     if not staged:
-        from store.database import open_store
+        from roundtable_console.store.db.database import open_store
 
         try:
             store = open_store(

@@ -1,6 +1,6 @@
 """A thread that waits for the store to change and says so, so the screen on show reads again at
-once instead of at its next timed refresh; given a change feed (store.changes), it also reads what
-changed, after each change of the store and when the next session goes stale.
+once instead of at its next timed refresh; given a change feed (store.reads.changes), it also reads
+what changed, after each change of the store and when the next session goes stale.
 
 Used by the console and by ``roundtable watch``; no Textual here.
 """
@@ -12,11 +12,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from screens.context import InputHold
+from roundtable_console.screens.context import InputHold
 
 if TYPE_CHECKING:  # the console starts before the database layer is imported
-    from store.changes import Change, ChangeFeed
-    from store.database import Store
+    from roundtable_console.store.db.database import Store
+    from roundtable_console.store.reads.changes import Change, ChangeFeed
 
 # However fast the store changes, ``notify`` is called at most once in this long (unless the
 # watcher is given another ``gap``); and the thread checks this often whether it should stop.

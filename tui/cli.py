@@ -21,21 +21,21 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from store.rules import PAGED_PROJECTIONS, SORT_COLUMNS, UNPAGED_PROJECTIONS
-from tui import output
-from tui.agent_output import ROWS, print_session
+from roundtable_console.store.rules import PAGED_PROJECTIONS, SORT_COLUMNS, UNPAGED_PROJECTIONS
+from roundtable_console.tui import output
+from roundtable_console.tui.agent_output import ROWS, print_session
 
 if TYPE_CHECKING:
-    from store.adapters import AdapterConfig
-    from store.bulk import BulkItem, Tally
-    from store.database import Store
-    from store.first_window import Prefetch
-    from store.lifecycle import ActionOutcome
-    from store.listing import Selection, SessionFilter
-    from store.models import AgentSession
-    from store.paging import Page
-    from store.records import SessionFields
-    from tui.config import Settings
+    from roundtable_console.store.db.database import Store
+    from roundtable_console.store.db.models import AgentSession
+    from roundtable_console.store.reads.first_window import Prefetch
+    from roundtable_console.store.reads.listing import Selection, SessionFilter
+    from roundtable_console.store.reads.paging import Page
+    from roundtable_console.store.records import SessionFields
+    from roundtable_console.store.resume.adapters import AdapterConfig
+    from roundtable_console.store.writes.bulk import BulkItem, Tally
+    from roundtable_console.store.writes.lifecycle import ActionOutcome
+    from roundtable_console.tui.config import Settings
 
 OUTPUT_HELP = """\b
 Output: on a terminal, aligned columns under a header; in a pipe, one tab-separated line per
@@ -74,7 +74,7 @@ class Invocation:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
-            from tui.config import load_settings
+            from roundtable_console.tui.config import load_settings
 
             self._settings = load_settings()
         return self._settings
@@ -82,34 +82,34 @@ class Invocation:
     def clock(self) -> datetime:
         if self.state.clock is not None:
             return self.state.clock()
-        from store.clock import system_clock
+        from roundtable_console.store.clock import system_clock
 
         return system_clock()
 
     def url(self) -> str:
-        from tui.config import resolve_database_url
+        from roundtable_console.tui.config import resolve_database_url
 
         return resolve_database_url(db=self.db, root=self.root, settings=self.settings)
 
     def adapters(self) -> dict[str, AdapterConfig]:
-        from tui.config import resolve_adapters
+        from roundtable_console.tui.config import resolve_adapters
 
         return resolve_adapters(self.settings, self.root)
 
     def operator(self, flag: str | None) -> str:
-        from tui.config import resolve_operator
+        from roundtable_console.tui.config import resolve_operator
 
         return resolve_operator(flag=flag, settings=self.settings)
 
     @property
     def read_only(self) -> bool:
-        from tui.config import resolve_read_only
+        from roundtable_console.tui.config import resolve_read_only
 
         return resolve_read_only(flag=self.read_only_flag, settings=self.settings)
 
     @contextmanager
     def store(self) -> Iterator[Store]:
-        from store.database import open_store
+        from roundtable_console.store.db.database import open_store
 
         opened = open_store(self.url(), progress=_progress, read_only=self.read_only)
         try:
@@ -193,7 +193,7 @@ def _refuse_writing_when_read_only(ctx: click.Context, inv: Invocation) -> None:
     command = " ".join(ctx.command_path.split()[1:])
     if command not in WRITING_COMMANDS or not inv.read_only:
         return
-    from store.errors import ReadOnly
+    from roundtable_console.store.errors import ReadOnly
 
     raise ReadOnly(
         f"roundtable is read-only here ({_read_only_source(inv)}), and {command} writes: nothing "
@@ -227,7 +227,7 @@ def _invocation(
 
 
 # The list's filters: (parameter name, flag, option). The parameter names are those of
-# store.listing.SessionFilter, but for ``statuses`` and ``stale``, which ``_session_filter``
+# store.reads.listing.SessionFilter, but for ``statuses`` and ``stale``, which ``_session_filter``
 # turns into theirs. `sessions list` and every bulk action (--all-matching) take these: a
 # filter added here, with its field in SessionFilter, works in both.
 _FILTERS: tuple[tuple[str, str, Callable[[Callable[..., Any]], Callable[..., Any]]], ...] = (
@@ -355,7 +355,7 @@ _operator_option = click.option(
 
 
 def _session_id(value: str) -> str:
-    from store.validation import required
+    from roundtable_console.store.validation import required
 
     return required("--session", value)
 
@@ -460,8 +460,8 @@ def _show_usage(error: click.UsageError) -> None:
 
 
 def _classify(error: Exception) -> tuple[int, str, str, Mapping[str, Any] | None]:
-    from store.errors import StoreError
-    from tui.config import ConfigError
+    from roundtable_console.store.errors import StoreError
+    from roundtable_console.tui.config import ConfigError
 
     if isinstance(error, StoreError):
         code = EXIT_USAGE if error.is_bad_input else EXIT_REFUSED
@@ -550,7 +550,7 @@ def _session_filter(
 ) -> SessionFilter:
     """The filter options (``_FILTERS``) as a ``SessionFilter``; ``narrowing``: the others, by
     their names in it."""
-    from store.listing import SessionFilter
+    from roundtable_console.store.reads.listing import SessionFilter
 
     statuses = tuple(status.strip() for status in statuses)
     return SessionFilter(
@@ -567,8 +567,8 @@ def _list_sessions(
     cursor: str | None,
     **filter_options: Any,
 ) -> None:
-    from store.listing import SessionOrder
-    from store.sessions import list_sessions
+    from roundtable_console.store.reads.listing import SessionOrder
+    from roundtable_console.store.reads.sessions import list_sessions
 
     stale_cutoff = _stale_cutoff(inv)
     filters = _session_filter(stale_cutoff, **filter_options)
@@ -605,7 +605,7 @@ def _pages(
 ) -> Iterator[Page[Any]]:
     """The pages to print. Human output without --limit follows every cursor, one page in
     memory at a time; --json and --limit give one page and its cursor."""
-    from store.validation import MAX_LIMIT
+    from roundtable_console.store.validation import MAX_LIMIT
 
     follow = not inv.json_mode and limit is None
     while True:
@@ -635,13 +635,14 @@ def _pages(
 @click.option("--metadata", metavar="JSON", help="A JSON object.")
 @with_invocation
 def register_command(inv: Invocation, **values: Any) -> None:
-    """``values``: the options, by the names of ``store.sessions.register``'s parameters."""
-    from store import quick_writes
+    """``values``: the options, by the names of ``store.writes.agent_writes.register``'s
+    parameters."""
+    from roundtable_console.store.writes import quick_writes
 
     adapters = inv.adapters()
     session = quick_writes.register(inv.url(), adapters=adapters, clock=inv.clock, **values)
     if session is None:  # a store the quick path does not take
-        from store.sessions import register
+        from roundtable_console.store.writes.agent_writes import register
 
         with inv.store() as store, store.write() as db:
             session = register(db=db, adapters=adapters, clock=inv.clock, **values)
@@ -794,13 +795,13 @@ def _agent_heartbeat(
         "waiting": waiting,
     }
     if every is None:
-        from store import quick_writes
+        from roundtable_console.store.writes import quick_writes
 
         quick = quick_writes.heartbeat(inv.url(), clock=inv.clock, **values)
         if quick is not None:
             show(quick)
             return
-    from store.sessions import heartbeat
+    from roundtable_console.store.writes.agent_writes import heartbeat
 
     def beat(store: Store) -> None:
         with store.write() as db:
@@ -820,7 +821,7 @@ def _beat_until_stopped(store: Store, beat: Callable[[Store], None], every: floa
     import signal
     import threading
 
-    from store.errors import DatabaseUnavailable
+    from roundtable_console.store.errors import DatabaseUnavailable
 
     stopping = threading.Event()
     previous = {
@@ -844,12 +845,12 @@ def _beat_until_stopped(store: Store, beat: Callable[[Store], None], every: floa
 @click.option("--status", metavar="ST", help="Final status (default: ended).")
 @with_invocation
 def end_command(inv: Invocation, session_id: str, status: str | None) -> None:
-    from store import quick_writes
+    from roundtable_console.store.writes import quick_writes
 
     session_id = _session_id(session_id)
     session = quick_writes.end(inv.url(), session_id=session_id, status=status, clock=inv.clock)
     if session is None:  # a store the quick path does not take
-        from store.sessions import end
+        from roundtable_console.store.writes.agent_writes import end
 
         with inv.store() as store, store.write() as db:
             session = end(db=db, session_id=session_id, status=status, clock=inv.clock)
@@ -860,7 +861,7 @@ def end_command(inv: Invocation, session_id: str, status: str | None) -> None:
 @_session_option
 @with_invocation
 def show_command(inv: Invocation, session_id: str) -> None:
-    from store.service import read_session
+    from roundtable_console.store.service import read_session
 
     with inv.store() as store:
         session = read_session(store=store, session_id=_session_id(session_id))
@@ -894,7 +895,7 @@ def _projection_command(name: str, *, paged: bool) -> None:
 
 
 def _show_projection_record(inv: Invocation, name: str, session_id: str) -> None:
-    from store.service import read_projection
+    from roundtable_console.store.service import read_projection
 
     with inv.store() as store:
         result = read_projection(store=store, name=name, session_id=session_id)
@@ -907,7 +908,7 @@ def _show_projection_record(inv: Invocation, name: str, session_id: str) -> None
 def _show_projection_pages(
     inv: Invocation, name: str, session_id: str, *, limit: int | None, cursor: str | None
 ) -> None:
-    from store.service import read_projection_page
+    from roundtable_console.store.service import read_projection_page
 
     with inv.store() as store:
 
@@ -1015,7 +1016,7 @@ def _bulk_selection(
     ids = [_session_id(session_id) for session_id in session_ids]
     if len(ids) == 1 and not dry_run:
         return None
-    from store.listing import FilterSelection, Selection
+    from roundtable_console.store.reads.listing import FilterSelection, Selection
 
     if all_matching:
         chosen = FilterSelection(_session_filter(_stale_cutoff(inv), **filters))
@@ -1048,9 +1049,9 @@ def _run_bulk(
     idempotency_key: str | None,
     impact_details: str | None = None,
 ) -> int:
-    """The action on every selected session (store.bulk), or with ``dry_run`` what it would
+    """The action on every selected session (store.writes.bulk), or with ``dry_run`` what it would
     do. Exit 1 when any session failed (or would)."""
-    from store.bulk import plan_bulk, run_bulk
+    from roundtable_console.store.writes.bulk import plan_bulk, run_bulk
 
     key = (idempotency_key or "").strip() or None
     table = None if inv.json_mode else output.Table(BULK_COLUMNS)
@@ -1126,7 +1127,7 @@ def _run_lifecycle(
 ) -> None:
     """``options``: the command's --idempotency-key, --expected-version and, to terminate,
     --impact-details, by the lifecycle function's parameter names."""
-    from store.service import perform_action
+    from roundtable_console.store.service import perform_action
 
     arguments = {"session_id": session_id, "actor": inv.operator(operator), **options}
     with inv.store() as store:
@@ -1189,8 +1190,8 @@ def resume_command(
     idempotency_key: str | None,
     operator: str | None,
 ) -> None:
-    from store.service import read_briefing
-    from store.validation import required
+    from roundtable_console.store.service import read_briefing
+    from roundtable_console.store.validation import required
 
     if (session_id is None) == (agent is None):
         raise click.UsageError("Give exactly one of --session or --agent.")
@@ -1243,12 +1244,12 @@ def _resume_and_exec(
     idempotency_key: str | None,
     operator: str | None,
 ) -> None:
-    """The launch plan (store.launch: every check), the lifecycle resume, then ``execvp``."""
+    """The launch plan (store.resume.launch: every check), the lifecycle resume, then ``execvp``."""
     import os
     from uuid import uuid4
 
-    from store.errors import NotLaunchable
-    from store.launch import exec_launch, read_launch, resume_for_launch
+    from roundtable_console.store.errors import NotLaunchable
+    from roundtable_console.store.resume.launch import exec_launch, read_launch, resume_for_launch
 
     key = idempotency_key or str(uuid4())
     path = os.environ.get("PATH")
@@ -1291,11 +1292,11 @@ def _resume_and_exec(
 
 def prefetch_first_rows(url: str, settings: Settings) -> Prefetch | None:
     """On PostgreSQL, a child process that reads the console's first rows in its first order
-    (``store.first_window.prefetch``); None for any other store."""
-    from screens.context import DEFAULT_PAGE_SIZE
-    from store.clock import system_clock
-    from store.first_window import prefetch
-    from store.listing import SessionOrder
+    (``store.reads.first_window.prefetch``); None for any other store."""
+    from roundtable_console.screens.context import DEFAULT_PAGE_SIZE
+    from roundtable_console.store.clock import system_clock
+    from roundtable_console.store.reads.first_window import prefetch
+    from roundtable_console.store.reads.listing import SessionOrder
 
     now = system_clock()
     column = settings.group or settings.sort  # a grouped list is read in its grouping's order
@@ -1314,7 +1315,7 @@ def prefetch_first_rows(url: str, settings: Settings) -> Prefetch | None:
 @_operator_option
 @with_invocation
 def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
-    from tui.config import resolve_demo_url
+    from roundtable_console.tui.config import resolve_demo_url
 
     settings = inv.settings
     url = resolve_demo_url(db=inv.db) if demo else inv.url()
@@ -1322,7 +1323,7 @@ def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
     actor = inv.operator(operator)
     # Before Textual is imported: on PostgreSQL a child process reads the first rows meanwhile.
     early = prefetch_first_rows(url, settings)
-    from tui.app import run_console
+    from roundtable_console.tui.app import run_console
 
     return int(
         run_console(
@@ -1361,8 +1362,8 @@ def watch_command(
     workspace_id: str | None,
     heartbeats: bool,
 ) -> int:
-    from store.changes import ChangeFilter
-    from tui.watch import watch
+    from roundtable_console.store.reads.changes import ChangeFilter
+    from roundtable_console.tui.watch import watch
 
     if any(not status.strip() for status in statuses):
         raise click.BadParameter("must not be blank.", param_hint="'--status'")
@@ -1387,7 +1388,7 @@ def watch_command(
 @click.option("--sessions", "count", type=click.IntRange(min=0), metavar="N")
 @with_invocation
 def demo_command(inv: Invocation, count: int | None) -> None:
-    from store.demo import seed_demo
+    from roundtable_console.store.writes.demo import seed_demo
 
     extra = {"sessions": count} if count is not None else {}
     with inv.store() as store, store.write() as db:
@@ -1412,10 +1413,14 @@ def db_group() -> None:
 def upgrade_command(inv: Invocation) -> None:
     from sqlalchemy import exc
 
-    from store.database import create_store_engine, describe_url, unavailable_message
-    from store.errors import DatabaseUnavailable
-    from store.revision import HEAD_REVISION
-    from store.schema import ensure_schema
+    from roundtable_console.store.db.database import (
+        create_store_engine,
+        describe_url,
+        unavailable_message,
+    )
+    from roundtable_console.store.db.revision import HEAD_REVISION
+    from roundtable_console.store.db.schema import ensure_schema
+    from roundtable_console.store.errors import DatabaseUnavailable
 
     url = inv.url()
     engine = create_store_engine(url)
@@ -1448,7 +1453,7 @@ database the statements grant CONNECT on (default: the store's)."""
 @click.option("--writer", "kind", flag_value="writer", help="Reads, and acts on sessions.")
 @with_invocation
 def grants_command(inv: Invocation, role: str, kind: str | None) -> None:
-    from store.grants import grant_statements, role_name_problem
+    from roundtable_console.store.db.grants import grant_statements, role_name_problem
 
     if kind is None:
         raise click.UsageError("Give --viewer or --writer.")
@@ -1504,7 +1509,13 @@ def audit_command(
     limit: int | None,
     cursor: str | None,
 ) -> None:
-    from store.audit import AuditEntry, AuditFilter, action_event, audit_page, since_time
+    from roundtable_console.store.reads.audit import (
+        AuditEntry,
+        AuditFilter,
+        action_event,
+        audit_page,
+        since_time,
+    )
 
     if action is not None:
         action_event(action)  # refused before the store is opened
@@ -1561,7 +1572,11 @@ beating meanwhile, and says how many rows went and how much space that frees."""
 @click.option("--dry-run", is_flag=True, help="Count what would go; write nothing.")
 @with_invocation
 def prune_command(inv: Invocation, older_than: str, dry_run: bool) -> None:
-    from store.retention import byte_size, parse_duration, prune_heartbeats
+    from roundtable_console.store.writes.retention import (
+        byte_size,
+        parse_duration,
+        prune_heartbeats,
+    )
 
     duration = parse_duration(older_than)
     if duration is None:
@@ -1608,7 +1623,7 @@ def prune_command(inv: Invocation, older_than: str, dry_run: bool) -> None:
 @click.argument("source", metavar="FILE|-", type=click.File("rb"))
 @with_invocation
 def import_command(inv: Invocation, source: Any) -> None:
-    from store.transfer import import_records
+    from roundtable_console.store.writes.transfer import import_records
 
     with inv.store() as store, store.write() as db:
         counts = import_records(db=db, lines=_utf8_lines(source), clock=inv.clock)
@@ -1617,7 +1632,7 @@ def import_command(inv: Invocation, source: Any) -> None:
 
 def _utf8_lines(source: Any) -> Iterator[str]:
     """The file's lines as text; a line that is not UTF-8 is a bad record, named like any other."""
-    from store.errors import InvalidImport
+    from roundtable_console.store.errors import InvalidImport
 
     for number, raw in enumerate(source, start=1):
         try:
@@ -1636,7 +1651,7 @@ def _utf8_lines(source: Any) -> Iterator[str]:
 )
 @with_invocation
 def export_command(inv: Invocation) -> None:
-    from store.transfer import export_records
+    from roundtable_console.store.writes.transfer import export_records
 
     with inv.store() as store, store.read() as db:
         counts = export_records(db=db, write=sys.stdout.write)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from store.adapters import AdapterConfig
-from store.rules import GROUP_COLUMNS, SORT_COLUMNS
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.rules import GROUP_COLUMNS, SORT_COLUMNS
 
 APP_NAME = "roundtable"
 DEFAULT_REFRESH_SECONDS = 2.0

@@ -1,6 +1,6 @@
 """What the console tells its operator about changes made elsewhere, and in what words.
 
-Pure: from the changes ``store.changes`` read (``tui.change_watch``'s thread) to one notice. A
+Pure: from the changes ``store.reads.changes`` read (``tui.change_watch``'s thread) to one notice. A
 session that starts waiting, goes stale, takes a status outside the vocabulary (``failed`` …) or
 is stopped or terminated by someone else is worth telling; the operator's own actions never are.
 Many changes at once make one summary, not a flood.
@@ -15,16 +15,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from store.display import one_line
+from roundtable_console.store.safety.display import one_line
 
 if TYPE_CHECKING:
-    from store.changes import Change
+    from roundtable_console.store.reads.changes import Change
 
 # Sessions named in a summary before "and N more".
 NAMED_IN_SUMMARY = 3
 # What a desktop notification may carry at most (terminals cut long ones anyway).
 DESKTOP_TEXT_LIMIT = 200
-# Statuses a session keeps within the vocabulary (store.listing's tiers, but for ``unknown``).
+# Statuses a session keeps within the vocabulary (store.reads.listing's tiers, but for ``unknown``).
 _KNOWN_STATUSES = frozenset(
     ("starting", "active", "running", "paused", "resuming", "stopped")
     + ("ended", "terminated", "completed", "done")

@@ -1,6 +1,6 @@
 """How the CLI writes: aligned tables for a terminal, tab-separated lines for a pipe, JSON.
 
-Standard library only (plus the tiny ``store.display`` and ``store.credentials``): the
+Standard library only (plus the tiny ``store.safety.display`` and ``store.safety.credentials``): the
 agent-facing commands import this on every heartbeat. Every store value goes through ``cell`` /
 ``printable`` before it is written, so credentials are hidden and control characters are shown as
 escapes, never reaching the terminal raw; JSON goes through ``redact_output_value``. Only
@@ -17,8 +17,8 @@ from typing import Any
 
 import click
 
-from store.credentials import REDACTED, hides_value, redact_output_value
-from store.display import one_line, printable
+from roundtable_console.store.safety.credentials import REDACTED, hides_value, redact_output_value
+from roundtable_console.store.safety.display import one_line, printable
 
 COLUMN_GAP = "  "
 

@@ -5,7 +5,7 @@ Agents run ``roundtable sessions heartbeat`` (and ``end``, ``register``) all day
 new process, so what a start-up imports is most of what a heartbeat costs. Building the whole
 command line (``tui.cli``, a few hundred click options) costs a third of a bare interpreter's
 start-up on its own, and the database layer several times that. Here the plain, well-formed
-forms of those three commands are read without it and written by ``store.quick_writes``
+forms of those three commands are read without it and written by ``store.writes.quick_writes``
 (``sqlite3`` or ``psycopg`` alone); their output, errors and exit codes are ``tui.cli``'s, from
 the same helpers. Anything else — another command, ``--help``, an option this path does not
 read (``--every``, ``--operator``, several sessions, a selection), anything click would refuse,
@@ -23,8 +23,8 @@ from typing import Any
 
 import click
 
-from tui import output
-from tui.agent_output import print_session
+from roundtable_console.tui import output
+from roundtable_console.tui.agent_output import print_session
 
 EXIT_REFUSED = 1
 # Read-only mode's variable (DESIGN §8): with it set, writes are the full path's to refuse.
@@ -33,7 +33,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 _COMMON = {"--db": "db", "--root": "root"}
-# Each command's options that take a value, by flag: the parameter of store.quick_writes.
+# Each command's options that take a value, by flag: the parameter of store.writes.quick_writes.
 _VALUED: dict[str, dict[str, str]] = {
     "heartbeat": {
         "--session": "session_id",
@@ -148,8 +148,8 @@ def run(argv: Sequence[str], *, clock: Callable[[], Any] | None = None) -> int |
         output.write_error(code="interrupted", message="Interrupted.", json_mode=command.json_mode)
         return EXIT_INTERRUPTED
     except Exception as error:  # noqa: BLE001 - a refusal is said; anything else: tui.cli
-        from store.errors import StoreError
-        from tui.config import ConfigError
+        from roundtable_console.store.errors import StoreError
+        from roundtable_console.tui.config import ConfigError
 
         if not isinstance(error, StoreError | ConfigError):
             return None
@@ -168,10 +168,10 @@ def run(argv: Sequence[str], *, clock: Callable[[], Any] | None = None) -> int |
 
 
 def _write(command: AgentCommand, clock: Callable[[], Any] | None) -> Any:
-    from store import quick_writes
-    from store.clock import system_clock
-    from store.validation import required
-    from tui.config import load_settings, resolve_adapters, resolve_database_url
+    from roundtable_console.store.clock import system_clock
+    from roundtable_console.store.validation import required
+    from roundtable_console.store.writes import quick_writes
+    from roundtable_console.tui.config import load_settings, resolve_adapters, resolve_database_url
 
     # In tui.cli's order: the settings (read-only is the full path's to refuse), the session
     # id, the adapters, then the store.
@@ -197,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     code = run(args)
     if code is None:
-        from tui.cli import main as full_main
+        from roundtable_console.tui.cli import main as full_main
 
         full_main(args)
         return

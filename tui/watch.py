@@ -1,6 +1,6 @@
 """``roundtable watch``: one line per change of the store's sessions, as it happens.
 
-The lines come from ``store.changes`` through the console's own watcher thread
+The lines come from ``store.reads.changes`` through the console's own watcher thread
 (``tui.change_watch``): read after each change of the store, never on a timer. Each line is
 written and flushed at once, so it can be piped into ``notify-send``, a chat hook or a pager.
 No Textual here.
@@ -14,12 +14,12 @@ import sys
 import threading
 from typing import TYPE_CHECKING, Any, TextIO
 
-from store.display import one_line
+from roundtable_console.store.safety.display import one_line
 
 if TYPE_CHECKING:
-    from store.changes import Change, ChangeFilter
-    from store.clock import Clock
-    from store.database import Store
+    from roundtable_console.store.clock import Clock
+    from roundtable_console.store.db.database import Store
+    from roundtable_console.store.reads.changes import Change, ChangeFilter
 
 
 def change_line(change: Change) -> str:
@@ -76,8 +76,8 @@ def watch(
     stderr: TextIO | None = None,
 ) -> int:
     """Print changes until SIGINT or SIGTERM (exit 0) or until stdout is closed."""
-    from store.changes import ChangeFeed
-    from tui.change_watch import ChangeWatcher
+    from roundtable_console.store.reads.changes import ChangeFeed
+    from roundtable_console.tui.change_watch import ChangeWatcher
 
     done = threading.Event()
     out = LineWriter(stdout or sys.stdout, done)

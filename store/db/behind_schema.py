@@ -1,0 +1,129 @@
+"""Reading a store whose schema is behind ours, without changing it (a read-only open).
+
+A read-only open never migrates. The reference's own store, or one an older roundtable left,
+lacks the columns and tables our migrations add; each connection of a read-only engine gets
+temporary views under the same names that supply them (SQLite looks in ``temp`` before
+``main``, PostgreSQL in ``pg_temp`` before the schema), computed from the reference's tables:
+a version of 0, no wait, counts counted, no idempotency key, no actor or role recorded for
+history rows beyond what their payload says. The views live in the connection's own temporary
+schema; the database is never written.
+
+On PostgreSQL only the last migration's columns are covered this way (a store one revision
+behind, ``POSTGRES_READABLE_BEHIND``): older ones miss functions and generated columns the reads
+use, and are refused in words (``store.db.schema.check_readable``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Columns our migrations add to the reference's tables, and the value a view gives a row of a
+# store that lacks them.
+ADDED_COLUMNS: dict[str, dict[str, str]] = {
+    "agent_sessions": {
+        "version": "0",
+        "waiting_reason": "NULL",
+        "waiting_since": "NULL",
+    },
+    "agent_session_events": {
+        "actor": (
+            "CASE WHEN json_valid(payload_json) AND event_type IN "
+            "('paused', 'stopped', 'resuming', 'terminated', 'heartbeat') "
+            "THEN json_extract(payload_json, '$.actor') END"
+        ),
+        "db_user": "NULL",
+    },
+}
+
+_WORKSPACE = (
+    "COALESCE(workspace_id, CASE WHEN json_valid(metadata_json) "
+    "THEN json_extract(metadata_json, '$.workspace_id') END)"
+)
+# Tables of ours, as views of the reference's tables.
+ADDED_TABLES: dict[str, str] = {
+    "session_status_counts": (
+        "SELECT status, COUNT(*) AS sessions FROM main.agent_sessions GROUP BY status"
+    ),
+    "session_group_counts": " UNION ALL ".join(
+        f"SELECT '{grouping}' AS grouping, ({key}) IS NOT NULL AS keyed, "
+        f"COALESCE({key}, '') AS group_key, status, COUNT(*) AS sessions "
+        f"FROM main.agent_sessions GROUP BY 2, 3, 4"
+        for grouping, key in (("agent", "agent_id"), ("run", "run_id"), ("workspace", _WORKSPACE))
+    ),
+    "idempotency_keys": (
+        "SELECT NULL AS key, NULL AS action, NULL AS session_id, NULL AS outcome, "
+        "NULL AS created_at WHERE 0"
+    ),
+}
+
+
+def cover_missing(connection: Any) -> list[str]:
+    """On a raw ``sqlite3`` connection, a temporary view for each of our tables and columns the
+    database lacks. Returns what was covered (empty for a current store)."""
+    tables = {
+        row[0]
+        for row in connection.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")
+    }
+    covered: list[str] = []
+    for table, added in ADDED_COLUMNS.items():
+        if table not in tables:
+            continue
+        present = {row[1] for row in connection.execute(f"PRAGMA main.table_info({table})")}
+        missing = {name: value for name, value in added.items() if name not in present}
+        if missing:
+            extra = ", ".join(f"{value} AS {name}" for name, value in missing.items())
+            connection.execute(
+                f"CREATE TEMP VIEW IF NOT EXISTS {table} AS SELECT *, {extra} FROM main.{table}"
+            )
+            covered.extend(f"{table}.{name}" for name in missing)
+    if "agent_sessions" in tables:
+        for table, query in ADDED_TABLES.items():
+            if table not in tables:
+                connection.execute(f"CREATE TEMP VIEW IF NOT EXISTS {table} AS {query}")
+                covered.append(table)
+    return covered
+
+
+# The revision a PostgreSQL store may be at and still be read, through the views below.
+POSTGRES_READABLE_BEHIND = "0008_session_groups"
+# Our compact payloads ({"actor":"…", …}) name the actor so; a view may not fail on a payload
+# that is not JSON, so it is read as text.
+POSTGRES_ADDED_COLUMNS: dict[str, dict[str, str]] = {
+    "agent_session_events": {
+        "actor": (
+            "CASE WHEN event_type IN "
+            "('paused', 'stopped', 'resuming', 'terminated', 'heartbeat') "
+            'THEN substring(payload_json from \'"actor":"([^"]*)"\') END'
+        ),
+        "db_user": "NULL::text",
+    },
+}
+
+
+def cover_missing_postgres(connection: Any) -> list[str]:
+    """On a raw psycopg connection (in a transaction the caller commits), a temporary view for
+    each table of ``POSTGRES_ADDED_COLUMNS`` that lacks a column. Returns what was covered."""
+    covered: list[str] = []
+    with connection.cursor() as cursor:
+        for table, added in POSTGRES_ADDED_COLUMNS.items():
+            cursor.execute(
+                "SELECT column_name FROM information_schema.columns"
+                " WHERE table_schema = current_schema() AND table_name = %s",
+                (table,),
+            )
+            present = {row[0] for row in cursor.fetchall()}
+            missing = {name: value for name, value in added.items() if name not in present}
+            if not present or not missing:
+                continue
+            extra = ", ".join(f"{value} AS {name}" for name, value in missing.items())
+            cursor.execute(
+                f"CREATE TEMP VIEW {table} AS SELECT *, {extra}"
+                f" FROM {_quoted_schema(cursor)}.{table}"
+            )
+            covered.extend(f"{table}.{name}" for name in missing)
+    return covered
+
+
+def _quoted_schema(cursor: Any) -> str:
+    cursor.execute("SELECT quote_ident(current_schema())")
+    return str(cursor.fetchone()[0])

@@ -1,0 +1,360 @@
+"""Engines, transactions and schema currency for SQLite and PostgreSQL stores."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, exc
+from sqlalchemy.engine import URL, make_url
+
+from roundtable_console.store.db.drivers import BUSY_TIMEOUT_MS, unavailable_message
+from roundtable_console.store.db.notifications import ChangeListener
+from roundtable_console.store.db.permissions import refused_write
+from roundtable_console.store.errors import DatabaseUnavailable, ReadOnly, StoreError
+from roundtable_console.store.safety.display import printable
+from roundtable_console.store.safety.redaction import redact_text
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+# How often a SQLite store waiting for a change reads its data version.
+SQLITE_WATCH_SECONDS = 0.2
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+def _normalise_url(url: str) -> URL:
+    try:
+        parsed = make_url(url)
+    except exc.ArgumentError as error:
+        raise DatabaseUnavailable(
+            f"{url!r} is not a database URL ({str(error).rstrip('.')}); "
+            "give a sqlite:///PATH or postgresql://HOST/NAME URL."
+        ) from None
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise DatabaseUnavailable(
+            f"Unsupported database {parsed.get_backend_name()!r}: use a sqlite:/// or "
+            "postgresql:// URL."
+        )
+    return parsed
+
+
+def _check_sqlite_file(database: str | None) -> None:
+    """Refuse paths that cannot hold a store, before SQLite can create or clobber anything."""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    if "\x00" in database:
+        raise DatabaseUnavailable(
+            f"{printable(database)} cannot be a file name: it holds a NUL character."
+        )
+    path = Path(database)
+    if path.is_dir():
+        raise DatabaseUnavailable(f"{path} is a directory, not a SQLite database file.")
+    if path.exists():
+        try:
+            with path.open("rb") as handle:
+                header = handle.read(len(SQLITE_MAGIC))
+        except OSError as error:
+            raise DatabaseUnavailable(f"Cannot read {path}: {error.strerror}.") from None
+        if header and header != SQLITE_MAGIC:
+            raise DatabaseUnavailable(f"{path} is not a SQLite database; it was left untouched.")
+        return
+    parent = path.parent
+    if parent.exists() and not parent.is_dir():
+        raise DatabaseUnavailable(f"{parent} is not a directory.")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise DatabaseUnavailable(f"Cannot create {parent}: {error.strerror}.") from None
+
+
+def _is_sqlite_file(database: str | None) -> bool:
+    """A database another connection opens as the same file (not a private in-memory one)."""
+    if not database or database == ":memory:":
+        return False
+    return not (database.startswith("file:") and "mode=memory" in database)
+
+
+def use_wal(cursor: Any, *, wait_seconds: float | None = None) -> None:
+    """Put the database in WAL mode, unless it is already (or in memory). Processes opening a new
+    file at once all turn it to WAL, and SQLite answers some of them "locked" at once rather
+    than wait (waiting could deadlock): they look again until the busy timeout has passed."""
+    wait = BUSY_TIMEOUT_MS / 1000 if wait_seconds is None else wait_seconds
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+            if mode != "wal" and mode != "memory":
+                cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+
+
+def _configure_sqlite(engine: Engine, *, read_only: bool = False) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event issue BEGIN itself, so writers can take the lock up front.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if read_only:
+            from roundtable_console.store.db.behind_schema import cover_missing
+
+            cover_missing(dbapi_connection)  # a schema behind ours is read through views
+            # From here on not even a temporary table: nothing this connection runs can write.
+            cursor.execute("PRAGMA query_only = ON")
+        else:
+            cursor.execute("PRAGMA foreign_keys = ON")
+            use_wal(cursor)
+            cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        immediate = connection.get_execution_options().get("write", False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def create_store_engine(
+    url: str, *, pool_size: int | None = None, read_only: bool = False
+) -> Engine:
+    """The engine of a store. ``read_only``: a SQLite file is opened ``mode=ro`` (and every
+    connection ``query_only``), a PostgreSQL session defaults to read-only transactions; the
+    file or database must exist already."""
+    parsed = _normalise_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        connect_args: dict[str, Any] = {"timeout": BUSY_TIMEOUT_MS / 1000}
+        if read_only:
+            parsed = _sqlite_read_only(parsed)
+        else:
+            _check_sqlite_file(parsed.database)
+        engine = create_engine(parsed, connect_args=connect_args)
+        _configure_sqlite(engine, read_only=read_only)
+        return engine
+    kwargs: dict[str, Any] = {"pool_pre_ping": True}
+    if pool_size is not None:
+        kwargs["pool_size"] = pool_size
+    engine = create_engine(parsed, connect_args={"connect_timeout": 5}, **kwargs)
+    if read_only:
+        _configure_postgres_read_only(engine)
+    return engine
+
+
+def _configure_postgres_read_only(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        from roundtable_console.store.db.behind_schema import cover_missing_postgres
+
+        cover_missing_postgres(dbapi_connection)  # a schema one revision behind is read so
+        with dbapi_connection.cursor() as cursor:
+            # From here on every transaction of this session is read-only.
+            cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        dbapi_connection.commit()
+
+
+def _sqlite_read_only(parsed: URL) -> URL:
+    """The URL of the same SQLite file as a read-only ``file:`` URI; a file that is not there
+    is refused (read-only, nothing may create it)."""
+    database = parsed.database or ""
+    if not _is_sqlite_file(database):
+        return parsed  # a private in-memory database: query_only alone keeps it unwritten
+    query = {**parsed.query, "mode": "ro", "uri": "true"}
+    if database.startswith("file:"):
+        return parsed.set(query=query)
+    path = Path(database)
+    if "\x00" in database or not path.is_file():
+        raise DatabaseUnavailable(
+            f"{printable(database)} is not a SQLite database file; a read-only open creates "
+            "nothing. Check the path, or open it once without --read-only to create it."
+        )
+    _check_sqlite_file(database)
+    return parsed.set(database=f"file:{path.resolve()}", query=query)
+
+
+def _is_unavailable(error: exc.DBAPIError) -> bool:
+    return not isinstance(error, exc.IntegrityError | exc.ProgrammingError | exc.DataError)
+
+
+def read_only_message(description: str, reason: str) -> str:
+    reason = reason.strip().rstrip(".")
+    return (
+        f"The database {description} refused: {reason}. This open or this database role may "
+        "not do that here: open the store without --read-only, or ask the schema's owner for "
+        "the grants it needs (roundtable db grants --viewer or --writer)."
+    )
+
+
+def describe_url(url: str | URL) -> str:
+    """The URL with any password hidden (libpq's ``?password=`` too), for headers and messages."""
+    try:
+        parsed = make_url(url) if isinstance(url, str) else url
+    except exc.ArgumentError:
+        return "(unreadable URL)"
+    return redact_text(parsed.render_as_string(hide_password=True))
+
+
+class Store:
+    """One database: its engine, and the two kinds of transaction the operations use."""
+
+    def __init__(self, engine: Engine, *, read_only: bool = False, url: str | None = None) -> None:
+        self.engine = engine
+        self.read_only = read_only
+        # The URL as given: a read-only SQLite engine's own is a ``file:`` URI.
+        self._url = url
+        self.dialect: str = engine.dialect.name
+        self._writer = engine.execution_options(write=True)
+        self._snapshot_reader = (
+            engine.execution_options(isolation_level="REPEATABLE READ")
+            if self.dialect == "postgresql"
+            else engine
+        )
+        # The change detector's own connection, opened on first use: on SQLite one that reads
+        # PRAGMA data_version, on PostgreSQL one that LISTENs.
+        self._watch_lock = threading.Lock()
+        self._watch: Any = None
+        self._watch_identity: object | None = None
+        self._listener = ChangeListener(self._listening_connection)
+
+    @property
+    def description(self) -> str:
+        return describe_url(self._url or self.engine.url)
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        try:
+            yield
+        except StoreError:
+            raise
+        except exc.DBAPIError as error:
+            refused = refused_write(error)
+            if refused is not None:
+                raise ReadOnly(read_only_message(self.description, refused)) from None
+            if _is_unavailable(error):
+                reason = str(error.orig).strip().splitlines()[0] if error.orig else str(error)
+                raise DatabaseUnavailable(unavailable_message(self.description, reason)) from None
+            raise
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read transaction that sees one consistent snapshot."""
+        with self._guard(), self._snapshot_reader.connect() as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A write transaction: the row change and its history commit together or not at all.
+        On SQLite it takes the write lock at BEGIN, so a read-then-write cannot be overtaken.
+        A store opened read-only refuses before it begins."""
+        if self.read_only:
+            raise ReadOnly(
+                f"The store {self.description} is open read-only: nothing was written. "
+                "Open it without --read-only (and read_only = false, ROUNDTABLE_READ_ONLY unset) "
+                "to act on sessions."
+            )
+        with self._guard(), self._writer.connect() as conn, conn.begin():
+            yield conn
+
+    def change_token(self) -> object | None:
+        """A value that differs whenever the store may have changed since it was last taken; None
+        when that cannot be told (in-memory SQLite, an unreadable file, a PostgreSQL server
+        that refuses the listening connection), so callers always re-read. Safe to call from
+        any thread; never reads a table.
+
+        SQLite's ``PRAGMA data_version`` moves when any *other* connection commits, our pooled
+        writers included, so it is read on one connection kept for this alone that never
+        writes; its identity is part of the token, since a new connection counts afresh. On
+        PostgreSQL the token counts the notifications migration 0005's triggers send."""
+        if self.dialect == "postgresql":
+            return self._listener.token()
+        if not _is_sqlite_file(self.engine.url.database):
+            return None
+        with self._watch_lock:
+            try:
+                if self._watch is None:
+                    proxied = self.engine.raw_connection()
+                    watch = proxied.driver_connection
+                    proxied.detach()  # ours alone from now on: the pool opens another
+                    self._watch = watch
+                    self._watch_identity = object()
+                # fetchall ends the statement: no read snapshot is left holding back checkpoints.
+                rows = self._watch.execute("PRAGMA data_version").fetchall()
+            except Exception:  # noqa: BLE001 - unknown means "re-read"; the read reports why
+                self._close_watch()
+                return None
+            return (self._watch_identity, int(rows[0][0]))
+
+    def wait_for_change(self, since: object | None, timeout: float) -> object | None:
+        """The change token once it differs from ``since``, or the current one after ``timeout``
+        seconds. PostgreSQL wakes on the notification itself; SQLite checks its data version
+        every ``SQLITE_WATCH_SECONDS``. With no token to be had it just waits the timeout."""
+        if self.dialect == "postgresql":
+            return self._listener.wait(since, timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            token = self.change_token()
+            left = deadline - time.monotonic()
+            if (token is not None and token != since) or left <= 0:
+                return token
+            time.sleep(min(SQLITE_WATCH_SECONDS, left))
+
+    def _listening_connection(self) -> Any:
+        """A connection of the pool's kind, taken out of it for LISTEN, in autocommit mode."""
+        proxied = self.engine.raw_connection()
+        connection = proxied.driver_connection
+        proxied.detach()
+        connection.rollback()  # the pool's liveness check may have begun a transaction
+        connection.autocommit = True
+        return connection
+
+    def _close_watch(self) -> None:
+        watch, self._watch, self._watch_identity = self._watch, None, None
+        if watch is not None:
+            try:
+                watch.close()
+            except Exception:  # noqa: BLE001 - closing a broken connection may fail; it is gone
+                pass
+
+    def dispose(self) -> None:
+        self._listener.close()
+        with self._watch_lock:
+            self._close_watch()
+        self.engine.dispose()
+
+
+def open_store(
+    url: str,
+    *,
+    upgrade: bool = True,
+    progress: Callable[[str], None] | None = None,
+    read_only: bool = False,
+) -> Store:
+    """Open a store and bring its schema up to date (cheaply, when it already is). A read-only
+    open never migrates: a schema that is behind is read if the tables it needs are there
+    (``store.db.schema.check_readable``), else refused in words."""
+    from roundtable_console.store.db.schema import check_readable, ensure_schema
+
+    engine = create_store_engine(url, read_only=read_only)
+    # A read-only SQLite engine's URL is a file: URI; the store is described by the one given.
+    given = url if read_only and engine.dialect.name == "sqlite" else None
+    store = Store(engine, read_only=read_only, url=given)
+    try:
+        with store._guard():
+            if read_only:
+                check_readable(engine, store.description)
+            elif upgrade:
+                ensure_schema(engine, progress=progress)
+    except BaseException:
+        engine.dispose()
+        raise
+    return store

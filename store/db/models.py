@@ -1,0 +1,234 @@
+"""SQLModel tables with the reference store's table and column names (reference/schema.md).
+
+Everything the reference keeps as TEXT stays TEXT: timestamps are text in several forms, JSON lives
+in ``*_json`` columns. Our additions are ``agent_sessions.version`` and ``idempotency_keys``.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Double, Integer, SmallInteger, Table, Text
+from sqlmodel import Field, SQLModel
+
+from roundtable_console.store.records import SessionFields
+
+
+def _text(*, nullable: bool = True, primary_key: bool = False, default: str | None = None) -> str:
+    kwargs: dict = {"sa_type": Text, "nullable": nullable, "primary_key": primary_key}
+    if default is not None:
+        kwargs["default"] = default
+    elif nullable:
+        kwargs["default"] = None
+    return Field(**kwargs)  # type: ignore[no-any-return]
+
+
+class Workspace(SQLModel, table=True):
+    __tablename__ = "workspaces"
+    id: str = _text(primary_key=True, nullable=False)
+    name: str = _text(nullable=False)
+    root_path: str = Field(sa_type=Text, nullable=False, unique=True)
+    status: str = _text(nullable=False, default="active")
+    created_at: str = _text(nullable=False)
+    updated_at: str = _text(nullable=False)
+    display_name: str | None = _text()
+    root_alias: str | None = _text()
+    canonical_repository_identity: str | None = _text()
+    default_branch: str | None = _text()
+    last_opened_at: str | None = _text()
+    revision: int = Field(default=1, sa_type=Integer, nullable=False)
+
+
+class Agent(SQLModel, table=True):
+    __tablename__ = "agents"
+    id: str = _text(primary_key=True, nullable=False)
+    role: str = _text(nullable=False)
+    name: str = _text(nullable=False)
+    adapter: str = _text(nullable=False)
+    command: str | None = _text()
+    status: str = _text(nullable=False, default="idle")
+    is_enabled: int = Field(default=1, sa_type=Integer, nullable=False)
+    created_at: str | None = _text()
+
+
+class Run(SQLModel, table=True):
+    __tablename__ = "runs"
+    id: str = _text(primary_key=True, nullable=False)
+    goal: str | None = _text()
+    status: str = _text(nullable=False, default="active")
+    started_at: str = _text(nullable=False)
+    ended_at: str | None = _text()
+    metadata_json: str | None = _text()
+    workspace_id: str | None = _text()
+
+
+class Task(SQLModel, table=True):
+    __tablename__ = "tasks"
+    id: str = _text(primary_key=True, nullable=False)
+    title: str = _text(nullable=False)
+    body_md: str = _text(nullable=False)
+    status: str = _text(nullable=False, default="open")
+    priority: int = Field(default=100, sa_type=Integer, nullable=False)
+    risk: str = _text(nullable=False, default="normal")
+    assigned_agent_id: str | None = _text()
+    created_at: str | None = _text()
+    updated_at: str | None = _text()
+
+
+class Claim(SQLModel, table=True):
+    __tablename__ = "claims"
+    id: str = _text(primary_key=True, nullable=False)
+    resource_id: str = _text(nullable=False)
+    agent_id: str = _text(nullable=False)
+    task_id: str = _text(nullable=False)
+    claim_type: str = _text(nullable=False)
+    base_hash: str | None = _text()
+    status: str = _text(nullable=False, default="active")
+    expires_at: str = _text(nullable=False)
+    heartbeat_at: str | None = _text()
+    renewable: int = Field(default=1, sa_type=Integer, nullable=False)
+    resume_policy: str = _text(nullable=False, default="hold")
+    rationale_md: str | None = _text()
+    created_at: str | None = _text()
+    workspace_id: str | None = _text()
+
+
+class Proposal(SQLModel, table=True):
+    __tablename__ = "proposals"
+    id: str = _text(primary_key=True, nullable=False)
+    task_id: str = _text(nullable=False)
+    agent_id: str = _text(nullable=False)
+    title: str = _text(nullable=False)
+    summary_md: str = _text(nullable=False)
+    patch_path: str = _text(nullable=False)
+    status: str = _text(nullable=False, default="pending")
+    risk: str = _text(nullable=False, default="normal")
+    created_at: str | None = _text()
+    workspace_id: str | None = _text()
+    proposer_session_id: str | None = _text()
+    updated_at: str | None = _text()
+
+
+class Decision(SQLModel, table=True):
+    __tablename__ = "decisions"
+    id: str = _text(primary_key=True, nullable=False)
+    proposal_id: str | None = _text()
+    task_id: str | None = _text()
+    decision: str = _text(nullable=False)
+    rationale_md: str = _text(nullable=False)
+    decided_by: str = _text(nullable=False)
+    created_at: str | None = _text()
+
+
+class Event(SQLModel, table=True):
+    """The general activity stream."""
+
+    __tablename__ = "events"
+    __table_args__ = {"sqlite_autoincrement": True}
+    id: int | None = Field(default=None, primary_key=True, sa_type=Integer)
+    run_id: str = _text(nullable=False)
+    type: str = _text(nullable=False)
+    actor_id: str | None = _text()
+    task_id: str | None = _text()
+    payload_json: str = _text(nullable=False)
+    created_at: str = _text(nullable=False)
+
+
+class AgentSession(SQLModel, SessionFields, table=True):
+    """A session row; its behaviour (metadata, active, stale, JSON) is ``SessionFields``."""
+
+    __tablename__ = "agent_sessions"
+    id: str = _text(primary_key=True, nullable=False)
+    agent_id: str = _text(nullable=False)
+    run_id: str = _text(nullable=False)
+    adapter: str = _text(nullable=False)
+    provider: str | None = _text()
+    model: str | None = _text()
+    external_session_id: str | None = _text()
+    external_resume_command: str | None = _text()
+    working_directory: str = _text(nullable=False)
+    mcp_socket: str | None = _text()
+    status: str = _text(nullable=False, default="active")
+    started_at: str = _text(nullable=False)
+    last_seen_at: str | None = _text()
+    ended_at: str | None = _text()
+    metadata_json: str | None = _text()
+    workspace_id: str | None = _text()
+    version: int = Field(default=0, sa_type=Integer, nullable=False)
+    waiting_reason: str | None = _text()
+    waiting_since: str | None = _text()
+
+
+class AgentSessionEvent(SQLModel, table=True):
+    __tablename__ = "agent_session_events"
+    __table_args__ = {"sqlite_autoincrement": True}
+    id: int | None = Field(default=None, primary_key=True, sa_type=Integer)
+    session_id: str = _text(nullable=False)
+    event_type: str = _text(nullable=False)
+    payload_json: str = _text(nullable=False)
+    created_at: str = _text(nullable=False)
+    # Ours (migration 0009): the operator of a lifecycle action, and on PostgreSQL the role that
+    # wrote the row (set by the database itself).
+    actor: str | None = _text()
+    db_user: str | None = _text()
+
+
+class IdempotencyKey(SQLModel, table=True):
+    __tablename__ = "idempotency_keys"
+    key: str = _text(primary_key=True, nullable=False)
+    action: str = _text(nullable=False)
+    session_id: str = _text(nullable=False)
+    outcome: str = _text(nullable=False)
+    created_at: str = _text(nullable=False)
+
+
+class SessionStatusCount(SQLModel, table=True):
+    """Sessions per status, kept by triggers on agent_sessions (migration 0004)."""
+
+    __tablename__ = "session_status_counts"
+    status: str = _text(primary_key=True, nullable=False)
+    sessions: int = Field(default=0, sa_type=BigInteger, nullable=False)
+
+
+class SessionGroupCount(SQLModel, table=True):
+    """Sessions per group (an agent, a run, a workspace) and status, kept by triggers on
+    agent_sessions (migration 0008). ``keyed`` is 0 for the sessions without a workspace, whose
+    ``group_key`` is then ''."""
+
+    __tablename__ = "session_group_counts"
+    grouping: str = _text(primary_key=True, nullable=False)
+    keyed: int = Field(primary_key=True, sa_type=SmallInteger, nullable=False)
+    group_key: str = _text(primary_key=True, nullable=False)
+    status: str = _text(primary_key=True, nullable=False)
+    sessions: int = Field(default=0, sa_type=BigInteger, nullable=False)
+
+
+class SessionUsageTotal(SQLModel, table=True):
+    """The sessions with a usage object in their metadata, and their tokens and cost summed, per
+    agent and per run (``grouping``), kept by triggers on agent_sessions (migration 0009)."""
+
+    __tablename__ = "session_usage_totals"
+    grouping: str = _text(primary_key=True, nullable=False)
+    group_key: str = _text(primary_key=True, nullable=False)
+    sessions: int = Field(default=0, sa_type=BigInteger, nullable=False)
+    tokens: float = Field(default=0, sa_type=Double, nullable=False)
+    cost: float = Field(default=0, sa_type=Double, nullable=False)
+
+
+# The record kinds of import, export and the demo, in export order, each with its table: the
+# reference's tables. idempotency_keys and the session counts tables are ours and are not records.
+RECORD_TABLES: dict[str, Table] = {
+    kind: model.__table__  # type: ignore[attr-defined]
+    for kind, model in (
+        ("workspace", Workspace),
+        ("agent", Agent),
+        ("run", Run),
+        ("task", Task),
+        ("claim", Claim),
+        ("proposal", Proposal),
+        ("decision", Decision),
+        ("event", Event),
+        ("session", AgentSession),
+        ("session_event", AgentSessionEvent),
+    )
+}
+# Kinds whose rows are appended history, never replaced by id.
+HISTORY_KINDS = frozenset({"event", "session_event"})

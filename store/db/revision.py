@@ -1,0 +1,14 @@
+"""The schema revision this code brings a store to, and the revisions it can upgrade from.
+
+Plain data (no Alembic, no SQLAlchemy): ``store.db.schema`` migrates with them, and the console's
+quick first read (``store.reads.first_window``) checks a store is current with ``sqlite3`` alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+HEAD_REVISION = "0010_usage_totals"
+# Each migration file is named after its revision id (tests/test_database.py checks this).
+KNOWN_REVISIONS = frozenset(path.stem for path in (MIGRATIONS_DIR / "versions").glob("0*.py"))

@@ -1,0 +1,275 @@
+"""The six detail projections of a session (the reference's subresources), read in SQL pages.
+
+Each paged projection is a keyset page: rows after the cursor's key, ``LIMIT n + 1`` to learn
+whether another page exists. A cursor names its projection and its session, so it cannot be
+replayed against another list.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Table, and_, func, or_, select
+
+from roundtable_console.store import validation
+from roundtable_console.store.db.models import (
+    AgentSession,
+    AgentSessionEvent,
+    Claim,
+    Event,
+    Proposal,
+)
+from roundtable_console.store.errors import InvalidCursor
+from roundtable_console.store.reads.paging import Page, decode_cursor, encode_cursor
+from roundtable_console.store.reads.sessions import get_session
+from roundtable_console.store.rules import PAGED_PROJECTIONS, UNPAGED_PROJECTIONS
+from roundtable_console.store.safety.credentials import redact_output_json_text, redact_output_text
+
+_SESSION_EVENTS = AgentSessionEvent.__table__  # type: ignore[attr-defined]
+_EVENTS = Event.__table__  # type: ignore[attr-defined]
+_CLAIMS = Claim.__table__  # type: ignore[attr-defined]
+_PROPOSALS = Proposal.__table__  # type: ignore[attr-defined]
+
+METRIC_KEY_BLOCKLIST: tuple[str, ...] = ("secret", "password", "api_key", "authorization")
+ENVIRONMENT_NOTE = (
+    "This fingerprint describes the viewer's own process (the console or CLI reading the store), "
+    "not the agent's environment; only the adapter comes from the session."
+)
+
+
+@dataclass(frozen=True)
+class _Paged:
+    """One paged projection: the rows of ``table`` that belong to a session, a keyset page at a
+    time by their ``id``, each shaped into the item the caller sees."""
+
+    kind: str
+    table: Table
+    columns: tuple[str, ...]
+    belongs: Callable[[AgentSession], ColumnElement[bool]]
+    shape: Callable[[Any], dict[str, Any]]
+
+    def page(
+        self, db: Connection, session_id: str, limit: int | None, cursor: str | None
+    ) -> Page[dict[str, Any]]:
+        session = get_session(db=db, session_id=session_id)
+        size = validation.limit(limit)
+        key = self.table.c.id
+        statement = select(key, *(self.table.c[name] for name in self.columns)).where(
+            self.belongs(session)
+        )
+        after = self._after(session.id, cursor, key.type.python_type)
+        if after is not None:
+            statement = statement.where(key > after)
+        rows = db.execute(statement.order_by(key).limit(size + 1)).all()
+        items = [self.shape(row) for row in rows[:size]]
+        more = len(rows) > size
+        next_cursor = encode_cursor(self.kind, session.id, items[-1]["id"]) if more else None
+        return Page(items=items, next_cursor=next_cursor)
+
+    def _after(self, session_id: str, cursor: str | None, key_type: type) -> Any:
+        """The last key of the previous page, or None for the first page."""
+        if not cursor:
+            return None
+        owner, key = decode_cursor(self.kind, cursor, 2)
+        if owner != session_id or not isinstance(key, key_type) or isinstance(key, bool):
+            raise InvalidCursor(f"That cursor does not belong to this session's {self.kind} list.")
+        return key
+
+
+def _text(value: str | None) -> str | None:
+    return redact_output_text(value) if value is not None else None
+
+
+def _decode_payload(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        decoded = json.loads(text)
+    except (json.JSONDecodeError, TypeError, ValueError, RecursionError):
+        return {}
+    return decoded if isinstance(decoded, dict) else {}
+
+
+def _payload_string(payload: dict[str, Any], key: str) -> str | None:
+    value = payload.get(key)
+    return redact_output_text(value) if isinstance(value, str) and value else None
+
+
+def _tool_call(row: Any) -> dict[str, Any]:
+    payload = _decode_payload(row.payload_json)
+    event_type = row.type or ""
+    fallback = event_type.removeprefix("tool.")
+    return {
+        "id": row.id,
+        "type": redact_output_text(event_type),
+        "tool": _payload_string(payload, "tool") or redact_output_text(fallback),
+        "action": _payload_string(payload, "action"),
+        "status": _payload_string(payload, "status"),
+        "actor": row.actor_id,
+        "created_at": row.created_at,
+    }
+
+
+def _is_tool_call(session: AgentSession) -> ColumnElement[bool]:
+    """Events of the session's run that look like tool calls (ref heuristic): a type starting
+    with exactly ``tool.``, or a payload mentioning "tool" in any case."""
+    # substr, not LIKE: SQLite's LIKE ignores case, and the reference's prefix is exact.
+    return and_(
+        _EVENTS.c.run_id == session.run_id,
+        or_(
+            func.substr(_EVENTS.c.type, 1, 5) == "tool.",
+            func.lower(_EVENTS.c.payload_json).contains("tool", autoescape=True),
+        ),
+    )
+
+
+_LOGS = _Paged(
+    kind="logs",
+    table=_SESSION_EVENTS,
+    columns=("event_type", "payload_json", "created_at"),
+    belongs=lambda session: _SESSION_EVENTS.c.session_id == session.id,
+    shape=lambda row: {
+        "id": row.id,
+        "event_type": row.event_type,
+        "payload": redact_output_json_text(row.payload_json),
+        "created_at": row.created_at,
+    },
+)
+_TOOL_CALLS = _Paged(
+    kind="tool-calls",
+    table=_EVENTS,
+    columns=("type", "actor_id", "payload_json", "created_at"),
+    belongs=_is_tool_call,
+    shape=_tool_call,
+)
+_CLAIMS_OF_AGENT = _Paged(
+    kind="claims",
+    table=_CLAIMS,
+    columns=(
+        "resource_id",
+        "task_id",
+        "claim_type",
+        "status",
+        "expires_at",
+        "heartbeat_at",
+        "created_at",
+        "rationale_md",
+    ),
+    belongs=lambda session: _CLAIMS.c.agent_id == session.agent_id,
+    shape=lambda row: {
+        "id": row.id,
+        "resource_id": row.resource_id,
+        "task_id": row.task_id,
+        "claim_type": row.claim_type,
+        "status": row.status,
+        "expires_at": row.expires_at,
+        "heartbeat_at": row.heartbeat_at,
+        "created_at": row.created_at,
+        "rationale": _text(row.rationale_md),
+    },
+)
+_PROPOSALS_OF_AGENT = _Paged(
+    kind="proposals",
+    table=_PROPOSALS,
+    columns=("task_id", "title", "summary_md", "status", "risk", "created_at"),
+    belongs=lambda session: _PROPOSALS.c.agent_id == session.agent_id,
+    shape=lambda row: {
+        "id": row.id,
+        "task_id": row.task_id,
+        "title": _text(row.title),
+        "summary": _text(row.summary_md),
+        "status": row.status,
+        "risk": row.risk,
+        "created_at": row.created_at,
+    },
+)
+
+
+def session_logs(
+    *, db: Connection, session_id: str, limit: int | None = None, cursor: str | None = None
+) -> Page[dict[str, Any]]:
+    """This session's recorded history, oldest first; payloads as redacted JSON strings."""
+    return _LOGS.page(db, session_id, limit, cursor)
+
+
+def logs_cursor(session_id: str, last_id: int) -> str:
+    """A cursor that continues this session's logs after event ``last_id``: what a follower
+    that has shown the history up to that event passes to ``session_logs``."""
+    return encode_cursor(_LOGS.kind, session_id, last_id)
+
+
+def tool_calls(
+    *, db: Connection, session_id: str, limit: int | None = None, cursor: str | None = None
+) -> Page[dict[str, Any]]:
+    """Events of the session's run that look like tool calls, each naming its actor."""
+    return _TOOL_CALLS.page(db, session_id, limit, cursor)
+
+
+def session_claims(
+    *, db: Connection, session_id: str, limit: int | None = None, cursor: str | None = None
+) -> Page[dict[str, Any]]:
+    """All of the agent's claims, whatever their status, by id; rationale redacted."""
+    return _CLAIMS_OF_AGENT.page(db, session_id, limit, cursor)
+
+
+def session_proposals(
+    *, db: Connection, session_id: str, limit: int | None = None, cursor: str | None = None
+) -> Page[dict[str, Any]]:
+    """All of the agent's proposals by id; title and summary redacted; never the patch."""
+    return _PROPOSALS_OF_AGENT.page(db, session_id, limit, cursor)
+
+
+def _is_metric(key: str, value: Any) -> bool:
+    if any(blocked in key.lower() for blocked in METRIC_KEY_BLOCKLIST):
+        return False
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value)
+
+
+def usage_metrics(session: AgentSession) -> dict[str, int | float]:
+    usage = (validation.decode_metadata(session.metadata_json) or {}).get("usage")
+    if not isinstance(usage, dict):
+        return {}
+    return {str(key): value for key, value in usage.items() if _is_metric(str(key), value)}
+
+
+def session_metrics(*, db: Connection, session_id: str) -> dict[str, Any]:
+    """Numeric values the adapter put in ``metadata.usage``; token counts kept (ref)."""
+    session = get_session(db=db, session_id=session_id)
+    return {"session_id": session.id, "usage": usage_metrics(session), "source": "adapter_metadata"}
+
+
+def session_environment(*, db: Connection, session_id: str) -> dict[str, Any]:
+    """The viewer's Python, OS and architecture, with the session's stored adapter."""
+    session = get_session(db=db, session_id=session_id)
+    return {
+        "session_id": session.id,
+        "fingerprint": {
+            "python_version": platform.python_version(),
+            "os": sys.platform,
+            "arch": platform.machine(),
+            "adapter": session.adapter,
+        },
+        "scope": "viewer",
+        "note": ENVIRONMENT_NOTE,
+    }
+
+
+# Each projection's function, by its name in store.rules.
+PROJECTIONS: dict[str, Callable[..., Any]] = {
+    "logs": session_logs,
+    "tool-calls": tool_calls,
+    "claims": session_claims,
+    "proposals": session_proposals,
+    "metrics": session_metrics,
+    "environment": session_environment,
+}
+PAGED: tuple[str, ...] = PAGED_PROJECTIONS
+UNPAGED: tuple[str, ...] = UNPAGED_PROJECTIONS

@@ -1,0 +1,250 @@
+"""The agent's writes through the database layer: register, heartbeat, end (the quick path,
+``store.writes.quick_writes``, does the same with the driver alone), and many sessions written
+in one transaction.
+
+Each write is one statement on the row plus its history row, in the caller's transaction
+(``Store.write()``), so a success proves the history exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Connection, and_, bindparam, case, func, text, update
+
+from roundtable_console.store.clock import Clock, format_ts, system_clock
+from roundtable_console.store.db.models import AgentSession
+from roundtable_console.store.db.session_rows import SESSIONS, as_session, session_from_row
+from roundtable_console.store.errors import SessionNotFound
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.writes.history import Prepared, append_session_event
+from roundtable_console.store.writes.write_values import (
+    end_values,
+    heartbeat_values,
+    register_values,
+    registered_payload,
+    update_payload,
+)
+
+_C = SESSIONS.c
+
+
+def register(
+    *,
+    db: Connection,
+    session_id: str,
+    agent_id: str,
+    run_id: str,
+    adapter: str,
+    working_directory: str,
+    provider: str | None = None,
+    model: str | None = None,
+    external_session_id: str | None = None,
+    resume_command: str | None = None,
+    mcp_socket: str | None = None,
+    status: str | None = None,
+    metadata: str | dict[str, Any] | None = None,
+    adapters: Mapping[str, AdapterConfig] | None = None,
+    clock: Clock = system_clock,
+) -> AgentSession:
+    """Upsert keyed by the caller's id: an existing session is replaced, not merged (ref)."""
+    values = register_values(
+        session_id=session_id,
+        agent_id=agent_id,
+        run_id=run_id,
+        adapter=adapter,
+        working_directory=working_directory,
+        provider=provider,
+        model=model,
+        external_session_id=external_session_id,
+        resume_command=resume_command,
+        mcp_socket=mcp_socket,
+        status=status,
+        metadata=metadata,
+        adapters=adapters,
+    )
+    now = format_ts(clock())
+    replaced = {name: value for name, value in values.items() if name != "id"}
+    replaced.update(last_seen_at=now, ended_at=None, waiting_reason=None, waiting_since=None)
+    statement = _dialect_insert(db)(SESSIONS).values(
+        **values, started_at=now, last_seen_at=now, ended_at=None, version=0
+    )
+    statement = statement.on_conflict_do_update(
+        index_elements=[_C.id],
+        set_={**replaced, "version": _C.version + 1},
+    ).returning(*SESSIONS.c)
+    session = session_from_row(db.execute(statement).one())
+    append_session_event(
+        db,
+        session_id=session.id,
+        event_type="registered",
+        payload=registered_payload(status=session.status, adapter=session.adapter),
+        now=now,
+    )
+    return session
+
+
+def _prebuilt_update(**values: Any) -> Prepared:
+    """``UPDATE agent_sessions SET … WHERE id = :session_id RETURNING *``, built once at import:
+    each call then only binds values (no statement construction, coercion or cache lookup)."""
+    return Prepared(
+        update(SESSIONS)
+        .where(_C.id == bindparam("session_id"))
+        .values(version=_C.version + 1, **values)
+        .returning(*SESSIONS.c)
+    )
+
+
+# A NULL status or external session id keeps the stored one (ref: blank values change nothing).
+# A waiting reason sets the wait (its time kept while the reason stays the same); none clears it.
+_WAITING = bindparam("waiting", type_=_C.waiting_reason.type)
+
+_HEARTBEAT = _prebuilt_update(
+    status=func.coalesce(bindparam("status", type_=_C.status.type), _C.status),
+    external_session_id=func.coalesce(
+        bindparam("external_session_id", type_=_C.external_session_id.type),
+        _C.external_session_id,
+    ),
+    last_seen_at=bindparam("now"),
+    waiting_reason=_WAITING,
+    waiting_since=case(
+        (_WAITING.is_(None), None),
+        (and_(_C.waiting_since.is_not(None), _C.waiting_reason == _WAITING), _C.waiting_since),
+        else_=bindparam("now"),
+    ),
+)
+
+_END = _prebuilt_update(
+    status=bindparam("status"),
+    ended_at=bindparam("now"),
+    last_seen_at=bindparam("now"),
+    waiting_reason=None,
+    waiting_since=None,
+)
+
+
+def heartbeat(
+    *,
+    db: Connection,
+    session_id: str,
+    status: str | None = None,
+    external_session_id: str | None = None,
+    waiting: str | None = None,
+    clock: Clock = system_clock,
+) -> AgentSession:
+    """An agent's heartbeat (ref): non-empty values replace, ``last_seen_at`` always moves,
+    ``ended_at`` is never cleared. ``waiting`` (ours): the session waits for a human, for that
+    reason; a heartbeat without it ends the wait."""
+    values = heartbeat_values(
+        session_id=session_id,
+        status=status,
+        external_session_id=external_session_id,
+        waiting=waiting,
+    )
+    return _update_one(db, _HEARTBEAT, values, clock=clock, event=("heartbeat", "last_seen_at"))
+
+
+def end(
+    *,
+    db: Connection,
+    session_id: str,
+    status: str | None = None,
+    clock: Clock = system_clock,
+) -> AgentSession:
+    """End (ref): status = given value or ``ended``; end and last-seen times = now."""
+    values = end_values(session_id=session_id, status=status)
+    return _update_one(db, _END, values, clock=clock, event=("ended", "ended_at"))
+
+
+def _update_one(
+    db: Connection,
+    statement: Prepared,
+    values: dict[str, Any],
+    *,
+    clock: Clock,
+    event: tuple[str, str],
+) -> AgentSession:
+    """Run a prebuilt update at ``now`` and record it in the session's history: ``event`` names
+    the event type and the field its payload carries the time in, beside the new status."""
+    now = format_ts(clock())
+    row = statement.execute(db, {**values, "now": now})
+    if row is None:
+        raise SessionNotFound(f"No session has the id {values['session_id']!r}.")
+    session = as_session(row)
+    event_type, time_field = event
+    payload = update_payload(
+        status=session.status, time_field=time_field, now=now, waiting_reason=session.waiting_reason
+    )
+    append_session_event(db, session_id=session.id, event_type=event_type, payload=payload, now=now)
+    return session
+
+
+def _dialect_insert(db: Connection) -> Any:
+    """The dialect's INSERT (with ON CONFLICT), imported only by the writes that upsert: the
+    PostgreSQL dialect costs a heartbeat on SQLite tens of milliseconds of start-up."""
+    if db.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert
+
+
+@contextmanager
+def bulk_session_writes(*, db: Connection) -> Iterator[None]:
+    """Around a write of many sessions in one transaction (an import, the demo). On PostgreSQL
+    the count triggers stand aside for it and the counts are taken once at its end: counting
+    row by row would update one count row as many times, each update slower than the last.
+    Every other status change waits until the transaction commits, so none falls between the
+    count and the commit (and none waits for the bulk write while it waits for them). On SQLite
+    the triggers count as they go, at no such cost, and the write transaction already has the
+    database to itself."""
+    if db.dialect.name != "postgresql":
+        yield
+        return
+    # In the order the triggers touch them (by name: the group counts first), so that a writer
+    # holding one never waits here for the other.
+    db.execute(text("LOCK TABLE session_group_counts IN SHARE ROW EXCLUSIVE MODE"))
+    db.execute(text("LOCK TABLE session_status_counts IN SHARE ROW EXCLUSIVE MODE"))
+    db.execute(text("LOCK TABLE session_usage_totals IN SHARE ROW EXCLUSIVE MODE"))
+    # Local to the transaction: the pooled connection counts row by row again after it.
+    db.execute(text("SELECT set_config('roundtable.bulk_session_writes', 'on', true)"))
+    yield
+    db.execute(text("SELECT set_config('roundtable.bulk_session_writes', 'off', true)"))
+    db.execute(text("DELETE FROM session_status_counts"))
+    db.execute(
+        text(
+            "INSERT INTO session_status_counts (status, sessions) "
+            "SELECT status, count(*) FROM agent_sessions GROUP BY status"
+        )
+    )
+    db.execute(text("DELETE FROM session_group_counts"))
+    db.execute(text(RECOUNT_GROUPS))
+    db.execute(text("DELETE FROM session_usage_totals"))
+    db.execute(text(RECOUNT_USAGE))
+
+
+# Every group's sessions by status, counted (migration 0008 seeds its table the same way).
+_GROUP_KEYS = (("agent", "agent_id"), ("run", "run_id"), ("workspace", "rt_workspace"))
+
+RECOUNT_GROUPS = (
+    "INSERT INTO session_group_counts (grouping, keyed, group_key, status, sessions) "
+    + " UNION ALL ".join(
+        f"SELECT '{grouping}', CASE WHEN {key} IS NULL THEN 0 ELSE 1 END, COALESCE({key}, ''),"
+        f" status, count(*) FROM agent_sessions GROUP BY {key}, status"
+        for grouping, key in _GROUP_KEYS
+    )
+)
+
+# Every agent's and run's usage totals, summed (migration 0009 seeds its table the same way).
+RECOUNT_USAGE = (
+    "INSERT INTO session_usage_totals (grouping, group_key, sessions, tokens, cost) "
+    + " UNION ALL ".join(
+        f"SELECT '{grouping}', COALESCE({key}, ''), count(*), sum(u[2]), sum(u[3])"
+        f" FROM (SELECT {key}, rt_usage(metadata_json) AS u FROM agent_sessions"
+        " WHERE metadata_json LIKE '%usage%') AS used"
+        f" WHERE u IS NOT NULL GROUP BY COALESCE({key}, '')"
+        for grouping, key in (("agent", "agent_id"), ("run", "run_id"))
+    )
+)

@@ -1,0 +1,333 @@
+"""The agent's writes (register, heartbeat, end) with the database's own driver alone.
+
+Agents run ``roundtable sessions heartbeat`` all day, often as a fresh process, and importing the
+database layer (SQLAlchemy, SQLModel, pydantic) costs several times what the write does. On a store
+whose schema is current these writes go through ``sqlite3`` or ``psycopg`` directly, as the
+console's first window is read (``store.reads.first_window``): the same rules and history payloads
+(``store.writes.write_values``), the same statements as ``store.writes.agent_writes`` (one
+transaction with its history row; the ``version`` bump; the counts tables and PostgreSQL's NOTIFY
+kept by the store's triggers), the same errors. tests/test_quick_writes.py holds the two paths equal
+on twin stores.
+
+Each function returns the written row, or None when this path does not take the store (another
+kind of URL, a file that does not exist yet or is not a store, a schema not at
+``HEAD_REVISION``, an unexpected driver error before anything was committed): the caller then
+takes the normal path, which migrates, words the error, or writes.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import closing, contextmanager, suppress
+from pathlib import Path
+from typing import Any, Protocol
+
+from roundtable_console.store.clock import Clock, format_ts, system_clock
+from roundtable_console.store.db import drivers
+from roundtable_console.store.db.revision import HEAD_REVISION
+from roundtable_console.store.errors import DatabaseUnavailable, SessionNotFound
+from roundtable_console.store.records import SESSION_COLUMNS, SessionRecord
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.writes.write_values import (
+    end_values,
+    heartbeat_values,
+    register_values,
+    registered_payload,
+    to_json_text,
+    update_payload,
+)
+
+# A server that does not answer within this is unavailable, as on the normal path.
+CONNECT_TIMEOUT_SECONDS = 5
+
+_RETURNING = "RETURNING " + ", ".join(SESSION_COLUMNS)
+
+# The statements of store.writes.agent_writes, written with :name parameters (every one of them
+# text).
+_HEARTBEAT = f"""
+UPDATE agent_sessions SET
+  status = COALESCE(:status, status),
+  external_session_id = COALESCE(:external_session_id, external_session_id),
+  last_seen_at = :now,
+  waiting_reason = :waiting,
+  waiting_since = CASE
+    WHEN :waiting IS NULL THEN NULL
+    WHEN waiting_since IS NOT NULL AND waiting_reason = :waiting THEN waiting_since
+    ELSE :now END,
+  version = version + 1
+WHERE id = :session_id {_RETURNING}"""
+
+_END = f"""
+UPDATE agent_sessions SET
+  status = :status, ended_at = :now, last_seen_at = :now,
+  waiting_reason = NULL, waiting_since = NULL, version = version + 1
+WHERE id = :session_id {_RETURNING}"""
+
+# Register replaces these (and the times); workspace_id and started_at stay as they were.
+_REGISTERED = (
+    "agent_id",
+    "run_id",
+    "adapter",
+    "working_directory",
+    "provider",
+    "model",
+    "external_session_id",
+    "external_resume_command",
+    "mcp_socket",
+    "status",
+    "metadata_json",
+)
+_REGISTER = f"""
+INSERT INTO agent_sessions
+  (id, {", ".join(_REGISTERED)}, started_at, last_seen_at, ended_at, version)
+VALUES (:id, {", ".join(f":{name}" for name in _REGISTERED)}, :now, :now, NULL, 0)
+ON CONFLICT (id) DO UPDATE SET
+  {", ".join(f"{name} = :{name}" for name in _REGISTERED)},
+  last_seen_at = :now, ended_at = NULL, waiting_reason = NULL, waiting_since = NULL,
+  version = agent_sessions.version + 1
+{_RETURNING}"""
+
+_APPEND_EVENT = """
+INSERT INTO agent_session_events (session_id, event_type, payload_json, created_at)
+VALUES (:session_id, :event_type, :payload_json, :now)"""
+
+_REVISION = "SELECT version_num FROM alembic_version"
+
+_NAMED = re.compile(r":([a-z_]+)")
+
+
+def _postgres(statement: str) -> str:
+    """A statement in psycopg's parameter style; each parameter typed as text, which the server
+    could not always infer (``:waiting IS NULL``)."""
+    return _NAMED.sub(r"CAST(%(\1)s AS TEXT)", statement)
+
+
+class _Cursor(Protocol):
+    def execute(self, query: Any, params: Any = ..., /) -> Any: ...
+
+
+class _Unavailable(Exception):
+    """The store refused the write for a reason the normal path reports as unavailable."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _NotTaken(Exception):
+    """This path does not take the store; the normal path will."""
+
+
+def heartbeat(
+    url: str,
+    *,
+    session_id: str,
+    status: str | None = None,
+    external_session_id: str | None = None,
+    waiting: str | None = None,
+    clock: Clock = system_clock,
+) -> SessionRecord | None:
+    """``store.writes.agent_writes.heartbeat`` on the store at ``url``, in a transaction of its
+    own."""
+
+    def write(run: _Run) -> SessionRecord:
+        values = heartbeat_values(
+            session_id=session_id,
+            status=status,
+            external_session_id=external_session_id,
+            waiting=waiting,
+        )
+        return _update_one(run, _HEARTBEAT, values, clock, "heartbeat", "last_seen_at")
+
+    return _write(url, write)
+
+
+def end(
+    url: str, *, session_id: str, status: str | None = None, clock: Clock = system_clock
+) -> SessionRecord | None:
+    """``store.writes.agent_writes.end`` on the store at ``url``, in a transaction of its own."""
+
+    def write(run: _Run) -> SessionRecord:
+        values = end_values(session_id=session_id, status=status)
+        return _update_one(run, _END, values, clock, "ended", "ended_at")
+
+    return _write(url, write)
+
+
+def register(
+    url: str,
+    *,
+    adapters: Mapping[str, AdapterConfig] | None = None,
+    clock: Clock = system_clock,
+    **given: Any,
+) -> SessionRecord | None:
+    """``store.writes.agent_writes.register`` on the store at ``url`` (``given``: its inputs by its
+    parameter names), in a transaction of its own."""
+
+    def write(run: _Run) -> SessionRecord:
+        values = register_values(adapters=adapters, **given)
+        now = format_ts(clock())
+        session = _session(run(_REGISTER, {**values, "now": now}))
+        assert session is not None  # an upsert always returns its row
+        payload = registered_payload(status=session.status, adapter=session.adapter)
+        _append_event(run, session.id, "registered", payload, now)
+        return session
+
+    return _write(url, write)
+
+
+# Runs one statement (with :name parameters) in the write's transaction; its first row.
+_Run = Callable[[str, Mapping[str, Any]], Any]
+
+
+def _update_one(
+    run: _Run,
+    statement: str,
+    values: dict[str, Any],
+    clock: Clock,
+    event_type: str,
+    time_field: str,
+) -> SessionRecord:
+    now = format_ts(clock())
+    session = _session(run(statement, {**values, "now": now}))
+    if session is None:
+        raise SessionNotFound(f"No session has the id {values['session_id']!r}.")
+    payload = update_payload(
+        status=session.status, time_field=time_field, now=now, waiting_reason=session.waiting_reason
+    )
+    _append_event(run, session.id, event_type, payload, now)
+    return session
+
+
+def _append_event(
+    run: _Run, session_id: str, event_type: str, payload: dict[str, Any], now: str
+) -> None:
+    row = {
+        "session_id": session_id,
+        "event_type": event_type,
+        "payload_json": to_json_text(payload),
+        "now": now,
+    }
+    run(_APPEND_EVENT, row)
+
+
+def _session(row: Any) -> SessionRecord | None:
+    return None if row is None else SessionRecord.from_row(tuple(row))
+
+
+def _write(url: str, write: Callable[[_Run], SessionRecord]) -> SessionRecord | None:
+    """``write`` in one transaction on the store at ``url``; None when this path does not take
+    it. A refusal of the rules (``StoreError``) rolls back and propagates; so does a store that
+    is unavailable, in the normal path's words."""
+    try:
+        if drivers.postgres_dsn(url) is not None:
+            return _write_postgres(url, write)
+        path = drivers.sqlite_file(url)
+        if path is None:
+            return None
+        return _write_sqlite(path, write)
+    except _NotTaken:
+        return None
+    except _Unavailable as refused:
+        description = _description(url)
+        reason = refused.reason.strip().splitlines()[0] if refused.reason.strip() else "unknown"
+        raise DatabaseUnavailable(drivers.unavailable_message(description, reason)) from None
+
+
+def _description(url: str) -> str:
+    """The store as ``store.Store.description`` names it: a PostgreSQL URL with its driver."""
+    shown = drivers.describe(url) or url
+    if drivers.postgres_dsn(url) is not None:
+        return "postgresql+psycopg" + shown[shown.index("://") :]
+    return shown
+
+
+def _write_sqlite(path: Path, write: Callable[[_Run], SessionRecord]) -> SessionRecord:
+    timeout = drivers.BUSY_TIMEOUT_MS / 1000
+    try:
+        conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    except sqlite3.Error:
+        raise _NotTaken from None
+    with closing(conn):
+        with _sqlite_errors():
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                raise _NotTaken  # the normal path turns the store to WAL first
+            conn.execute(f"PRAGMA busy_timeout = {drivers.BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        # The write lock at BEGIN, as store.Store.write takes it.
+        with _sqlite_errors(locking=True):
+            conn.execute("BEGIN IMMEDIATE")
+        try:
+            with _sqlite_errors():
+                _check_revision(conn)
+
+            def run(statement: str, values: Mapping[str, Any]) -> Any:
+                with _sqlite_errors(locking=True):
+                    return conn.execute(statement, values).fetchone()
+
+            session = write(run)
+            with _sqlite_errors(locking=True):
+                conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                with suppress(sqlite3.Error):  # a failed rollback is SQLite's own on close
+                    conn.execute("ROLLBACK")
+            raise
+    return session
+
+
+@contextmanager
+def _sqlite_errors(*, locking: bool = False) -> Iterator[None]:
+    """SQLite's errors as this path's: a store busy or failing while its write lock is taken or
+    held (``locking``) is unavailable, as on the normal path; any other error leaves the store
+    to the normal path (after a rollback, when a write had begun)."""
+    try:
+        yield
+    except sqlite3.OperationalError as error:
+        if locking:
+            raise _Unavailable(str(error)) from None
+        raise _NotTaken from None
+    except sqlite3.Error:
+        raise _NotTaken from None
+
+
+def _check_revision(conn: _Cursor) -> None:
+    rows = conn.execute(_REVISION).fetchall()
+    if len(rows) != 1 or str(rows[0][0]) != HEAD_REVISION:
+        raise _NotTaken
+
+
+def _write_postgres(url: str, write: Callable[[_Run], SessionRecord]) -> SessionRecord:
+    import psycopg
+
+    dsn = drivers.postgres_dsn(url)
+    try:
+        conn = psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT_SECONDS)
+    except psycopg.OperationalError as error:
+        raise _Unavailable(str(error)) from None
+    except psycopg.Error:
+        raise _NotTaken from None
+    with conn:
+        try:
+            _check_revision(conn)
+        except psycopg.Error:
+            raise _NotTaken from None
+
+        def run(statement: str, values: Mapping[str, Any]) -> Any:
+            try:
+                cursor = conn.execute(_postgres(statement), values)
+                return cursor.fetchone() if cursor.description is not None else None
+            except psycopg.OperationalError as error:
+                raise _Unavailable(str(error)) from None
+            except psycopg.Error:
+                raise _NotTaken from None
+
+        session = write(run)
+        try:
+            conn.commit()
+        except psycopg.OperationalError as error:
+            raise _Unavailable(str(error)) from None
+    return session

@@ -1,0 +1,101 @@
+"""What the agent's writes (register, heartbeat, end) store, decided from their inputs, and the
+history payloads they leave.
+
+Standard library only: the store's operations (``store.writes.agent_writes``) and the agent's quick
+writes on the database's own driver (``store.writes.quick_writes``) both decide here, so the two
+paths apply the same rules, refuse with the same errors and leave the same history.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from roundtable_console.store import validation
+from roundtable_console.store.resume.adapters import AdapterConfig, resolve
+
+# json.dumps with these options builds a new encoder on every call; one shared encoder does not.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
+def to_json_text(payload: dict[str, Any]) -> str:
+    """A history payload as stored: compact, keys sorted."""
+    return _ENCODER.encode(payload)
+
+
+def register_values(
+    *,
+    session_id: str,
+    agent_id: str,
+    run_id: str,
+    adapter: str,
+    working_directory: str,
+    provider: str | None = None,
+    model: str | None = None,
+    external_session_id: str | None = None,
+    resume_command: str | None = None,
+    mcp_socket: str | None = None,
+    status: str | None = None,
+    metadata: str | dict[str, Any] | None = None,
+    adapters: Mapping[str, AdapterConfig] | None = None,
+) -> dict[str, Any]:
+    """The columns a register writes (all but the times), by name; ``InvalidSession`` or
+    ``InvalidSessionStatus`` before anything is written."""
+    values: dict[str, Any] = {
+        "id": validation.required("Session id", session_id),
+        "agent_id": validation.required("Agent", agent_id),
+        "run_id": validation.required("Run", run_id),
+        "adapter": validation.required("Adapter", adapter),
+        "working_directory": validation.required("Working directory", working_directory),
+        "provider": validation.optional(provider),
+        "model": validation.optional(model),
+        "external_session_id": validation.optional(external_session_id),
+        "external_resume_command": validation.optional(resume_command),
+        "mcp_socket": validation.optional(mcp_socket),
+        "status": validation.status(status) if status and status.strip() else "active",
+        "metadata_json": validation.metadata(metadata),
+    }
+    if values["external_resume_command"] is None and values["external_session_id"]:
+        values["external_resume_command"] = resolve(adapters, values["adapter"]).expand(
+            values["external_session_id"]
+        )
+    return values
+
+
+def heartbeat_values(
+    *,
+    session_id: str,
+    status: str | None = None,
+    external_session_id: str | None = None,
+    waiting: str | None = None,
+) -> dict[str, Any]:
+    """An agent's heartbeat (ref): a None status or external id keeps the stored one; a waiting
+    reason (validated, redacted) sets the wait, none ends it."""
+    return {
+        "session_id": session_id,
+        "status": validation.status(status) if status and status.strip() else None,
+        "external_session_id": (external_session_id or "").strip() or None,
+        "waiting": validation.waiting_reason(waiting) if waiting is not None else None,
+    }
+
+
+def end_values(*, session_id: str, status: str | None = None) -> dict[str, Any]:
+    """End (ref): the given status, else ``ended``."""
+    final = validation.status(status) if status and status.strip() else "ended"
+    return {"session_id": session_id, "status": final}
+
+
+def registered_payload(*, status: str, adapter: str) -> dict[str, Any]:
+    return {"status": status, "adapter": adapter}
+
+
+def update_payload(
+    *, status: str, time_field: str, now: str, waiting_reason: str | None
+) -> dict[str, Any]:
+    """A heartbeat's or an end's history payload: the new status, the time in ``time_field``
+    (``last_seen_at``, ``ended_at``), and the reason the session waits, if it does."""
+    payload: dict[str, Any] = {"status": status, time_field: now}
+    if waiting_reason is not None:
+        payload["waiting"] = waiting_reason
+    return payload
