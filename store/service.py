@@ -36,7 +36,7 @@ def perform_action(*, store: Store, action: str, **arguments: Any) -> ActionOutc
     ``impact_details``."""
     from roundtable_console.store.writes.lifecycle import ACTIONS
 
-    with store.write() as db:
+    with store.write(durable=True) as db:
         return ACTIONS[action](db=db, **arguments)
 
 

@@ -726,10 +726,10 @@ def test_a_transaction_that_cannot_commit_fails_its_sessions_and_stops_the_run(
     write = Store.write
     opened = iter(range(100))
 
-    def failing_second_write(self: Store) -> Any:
+    def failing_second_write(self: Store, **options: Any) -> Any:
         if next(opened) == 1:
-            return UnavailableAtCommit(write(self))
-        return write(self)
+            return UnavailableAtCommit(write(self, **options))
+        return write(self, **options)
 
     monkeypatch.setattr(Store, "write", failing_second_write)
     outcome = run(store, clock, "pause", chosen(ids))

@@ -616,8 +616,10 @@ def test_a_run_stopped_by_the_database_reports_what_it_did_then_the_error(
     write = Store.write
     opened = iter(range(100))
 
-    def second_write_fails(self: Store) -> Any:
-        return UnavailableAtCommit(write(self)) if next(opened) == 1 else write(self)
+    def second_write_fails(self: Store, **options: Any) -> Any:
+        if next(opened) == 1:
+            return UnavailableAtCommit(write(self, **options))
+        return write(self, **options)
 
     monkeypatch.setattr(Store, "write", second_write_fails)
     result = fleet("sessions", "stop", "--session", "s1", "--session", "s2", "--session", "s3")

@@ -1625,7 +1625,7 @@ def prune_command(inv: Invocation, older_than: str, dry_run: bool) -> None:
 def import_command(inv: Invocation, source: Any) -> None:
     from roundtable_console.store.writes.transfer import import_records
 
-    with inv.store() as store, store.write() as db:
+    with inv.store() as store, store.write(durable=True) as db:
         counts = import_records(db=db, lines=_utf8_lines(source), clock=inv.clock)
     _print_counts(inv, counts)
 

@@ -101,9 +101,15 @@ def use_wal(cursor: Any, *, wait_seconds: float | None = None) -> None:
             time.sleep(0.01)
 
 
+# SQLite's synchronous level for a write, by whether it must survive power loss (``durable``).
+# In WAL mode NORMAL syncs the log only at checkpoints: a commit is safe from a crash of the
+# process, not of the machine. FULL syncs the log at every commit, before it is reported done.
+_SYNCHRONOUS = {False: "NORMAL", True: "FULL"}
+
+
 def _configure_sqlite(engine: Engine, *, read_only: bool = False) -> None:
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+    def _on_connect(dbapi_connection: Any, record: Any) -> None:
         # Let SQLAlchemy's "begin" event issue BEGIN itself, so writers can take the lock up front.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
@@ -117,13 +123,20 @@ def _configure_sqlite(engine: Engine, *, read_only: bool = False) -> None:
         else:
             cursor.execute("PRAGMA foreign_keys = ON")
             use_wal(cursor)
-            cursor.execute("PRAGMA synchronous = NORMAL")
+            cursor.execute(f"PRAGMA synchronous = {_SYNCHRONOUS[False]}")
+            record.info["synchronous"] = _SYNCHRONOUS[False]
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
-        immediate = connection.get_execution_options().get("write", False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        options = connection.get_execution_options()
+        if options.get("write", False):
+            # SQLite takes the level only outside a transaction, and applies it at the commit.
+            level = _SYNCHRONOUS[bool(options.get("durable", False))]
+            if connection.info.get("synchronous") != level:
+                connection.exec_driver_sql(f"PRAGMA synchronous = {level}")
+                connection.info["synchronous"] = level
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if options.get("write", False) else "BEGIN")
 
 
 def create_store_engine(
@@ -214,6 +227,7 @@ class Store:
         self._url = url
         self.dialect: str = engine.dialect.name
         self._writer = engine.execution_options(write=True)
+        self._durable_writer = engine.execution_options(write=True, durable=True)
         self._snapshot_reader = (
             engine.execution_options(isolation_level="REPEATABLE READ")
             if self.dialect == "postgresql"
@@ -252,17 +266,24 @@ class Store:
             yield conn
 
     @contextmanager
-    def write(self) -> Iterator[Connection]:
+    def write(self, *, durable: bool = False) -> Iterator[Connection]:
         """A write transaction: the row change and its history commit together or not at all.
         On SQLite it takes the write lock at BEGIN, so a read-then-write cannot be overtaken.
-        A store opened read-only refuses before it begins."""
+        A store opened read-only refuses before it begins.
+
+        ``durable``: what an operator does (a lifecycle action, a bulk run's batch, an import, a
+        prune batch, a token change) survives power loss once this returns: on SQLite the
+        commit syncs the log to disk (``synchronous = FULL``). Agents' writes (register,
+        heartbeat, end) do not ask for it: the next beat says it again. On PostgreSQL every
+        commit is as durable as the server's ``synchronous_commit`` makes it."""
         if self.read_only:
             raise ReadOnly(
                 f"The store {self.description} is open read-only: nothing was written. "
                 "Open it without --read-only (and read_only = false, ROUNDTABLE_READ_ONLY unset) "
                 "to act on sessions."
             )
-        with self._guard(), self._writer.connect() as conn, conn.begin():
+        writer = self._durable_writer if durable else self._writer
+        with self._guard(), writer.connect() as conn, conn.begin():
             yield conn
 
     def change_token(self) -> object | None:

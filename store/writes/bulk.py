@@ -609,7 +609,7 @@ def _run_batch(
 ) -> list[BulkItem]:
     savepoints = careful or store.dialect != "postgresql"
     items: list[BulkItem] = []
-    with store.write() as db:
+    with store.write(durable=True) as db:
         if many is not None:
             while pending and len(taken) < BATCH_SESSIONS:
                 if taken and stop():

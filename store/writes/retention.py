@@ -123,7 +123,7 @@ def prune_heartbeats(
                 sizes = db.execute(select(size).where(condition)).scalars().all()
             elapsed = time.perf_counter() - began
         else:
-            with store.write() as db:
+            with store.write(durable=True) as db:
                 began = time.perf_counter()
                 sizes = db.execute(delete(_EVENTS).where(condition).returning(size)).scalars().all()
             elapsed = time.perf_counter() - began  # BEGIN IMMEDIATE … COMMIT: the lock held
