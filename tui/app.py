@@ -94,11 +94,15 @@ class RoundtableApp(App[int]):
     ]
 
     class StoreReady(Message):
-        def __init__(self, store: Store, seeded: int, problem: str | None = None) -> None:
+        def __init__(
+            self, store: Store, seeded: int, problem: str | None = None, exposed: str | None = None
+        ) -> None:
             super().__init__()
             self.store = store
             self.seeded = seeded
             self.problem = problem
+            # A sentence when other users of the machine may read the store's files.
+            self.exposed = exposed
 
     class SessionsChanged(Message):
         """What the change feed read after a change of the store (tui.change_watch)."""
@@ -242,7 +246,7 @@ class RoundtableApp(App[int]):
                 problem = f"{error.message} [{error.code}]"
             except Exception as error:  # noqa: BLE001 - demo data is optional; the console opens
                 problem = f"{type(error).__name__}: {error}"
-        if not self._deliver(self.StoreReady(store, seeded, problem)):
+        if not self._deliver(self.StoreReady(store, seeded, problem, store_exposure(self.url))):
             store.dispose()
 
     def _deliver(self, message: Message) -> bool:
@@ -263,6 +267,8 @@ class RoundtableApp(App[int]):
                 severity="error",
                 markup=False,
             )
+        if message.exposed:
+            self.notify(message.exposed, severity="warning", timeout=20, markup=False)
         self.list_screen.store_opened()
         if self.change_watcher is None:
             from roundtable_console.store.reads.changes import ChangeFeed
@@ -390,6 +396,16 @@ class RoundtableApp(App[int]):
         store = self.ctx.store or self.opened_store
         if store is not None:
             store.dispose()
+
+
+def store_exposure(url: str) -> str | None:
+    """What the console says when other users of the machine may read the SQLite store at
+    ``url`` (store.db.private_files.exposure); None for any other store."""
+    from roundtable_console.store.db.drivers import sqlite_file
+    from roundtable_console.store.db.private_files import exposure
+
+    path = sqlite_file(url)
+    return None if path is None else exposure(path)
 
 
 def seed_demo_if_empty(store: Store, clock: Clock) -> int:

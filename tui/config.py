@@ -265,7 +265,7 @@ def resolve_database_url(*, db: str | None, root: str | Path | None, settings: S
         return sqlite_url(directory / "roundtable.db")
     if settings.database:
         return settings.database
-    return sqlite_url(default_database_path())
+    return _private_store_url(default_database_path())
 
 
 def resolve_demo_url(*, db: str | None) -> str:
@@ -274,7 +274,19 @@ def resolve_demo_url(*, db: str | None) -> str:
     user works in: the demo never opens (or seeds) them."""
     if db and db.strip():
         return db.strip()
-    return sqlite_url(demo_database_path())
+    return _private_store_url(demo_database_path())
+
+
+def _private_store_url(path: Path) -> str:
+    """A store of our own in the user data directory: its directory ``0700`` and its files
+    ``0600`` whatever the umask (store.db.private_files); the stores a user names keep theirs."""
+    from roundtable_console.store.db.private_files import keep_private
+
+    try:
+        keep_private(path)
+    except OSError as error:
+        raise ConfigError(f"Cannot create {path.parent}: {error.strerror}.") from None
+    return sqlite_url(path)
 
 
 def sqlite_url(path: Path) -> str:

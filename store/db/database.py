@@ -16,6 +16,7 @@ from sqlalchemy.engine import URL, make_url
 from roundtable_console.store.db.drivers import BUSY_TIMEOUT_MS, unavailable_message
 from roundtable_console.store.db.notifications import ChangeListener
 from roundtable_console.store.db.permissions import refused_write
+from roundtable_console.store.db.private_files import create_private_if_missing
 from roundtable_console.store.errors import DatabaseUnavailable, ReadOnly, StoreError
 from roundtable_console.store.safety.display import printable
 from roundtable_console.store.safety.redaction import redact_text
@@ -72,6 +73,7 @@ def _check_sqlite_file(database: str | None) -> None:
         raise DatabaseUnavailable(f"{parent} is not a directory.")
     try:
         parent.mkdir(parents=True, exist_ok=True)
+        create_private_if_missing(path)
     except OSError as error:
         raise DatabaseUnavailable(f"Cannot create {parent}: {error.strerror}.") from None
 
