@@ -21,6 +21,7 @@ from roundtable_console.store.writes import agent_writes, lifecycle
 from tests.conftest import FakeClock
 from tests.helpers import Cli
 from tests.test_sessions import history, insert_raw, register, row
+from tests.test_store_windows import _plan, _statements
 
 STALE_AFTER = timedelta(minutes=5)
 
@@ -253,6 +254,35 @@ def test_an_attention_cursor_that_was_not_issued_is_refused(store: Store, clock:
                 sessions.list_sessions(db=db, order=order, cursor=cursor)
 
 
+def test_fresh_live_sessions_go_by_start_so_a_heartbeat_moves_no_row(
+    store: Store, clock: FakeClock
+) -> None:
+    """Issue 19 point 3: the fresh tier by start, then id; a beat moves a row only when it
+    changes segment (a stale session seen again joins the fresh ones at its start's place)."""
+    for session_id in ("first", "second", "third"):
+        register(store, clock, session_id)
+        clock.advance(seconds=10)
+    register(store, clock, "quiet")  # started last, seen never again: it goes stale
+    for session_id in ("third", "first", "second"):  # seen in another order than started
+        clock.advance(seconds=10)
+        beat(store, clock, session_id)
+    assert attention_ids(store, clock) == ["first", "second", "third", "quiet"]
+    for session_id in ("first", "third", "second", "first"):
+        clock.advance(seconds=30)
+        beat(store, clock, session_id)
+        assert attention_ids(store, clock) == ["first", "second", "third", "quiet"]
+    clock.advance(minutes=5)
+    for session_id in ("first", "second", "third"):
+        beat(store, clock, session_id)
+    assert attention_ids(store, clock) == ["quiet", "first", "second", "third"]  # stale first
+    beat(store, clock, "quiet")
+    assert attention_ids(store, clock) == ["first", "second", "third", "quiet"]
+    assert attention_ids(store, clock, limit=1) == ["first", "second", "third", "quiet"]
+    assert attention_ids(store, clock, limit=2, descending=True) == [
+        "quiet", "third", "second", "first",
+    ]  # fmt: skip
+
+
 def test_unreadable_times_sort_as_the_oldest(store: Store, clock: FakeClock) -> None:
     register(store, clock, "known")
     insert_raw(store, "unreadable", status="running", started_at="not a time", last_seen_at="?")
@@ -306,7 +336,7 @@ def test_the_attention_order_is_what_python_says_it_is(
             store,
             session_id,
             status=status,
-            started_at="2026-01-01T00:00:00Z",
+            started_at=f"2026-01-01T00:{index * 37 % 60:02d}:00Z",  # unrelated to the rest
             last_seen_at=f"2026-01-01T01:{59 - minutes_ago:02d}:00Z",
             waiting_reason="r" if waits else None,
             waiting_since=f"2026-01-01T01:{minutes_ago:02d}:00Z" if waits else None,
@@ -321,7 +351,9 @@ def test_the_attention_order_is_what_python_says_it_is(
             return (0, f"01:{minutes_ago:02d}", f"s{index:02d}")
         if status in ("active", "running", "starting"):
             stale = 60 - (59 - minutes_ago) > 5
-            return (2 if stale else 4, seen, f"s{index:02d}")
+            if stale:
+                return (2, seen, f"s{index:02d}")
+            return (4, f"00:{index * 37 % 60:02d}", f"s{index:02d}")  # fresh: by start
         if status in ("paused", "stopped"):
             return (3, seen, f"s{index:02d}")
         if status in ("ended", "done"):
@@ -426,3 +458,60 @@ def test_the_next_session_to_go_stale_is_the_fresh_live_one_seen_longest_ago(
         # Once every live session is stale, none is left to go stale.
         later = clock() + timedelta(hours=1) - STALE_AFTER
         assert sessions.next_to_go_stale(db=db, stale_before=later) is None
+
+
+def test_the_fresh_segment_is_read_along_the_start_index_without_a_sort(
+    store: Store, clock: FakeClock
+) -> None:
+    """Issue 19 point 3 in SQL: every read of the fresh live sessions, first page or after a
+    cursor, either way, follows migration 0011's index with no sort of the segment (with
+    PostgreSQL's sorts and sequential scans priced out, as the other order tests do)."""
+    for index in range(30):
+        register(store, clock, f"s{index:02d}", status="running" if index % 3 else "ended")
+    order = SessionOrder("attention").at(clock() - STALE_AFTER)
+    fresh = SessionFilter(statuses=("running",))
+    with store.read() as db:
+        cursor = sessions.list_sessions(db=db, order=order, limit=4, filters=fresh).next_cursor
+    reads: list[tuple[str, Any]] = []
+    for direction in (order, order.flipped()):
+        for after in (None, cursor):
+            reads += _statements(
+                store, sessions.list_sessions, order=direction, limit=4, cursor=after, filters=fresh
+            )
+    reads += _statements(store, places.sessions_at, order=order, offset=5, limit=3)
+    fresh_reads = [(sql, params) for sql, params in reads if "ORDER BY" in sql]
+    assert fresh_reads
+    plans = [_plan(store, statement, parameters) for statement, parameters in fresh_reads]
+    for plan in plans:
+        assert "TEMP B-TREE" not in plan and "Sort" not in plan, plan
+    assert any("ix_agent_sessions_attention_started" in plan for plan in plans), plans
+
+
+def test_the_attention_keys_compile_to_what_migrations_0007_and_0011_index() -> None:
+    """Each migration holds its own copy of the expressions it indexes; the store's queries must
+    compile to the same text, or SQLite cannot use the indexes."""
+    import importlib
+
+    from sqlalchemy.dialects import sqlite as sqlite_dialect
+
+    from roundtable_console.store.reads.keyset import key_expr
+    from roundtable_console.store.reads.listing import ATTENTION_KEY, ATTENTION_TIER, STARTED_KEY
+
+    def lite(key: Any) -> str:
+        compiled = key_expr(key).compile(
+            dialect=sqlite_dialect.dialect(), compile_kwargs={"literal_binds": True}
+        )
+        return str(compiled).replace("agent_sessions.", "")
+
+    versions = "roundtable_console.store.db.migrations.versions"
+    waiting = importlib.import_module(f"{versions}.0007_waiting_attention")
+    calm = importlib.import_module(f"{versions}.0011_calm_attention")
+    assert lite(ATTENTION_TIER) == waiting.SQLITE_TIER == calm.SQLITE_TIER
+    assert lite(ATTENTION_KEY) == waiting.SQLITE_KEY == calm.SQLITE_KEY
+    assert lite(STARTED_KEY) == "julianday(started_at)"
+    assert calm.SQLITE_INDEX == (
+        f"agent_sessions(({calm.SQLITE_TIER}), julianday(started_at), id, ({calm.SQLITE_KEY}))"
+    )
+    assert (
+        calm.PG_INDEX == "agent_sessions(rt_attention_tier, rt_started_key, id, rt_attention_key)"
+    )

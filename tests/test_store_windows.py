@@ -150,7 +150,9 @@ def model_key(order: SessionOrder) -> Callable[[tuple[str, str, str, str, str | 
                 return (3, when, session_id)
             if status == "ended":
                 return (5, when, session_id)
-            return (2 if when < STALE_BEFORE else 4, when, session_id)
+            if when < STALE_BEFORE:
+                return (2, when, session_id)
+            return (4, start, session_id)  # fresh live sessions by start (issue 19 point 3)
         moment = parse_ts(seen)
         return (
             (0, datetime.min.replace(tzinfo=UTC), session_id)

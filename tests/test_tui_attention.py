@@ -3,10 +3,13 @@ on every row, the header's count, the clock moving a session up, and the quick f
 
 from __future__ import annotations
 
+import random
+import threading
+import time
 from datetime import timedelta
 from pathlib import Path
 
-from roundtable_console.store.clock import fixed_clock
+from roundtable_console.store.clock import fixed_clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.writes import agent_writes
 from tests.conftest import FakeClock
@@ -17,6 +20,7 @@ from tests.test_tui_support import (
     cell,
     console,
     filter_line,
+    grid,
     press,
     row_ids,
     screen_text,
@@ -112,12 +116,13 @@ def beat(store: Store, session_id: str, at: object) -> None:
 async def test_a_cursor_left_at_the_top_stays_there_while_heartbeats_reorder_the_fleet(
     tmp_path: Path, db: Store
 ) -> None:
-    """A fleet beating moves its sessions in the attention order (the one seen longest ago
-    first) at every beat. A console left on the list shows its top, the cursor on whatever is
-    first now; once the operator moves the cursor, it follows the session they chose."""
+    """Stale sessions seen again move in the attention order (from the stale ones, longest
+    unseen first, to the fresh ones, by start). A console left on the list shows its top, the
+    cursor on whatever is first now; once the operator moves the cursor, it follows the
+    session they chose."""
     fleet = [f"agent-s{number}" for number in range(5)]
     for number, session_id in enumerate(fleet):
-        add_session(db, session_id, at=FROZEN - timedelta(seconds=50 - number))
+        add_session(db, session_id, at=FROZEN - timedelta(minutes=10, seconds=50 - number))
     app = console(sqlite_url(tmp_path), sort="attention")
     async with app.run_test(size=(120, 20)) as pilot:
         await settle(pilot)
@@ -136,3 +141,55 @@ async def test_a_cursor_left_at_the_top_stays_there_while_heartbeats_reorder_the
         # Chosen: the cursor went with its session, not left on what stands at its row now.
         assert selected(app) == "agent-s2"
         assert "row 5 of 5" in filter_line(app)
+
+
+async def test_the_rows_in_view_hold_still_for_ten_seconds_under_fifty_agents_beating(
+    tmp_path: Path, db: Store
+) -> None:
+    """Issue 19 point 3: fifty live sessions beat for real (the store's own heartbeat, the
+    system clock, in an order that changes every round) while the console, in the attention
+    order, reads the store again after each change. The rows in view stay in the same order
+    throughout; what changes is the time they were seen."""
+    fleet = [f"agent-{number:02d}" for number in range(50)]
+    now = system_clock()
+    for number, session_id in enumerate(fleet):
+        add_session(db, session_id, at=now - timedelta(seconds=60 - number))
+    add_session(db, "done-1", at=now - timedelta(hours=1), status="ended")
+    stop = threading.Event()
+    beats = 0
+
+    def agents_beating() -> None:
+        nonlocal beats
+        order = list(fleet)
+        shuffle = random.Random(7).shuffle
+        while not stop.is_set():
+            shuffle(order)
+            for session_id in order:
+                with db.write() as conn:
+                    agent_writes.heartbeat(db=conn, session_id=session_id, clock=system_clock)
+                beats += 1
+            stop.wait(0.1)
+
+    app = console(sqlite_url(tmp_path), sort="attention", clock=system_clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        in_view = grid(app).size.height - 1  # under the header row
+        first = row_ids(app)[:in_view]
+        assert first == fleet[: len(first)] and len(first) > 20
+        seen_first = {s.id: s.last_seen_at for s in app.screen.model.sessions()}
+        agents = threading.Thread(target=agents_beating, daemon=True)
+        agents.start()
+        try:
+            deadline = time.monotonic() + 10
+            samples = 0
+            while time.monotonic() < deadline:
+                await pilot.pause(0.5)
+                assert row_ids(app)[:in_view] == first
+                samples += 1
+        finally:
+            stop.set()
+            agents.join(timeout=10)
+        seen_last = {s.id: s.last_seen_at for s in app.screen.model.sessions()}
+    assert samples >= 15 and beats >= 500
+    # The console did read the beats meanwhile: every session in view was seen again.
+    assert all(seen_last[session_id] != seen_first[session_id] for session_id in first)

@@ -84,8 +84,11 @@ def cover_missing(connection: Any) -> list[str]:
     return covered
 
 
-# The revision a PostgreSQL store may be at and still be read, through the views below.
-POSTGRES_READABLE_BEHIND = "0008_session_groups"
+# The revisions a PostgreSQL store may be at and still be read, through the views below (0011
+# adds only indexes).
+POSTGRES_READABLE_BEHIND = frozenset(
+    {"0008_session_groups", "0009_audit_trail", "0010_usage_totals"}
+)
 # Our compact payloads ({"actor":"…", …}) name the actor so; a view may not fail on a payload
 # that is not JSON, so it is read as text.
 POSTGRES_ADDED_COLUMNS: dict[str, dict[str, str]] = {

@@ -48,7 +48,7 @@ def check_readable(engine: Engine, description: str) -> None:
             return
         present = set(inspect(conn).get_table_names())
         postgres = conn.dialect.name == "postgresql"
-    if postgres and revision == POSTGRES_READABLE_BEHIND:
+    if postgres and revision in POSTGRES_READABLE_BEHIND:
         return  # read through store.db.behind_schema's views
     if postgres:
         # Older stores lack functions and generated columns the reads use.

@@ -50,6 +50,7 @@ from roundtable_console.store.reads.listing import (
     PG_STORED_KEYS,
     SessionOrder,
     SortKey,
+    attention_segment_keys,
 )
 from roundtable_console.store.records import SESSION_COLUMNS, ClaimCount, SessionRecord
 from roundtable_console.store.rules import RESOLVED_PROPOSAL_STATES
@@ -241,6 +242,8 @@ class Dialect:
 
     # The attention order's keys: SQL over the row's columns, or a stored column's name.
     attention: Callable[[str], str]
+    # An expression the database is not to look rows up by (store.reads.sqlfuncs.not_indexed).
+    unindexed: Callable[[str], str] = str
 
     def key(self, key: SortKey) -> str:
         if key.sources:
@@ -259,14 +262,17 @@ class Dialect:
         if order.stale_before is None:
             raise ValueError("The attention order is read at a time.")
         tier, seen = self.key(keys[0]), self.key(keys[1])
-        sort = ", ".join(self.key(key) + direction for key in keys[1:])
         cutoff = self.timestamp(self.mark)
         reads = []
         for segment in ATTENTION_SEGMENTS:
+            keyed = attention_segment_keys(segment)
+            sort = ", ".join(self.key(key) + direction for key in keyed)
             where = f"{tier} = {segment.tier}"
             params: tuple[str, ...] = ()
             if segment.stale is not None:
-                where += f" AND {seen} {'<' if segment.stale else '>='} {cutoff}"
+                # The fresh segment walks the start index (store.reads.keyset.attention_condition).
+                checked = self.unindexed(seen) if segment.fresh else seen
+                where += f" AND {checked} {'<' if segment.stale else '>='} {cutoff}"
                 params = (format_ts(order.stale_before),)
             reads.append(
                 (
@@ -291,7 +297,9 @@ def _sqlite_attention(key: str) -> str:
 
 # store.reads.sqlfuncs.ts_key and the attention keys on each database, the expressions the indexes
 # are built on.
-SQLITE = Dialect("?", lambda column: f"julianday({column})", _sqlite_attention)
+SQLITE = Dialect(
+    "?", lambda column: f"julianday({column})", _sqlite_attention, lambda sql: f"+({sql})"
+)
 POSTGRES = Dialect("%s", _postgres_key, PG_ATTENTION_COLUMNS.__getitem__)
 
 

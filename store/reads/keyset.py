@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, literal, or_, select
+from sqlalchemy import Connection, and_, func, literal, or_, select, type_coerce
 from sqlalchemy.sql.elements import ColumnElement
 
 from roundtable_console.store import validation
@@ -28,6 +28,7 @@ from roundtable_console.store.reads.listing import (
     SessionFilter,
     SessionOrder,
     SortKey,
+    attention_segment_keys,
     attention_segments,
     cursor_columns,
     cursor_kind,
@@ -137,7 +138,12 @@ def order_segments(order: SessionOrder, filters: SessionFilter | None = None) ->
     if order.column == "attention":
         wanted = attention_segments(filters or SessionFilter(), order.stale_before)
         return [
-            Segment(attention_condition(segment, order), keys[1:]) if segment in wanted else SKIPPED
+            Segment(
+                attention_condition(segment, order, in_order=True),
+                attention_segment_keys(segment),
+            )
+            if segment in wanted
+            else SKIPPED
             for segment in ATTENTION_SEGMENTS
         ]
     if order.column not in NULLABLE_LEAD:
@@ -153,12 +159,18 @@ def _stale_bound(order: SessionOrder) -> ColumnElement[Any]:
 
 
 def attention_condition(
-    segment: AttentionSegment, order: SessionOrder, source: Source = _C
+    segment: AttentionSegment, order: SessionOrder, source: Source = _C, *, in_order: bool = False
 ) -> ColumnElement[bool]:
+    """The rows of one segment of the attention order. ``in_order``: for reading the segment in
+    its own order. The fresh segment goes by start: SQLite is then not to find its rows by a
+    range of the time they were seen (the attention index), which it would have to sort, but
+    to walk the start index of migration 0011 and check that time as it goes."""
     tier = key_expr(ATTENTION_TIER, source) == segment.tier
     if segment.stale is None:
         return tier
     seen = key_expr(ATTENTION_KEY, source)
+    if in_order and segment.fresh:
+        seen = type_coerce(not_indexed(seen), seen.type)
     return and_(tier, seen < _stale_bound(order) if segment.stale else seen >= _stale_bound(order))
 
 

@@ -175,11 +175,16 @@ ORDER_KEYS: dict[str, tuple[SortKey, ...]] = {
 class AttentionSegment:
     """A run of the attention order: one tier, and for live sessions the stale or the fresh
     ones. Within a segment sessions go by attention time (since when they wait, else when they
-    were last seen: the longest first), then id."""
+    were last seen: the longest first), then id; the fresh live ones by start, then id
+    (``attention_segment_keys``)."""
 
     tier: int
     # For the live tier: True holds the stale sessions, False the fresh ones.
     stale: bool | None = None
+
+    @property
+    def fresh(self) -> bool:
+        return self.tier == LIVE_TIER and self.stale is False
 
 
 # The attention tiers (store.reads.sqlfuncs.attention_tier; migration 0007 indexes them).
@@ -194,6 +199,17 @@ ATTENTION_SEGMENTS: tuple[AttentionSegment, ...] = (
     AttentionSegment(LIVE_TIER, stale=False),
     AttentionSegment(FINISHED_TIER),
 )
+# The keys within a segment. Fresh live sessions go by start: a heartbeat then moves a row only
+# when it changes segment (a stale session seen again), so a fleet's beats leave the rows in
+# view where they are. In the others the longest waiting or unseen comes first.
+ATTENTION_TIME_KEYS: tuple[SortKey, ...] = (ATTENTION_KEY, ID_KEY)
+FRESH_KEYS: tuple[SortKey, ...] = (STARTED_KEY, ID_KEY)
+
+
+def attention_segment_keys(segment: AttentionSegment) -> tuple[SortKey, ...]:
+    return FRESH_KEYS if segment.fresh else ATTENTION_TIME_KEYS
+
+
 # The segments a session needs a human in (the header counts them, up to ATTENTION_CAP).
 NEEDS_ATTENTION: tuple[AttentionSegment, ...] = ATTENTION_SEGMENTS[:3]
 ATTENTION_CAP = 1000

@@ -107,9 +107,13 @@ def _id_at(
         if segment is SKIPPED:
             continue
         where = [*base, *([segment.condition] if segment.condition is not None else [])]
-        # In the never-seen segment the lead key is NULL throughout. PostgreSQL follows the
-        # order's index only when asked to sort by that NULL key too; SQLite only when not.
-        keys = ORDER_KEYS[order.column] if db.dialect.name == "postgresql" else segment.keys
+        # The order's leading keys are held constant throughout a segment (NULL in the
+        # never-seen one, the tier in the attention order's). PostgreSQL follows the segment's
+        # index only when asked to sort by them too; SQLite only when not.
+        keys = segment.keys
+        if db.dialect.name == "postgresql":
+            order_keys = ORDER_KEYS[order.column]
+            keys = (*order_keys[: len(order_keys) - len(keys)], *keys)
         sort = [key_expr(key).desc() if descending else key_expr(key) for key in keys]
         statement = select(_C.id).where(*where).order_by(*sort).offset(position).limit(1)
         found = db.execute(statement).scalar_one_or_none()

@@ -22,10 +22,10 @@ from roundtable_console.store.reads.keyset import (
 )
 from roundtable_console.store.reads.listing import (
     ATTENTION_CAP,
+    ATTENTION_TIME_KEYS,
     DEFAULT_ORDER,
     LIVE_TIER,
     NEEDS_ATTENTION,
-    ORDER_KEYS,
     AttentionSegment,
     Selection,
     SessionFilter,
@@ -192,7 +192,7 @@ def next_to_go_stale(
     the clock moves up the attention order, once it is unseen for longer than stale_after."""
     order = SessionOrder("attention").at(stale_before)
     fresh = attention_condition(AttentionSegment(LIVE_TIER, stale=False), order)
-    keys = ORDER_KEYS["attention"][1:]
+    keys = ATTENTION_TIME_KEYS  # the next to go stale: the one seen longest ago
     statement = (
         select(SESSIONS)
         .where(*filter_conditions(filters or SessionFilter()), fresh)
@@ -220,7 +220,7 @@ def gone_stale(
     stale = attention_condition(
         AttentionSegment(LIVE_TIER, stale=True), SessionOrder("attention").at(until)
     )
-    keys = ORDER_KEYS["attention"][1:]
+    keys = ATTENTION_TIME_KEYS  # the next to go stale: the one seen longest ago
     statement = (
         select(SESSIONS)
         .where(*filter_conditions(filters or SessionFilter()), fresh, stale)
