@@ -68,7 +68,7 @@ def start_early() -> Any:
     starts reading the first rows (store.reads.first_window.prefetch)."""
     if "console" not in sys.argv:
         return None
-    from roundtable_console.tui.cli import prefetch_first_rows
+    from roundtable_console.tui.cli.tui_command import prefetch_first_rows
     from roundtable_console.tui.config import Settings
 
     group, _argv = grouping(sys.argv)

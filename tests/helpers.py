@@ -19,7 +19,8 @@ from roundtable_console.store.errors import DatabaseUnavailable
 from roundtable_console.store.reads import sessions
 from roundtable_console.store.writes import agent_writes
 from roundtable_console.store.writes.transfer import export_records
-from roundtable_console.tui.cli import CliState, cli
+from roundtable_console.tui.cli import cli
+from roundtable_console.tui.cli.invocation import CliState
 from tests.conftest import FakeClock
 
 # DESIGN.md §5, "Error codes": the reference's names, then ours.

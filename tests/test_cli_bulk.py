@@ -25,8 +25,8 @@ from roundtable_console.store.db.models import (
     IdempotencyKey,
 )
 from roundtable_console.store.writes.bulk import session_key
-from roundtable_console.tui import cli as cli_module
 from roundtable_console.tui import output
+from roundtable_console.tui.cli.sessions_commands import sessions_group
 from tests.conftest import FakeClock
 from tests.helpers import Cli, UnavailableAtCommit
 
@@ -569,13 +569,13 @@ def test_store_text_in_bulk_lines_is_escaped_and_secrets_redacted(rt: Cli) -> No
 
 
 def test_every_list_filter_is_a_bulk_selection_filter() -> None:
-    """A filter added to the list (store.reads.listing.SessionFilter and tui.cli's _FILTERS) is one
-    place: the bulk commands take it too."""
+    """A filter added to the list (store.reads.listing.SessionFilter and tui.cli.options.FILTERS)
+    is one place: the bulk commands take it too."""
 
     def options(command: click.Command) -> set[str]:
         return {flag for param in command.params for flag in getattr(param, "opts", ())}
 
-    group = cli_module.sessions_group
+    group = sessions_group
     listed = options(group.commands["list"]) - {"--limit", "--cursor", "--sort", "--descending"}
     for action in ACTIONS:
         assert listed <= options(group.commands[action]), action

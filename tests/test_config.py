@@ -18,7 +18,8 @@ from roundtable_console.store.db.database import open_store
 from roundtable_console.store.db.models import AgentSession, AgentSessionEvent, Event
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.tui import config
-from roundtable_console.tui.cli import CliState, cli
+from roundtable_console.tui.cli import cli
+from roundtable_console.tui.cli.invocation import CliState
 from roundtable_console.tui.config import (
     ConfigError,
     Settings,

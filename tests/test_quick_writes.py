@@ -28,7 +28,8 @@ from roundtable_console.store.db.database import open_store, sqlite_url
 from roundtable_console.store.db.drivers import postgres_dsn
 from roundtable_console.store.writes import agent_writes, quick_writes
 from roundtable_console.tui import quick_cli
-from roundtable_console.tui.cli import CliState, cli
+from roundtable_console.tui.cli import cli
+from roundtable_console.tui.cli.invocation import CliState
 from tests.conftest import FakeClock, new_pg_database
 from tests.pg_server import PostgresServer
 from tests.test_reference_store import build_reference_db

@@ -20,7 +20,8 @@ from roundtable_console.store.clock import format_ts
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.writes import agent_writes
 from roundtable_console.store.writes.retention import byte_size, parse_duration, prune_heartbeats
-from roundtable_console.tui.cli import CliState, cli
+from roundtable_console.tui.cli import cli
+from roundtable_console.tui.cli.invocation import CliState
 from tests.conftest import FakeClock
 
 NOW = datetime(2026, 9, 17, 17, 0, tzinfo=UTC)

@@ -1,0 +1,209 @@
+"""The commands on the store as a whole: the ``db`` group (``upgrade``, ``grants``, ``prune``)
+and ``demo``, ``import`` and ``export``."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import click
+
+from roundtable_console.tui import output
+from roundtable_console.tui.cli.invocation import Invocation, with_invocation
+from roundtable_console.tui.cli.printing import print_counts, print_progress
+
+
+@click.command("demo", help="Seed the store with demo sessions, agents, tasks and claims.")
+@click.option("--sessions", "count", type=click.IntRange(min=0), metavar="N")
+@with_invocation
+def demo_command(inv: Invocation, count: int | None) -> None:
+    from roundtable_console.store.writes.demo import seed_demo
+
+    extra = {"sessions": count} if count is not None else {}
+    with inv.store() as store, store.write() as db:
+        counts = seed_demo(db=db, clock=inv.clock, **extra)
+    print_counts(counts, json_mode=inv.json_mode)
+
+
+@click.group("db", help="The database itself.")
+def db_group() -> None:
+    pass
+
+
+@db_group.command("upgrade", help="Bring the schema up to date; says whether anything ran.")
+@with_invocation
+def upgrade_command(inv: Invocation) -> None:
+    from sqlalchemy import exc
+
+    from roundtable_console.store.db.database import (
+        create_store_engine,
+        describe_url,
+        unavailable_message,
+    )
+    from roundtable_console.store.db.revision import HEAD_REVISION
+    from roundtable_console.store.db.schema import ensure_schema
+    from roundtable_console.store.errors import DatabaseUnavailable
+
+    url = inv.url()
+    engine = create_store_engine(url)
+    try:
+        ran = ensure_schema(engine, progress=print_progress)
+    except exc.DBAPIError as error:
+        reason = str(error.orig or error).strip().splitlines()[0]
+        raise DatabaseUnavailable(unavailable_message(describe_url(url), reason)) from None
+    finally:
+        engine.dispose()
+    where = describe_url(url)
+    if inv.json_mode:
+        output.emit_json({"upgraded": ran, "revision": HEAD_REVISION, "database": where})
+    elif ran:
+        click.echo(f"Upgraded {output.cell(where)} to {HEAD_REVISION}.")
+    else:
+        click.echo(f"{output.cell(where)} is already up to date ({HEAD_REVISION}).")
+
+
+GRANTS_HELP = """Print the GRANT statements that give a PostgreSQL role what it needs, for the
+schema's owner to run (psql -f). Least privilege: a viewer reads everything; a writer reads,
+and writes sessions, their history, the run events, idempotency keys and the counts the
+triggers keep; neither may change the schema (only its owner migrates). --db names the
+database the statements grant CONNECT on (default: the store's)."""
+
+
+@db_group.command("grants", help=GRANTS_HELP)
+@click.option("--role", required=True, metavar="NAME", help="The role to grant to.")
+@click.option("--viewer", "kind", flag_value="viewer", help="Read-only: opens and reads.")
+@click.option("--writer", "kind", flag_value="writer", help="Reads, and acts on sessions.")
+@with_invocation
+def grants_command(inv: Invocation, role: str, kind: str | None) -> None:
+    from roundtable_console.store.db.grants import grant_statements, role_name_problem
+
+    if kind is None:
+        raise click.UsageError("Give --viewer or --writer.")
+    problem = role_name_problem(role)
+    if problem is not None:
+        raise click.BadParameter(problem, param_hint="'--role'")
+    statements = grant_statements(role=role, kind=kind, database=_database_name(inv))
+    if inv.json_mode:
+        output.emit_json({"role": role, "kind": kind, "statements": statements})
+        return
+    for statement in statements:
+        click.echo(statement)
+
+
+def _database_name(inv: Invocation) -> str | None:
+    """The PostgreSQL database of the store's URL, when it is one."""
+    from sqlalchemy import exc
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(inv.url())
+    except exc.ArgumentError:  # an unreadable URL names no database
+        return None
+    return url.database if url.get_backend_name() == "postgresql" else None
+
+
+PRUNE_HELP = """Remove old heartbeat history: the agent_session_events rows of type heartbeat
+older than DURATION (7d, 12h, 30m, 90s, 2w), but each session's newest. Every other row stays.
+It runs in short transactions, each sized to hold SQLite's write lock about 10 ms, so agents keep
+beating meanwhile, and says how many rows went and how much space that frees."""
+
+
+@db_group.command("prune", help=PRUNE_HELP)
+@click.option(
+    "--heartbeats-older-than",
+    "older_than",
+    required=True,
+    metavar="DURATION",
+    help="Heartbeat rows older than this go: a whole number and s, m, h, d or w (e.g. 7d).",
+)
+@click.option("--dry-run", is_flag=True, help="Count what would go; write nothing.")
+@with_invocation
+def prune_command(inv: Invocation, older_than: str, dry_run: bool) -> None:
+    from roundtable_console.store.writes.retention import (
+        byte_size,
+        parse_duration,
+        prune_heartbeats,
+    )
+
+    duration = parse_duration(older_than)
+    if duration is None:
+        raise click.BadParameter(
+            f"{older_than!r} is not a duration: give a whole number above 0 and a unit, s, m, "
+            "h, d or w (7d is a week), up to ten years.",
+            param_hint="'--heartbeats-older-than'",
+        )
+    with inv.store() as store:
+        report = prune_heartbeats(
+            store=store, older_than=duration, dry_run=dry_run, clock=inv.clock
+        )
+    if inv.json_mode:
+        output.emit_json({**report.to_json(), "older_than": older_than.strip()})
+        return
+    verb = "Would remove" if dry_run else "Removed"
+    longest = report.longest_batch_seconds * 1000
+    click.echo(
+        f"{verb} {report.removed} heartbeat {'row' if report.removed == 1 else 'rows'} "
+        f"older than {output.cell(older_than.strip())} "
+        f"(before {report.cutoff}), in {report.batches} "
+        f"{'batch' if report.batches == 1 else 'batches'} (longest {longest:.1f} ms); "
+        "every other row and each session's newest heartbeat kept."
+        + (" Dry run: nothing written." if dry_run else "")
+    )
+    freed = byte_size(report.row_bytes)
+    if report.free_bytes is None:
+        click.echo(
+            f"About {freed} of row data {'would be' if dry_run else 'is'} freed: new rows reuse "
+            "it once (auto)vacuum has run, and VACUUM FULL returns it to the operating system."
+        )
+    else:
+        click.echo(
+            f"{freed} of row data {'would be' if dry_run else 'is'} freed. The file has "
+            f"{byte_size(report.free_bytes)} in free pages{' now' if dry_run else ''}: new rows "
+            "reuse them, and VACUUM returns them to the operating system."
+        )
+
+
+@click.command(
+    "import",
+    help="Import JSON Lines (FILE, or - for stdin) in one transaction: all or nothing.",
+)
+@click.argument("source", metavar="FILE|-", type=click.File("rb"))
+@with_invocation
+def import_command(inv: Invocation, source: Any) -> None:
+    from roundtable_console.store.writes.transfer import import_records
+
+    with inv.store() as store, store.write() as db:
+        counts = import_records(db=db, lines=_utf8_lines(source), clock=inv.clock)
+    print_counts(counts, json_mode=inv.json_mode)
+
+
+def _utf8_lines(source: Any) -> Iterator[str]:
+    """The file's lines as text; a line that is not UTF-8 is a bad record, named like any other."""
+    from roundtable_console.store.errors import InvalidImport
+
+    for number, raw in enumerate(source, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InvalidImport(
+                f"line {number}: not UTF-8 text (byte {error.start + 1} of the line).",
+                details={"line": number},
+            ) from None
+
+
+@click.command(
+    "export",
+    help="Export every record as JSON Lines on stdout. RAW: this is the backup, so secrets are "
+    "NOT redacted (every other command redacts); keep the file as safe as the store.",
+)
+@with_invocation
+def export_command(inv: Invocation) -> None:
+    from roundtable_console.store.writes.transfer import export_records
+
+    with inv.store() as store, store.read() as db:
+        counts = export_records(db=db, write=sys.stdout.write)
+    sys.stdout.flush()
+    if not inv.json_mode:
+        total = sum(counts.values())
+        click.echo(f"Exported {total} records.", err=True)

@@ -1,0 +1,134 @@
+"""``roundtable resume``: a session's resume briefing and plan (``store.service.read_briefing``),
+or with --exec the lifecycle resume and the agent launched in the process's place
+(``store.resume.launch``)."""
+
+from __future__ import annotations
+
+import shlex
+
+import click
+
+from roundtable_console.tui import output
+from roundtable_console.tui.cli.invocation import Invocation, with_invocation
+from roundtable_console.tui.cli.options import operator_option
+
+RESUME_HELP = """Print a session's resume briefing (Markdown), then its resume plan.
+
+With --exec: resume the session (the lifecycle resume, as `sessions resume`) and become its
+agent, running the resume plan's argv in the session's working directory (never through a
+shell), so the exit status is the agent's. Everything that can be checked is checked first (a
+resume plan, the working directory, the program on PATH): a refusal changes nothing. A key is
+made (and said on stderr) when --idempotency-key is not given; the same key again launches
+without resuming twice. With --json nothing is printed before the agent starts."""
+
+
+@click.command("resume", help=RESUME_HELP)
+@click.option("--session", "session_id", metavar="S", help="The session to resume.")
+@click.option("--agent", metavar="A", help="The agent whose session to resume (active first).")
+@click.option("--exec", "launch", is_flag=True, help="Resume, then run the agent in its place.")
+@click.option("--idempotency-key", metavar="K", help="With --exec: the resume's key.")
+@operator_option
+@with_invocation
+def resume_command(
+    inv: Invocation,
+    session_id: str | None,
+    agent: str | None,
+    launch: bool,
+    idempotency_key: str | None,
+    operator: str | None,
+) -> None:
+    from roundtable_console.store.service import read_briefing
+    from roundtable_console.store.validation import required
+
+    if (session_id is None) == (agent is None):
+        raise click.UsageError("Give exactly one of --session or --agent.")
+    if not launch and (idempotency_key is not None or operator is not None):
+        raise click.UsageError("--idempotency-key and --operator go with --exec.")
+    if launch:
+        _resume_and_exec(
+            inv,
+            session_id=None if session_id is None else required("--session", session_id),
+            agent_id=None if agent is None else required("--agent", agent),
+            idempotency_key=(idempotency_key or "").strip() or None,
+            operator=operator,
+        )
+        return
+    adapters = inv.adapters()
+    with inv.store() as store:
+        view = read_briefing(
+            store=store,
+            adapters=adapters,
+            session_id=None if session_id is None else required("--session", session_id),
+            agent_id=None if agent is None else required("--agent", agent),
+            clock=inv.clock,
+        )
+    briefing, plan = view.briefing, view.plan
+    if inv.json_mode:
+        output.emit_json(
+            {
+                "session_id": view.session.id,
+                "briefing": briefing.markdown,
+                "resumable": plan.resumable,
+                "resume_argv": list(plan.argv) if plan.resumable else None,
+                "reason": plan.reason,
+            }
+        )
+        return
+    output.echo_text(briefing.markdown.rstrip("\n"))
+    click.echo()
+    if plan.resumable:
+        click.echo("Resume command (the briefing above is its last argument):")
+        output.echo_text(shlex.join(plan.argv))
+    else:
+        click.echo(f"Not resumable: {output.cell(plan.reason)}")
+
+
+def _resume_and_exec(
+    inv: Invocation,
+    *,
+    session_id: str | None,
+    agent_id: str | None,
+    idempotency_key: str | None,
+    operator: str | None,
+) -> None:
+    """The launch plan (store.resume.launch: every check), the lifecycle resume, then ``execvp``."""
+    import os
+    from uuid import uuid4
+
+    from roundtable_console.store.errors import NotLaunchable
+    from roundtable_console.store.resume.launch import exec_launch, read_launch, resume_for_launch
+
+    key = idempotency_key or str(uuid4())
+    path = os.environ.get("PATH")
+    adapters, actor = inv.adapters(), inv.operator(operator)
+    with inv.store() as store:
+        launch = read_launch(
+            store=store,
+            adapters=adapters,
+            session_id=session_id,
+            agent_id=agent_id,
+            clock=inv.clock,
+            path=path,
+        )
+        outcome = resume_for_launch(
+            store=store, launch=launch, actor=actor, idempotency_key=key, clock=inv.clock
+        )
+    session = outcome.session
+    if not inv.json_mode:
+        done = "already resumed with this key" if outcome.replayed else "resumed"
+        lines = [
+            f"Session {output.cell(session.id)} {done} (now {output.cell(session.status)}, "
+            f"idempotency key {key}); starting {output.cell(launch.program)} in "
+            f"{output.cell(launch.cwd)}.",
+            *(output.cell(note) for note in outcome.notes),
+        ]
+        click.echo("\n".join(lines), err=True)
+    try:
+        exec_launch(launch)
+    except OSError as error:
+        raise NotLaunchable(
+            f"Session {session.id!r} was resumed, but {launch.program} could not be started: "
+            f"{error.strerror or error}. Run the same command with --idempotency-key {key} to "
+            "try again without resuming twice.",
+            details={"reason": "exec_failed", "idempotency_key": key},
+        ) from None

@@ -1,0 +1,65 @@
+"""``roundtable tui``: the operator console. Textual is imported here alone, once a child process
+reads the first rows meanwhile on PostgreSQL (``prefetch_first_rows``)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+import click
+
+from roundtable_console.tui.cli.invocation import Invocation, with_invocation
+from roundtable_console.tui.cli.options import operator_option
+
+if TYPE_CHECKING:
+    from roundtable_console.store.reads.first_window import Prefetch
+    from roundtable_console.tui.config import Settings
+
+
+def prefetch_first_rows(url: str, settings: Settings) -> Prefetch | None:
+    """On PostgreSQL, a child process that reads the console's first rows in its first order
+    (``store.reads.first_window.prefetch``); None for any other store."""
+    from roundtable_console.screens.context import DEFAULT_PAGE_SIZE
+    from roundtable_console.store.clock import system_clock
+    from roundtable_console.store.reads.first_window import prefetch
+    from roundtable_console.store.reads.listing import SessionOrder
+
+    now = system_clock()
+    column = settings.group or settings.sort  # a grouped list is read in its grouping's order
+    order = SessionOrder(column).at(now - timedelta(seconds=settings.stale_after_seconds))
+    return prefetch(url, limit=DEFAULT_PAGE_SIZE, now=now, order=order)
+
+
+@click.command("tui", help="Open the operator console.")
+@click.option(
+    "--demo",
+    is_flag=True,
+    help="Open the demo: its own store, demo.db beside the default store in the user data "
+    "directory (or the --db URL given), seeded with demo sessions when empty. Never the store "
+    "you work in ($ROUNDTABLE_DB, --root, the config's database, the default store).",
+)
+@operator_option
+@with_invocation
+def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
+    from roundtable_console.tui.config import resolve_demo_url
+
+    settings = inv.settings
+    url = resolve_demo_url(db=inv.db) if demo else inv.url()
+    adapters = inv.adapters()
+    actor = inv.operator(operator)
+    # Before Textual is imported: on PostgreSQL a child process reads the first rows meanwhile.
+    early = prefetch_first_rows(url, settings)
+    from roundtable_console.tui.app import run_console
+
+    return int(
+        run_console(
+            url=url,
+            settings=settings,
+            operator=actor,
+            adapters=adapters,
+            demo=demo,
+            prefetched=early,
+            read_only=inv.read_only,
+        )
+        or 0
+    )

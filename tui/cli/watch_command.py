@@ -1,0 +1,52 @@
+"""``roundtable watch``: one line per change of the sessions as it happens (``tui.watch``)."""
+
+from __future__ import annotations
+
+import click
+
+from roundtable_console.tui.cli.invocation import Invocation, with_invocation
+from roundtable_console.tui.cli.options import filter_options
+
+WATCH_HELP = """Print one line per change of the sessions, as it happens, until interrupted.
+
+\b
+Changes: registered, status (from → to, by whom), waiting_started, waiting_stopped, stale,
+ended; heartbeat only with --heartbeats. --status keeps changes from or to that status.
+--json: one object a line, {"at", "session_id", "change", "status", "previous_status",
+"actor", "reason"}. Lines are flushed at once, for a pipe into notify-send, a chat hook or a
+pager. On PostgreSQL a lost connection is said on stderr and resumed without missing a change.
+SIGINT or SIGTERM ends it with exit 0."""
+
+
+@click.command("watch", help=WATCH_HELP)
+@filter_options(besides=("active_only", "stale", "waiting", "text"))
+@click.option("--heartbeats", is_flag=True, help="Print heartbeats too.")
+@with_invocation
+def watch_command(
+    inv: Invocation,
+    statuses: tuple[str, ...],
+    agent_id: str | None,
+    run_id: str | None,
+    workspace_id: str | None,
+    heartbeats: bool,
+) -> int:
+    from roundtable_console.store.reads.changes import ChangeFilter
+    from roundtable_console.tui.watch import watch
+
+    if any(not status.strip() for status in statuses):
+        raise click.BadParameter("must not be blank.", param_hint="'--status'")
+    filters = ChangeFilter(
+        statuses=tuple(status.strip() for status in statuses),
+        agent_id=agent_id,
+        run_id=run_id,
+        workspace_id=workspace_id,
+        heartbeats=heartbeats,
+    )
+    with inv.store() as store:
+        return watch(
+            store=store,
+            filters=filters,
+            stale_after_seconds=inv.settings.stale_after_seconds,
+            clock=inv.clock,
+            as_json=inv.json_mode,
+        )
