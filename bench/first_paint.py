@@ -5,9 +5,10 @@ moves the cursor) and a Footer. `console URL` is the real console on that store.
 argument):
 
 - `paint APP`: exit as soon as the first data row is on screen (after the refresh that paints
-  it); the parent (bench.py) times the whole process, imports and exit included. (`bare` and
-  `console URL` alone mean the same, as before.) The console starts through `run_console`, the
-  function `roundtable tui` calls, so a current SQLite store paints from the quick first read.
+  it); the parent (bench.py, through console.py) times the whole process, imports and exit
+  included. (`bare` and `console URL` alone mean the same, as before.) The console starts
+  through `run_console`, the function `roundtable tui` calls, so a current SQLite store paints
+  from the quick first read.
 - `rss APP`: once the first rows are on screen and the console's store is open, print the
   process's resident set size in KiB (VmRSS from /proc/self/status; ru_maxrss, the peak, where
   /proc is missing) on stdout.

@@ -54,16 +54,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # of the bench's scripts, not bench.py.
 sys.path[0] = str(ROOT)
 
-from bench.bench import (  # noqa: E402
-    KEY_P90_LIMIT,
-    SCROLLING_DOWN,
-    Figure,
-    Timings,
-    compiled_env,
-    key_timings,
-    percentile,
-    print_table,
-)
+from bench.console import KEY_P90_LIMIT, SCROLLING_DOWN, Timings, key_timings  # noqa: E402
+from bench.figures import Figure, compiled_env, percentile, print_table  # noqa: E402
 
 BEAT_P99_LIMIT_SECONDS = 0.050
 CHANGE_UNDER_LOAD_LIMIT_SECONDS = 1.0

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 from sqlalchemy import Connection, func, insert, select, text
 
-from bench import bench, first_paint
+from bench import bulk_actions, console, figures, first_paint, history_import, hot_path, stores
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import AgentSession, AgentSessionEvent
 from roundtable_console.store.errors import DatabaseUnavailable
@@ -27,23 +27,25 @@ EVENTS = AgentSessionEvent.__table__  # type: ignore[attr-defined]
 
 
 def test_time_ratios_must_stay_under_and_rate_ratios_over_their_limit() -> None:
-    slow = bench.Figure("x", value=0.3, base_name="floor", base=0.1, limit=2.5)
+    slow = figures.Figure("x", value=0.3, base_name="floor", base=0.1, limit=2.5)
     assert slow.ratio == pytest.approx(3.0) and slow.verdict() == "MISS"
-    assert bench.Figure("x", 0.2, "floor", 0.1, 2.5).verdict() == "ok"
-    rate = bench.Figure("x", value=0.4, base_name="floor", base=0.1, limit=0.35, rate=True)
+    assert figures.Figure("x", 0.2, "floor", 0.1, 2.5).verdict() == "ok"
+    rate = figures.Figure("x", value=0.4, base_name="floor", base=0.1, limit=0.35, rate=True)
     assert rate.ratio == pytest.approx(0.25) and rate.verdict() == "MISS"
-    assert bench.Figure("x", 0.2, "floor", 0.1, 0.35, rate=True).verdict() == "ok"
-    assert bench.Figure("open", value=61.0, limit=60).verdict() == "MISS"
-    assert bench.Figure("open", value=59.0, limit=60).verdict() == "ok"
-    assert bench.Figure("later", value=0.01).verdict() == ""
+    assert figures.Figure("x", 0.2, "floor", 0.1, 0.35, rate=True).verdict() == "ok"
+    assert figures.Figure("open", value=61.0, limit=60).verdict() == "MISS"
+    assert figures.Figure("open", value=59.0, limit=60).verdict() == "ok"
+    assert figures.Figure("later", value=0.01).verdict() == ""
 
 
 def test_the_table_prints_each_ratio_with_its_target(capsys: pytest.CaptureFixture[str]) -> None:
-    bench.print_table(
+    figures.print_table(
         [
-            bench.Figure("heartbeat rate (store)", 0.0002, "raw sqlite3", 0.0001, 0.35, rate=True),
-            bench.Figure("import", 0.9, "executemany", 0.3, 2.5),
-            bench.Figure("first open", 5.0, limit=60),
+            figures.Figure(
+                "heartbeat rate (store)", 0.0002, "raw sqlite3", 0.0001, 0.35, rate=True
+            ),
+            figures.Figure("import", 0.9, "executemany", 0.3, 2.5),
+            figures.Figure("first open", 5.0, limit=60),
         ]
     )
     lines = capsys.readouterr().out.splitlines()
@@ -76,7 +78,7 @@ def _state(store: Store) -> tuple[Any, ...]:
 
 def test_the_heartbeat_floor_replays_exactly_what_a_heartbeat_sends(store: Store) -> None:
     _register(store)
-    statements, stamp = bench.capture_heartbeat(store, "bench-1")
+    statements, stamp = hot_path.capture_heartbeat(store, "bench-1")
     sent = [captured.statement.split()[0].upper() for captured in statements]
     # SQLite's BEGIN IMMEDIATE is sent by the store; psycopg begins by itself.
     expected = ["BEGIN", "UPDATE", "INSERT"] if store.dialect == "sqlite" else ["UPDATE", "INSERT"]
@@ -87,12 +89,12 @@ def test_the_heartbeat_floor_replays_exactly_what_a_heartbeat_sends(store: Store
 
     url = store.engine.url
     if store.dialect == "sqlite":
-        raw: Any = bench.raw_connection(Path(str(url.database)))
-        beat = bench.raw_heartbeat_sqlite(raw, statements, stamp)
+        raw: Any = stores.raw_connection(Path(str(url.database)))
+        beat = hot_path.raw_heartbeat_sqlite(raw, statements, stamp)
     else:
         conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
         raw = psycopg.connect(conninfo, autocommit=True)
-        beat = bench.raw_heartbeat_postgres(raw, statements, stamp)
+        beat = hot_path.raw_heartbeat_postgres(raw, statements, stamp)
     try:
         beat()
     finally:
@@ -105,7 +107,7 @@ def test_the_heartbeat_floor_replays_exactly_what_a_heartbeat_sends(store: Store
 
 def test_the_import_floor_gets_the_rows_the_export_holds(store: Store, tmp_path: Path) -> None:
     export = tmp_path / "history.jsonl"
-    rows = bench.write_history_export(export, 30)
+    rows = history_import.write_history_export(export, 30)
     with store.write() as db, export.open(encoding="utf-8") as lines:
         assert import_records(db=db, lines=lines)["session_event"] == 30
     with store.read() as db:
@@ -118,7 +120,7 @@ def test_the_import_floor_gets_the_rows_the_export_holds(store: Store, tmp_path:
 
 def test_the_reference_store_has_the_reference_schema_and_no_migrations(tmp_path: Path) -> None:
     path = tmp_path / "reference.db"
-    bench.build_reference_store(path, 50)
+    stores.build_reference_store(path, 50)
     raw = sqlite3.connect(path)
     try:
         tables = {name for (name,) in raw.execute("SELECT name FROM sqlite_master")}
@@ -180,25 +182,25 @@ def test_the_rss_parser_reads_vm_rss_in_kib_and_nothing_else() -> None:
 def test_a_memory_difference_is_judged_on_the_difference_not_the_ratio(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    over = bench.Figure("rss big", 100.0, "rss small", 70.0, 25, unit="MiB", delta=True)
-    under = bench.Figure("rss big", 90.0, "rss small", 70.0, 25, unit="MiB", delta=True)
+    over = figures.Figure("rss big", 100.0, "rss small", 70.0, 25, unit="MiB", delta=True)
+    under = figures.Figure("rss big", 90.0, "rss small", 70.0, 25, unit="MiB", delta=True)
     assert over.verdict() == "MISS" and under.verdict() == "ok"
-    bench.print_table([over, under])
+    figures.print_table([over, under])
     lines = capsys.readouterr().out.splitlines()
     assert "100.0MiB" in lines[1] and "+30.0MiB" in lines[1] and "+<=25MiB" in lines[1]
     assert lines[1].endswith("MISS") and lines[2].endswith("ok") and "ms" not in lines[1]
 
 
 def test_key_figures_bound_the_p90_last_frame_against_the_bare_apps() -> None:
-    def timings(scale: float) -> bench.Timings:
+    def timings(scale: float) -> console.Timings:
         parts = {"first_frame_ms": [5.0, 1.0, 3.0], "frame_ms": [60.0, 20.0, 40.0]}
         parts["settled_ms"] = [90.0, 80.0, 85.0]
         return {
             key: {part: [value * scale for value in values] for part, values in parts.items()}
-            for key in (*bench.KEYS, *bench.JUMP_KEYS)
+            for key in (*console.KEYS, *console.JUMP_KEYS)
         }
 
-    figures = bench.key_figures("big", timings(1.0), timings(2.0))
+    figures = console.key_figures("big", timings(1.0), timings(2.0))
     assert [figure.name for figure in figures[:4]] == [
         "down -> 1st frame (big)",
         "down -> last frame (big)",
@@ -208,7 +210,7 @@ def test_key_figures_bound_the_p90_last_frame_against_the_bare_apps() -> None:
     last_frame = figures[1]
     assert last_frame.value == pytest.approx(0.040) and last_frame.ratio == pytest.approx(0.5)
     # Medians are shown, not judged; the p90 (nearest rank of three: the slowest) is.
-    assert [figure.verdict() for figure in figures] == ["", "", "", "ok"] * len(bench.KEYS) + [
+    assert [figure.verdict() for figure in figures] == ["", "", "", "ok"] * len(console.KEYS) + [
         "ok",
         "ok",
     ]
@@ -216,18 +218,18 @@ def test_key_figures_bound_the_p90_last_frame_against_the_bare_apps() -> None:
     tail = figures[3]
     assert tail.value == pytest.approx(0.060) and tail.ratio == pytest.approx(0.5)
     assert tail.target() == "<=1.5x"
-    slow = bench.key_figures("big", timings(1.6), timings(1.0))
+    slow = console.key_figures("big", timings(1.6), timings(1.0))
     assert slow[3].verdict() == "MISS"  # 1.6 times the bare app's p90
-    close = bench.key_figures("big", timings(1.5), timings(1.0))
+    close = console.key_figures("big", timings(1.5), timings(1.0))
     assert close[3].verdict() == "ok"
     # End and Home jump: judged as the thumb's jumps, their slowest frame under 100 ms.
     end, home = figures[-2:]
     assert end.name == "end -> last frame, max (big)" and end.value == pytest.approx(0.060)
     assert end.target() == "<0.1s" and home.name.startswith("home -> last frame, max")
-    assert bench.key_figures("big", timings(2.0), timings(1.0))[-1].verdict() == "MISS"
+    assert console.key_figures("big", timings(2.0), timings(1.0))[-1].verdict() == "MISS"
     # A key never pressed (a quick run's few downs never scroll the view) is left out.
     within = {key: parts for key, parts in timings(1.0).items() if key != "down-scrolls"}
-    names = [figure.name for figure in bench.key_figures("small", within, timings(1.0))]
+    names = [figure.name for figure in console.key_figures("small", within, timings(1.0))]
     assert "down -> last frame p90 (small)" in names
     assert not [name for name in names if name.startswith("down-scrolls")]
 
@@ -252,7 +254,7 @@ async def test_a_down_that_moves_the_view_is_timed_apart_from_one_within_it() ->
     # Each down past the view's last row moved the view one row; the others moved the cursor.
     assert 5 <= moved < 45
     assert len(timings[first_paint.SCROLLING]["frame_ms"]) == moved
-    assert first_paint.SCROLLING == bench.SCROLLING_DOWN  # the name the figures look it up by
+    assert first_paint.SCROLLING == console.SCROLLING_DOWN  # the name the figures look it up by
     assert len(timings["down"]["frame_ms"]) == 45 - moved
 
 
@@ -277,7 +279,7 @@ def test_the_group_option_is_taken_out_of_the_arguments() -> None:
         ["keys", "console", "u"],
     )
     assert first_paint.grouping(["console", "u"]) == (None, ["console", "u"])
-    assert bench.group_flag("run") == ["--group=run"] and bench.group_flag(None) == []
+    assert console.group_flag("run") == ["--group=run"] and console.group_flag(None) == []
 
 
 # --------------------------------------------------------------------- the bulk pause figure
@@ -302,8 +304,11 @@ def _bulk_state(store: Store) -> tuple[Any, ...]:
 def test_the_bulk_floor_does_the_work_the_bulk_pause_does(store: Store, empty_store: Store) -> None:
     """The floor of the bulk pause figure (one perform_action a session) leaves the same rows,
     history, keys and counts as the bulk run it is compared with."""
-    for target, pause in ((store, bench.bulk_pause), (empty_store, bench.floor_pause)):
-        bench.fill_sessions(target.engine.url.render_as_string(hide_password=False), 30)
+    for target, pause in (
+        (store, bulk_actions.bulk_pause),
+        (empty_store, bulk_actions.floor_pause),
+    ):
+        bulk_actions.fill_sessions(target.engine.url.render_as_string(hide_password=False), 30)
         pause(target, 30, "run-1")
     state = _bulk_state(store)
     assert state == _bulk_state(empty_store)
@@ -314,7 +319,7 @@ def test_the_bulk_floor_does_the_work_the_bulk_pause_does(store: Store, empty_st
 def test_the_bulk_figure_is_bounded_by_the_issues_ten_seconds_for_ten_thousand(
     tmp_path: Path,
 ) -> None:
-    (figure,) = bench.bench_bulk(bench.sqlite_target(tmp_path).new_url, "", 40, 1)
+    (figure,) = bulk_actions.bench_bulk(history_import.sqlite_target(tmp_path).new_url, "", 40, 1)
     assert figure.name == "bulk pause of 40 sessions"
     assert figure.limit == pytest.approx(0.04) and figure.absolute
     assert figure.base is not None and figure.value > 0
