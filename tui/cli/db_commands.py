@@ -54,6 +54,7 @@ def upgrade_command(inv: Invocation) -> None:
         raise DatabaseUnavailable(unavailable_message(describe_url(url), reason)) from None
     finally:
         engine.dispose()
+    _warn_if_exposed(url)
     where = describe_url(url)
     if inv.json_mode:
         output.emit_json({"upgraded": ran, "revision": HEAD_REVISION, "database": where})
@@ -61,6 +62,17 @@ def upgrade_command(inv: Invocation) -> None:
         click.echo(f"Upgraded {output.cell(where)} to {HEAD_REVISION}.")
     else:
         click.echo(f"{output.cell(where)} is already up to date ({HEAD_REVISION}).")
+
+
+def _warn_if_exposed(url: str) -> None:
+    """A warning on stderr when other users of the machine may read the SQLite store."""
+    from roundtable_console.store.db.drivers import sqlite_file
+    from roundtable_console.store.db.private_files import exposure
+
+    path = sqlite_file(url)
+    said = exposure(path) if path is not None else None
+    if said:
+        output.echo_text(f"warning: {said}", err=True)
 
 
 GRANTS_HELP = """Print the GRANT statements that give a PostgreSQL role what it needs, for the
@@ -173,7 +185,7 @@ def prune_command(inv: Invocation, older_than: str, dry_run: bool) -> None:
 def import_command(inv: Invocation, source: Any) -> None:
     from roundtable_console.store.writes.transfer import import_records
 
-    with inv.store() as store, store.write() as db:
+    with inv.store() as store, store.write(durable=True) as db:
         counts = import_records(db=db, lines=_utf8_lines(source), clock=inv.clock)
     print_counts(counts, json_mode=inv.json_mode)
 
