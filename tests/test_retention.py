@@ -1,5 +1,6 @@
 """``roundtable db prune --heartbeats-older-than``: old heartbeat rows go, a short transaction at
-a time; every other row and each session's newest heartbeat stay; agents beating meanwhile are
+a time (and ``--idempotency-keys-older-than``: old idempotency keys go, those a client may still
+retry stay); every other row and each session's newest heartbeat stay; agents beating meanwhile are
 never refused. On SQLite and on PostgreSQL."""
 
 from __future__ import annotations
@@ -18,8 +19,15 @@ from sqlalchemy import text
 
 from roundtable_console.store.clock import format_ts
 from roundtable_console.store.db.database import Store
+from roundtable_console.store.service import perform_action
 from roundtable_console.store.writes import agent_writes
-from roundtable_console.store.writes.retention import byte_size, parse_duration, prune_heartbeats
+from roundtable_console.store.writes.retention import (
+    RETRY_WINDOW,
+    byte_size,
+    parse_duration,
+    prune_heartbeats,
+    prune_idempotency_keys,
+)
 from roundtable_console.tui.cli import cli
 from roundtable_console.tui.cli.invocation import CliState
 from tests.conftest import FakeClock
@@ -216,6 +224,96 @@ def test_a_duration_that_is_not_one_is_bad_usage(bad: str, sqlite_store: Store) 
     assert error["code"] == "usage_error" and "s, m, h, d or w" in error["message"]
     missing = _cli(url)
     assert missing.exit_code == 2 and "--heartbeats-older-than" in missing.stderr
+
+
+# ------------------------------------------------------------------ idempotency keys (point 6)
+
+
+def _keys(store: Store, ages_in_days: list[float]) -> None:
+    with store.write() as db:
+        db.execute(
+            text(
+                "INSERT INTO idempotency_keys (key, action, session_id, outcome, created_at)"
+                " VALUES (:key, 'pause', 's1', '{}', :created_at)"
+            ),
+            [{"key": f"k{n}", "created_at": _days_ago(age)} for n, age in enumerate(ages_in_days)],
+        )
+
+
+def _key_ids(store: Store) -> list[str]:
+    with store.read() as db:
+        return sorted(
+            str(k) for k in db.execute(text("SELECT key FROM idempotency_keys")).scalars()
+        )
+
+
+def test_old_idempotency_keys_go_a_batch_at_a_time_and_young_ones_stay(store: Store) -> None:
+    _keys(store, [40, 35, 31, 29, 2, 0.5])
+    dry = prune_idempotency_keys(
+        store=store, older_than=timedelta(days=30), dry_run=True, clock=lambda: NOW
+    )
+    assert (dry.removed, dry.dry_run, dry.batches) == (3, True, 0)
+    assert len(_key_ids(store)) == 6  # nothing written
+    report = prune_idempotency_keys(
+        store=store, older_than=timedelta(days=30), clock=lambda: NOW, batch=2
+    )
+    assert (report.removed, report.batches, report.cutoff) == (3, 2, _days_ago(30))
+    assert not report.window_kept
+    assert _key_ids(store) == ["k3", "k4", "k5"]
+
+
+def test_keys_younger_than_a_client_may_retry_are_kept_whatever_the_age_asked(
+    store: Store,
+) -> None:
+    _keys(store, [3, 1.5, 0.9, 0.01])
+    report = prune_idempotency_keys(store=store, older_than=timedelta(hours=1), clock=lambda: NOW)
+    assert report.window_kept and report.cutoff == format_ts(NOW - RETRY_WINDOW)
+    assert report.removed == 2
+    assert _key_ids(store) == ["k2", "k3"]
+
+
+def test_a_retry_within_the_window_still_replays_after_a_prune(store: Store) -> None:
+    """What the keys are kept for: the same key again returns the first outcome."""
+    clock = FakeClock(NOW - timedelta(hours=2))
+    _register(store, "s1", clock)
+    first = perform_action(
+        store=store, action="pause", session_id="s1", actor="olivia", idempotency_key="k-pause",
+        clock=clock,
+    )  # fmt: skip
+    prune_idempotency_keys(store=store, older_than=timedelta(minutes=1), clock=lambda: NOW)
+    again = perform_action(
+        store=store, action="pause", session_id="s1", actor="olivia", idempotency_key="k-pause",
+        clock=clock,
+    )  # fmt: skip
+    assert again.replayed and again.session.status == first.session.status == "paused"
+
+
+def test_the_command_prunes_keys_heartbeats_or_both_and_says_so(store: Store) -> None:
+    url = store.engine.url.render_as_string(hide_password=False)
+    clock = FakeClock(NOW - timedelta(days=30))
+    _register(store, "s1", clock)
+    _insert_history(store, [("s1", "heartbeat", _days_ago(d)) for d in (20, 15, 1)])
+    _keys(store, [40, 31, 0.5])
+    dry = _cli(url, "--idempotency-keys-older-than", "30d", "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.stderr
+    body = json.loads(dry.stdout)
+    assert body["dry_run"] is True and "removed" not in body  # no heartbeats asked for
+    assert body["idempotency_keys"]["removed"] == 2
+    assert body["idempotency_keys"]["older_than"] == "30d"
+    both = _cli(url, "--heartbeats-older-than", "7d", "--idempotency-keys-older-than", "30d")
+    assert both.exit_code == 0, both.stderr
+    lines = both.stdout.splitlines()
+    assert lines[0].startswith("Removed 2 heartbeat rows older than 7d")
+    assert lines[-1] == f"Removed 2 idempotency keys older than 30d (before {_days_ago(30)})."
+    short = _cli(url, "--idempotency-keys-older-than", "1h")
+    assert "keys younger than a day, the longest a client may retry, are kept" in short.stdout
+    assert _key_ids(store) == ["k2"]
+    neither = _cli(url, "--json")
+    assert neither.exit_code == 2
+    assert (
+        "--idempotency-keys-older-than"
+        in json.loads(neither.stderr.splitlines()[-1])["error"]["message"]
+    )
 
 
 # ------------------------------------------------------------------ prune while agents beat

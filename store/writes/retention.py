@@ -1,4 +1,5 @@
-"""Retention: old heartbeat history removed, a short transaction at a time.
+"""Retention: old heartbeat history and old idempotency keys removed, a short transaction at a
+time.
 
 Every heartbeat appends a ``heartbeat`` row to ``agent_session_events``; a fleet beating all day
 adds millions a day. ``prune_heartbeats`` deletes those older than a cutoff, keeping every other
@@ -10,6 +11,11 @@ beating meanwhile wait at most that long, far under their busy timeout.
 A row is deleted only while a newer heartbeat of its session exists, checked in the same
 statement; rows are only ever appended, so a concurrent writer can never leave a session without
 its newest heartbeat.
+
+Every idempotency key an action was given stays in ``idempotency_keys`` so that a retry returns
+the first outcome. ``prune_idempotency_keys`` deletes those older than a cutoff, the oldest first
+along their age index (migration 0011), a batch a transaction; a key younger than the longest a
+client may retry (``RETRY_WINDOW``) is kept whatever the cutoff.
 """
 
 from __future__ import annotations
@@ -24,10 +30,11 @@ from sqlalchemy import ColumnElement, and_, delete, exists, func, literal, liter
 
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
-from roundtable_console.store.db.models import AgentSessionEvent
+from roundtable_console.store.db.models import AgentSessionEvent, IdempotencyKey
 from roundtable_console.store.reads.sqlfuncs import ts_key
 
 _EVENTS = AgentSessionEvent.__table__  # type: ignore[attr-defined]
+_KEYS = IdempotencyKey.__table__  # type: ignore[attr-defined]
 _NEWER = _EVENTS.alias("newer")
 HEARTBEAT = "heartbeat"
 
@@ -145,6 +152,62 @@ def prune_heartbeats(
         row_bytes=row_bytes,
         free_bytes=_free_bytes(store),
     )
+
+
+# The longest a client may retry a request with the same idempotency key (a day: a lost answer
+# is retried within minutes, a client that was down comes back within hours). Younger keys stay.
+RETRY_WINDOW = timedelta(days=1)
+KEY_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class KeysPruneReport:
+    """What a prune of idempotency keys removed (or would remove)."""
+
+    removed: int
+    dry_run: bool
+    cutoff: str
+    batches: int
+    # The age asked for was below the retry window, which was used instead.
+    window_kept: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "removed": self.removed,
+            "dry_run": self.dry_run,
+            "cutoff": self.cutoff,
+            "batches": self.batches,
+            "kept_younger_than_seconds": int(RETRY_WINDOW.total_seconds()),
+        }
+
+
+def prune_idempotency_keys(
+    *,
+    store: Store,
+    older_than: timedelta,
+    dry_run: bool = False,
+    clock: Clock = system_clock,
+    batch: int = KEY_BATCH,
+) -> KeysPruneReport:
+    """Delete (or, with ``dry_run``, count) the idempotency keys created before ``older_than``
+    ago, or before ``RETRY_WINDOW`` ago when that is earlier, ``batch`` keys a transaction."""
+    age = max(older_than, RETRY_WINDOW)
+    cutoff = format_ts(clock() - age)
+    old = _KEYS.c.created_at < cutoff
+    if dry_run:
+        with store.read() as db:
+            count = db.execute(select(func.count()).select_from(_KEYS).where(old)).scalar_one()
+        return KeysPruneReport(int(count), True, cutoff, 0, age != older_than)
+    removed = batches = 0
+    while True:
+        oldest = select(_KEYS.c.key).where(old).order_by(_KEYS.c.created_at).limit(batch)
+        with store.write(durable=True) as db:
+            gone = db.execute(delete(_KEYS).where(_KEYS.c.key.in_(oldest.scalar_subquery())))
+        batches += 1
+        removed += int(gone.rowcount or 0)
+        if (gone.rowcount or 0) < batch:
+            break
+    return KeysPruneReport(removed, False, cutoff, batches, age != older_than)
 
 
 def _next_width(width: int, elapsed: float, target: float) -> int:

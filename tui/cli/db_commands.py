@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from roundtable_console.tui import output
 from roundtable_console.tui.cli.invocation import Invocation, with_invocation
 from roundtable_console.tui.cli.printing import print_counts, print_progress
+
+if TYPE_CHECKING:
+    from roundtable_console.store.writes.retention import PruneReport
 
 
 @click.command("demo", help="Seed the store with demo sessions, agents, tasks and claims.")
@@ -115,48 +119,100 @@ def _database_name(inv: Invocation) -> str | None:
     return url.database if url.get_backend_name() == "postgresql" else None
 
 
-PRUNE_HELP = """Remove old heartbeat history: the agent_session_events rows of type heartbeat
-older than DURATION (7d, 12h, 30m, 90s, 2w), but each session's newest. Every other row stays.
-It runs in short transactions, each sized to hold SQLite's write lock about 10 ms, so agents keep
-beating meanwhile, and says how many rows went and how much space that frees."""
+PRUNE_HELP = """Remove what grows without end, in short transactions. --heartbeats-older-than:
+the agent_session_events rows of type heartbeat older than DURATION (7d, 12h, 30m, 90s, 2w),
+but each session's newest; every other row stays. Each transaction is sized to hold SQLite's
+write lock about 10 ms, so agents keep beating meanwhile; it says how many rows went and how
+much space that frees. --idempotency-keys-older-than: the idempotency keys older than DURATION
+(30d, say); keys younger than a day, the longest a client may retry with one, are kept
+whatever DURATION says. Give either or both."""
+
+
+def _duration(text: str | None, flag: str) -> timedelta | None:
+    from roundtable_console.store.writes.retention import parse_duration
+
+    if text is None:
+        return None
+    duration = parse_duration(text)
+    if duration is None:
+        raise click.BadParameter(
+            f"{text!r} is not a duration: give a whole number above 0 and a unit, s, m, "
+            "h, d or w (7d is a week), up to ten years.",
+            param_hint=f"'{flag}'",
+        )
+    return duration
 
 
 @db_group.command("prune", help=PRUNE_HELP)
 @click.option(
     "--heartbeats-older-than",
     "older_than",
-    required=True,
     metavar="DURATION",
     help="Heartbeat rows older than this go: a whole number and s, m, h, d or w (e.g. 7d).",
 )
+@click.option(
+    "--idempotency-keys-older-than",
+    "keys_older_than",
+    metavar="DURATION",
+    help="Idempotency keys older than this go (e.g. 30d); those younger than a day stay.",
+)
 @click.option("--dry-run", is_flag=True, help="Count what would go; write nothing.")
 @with_invocation
-def prune_command(inv: Invocation, older_than: str, dry_run: bool) -> None:
+def prune_command(
+    inv: Invocation, older_than: str | None, keys_older_than: str | None, dry_run: bool
+) -> None:
     from roundtable_console.store.writes.retention import (
-        byte_size,
-        parse_duration,
         prune_heartbeats,
+        prune_idempotency_keys,
     )
 
-    duration = parse_duration(older_than)
-    if duration is None:
-        raise click.BadParameter(
-            f"{older_than!r} is not a duration: give a whole number above 0 and a unit, s, m, "
-            "h, d or w (7d is a week), up to ten years.",
-            param_hint="'--heartbeats-older-than'",
+    if older_than is None and keys_older_than is None:
+        raise click.UsageError(
+            "Say what to prune: --heartbeats-older-than DURATION, "
+            "--idempotency-keys-older-than DURATION, or both."
         )
+    beats_age = _duration(older_than, "--heartbeats-older-than")
+    keys_age = _duration(keys_older_than, "--idempotency-keys-older-than")
+    report = keys = None
     with inv.store() as store:
-        report = prune_heartbeats(
-            store=store, older_than=duration, dry_run=dry_run, clock=inv.clock
-        )
+        if beats_age is not None:
+            report = prune_heartbeats(
+                store=store, older_than=beats_age, dry_run=dry_run, clock=inv.clock
+            )
+        if keys_age is not None:
+            keys = prune_idempotency_keys(
+                store=store, older_than=keys_age, dry_run=dry_run, clock=inv.clock
+            )
     if inv.json_mode:
-        output.emit_json({**report.to_json(), "older_than": older_than.strip()})
+        body: dict[str, Any] = {"dry_run": dry_run}
+        if report is not None and older_than is not None:
+            body.update(report.to_json(), older_than=older_than.strip())
+        if keys is not None and keys_older_than is not None:
+            body["idempotency_keys"] = {**keys.to_json(), "older_than": keys_older_than.strip()}
+        output.emit_json(body)
         return
+    if report is not None and older_than is not None:
+        _print_heartbeats_pruned(report, older_than.strip(), dry_run)
+    if keys is not None and keys_older_than is not None:
+        verb = "Would remove" if dry_run else "Removed"
+        kept = " (keys younger than a day, the longest a client may retry, are kept)"
+        click.echo(
+            f"{verb} {keys.removed} idempotency {'key' if keys.removed == 1 else 'keys'} "
+            f"older than {output.cell(keys_older_than.strip())} (before {keys.cutoff})"
+            + (kept if keys.window_kept else "")
+            + "."
+            + (" Dry run: nothing written." if dry_run else "")
+        )
+
+
+def _print_heartbeats_pruned(report: PruneReport, older_than: str, dry_run: bool) -> None:
+    from roundtable_console.store.writes.retention import byte_size
+
     verb = "Would remove" if dry_run else "Removed"
     longest = report.longest_batch_seconds * 1000
     click.echo(
         f"{verb} {report.removed} heartbeat {'row' if report.removed == 1 else 'rows'} "
-        f"older than {output.cell(older_than.strip())} "
+        f"older than {output.cell(older_than)} "
         f"(before {report.cutoff}), in {report.batches} "
         f"{'batch' if report.batches == 1 else 'batches'} (longest {longest:.1f} ms); "
         "every other row and each session's newest heartbeat kept."
