@@ -1,6 +1,6 @@
-"""The change feed (store/reads/changes.py) on SQLite and on PostgreSQL: history rows after a position
-become changes (registered, status from → to with its actor, waiting started and stopped, ended,
-heartbeats), filtered; going stale comes from the clock; nothing before the start is told."""
+"""The change feed (store/reads/changes.py) on SQLite and on PostgreSQL: history rows after a
+position become changes (registered, status from → to with its actor, waiting started and stopped,
+ended, heartbeats), filtered; going stale comes from the clock; nothing before the start is told."""
 
 from __future__ import annotations
 
