@@ -123,7 +123,7 @@ def bench_grouped_reads(url: str, label: str, repeats: int) -> list[Figure]:
     from datetime import timedelta
 
     from roundtable_console.screens.list_groups import Layout
-    from roundtable_console.screens.list_model import Read, RowsAsked
+    from roundtable_console.screens.list_questions import Read, RowsAsked
     from roundtable_console.screens.list_reads import GroupCounts, StatusCounts, read_rows
     from roundtable_console.store.reads.groups import read_group_sizes, read_status_by_group
     from roundtable_console.store.reads.listing import SessionFilter, SessionOrder

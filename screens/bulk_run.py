@@ -206,8 +206,8 @@ class BulkActions(ScreenBase):
         self.bulk_run: BulkRun | None = None
         self.bulk_kept: KeptKey | None = None
 
-    # Implemented by the list screen: the header, the footer and the store's answers follow a
-    # change of the marks.
+    # Implemented by the list screen's marks (screens.list_marking, before this mixin among its
+    # bases): the header, the footer and the store's answers follow a change of the marks.
     def _marks_changed(self) -> None:
         raise NotImplementedError
 

@@ -1,5 +1,5 @@
 """The session list's reads, each a blocking call meant for a thread worker: the rows a
-``screens.list_model.Read`` asks for, with their agents' claim counts and the counts by status,
+``screens.list_questions.Read`` asks for, with their agents' claim counts and the counts by status,
 from one snapshot; the list's length where the status counts cannot say it; and what the marks
 need from the store (their count, and the rows only the store can decide).
 
@@ -24,7 +24,7 @@ from roundtable_console.screens.list_groups import (
     countable,
     shown_statuses,
 )
-from roundtable_console.screens.list_model import ClockMoved, GroupedRows, ReadResult, RowsAsked
+from roundtable_console.screens.list_questions import ClockMoved, GroupedRows, ReadResult, RowsAsked
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.reads.claims import claim_counts
 from roundtable_console.store.reads.groups import (

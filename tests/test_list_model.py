@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roundtable_console.screens.list_groups import GroupHeader, Groups, Layout
-from roundtable_console.screens.list_model import GroupedRows, ListModel, Read, ReadResult
+from roundtable_console.screens.list_model import ListModel
+from roundtable_console.screens.list_questions import GroupedRows, Read, ReadResult
 from roundtable_console.store.records import ClaimCount
 
 

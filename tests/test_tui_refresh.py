@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from textual.widgets import LoadingIndicator
 
-from roundtable_console.screens import context, list_reads, session_list
+from roundtable_console.screens import context, list_reading, list_reads
 from roundtable_console.screens.session_list import SessionListScreen
 from roundtable_console.store.db.database import Store
 from tests.conftest import FakeClock
@@ -348,7 +348,7 @@ async def test_a_change_read_waits_while_the_operator_moves_through_the_list(
     for number in range(10):
         add_session(db, f"s{number:02d}")
     monkeypatch.setattr(context, "INPUT_QUIET_SECONDS", 1.0)
-    monkeypatch.setattr(session_list, "INPUT_HOLD_SECONDS", 60.0)
+    monkeypatch.setattr(list_reading, "INPUT_HOLD_SECONDS", 60.0)
     spy = Spy(monkeypatch)
     app = console(sqlite_url(tmp_path), refresh_seconds=3600)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -372,7 +372,7 @@ async def test_keys_hold_a_change_read_back_only_so_long(
     for number in range(10):
         add_session(db, f"s{number:02d}")
     monkeypatch.setattr(context, "INPUT_QUIET_SECONDS", 60.0)
-    monkeypatch.setattr(session_list, "INPUT_HOLD_SECONDS", 0.5)
+    monkeypatch.setattr(list_reading, "INPUT_HOLD_SECONDS", 0.5)
     app = console(sqlite_url(tmp_path), refresh_seconds=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
