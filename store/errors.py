@@ -13,6 +13,8 @@ BAD_INPUT_CODES = frozenset(
         "invalid_cursor",
         "invalid_import",
         "idempotency_key_required",
+        "invalid_token_request",
+        "invalid_event_cursor",
     }
 )
 
@@ -74,3 +76,13 @@ ReadOnly = _error(
 NotLaunchable = _error(
     "not_launchable", "The session's agent cannot be started here (resume and launch)."
 )
+InvalidTokenRequest = _error(
+    "invalid_token_request", "A token cannot be made or revoked as asked (name, role, agent)."
+)
+InvalidToken = _error("invalid_token", "A bearer token is unknown, revoked or expired.")
+TokenNotFound = _error("token_not_found", "No token has that name.")
+WorkspaceNotFound = _error(
+    "workspace_not_found", "No workspace has that id, or it is not reachable."
+)
+SessionCreateConflict = _error("session_create_conflict", "A new session could not be stored.")
+InvalidEventCursor = _error("invalid_event_cursor", "An event stream position is not one it gave.")

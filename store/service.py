@@ -8,9 +8,11 @@ the CLI its flags, the console its context; neither opens a transaction of its o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection
 
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
@@ -29,15 +31,29 @@ if TYPE_CHECKING:
     from roundtable_console.store.writes.lifecycle import ActionOutcome, TerminationImpact
 
 
-def perform_action(*, store: Store, action: str, **arguments: Any) -> ActionOutcome:
+def perform_action(
+    *,
+    store: Store,
+    action: str,
+    before: Callable[[Connection], None] | None = None,
+    within: Callable[[Connection, ActionOutcome], None] | None = None,
+    **arguments: Any,
+) -> ActionOutcome:
     """One lifecycle action (``store.writes.lifecycle.ACTIONS``) in one write transaction.
     ``arguments`` are the action's own: ``session_id``, ``actor``, ``idempotency_key``,
     ``expected_version`` (refuses a row that changed since), ``clock``, and terminate's
-    ``impact_details``."""
+    ``impact_details``. In the same transaction, ``before`` may refuse first (the server's
+    access checks) and ``within`` records what follows from the outcome (the server's answer
+    under its idempotency key): all of it commits, or none."""
     from roundtable_console.store.writes.lifecycle import ACTIONS
 
     with store.write(durable=True) as db:
-        return ACTIONS[action](db=db, **arguments)
+        if before is not None:
+            before(db)
+        outcome: ActionOutcome = ACTIONS[action](db=db, **arguments)
+        if within is not None:
+            within(db, outcome)
+        return outcome
 
 
 def read_termination_impact(

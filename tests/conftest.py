@@ -17,6 +17,7 @@ from roundtable_console.store.db.database import Store, open_store
 from tests.pg_server import PostgresServer
 
 if TYPE_CHECKING:
+    from tests.api_support import Api
     from tests.helpers import Cli
 
 TEMPLATE_DB = "rt_template"
@@ -83,6 +84,16 @@ def store(store_url: str) -> Iterator[Store]:
         yield opened
     finally:
         opened.dispose()
+
+
+@pytest.fixture
+def api(store: Store) -> Iterator[Api]:
+    """The HTTP server in-process on ``store`` (each engine), seeded with the reference's
+    workspace and agent (tests/api_support.py)."""
+    from tests.api_support import seeded_api
+
+    with seeded_api(store) as made:
+        yield made
 
 
 @pytest.fixture

@@ -43,6 +43,13 @@ DESIGN_ERROR_CODES = frozenset(
         "database_unavailable",
         "read_only",
         "not_launchable",
+        # The server's (issue 20): identities, workspaces, created sessions, event positions.
+        "invalid_token",
+        "invalid_token_request",
+        "token_not_found",
+        "workspace_not_found",
+        "session_create_conflict",
+        "invalid_event_cursor",
     }
 )
 

@@ -332,14 +332,19 @@ def test_claims_are_all_of_the_agents_with_redacted_rationale(
     assert set(items[0]) == {
         "id",
         "resource_id",
+        "agent_id",
         "task_id",
         "claim_type",
+        "base_hash",
         "status",
         "expires_at",
         "heartbeat_at",
+        "renewable",
+        "resume_policy",
         "created_at",
         "rationale",
     }
+    assert (items[0]["agent_id"], items[0]["renewable"]) == ("agent-1", True)
 
 
 def test_proposals_never_carry_the_patch(store: Store, clock: FakeClock) -> None:

@@ -186,7 +186,12 @@ def model_order(db: Store, column: str, descending: bool) -> list[str]:
         "last_seen": lambda r: (r["last_seen_at"], r["id"]),
         "status": lambda r: (r["status"], r["started_at"], r["id"]),
         "agent": lambda r: (r["agent_id"], r["started_at"], r["id"]),
-        "attention": lambda r: (attention_rank(r), r["last_seen_at"], r["id"]),
+        # Fresh live sessions (rank 4) by start, the others by when they were last seen.
+        "attention": lambda r: (
+            attention_rank(r),
+            r["started_at"] if attention_rank(r) == 4 else r["last_seen_at"],
+            r["id"],
+        ),
     }
     ordered = [r["id"] for r in sorted(rows, key=keys[column])]
     return ordered[::-1] if descending else ordered

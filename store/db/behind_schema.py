@@ -39,6 +39,11 @@ _WORKSPACE = (
     "COALESCE(workspace_id, CASE WHEN json_valid(metadata_json) "
     "THEN json_extract(metadata_json, '$.workspace_id') END)"
 )
+# A store older than migration 0012 holds no token: a server on it answers in header mode.
+_NO_TOKENS = (
+    "SELECT NULL AS name, NULL AS role, NULL AS token_hash, NULL AS workspaces_json, "
+    "NULL AS agent_id, NULL AS created_at, NULL AS expires_at, NULL AS revoked_at WHERE 1 = 0"
+)
 # Tables of ours, as views of the reference's tables.
 ADDED_TABLES: dict[str, str] = {
     "session_status_counts": (
@@ -54,6 +59,7 @@ ADDED_TABLES: dict[str, str] = {
         "SELECT NULL AS key, NULL AS action, NULL AS session_id, NULL AS outcome, "
         "NULL AS created_at WHERE 0"
     ),
+    "api_tokens": _NO_TOKENS,
 }
 
 
@@ -87,8 +93,10 @@ def cover_missing(connection: Any) -> list[str]:
 # The revisions a PostgreSQL store may be at and still be read, through the views below (0011
 # adds only indexes).
 POSTGRES_READABLE_BEHIND = frozenset(
-    {"0008_session_groups", "0009_audit_trail", "0010_usage_totals"}
+    {"0008_session_groups", "0009_audit_trail", "0010_usage_totals", "0011_calm_attention"}
 )
+# Tables of ours a PostgreSQL store behind may lack, as views.
+POSTGRES_ADDED_TABLES: dict[str, str] = {"api_tokens": _NO_TOKENS}
 # Our compact payloads ({"actor":"…", …}) name the actor so; a view may not fail on a payload
 # that is not JSON, so it is read as text.
 POSTGRES_ADDED_COLUMNS: dict[str, dict[str, str]] = {
@@ -124,6 +132,15 @@ def cover_missing_postgres(connection: Any) -> list[str]:
                 f" FROM {_quoted_schema(cursor)}.{table}"
             )
             covered.extend(f"{table}.{name}" for name in missing)
+        for table, query in POSTGRES_ADDED_TABLES.items():
+            cursor.execute(
+                "SELECT 1 FROM information_schema.tables"
+                " WHERE table_schema = current_schema() AND table_name = %s",
+                (table,),
+            )
+            if cursor.fetchone() is None:
+                cursor.execute(f"CREATE TEMP VIEW {table} AS {query}")
+                covered.append(table)
     return covered
 
 

@@ -180,6 +180,20 @@ class IdempotencyKey(SQLModel, table=True):
     created_at: str = _text(nullable=False)
 
 
+class ApiToken(SQLModel, table=True):
+    """An identity of ``roundtable serve`` (migration 0012): only the token's hash is kept."""
+
+    __tablename__ = "api_tokens"
+    name: str = _text(primary_key=True, nullable=False)
+    role: str = _text(nullable=False)
+    token_hash: str = Field(sa_type=Text, nullable=False, unique=True)
+    workspaces_json: str | None = _text()
+    agent_id: str | None = _text()
+    created_at: str = _text(nullable=False)
+    expires_at: str | None = _text()
+    revoked_at: str | None = _text()
+
+
 class SessionStatusCount(SQLModel, table=True):
     """Sessions per status, kept by triggers on agent_sessions (migration 0004)."""
 

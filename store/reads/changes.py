@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, and_, func, or_, select, true
@@ -25,6 +25,7 @@ from sqlalchemy.orm import aliased
 from roundtable_console.store.clock import Clock, format_ts, parse_ts, system_clock
 from roundtable_console.store.db.models import AgentSession, AgentSessionEvent
 from roundtable_console.store.db.session_rows import SESSIONS
+from roundtable_console.store.errors import InvalidEventCursor
 from roundtable_console.store.reads.keyset import filter_conditions
 from roundtable_console.store.reads.listing import SessionFilter
 from roundtable_console.store.reads.sessions import gone_stale, next_to_go_stale
@@ -174,6 +175,39 @@ def changes_of_row(
     return found
 
 
+@dataclass(frozen=True)
+class FeedPosition:
+    """A place in the change feed a reader may come back to: every history row up to
+    ``last_id`` read (but for that row's changes after ``index``, when given), and every
+    session unseen since before ``stale_bound`` told as stale. As text (an SSE event id):
+    ``<last_id>.<index or ->.<stale bound in Unix microseconds>``."""
+
+    last_id: int
+    index: int | None
+    stale_bound: datetime
+
+    def token(self) -> str:
+        index = "-" if self.index is None else str(self.index)
+        micros = round(self.stale_bound.timestamp() * 1_000_000)
+        return f"{self.last_id}.{index}.{micros}"
+
+    @classmethod
+    def parse(cls, text: str) -> FeedPosition:
+        """The position a token names; ``invalid_event_cursor`` for anything else."""
+        parts = text.strip().split(".")
+        try:
+            last_id, index, micros = parts
+            if not (last_id.isdigit() and micros.isdigit() and (index == "-" or index.isdigit())):
+                raise ValueError(text)
+            bound = datetime.fromtimestamp(int(micros) / 1_000_000, tz=UTC)
+        except (ValueError, OverflowError, OSError):
+            raise InvalidEventCursor(
+                f"{text[:80]!r} is not a position of this feed: give the id of the last event "
+                "received, as it came."
+            ) from None
+        return cls(int(last_id), None if index == "-" else int(index), bound)
+
+
 class ChangeFeed:
     """A position in the store's changes, and the reads that move it. Not thread-safe: one
     reader (a thread) owns it. ``start`` first, then ``read`` after each change of the store and
@@ -194,6 +228,8 @@ class ChangeFeed:
         self._gaps: dict[int, float] = {}  # id skipped over → when first skipped (monotonic)
         self._stale_bound: datetime | None = None
         self._deadline: datetime | None = None
+        # After ``resume`` within a row: (row id, its last change already read).
+        self._resumed_within: tuple[int, int] | None = None
 
     def start(self, *, db: Connection) -> None:
         """From now on: the newest history row, the stale bound of this moment."""
@@ -211,15 +247,53 @@ class ChangeFeed:
 
     def read(self, *, db: Connection) -> list[Change]:
         """The changes since the position, oldest first, filtered; the position moves past."""
+        return [change for change, _position in self.read_positioned(db=db)]
+
+    def read_positioned(self, *, db: Connection) -> list[tuple[Change, str]]:
+        """``read``, each change with the position just after it (``FeedPosition.token``): a
+        reader that comes back with it (``resume``) gets what follows, nothing twice."""
         if not self.started:
             self.start(db=db)
             return []
-        found = self._history(db)
-        found.extend(self._gone_stale(db))
+        bound = self._stale_bound or self.clock() - self.stale_after
+        found: list[tuple[Change, str]] = []
+        newest = self.last_id
+        for row_id, changes in self._history(db):
+            newest = max(newest, row_id)
+            for index, change in enumerate(changes):
+                skipped = self._resumed_within
+                if skipped is not None and row_id == skipped[0] and index <= skipped[1]:
+                    continue
+                # A row of a gap (an id below one already read) is after everything read.
+                position = FeedPosition(row_id, index, bound) if row_id == newest else None
+                position = position or FeedPosition(newest, None, bound)
+                found.append((change, position.token()))
+        self._resumed_within = None
+        for change, seen in self._gone_stale(db):
+            found.append((change, FeedPosition(self.last_id, None, seen + _TICK).token()))
         self._find_deadline(db)
-        return [change for change in found if self.filters.admits(change)]
+        return [(change, token) for change, token in found if self.filters.admits(change)]
 
-    def _history(self, db: Connection) -> list[Change]:
+    def resume(self, *, db: Connection, position: FeedPosition) -> None:
+        """From just after ``position``: its row's later changes, later rows, and the sessions
+        that went stale after its stale bound."""
+        if position.index is None:
+            self.last_id = position.last_id
+            self._resumed_within = None
+        else:
+            self.last_id = max(position.last_id - 1, 0)
+            self._resumed_within = (position.last_id, position.index)
+        self._stale_bound = position.stale_bound
+        self._find_deadline(db)
+        self.started = True
+
+    def position(self) -> FeedPosition:
+        """Where the feed is: after every row and every stale session read so far."""
+        return FeedPosition(
+            self.last_id, None, self._stale_bound or self.clock() - self.stale_after
+        )
+
+    def _history(self, db: Connection) -> list[tuple[int, list[Change]]]:
         wanted = and_(true(), *filter_conditions(self.filters.sessions))
         previous = (
             select(_PREVIOUS.c.payload_json)
@@ -228,7 +302,7 @@ class ChangeFeed:
             .limit(1)
             .scalar_subquery()
         )
-        found: list[Change] = []
+        found: list[tuple[int, list[Change]]] = []
         self._forget_old_gaps()
         while True:
             after = _EVENTS.c.id > self.last_id
@@ -253,16 +327,15 @@ class ChangeFeed:
             for row in rows:
                 self._advance(int(row.id))
                 if row.wanted:
-                    found.extend(
-                        changes_of_row(
-                            session_id=row.session_id,
-                            event_type=row.event_type,
-                            payload=row.payload_json,
-                            at=row.created_at,
-                            previous=row.previous,
-                            agent_id=row.agent_id,
-                        )
+                    changes = changes_of_row(
+                        session_id=row.session_id,
+                        event_type=row.event_type,
+                        payload=row.payload_json,
+                        at=row.created_at,
+                        previous=row.previous,
+                        agent_id=row.agent_id,
                     )
+                    found.append((int(row.id), changes))
             if len(rows) < BATCH:
                 return found
 
@@ -281,23 +354,25 @@ class ChangeFeed:
         oldest = time.monotonic() - GAP_SECONDS
         self._gaps = {gap: since for gap, since in self._gaps.items() if since >= oldest}
 
-    def _gone_stale(self, db: Connection) -> list[Change]:
+    def _gone_stale(self, db: Connection) -> list[tuple[Change, datetime]]:
+        """The sessions that went stale since the last read, each with the time it was last
+        seen (its place on the stale bound)."""
         bound = self.clock() - self.stale_after
         since = self._stale_bound or bound
         self._stale_bound = bound
         if bound <= since:
             return []
         return [
-            self._stale_change(session)
+            self._stale_change(session, bound)
             for session in gone_stale(
                 db=db, since=since, until=bound, filters=self.filters.sessions, limit=MAX_GAPS
             )
         ]
 
-    def _stale_change(self, session: AgentSession) -> Change:
+    def _stale_change(self, session: AgentSession, bound: datetime) -> tuple[Change, datetime]:
         seen = parse_ts(session.last_seen_at) or parse_ts(session.started_at)
         went = seen + self.stale_after if seen is not None else self.clock()
-        return Change(
+        change = Change(
             at=format_ts(went),
             session_id=session.id,
             change="stale",
@@ -306,6 +381,7 @@ class ChangeFeed:
             actor=None,
             reason=f"not seen for {short_duration(self.stale_after.total_seconds())}",
         )
+        return change, min(seen, bound) if seen is not None else bound
 
     def _find_deadline(self, db: Connection) -> None:
         bound = self._stale_bound or self.clock() - self.stale_after

@@ -12,13 +12,18 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, case, func, text, update
+from sqlalchemy import Connection, and_, bindparam, case, func, select, text, update
 
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.db.session_rows import SESSIONS, as_session, session_from_row
-from roundtable_console.store.errors import SessionNotFound
+from roundtable_console.store.errors import (
+    IllegalSessionTransition,
+    InvalidSessionStatus,
+    SessionNotFound,
+)
 from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.rules import ACTIVE_STATES
 from roundtable_console.store.writes.history import Prepared, append_session_event
 from roundtable_console.store.writes.write_values import (
     end_values,
@@ -47,9 +52,12 @@ def register(
     status: str | None = None,
     metadata: str | dict[str, Any] | None = None,
     adapters: Mapping[str, AdapterConfig] | None = None,
+    workspace_id: str | None = None,
     clock: Clock = system_clock,
 ) -> AgentSession:
-    """Upsert keyed by the caller's id: an existing session is replaced, not merged (ref)."""
+    """Upsert keyed by the caller's id: an existing session is replaced, not merged (ref).
+    ``workspace_id`` (a register over HTTP: the workspace of its path) sets the session's
+    workspace column; without it the column is left as it is."""
     values = register_values(
         session_id=session_id,
         agent_id=agent_id,
@@ -65,6 +73,8 @@ def register(
         metadata=metadata,
         adapters=adapters,
     )
+    if workspace_id is not None:
+        values["workspace_id"] = workspace_id
     now = format_ts(clock())
     replaced = {name: value for name, value in values.items() if name != "id"}
     replaced.update(last_seen_at=now, ended_at=None, waiting_reason=None, waiting_since=None)
@@ -146,6 +156,44 @@ def heartbeat(
     return _update_one(db, _HEARTBEAT, values, clock=clock, event=("heartbeat", "last_seen_at"))
 
 
+def checked_heartbeat(
+    *,
+    db: Connection,
+    session_id: str,
+    status: str | None = None,
+    external_session_id: str | None = None,
+    waiting: str | None = None,
+    actor: str | None = None,
+    clock: Clock = system_clock,
+) -> AgentSession:
+    """A heartbeat under the reference's HTTP rules: a given status must be an active state
+    (``invalid_session_status``) and the session must be in one (``illegal_session_transition``),
+    then the agent's heartbeat (its status, external id and wait). ``actor``: the operator who
+    beat it, named in the history row as an operator's action is."""
+    if status is not None and status.strip() and status.strip() not in ACTIVE_STATES:
+        raise InvalidSessionStatus(
+            f"A heartbeat's status must be an active state ({', '.join(ACTIVE_STATES)}); "
+            f"{status.strip()!r} is not one."
+        )
+    current = db.execute(select(_C.status).where(_C.id == session_id)).scalar_one_or_none()
+    if current is None:
+        raise SessionNotFound(f"No session has the id {session_id!r}.")
+    if current not in ACTIVE_STATES:
+        raise IllegalSessionTransition(
+            f"Cannot heartbeat session {session_id!r}: its status is {current!r}; a heartbeat "
+            "is allowed from an active state."
+        )
+    values = heartbeat_values(
+        session_id=session_id,
+        status=status,
+        external_session_id=external_session_id,
+        waiting=waiting,
+    )
+    return _update_one(
+        db, _HEARTBEAT, values, clock=clock, event=("heartbeat", "last_seen_at"), actor=actor
+    )
+
+
 def end(
     *,
     db: Connection,
@@ -165,6 +213,7 @@ def _update_one(
     *,
     clock: Clock,
     event: tuple[str, str],
+    actor: str | None = None,
 ) -> AgentSession:
     """Run a prebuilt update at ``now`` and record it in the session's history: ``event`` names
     the event type and the field its payload carries the time in, beside the new status."""
@@ -177,7 +226,11 @@ def _update_one(
     payload = update_payload(
         status=session.status, time_field=time_field, now=now, waiting_reason=session.waiting_reason
     )
-    append_session_event(db, session_id=session.id, event_type=event_type, payload=payload, now=now)
+    if actor is not None:
+        payload["actor"] = actor
+    append_session_event(
+        db, session_id=session.id, event_type=event_type, payload=payload, now=now, actor=actor
+    )
     return session
 
 

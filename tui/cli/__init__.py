@@ -56,7 +56,9 @@ from roundtable_console.tui.cli.printing import (
     OUTPUT_HELP,
 )
 from roundtable_console.tui.cli.resume_command import resume_command
+from roundtable_console.tui.cli.serve_command import serve_command
 from roundtable_console.tui.cli.sessions_commands import sessions_group
+from roundtable_console.tui.cli.tokens_commands import tokens_group
 from roundtable_console.tui.cli.tui_command import tui_command
 from roundtable_console.tui.cli.watch_command import watch_command
 
@@ -201,6 +203,8 @@ for _command in (
     audit_command,
     import_command,
     export_command,
+    serve_command,
+    tokens_group,
 ):
     cli.add_command(_command)
 

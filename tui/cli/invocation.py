@@ -129,6 +129,8 @@ WRITING_COMMANDS = frozenset(
         "db upgrade",
         "db prune",
         "import",
+        "tokens create",
+        "tokens revoke",
     }
 )
 

@@ -1,0 +1,409 @@
+"""The ASGI application of ``roundtable serve``: the reference's session routes, ours beside
+them, the OpenAPI document at ``/api/v1/openapi.json``, one handler for every refusal.
+
+``create_app`` is the one factory: the server process and the tests build exactly the same app.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI, Request, WebSocket
+from fastapi.openapi.utils import get_openapi
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Match
+
+from roundtable_console.api import (
+    action_ops,
+    bodies,
+    detail_ops,
+    schemas,
+    session_ops,
+    streams,
+    wire,
+)
+from roundtable_console.api.context import Answer, Call, ServerContext
+from roundtable_console.api.middleware import (
+    REFERENCE_ORIGINS,
+    TOO_LARGE,
+    UNSAFE_METHODS,
+    BodyTooLarge,
+    Guard,
+)
+from roundtable_console.api.problems import (
+    MEDIA_TYPE,
+    STATUSES,
+    Problem,
+    from_store_error,
+    problem_response,
+)
+from roundtable_console.store.access.tokens import ROLES, holds_tokens
+from roundtable_console.store.errors import StoreError
+from roundtable_console.store.rules import ACTIVE_STATES
+
+API = "/api/v1"
+SESSIONS = API + "/workspaces/{workspace_id}/sessions"
+ONE = SESSIONS + "/{session_id}"
+Operation = Callable[..., Answer]
+
+
+def _call(request: Request, body: bytes) -> Call:
+    query: dict[str, list[str]] = {}
+    for name, value in request.query_params.multi_items():
+        query.setdefault(name, []).append(value)
+    return Call(
+        method=request.method,
+        path=request.url.path,
+        headers={name.lower(): value for name, value in request.headers.items()},
+        query=query,
+        body=body,
+        address=request.client.host if request.client else "",
+        request_id=request.state.request_id,
+    )
+
+
+def _refusal(request: Request, problem: Problem) -> JSONResponse:
+    return problem_response(
+        problem.code,
+        problem.detail,
+        instance=request.url.path,
+        request_id=request.state.request_id,
+        metadata=problem.metadata,
+        headers=problem.headers,
+    )
+
+
+async def run(request: Request, operation: Operation, **params: str) -> Response:
+    """One request: its call built here, its work in a worker thread, its answer or refusal."""
+    ctx: ServerContext = request.app.state.ctx
+    try:
+        body = await request.body() if request.method in UNSAFE_METHODS else b""
+    except BodyTooLarge:
+        return _refusal(request, Problem("request_too_large", TOO_LARGE))
+    call = _call(request, body)
+    if any("\x00" in value for values in call.query.values() for value in values):
+        return _refusal(request, Problem("invalid_request", "A query value holds a NUL character."))
+    try:
+        answer = await run_in_threadpool(operation, ctx, call, **params)
+    except Problem as problem:
+        return _refusal(request, problem)
+    except StoreError as error:
+        return _refusal(request, from_store_error(error))
+    return JSONResponse(answer.body, status_code=answer.status, headers=answer.headers)
+
+
+def _responses(
+    successes: tuple[int, ...], model: type | None, *errors: int
+) -> dict[int | str, Any]:
+    documented: dict[int | str, Any] = {
+        status: {"model": schemas.Problem, "description": "A problem (RFC 7807)."}
+        for status in sorted({400, 401, 403, 404, 413, 429, 500, 503, *errors})
+    }
+    for success in successes:
+        documented[success] = (
+            {"model": model, "description": "Done."} if model else {"description": "Done."}
+        )
+    return documented
+
+
+def _operation(
+    app: FastAPI,
+    method: str,
+    path: str,
+    operation: Operation,
+    *,
+    name: str,
+    summary: str,
+    success: int = 200,
+    also: tuple[int, ...] = (),
+    model: type | None = None,
+    errors: tuple[int, ...] = (),
+    parameters: list[dict[str, Any]] | None = None,
+    body: dict[str, Any] | None = None,
+    body_required: bool = False,
+) -> None:
+    names = [part[1:-1] for part in path.split("/") if part.startswith("{")]
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            params = {
+                key: wire.path_id(request.path_params[key], what=key.removesuffix("_id"))
+                for key in names
+            }
+        except Problem as problem:
+            return _refusal(request, problem)
+        return await run(request, operation, **params)
+
+    extra: dict[str, Any] = {}
+    path_parameters = [PATH_ID | {"name": key} for key in names]
+    extra["parameters"] = [*path_parameters, *(parameters or [])]
+    if body is not None:
+        extra["requestBody"] = {
+            "required": body_required,
+            "content": {"application/json": {"schema": body}},
+        }
+    app.add_api_route(
+        path,
+        endpoint,
+        methods=[method],
+        name=name,
+        summary=summary,
+        status_code=success,
+        responses=_responses((success, *also), model, *errors),
+        openapi_extra=extra,
+    )
+
+
+# Ids in a path: printable, at most 256 characters (an id no store holds answers as not found).
+PATH_ID = {
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "format": schemas.PRINTABLE, "maxLength": 256},
+}
+TEXT_QUERY = {"type": "string", "format": schemas.TEXT, "maxLength": 1024}
+LIST_PARAMETERS = [
+    schemas.LIMIT,
+    schemas.CURSOR,
+    {"name": "status", "in": "query", "schema": TEXT_QUERY, "description": "Repeatable."},
+    {"name": "agent_id", "in": "query", "schema": TEXT_QUERY},
+    {"name": "run_id", "in": "query", "schema": TEXT_QUERY},
+    {"name": "stale", "in": "query", "schema": {"type": "boolean"}},
+    {"name": "waiting", "in": "query", "schema": {"type": "boolean"}},
+    {"name": "q", "in": "query", "schema": TEXT_QUERY, "description": "Text filter."},
+    {
+        "name": "sort",
+        "in": "query",
+        "schema": {"enum": ["attention", "started", "last_seen", "status", "agent"]},
+    },
+    {"name": "order", "in": "query", "schema": {"enum": ["asc", "desc"]}},
+]
+IF_MATCH = {
+    "name": "If-Match",
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string", "pattern": '^(W/)?"?[0-9]+"?$'},
+    "description": "The session's version as read: refused (409) if it changed since.",
+}
+STATUS_PARAMETER = {
+    "name": "status",
+    "in": "query",
+    "schema": {"enum": list(ACTIVE_STATES)},
+    "description": "A new status: an active state.",
+}
+
+
+CHANGES_PARAMETERS = [
+    {"name": "status", "in": "query", "schema": TEXT_QUERY, "description": "Repeatable."},
+    {"name": "agent_id", "in": "query", "schema": TEXT_QUERY},
+    {"name": "run_id", "in": "query", "schema": TEXT_QUERY},
+    {"name": "heartbeats", "in": "query", "schema": {"type": "boolean"}},
+    {
+        "name": "Last-Event-ID",
+        "in": "header",
+        "schema": {"type": "string"},
+        "description": "The id of the last event received: what follows it, nothing twice.",
+    },
+]
+
+
+def _streams(app: FastAPI) -> None:
+    async def changes(request: Request) -> Response:
+        call = _call(request, b"")
+        try:
+            workspace = wire.path_id(request.path_params["workspace_id"], what="workspace")
+        except Problem as problem:
+            return _refusal(request, problem)
+        return await streams.changes_stream(request, call, workspace)
+
+    app.add_api_route(
+        SESSIONS + "/changes",
+        changes,
+        methods=["GET"],
+        name="session_changes",
+        summary="The workspace's session changes as server-sent events (what watch prints).",
+        responses={
+            **_responses((), None),
+            200: {
+                "description": "An endless text/event-stream: ready, then one event a change.",
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            },
+        },
+        openapi_extra={
+            "parameters": [
+                PATH_ID | {"name": "workspace_id"},
+                *CHANGES_PARAMETERS,
+            ]
+        },
+    )
+
+    async def events(websocket: WebSocket) -> None:
+        await streams.events_socket(websocket, websocket.path_params["workspace_id"])
+
+    app.add_api_websocket_route(API + "/workspaces/{workspace_id}/events/ws", events)
+
+
+def _routes(app: FastAPI) -> None:
+    _streams(app)  # before the session routes: "changes" is not a session id
+    _operation(app, "GET", SESSIONS, session_ops.list_page, name="list_sessions",
+               summary="A page of the workspace's sessions.", model=schemas.SessionPage,
+               parameters=LIST_PARAMETERS)  # fmt: skip
+    _operation(app, "POST", SESSIONS, session_ops.create, name="create_session",
+               summary="Create a session (a human's; an Idempotency-Key is required).",
+               success=201, model=schemas.Session, errors=(409,),
+               parameters=[schemas.idempotency(True)],
+               body=schemas.body_schema(bodies.CREATE_FIELDS, ("agent_id", "run_id", "adapter")),
+               body_required=True)  # fmt: skip
+    _operation(app, "GET", ONE, session_ops.read_one, name="get_session",
+               summary="One session.", model=schemas.Session)  # fmt: skip
+    _operation(app, "PUT", ONE, session_ops.register, name="register_session",
+               summary="Register a session (an agent's upsert; 201 new, 200 replaced).",
+               also=(201,), model=schemas.Session, errors=(409,),
+               parameters=[schemas.idempotency(False)],
+               body=schemas.body_schema(
+                   bodies.REGISTER_FIELDS,
+                   ("agent_id", "run_id", "adapter", "working_directory"),
+                   objects=("metadata",),
+               ), body_required=True)  # fmt: skip
+    _operation(app, "POST", ONE + "/end", session_ops.end, name="end_session",
+               summary="Record that the session ended.", model=schemas.Session, errors=(409,),
+               parameters=[schemas.idempotency(False)],
+               body=schemas.body_schema(bodies.END_FIELDS))  # fmt: skip
+    _operation(app, "POST", ONE + "/heartbeat", action_ops.heartbeat, name="heartbeat_session",
+               summary="Heartbeat (an agent's: its external id and whether it waits too).",
+               model=schemas.Session, errors=(409,),
+               parameters=[STATUS_PARAMETER, schemas.idempotency(False)],
+               body=schemas.body_schema(bodies.HEARTBEAT_FIELDS))  # fmt: skip
+    for action, required in (("pause", False), ("stop", False), ("resume", True)):
+        _operation(app, "POST", f"{ONE}/{action}", getattr(action_ops, action),
+                   name=f"{action}_session", summary=f"{action.capitalize()} (a human's).",
+                   model=schemas.Session, errors=(409,),
+                   parameters=[schemas.idempotency(required), IF_MATCH])  # fmt: skip
+    _operation(app, "POST", ONE + "/terminate", action_ops.terminate, name="terminate_session",
+               summary="Terminate (a human's; impact details when the agent holds claims).",
+               model=schemas.Session, errors=(409,),
+               parameters=[schemas.idempotency(True), IF_MATCH],
+               body=schemas.body_schema(bodies.TERMINATE_FIELDS))  # fmt: skip
+    for name, model in (
+        ("logs", schemas.LogPage),
+        ("tool-calls", schemas.ToolCallPage),
+        ("claims", schemas.ClaimPage),
+        ("proposals", schemas.ProposalPage),
+    ):
+        _operation(app, "GET", f"{ONE}/{name}", detail_ops.page_of(name),
+                   name=f"session_{name.replace('-', '_')}", summary=f"A page of {name}.",
+                   model=model, parameters=[schemas.LIMIT, schemas.CURSOR])  # fmt: skip
+    for name, model in (("metrics", schemas.Metrics), ("environment", schemas.Environment)):
+        _operation(app, "GET", f"{ONE}/{name}", detail_ops.record_of(name),
+                   name=f"session_{name}", summary=f"The session's {name}.",
+                   model=model)  # fmt: skip
+
+
+def capabilities(ctx: ServerContext, call: Call, *, origins: tuple[str, ...]) -> Answer:
+    with ctx.store.read() as db:
+        bearer = holds_tokens(db)
+    return Answer(
+        200,
+        {
+            "authentication": "bearer-token" if bearer else "local-header-development",
+            "agent_boundary": "agent tokens write only their own agent's sessions"
+            if bearer
+            else "none: header mode trusts X-Actor-ID",
+            "csrf": "origin-checked writes",
+            "default_bind": "127.0.0.1",
+            "roles": list(ROLES),
+            "allowed_origins": list(origins),
+        },
+    )
+
+
+def create_app(
+    ctx: ServerContext, *, read_only: bool = False, allowed_origins: tuple[str, ...] = ()
+) -> Guard:
+    """The whole server: routes and document inside, the guard of ``api.middleware`` around."""
+    app = FastAPI(
+        title="Roundtable sessions",
+        version="1",
+        description="The Roundtable reference's HTTP API for agent sessions, with real identities.",
+        openapi_url=API + "/openapi.json",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.ctx = ctx
+    app.state.hub = streams.ChangeHub(ctx.store)
+    _routes(app)
+    origins = (*REFERENCE_ORIGINS, *allowed_origins)
+
+    async def security_capabilities(request: Request) -> Response:
+        return await run(request, lambda c, call: capabilities(c, call, origins=origins))
+
+    app.add_api_route(
+        API + "/security/capabilities",
+        security_capabilities,
+        methods=["GET"],
+        name="security_capabilities",
+        summary="How this server authenticates and what it allows.",
+        responses=_responses((200,), schemas.Capabilities, 503),
+    )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_refusal(request: Request, error: StarletteHTTPException) -> Response:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code)
+        problem = Problem(code or "invalid_request", str(error.detail))
+        response = _refusal(request, problem)
+        if error.status_code == 405:
+            response.headers["Allow"] = ", ".join(_allowed_methods(app, request))
+        return response
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, error: Exception) -> Response:
+        # Logged by the guard with its request id; the client gets words, not a traceback.
+        return _refusal(
+            request,
+            Problem(
+                "internal_error",
+                "The server failed to answer this request; its log names it "
+                f"{request.state.request_id}.",
+            ),
+        )
+
+    app.openapi = lambda: _document(app)  # type: ignore[method-assign]
+    return Guard(app, read_only=read_only, allowed_origins=allowed_origins)
+
+
+def _allowed_methods(app: FastAPI, request: Request) -> list[str]:
+    """Every method some route takes at this path (each method is a route of its own here, so
+    the router's 405 names only the first one's)."""
+    methods: set[str] = set()
+    for route in app.routes:
+        match, _child = route.matches({**request.scope, "method": "\0"})
+        if match is not Match.NONE:
+            methods.update(getattr(route, "methods", None) or ())
+    return sorted(methods - {"HEAD"}) or ["GET"]
+
+
+def _document(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, with every refusal served as ``application/problem+json`` and
+    without the 422 FastAPI documents for validation this server does itself."""
+    if app.openapi_schema is not None:
+        return app.openapi_schema
+    document = get_openapi(
+        title=app.title, version=app.version, description=app.description, routes=app.routes
+    )
+    for item in document.get("paths", {}).values():
+        for operation in item.values():
+            responses = operation.get("responses", {})
+            responses.pop("422", None)
+            for status, response in responses.items():
+                content = response.get("content", {})
+                if int(status) >= 400 and "application/json" in content:
+                    response["content"] = {MEDIA_TYPE.split(";")[0]: content["application/json"]}
+    document.get("components", {}).get("schemas", {}).pop("HTTPValidationError", None)
+    document.get("components", {}).get("schemas", {}).pop("ValidationError", None)
+    app.openapi_schema = document
+    return document
+
+
+__all__ = ["STATUSES", "create_app"]

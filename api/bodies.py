@@ -1,0 +1,78 @@
+"""Request bodies, read strictly: one JSON object of known fields and the types they take.
+
+The reference refuses an unknown field, or anything but one JSON object, with
+``invalid_session`` for the session bodies (create, and ours: register); our other bodies
+(heartbeat, end, terminate) with ``invalid_request_body``. A body that is not JSON at all is
+``invalid_request_body``. Every refusal says which field and why, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from roundtable_console.api.problems import Problem
+from roundtable_console.store.validation import has_control_characters
+
+# Each body: its fields, and whether a field may hold an object (metadata) rather than text.
+CREATE_FIELDS = ("agent_id", "run_id", "adapter", "provider", "model", "external_session_id")
+REGISTER_FIELDS = (
+    "agent_id",
+    "run_id",
+    "adapter",
+    "working_directory",
+    "provider",
+    "model",
+    "external_session_id",
+    "resume_command",
+    "mcp_socket",
+    "status",
+    "metadata",
+)
+HEARTBEAT_FIELDS = ("external_session_id", "waiting")
+END_FIELDS = ("status",)
+TERMINATE_FIELDS = ("impact_details",)
+OBJECT_FIELDS = frozenset({"metadata"})
+# Names and states: printable text (every other text field: anything but NUL).
+PRINTABLE_FIELDS = frozenset({"agent_id", "run_id", "adapter", "status", "waiting"})
+
+
+def read_object(
+    raw: bytes, *, fields: tuple[str, ...], code: str, optional: bool
+) -> dict[str, Any]:
+    """The body's fields by name (missing ones absent); an empty body is ``{}`` when the body
+    is ``optional``."""
+    if not raw.strip():
+        if optional:
+            return {}
+        raise Problem(code, "The request needs a JSON object as its body.")
+    try:
+        decoded = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise Problem("invalid_request_body", "The body is not UTF-8 text.") from None
+    except RecursionError:
+        raise Problem("invalid_request_body", "The body's JSON is nested too deeply.") from None
+    except json.JSONDecodeError as error:
+        raise Problem(
+            "invalid_request_body",
+            f"The body is not JSON: {error.msg} (line {error.lineno}, column {error.colno}).",
+        ) from None
+    if not isinstance(decoded, dict):
+        raise Problem(code, "The body must be one JSON object.")
+    unknown = sorted(name for name in decoded if name not in fields)
+    if unknown:
+        raise Problem(
+            code,
+            f"Unknown field {unknown[0]!r}: the body takes {', '.join(fields)}.",
+            metadata={"unknown_fields": unknown[:20]},
+        )
+    for name, value in decoded.items():
+        allowed: tuple[type, ...] = (str, dict) if name in OBJECT_FIELDS else (str,)
+        if value is not None and not isinstance(value, allowed):
+            kind = "a string or an object" if name in OBJECT_FIELDS else "a string"
+            raise Problem(code, f"The field {name!r} must be {kind}, or null.")
+        if isinstance(value, str) and name in PRINTABLE_FIELDS and has_control_characters(value):
+            raise Problem(code, f"The field {name!r} must not hold control characters.")
+        if isinstance(value, str) and "\x00" in value:
+            raise Problem(code, f"The field {name!r} must not hold a NUL character.")
+    return decoded

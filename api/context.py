@@ -1,0 +1,168 @@
+"""What every route needs, once per server: the store, the clock, the failure counter, and the
+steps each request takes (who it is, what it reaches, its idempotency key, its write).
+
+A request becomes a ``Call`` (its method, path, headers, query, body, client address, request
+id) and an ``Answer`` (status and JSON body). Routes run their call in a worker thread, so no
+store I/O runs on the event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection
+
+from roundtable_console.api.identity import Caller, FailureCounter, authenticate
+from roundtable_console.api.problems import Problem
+from roundtable_console.store.clock import Clock, system_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.models import AgentSession
+from roundtable_console.store.errors import SessionNotFound, WorkspaceNotFound
+from roundtable_console.store.reads.sessions import get_session
+from roundtable_console.store.reads.workspaces import WorkspaceRow, get_workspace
+from roundtable_console.store.writes.request_keys import (
+    RecordedMeanwhile,
+    RequestKey,
+    record,
+    request_key,
+    stored_answer,
+)
+
+T = TypeVar("T")
+_KEY_CHARACTERS = range(0x21, 0x7F)
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    query: Mapping[str, list[str]]
+    body: bytes
+    address: str
+    request_id: str
+
+    def arg(self, name: str) -> str | None:
+        values = self.query.get(name)
+        return values[-1] if values else None
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ServerContext:
+    store: Store
+    clock: Clock = system_clock
+    stale_after_seconds: float = 300.0
+    failures: FailureCounter = field(default_factory=FailureCounter)
+
+    def caller(self, call: Call) -> Caller:
+        return authenticate(
+            self.store,
+            authorization=call.headers.get("authorization"),
+            actor_id=call.headers.get("x-actor-id"),
+            actor_role=call.headers.get("x-actor-role"),
+            orchestrator=call.headers.get("x-roundtable-orchestrator"),
+            address=call.address,
+            failures=self.failures,
+            clock=self.clock,
+        )
+
+    # -- what a caller reaches -------------------------------------------------------------
+
+    @staticmethod
+    def workspace(db: Connection, caller: Caller, workspace_id: str) -> WorkspaceRow:
+        """The workspace, when it exists and the caller may reach it: one it may not reach
+        answers as one that does not exist."""
+        if not caller.reaches(workspace_id):
+            raise WorkspaceNotFound(f"No workspace has the id {workspace_id!r}.")
+        return get_workspace(db=db, workspace_id=workspace_id)
+
+    @classmethod
+    def session_in(
+        cls, db: Connection, caller: Caller, workspace_id: str, session_id: str
+    ) -> AgentSession:
+        """The session, when it belongs to the workspace (its column, else its metadata's)."""
+        cls.workspace(db, caller, workspace_id)
+        session = get_session(db=db, session_id=session_id)
+        if session.effective_workspace_id != workspace_id:
+            raise SessionNotFound("session does not belong to this workspace")
+        return session
+
+    # -- idempotency keys ------------------------------------------------------------------
+
+    def request_key(self, call: Call, caller: Caller, *, required: bool) -> RequestKey | None:
+        raw = call.headers.get("idempotency-key")
+        if raw is None or raw == "":
+            if required:
+                raise Problem(
+                    "idempotency_key_required",
+                    "This request needs an Idempotency-Key header, so a retry never applies twice.",
+                )
+            return None
+        if len(raw) > 128 or any(ord(char) not in _KEY_CHARACTERS for char in raw):
+            raise Problem(
+                "idempotency_key_required",
+                "An Idempotency-Key is 1 to 128 printable characters without spaces.",
+            )
+        return request_key(
+            caller=caller.name, method=call.method, path=call.path, client_key=raw, body=call.body
+        )
+
+    def replayed(self, call: Call, key: RequestKey | None) -> Answer | None:
+        """The first answer to this request, when there was one (a problem again under this
+        request's id)."""
+        if key is None:
+            return None
+        with self.store.read() as db:
+            stored = stored_answer(db, key)
+        if stored is None:
+            return None
+        body = stored.body
+        if isinstance(body, dict) and "request_id" in body:
+            body = {**body, "request_id": call.request_id}
+        return Answer(stored.status, body, {"Idempotent-Replayed": "true"})
+
+    def write_once(
+        self,
+        call: Call,
+        key: RequestKey | None,
+        *,
+        write: Callable[[Callable[[Connection, T], None] | None], T],
+        answer: Callable[[T], Answer],
+        session_of: Callable[[T], str],
+    ) -> Answer:
+        """``write`` once under ``key``: the same request again gets the first answer, recorded
+        in the write's own transaction (``within``, handed to ``write``). A refusal writes
+        nothing, not even under the key (the reference kept its 4xx answers): a retry is asked
+        again, and nothing it could do twice was done."""
+        replay = self.replayed(call, key)
+        if replay is not None:
+            return replay
+
+        def within(db: Connection, result: T) -> None:
+            if key is not None:
+                done = answer(result)
+                record(
+                    db,
+                    key,
+                    session_id=session_of(result),
+                    status=done.status,
+                    body=done.body,
+                    clock=self.clock,
+                )
+
+        try:
+            result = write(within if key is not None else None)
+        except RecordedMeanwhile:
+            replay = self.replayed(call, key)
+            assert replay is not None  # recorded by the transaction that won
+            return replay
+        return answer(result)

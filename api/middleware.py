@@ -1,0 +1,206 @@
+"""What every request passes through before a route, as one ASGI layer (no route sees a request
+that fails here, and no response leaves without these headers):
+
+- ``X-Request-ID``: the caller's when it is at most 128 printable characters, else a new
+  ``req-<32 hex>``; on every response, with ``X-Content-Type-Options: nosniff``,
+  ``Cache-Control: no-store``, ``X-Frame-Options: DENY`` and ``Referrer-Policy: no-referrer``.
+- a read-only server refuses every write (``read_only``) before the body is read;
+- a write (or a WebSocket) from a browser page of another origin is refused
+  (``csrf_origin_forbidden``): the reference's allowed origins and the server's own;
+- bodies are read up to 1 MiB (``request_too_large``, at once from ``Content-Length``);
+- anything a route raises that nobody expected is a 500 ``internal_error`` in words, logged
+  with its request id, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from roundtable_console.api.problems import problem_body
+
+log = logging.getLogger("roundtable.serve")
+
+MAX_BODY_BYTES = 1024 * 1024
+TOO_LARGE = f"The request body is larger than {MAX_BODY_BYTES} bytes (1 MiB)."
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# The reference's allowed origins (its console's development server).
+REFERENCE_ORIGINS = ("http://127.0.0.1:3000", "http://localhost:3000")
+_REQUEST_ID = re.compile(r"^[\x21-\x7e]{1,128}$")
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"cache-control", b"no-store"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+)
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+Headers = tuple[tuple[bytes, bytes], ...]
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+def request_id_of(headers: Iterable[tuple[bytes, bytes]]) -> str:
+    for name, value in headers:
+        if name == b"x-request-id":
+            text = value.decode("latin-1")
+            if _REQUEST_ID.match(text):
+                return text
+            break
+    return f"req-{secrets.token_hex(16)}"
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def own_origin(scope: Scope) -> str | None:
+    host = header(scope, b"host")
+    if not host:
+        return None
+    scheme = scope.get("scheme", "http")
+    scheme = {"ws": "http", "wss": "https"}.get(scheme, scheme)
+    return f"{scheme}://{host}".lower()
+
+
+class Guard:
+    """The ASGI layer described in the module's docstring."""
+
+    def __init__(
+        self, app: ASGIApp, *, read_only: bool, allowed_origins: Iterable[str] = ()
+    ) -> None:
+        self.app = app
+        self.read_only = read_only
+        self.allowed = {
+            origin.rstrip("/").lower() for origin in (*REFERENCE_ORIGINS, *allowed_origins)
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        request_id = request_id_of(scope.get("headers", ()))
+        scope.setdefault("state", {})["request_id"] = request_id
+        if scope["type"] == "websocket":
+            if not self._origin_allowed(scope):
+                await send({"type": "websocket.close", "code": 1008, "reason": "origin refused"})
+                return
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = [
+                    (name, value)
+                    for name, value in message.get("headers", [])
+                    if name != b"x-request-id"
+                ]
+                headers.append((b"x-request-id", request_id.encode("latin-1")))
+                present = {name for name, _value in headers}
+                headers.extend(pair for pair in SECURITY_HEADERS if pair[0] not in present)
+                message = {**message, "headers": headers}
+            await send(message)
+
+        async def refuse(
+            code: str, detail: str, extra: tuple[tuple[bytes, bytes], ...] = ()
+        ) -> None:
+            await _send_problem(send_with_headers, scope, request_id, code, detail, extra)
+
+        method = scope["method"]
+        if method in UNSAFE_METHODS:
+            if self.read_only:
+                await refuse(
+                    "read_only",
+                    "This server is read-only (roundtable serve --read-only, or read_only in "
+                    "the config): nothing was written.",
+                )
+                return
+            if not self._origin_allowed(scope):
+                await refuse(
+                    "csrf_origin_forbidden",
+                    "A write from a page of another origin was refused.",
+                )
+                return
+            length = header(scope, b"content-length")
+            if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
+                await refuse(
+                    "request_too_large",
+                    TOO_LARGE,
+                    ((b"connection", b"close"),),
+                )
+                return
+        received = 0
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > MAX_BODY_BYTES:
+                    raise BodyTooLarge()
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send_with_headers)
+        except BodyTooLarge:
+            if not started:
+                await refuse(
+                    "request_too_large",
+                    TOO_LARGE,
+                    ((b"connection", b"close"),),
+                )
+        except Exception:  # noqa: BLE001 - said in words; the log keeps the traceback
+            log.exception("request %s failed: %s %s", request_id, method, scope.get("path"))
+            if not started:
+                await refuse(
+                    "internal_error",
+                    f"The server failed to answer this request; its log names it {request_id}.",
+                )
+
+    def _origin_allowed(self, scope: Scope) -> bool:
+        origin = header(scope, b"origin")
+        if origin is None:
+            return True  # not a browser's cross-site request (a browser always sends it)
+        wanted = origin.rstrip("/").lower()
+        return wanted in self.allowed or wanted == own_origin(scope)
+
+
+async def _send_problem(
+    send: Send,
+    scope: Scope,
+    request_id: str,
+    code: str,
+    detail: str,
+    extra: Headers = (),
+) -> None:
+
+    body = problem_body(code, detail, instance=scope.get("path"), request_id=request_id)
+    payload = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": body["status"],
+            "headers": [
+                (b"content-type", b"application/problem+json; charset=utf-8"),
+                (b"content-length", str(len(payload)).encode()),
+                *extra,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})

@@ -1,0 +1,122 @@
+"""RFC 7807 problems: every refusal the server gives, with the reference's codes and statuses.
+
+A store error keeps its code and its sentence (the detail); the status comes from the code, as
+the reference maps them. Our own codes beyond the reference's follow the same form. Nothing
+else ever reaches a client: an unexpected error is a 500 ``internal_error`` whose detail names
+no internals (the request id finds it in the log).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import JSONResponse
+
+from roundtable_console.store.errors import StoreError
+
+PROBLEM_TYPE = "https://roundtable.dev/problems/"
+MEDIA_TYPE = "application/problem+json; charset=utf-8"
+
+# Each code: (HTTP status, title). The reference's codes first, ours after each group.
+CODES: dict[str, tuple[int, str]] = {
+    "invalid_session": (400, "Invalid session"),
+    "invalid_session_status": (400, "Invalid session status"),
+    "idempotency_key_required": (400, "Idempotency key required"),
+    "invalid_cursor": (400, "Invalid cursor"),
+    "invalid_limit": (400, "Invalid limit"),
+    "invalid_request_body": (400, "Invalid request body"),
+    "invalid_event_cursor": (400, "Invalid event cursor"),
+    "invalid_request": (400, "Invalid request"),
+    "authentication_required": (401, "Authentication required"),
+    "invalid_token": (401, "Invalid token"),
+    "forbidden": (403, "Forbidden"),
+    "unknown_role": (403, "Unknown role"),
+    "csrf_origin_forbidden": (403, "Cross-site request refused"),
+    "read_only": (403, "Read-only server"),
+    "workspace_not_found": (404, "Workspace not found"),
+    "session_not_found": (404, "Session not found"),
+    "agent_not_found": (404, "Agent not found"),
+    "not_found": (404, "Not found"),
+    "method_not_allowed": (405, "Method not allowed"),
+    "illegal_session_transition": (409, "Illegal session transition"),
+    "session_transition_conflict": (409, "Session transition conflict"),
+    "session_branch_conflict": (409, "Session branch conflict"),
+    "agent_unavailable": (409, "Agent unavailable"),
+    "termination_impact_required": (409, "Termination impact required"),
+    "idempotency_key_reuse": (409, "Idempotency key reuse"),
+    "session_create_conflict": (409, "Session create conflict"),
+    "request_too_large": (413, "Request body too large"),
+    "unsupported_media_type": (415, "Unsupported media type"),
+    "too_many_requests": (429, "Too many requests"),
+    "internal_error": (500, "Internal error"),
+    "store_unavailable": (503, "Store unavailable"),
+}
+# Store codes named otherwise on the wire.
+WIRE_CODES = {
+    "database_unavailable": "store_unavailable",
+    "invalid_token_request": "invalid_request",
+}
+STATUSES = sorted({status for status, _title in CODES.values()})
+
+
+def problem_status(code: str) -> int:
+    return CODES.get(code, (500, ""))[0]
+
+
+class Problem(Exception):
+    """A refusal this server gives itself (the store's are ``StoreError``s)."""
+
+    def __init__(
+        self,
+        code: str,
+        detail: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+        self.metadata = metadata
+        self.headers = headers or {}
+
+
+def problem_body(
+    code: str,
+    detail: str | None,
+    *,
+    instance: str | None,
+    request_id: str,
+    metadata: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    status, title = CODES.get(code, (500, "Error"))
+    body: dict[str, Any] = {"type": PROBLEM_TYPE + code, "title": title, "status": status}
+    if detail:
+        body["detail"] = detail
+    if instance:
+        body["instance"] = instance
+    body["request_id"] = request_id
+    body["code"] = code
+    if metadata:
+        body["metadata"] = metadata
+    return body
+
+
+def problem_response(
+    code: str,
+    detail: str | None,
+    *,
+    instance: str | None,
+    request_id: str,
+    metadata: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    body = problem_body(code, detail, instance=instance, request_id=request_id, metadata=metadata)
+    return JSONResponse(body, status_code=body["status"], media_type=MEDIA_TYPE, headers=headers)
+
+
+def from_store_error(error: StoreError) -> Problem:
+    code = WIRE_CODES.get(error.code, error.code)
+    if code not in CODES:
+        code = "invalid_request"
+    return Problem(code, error.message, metadata=error.details or None)

@@ -1,0 +1,208 @@
+"""The OpenAPI document's shapes (``/api/v1/openapi.json``). Routes build their JSON themselves
+(``wire``) and read their bodies strictly (``bodies``); these models only describe both, so the
+document says exactly what is sent and taken, and schemathesis holds the server to it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Waiting(BaseModel):
+    reason: str
+    since: str
+
+
+class Session(BaseModel):
+    id: str
+    agent_id: str
+    run_id: str
+    adapter: str
+    provider: str | None = None
+    model: str | None = None
+    external_session_id: str | None = None
+    resume_command_template: str | None = None
+    status: str
+    started_at: str
+    last_seen_at: str | None = None
+    ended_at: str | None = None
+    workspace_id: str | None = None
+    waiting: Waiting | None = None
+    version: int
+
+
+class SessionPage(BaseModel):
+    items: list[Session]
+    next_cursor: str | None
+
+
+class LogItem(BaseModel):
+    id: int
+    event_type: str
+    payload: str
+    created_at: str
+
+
+class ToolCallItem(BaseModel):
+    id: int
+    tool: str
+    action: str | None = None
+    status: str | None = None
+    actor: str | None = None
+    created_at: str
+
+
+class Claim(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    ID: str
+    ResourceID: str
+    AgentID: str
+    TaskID: str
+    ClaimType: str
+    BaseHash: str
+    Status: str
+    ExpiresAt: str
+    HeartbeatAt: str | None
+    Renewable: bool
+    ResumePolicy: str
+    RationaleMD: str
+    CreatedAt: str
+
+
+class ProposalItem(BaseModel):
+    id: str
+    task_id: str
+    title: str | None
+    summary_md: str | None
+    status: str
+    risk: str
+    created_at: str
+
+
+class LogPage(BaseModel):
+    items: list[LogItem]
+    next_cursor: str | None
+
+
+class ToolCallPage(BaseModel):
+    items: list[ToolCallItem]
+    next_cursor: str | None
+
+
+class ClaimPage(BaseModel):
+    items: list[Claim]
+    next_cursor: str | None
+
+
+class ProposalPage(BaseModel):
+    items: list[ProposalItem]
+    next_cursor: str | None
+
+
+class Metrics(BaseModel):
+    session_id: str
+    usage: dict[str, float]
+    source: str
+
+
+class Fingerprint(BaseModel):
+    python_version: str
+    os: str
+    arch: str
+    adapter: str
+
+
+class Environment(BaseModel):
+    session_id: str
+    fingerprint: Fingerprint
+    scope: str
+    note: str
+
+
+class Capabilities(BaseModel):
+    authentication: str
+    agent_boundary: str
+    csrf: str
+    default_bind: str
+    roles: list[str]
+    allowed_origins: list[str]
+
+
+class Problem(BaseModel):
+    """RFC 7807, with the reference's ``request_id``, ``code`` and ``metadata``."""
+
+    type: str
+    title: str
+    status: int
+    detail: str | None = None
+    instance: str | None = None
+    request_id: str
+    code: str
+    metadata: dict[str, Any] | None = None
+
+
+# Text formats of ours (what a schema's pattern cannot say): "printable-text" holds no control,
+# format or separator character (Unicode Cc, Cf, Cs, Zl, Zp) and not only spaces; "text" holds
+# no NUL.
+PRINTABLE = "printable-text"
+TEXT = "text"
+# Fields whose text is printable, and how long it may be.
+PRINTABLE_LENGTHS = {"agent_id": 256, "run_id": 256, "adapter": 256, "status": 64, "waiting": 500}
+
+
+def _field(name: str, *, required: bool, objects: tuple[str, ...]) -> dict[str, Any]:
+    if name in objects:
+        return {"type": "object"} if required else {"type": ["object", "null"]}
+    if name in PRINTABLE_LENGTHS:
+        text: dict[str, Any] = {
+            "type": "string",
+            "format": PRINTABLE,
+            "maxLength": PRINTABLE_LENGTHS[name],
+        }
+    else:
+        text = {"type": "string", "format": TEXT, "maxLength": 4096}
+        if required:
+            text["pattern"] = r"\S"
+    return text if required else {"anyOf": [text, {"type": "null"}]}
+
+
+def body_schema(
+    fields: tuple[str, ...], required: tuple[str, ...] = (), objects: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """A body of these fields (text or null; ``objects`` may hold an object), no other."""
+    return {
+        "type": "object",
+        "properties": {
+            name: _field(name, required=name in required, objects=objects) for name in fields
+        },
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+LIMIT = {
+    "name": "limit",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "integer", "minimum": 1, "maximum": 200},
+    "description": "Page size, 1 to 200 (default 50).",
+}
+CURSOR = {
+    "name": "cursor",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]+$", "maxLength": 4096},
+    "description": "The next_cursor of the page before (opaque).",
+}
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[!-~]+$"},
+    "description": "Makes a retry safe: the same request again gets the first answer.",
+}
+
+
+def idempotency(required: bool) -> dict[str, Any]:
+    return {**IDEMPOTENCY_KEY, "required": required}

@@ -1,0 +1,327 @@
+"""Live: the reference's workspace WebSocket of events, and a server-sent events stream of the
+changes ``roundtable watch`` prints (ours), both woken by the store's own change signal.
+
+One thread per server waits on ``Store.wait_for_change`` (PostgreSQL's LISTEN, SQLite's data
+version: never a table read on a timer) and wakes every open stream, which then reads what is
+new for it from where it is. A stream that falls behind loses nothing: it reads from its own
+position. SSE events carry an ``id:``: a client that comes back with ``Last-Event-ID`` gets
+what followed it, nothing twice. Streams end when the server stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from roundtable_console.api import wire
+from roundtable_console.api.context import Call, ServerContext
+from roundtable_console.api.problems import Problem, from_store_error, problem_response
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.errors import StoreError
+from roundtable_console.store.reads.changes import ChangeFeed, ChangeFilter, FeedPosition
+from roundtable_console.store.reads.events import newest_event_id, workspace_events
+from roundtable_console.store.safety.credentials import redact_output_value
+
+log = logging.getLogger("roundtable.serve")
+
+KEEPALIVE_SECONDS = 15.0
+PING_SECONDS = 20.0
+REPLAY_LIMIT = 1000
+WAIT_SECONDS = 1.0
+
+
+class ChangeHub:
+    """Wakes every open stream when the store changes (one waiting thread per server)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._waiting: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.closing = threading.Event()
+
+    def subscribe(self) -> asyncio.Event:
+        woken = asyncio.Event()
+        with self._lock:
+            self._waiting.add((asyncio.get_running_loop(), woken))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._wait, name="change-hub", daemon=True)
+                self._thread.start()
+        return woken
+
+    def unsubscribe(self, woken: asyncio.Event) -> None:
+        with self._lock:
+            self._waiting = {entry for entry in self._waiting if entry[1] is not woken}
+
+    def close(self) -> None:
+        self.closing.set()
+        self._wake_all()
+
+    def _wake_all(self) -> None:
+        with self._lock:
+            waiting = list(self._waiting)
+        for loop, woken in waiting:
+            try:
+                loop.call_soon_threadsafe(woken.set)
+            except RuntimeError:  # that stream's loop has closed
+                pass
+
+    def _wait(self) -> None:
+        token = self.store.change_token()
+        while not self.closing.is_set():
+            try:
+                latest = self.store.wait_for_change(token, WAIT_SECONDS)
+            except Exception:  # noqa: BLE001 - the store is unreachable for now: retry
+                log.warning("the change watch failed; retrying", exc_info=True)
+                self.closing.wait(WAIT_SECONDS)
+                continue
+            if latest is None or latest != token:
+                self._wake_all()
+            token = latest
+
+
+async def _next_wake(woken: asyncio.Event, timeout: float) -> None:
+    try:
+        await asyncio.wait_for(woken.wait(), timeout=timeout)
+    except TimeoutError:
+        pass
+    woken.clear()
+
+
+# ------------------------------------------------------------------ server-sent events (ours)
+
+
+def _change_filter(call: Call, workspace_id: str) -> ChangeFilter:
+    heartbeats = (call.arg("heartbeats") or "").strip().lower()
+    if heartbeats not in ("", "0", "1", "true", "false"):
+        raise Problem("invalid_request", "heartbeats is true or false.")
+    return ChangeFilter(
+        statuses=tuple(value.strip() for value in call.query.get("status", []) if value.strip()),
+        agent_id=(call.arg("agent_id") or "").strip() or None,
+        run_id=(call.arg("run_id") or "").strip() or None,
+        workspace_id=workspace_id,
+        heartbeats=heartbeats in ("1", "true"),
+    )
+
+
+def open_feed(ctx: ServerContext, call: Call, workspace_id: str) -> ChangeFeed:
+    """The caller's feed of the workspace's changes, from ``Last-Event-ID`` when given."""
+    caller = ctx.caller(call)
+    feed = ChangeFeed(
+        filters=_change_filter(call, workspace_id),
+        stale_after_seconds=ctx.stale_after_seconds,
+        clock=ctx.clock,
+    )
+    resumed = call.headers.get("last-event-id") or call.arg("last_event_id")
+    position = FeedPosition.parse(resumed) if resumed else None
+    with ctx.store.read() as db:
+        ctx.workspace(db, caller, workspace_id)
+        if position is None:
+            feed.start(db=db)
+        else:
+            feed.resume(db=db, position=position)
+    return feed
+
+
+def read_feed(ctx: ServerContext, feed: ChangeFeed) -> list[tuple[dict[str, Any], str]]:
+    with ctx.store.read() as db:
+        return [
+            (redact_output_value(change.to_json()), token)
+            for change, token in feed.read_positioned(db=db)
+        ]
+
+
+async def changes_stream(request: Request, call: Call, workspace_id: str) -> Response:
+    ctx: ServerContext = request.app.state.ctx
+    hub: ChangeHub = request.app.state.hub
+    try:
+        feed = await run_in_threadpool(open_feed, ctx, call, workspace_id)
+    except Problem as problem:
+        return _refused(call, problem)
+    except StoreError as error:
+        return _refused(call, from_store_error(error))
+
+    async def events() -> AsyncIterator[str]:
+        woken = hub.subscribe()
+        try:
+            yield f"retry: 1000\nid: {feed.position().token()}\nevent: ready\ndata: {{}}\n\n"
+            first = True
+            while not hub.closing.is_set():
+                if not first:
+                    deadline = feed.seconds_to_deadline()
+                    wait = (
+                        KEEPALIVE_SECONDS if deadline is None else min(deadline, KEEPALIVE_SECONDS)
+                    )
+                    await _next_wake(woken, wait)
+                    if hub.closing.is_set():
+                        return
+                first = False
+                try:
+                    found = await run_in_threadpool(read_feed, ctx, feed)
+                except StoreError as error:
+                    yield f"event: problem\ndata: {json.dumps({'code': error.code})}\n\n"
+                    continue
+                if not found:
+                    yield ": keepalive\n\n"
+                for change, token in found:
+                    yield f"id: {token}\nevent: change\ndata: {json.dumps(change)}\n\n"
+        finally:
+            hub.unsubscribe(woken)
+
+    return StreamingResponse(
+        events(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+def _refused(call: Call, problem: Problem) -> Response:
+    return problem_response(
+        problem.code,
+        problem.detail,
+        instance=call.path,
+        request_id=call.request_id,
+        metadata=problem.metadata,
+        headers=problem.headers,
+    )
+
+
+# ------------------------------------------------------------------ the reference's WebSocket
+
+
+def _ws_call(websocket: WebSocket) -> Call:
+    query: dict[str, list[str]] = {}
+    for name, value in websocket.query_params.multi_items():
+        query.setdefault(name, []).append(value)
+    headers = {name.lower(): value for name, value in websocket.headers.items()}
+    # Browsers cannot send headers on a WebSocket: the token, or (header mode) the actor, may
+    # come in the query instead.
+    if "authorization" not in headers and query.get("access_token"):
+        headers["authorization"] = f"Bearer {query['access_token'][-1]}"
+    if "x-actor-id" not in headers and query.get("actor_id"):
+        headers["x-actor-id"] = query["actor_id"][-1]
+    return Call(
+        method="GET",
+        path=websocket.url.path,
+        headers=headers,
+        query=query,
+        body=b"",
+        address=websocket.client.host if websocket.client else "",
+        request_id=websocket.scope.get("state", {}).get("request_id", ""),
+    )
+
+
+def open_events(ctx: ServerContext, call: Call, workspace_id: str) -> tuple[int, int | None]:
+    """The newest sequence and the client's ``last_event_id`` (None: from now)."""
+    wire.path_id(workspace_id, what="workspace")
+    caller = ctx.caller(call)
+    if caller.mode == "header" and not (call.headers.get("x-actor-id") or "").strip():
+        raise Problem("authentication_required", "Name yourself: X-Actor-ID or ?actor_id=.")
+    raw = call.arg("last_event_id")
+    last: int | None = None
+    if raw is not None and raw != "":
+        if not raw.isascii() or not raw.isdigit():
+            raise Problem("invalid_event_cursor", "last_event_id is a whole number, 0 or more.")
+        last = int(raw)
+    with ctx.store.read() as db:
+        ctx.workspace(db, caller, workspace_id)
+        return newest_event_id(db=db), last
+
+
+def read_events(
+    ctx: ServerContext, workspace_id: str, after: int, limit: int
+) -> list[dict[str, Any]]:
+    with ctx.store.read() as db:
+        return workspace_events(db=db, workspace_id=workspace_id, after=after, limit=limit)
+
+
+async def events_socket(websocket: WebSocket, workspace_id: str) -> None:
+    ctx: ServerContext = websocket.app.state.ctx
+    hub: ChangeHub = websocket.app.state.hub
+    call = _ws_call(websocket)
+    try:
+        current, last = await run_in_threadpool(open_events, ctx, call, workspace_id)
+    except (Problem, StoreError) as error:
+        problem = error if isinstance(error, Problem) else from_store_error(error)
+        await websocket.send_denial_response(_refused(call, problem))
+        return
+    await websocket.accept()
+    await websocket.send_json(
+        {
+            "kind": "hello",
+            "schema_version": "1",
+            "workspace_id": workspace_id,
+            "current_sequence": current,
+            "resumable": True,
+        }
+    )
+    position = current if last is None else last
+    if last is not None:
+        if last > current:
+            await _resync(websocket, workspace_id, "cursor_not_retained")
+            return
+        missed = await run_in_threadpool(read_events, ctx, workspace_id, last, REPLAY_LIMIT + 1)
+        if len(missed) > REPLAY_LIMIT:
+            await _resync(websocket, workspace_id, "cursor_not_retained")
+            return
+        for event in missed:
+            await websocket.send_json(event)
+            position = event["sequence"]
+    woken = hub.subscribe()
+    closed = asyncio.Event()
+
+    async def watch_for_close() -> None:
+        try:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+        except WebSocketDisconnect:
+            pass
+        finally:
+            closed.set()
+            woken.set()
+
+    listener = asyncio.create_task(watch_for_close())
+    loop = asyncio.get_running_loop()
+    pinged = loop.time()
+    try:
+        while not closed.is_set() and not hub.closing.is_set():
+            await _next_wake(woken, max(PING_SECONDS - (loop.time() - pinged), 0.05))
+            if closed.is_set() or hub.closing.is_set():
+                break
+            fresh = await run_in_threadpool(read_events, ctx, workspace_id, position, REPLAY_LIMIT)
+            for event in fresh:
+                await websocket.send_json(event)
+                position = event["sequence"]
+            if loop.time() - pinged >= PING_SECONDS:
+                await websocket.send_json(
+                    {"kind": "ping", "workspace_id": workspace_id, "sequence": position}
+                )
+                pinged = loop.time()
+    except (WebSocketDisconnect, RuntimeError):
+        pass
+    finally:
+        hub.unsubscribe(woken)
+        listener.cancel()
+        if not closed.is_set():
+            try:
+                await websocket.close(code=1001 if hub.closing.is_set() else 1000)
+            except RuntimeError:
+                pass
+
+
+async def _resync(websocket: WebSocket, workspace_id: str, reason: str) -> None:
+    await websocket.send_json(
+        {"kind": "resync_required", "reason": reason, "workspace_id": workspace_id}
+    )
+    await websocket.close(code=1000)
