@@ -32,7 +32,7 @@ from roundtable_console.store.writes.bulk import (
     plan_bulk,
     run_bulk,
 )
-from roundtable_console.store.writes.lifecycle import ActionOutcome, TerminationImpact
+from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome, TerminationImpact
 
 
 def require_store(ctx: ConsoleContext) -> Store:

@@ -17,7 +17,7 @@ from roundtable_console.store.db.models import Agent, Claim, IdempotencyKey
 from roundtable_console.store.errors import IdempotencyKeyRequired
 from roundtable_console.store.reads import keyset, sessions
 from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
-from roundtable_console.store.writes import agent_writes, bulk, lifecycle
+from roundtable_console.store.writes import agent_writes, bulk, lifecycle, lifecycle_many
 from roundtable_console.store.writes.bulk import (
     BulkItem,
     plan_bulk,
@@ -680,17 +680,17 @@ def test_a_refusal_after_a_write_undoes_that_session_alone(
                 created_at="2026-01-01T00:00:00Z",
             )
         )
-    look_up, look_up_many = lifecycle._replay, lifecycle._find_keys
+    look_up, look_up_many = lifecycle.replay, lifecycle_many.find_keys
     monkeypatch.setattr(
         lifecycle,
-        "_replay",
+        "replay",
         lambda db, key, action, session_id: (
             None if session_id == "s2" else look_up(db, key, action, session_id)
         ),
     )
     monkeypatch.setattr(
-        lifecycle,
-        "_find_keys",
+        lifecycle_many,
+        "find_keys",
         lambda db, keys: [row for row in look_up_many(db, keys) if row.session_id != "s2"],
     )
     attempts: list[bool] = []
@@ -809,7 +809,7 @@ def fleet(store: Store, clock: FakeClock, action: str) -> list[str]:
 
 
 @pytest.mark.parametrize("run_key", ["k", None])
-@pytest.mark.parametrize("action", sorted(lifecycle.PLAIN_ACTIONS))
+@pytest.mark.parametrize("action", sorted(lifecycle_many.PLAIN_ACTIONS))
 def test_a_set_based_batch_writes_exactly_what_one_session_at_a_time_does(
     store: Store,
     empty_store: Store,
@@ -818,8 +818,8 @@ def test_a_set_based_batch_writes_exactly_what_one_session_at_a_time_does(
     run_key: str | None,
 ) -> None:
     """Twin stores, the same sessions, the same clock: the bulk action applied a batch at a time
-    (store.writes.lifecycle.apply_many) and a session at a time leave the same rows in every table
-    (history, runs' events, keys and counts by status included) and report the same items."""
+    (store.writes.lifecycle_many.apply_many) and a session at a time leave the same rows in every
+    table (history, runs' events, keys and counts by status included) and report the same items."""
     seen = []
     for target, set_based in ((store, True), (empty_store, False)):
         monkeypatch.setattr(bulk, "SET_BASED", set_based)
@@ -845,7 +845,7 @@ def test_a_row_changed_between_the_batchs_read_and_its_update_is_applied_alone(
     is applied alone, judged as it is then; the others are applied with the batch."""
     seed(store, clock, "s1", "s2", "s3")
     held: dict[str, Any] = {}
-    find = lifecycle._find_keys
+    find = lifecycle_many.find_keys
 
     def finding(db: Any, keys: list[str]) -> Any:
         held["db"] = db
@@ -858,7 +858,7 @@ def test_a_row_changed_between_the_batchs_read_and_its_update_is_applied_alone(
                 agent_writes.heartbeat(db=held["db"], session_id="s2", clock=clock)
             return super().__call__()
 
-    monkeypatch.setattr(lifecycle, "_find_keys", finding)
+    monkeypatch.setattr(lifecycle_many, "find_keys", finding)
     outcome = run(store, MovingClock(clock.now), "pause", chosen(["s1", "s2", "s3"]), run_key="k")
     assert held.get("moved")
     assert outcomes(outcome.tally.items) == [

@@ -53,16 +53,13 @@ from roundtable_console.store.reads.sessions import count_selected, get_session,
 from roundtable_console.store.rules import ALLOWED_FROM, is_allowed
 from roundtable_console.store.safety.redaction import redact_text
 from roundtable_console.store.validation import MAX_LIMIT
-from roundtable_console.store.writes.lifecycle import (
-    ACTIONS,
+from roundtable_console.store.writes.lifecycle import ACTIONS, key_required, result_status
+from roundtable_console.store.writes.lifecycle_keys import BatchInterrupted
+from roundtable_console.store.writes.lifecycle_many import PLAIN_ACTIONS, apply_many
+from roundtable_console.store.writes.lifecycle_outcomes import (
     NOT_DONE_BY_TERMINATE,
-    PLAIN_ACTIONS,
     ActionOutcome,
-    BatchInterrupted,
     TerminationImpact,
-    apply_many,
-    key_required,
-    result_status,
 )
 
 _KEYS = IdempotencyKey.__table__  # type: ignore[attr-defined]
@@ -75,8 +72,9 @@ PREVIEW_ITEMS = 20
 # (SQLite) and the row locks (PostgreSQL) are never held long enough to stall agents' heartbeats.
 BATCH_SESSIONS = MAX_LIMIT
 BATCH_SECONDS = 0.25
-# Heartbeat, pause and stop apply a batch in a few statements (store.writes.lifecycle.apply_many);
-# False applies every session alone, as resume and terminate always are.
+# Heartbeat, pause and stop apply a batch in a few statements
+# (store.writes.lifecycle_many.apply_many); False applies every session alone, as resume and
+# terminate always are.
 SET_BASED = True
 # Claims named in one message; the rest are counted.
 _CLAIMS_NAMED = 5
@@ -446,10 +444,10 @@ def run_bulk(
 
     Transactions: a session's change, its history and its key commit together or not at all, and one
     session's refusal never undoes another's. Heartbeat, pause and stop apply a batch of sessions in
-    a few statements (``store.writes.lifecycle.apply_many``, which decides every refusal before its
-    first write and writes what each session would alone); resume and terminate, which check more
-    than the status, apply each session alone, in a SAVEPOINT of its own (on PostgreSQL only once a
-    statement has failed, see ``_batch``). Sessions are grouped into transactions of up to
+    a few statements (``store.writes.lifecycle_many.apply_many``, which decides every refusal before
+    its first write and writes what each session would alone); resume and terminate, which check
+    more than the status, apply each session alone, in a SAVEPOINT of its own (on PostgreSQL only
+    once a statement has failed, see ``_batch``). Sessions are grouped into transactions of up to
     ``BATCH_SESSIONS`` (applied alone: or ``BATCH_SECONDS``, whichever comes first), so the write
     lock (SQLite) and the rows' locks (PostgreSQL) are never held for long. If a transaction cannot
     commit (the database became unavailable), its sessions are failed with that error, the run
@@ -559,8 +557,8 @@ class _TransactionLost(Exception):
     whole transaction with it."""
 
 
-# Applies a batch of sessions at once (store.writes.lifecycle.apply_many), given whether a session
-# applied alone takes a savepoint.
+# Applies a batch of sessions at once (store.writes.lifecycle_many.apply_many), given whether a
+# session applied alone takes a savepoint.
 ApplyMany = Callable[[Connection, list[str], bool], list[BulkItem]]
 
 
