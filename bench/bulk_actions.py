@@ -48,9 +48,9 @@ def fill_sessions(url: str, sessions: int) -> None:
 
 def bulk_pause(store: Store, sessions: int, run_key: str) -> None:
     """What the console's bulk pause does: every session (a filter, read a page at a time), a
-    key for each derived from the run's, batched transactions (store.writes.bulk.run_bulk)."""
+    key for each derived from the run's, batched transactions (store.writes.bulk_run.run_bulk)."""
     from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
-    from roundtable_console.store.writes.bulk import run_bulk
+    from roundtable_console.store.writes.bulk_run import run_bulk
 
     outcome = run_bulk(
         store=store,
@@ -91,8 +91,8 @@ def timed_pause(
 
 
 def bench_bulk(new_url: Callable[[], str], label: str, sessions: int, rounds: int) -> list[Figure]:
-    """A bulk pause of ``sessions`` fresh active sessions (store.writes.bulk.run_bulk), against the
-    same pauses one perform_action each (of a sample of ``BULK_FLOOR_SAMPLE``, scaled): must
+    """A bulk pause of ``sessions`` fresh active sessions (store.writes.bulk_run.run_bulk), against
+    the same pauses one perform_action each (of a sample of ``BULK_FLOOR_SAMPLE``, scaled): must
     take at most 10 s for 10,000 (issue 9 point 4), scaled to the size."""
     sample = min(sessions, BULK_FLOOR_SAMPLE)
     mine, theirs = [], []

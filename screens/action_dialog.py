@@ -16,7 +16,7 @@ from roundtable_console.screens.failures import Failure, ReportsFailures
 from roundtable_console.screens.outcomes import STALE_VIEW_CODES, ActionResult
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.safety.display import one_line
-from roundtable_console.store.writes.lifecycle import ActionOutcome
+from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
 
 
 class ActionDialog(ReportsFailures, ModalScreen[ActionResult | None]):

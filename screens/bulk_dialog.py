@@ -2,7 +2,7 @@
 (the first ``PREVIEW_ITEMS``, then a count), which it will skip and why, which would fail; to
 terminate, the active claims of every agent concerned and one impact text for them all.
 
-The preview is ``store.writes.bulk.plan_bulk``, read in a thread under the run's key (a session
+The preview is ``store.writes.bulk_plan.plan_bulk``, read in a thread under the run's key (a session
 already done under it shows as a replay). Confirmed, the dialog closes with a ``BulkRequest``, which
 the list screen runs with a progress bar (screens.bulk_run); nothing is written here. ``y`` / ``n``
 / ``escape`` answer it; to terminate, the impact field has focus, ``ctrl+s`` submits and a blank
@@ -32,7 +32,8 @@ from roundtable_console.screens.terminate_dialog import (
 )
 from roundtable_console.store.reads.listing import Selection
 from roundtable_console.store.safety.display import one_line
-from roundtable_console.store.writes.bulk import BulkItem, BulkPlan
+from roundtable_console.store.writes.bulk import BulkItem
+from roundtable_console.store.writes.bulk_plan import BulkPlan
 
 # Ids named after a reason ("2 already paused: s1, s2"); the rest are counted.
 IDS_NAMED = 5

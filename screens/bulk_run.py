@@ -4,7 +4,7 @@ With marks, ``h p s r t`` act on every marked session instead of the selected on
 marks they act on the selected session as always):
 
 1. a preview dialog (screens.bulk_dialog) reads what the action would do and asks first;
-2. confirmed, the run goes on in a thread worker (``store.writes.bulk.run_bulk``, batched
+2. confirmed, the run goes on in a thread worker (``store.writes.bulk_run.run_bulk``, batched
    transactions, each session under its own key derived from the run's), while the list stays
    usable: a panel above the list says what runs, with a progress bar from
    ``PROGRESS_FROM`` sessions; ``escape`` cancels it between two sessions (what was committed
@@ -47,7 +47,8 @@ from roundtable_console.store.safety.display import one_line
 if TYPE_CHECKING:
     from roundtable_console.screens.bulk_dialog import BulkRequest
     from roundtable_console.screens.session_actions import ScreenCommand, SessionActionScreen
-    from roundtable_console.store.writes.bulk import BulkItem, BulkOutcome
+    from roundtable_console.store.writes.bulk import BulkItem
+    from roundtable_console.store.writes.bulk_run import BulkOutcome
 
     ScreenBase = SessionActionScreen
 else:

@@ -12,7 +12,7 @@ from roundtable_console.screens.action_dialog import ActionDialog
 from roundtable_console.screens.context import ConsoleContext
 from roundtable_console.screens.data import perform_action
 from roundtable_console.store.records import SessionFields
-from roundtable_console.store.writes.lifecycle import ActionOutcome
+from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
 
 
 class ConfirmActionDialog(ActionDialog):

@@ -24,15 +24,10 @@ from roundtable_console.store.records import SessionFields
 from roundtable_console.store.resume import launch
 from roundtable_console.store.resume.launch import LaunchPlan
 from roundtable_console.store.service import BriefingView, LogBatch
-from roundtable_console.store.writes.bulk import (
-    PREVIEW_ITEMS,
-    BulkItem,
-    BulkOutcome,
-    BulkPlan,
-    plan_bulk,
-    run_bulk,
-)
-from roundtable_console.store.writes.lifecycle import ActionOutcome, TerminationImpact
+from roundtable_console.store.writes.bulk import BulkItem
+from roundtable_console.store.writes.bulk_plan import PREVIEW_ITEMS, BulkPlan, plan_bulk
+from roundtable_console.store.writes.bulk_run import BulkOutcome, run_bulk
+from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome, TerminationImpact
 
 
 def require_store(ctx: ConsoleContext) -> Store:

@@ -27,7 +27,7 @@ from roundtable_console.store.records import SessionFields
 from roundtable_console.store.resume.launch import LaunchPlan, tmux_command, tmux_refusal
 from roundtable_console.store.rules import is_allowed
 from roundtable_console.store.safety.display import one_line, printable
-from roundtable_console.store.writes.lifecycle import ActionOutcome
+from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
 
 
 def argv_text(argv: tuple[str, ...], forms: list[str]) -> Text:

@@ -12,7 +12,7 @@ from roundtable_console.store.rules import ALLOWED_FROM
 from roundtable_console.store.safety.display import one_line
 
 if TYPE_CHECKING:
-    from roundtable_console.store.writes.lifecycle import ActionOutcome
+    from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
 
 PAST_TENSE: dict[str, str] = {
     "heartbeat": "Heartbeat recorded for",

@@ -19,7 +19,7 @@ from roundtable_console.screens.text import exact, heading
 from roundtable_console.store.reads.claims import ActiveClaim
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.safety.display import one_line
-from roundtable_console.store.writes.lifecycle import (
+from roundtable_console.store.writes.lifecycle_outcomes import (
     NOT_DONE_BY_TERMINATE,
     ActionOutcome,
     TerminationImpact,

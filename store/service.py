@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from roundtable_console.store.resume.adapters import AdapterConfig
     from roundtable_console.store.resume.briefing import Briefing
     from roundtable_console.store.resume.plan import ResumePlan
-    from roundtable_console.store.writes.lifecycle import ActionOutcome, TerminationImpact
+    from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome, TerminationImpact
 
 
 def perform_action(
@@ -60,7 +60,7 @@ def read_termination_impact(
     *, store: Store, session_id: str, clock: Clock = system_clock
 ) -> TerminationImpact:
     """The session and its agent's active claims, as a human reads them before terminating."""
-    from roundtable_console.store.writes.lifecycle import termination_impact
+    from roundtable_console.store.writes.lifecycle_outcomes import termination_impact
 
     with store.read() as db:
         return termination_impact(db=db, session_id=session_id, clock=clock)

@@ -14,7 +14,7 @@ from roundtable_console.store.db.database import Store, open_store
 from roundtable_console.store.db.models import Agent
 from roundtable_console.store.errors import InvalidCursor, InvalidLimit, InvalidSession
 from roundtable_console.store.reads.audit import AuditFilter, audit_page
-from roundtable_console.store.writes import lifecycle
+from roundtable_console.store.writes import lifecycle, lifecycle_many
 from tests.conftest import FakeClock
 from tests.helpers import Cli, register_session
 
@@ -67,7 +67,7 @@ def _act(store: Store, clock: FakeClock) -> None:
             )
     clock.advance(minutes=1)
     with store.write() as db:
-        lifecycle.apply_many(
+        lifecycle_many.apply_many(
             db=db, action="stop", requests=[("s1", None), ("s3", "k3")], actor="dave", clock=clock
         )
 

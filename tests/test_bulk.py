@@ -1,6 +1,7 @@
-"""Bulk lifecycle actions (store.writes.bulk, DESIGN §8 "Bulk actions"): the plan, the run through
-the lifecycle functions, keys derived from the run's key, replays, refusals and their reasons,
-transactions, progress and cancelling. Every test runs on SQLite and on PostgreSQL.
+"""Bulk lifecycle actions (store.writes.bulk, bulk_plan and bulk_run, DESIGN §8 "Bulk actions"):
+the plan, the run through the lifecycle functions, keys derived from the run's key, replays,
+refusals and their reasons, transactions, progress and cancelling. Every test runs on SQLite and
+on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -17,14 +18,17 @@ from roundtable_console.store.db.models import Agent, Claim, IdempotencyKey
 from roundtable_console.store.errors import IdempotencyKeyRequired
 from roundtable_console.store.reads import keyset, sessions
 from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
-from roundtable_console.store.writes import agent_writes, bulk, lifecycle
-from roundtable_console.store.writes.bulk import (
-    BulkItem,
-    plan_bulk,
-    run_bulk,
-    session_key,
-    skip_reason,
+from roundtable_console.store.writes import (
+    agent_writes,
+    bulk,
+    bulk_plan,
+    bulk_run,
+    lifecycle,
+    lifecycle_many,
 )
+from roundtable_console.store.writes.bulk import BulkItem, session_key, skip_reason
+from roundtable_console.store.writes.bulk_plan import plan_bulk
+from roundtable_console.store.writes.bulk_run import run_bulk
 from tests.conftest import FakeClock
 from tests.helpers import UnavailableAtCommit, history, session_row
 
@@ -320,7 +324,7 @@ def test_a_filter_is_read_a_page_at_a_time(
             pages.append(len(page))
             yield page
 
-    monkeypatch.setattr(bulk, "selected_pages", counting)
+    monkeypatch.setattr(bulk_plan, "selected_pages", counting)
     plan = plan_bulk(
         store=store,
         action="stop",
@@ -465,7 +469,7 @@ def test_a_bulk_action_answers_sessions_waiting_for_a_human(store: Store, clock:
 def test_a_filter_is_applied_a_page_at_a_time_even_as_its_rows_change(
     store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bulk, "BATCH_SESSIONS", 4)
+    monkeypatch.setattr(bulk_run, "BATCH_SESSIONS", 4)
     seed(store, clock, *(f"s{n:02d}" for n in range(11)))
     seed(store, clock, "stopped-1", status="stopped")
     seed(store, clock, "other-agent", agent_id="agent-2")
@@ -508,7 +512,7 @@ def test_each_session_gets_its_own_key_and_a_retry_applies_nothing_twice(
 def test_a_retry_of_an_interrupted_run_applies_only_the_rest(
     store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bulk, "BATCH_SESSIONS", 2)
+    monkeypatch.setattr(bulk_run, "BATCH_SESSIONS", 2)
     ids = [f"s{n}" for n in range(7)]
     seed(store, clock, *ids)
     asked = iter(range(100))
@@ -637,7 +641,7 @@ def test_heartbeat_in_bulk_is_the_operators_heartbeat(store: Store, clock: FakeC
 def test_progress_items_and_transactions(
     store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bulk, "BATCH_SESSIONS", 3)
+    monkeypatch.setattr(bulk_run, "BATCH_SESSIONS", 3)
     ids = [f"s{n}" for n in range(8)]
     seed(store, clock, *ids)
     progress: list[tuple[int, int]] = []
@@ -668,7 +672,7 @@ def test_a_refusal_after_a_write_undoes_that_session_alone(
     look-up misses it) fails a statement after the session's row and history were written. Only
     that session's writes are undone: the batch runs again, a session at a time, each in a
     savepoint (one by one on SQLite, a savepoint a session from the start)."""
-    monkeypatch.setattr(bulk, "SET_BASED", set_based)
+    monkeypatch.setattr(bulk_run, "SET_BASED", set_based)
     seed(store, clock, "s1", "s2", "s3")
     with store.write() as db:
         db.execute(
@@ -680,27 +684,27 @@ def test_a_refusal_after_a_write_undoes_that_session_alone(
                 created_at="2026-01-01T00:00:00Z",
             )
         )
-    look_up, look_up_many = lifecycle._replay, lifecycle._find_keys
+    look_up, look_up_many = lifecycle.replay, lifecycle_many.find_keys
     monkeypatch.setattr(
         lifecycle,
-        "_replay",
+        "replay",
         lambda db, key, action, session_id: (
             None if session_id == "s2" else look_up(db, key, action, session_id)
         ),
     )
     monkeypatch.setattr(
-        lifecycle,
-        "_find_keys",
+        lifecycle_many,
+        "find_keys",
         lambda db, keys: [row for row in look_up_many(db, keys) if row.session_id != "s2"],
     )
     attempts: list[bool] = []
-    write = bulk._run_batch
+    write = bulk_run._run_batch
 
     def watched_write(*arguments: Any, careful: bool) -> Any:
         attempts.append(careful)
         return write(*arguments, careful=careful)
 
-    monkeypatch.setattr(bulk, "_run_batch", watched_write)
+    monkeypatch.setattr(bulk_run, "_run_batch", watched_write)
     outcome = run(store, clock, "pause", chosen(["s1", "s2", "s3"]), run_key="k")
     # The first attempt's transaction failed: it ran again, a savepoint a session.
     again = set_based or store.dialect == "postgresql"
@@ -720,7 +724,7 @@ def test_a_refusal_after_a_write_undoes_that_session_alone(
 def test_a_transaction_that_cannot_commit_fails_its_sessions_and_stops_the_run(
     store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bulk, "BATCH_SESSIONS", 2)
+    monkeypatch.setattr(bulk_run, "BATCH_SESSIONS", 2)
     ids = [f"s{n}" for n in range(6)]
     seed(store, clock, *ids)
     write = Store.write
@@ -758,7 +762,7 @@ def test_batches_commit_as_they_go(
     store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What a batch did is committed before the next begins: another connection sees it."""
-    monkeypatch.setattr(bulk, "BATCH_SESSIONS", 2)
+    monkeypatch.setattr(bulk_run, "BATCH_SESSIONS", 2)
     ids = [f"s{n}" for n in range(5)]
     seed(store, clock, *ids)
     seen: list[list[str]] = []
@@ -809,7 +813,7 @@ def fleet(store: Store, clock: FakeClock, action: str) -> list[str]:
 
 
 @pytest.mark.parametrize("run_key", ["k", None])
-@pytest.mark.parametrize("action", sorted(lifecycle.PLAIN_ACTIONS))
+@pytest.mark.parametrize("action", sorted(lifecycle_many.PLAIN_ACTIONS))
 def test_a_set_based_batch_writes_exactly_what_one_session_at_a_time_does(
     store: Store,
     empty_store: Store,
@@ -818,11 +822,11 @@ def test_a_set_based_batch_writes_exactly_what_one_session_at_a_time_does(
     run_key: str | None,
 ) -> None:
     """Twin stores, the same sessions, the same clock: the bulk action applied a batch at a time
-    (store.writes.lifecycle.apply_many) and a session at a time leave the same rows in every table
-    (history, runs' events, keys and counts by status included) and report the same items."""
+    (store.writes.lifecycle_many.apply_many) and a session at a time leave the same rows in every
+    table (history, runs' events, keys and counts by status included) and report the same items."""
     seen = []
     for target, set_based in ((store, True), (empty_store, False)):
-        monkeypatch.setattr(bulk, "SET_BASED", set_based)
+        monkeypatch.setattr(bulk_run, "SET_BASED", set_based)
         clock = FakeClock()
         ids = fleet(target, clock, action)
         outcome = run(target, clock, action, chosen(ids), run_key=run_key)
@@ -845,7 +849,7 @@ def test_a_row_changed_between_the_batchs_read_and_its_update_is_applied_alone(
     is applied alone, judged as it is then; the others are applied with the batch."""
     seed(store, clock, "s1", "s2", "s3")
     held: dict[str, Any] = {}
-    find = lifecycle._find_keys
+    find = lifecycle_many.find_keys
 
     def finding(db: Any, keys: list[str]) -> Any:
         held["db"] = db
@@ -858,7 +862,7 @@ def test_a_row_changed_between_the_batchs_read_and_its_update_is_applied_alone(
                 agent_writes.heartbeat(db=held["db"], session_id="s2", clock=clock)
             return super().__call__()
 
-    monkeypatch.setattr(lifecycle, "_find_keys", finding)
+    monkeypatch.setattr(lifecycle_many, "find_keys", finding)
     outcome = run(store, MovingClock(clock.now), "pause", chosen(["s1", "s2", "s3"]), run_key="k")
     assert held.get("moved")
     assert outcomes(outcome.tally.items) == [

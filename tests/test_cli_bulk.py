@@ -610,9 +610,9 @@ def test_a_run_stopped_by_the_database_reports_what_it_did_then_the_error(
     fleet: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from roundtable_console.store.db.database import Store
-    from roundtable_console.store.writes import bulk
+    from roundtable_console.store.writes import bulk_run
 
-    monkeypatch.setattr(bulk, "BATCH_SESSIONS", 1)
+    monkeypatch.setattr(bulk_run, "BATCH_SESSIONS", 1)
     write = Store.write
     opened = iter(range(100))
 

@@ -127,6 +127,9 @@ def test_an_agents_read_back_loads_no_action_or_briefing_code(db_url: str, tmp_p
     assert "roundtable_console.store.service" in modules  # the log really was read
     needless = {
         "roundtable_console.store.writes.lifecycle",
+        "roundtable_console.store.writes.lifecycle_outcomes",
+        "roundtable_console.store.writes.lifecycle_keys",
+        "roundtable_console.store.writes.lifecycle_many",
         "roundtable_console.store.resume.briefing",
         "roundtable_console.store.reads.projections",
         "roundtable_console.store.resume.plan",

@@ -25,7 +25,8 @@ from roundtable_console.store.db.models import (
 from roundtable_console.store.reads.claims import active_claims
 from roundtable_console.store.resume.adapters import BUILTIN_ADAPTERS
 from roundtable_console.store.rules import ACTIVE_STATES
-from roundtable_console.store.writes.demo import HOSTILE_TEXT, has_sessions, seed_demo
+from roundtable_console.store.writes.demo import has_sessions, seed_demo
+from roundtable_console.store.writes.demo_data import HOSTILE_TEXT
 from roundtable_console.store.writes.transfer import export_records
 from tests.conftest import FakeClock
 

@@ -72,9 +72,10 @@ def seen(app):
 
 
 import roundtable_console.tui.app as tui_app  # noqa: E402
+import roundtable_console.tui.console_app as console_app  # noqa: E402
 
 # The list says its quick rows are on screen once the refresh that painted them is done.
-shown = tui_app.RoundtableApp.on_session_list_screen_first_rows_shown
+shown = console_app.RoundtableApp.on_session_list_screen_first_rows_shown
 
 
 def recording(app, message):
@@ -83,7 +84,7 @@ def recording(app, message):
     shown(app, message)
 
 
-tui_app.RoundtableApp.on_session_list_screen_first_rows_shown = recording
+console_app.RoundtableApp.on_session_list_screen_first_rows_shown = recording
 
 
 async def pilot(pilot):
@@ -94,7 +95,7 @@ async def pilot(pilot):
     while seen(app)["kinds"] != ["AgentSession"] and time.monotonic() < deadline:
         await pilot.pause(0.02)
     report["ready"] = seen(app)
-    # The GIL hand-over is shortened once the list is read from the store (tui.app).
+    # The GIL hand-over is shortened once the list is read from the store (tui.console_app).
     while sys.getswitchinterval() > 0.001 and time.monotonic() < deadline:
         await pilot.pause(0.02)
     report["switch_interval"] = sys.getswitchinterval()
@@ -157,7 +158,7 @@ def test_first_rows_are_painted_before_the_database_layer_loads(tmp_path: Path, 
     assert ready["rows"][:50] == first["rows"]  # and the page read ahead after them
     # Seeded long ago, in the attention order every session is stale: it needs attention.
     assert ready["counts"].replace("\u00a0", " ") == "60 sessions · 60 need attention · active 60"
-    # The UI thread gets the GIL back within a millisecond, not Python's 5 (tui.app).
+    # The UI thread gets the GIL back within a millisecond, not Python's 5 (tui.console_app).
     assert report["switch_interval"] == pytest.approx(0.001)
 
 

@@ -36,8 +36,8 @@ from roundtable_console.store.errors import (
     TerminationImpactRequired,
 )
 from roundtable_console.store.rules import ACTIVE_STATES
-from roundtable_console.store.writes import agent_writes, lifecycle
-from roundtable_console.store.writes.lifecycle import NOT_DONE_BY_TERMINATE, ActionOutcome
+from roundtable_console.store.writes import agent_writes, lifecycle, lifecycle_outcomes
+from roundtable_console.store.writes.lifecycle_outcomes import NOT_DONE_BY_TERMINATE, ActionOutcome
 from tests.conftest import FakeClock
 from tests.helpers import DESIGN_ERROR_CODES, history, session_row
 
@@ -767,13 +767,13 @@ def test_termination_impact_lists_live_and_expired_claims(store: Store, clock: F
     add_claim(store, "a-expired", expires_at="2026-09-17 17:00:00")
     add_claim(store, "released", status="released")
     with store.read() as db:
-        impact = lifecycle.termination_impact(db=db, session_id="s1", clock=clock)
+        impact = lifecycle_outcomes.termination_impact(db=db, session_id="s1", clock=clock)
     assert [c.id for c in impact.claims] == ["a-expired", "b-live"]
     assert [c.id for c in impact.live_claims] == ["b-live"]
     assert [c.id for c in impact.expired_claims] == ["a-expired"]
     assert impact.requires_details
     with store.read() as db, pytest.raises(SessionNotFound):
-        lifecycle.termination_impact(db=db, session_id="ghost", clock=clock)
+        lifecycle_outcomes.termination_impact(db=db, session_id="ghost", clock=clock)
 
 
 # --- history in the same transaction ----------------------------------------------------------

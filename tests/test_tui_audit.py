@@ -9,7 +9,7 @@ from typing import Any
 
 from roundtable_console.store.clock import fixed_clock
 from roundtable_console.store.db.database import Store
-from roundtable_console.store.writes import lifecycle
+from roundtable_console.store.writes import lifecycle, lifecycle_many
 from tests.conftest import FakeClock
 from tests.helpers import count, history
 from tests.test_tui_snapshots import SIZE, driving, seed
@@ -52,7 +52,7 @@ def act(db: Store) -> None:
                 **extra,
             )
     with db.write() as conn:
-        lifecycle.apply_many(
+        lifecycle_many.apply_many(
             db=conn,
             action="stop",
             requests=[("sess-06", None), ("sess-07", None)],

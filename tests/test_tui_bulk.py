@@ -20,7 +20,7 @@ from roundtable_console.screens.session_list import SessionListScreen
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import DatabaseUnavailable
 from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
-from roundtable_console.store.writes import bulk
+from roundtable_console.store.writes import bulk, bulk_run
 from roundtable_console.store.writes.bulk import session_key
 from tests.helpers import count, history, session_row
 from tests.test_tui_support import (
@@ -288,7 +288,7 @@ async def test_a_retry_under_the_kept_key_replays_what_was_done(
         failed = bulk.Tally(outcome.tally.keep)
         for item in outcome.tally.items:
             failed.add(bulk.BulkItem(item.session_id, "failed", "database_unavailable", "gone"))
-        return bulk.BulkOutcome(outcome.action, outcome.run_key, outcome.total, failed)
+        return bulk_run.BulkOutcome(outcome.action, outcome.run_key, outcome.total, failed)
 
     monkeypatch.setattr(data, "run_bulk", lost_answer)
     app = console(sqlite_url(tmp_path))
@@ -350,7 +350,7 @@ async def test_a_run_of_many_shows_progress_keeps_the_list_usable_and_escape_can
 ) -> None:
     for number in range(60):
         add_session(db, f"s{number:02d}", at=FROZEN + timedelta(seconds=number))
-    monkeypatch.setattr(bulk, "BATCH_SESSIONS", 20)
+    monkeypatch.setattr(bulk_run, "BATCH_SESSIONS", 20)
     gate = Gate()
     monkeypatch.setattr(data, "run_bulk", gate.wrap(data.run_bulk))
     app = console(sqlite_url(tmp_path), page_size=10, window_pages=2)
@@ -388,7 +388,7 @@ async def test_a_small_run_says_it_runs_without_a_bar_and_keys_wait_for_it(
     tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed_fleet(db)
-    monkeypatch.setattr(bulk, "BATCH_SESSIONS", 1)
+    monkeypatch.setattr(bulk_run, "BATCH_SESSIONS", 1)
     gate = Gate()
     monkeypatch.setattr(data, "run_bulk", gate.wrap(data.run_bulk))
     app = console(sqlite_url(tmp_path))

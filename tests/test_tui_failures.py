@@ -24,7 +24,7 @@ from roundtable_console.screens.session_log import SessionLogScreen
 from roundtable_console.screens.terminate_dialog import TerminateDialog
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import DatabaseUnavailable
-from roundtable_console.tui.app import RoundtableApp
+from roundtable_console.tui.console_app import RoundtableApp
 from tests.helpers import history, session_row
 from tests.test_tui_support import (
     add_agent,

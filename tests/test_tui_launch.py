@@ -26,7 +26,7 @@ from roundtable_console.screens.session_detail import SessionDetailScreen
 from roundtable_console.store.db.database import Store, open_store
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.store.writes.lifecycle import pause
-from roundtable_console.tui.app import RoundtableApp
+from roundtable_console.tui.console_app import RoundtableApp
 from tests.helpers import history, session_row
 from tests.test_launch import FAKE, agent_bin, dump, paused_session
 from tests.test_tui_support import (

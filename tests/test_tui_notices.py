@@ -20,7 +20,7 @@ from roundtable_console.store.db.database import Store
 from roundtable_console.store.reads.changes import Change
 from roundtable_console.store.service import perform_action
 from roundtable_console.store.writes import agent_writes
-from roundtable_console.tui.app import RoundtableApp
+from roundtable_console.tui.console_app import RoundtableApp
 from roundtable_console.tui.notices import desktop_sequence, notice_for
 from tests.conftest import FakeClock
 from tests.test_tui_support import (

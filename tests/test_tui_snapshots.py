@@ -17,7 +17,7 @@ from roundtable_console.store.clock import fixed_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.store.writes.agent_writes import heartbeat
-from roundtable_console.tui.app import RoundtableApp
+from roundtable_console.tui.console_app import RoundtableApp
 from tests.test_tui_support import (
     FROZEN,
     SNAPSHOT_DESCRIPTION,

@@ -22,8 +22,9 @@ from roundtable_console.store.clock import Clock, fixed_clock, format_ts
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import Agent, Claim
 from roundtable_console.store.resume.adapters import AdapterConfig
-from roundtable_console.tui.app import RoundtableApp, build_app
+from roundtable_console.tui.app import build_app
 from roundtable_console.tui.config import Settings
+from roundtable_console.tui.console_app import RoundtableApp
 from tests.conftest import FakeClock
 from tests.helpers import register_session
 

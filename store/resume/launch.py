@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from roundtable_console.store.db.models import AgentSession
     from roundtable_console.store.resume.adapters import AdapterConfig
     from roundtable_console.store.service import BriefingView
-    from roundtable_console.store.writes.lifecycle import ActionOutcome
+    from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
 
 TMUX_WINDOW_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 TMUX_NAME_LENGTH = 40

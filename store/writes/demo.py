@@ -1,5 +1,6 @@
 """A realistic demo store, so a newcomer sees a populated console at once
-(``roundtable tui --demo``, ``roundtable demo``).
+(``roundtable tui --demo``, ``roundtable demo``): the rows made from the demo's cast
+(``store.writes.demo_data``) and written.
 
 Everything is placed relative to the given clock and drawn from a seeded ``random.Random``, so the
 same clock gives the same store. Seeding again replaces the demo's own rows (same ids) and the
@@ -11,7 +12,6 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -21,138 +21,34 @@ from sqlalchemy.dialects import postgresql, sqlite
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.models import HISTORY_KINDS, RECORD_TABLES
 from roundtable_console.store.writes.agent_writes import bulk_session_writes
+from roundtable_console.store.writes.demo_data import (
+    ACTIVITY,
+    AGENT_BY_ID,
+    AGENTS,
+    BRANCH,
+    CLAIMS,
+    DAY,
+    DECISIONS,
+    DEMO_ROOT,
+    FEATURED,
+    HOSTILE_TEXT,
+    HOUR,
+    MINUTE,
+    OPERATORS,
+    PROPOSALS,
+    RESUME_COMMANDS,
+    RUN_WORKSPACE,
+    RUNS,
+    STATUS_WEIGHTS,
+    TASKS,
+    TERMINAL,
+    TOOLS,
+    WORKSPACES,
+    SessionSpec,
+)
 
 SEED = 20260917
-DEMO_ROOT = "/tmp/roundtable-demo"
-STALE_AFTER = timedelta(seconds=300)
-HOSTILE_TEXT = "[bold red]x[/]"
 BATCH = 1000
-
-MINUTE = 60
-HOUR = 60 * MINUTE
-DAY = 24 * HOUR
-
-
-@dataclass(frozen=True)
-class _AgentSpec:
-    id: str
-    name: str
-    role: str
-    adapter: str
-    provider: str
-    model: str
-    run_id: str
-    enabled: bool = True
-
-
-# workspace id, name, display name, default branch
-_WORKSPACES = (
-    ("ws-atlas", "atlas", "Atlas — session store", "main"),
-    ("ws-harbor", "harbor", "Harbor API", "develop"),
-    ("ws-lumen", "lumen", "Lumen docs", "main"),
-)
-# run id, workspace, goal, status, started (seconds ago), ended (seconds ago)
-_RUNS = (
-    (
-        "run-atlas-store",
-        "ws-atlas",
-        "Move the session store to SQLAlchemy",
-        "active",
-        3 * DAY,
-        None,
-    ),
-    ("run-harbor-api", "ws-harbor", "Harden the heartbeat endpoint", "active", 2 * DAY, None),
-    ("run-lumen-docs", "ws-lumen", "Document adapters and resume", "active", 4 * DAY, None),
-    ("run-atlas-spike", "ws-atlas", "Spike: keyset pagination", "completed", 13 * DAY, 11 * DAY),
-)
-_AGENTS = (
-    _AgentSpec("ada", "Ada", "builder", "codex", "openai", "gpt-5-codex", "run-atlas-store"),
-    _AgentSpec(
-        "grace", "Grace", "reviewer", "claude", "anthropic", "claude-sonnet-4-5", "run-harbor-api"
-    ),
-    _AgentSpec("linus", "Linus", "builder", "gemini", "google", "gemini-2.5-pro", "run-harbor-api"),
-    _AgentSpec(
-        "hopper", "Hopper", "tester", "opencode", "openrouter", "qwen3-coder", "run-atlas-store"
-    ),
-    _AgentSpec("turing", "Turing", "planner", "generic", "local", "llama-3.1-8b", "run-lumen-docs"),
-    _AgentSpec(
-        "knuth",
-        "Knuth",
-        "reviewer",
-        "claude",
-        "anthropic",
-        "claude-opus-4-1",
-        "run-lumen-docs",
-        enabled=False,
-    ),
-)
-_AGENT_BY_ID = {agent.id: agent for agent in _AGENTS}
-_RUN_WORKSPACE = {run[0]: run[1] for run in _RUNS}
-_BRANCH = {workspace[0]: workspace[3] for workspace in _WORKSPACES}
-_RESUME = {
-    "codex": "codex resume {}",
-    "claude": "claude --resume {}",
-    "gemini": "gemini --resume {}",
-    "opencode": "opencode --session {}",
-}
-_OPERATORS = ("maria", "dev-oncall")
-
-
-@dataclass(frozen=True)
-class _SessionSpec:
-    agent: str
-    status: str
-    started: int  # seconds ago
-    seen: int  # seconds ago
-    external: bool = False
-    hostile: bool = False
-    # Waits for a human since this many seconds ago, for this reason.
-    waiting: tuple[int, str] | None = None
-
-
-# The hand-placed sessions, first in line so even a small demo shows every status, a stale row
-# and the hostile one. Terminal statuses are ended when last seen.
-_FEATURED = (
-    _SessionSpec("ada", "active", 3 * HOUR, 20, external=True),
-    _SessionSpec(
-        "grace",
-        "running",
-        90 * MINUTE,
-        45,
-        external=True,
-        waiting=(4 * MINUTE, "approve deleting build/ before the release build"),
-    ),
-    _SessionSpec("linus", "paused", 5 * HOUR, 25 * MINUTE, external=True),  # stale
-    _SessionSpec("hopper", "starting", 40, 5),
-    _SessionSpec(
-        "turing",
-        "resuming",
-        2 * DAY,
-        70,
-        external=True,
-        waiting=(12 * MINUTE, "choose: keep the v1 API or migrate the callers"),
-    ),
-    _SessionSpec("ada", "stopped", DAY, 20 * HOUR, external=True),
-    _SessionSpec("grace", "ended", 2 * DAY, 30 * HOUR),
-    _SessionSpec("linus", "terminated", 3 * DAY, 2 * DAY, external=True),
-    _SessionSpec("hopper", "failed", 4 * DAY, 3 * DAY),
-    _SessionSpec("turing", HOSTILE_TEXT, 6 * HOUR, 10 * MINUTE, hostile=True),
-    _SessionSpec("grace", "running", 8 * HOUR, 2 * HOUR, external=True),  # stale
-    _SessionSpec("knuth", "paused", 2 * DAY, DAY),  # stale, and its agent is disabled
-)
-# Status mix of the generated sessions beyond the featured ones.
-_STATUS_WEIGHTS = (
-    ("ended", 34),
-    ("active", 14),
-    ("running", 10),
-    ("paused", 8),
-    ("stopped", 8),
-    ("terminated", 6),
-    ("failed", 6),
-    ("starting", 4),
-    ("resuming", 4),
-)
-_TERMINAL = frozenset({"stopped", "ended", "terminated", "failed"})
 
 
 def seed_demo(*, db: Connection, clock: Clock = system_clock, sessions: int = 24) -> dict[str, int]:
@@ -164,7 +60,7 @@ def seed_demo(*, db: Connection, clock: Clock = system_clock, sessions: int = 24
         writer = _Writer(db)
         builder = _Builder(clock(), random.Random(SEED))
         session_ids = [_session_id(index) for index in range(1, sessions + 1)]
-        _forget_history(db, session_ids, [run[0] for run in _RUNS])
+        _forget_history(db, session_ids, [run[0] for run in RUNS])
         writer.add_all("workspace", builder.workspaces())
         writer.add_all("agent", builder.agents())
         writer.add_all("run", builder.runs())
@@ -263,7 +159,7 @@ class _Builder:
     # -- the fixed cast
 
     def workspaces(self) -> Iterable[dict[str, Any]]:
-        for number, (ws_id, name, display, branch) in enumerate(_WORKSPACES):
+        for number, (ws_id, name, display, branch) in enumerate(WORKSPACES):
             yield {
                 "id": ws_id,
                 "name": name,
@@ -280,7 +176,7 @@ class _Builder:
             }
 
     def agents(self) -> Iterable[dict[str, Any]]:
-        for number, agent in enumerate(_AGENTS):
+        for number, agent in enumerate(AGENTS):
             yield {
                 "id": agent.id,
                 "role": agent.role,
@@ -293,7 +189,7 @@ class _Builder:
             }
 
     def runs(self) -> Iterable[dict[str, Any]]:
-        for run_id, ws_id, goal, status, started, ended in _RUNS:
+        for run_id, ws_id, goal, status, started, ended in RUNS:
             yield {
                 "id": run_id,
                 "goal": goal,
@@ -305,25 +201,7 @@ class _Builder:
             }
 
     def tasks(self) -> Iterable[dict[str, Any]]:
-        # id, title, status, priority, agent, risk, created (seconds ago)
-        specs = (
-            ("task-101", "Migrate the session store to SQLAlchemy", "in_progress", 10, "ada",
-             "high", 3 * DAY),
-            ("task-102", "Add keyset pagination to the session list", "open", 20, "ada",
-             "normal", 2 * DAY),
-            ("task-103", "Review heartbeat timeout handling", "in_progress", 30, "grace",
-             "normal", 2 * DAY),
-            ("task-104", "Write resume briefing tests", "open", 50, "hopper", "low", DAY),
-            ("task-105", "Document adapter resume patterns", "done", 40, "turing", "low",
-             5 * DAY),
-            ("task-106", "Fix the flaky PostgreSQL fixture", "done", 15, "hopper", "normal",
-             6 * DAY),
-            ("task-107", "Investigate stale session alerts", "open", 25, None, "normal", DAY),
-            ("task-108", f"Render {HOSTILE_TEXT} and \x1b[31mESC\x1b[0m safely", "open", 35,
-             "turing", "high", 10 * HOUR),
-            ("task-109", "Retire the legacy dashboard", "cancelled", 90, "knuth", "low", 9 * DAY),
-        )  # fmt: skip
-        for task_id, title, status, priority, agent, risk, created in specs:
+        for task_id, title, status, priority, agent, risk, created in TASKS:
             yield {
                 "id": task_id,
                 "title": title,
@@ -337,17 +215,7 @@ class _Builder:
             }
 
     def claims(self) -> Iterable[dict[str, Any]]:
-        # id, resource, agent, task, status, expires (seconds from now; negative = past), ws
-        specs = (
-            ("claim-401", "store/sessions.py", "ada", "task-101", "active", 2 * HOUR, "ws-atlas"),
-            ("claim-402", "store/models.py", "ada", "task-101", "active", 90 * MINUTE, "ws-atlas"),
-            ("claim-403", "api/heartbeat.go", "grace", "task-103", "active", -HOUR, "ws-harbor"),
-            ("claim-404", "tui/alerts.py", "linus", "task-107", "active", 3 * HOUR, "ws-harbor"),
-            ("claim-405", "tests/conftest.py", "hopper", "task-106", "released", -DAY, "ws-atlas"),
-            ("claim-406", "docs/adapters.md", "turing", "task-105", "released", -2 * DAY,
-             "ws-lumen"),
-        )  # fmt: skip
-        for claim_id, resource, agent, task, status, expires, ws_id in specs:
+        for claim_id, resource, agent, task, status, expires, ws_id in CLAIMS:
             yield {
                 "id": claim_id,
                 "resource_id": resource,
@@ -366,20 +234,7 @@ class _Builder:
             }
 
     def proposals(self) -> Iterable[dict[str, Any]]:
-        # id, task, agent, title, status, risk, created (seconds ago), session index
-        specs = (
-            ("prop-201", "task-101", "ada", "Store: SQLModel tables and migrations", "pending",
-             "high", 40 * MINUTE, 1),
-            ("prop-202", "task-102", "ada", "Keyset cursor for the session list",
-             "changes_requested", "normal", 6 * HOUR, 6),
-            ("prop-203", "task-103", "grace", "Heartbeat: reject terminal source states",
-             "accepted", "normal", DAY, 7),
-            ("prop-204", "task-106", "hopper", "Retry PostgreSQL start-up forever", "rejected",
-             "high", 3 * DAY, 9),
-            ("prop-205", "task-107", "linus", "Stale filter in the TUI", "pending", "low",
-             2 * HOUR, 3),
-        )  # fmt: skip
-        for prop_id, task, agent, title, status, risk, created, session in specs:
+        for prop_id, task, agent, title, status, risk, created, session in PROPOSALS:
             yield {
                 "id": prop_id,
                 "task_id": task,
@@ -390,22 +245,13 @@ class _Builder:
                 "status": status,
                 "risk": risk,
                 "created_at": self.ago(created),
-                "workspace_id": _RUN_WORKSPACE[_AGENT_BY_ID[agent].run_id],
+                "workspace_id": RUN_WORKSPACE[AGENT_BY_ID[agent].run_id],
                 "proposer_session_id": _session_id(session),
                 "updated_at": self.ago(created / 2),
             }
 
     def decisions(self) -> Iterable[dict[str, Any]]:
-        specs = (
-            ("dec-301", "prop-203", "task-103", "accept", "Covers every terminal state.", DAY / 2),
-            ("dec-302", "prop-204", "task-106", "reject", "Unbounded retries hide real faults.",
-             2 * DAY),
-            ("dec-303", "prop-202", "task-102", "changes_requested",
-             "Encode the cursor opaquely; never expose raw ids.", 5 * HOUR),
-            ("dec-304", None, "task-101", "note", "Keep reference column names unchanged.",
-             20 * MINUTE),
-        )  # fmt: skip
-        for dec_id, proposal, task, decision, rationale, created in specs:
+        for dec_id, proposal, task, decision, rationale, created in DECISIONS:
             yield {
                 "id": dec_id,
                 "proposal_id": proposal,
@@ -418,41 +264,22 @@ class _Builder:
 
     def activity(self) -> Iterable[dict[str, Any]]:
         """The general stream: tool events with {tool, action, status}, and other activity."""
-        tools = (
-            ("shell", "pytest -q"),
-            ("editor", "write store/sessions.py"),
-            ("git", "diff --stat"),
-            ("mcp", "table.query"),
-            ("browser", "open https://docs.example.com/adapters"),
-        )
         rows: list[tuple[float, dict[str, Any]]] = []
-        for run_id, _ws, goal, _status, started, ended in _RUNS:
-            members = [agent.id for agent in _AGENTS if agent.run_id == run_id] or ["ada"]
+        for run_id, _ws, goal, _status, started, ended in RUNS:
+            members = [agent.id for agent in AGENTS if agent.run_id == run_id] or ["ada"]
             rows.append((started, self._event(run_id, "run.started", members[0], {"goal": goal})))
             last = ended if ended is not None else 30
             for _ in range(12):
-                tool, action = self.rng.choice(tools)
+                tool, action = self.rng.choice(TOOLS)
                 status = self.rng.choices(("ok", "error", "running"), (8, 2, 1))[0]
                 at = self.rng.uniform(last, started)
                 payload = {"tool": tool, "action": action, "status": status}
                 agent = self.rng.choice(members)
                 rows.append((at, self._event(run_id, f"tool.{tool}", agent, payload)))
         rows += [
-            # No "tool" in the payload: the projection falls back to the type.
-            (50 * MINUTE, self._event("run-atlas-store", "tool.shell", "ada",
-                                      {"action": "ls -la", "status": "ok"})),
-            (45 * MINUTE, self._event("run-atlas-store", "task.claimed", "ada",
-                                      {"task_id": "task-101", "resource_id": "store/sessions.py"},
-                                      task="task-101")),
-            (40 * MINUTE, self._event("run-atlas-store", "proposal.submitted", "ada",
-                                      {"proposal_id": "prop-201"}, task="task-101")),
-            (35 * MINUTE, self._event("run-harbor-api", "message.posted", "grace",
-                                      {"text": "Waiting for tool approval from maria."})),
-            (30 * MINUTE, self._event("run-harbor-api", "message.posted", "linus",
-                                      {"text": "Retrying with token=demo-not-a-secret now."})),
-            (20 * MINUTE, self._event("run-atlas-store", "decision.recorded", "maria",
-                                      {"decision_id": "dec-304"}, task="task-101")),
-        ]  # fmt: skip
+            (at, self._event(run_id, kind, actor, payload, task=task))
+            for at, run_id, kind, actor, payload, task in ACTIVITY
+        ]
         for at, row in sorted(rows, key=lambda pair: -pair[0]):
             row["created_at"] = self.ago(at)
             yield row
@@ -475,17 +302,19 @@ class _Builder:
     def session(
         self, index: int
     ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-        spec = _FEATURED[index - 1] if index <= len(_FEATURED) else self._random_spec()
-        agent = _AGENT_BY_ID[spec.agent]
+        spec = FEATURED[index - 1] if index <= len(FEATURED) else self._random_spec()
+        agent = AGENT_BY_ID[spec.agent]
         session_id = _session_id(index)
         run_id = agent.run_id
         if spec.started > 10 * DAY:
             run_id = "run-atlas-spike"
-        ws_id = _RUN_WORKSPACE[run_id]
+        ws_id = RUN_WORKSPACE[run_id]
         ws_name = ws_id.removeprefix("ws-")
         external = f"{agent.adapter}-{self.rng.getrandbits(64):016x}" if spec.external else None
-        resume = _RESUME.get(agent.adapter) if external and self.rng.random() < 0.7 else None
-        ended = spec.status in _TERMINAL
+        resume = (
+            RESUME_COMMANDS.get(agent.adapter) if external and self.rng.random() < 0.7 else None
+        )
+        ended = spec.status in TERMINAL
         row: dict[str, Any] = {
             "id": session_id,
             "agent_id": agent.id,
@@ -533,23 +362,23 @@ class _Builder:
         ]
         return row, history, run_events
 
-    def _random_spec(self) -> _SessionSpec:
-        statuses, weights = zip(*_STATUS_WEIGHTS, strict=True)
+    def _random_spec(self) -> SessionSpec:
+        statuses, weights = zip(*STATUS_WEIGHTS, strict=True)
         status = self.rng.choices(statuses, weights)[0]
-        agent = self.rng.choice(_AGENTS).id
+        agent = self.rng.choice(AGENTS).id
         started = self.rng.randint(5 * MINUTE, 14 * DAY)
-        if status in _TERMINAL:
+        if status in TERMINAL:
             seen = self.rng.randint(max(1, started - 6 * HOUR), started)
         elif self.rng.random() < 0.7:
             seen = self.rng.randint(1, min(240, started))  # fresh
         else:
             seen = self.rng.randint(min(started, 6 * MINUTE), started)  # stale
-        return _SessionSpec(agent, status, started, seen, external=self.rng.random() < 0.6)
+        return SessionSpec(agent, status, started, seen, external=self.rng.random() < 0.6)
 
-    def _metadata(self, spec: _SessionSpec, ws_id: str) -> str | None:
+    def _metadata(self, spec: SessionSpec, ws_id: str) -> str | None:
         if not spec.hostile and spec.status != "starting" and self.rng.random() < 0.08:
             return None
-        metadata: dict[str, Any] = {"branch": _BRANCH[ws_id], "workspace_id": ws_id}
+        metadata: dict[str, Any] = {"branch": BRANCH[ws_id], "workspace_id": ws_id}
         if spec.status != "starting":
             tokens_in = self.rng.randint(2_000, 900_000)
             tokens_out = self.rng.randint(500, tokens_in // 3 + 500)
@@ -564,9 +393,9 @@ class _Builder:
             metadata["api_key"] = "sk-demo-not-a-real-key"
         return _json(metadata)
 
-    def _history(self, row: dict[str, Any], spec: _SessionSpec) -> list[dict[str, Any]]:
+    def _history(self, row: dict[str, Any], spec: SessionSpec) -> list[dict[str, Any]]:
         session_id, status = row["id"], spec.status
-        actor = self.rng.choice(_OPERATORS)
+        actor = self.rng.choice(OPERATORS)
         first = "starting" if status == "starting" else "active"
         steps: list[tuple[float, str, dict[str, Any]]] = [
             (spec.started, "registered", {"status": first, "adapter": row["adapter"]})

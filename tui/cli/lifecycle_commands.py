@@ -1,7 +1,7 @@
 """The lifecycle actions, as ``sessions`` subcommands: ``pause``, ``stop``, ``resume`` and
 ``terminate``, each on one session (``store.service.perform_action``) or on several, given by
 --session more than once or selected by --all-matching and the list's filters
-(``store.writes.bulk``; the operator's heartbeat of several sessions runs here too)."""
+(``store.writes.bulk_run``; the operator's heartbeat of several sessions runs here too)."""
 
 from __future__ import annotations
 
@@ -136,9 +136,10 @@ def run_bulk_action(
     idempotency_key: str | None,
     impact_details: str | None = None,
 ) -> int:
-    """The action on every selected session (store.writes.bulk), or with ``dry_run`` what it would
-    do. Exit 1 when any session failed (or would)."""
-    from roundtable_console.store.writes.bulk import plan_bulk, run_bulk
+    """The action on every selected session (store.writes.bulk_run), or with ``dry_run`` what it
+    would do (store.writes.bulk_plan). Exit 1 when any session failed (or would)."""
+    from roundtable_console.store.writes.bulk_plan import plan_bulk
+    from roundtable_console.store.writes.bulk_run import run_bulk
 
     key = (idempotency_key or "").strip() or None
     table = None if inv.json_mode else output.Table(BULK_COLUMNS)

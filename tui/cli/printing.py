@@ -14,7 +14,7 @@ from roundtable_console.tui import output
 if TYPE_CHECKING:
     from roundtable_console.store.reads.paging import Page
     from roundtable_console.store.writes.bulk import BulkItem, Tally
-    from roundtable_console.store.writes.lifecycle import ActionOutcome
+    from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
 
 OUTPUT_HELP = """\b
 Output: on a terminal, aligned columns under a header; in a pipe, one tab-separated line per

@@ -1,0 +1,90 @@
+"""What the operator's lifecycle actions (``store.writes.lifecycle``) return and show: an action's
+outcome (``ActionOutcome``, kept as JSON under its idempotency key so a retry returns it), and
+what terminating a session touches (``TerminationImpact``: the agent's active claims, which the
+terminate dialog shows before a human acknowledges it) and what it does not
+(``NOT_DONE_BY_TERMINATE``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection
+
+from roundtable_console.store import validation
+from roundtable_console.store.clock import Clock, system_clock
+from roundtable_console.store.db.models import AgentSession
+from roundtable_console.store.db.session_rows import as_session
+from roundtable_console.store.reads.claims import ActiveClaim, active_claims
+from roundtable_console.store.reads.sessions import get_session
+
+NOT_DONE_BY_TERMINATE = (
+    "Terminating records the session as terminated. It releases no claim, cancels no task, "
+    "resolves no proposal, and starts or kills no process."
+)
+
+
+@dataclass(frozen=True)
+class ActionOutcome:
+    action: str
+    session: AgentSession
+    replayed: bool = False
+    notes: tuple[str, ...] = ()
+    claims: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "session": self.session.to_json(),
+            "replayed": self.replayed,
+            "notes": list(self.notes),
+            "claims": list(self.claims),
+        }
+
+    @classmethod
+    def from_json(cls, body: dict[str, Any], *, replayed: bool) -> ActionOutcome:
+        stored = dict(body["session"])
+        metadata = stored.pop("metadata", None)
+        stored["metadata_json"] = validation.metadata(metadata)
+        # An operator action ended any wait: the outcome's session waits for nobody.
+        stored.pop("waiting", None)
+        stored.update(waiting_reason=None, waiting_since=None)
+        return cls(
+            action=body["action"],
+            session=as_session(stored),
+            replayed=replayed,
+            notes=tuple(body.get("notes", ())),
+            claims=tuple(body.get("claims", ())),
+        )
+
+
+@dataclass(frozen=True)
+class TerminationImpact:
+    """What the terminate dialog shows before a human acknowledges it."""
+
+    session: AgentSession
+    claims: list[ActiveClaim]
+
+    @property
+    def live_claims(self) -> list[ActiveClaim]:
+        return [claim for claim in self.claims if not claim.expired]
+
+    @property
+    def expired_claims(self) -> list[ActiveClaim]:
+        return [claim for claim in self.claims if claim.expired]
+
+    @property
+    def requires_details(self) -> bool:
+        # Expired claims still have status "active": the agent holds them until someone
+        # releases them, so they count too; they are only shown apart.
+        return bool(self.claims)
+
+
+def termination_impact(
+    *, db: Connection, session_id: str, clock: Clock = system_clock
+) -> TerminationImpact:
+    session = get_session(db=db, session_id=session_id)
+    return TerminationImpact(
+        session=session, claims=active_claims(db=db, agent_id=session.agent_id, now=clock())
+    )
