@@ -20,44 +20,83 @@ from roundtable_console.api.identity import Caller
 from roundtable_console.api.problems import Problem
 from roundtable_console.store import service
 from roundtable_console.store.db.models import AgentSession
+from roundtable_console.store.errors import IllegalSessionTransition
 from roundtable_console.store.writes import agent_writes
-from roundtable_console.store.writes.lifecycle import ActionOutcome, key_required
+from roundtable_console.store.writes.lifecycle import key_required
+from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
 
 
 def heartbeat(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
-    caller = ctx.caller(call)
+    """An operator's plain heartbeat is the lifecycle action; anyone else's (or one with a body
+    or a status) the agent's beat. Without an idempotency key, in one write transaction: who
+    the caller is, the workspace, and the beat itself in one statement."""
     body = bodies.read_object(
         call.body, fields=bodies.HEARTBEAT_FIELDS, code="invalid_request_body", optional=True
     )
     status = call.arg("status")
     plain = not body and not (status or "").strip()
-    if caller.role == "operator" and plain:
+    if "idempotency-key" in call.headers:
+        caller = ctx.caller(call)
+        if caller.role == "operator" and plain:
+            return _action(ctx, call, caller, "heartbeat", workspace_id, session_id)
+        key = ctx.request_key(call, caller, required=False)
+
+        def write(within: Callable[[Connection, AgentSession], None] | None) -> AgentSession:
+            with ctx.store.write(durable=caller.role == "operator") as db:
+                session = _beat(ctx, db, caller, workspace_id, session_id, body, status)
+                if within is not None:
+                    within(db, session)
+                return session
+
+        return ctx.write_once(
+            call,
+            key,
+            write=write,
+            answer=lambda session: Answer(200, wire.session(session)),
+            session_of=lambda session: session.id,
+        )
+    with ctx.store.write() as db:
+        caller = ctx.caller(call, db)
+        operators = caller.role == "operator" and plain
+        session = (
+            None if operators else _beat(ctx, db, caller, workspace_id, session_id, body, status)
+        )
+    if session is None:  # the operator's: the lifecycle action, in a durable write of its own
         return _action(ctx, call, caller, "heartbeat", workspace_id, session_id)
-    key = ctx.request_key(call, caller, required=False)
+    return Answer(200, wire.session(session))
 
-    def write(within: Callable[[Connection, AgentSession], None] | None) -> AgentSession:
-        with ctx.store.write(durable=caller.role == "operator") as db:
-            current = ctx.session_in(db, caller, workspace_id, session_id)
-            caller.require_writer_of(current.agent_id)
-            session = agent_writes.checked_heartbeat(
-                db=db,
-                session_id=session_id,
-                status=status,
-                external_session_id=body.get("external_session_id"),
-                waiting=body.get("waiting"),
-                actor=caller.name if caller.role == "operator" else None,
-                clock=ctx.clock,
-            )
-            if within is not None:
-                within(db, session)
-            return session
 
-    return ctx.write_once(
-        call,
-        key,
-        write=write,
-        answer=lambda session: Answer(200, wire.session(session)),
-        session_of=lambda session: session.id,
+def _beat(
+    ctx: ServerContext,
+    db: Connection,
+    caller: Caller,
+    workspace_id: str,
+    session_id: str,
+    body: dict[str, object],
+    status: str | None,
+) -> AgentSession:
+    ctx.workspace(db, caller, workspace_id)
+    caller.require_writer_of(None)
+    session = agent_writes.beat_in_workspace(
+        db=db,
+        session_id=session_id,
+        workspace_id=workspace_id,
+        agent_id=caller.agent_id if caller.role == "agent" else None,
+        status=status,
+        external_session_id=body.get("external_session_id"),  # type: ignore[arg-type]
+        waiting=body.get("waiting"),  # type: ignore[arg-type]
+        actor=caller.name if caller.role == "operator" else None,
+        clock=ctx.clock,
+    )
+    if session is not None:
+        return session
+    # Nothing matched: say why, as the rules would have (the session, its workspace, its
+    # agent, its status), from the row as it is.
+    current = ctx.session_in(db, caller, workspace_id, session_id)
+    caller.require_writer_of(current.agent_id)
+    raise IllegalSessionTransition(
+        f"Cannot heartbeat session {session_id!r}: its status is {current.status!r}; a "
+        "heartbeat is allowed from an active state."
     )
 
 

@@ -72,7 +72,8 @@ def read_object(
             kind = "a string or an object" if name in OBJECT_FIELDS else "a string"
             raise Problem(code, f"The field {name!r} must be {kind}, or null.")
         if isinstance(value, str) and name in PRINTABLE_FIELDS and has_control_characters(value):
-            raise Problem(code, f"The field {name!r} must not hold control characters.")
+            refused = "invalid_session_status" if name == "status" else code
+            raise Problem(refused, f"The field {name!r} must not hold control characters.")
         if isinstance(value, str) and "\x00" in value:
             raise Problem(code, f"The field {name!r} must not hold a NUL character.")
     return decoded

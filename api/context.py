@@ -8,12 +8,16 @@ store I/O runs on the event loop.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 
+from roundtable_console.api.change_hub import ChangeHub
 from roundtable_console.api.identity import Caller, FailureCounter, authenticate
 from roundtable_console.api.problems import Problem
 from roundtable_console.store.clock import Clock, system_clock
@@ -31,6 +35,7 @@ from roundtable_console.store.writes.request_keys import (
 )
 
 T = TypeVar("T")
+WORKER_THREADS = 8
 _KEY_CHARACTERS = range(0x21, 0x7F)
 
 
@@ -62,10 +67,26 @@ class ServerContext:
     clock: Clock = system_clock
     stale_after_seconds: float = 300.0
     failures: FailureCounter = field(default_factory=FailureCounter)
+    # Wakes the open streams when the store changes (api.streams).
+    hub: ChangeHub = field(init=False)
+    # The threads a request's store work runs in: a few. SQLite takes one writer at a time
+    # and every thread shares one interpreter lock, so more threads only queue longer.
+    workers: ThreadPoolExecutor = field(init=False)
 
-    def caller(self, call: Call) -> Caller:
+    def __post_init__(self) -> None:
+        self.hub = ChangeHub(self.store)
+        self.workers = ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="roundtable-api")
+
+    async def in_worker(self, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``work`` in a worker thread, awaited: no store I/O on the event loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.workers, partial(work, *args, **kwargs))
+
+    def caller(self, call: Call, db: Connection | None = None) -> Caller:
+        """Who ``call`` is; read in ``db``'s transaction when given (one transaction for the
+        whole request), else in one of its own."""
         return authenticate(
-            self.store,
+            db or self.store,
             authorization=call.headers.get("authorization"),
             actor_id=call.headers.get("x-actor-id"),
             actor_role=call.headers.get("x-actor-role"),

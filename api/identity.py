@@ -13,8 +13,12 @@ import math
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
+
+from sqlalchemy import Connection
 
 from roundtable_console.api.problems import Problem
 from roundtable_console.store.access.tokens import Identity, holds_tokens, identify
@@ -52,11 +56,14 @@ class Caller:
         if self.role != "operator":
             raise Problem("forbidden", "Human authorization required.")
 
-    def require_writer_of(self, agent_id: str) -> None:
+    def require_writer_of(self, agent_id: str | None) -> None:
         """Register, heartbeat and end: an operator, an agent token for this agent, or in header
-        mode anyone (the reference's heartbeat is anyone's). A viewer reads only."""
+        mode anyone (the reference's heartbeat is anyone's). A viewer reads only. ``agent_id``
+        None: whether the caller may write any session at all."""
         if self.role == "viewer" and self.mode == "bearer":
             raise Problem("forbidden", f"The token {self.name!r} is a viewer's: it reads only.")
+        if agent_id is None:
+            return
         if self.role == "agent" and self.agent_id is not None and self.agent_id != agent_id:
             raise Problem(
                 "forbidden",
@@ -96,7 +103,7 @@ class FailureCounter:
 
 
 def authenticate(
-    store: Store,
+    store: Store | Connection,
     *,
     authorization: str | None,
     actor_id: str | None,
@@ -120,19 +127,29 @@ def authenticate(
             failures.failed(address)
             raise Problem("invalid_token", "Give the token as Authorization: Bearer <token>.")
         try:
-            with store.read() as db:
+            with _reading(store) as db:
                 identity = identify(db, token.strip(), clock=clock)
         except InvalidToken as refused:
             failures.failed(address)
             raise Problem("invalid_token", refused.message) from None
         return _bearer(identity)
-    with store.read() as db:
+    with _reading(store) as db:
         bearer_mode = holds_tokens(db)
     if bearer_mode:
         raise Problem(
             "authentication_required", "This server needs a token: Authorization: Bearer <token>."
         )
     return header_caller(actor_id, actor_role, orchestrator)
+
+
+@contextmanager
+def _reading(source: Store | Connection) -> Iterator[Connection]:
+    """The caller's own transaction, or a read of its own."""
+    if isinstance(source, Connection):
+        yield source
+        return
+    with source.read() as db:
+        yield db
 
 
 def _bearer(identity: Identity) -> Caller:

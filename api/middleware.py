@@ -106,13 +106,9 @@ class Guard:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                headers = [
-                    (name, value)
-                    for name, value in message.get("headers", [])
-                    if name != b"x-request-id"
-                ]
-                headers.append((b"x-request-id", request_id.encode("latin-1")))
+                headers = list(message.get("headers", ()))
                 present = {name for name, _value in headers}
+                headers.append((b"x-request-id", request_id.encode("latin-1")))
                 headers.extend(pair for pair in SECURITY_HEADERS if pair[0] not in present)
                 message = {**message, "headers": headers}
             await send(message)

@@ -12,14 +12,22 @@
 from __future__ import annotations
 
 import ipaddress
+import signal
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import FrameType
 
+import uvicorn
+
+from roundtable_console.api.app import create_app
+from roundtable_console.api.context import WORKER_THREADS, ServerContext
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 
 GRACE_SECONDS = 5
+# The store's connections kept open: one for each worker thread, and a few for the streams.
+POOL_SIZE = WORKER_THREADS + 4
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost", "ip6-loopback"})
 
 
@@ -90,10 +98,6 @@ def run(
     clock: Clock = system_clock,
 ) -> int:
     """Serve until SIGTERM or SIGINT; the exit code (0 after a graceful stop)."""
-    import uvicorn
-
-    from roundtable_console.api.app import create_app
-    from roundtable_console.api.context import ServerContext
     from roundtable_console.store.access.tokens import holds_tokens
 
     with store.read() as db:
@@ -115,7 +119,7 @@ def run(
         log_level="warning",
         lifespan="off",
     )
-    server = uvicorn.Server(config)
+    server = _Server(config, on_exit=ctx.hub.close)
     address = f"{options.scheme}://{_shown_host(options.host)}:{options.port}"
     mode = (
         "callers need one of the store's tokens (roundtable tokens list)"
@@ -125,8 +129,25 @@ def run(
     )
     say(f"Serving {store.description} on {address}/api/v1 — {mode}"
         + ("; read-only" if options.read_only else "") + ".")  # fmt: skip
+    # uvicorn raises the stop signal again once it has stopped, to the handler it found: ours
+    # takes it, so a graceful stop ends the process with 0 rather than killed by the signal.
+    for stop in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop, lambda _number, _frame: None)
     server.run()
     return 0
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, which also ends the open streams when told to stop (a stream would
+    otherwise hold the graceful stop for its whole grace)."""
+
+    def __init__(self, config: uvicorn.Config, *, on_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self.on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.on_exit()
+        super().handle_exit(sig, frame)
 
 
 def _shown_host(host: str) -> str:

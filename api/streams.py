@@ -1,23 +1,19 @@
 """Live: the reference's workspace WebSocket of events, and a server-sent events stream of the
 changes ``roundtable watch`` prints (ours), both woken by the store's own change signal.
 
-One thread per server waits on ``Store.wait_for_change`` (PostgreSQL's LISTEN, SQLite's data
-version: never a table read on a timer) and wakes every open stream, which then reads what is
-new for it from where it is. A stream that falls behind loses nothing: it reads from its own
-position. SSE events carry an ``id:``: a client that comes back with ``Last-Event-ID`` gets
-what followed it, nothing twice. Streams end when the server stops.
+The server's ``ChangeHub`` (``api.change_hub``) wakes every open stream when the store changes, and
+each then reads what is new for it from where it is. A stream that falls behind loses nothing: it
+reads from its own position. SSE events carry an ``id:``: a client that comes back with
+``Last-Event-ID`` gets what followed it, nothing twice. Streams end when the server stops.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
-import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -25,68 +21,14 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from roundtable_console.api import wire
 from roundtable_console.api.context import Call, ServerContext
 from roundtable_console.api.problems import Problem, from_store_error, problem_response
-from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.changes import ChangeFeed, ChangeFilter, FeedPosition
 from roundtable_console.store.reads.events import newest_event_id, workspace_events
 from roundtable_console.store.safety.credentials import redact_output_value
 
-log = logging.getLogger("roundtable.serve")
-
 KEEPALIVE_SECONDS = 15.0
 PING_SECONDS = 20.0
 REPLAY_LIMIT = 1000
-WAIT_SECONDS = 1.0
-
-
-class ChangeHub:
-    """Wakes every open stream when the store changes (one waiting thread per server)."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self._waiting: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self.closing = threading.Event()
-
-    def subscribe(self) -> asyncio.Event:
-        woken = asyncio.Event()
-        with self._lock:
-            self._waiting.add((asyncio.get_running_loop(), woken))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._wait, name="change-hub", daemon=True)
-                self._thread.start()
-        return woken
-
-    def unsubscribe(self, woken: asyncio.Event) -> None:
-        with self._lock:
-            self._waiting = {entry for entry in self._waiting if entry[1] is not woken}
-
-    def close(self) -> None:
-        self.closing.set()
-        self._wake_all()
-
-    def _wake_all(self) -> None:
-        with self._lock:
-            waiting = list(self._waiting)
-        for loop, woken in waiting:
-            try:
-                loop.call_soon_threadsafe(woken.set)
-            except RuntimeError:  # that stream's loop has closed
-                pass
-
-    def _wait(self) -> None:
-        token = self.store.change_token()
-        while not self.closing.is_set():
-            try:
-                latest = self.store.wait_for_change(token, WAIT_SECONDS)
-            except Exception:  # noqa: BLE001 - the store is unreachable for now: retry
-                log.warning("the change watch failed; retrying", exc_info=True)
-                self.closing.wait(WAIT_SECONDS)
-                continue
-            if latest is None or latest != token:
-                self._wake_all()
-            token = latest
 
 
 async def _next_wake(woken: asyncio.Event, timeout: float) -> None:
@@ -142,9 +84,9 @@ def read_feed(ctx: ServerContext, feed: ChangeFeed) -> list[tuple[dict[str, Any]
 
 async def changes_stream(request: Request, call: Call, workspace_id: str) -> Response:
     ctx: ServerContext = request.app.state.ctx
-    hub: ChangeHub = request.app.state.hub
+    hub = ctx.hub
     try:
-        feed = await run_in_threadpool(open_feed, ctx, call, workspace_id)
+        feed = await ctx.in_worker(open_feed, ctx, call, workspace_id)
     except Problem as problem:
         return _refused(call, problem)
     except StoreError as error:
@@ -166,7 +108,7 @@ async def changes_stream(request: Request, call: Call, workspace_id: str) -> Res
                         return
                 first = False
                 try:
-                    found = await run_in_threadpool(read_feed, ctx, feed)
+                    found = await ctx.in_worker(read_feed, ctx, feed)
                 except StoreError as error:
                     yield f"event: problem\ndata: {json.dumps({'code': error.code})}\n\n"
                     continue
@@ -246,10 +188,10 @@ def read_events(
 
 async def events_socket(websocket: WebSocket, workspace_id: str) -> None:
     ctx: ServerContext = websocket.app.state.ctx
-    hub: ChangeHub = websocket.app.state.hub
+    hub = ctx.hub
     call = _ws_call(websocket)
     try:
-        current, last = await run_in_threadpool(open_events, ctx, call, workspace_id)
+        current, last = await ctx.in_worker(open_events, ctx, call, workspace_id)
     except (Problem, StoreError) as error:
         problem = error if isinstance(error, Problem) else from_store_error(error)
         await websocket.send_denial_response(_refused(call, problem))
@@ -269,7 +211,7 @@ async def events_socket(websocket: WebSocket, workspace_id: str) -> None:
         if last > current:
             await _resync(websocket, workspace_id, "cursor_not_retained")
             return
-        missed = await run_in_threadpool(read_events, ctx, workspace_id, last, REPLAY_LIMIT + 1)
+        missed = await ctx.in_worker(read_events, ctx, workspace_id, last, REPLAY_LIMIT + 1)
         if len(missed) > REPLAY_LIMIT:
             await _resync(websocket, workspace_id, "cursor_not_retained")
             return
@@ -299,7 +241,7 @@ async def events_socket(websocket: WebSocket, workspace_id: str) -> None:
             await _next_wake(woken, max(PING_SECONDS - (loop.time() - pinged), 0.05))
             if closed.is_set() or hub.closing.is_set():
                 break
-            fresh = await run_in_threadpool(read_events, ctx, workspace_id, position, REPLAY_LIMIT)
+            fresh = await ctx.in_worker(read_events, ctx, workspace_id, position, REPLAY_LIMIT)
             for event in fresh:
                 await websocket.send_json(event)
                 position = event["sequence"]

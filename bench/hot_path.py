@@ -157,6 +157,7 @@ def capture_heartbeat(store: Store, session_id: str) -> tuple[list[Captured], st
     """The statements one heartbeat sends, in order (BEGIN included, COMMIT not), and the
     timestamp it bound: what goes through SQLAlchemy, and what the prepared statements of the
     write path send to the DBAPI cursor directly."""
+    from roundtable_console.store.db import database
     from roundtable_console.store.writes import agent_writes
     from roundtable_console.store.writes.history import Prepared
 
@@ -173,12 +174,22 @@ def capture_heartbeat(store: Store, session_id: str) -> tuple[list[Captured], st
             captured.append(Captured(form.sql, form.parameters(values)))
         return send(prepared, db, values)
 
+    # SQLite's BEGIN and pragmas go to the sqlite3 connection directly, past SQLAlchemy's events.
+    send_driver_sql = database._driver_sql
+
+    def spy_driver_sql(connection: Any, sql: str) -> None:
+        if not sql.startswith("PRAGMA"):
+            captured.append(Captured(sql, ()))
+        send_driver_sql(connection, sql)
+
     event.listen(store.engine, "before_cursor_execute", record)
     Prepared.execute = spy  # type: ignore[method-assign]
+    database._driver_sql = spy_driver_sql
     try:
         with store.write() as db:
             session = agent_writes.heartbeat(db=db, session_id=session_id, clock=system_clock)
     finally:
+        database._driver_sql = send_driver_sql
         Prepared.execute = send  # type: ignore[method-assign]
         event.remove(store.engine, "before_cursor_execute", record)
     assert session.last_seen_at is not None

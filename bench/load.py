@@ -14,10 +14,10 @@ each as the bench's other scripts open it (headless, 120×40):
   moved, the rows in view read), p90, against the same console's idle figure measured on the
   same store just before the load started. Downs are judged together (every down pressed) and
   apart: those within the view and those that moved it a row ("down-scrolls", which draw every
-  row in view again). Under load the list's re-reads move the cursor's session (the attention
-  order puts the session seen longest ago first, so every beat moves one); once a key has moved
-  the cursor it follows its session, the view with it, and more or fewer of the downs scroll
-  than on the idle store: the classes compare like with like. The
+  row in view again). Under load the list's re-reads may move the cursor's session (in the
+  attention order a session moves when it changes segment: a stale one seen again); once a key
+  has moved the cursor it follows its session, the view with it, and more or fewer of the downs
+  scroll than on the idle store: the classes compare like with like. The
   last frame before the app settles, the figure of the idle bench, is printed too but not judged
   here: under load it also counts the frames that the store's changes repaint, which the press
   did not cause;

@@ -8,8 +8,8 @@ answers taken in (screens.list_questions). An answer carries the ``generation`` 
 ``serial`` its read was asked under; an answer to an older question is dropped. The cursor
 follows its session by id when a read moves it, and otherwise keeps its place; until the
 operator first moves it (``choose``), it keeps its place even so: a console left on the list's
-top shows the top, not a session the store's changes carry down the list (a fleet's heartbeats
-move a session in the attention order at every beat).
+top shows the top, not a session the store's changes carry down the list (a stale session seen
+again moves in the attention order, and a re-sort or another writer moves any).
 
 A grouped list (``grouping``: agent, run or workspace) holds header rows among the sessions
 (``screens.list_groups``): the store reads sessions only, and the model puts a header before

@@ -100,6 +100,11 @@ def history(store: Store, session_id: str = "s1") -> list[tuple[str, dict[str, A
     return [(event_type, json.loads(payload)) for event_type, payload in rows]
 
 
+def last_stderr_line(result: Result) -> str:
+    """What a command said last on stderr: its error line."""
+    return result.stderr.strip().splitlines()[-1]
+
+
 @dataclass
 class Cli:
     """The real CLI in-process against one store, with a clock the test moves."""

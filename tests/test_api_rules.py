@@ -328,3 +328,20 @@ def test_if_match_refuses_a_session_changed_since_it_was_read(api: Api) -> None:
         api.client.post(f"{BASE}/s1/stop", headers={**HUMAN, "If-Match": "v2"}),
         400, "invalid_request",
     )  # fmt: skip
+
+
+def test_a_create_that_meets_an_existing_id_is_a_create_conflict(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two creates in the same microsecond drawing the same digits: the second is refused in
+    words, and nothing of it is written."""
+    from roundtable_console.store.writes import session_create
+    from tests.conftest import FakeClock
+
+    monkeypatch.setattr(session_create.secrets, "randbelow", lambda _limit: 7)
+    with seeded_api(store, clock=FakeClock()) as api:
+        assert api.create(key="one").status_code == 201
+        before = snapshot(store)
+        second = api.create(key="two")
+        assert_problem(second, 409, "session_create_conflict")
+        assert snapshot(store) == before

@@ -34,7 +34,7 @@ from roundtable_console.store.reads.paging import encode_cursor
 from roundtable_console.store.writes import agent_writes
 from roundtable_console.tui import output
 from tests.conftest import FakeClock
-from tests.helpers import Cli
+from tests.helpers import Cli, last_stderr_line
 
 ROUNDTABLE = Path(sys.executable).with_name("roundtable")
 SESSION_KEYS = {
@@ -72,10 +72,6 @@ def error_of(result: Result) -> dict[str, Any]:
     """The JSON error object on the last line of stderr."""
     last = result.stderr.strip().splitlines()[-1]
     return json.loads(last)["error"]
-
-
-def last_stderr_line(result: Result) -> str:
-    return result.stderr.strip().splitlines()[-1]
 
 
 def lines(result: Result) -> list[str]:

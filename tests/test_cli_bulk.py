@@ -28,7 +28,7 @@ from roundtable_console.store.writes.bulk import session_key
 from roundtable_console.tui import output
 from roundtable_console.tui.cli.sessions_commands import sessions_group
 from tests.conftest import FakeClock
-from tests.helpers import Cli, UnavailableAtCommit
+from tests.helpers import Cli, UnavailableAtCommit, last_stderr_line
 
 pytestmark = pytest.mark.usefixtures("isolated_env")
 
@@ -49,10 +49,6 @@ ITEM_KEYS = ["session_id", "outcome", "code", "message"]
 
 def error_of(result: Result) -> dict[str, Any]:
     return json.loads(result.stderr.strip().splitlines()[-1])["error"]
-
-
-def last_stderr_line(result: Result) -> str:
-    return result.stderr.strip().splitlines()[-1]
 
 
 def bulk_json(result: Result) -> dict[str, Any]:

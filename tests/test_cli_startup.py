@@ -149,7 +149,7 @@ def test_heartbeat_leaves_no_heavy_module_loaded(db_url: str, tmp_path: Path) ->
         f"open({str(report)!r}, 'w').write(json.dumps({{'code': code, "
         "'modules': sorted(m for m in sys.modules if m == 'roundtable_console.tui.app' "
         "or m.startswith('roundtable_console.screens') or m.split('.')[0] in "
-        "('textual', 'rich', 'alembic', 'yaml'))}))\n"
+        "('textual', 'rich', 'alembic', 'yaml', 'fastapi', 'starlette', 'uvicorn'))}))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script],

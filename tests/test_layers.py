@@ -12,9 +12,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "roundtable_console"
 # Each product folder, by the name it installs under.
-PRODUCT_PACKAGES = {folder: f"{PACKAGE}.{folder}" for folder in ("store", "screens", "tui")}
-STORE_MUST_NOT_IMPORT = ("textual", "rich", "click", f"{PACKAGE}.screens", f"{PACKAGE}.tui")
-SCREENS_MUST_NOT_IMPORT = (f"{PACKAGE}.tui",)
+PRODUCT_PACKAGES = {folder: f"{PACKAGE}.{folder}" for folder in ("store", "screens", "tui", "api")}
+WEB = ("fastapi", "starlette", "uvicorn")
+STORE_MUST_NOT_IMPORT = (
+    "textual", "rich", "click", *WEB, f"{PACKAGE}.screens", f"{PACKAGE}.tui", f"{PACKAGE}.api",
+)  # fmt: skip
+SCREENS_MUST_NOT_IMPORT = (f"{PACKAGE}.tui", f"{PACKAGE}.api", *WEB)
+# The server calls the store's functions; the console and the command line are not its.
+API_MUST_NOT_IMPORT = ("textual", "rich", "click", f"{PACKAGE}.screens", f"{PACKAGE}.tui")
 
 
 def modules(package: str) -> list[Path]:
@@ -50,6 +55,23 @@ def test_store_imports_no_ui_and_no_cli(path: Path) -> None:
 @pytest.mark.parametrize("path", modules("screens"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_screens_import_nothing_from_tui(path: Path) -> None:
     assert offending(path, SCREENS_MUST_NOT_IMPORT) == []
+
+
+@pytest.mark.parametrize("path", modules("api"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_server_imports_only_the_store(path: Path) -> None:
+    assert offending(path, API_MUST_NOT_IMPORT) == []
+
+
+def test_the_command_line_imports_the_server_only_inside_serve() -> None:
+    """``roundtable serve`` alone loads the web framework: every other command module, the
+    agents' quick path among them, imports none of it at its top."""
+    for path in modules("tui"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = {
+            alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names
+        } | {node.module or "" for node in tree.body if isinstance(node, ast.ImportFrom)}
+        web = sorted(name for name in top if name.split(".")[0] in WEB or ".api" in name)
+        assert web == [], path
 
 
 def test_the_check_sees_imports_inside_functions(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ FOLDERS = {
     "screens": f"{PACKAGE}.screens",
     "tui": f"{PACKAGE}.tui",
     "assets": f"{PACKAGE}.assets",
+    "api": f"{PACKAGE}.api",
 }
 SHIPPED_DATA = ("*.tcss", "*.mako")
 

@@ -286,6 +286,7 @@ def test_opening_keeps_every_reference_column_and_index(reference_path: Path):
         "session_status_counts",
         "session_group_counts",
         "session_usage_totals",
+        "api_tokens",
         "alembic_version",
     }
     assert tables == {*REFERENCE_TABLES, "sqlite_sequence", *ours}

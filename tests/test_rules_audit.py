@@ -550,6 +550,10 @@ def scenario(code: str, rt: Cli, tmp_path: Path) -> tuple[list[str], str | None]
     if code == "not_launchable":
         rt.register("s1", "--status", "paused")  # its adapter has no resume_pattern
         return ["resume", "--session", "s1", "--exec", *key], None
+    if code == "invalid_token_request":
+        return ["tokens", "create", "--name", "no spaces", "--role", "viewer"], None
+    if code == "token_not_found":
+        return ["tokens", "revoke", "--name", "nobody"], None
     raise AssertionError(code)
 
 
@@ -574,16 +578,26 @@ EXPECTED_EXIT = {
     "database_unavailable": 1,
     "read_only": 1,
     "not_launchable": 1,
+    "invalid_token_request": 2,
+    "token_not_found": 1,
 }
+
+
+# Codes only the server gives (tests/test_api_*.py reach each of them over HTTP).
+SERVER_CODES = frozenset(
+    {"invalid_token", "workspace_not_found", "session_create_conflict", "invalid_event_cursor"}
+)
 
 
 def test_the_error_codes_are_designs_list_and_the_stores() -> None:
     codes = {cls.code for cls in StoreError.__subclasses__()}
-    assert codes == DESIGN_ERROR_CODES == set(EXPECTED_EXIT)
-    assert BAD_INPUT_CODES == {code for code, exit in EXPECTED_EXIT.items() if exit == 2}
+    assert codes == DESIGN_ERROR_CODES == set(EXPECTED_EXIT) | SERVER_CODES
+    assert BAD_INPUT_CODES - SERVER_CODES == {
+        code for code, exit in EXPECTED_EXIT.items() if exit == 2
+    }
 
 
-@pytest.mark.parametrize("code", sorted(DESIGN_ERROR_CODES))
+@pytest.mark.parametrize("code", sorted(DESIGN_ERROR_CODES - SERVER_CODES))
 def test_every_error_code_is_reachable_with_its_exit_code_and_a_sentence(
     rt: Cli, tmp_path: Path, code: str
 ) -> None:
@@ -654,6 +668,10 @@ def minimal_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, "--heartbeats-older-than", "7d"], None
     if path == ("db", "grants"):
         return [*path, "--role", "r", "--viewer"], None
+    if path == ("tokens", "create"):
+        return [*path, "--name", "t", "--role", "viewer"], None
+    if path == ("tokens", "revoke"):
+        return [*path, "--name", "t"], None
     return list(path), None
 
 
@@ -915,6 +933,10 @@ def success_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, "--heartbeats-older-than", "7d"], None
     if path == ("db", "grants"):
         return [*path, "--role", "ops", "--writer"], None
+    if path == ("tokens", "create"):
+        return [*path, "--name", "new-viewer", "--role", "viewer"], None
+    if path == ("tokens", "revoke"):
+        return [*path, "--name", "viewer-1"], None
     return list(path), None
 
 
@@ -924,12 +946,14 @@ def json_ready(rt: Cli) -> Cli:
     for session_id in ("s1", "p", "st", "t"):
         rt.register(session_id)
     rt.register("rs", "--status", "paused")
+    assert rt("tokens", "create", "--name", "viewer-1", "--role", "viewer").exit_code == 0
     return rt
 
 
-# `watch` answers until it is signalled: its JSON lines are checked in a child process
-# (tests/test_cli_watch.py).
-ANSWERING_COMMANDS = [path for path in CHECKED_COMMANDS if path != ("watch",)]
+# `watch` and `serve` answer until they are signalled: watch's JSON lines are checked in a
+# child process (tests/test_cli_watch.py), serve's answers on a real server
+# (tests/test_api_live.py).
+ANSWERING_COMMANDS = [path for path in CHECKED_COMMANDS if path not in (("watch",), ("serve",))]
 
 
 @pytest.mark.parametrize("path", ANSWERING_COMMANDS, ids=" ".join)

@@ -15,15 +15,17 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, literal, select, update
 from sqlalchemy.exc import IntegrityError
 
 from roundtable_console.store import errors
 from roundtable_console.store.clock import Clock, format_ts, parse_ts, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import ApiToken
+from roundtable_console.store.writes.history import Prepared
 
 _TOKENS = ApiToken.__table__  # type: ignore[attr-defined]
 
@@ -183,25 +185,30 @@ def revoke_token(*, store: Store, name: str, clock: Clock = system_clock) -> Tok
         )
         row = db.execute(select(_TOKENS).where(_TOKENS.c.name == name.strip())).one_or_none()
     if row is None:
-        raise errors.InvalidTokenRequest(
-            f"No token is named {name.strip()!r} (roundtable tokens list)."
+        raise errors.TokenNotFound(
+            f"No token is named {name.strip()!r} (roundtable tokens list shows them)."
         )
     return _record(row)
+
+
+# Built once: every request runs one of them (store.writes.history.Prepared).
+_ANY_TOKEN = Prepared(select(literal(1).label("held")).select_from(_TOKENS).limit(1))
+_BY_HASH = Prepared(select(_TOKENS).where(_TOKENS.c.token_hash == bindparam("hash")))
 
 
 def holds_tokens(db: Connection) -> bool:
     """Whether the store holds any token, revoked or expired ones too (while it holds none, a
     server answers as the reference with none: in header mode)."""
-    return db.execute(select(func.count()).select_from(_TOKENS).limit(1)).scalar_one() > 0
+    return _ANY_TOKEN.execute(db, {}) is not None
 
 
 def identify(db: Connection, token: str, *, clock: Clock = system_clock) -> Identity:
     """The identity of a bearer of ``token``; ``invalid_token`` for a token the store does not
     hold, or holds revoked or expired (the same words for all: a guess learns nothing)."""
-    row = db.execute(select(_TOKENS).where(_TOKENS.c.token_hash == token_hash(token))).one_or_none()
-    if row is None or row.revoked_at is not None or _expired(row.expires_at, clock):
+    found = _BY_HASH.execute(db, {"hash": token_hash(token)})
+    if found is None or found["revoked_at"] is not None or _expired(found["expires_at"], clock):
         raise errors.InvalidToken("The bearer token is not valid: unknown, revoked or expired.")
-    record = _record(row)
+    record = _record(SimpleNamespace(**found))
     return Identity(
         name=record.name, role=record.role, workspaces=record.workspaces, agent_id=record.agent_id
     )

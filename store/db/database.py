@@ -5,8 +5,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,60 @@ def use_wal(cursor: Any, *, wait_seconds: float | None = None) -> None:
 _SYNCHRONOUS = {False: "NORMAL", True: "FULL"}
 
 
+class _Turns:
+    """Whose turn it is to write, in this process: one writer at a time, and a writer that
+    would not wait (``Store.without_waiting``) never takes the turn before one that waits."""
+
+    def __init__(self) -> None:
+        self._turn = threading.Lock()
+        self._count = threading.Lock()
+        self._waiting = 0
+
+    def acquire(self, *, wait: bool) -> bool:
+        if not wait:
+            return self._waiting == 0 and self._turn.acquire(blocking=False)
+        with self._count:
+            self._waiting += 1
+        try:
+            return self._turn.acquire()
+        finally:
+            with self._count:
+                self._waiting -= 1
+
+    def release(self) -> None:
+        self._turn.release()
+
+
+class WriteBusy(Exception):
+    """A write that would have had to wait, under ``Store.without_waiting``: nothing was done."""
+
+
+# Whether a SQLite write waits for its turn (False under ``Store.without_waiting``).
+_WAIT_FOR_WRITES: ContextVar[bool] = ContextVar("wait_for_writes", default=True)
+
+
+def _driver_sql(connection: Connection, sql: str) -> None:
+    """``sql`` on the connection's own ``sqlite3`` connection: a transaction's BEGIN and its
+    pragmas, at a fraction of ``exec_driver_sql``'s cost. Its errors are SQLAlchemy's, as that
+    would raise them, so ``Store`` tells them apart as ever."""
+    raw: Any = connection.connection.driver_connection
+    try:
+        raw.execute(sql)
+    except sqlite3.Error as error:
+        raise exc.DBAPIError.instance(
+            sql, (), error, sqlite3.Error, dialect=connection.dialect
+        ) from error
+
+
+def _begin_write(connection: Connection, options: Mapping[str, Any]) -> None:
+    # SQLite takes the level only outside a transaction, and applies it at the commit.
+    level = _SYNCHRONOUS[bool(options.get("durable", False))]
+    if connection.info.get("synchronous") != level:
+        _driver_sql(connection, f"PRAGMA synchronous = {level}")
+        connection.info["synchronous"] = level
+    _driver_sql(connection, "BEGIN IMMEDIATE")
+
+
 def _configure_sqlite(engine: Engine, *, read_only: bool = False) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, record: Any) -> None:
@@ -132,13 +187,22 @@ def _configure_sqlite(engine: Engine, *, read_only: bool = False) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:
         options = connection.get_execution_options()
+        if options.get("write", False) and not _WAIT_FOR_WRITES.get():
+            # Begin at once or not at all: SQLite's busy handler is not to wait here.
+            try:
+                _driver_sql(connection, "PRAGMA busy_timeout = 0")
+                _begin_write(connection, options)
+            except exc.OperationalError as error:
+                if "locked" in str(error) or "busy" in str(error):
+                    raise WriteBusy() from None
+                raise
+            finally:
+                _driver_sql(connection, f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            return
         if options.get("write", False):
-            # SQLite takes the level only outside a transaction, and applies it at the commit.
-            level = _SYNCHRONOUS[bool(options.get("durable", False))]
-            if connection.info.get("synchronous") != level:
-                connection.exec_driver_sql(f"PRAGMA synchronous = {level}")
-                connection.info["synchronous"] = level
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if options.get("write", False) else "BEGIN")
+            _begin_write(connection, options)
+            return
+        _driver_sql(connection, "BEGIN")
 
 
 def create_store_engine(
@@ -154,7 +218,8 @@ def create_store_engine(
             parsed = _sqlite_read_only(parsed)
         else:
             _check_sqlite_file(parsed.database)
-        engine = create_engine(parsed, connect_args=connect_args)
+        pool = {"pool_size": pool_size} if pool_size is not None else {}
+        engine = create_engine(parsed, connect_args=connect_args, **pool)
         _configure_sqlite(engine, read_only=read_only)
         return engine
     kwargs: dict[str, Any] = {"pool_pre_ping": True}
@@ -230,6 +295,10 @@ class Store:
         self.dialect: str = engine.dialect.name
         self._writer = engine.execution_options(write=True)
         self._durable_writer = engine.execution_options(write=True, durable=True)
+        # SQLite lets one writer in at a time; this process's writers queue here, in order,
+        # rather than in SQLite's busy handler, which sleeps ever longer between tries (a
+        # server's threads writing at once would otherwise wait tens of milliseconds each).
+        self._write_turn = _Turns() if self.dialect == "sqlite" else None
         self._snapshot_reader = (
             engine.execution_options(isolation_level="REPEATABLE READ")
             if self.dialect == "postgresql"
@@ -285,8 +354,37 @@ class Store:
                 "to act on sessions."
             )
         writer = self._durable_writer if durable else self._writer
-        with self._guard(), writer.connect() as conn, conn.begin():
+        # The connection is taken from the pool before the turn: only the transaction waits.
+        with self._guard(), writer.connect() as conn, self._turn(), conn.begin():
             yield conn
+
+    @contextmanager
+    def _turn(self) -> Iterator[None]:
+        if self._write_turn is None:
+            yield
+            return
+        if not self._write_turn.acquire(wait=_WAIT_FOR_WRITES.get()):
+            raise WriteBusy()
+        try:
+            yield
+        finally:
+            self._write_turn.release()
+
+    @contextmanager
+    def without_waiting(self) -> Iterator[None]:
+        """Within this block a SQLite write that cannot begin at once (another thread of this
+        process writes, or another process holds the database's write lock) raises
+        ``WriteBusy`` before anything is done, rather than waiting: for a caller that would
+        rather not wait where it runs (a server's event loop), and does the work elsewhere
+        then. Elsewhere, and on PostgreSQL, writes wait as always."""
+        if self._write_turn is None:
+            yield
+            return
+        token = _WAIT_FOR_WRITES.set(False)
+        try:
+            yield
+        finally:
+            _WAIT_FOR_WRITES.reset(token)
 
     def change_token(self) -> object | None:
         """A value that differs whenever the store may have changed since it was last taken; None
@@ -361,13 +459,15 @@ def open_store(
     upgrade: bool = True,
     progress: Callable[[str], None] | None = None,
     read_only: bool = False,
+    pool_size: int | None = None,
 ) -> Store:
     """Open a store and bring its schema up to date (cheaply, when it already is). A read-only
     open never migrates: a schema that is behind is read if the tables it needs are there
-    (``store.db.schema.check_readable``), else refused in words."""
+    (``store.db.schema.check_readable``), else refused in words. ``pool_size``: the connections
+    kept open for reuse (a server's worker threads each hold one while they work)."""
     from roundtable_console.store.db.schema import check_readable, ensure_schema
 
-    engine = create_store_engine(url, read_only=read_only)
+    engine = create_store_engine(url, read_only=read_only, pool_size=pool_size)
     # A read-only SQLite engine's URL is a file: URI; the store is described by the one given.
     given = url if read_only and engine.dialect.name == "sqlite" else None
     store = Store(engine, read_only=read_only, url=given)

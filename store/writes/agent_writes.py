@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, case, func, select, text, update
+from sqlalchemy.sql.elements import ColumnElement
 
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.models import AgentSession
@@ -22,6 +23,8 @@ from roundtable_console.store.errors import (
     InvalidSessionStatus,
     SessionNotFound,
 )
+from roundtable_console.store.reads.attention_sql import ACTIVE_SQL
+from roundtable_console.store.reads.sqlfuncs import effective_workspace
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.store.rules import ACTIVE_STATES
 from roundtable_console.store.writes.history import Prepared, append_session_event
@@ -96,12 +99,13 @@ def register(
     return session
 
 
-def _prebuilt_update(**values: Any) -> Prepared:
-    """``UPDATE agent_sessions SET … WHERE id = :session_id RETURNING *``, built once at import:
-    each call then only binds values (no statement construction, coercion or cache lookup)."""
+def _prebuilt_update(*conditions: ColumnElement[bool], **values: Any) -> Prepared:
+    """``UPDATE agent_sessions SET … WHERE id = :session_id [AND conditions] RETURNING *``,
+    built once at import: each call then only binds values (no statement construction,
+    coercion or cache lookup)."""
     return Prepared(
         update(SESSIONS)
-        .where(_C.id == bindparam("session_id"))
+        .where(_C.id == bindparam("session_id"), *conditions)
         .values(version=_C.version + 1, **values)
         .returning(*SESSIONS.c)
     )
@@ -111,19 +115,28 @@ def _prebuilt_update(**values: Any) -> Prepared:
 # A waiting reason sets the wait (its time kept while the reason stays the same); none clears it.
 _WAITING = bindparam("waiting", type_=_C.waiting_reason.type)
 
-_HEARTBEAT = _prebuilt_update(
-    status=func.coalesce(bindparam("status", type_=_C.status.type), _C.status),
-    external_session_id=func.coalesce(
+_BEAT_VALUES: dict[str, Any] = {
+    "status": func.coalesce(bindparam("status", type_=_C.status.type), _C.status),
+    "external_session_id": func.coalesce(
         bindparam("external_session_id", type_=_C.external_session_id.type),
         _C.external_session_id,
     ),
-    last_seen_at=bindparam("now"),
-    waiting_reason=_WAITING,
-    waiting_since=case(
+    "last_seen_at": bindparam("now"),
+    "waiting_reason": _WAITING,
+    "waiting_since": case(
         (_WAITING.is_(None), None),
         (and_(_C.waiting_since.is_not(None), _C.waiting_reason == _WAITING), _C.waiting_since),
         else_=bindparam("now"),
     ),
+}
+_HEARTBEAT = _prebuilt_update(**_BEAT_VALUES)
+# The server's heartbeat (``beat_in_workspace``): the same update, of a live session of one
+# workspace (and of one agent, for an agent's token), all decided in the statement itself.
+_LIVE = text(f"agent_sessions.status IN ({ACTIVE_SQL})")
+_OF_WORKSPACE = effective_workspace(_C.workspace_id, _C.metadata_json) == bindparam("workspace_id")
+_BEAT_IN_WORKSPACE = _prebuilt_update(_LIVE, _OF_WORKSPACE, **_BEAT_VALUES)
+_BEAT_OF_AGENT = _prebuilt_update(
+    _LIVE, _OF_WORKSPACE, _C.agent_id == bindparam("agent_id"), **_BEAT_VALUES
 )
 
 _END = _prebuilt_update(
@@ -192,6 +205,45 @@ def checked_heartbeat(
     return _update_one(
         db, _HEARTBEAT, values, clock=clock, event=("heartbeat", "last_seen_at"), actor=actor
     )
+
+
+def beat_in_workspace(
+    *,
+    db: Connection,
+    session_id: str,
+    workspace_id: str,
+    agent_id: str | None = None,
+    status: str | None = None,
+    external_session_id: str | None = None,
+    waiting: str | None = None,
+    actor: str | None = None,
+    clock: Clock = system_clock,
+) -> AgentSession | None:
+    """``checked_heartbeat`` of a session of ``workspace_id`` (and of ``agent_id``, when given)
+    in one statement: the session, or None when no such live session matched (the caller reads
+    why: not there, another workspace's or agent's, or not live)."""
+    if status is not None and status.strip() and status.strip() not in ACTIVE_STATES:
+        raise InvalidSessionStatus(
+            f"A heartbeat's status must be an active state ({', '.join(ACTIVE_STATES)}); "
+            f"{status.strip()!r} is not one."
+        )
+    values = heartbeat_values(
+        session_id=session_id,
+        status=status,
+        external_session_id=external_session_id,
+        waiting=waiting,
+    )
+    values["workspace_id"] = workspace_id
+    statement = _BEAT_IN_WORKSPACE
+    if agent_id is not None:
+        values["agent_id"] = agent_id
+        statement = _BEAT_OF_AGENT
+    try:
+        return _update_one(
+            db, statement, values, clock=clock, event=("heartbeat", "last_seen_at"), actor=actor
+        )
+    except SessionNotFound:
+        return None
 
 
 def end(

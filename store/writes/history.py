@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, Table, bindparam, exc, insert
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.dml import UpdateBase
+from sqlalchemy.sql.selectable import Select
 
 from roundtable_console.store.db.models import AgentSessionEvent, Event
 from roundtable_console.store.writes.write_values import (  # re-exported for the writers
@@ -60,8 +61,9 @@ def _picker(order: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[Any, 
 
 
 class Prepared:
-    """A Core DML statement with bind parameters, compiled once per dialect and sent straight to
-    the DBAPI cursor of the caller's connection, inside the caller's transaction.
+    """A Core statement with bind parameters (DML, or a SELECT whose first row is wanted),
+    compiled once per dialect and sent straight to the DBAPI cursor of the caller's connection,
+    inside the caller's transaction.
 
     ``Connection.execute`` costs tens of microseconds a statement (cache lookup, parameter
     processing, result metadata), several times what SQLite spends running a heartbeat's
@@ -73,7 +75,7 @@ class Prepared:
     What it gives up: engine events and logging do not see these statements.
     """
 
-    def __init__(self, statement: UpdateBase) -> None:
+    def __init__(self, statement: UpdateBase | Select[Any]) -> None:
         self.statement = statement
         self._forms: weakref.WeakKeyDictionary[Dialect, Form | None] = weakref.WeakKeyDictionary()
 
@@ -128,10 +130,13 @@ class Prepared:
             return form
 
 
-def _compile(statement: UpdateBase, dialect: Dialect) -> Form | None:
+def _compile(statement: UpdateBase | Select[Any], dialect: Dialect) -> Form | None:
     compiled: Any = statement.compile(dialect=dialect)
     binds = compiled.binds.values()
-    returning = list(compiled.effective_returning or ())
+    if isinstance(statement, Select):
+        returning = list(statement.selected_columns)
+    else:
+        returning = list(compiled.effective_returning or ())
     dbapi = getattr(dialect, "dbapi", None)
     if dialect.name not in ("sqlite", "postgresql") or dbapi is None:
         return None

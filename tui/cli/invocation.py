@@ -80,10 +80,12 @@ class Invocation:
         return resolve_read_only(flag=self.read_only_flag, settings=self.settings)
 
     @contextmanager
-    def store(self) -> Iterator[Store]:
+    def store(self, *, pool_size: int | None = None) -> Iterator[Store]:
         from roundtable_console.store.db.database import open_store
 
-        opened = open_store(self.url(), progress=print_progress, read_only=self.read_only)
+        opened = open_store(
+            self.url(), progress=print_progress, read_only=self.read_only, pool_size=pool_size
+        )
         try:
             yield opened
         finally:

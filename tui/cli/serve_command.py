@@ -35,7 +35,7 @@ def serve_command(
     allow_remote: bool,
     behind_proxy: bool,
 ) -> int:
-    from roundtable_console.api.server import Refused, ServeOptions, run
+    from roundtable_console.api.server import POOL_SIZE, Refused, ServeOptions, run
 
     options = ServeOptions(
         host=host,
@@ -47,7 +47,7 @@ def serve_command(
         behind_proxy=behind_proxy,
         stale_after_seconds=inv.settings.stale_after_seconds,
     )
-    with inv.store() as store:
+    with inv.store(pool_size=POOL_SIZE) as store:
         try:
             return run(store, options, say=lambda line: output.echo_text(line, err=True))
         except Refused as refused:

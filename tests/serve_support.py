@@ -1,0 +1,129 @@
+"""A real ``roundtable serve`` process for the tests: started on a free loopback port over a
+store, waited for (bounded), stopped with SIGTERM; and a reader of its server-sent events."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from roundtable_console.api.server import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+START_SECONDS = 30.0
+
+
+@dataclass
+class Served:
+    """A running server: its base URL, its process, what it said at start."""
+
+    url: str
+    process: subprocess.Popen[str]
+    said: str = ""
+
+    def stop(self, *, timeout: float = 15.0) -> int:
+        """SIGTERM, and the exit code once it has stopped."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=timeout)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+
+
+def serve_env(home: Path) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ROUNDTABLE_")}
+    env.update(XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"))
+    return env
+
+
+@contextmanager
+def serving(store_url: str, home: Path, *extra: str, scheme: str = "http") -> Iterator[Served]:
+    """``roundtable serve`` on a free loopback port, until the block ends (then SIGTERM)."""
+    port = free_port()
+    log = home / f"serve-{port}.log"
+    home.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "roundtable_console", "serve", "--port", str(port),
+             "--db", store_url, *extra],
+            stdout=sink, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=serve_env(home),
+        )  # fmt: skip
+    served = Served(url=f"{scheme}://127.0.0.1:{port}", process=process)
+    deadline = time.monotonic() + START_SECONDS
+    try:
+        while True:
+            if process.poll() is not None:
+                raise AssertionError(f"serve exited {process.returncode}: {log.read_text()}")
+            try:
+                httpx.get(f"{served.url}/api/v1/security/capabilities", timeout=1, verify=False)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"serve did not answer: {log.read_text()}") from None
+                time.sleep(0.05)
+        served.said = log.read_text()
+        yield served
+    finally:
+        served.stop()
+
+
+@dataclass
+class EventReader:
+    """Reads a server-sent events stream in a thread; ``next`` waits for the next event."""
+
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    events: queue.Queue[dict[str, Any]] = field(default_factory=queue.Queue)
+    status: int | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> EventReader:
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+        return self
+
+    def _read(self) -> None:
+        with httpx.Client(timeout=httpx.Timeout(5.0, read=None)) as client:
+            with client.stream("GET", self.url, headers=self.headers) as response:
+                self.status = response.status_code
+                event: dict[str, Any] = {}
+                for line in response.iter_lines():
+                    if self._stop.is_set():
+                        return
+                    if not line:
+                        if event:
+                            self.events.put(event)
+                        event = {}
+                        continue
+                    name, _colon, value = line.partition(":")
+                    if name == "":
+                        continue  # a comment (keep-alive)
+                    value = value.removeprefix(" ")
+                    event[name] = json.loads(value) if name == "data" else value
+
+    def next(self, timeout: float = 5.0) -> dict[str, Any]:
+        return self.events.get(timeout=timeout)
+
+    def next_change(self, timeout: float = 5.0) -> dict[str, Any]:
+        while True:
+            event = self.next(timeout)
+            if event.get("event") == "change":
+                return event
+
+    def close(self) -> None:
+        self._stop.set()
