@@ -1,4 +1,4 @@
-"""The heartbeat route answered ahead of the framework's router (``api.app.HotRoutes``): it
+"""The heartbeat route answered ahead of the framework's router (``api.answering.HotRoutes``): it
 must answer every request exactly as the routed endpoint does, and must actually be taken."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from starlette.types import Receive, Scope, Send
 
-from roundtable_console.api.app import HotRoutes, create_app
+from roundtable_console.api.answering import HotRoutes
+from roundtable_console.api.app import create_app
 from roundtable_console.api.context import ServerContext
 from roundtable_console.api.middleware import Guard
 from roundtable_console.store.db.database import Store
