@@ -156,7 +156,7 @@ CHANGES_PARAMETERS = [
 
 def _streams(app: FastAPI) -> None:
     async def changes(request: Request) -> Response:
-        call = call_of(request, b"")
+        call = call_of(request.scope, b"", request.state.request_id)
         try:
             workspace = wire.path_id(request.path_params["workspace_id"], what="workspace")
         except Problem as problem:
@@ -315,7 +315,9 @@ def create_app(
         )
 
     app.openapi = lambda: _document(app)  # type: ignore[method-assign]
-    return Guard(HotRoutes(app, HOT_ROUTES), read_only=read_only, allowed_origins=allowed_origins)
+    return Guard(
+        HotRoutes(app, ctx, HOT_ROUTES), read_only=read_only, allowed_origins=allowed_origins
+    )
 
 
 def _allowed_methods(app: FastAPI, request: Request) -> list[str]:

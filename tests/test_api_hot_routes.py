@@ -3,6 +3,7 @@ must answer every request exactly as the routed endpoint does, and must actually
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -110,3 +111,28 @@ def test_what_the_hot_route_does_not_take_goes_to_the_router(
             f"{BASE}/s1/pause",
             f"{BASE}/s1/heartbeat/extra",
         ]
+
+
+def test_a_streamed_body_over_the_limit_is_refused_by_both_alike(
+    store: Store, router_calls: list[str]
+) -> None:
+    """No Content-Length to refuse it up front: the body is counted as it is read."""
+    seed_workspace(store)
+    seed_agent(store)
+    served, routed_only = _clients(store)
+
+    def over_the_limit() -> Iterator[bytes]:
+        yield b" " * (1 << 20)
+        yield b" "
+
+    with served, routed_only:
+        _register(served, "hot")
+        _register(served, "routed")
+        before = [served.get(f"{BASE}/{session_id}").json() for session_id in ("hot", "routed")]
+        hot = served.post(f"{BASE}/hot/heartbeat", content=over_the_limit())
+        assert router_calls[-1] != f"{BASE}/hot/heartbeat"
+        routed = routed_only.post(f"{BASE}/routed/heartbeat", content=over_the_limit())
+        assert _shape(hot) == _shape(routed)
+        assert hot.json()["code"] == "request_too_large"
+        after = [served.get(f"{BASE}/{session_id}").json() for session_id in ("hot", "routed")]
+        assert after == before  # nothing beat

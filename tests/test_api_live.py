@@ -21,6 +21,7 @@ import pytest
 import websockets
 
 from roundtable_console.api.server import Refused, ServeOptions, check_exposure, is_loopback
+from roundtable_console.store.access.tokens import create_token, revoke_token
 from roundtable_console.store.db.database import Store, open_store
 from roundtable_console.store.writes import agent_writes
 from tests.api_support import AGENT, HUMAN, WORKSPACE, seed_agent, seed_workspace
@@ -304,6 +305,14 @@ def test_two_servers_on_one_postgresql_store_behave_as_one(
             assert statuses == [200, 409], [response.text for response in outcomes]
             loser = next(response for response in outcomes if response.status_code == 409)
             assert loser.json()["code"] == "session_transition_conflict"
+            # A token revoked is refused at once by both servers.
+            made = create_token(store=store, name="ops", role="operator")
+            bearer = {"Authorization": f"Bearer {made.token}"}
+            assert httpx.get(two.url + SESSIONS, headers=bearer).status_code == 200
+            revoke_token(store=store, name="ops")
+            for base in (one.url, two.url):
+                refused = httpx.get(base + SESSIONS, headers=bearer)
+                assert (refused.status_code, refused.json()["code"]) == (401, "invalid_token")
     finally:
         store.dispose()
 

@@ -5,8 +5,8 @@ On SQLite in WAL mode a commit reaches the disk only when the log is synced: wit
 mechanically: the command runs under ``strace -f -y -e trace=fsync,fdatasync,write``, which
 names the file of each sync, while another connection holds the store open (as a console does),
 so no last connection's checkpoint at close syncs the log for it. A lifecycle action, a bulk
-batch, an import and a prune batch sync the ``-wal`` file before the command prints its outcome;
-an agent's register, heartbeat and end never sync it.
+batch, an import, a prune batch and a token change sync the ``-wal`` file before the command
+prints its outcome; an agent's register, heartbeat and end never sync it.
 """
 
 from __future__ import annotations
@@ -169,6 +169,25 @@ def test_an_import_and_a_prune_batch_sync_the_log(store_path: Path, tmp_path: Pa
     assert '\\"removed\\": 2' in "".join(pruned), pruned
     assert wal_syncs(pruned, store_path)
     assert wal_syncs(pruned, store_path)[0] < first_output(pruned)
+
+
+def test_a_token_change_syncs_the_log_before_it_is_reported(
+    store_path: Path, tmp_path: Path
+) -> None:
+    created = traced(
+        roundtable("tokens", "create", "--name", "ci", "--role", "viewer", store_path=store_path),
+        tmp_path,
+    )
+    assert wal_syncs(created, store_path)
+    assert wal_syncs(created, store_path)[0] < first_output(created)
+    revoked = traced(
+        roundtable("tokens", "revoke", "--name", "ci", store_path=store_path), tmp_path
+    )
+    assert wal_syncs(revoked, store_path)
+    assert wal_syncs(revoked, store_path)[0] < first_output(revoked)
+    listed = traced(roundtable("tokens", "list", store_path=store_path), tmp_path)
+    assert any(STDOUT_WRITE.search(line) for line in listed)
+    assert wal_syncs(listed, store_path) == []
 
 
 # The console, headless, on the store: presses its keys, then says it is done on stdout.
