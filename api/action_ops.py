@@ -145,6 +145,28 @@ def _action(
     workspace_id: str,
     session_id: str,
 ) -> Answer:
+    return act(
+        ctx,
+        call,
+        caller,
+        action,
+        session_id,
+        found=lambda db: ctx.session_in(db, caller, workspace_id, session_id),
+    )
+
+
+def act(
+    ctx: ServerContext,
+    call: Call,
+    caller: Caller,
+    action: str,
+    session_id: str,
+    *,
+    found: Callable[[Connection], object],
+) -> Answer:
+    """The lifecycle ``action`` on the session, as ``caller``, under the request's idempotency
+    key; ``found`` refuses first, in the same transaction, a session the caller may not reach
+    (the routes: one of the path's workspace; the web console: one of a workspace it reaches)."""
     key = ctx.request_key(call, caller, required=key_required(action))
     extra: dict[str, object] = {"expected_version": expected_version(call)}
     if action == "terminate":
@@ -163,7 +185,7 @@ def _action(
             actor=caller.name,
             idempotency_key=key.action_key if key is not None else None,
             clock=ctx.clock,
-            before=lambda db: ctx.session_in(db, caller, workspace_id, session_id),
+            before=found,
             within=within,
             **extra,
         )

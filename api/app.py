@@ -35,6 +35,7 @@ from roundtable_console.api.answering import (
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.middleware import REFERENCE_ORIGINS, Guard
 from roundtable_console.api.problems import MEDIA_TYPE, STATUSES, Problem
+from roundtable_console.api.web.routes import install as install_web
 from roundtable_console.store.access.tokens import ROLES, holds_tokens
 from roundtable_console.store.rules import ACTIVE_STATES
 
@@ -314,6 +315,7 @@ def create_app(
             ),
         )
 
+    install_web(app, ctx, read_only=read_only)
     app.openapi = lambda: _document(app)  # type: ignore[method-assign]
     return Guard(
         HotRoutes(app, ctx, HOT_ROUTES), read_only=read_only, allowed_origins=allowed_origins

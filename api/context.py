@@ -18,7 +18,8 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection
 
 from roundtable_console.api.change_hub import ChangeHub
-from roundtable_console.api.identity import Caller, FailureCounter, authenticate
+from roundtable_console.api.identity import BROWSER_COOKIE, Caller, FailureCounter, authenticate
+from roundtable_console.api.middleware import UNSAFE_METHODS
 from roundtable_console.api.problems import Problem
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
@@ -26,6 +27,7 @@ from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.errors import SessionNotFound, WorkspaceNotFound
 from roundtable_console.store.reads.sessions import get_session
 from roundtable_console.store.reads.workspaces import WorkspaceRow, get_workspace
+from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.store.writes.request_keys import (
     RecordedMeanwhile,
     RequestKey,
@@ -53,6 +55,18 @@ class Call:
         values = self.query.get(name)
         return values[-1] if values else None
 
+    def cookie(self, name: str) -> str | None:
+        """A cookie the request carries (the last of that name)."""
+        raw = self.headers.get("cookie")
+        if not raw or name not in raw:
+            return None
+        found = None
+        for part in raw.split(";"):
+            key, _equals, value = part.strip().partition("=")
+            if key == name:
+                found = value.strip().strip('"') or None
+        return found
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -67,6 +81,8 @@ class ServerContext:
     clock: Clock = system_clock
     stale_after_seconds: float = 300.0
     failures: FailureCounter = field(default_factory=FailureCounter)
+    # The configured adapters: whether a session can be resumed, and its plan (the web console).
+    adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
     # Wakes the open streams when the store changes (api.streams).
     hub: ChangeHub = field(init=False)
     # The threads a request's store work runs in: a few. SQLite takes one writer at a time
@@ -94,6 +110,9 @@ class ServerContext:
             address=call.address,
             failures=self.failures,
             clock=self.clock,
+            browser=call.cookie(BROWSER_COOKIE),
+            csrf_proof=call.headers.get("x-csrf-token"),
+            writes=call.method in UNSAFE_METHODS,
         )
 
     # -- what a caller reaches -------------------------------------------------------------

@@ -1,5 +1,7 @@
-"""Who a request is, from its credential (DESIGN §9): a bearer token the store holds, or, while
-the store holds none, the reference's header mode (the caller is whoever ``X-Actor-ID`` says).
+"""Who a request is, from its credential (DESIGN §9): a bearer token the store holds; a browser
+signed in to the web console with one (its cookie, ``store.access.web_sessions``; a write also
+carries its page's CSRF proof); or, while the store holds no token, the reference's header mode
+(the caller is whoever ``X-Actor-ID`` says).
 
 With tokens, ``X-Actor-ID`` and ``X-Actor-Role`` are never read: the token decides who acts and
 what they may touch (the reference's "human" check trusted the headers, so an agent token with
@@ -22,6 +24,7 @@ from sqlalchemy import Connection
 
 from roundtable_console.api.problems import Problem
 from roundtable_console.store.access.tokens import Identity, holds_tokens, identify
+from roundtable_console.store.access.web_sessions import csrf_holds, identify_browser
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import InvalidToken
@@ -31,6 +34,8 @@ HUMAN_ROLES = frozenset(
     {"human", "admin", "chair", "view", "operate", "approve", "govern", "administer",
      "force-override"}
 )  # fmt: skip
+# The web console's cookie: a signed-in browser's secret (store.access.web_sessions).
+BROWSER_COOKIE = "roundtable_web"
 FAILURES_ALLOWED = 10
 FAILURE_WINDOW_SECONDS = 60.0
 TRACKED_ADDRESSES = 10_000
@@ -43,7 +48,7 @@ class Caller:
 
     name: str
     role: str
-    mode: Literal["bearer", "header"]
+    mode: Literal["bearer", "browser", "header"]
     workspaces: tuple[str, ...] | None = None
     # An agent token's agent; None for every other caller (and for header mode's agents).
     agent_id: str | None = None
@@ -60,7 +65,7 @@ class Caller:
         """Register, heartbeat and end: an operator, an agent token for this agent, or in header
         mode anyone (the reference's heartbeat is anyone's). A viewer reads only. ``agent_id``
         None: whether the caller may write any session at all."""
-        if self.role == "viewer" and self.mode == "bearer":
+        if self.role == "viewer" and self.mode != "header":
             raise Problem("forbidden", f"The token {self.name!r} is a viewer's: it reads only.")
         if agent_id is None:
             return
@@ -112,8 +117,13 @@ def authenticate(
     address: str,
     failures: FailureCounter,
     clock: Clock = system_clock,
+    browser: str | None = None,
+    csrf_proof: str | None = None,
+    writes: bool = False,
 ) -> Caller:
-    """The caller of one request, or the problem that refuses it."""
+    """The caller of one request, or the problem that refuses it. ``browser``: the web
+    console's cookie, when no Authorization is given; a request that ``writes`` with it also
+    carries ``csrf_proof``."""
     wait = failures.retry_after(address)
     if wait is not None:
         raise Problem(
@@ -133,6 +143,18 @@ def authenticate(
             failures.failed(address)
             raise Problem("invalid_token", refused.message) from None
         return _bearer(identity)
+    if browser:
+        try:
+            with _reading(store) as db:
+                identity = identify_browser(db, browser, clock=clock)
+        except InvalidToken as refused:
+            raise Problem("invalid_token", refused.message) from None
+        if writes and not csrf_holds(browser, csrf_proof):
+            raise Problem(
+                "csrf_origin_forbidden",
+                "A write from a signed-in page carries that page's CSRF proof (X-CSRF-Token).",
+            )
+        return _bearer(identity, mode="browser")
     with _reading(store) as db:
         bearer_mode = holds_tokens(db)
     if bearer_mode:
@@ -152,11 +174,11 @@ def _reading(source: Store | Connection) -> Iterator[Connection]:
         yield db
 
 
-def _bearer(identity: Identity) -> Caller:
+def _bearer(identity: Identity, mode: Literal["bearer", "browser"] = "bearer") -> Caller:
     return Caller(
         name=identity.name,
         role=identity.role,
-        mode="bearer",
+        mode=mode,
         workspaces=identity.workspaces,
         agent_id=identity.agent_id,
     )

@@ -3,7 +3,10 @@ that fails here, and no response leaves without these headers):
 
 - ``X-Request-ID``: the caller's when it is at most 128 printable characters, else a new
   ``req-<32 hex>``; on every response, with ``X-Content-Type-Options: nosniff``,
-  ``Cache-Control: no-store``, ``X-Frame-Options: DENY`` and ``Referrer-Policy: no-referrer``.
+  ``Cache-Control: no-store`` (unless the response says otherwise), ``X-Frame-Options: DENY``,
+  ``Referrer-Policy: same-origin`` (nothing leaves for another site; with ``no-referrer`` a
+  browser's form posts would carry ``Origin: null`` and fail the origin check) and a strict
+  ``Content-Security-Policy``.
 - a read-only server refuses every write (``read_only``) before the body is read;
 - a write (or a WebSocket) from a browser page of another origin is refused
   (``csrf_origin_forbidden``): the reference's allowed origins and the server's own;
@@ -35,7 +38,14 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"x-content-type-options", b"nosniff"),
     (b"cache-control", b"no-store"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
+    # The web console's pages: nothing but this server's own files, no inline script or style.
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        b"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
+        b"form-action 'self'; frame-ancestors 'none'",
+    ),
 )
 
 Scope = dict[str, Any]

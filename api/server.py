@@ -14,8 +14,8 @@ from __future__ import annotations
 import ipaddress
 import signal
 import socket
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from types import FrameType
 
 import uvicorn
@@ -24,6 +24,7 @@ from roundtable_console.api.app import create_app
 from roundtable_console.api.context import WORKER_THREADS, ServerContext
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
+from roundtable_console.store.resume.adapters import AdapterConfig
 
 GRACE_SECONDS = 5
 # The store's connections kept open: one for each worker thread, and a few for the streams.
@@ -45,6 +46,7 @@ class ServeOptions:
     allow_remote: bool = False
     behind_proxy: bool = False
     stale_after_seconds: float = 300.0
+    adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
 
     @property
     def tls(self) -> bool:
@@ -103,7 +105,12 @@ def run(
     with store.read() as db:
         tokens = holds_tokens(db)
     check_exposure(options, holds_tokens=tokens)
-    ctx = ServerContext(store=store, clock=clock, stale_after_seconds=options.stale_after_seconds)
+    ctx = ServerContext(
+        store=store,
+        clock=clock,
+        stale_after_seconds=options.stale_after_seconds,
+        adapters=options.adapters,
+    )
     app = create_app(ctx, read_only=options.read_only)
     config = uvicorn.Config(
         app,

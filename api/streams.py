@@ -31,7 +31,7 @@ PING_SECONDS = 20.0
 REPLAY_LIMIT = 1000
 
 
-async def _next_wake(woken: asyncio.Event, timeout: float) -> None:
+async def next_wake(woken: asyncio.Event, timeout: float) -> None:
     try:
         await asyncio.wait_for(woken.wait(), timeout=timeout)
     except TimeoutError:
@@ -103,7 +103,7 @@ async def changes_stream(request: Request, call: Call, workspace_id: str) -> Res
                     wait = (
                         KEEPALIVE_SECONDS if deadline is None else min(deadline, KEEPALIVE_SECONDS)
                     )
-                    await _next_wake(woken, wait)
+                    await next_wake(woken, wait)
                     if hub.closing.is_set():
                         return
                 first = False
@@ -238,7 +238,7 @@ async def events_socket(websocket: WebSocket, workspace_id: str) -> None:
     pinged = loop.time()
     try:
         while not closed.is_set() and not hub.closing.is_set():
-            await _next_wake(woken, max(PING_SECONDS - (loop.time() - pinged), 0.05))
+            await next_wake(woken, max(PING_SECONDS - (loop.time() - pinged), 0.05))
             if closed.is_set() or hub.closing.is_set():
                 break
             fresh = await ctx.in_worker(read_events, ctx, workspace_id, position, REPLAY_LIMIT)

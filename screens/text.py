@@ -10,10 +10,15 @@ from rich.text import Text
 
 from roundtable_console.store.clock import parse_ts
 from roundtable_console.store.records import SessionFields
-from roundtable_console.store.safety.display import one_line, printable, short_duration
+from roundtable_console.store.safety.display import (
+    NONE_SHOWN,
+    exact,
+    one_line,
+    printable,
+    relative,
+)
 
 MASK = "•••••• (v to reveal)"
-NONE_SHOWN = "—"
 
 STATUS_STYLES: dict[str, str] = {
     "active": "bold green",
@@ -93,28 +98,11 @@ def status_text(session: SessionFields, now: datetime, stale_after: timedelta) -
     return text
 
 
-def relative(moment: datetime | None, now: datetime) -> str:
-    """``12s ago``, ``5m ago``, ``3h ago``, ``2d ago`` (or ``in 5s`` for a clock ahead of ours)."""
-    if moment is None:
-        return NONE_SHOWN
-    seconds = int((now - moment).total_seconds())
-    amount = short_duration(seconds)
-    return f"in {amount}" if seconds < 0 else f"{amount} ago"
-
-
 def relative_ts(text: str | None, now: datetime) -> Text:
     moment = parse_ts(text)
     if moment is None:
         return plain(text)
     return Text(relative(moment, now))
-
-
-def exact(text: str | None) -> str:
-    """The stored time in UTC to the second; unreadable text is shown as it is stored."""
-    moment = parse_ts(text)
-    if moment is None:
-        return one_line(text) if text else NONE_SHOWN
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def exact_and_relative(text: str | None, now: datetime) -> Text:

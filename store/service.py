@@ -35,7 +35,7 @@ def perform_action(
     *,
     store: Store,
     action: str,
-    before: Callable[[Connection], None] | None = None,
+    before: Callable[[Connection], object] | None = None,
     within: Callable[[Connection, ActionOutcome], None] | None = None,
     **arguments: Any,
 ) -> ActionOutcome:

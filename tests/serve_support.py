@@ -51,9 +51,12 @@ def serve_env(home: Path) -> dict[str, str]:
 
 
 @contextmanager
-def serving(store_url: str, home: Path, *extra: str, scheme: str = "http") -> Iterator[Served]:
-    """``roundtable serve`` on a free loopback port, until the block ends (then SIGTERM)."""
-    port = free_port()
+def serving(
+    store_url: str, home: Path, *extra: str, scheme: str = "http", port: int | None = None
+) -> Iterator[Served]:
+    """``roundtable serve`` on a free loopback port (or ``port``), until the block ends (then
+    SIGTERM)."""
+    port = port or free_port()
     log = home / f"serve-{port}.log"
     home.mkdir(parents=True, exist_ok=True)
     with log.open("w") as sink:

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "roundtable_console"
 # Each product folder, by the name it installs under.
 PRODUCT_PACKAGES = {folder: f"{PACKAGE}.{folder}" for folder in ("store", "screens", "tui", "api")}
-WEB = ("fastapi", "starlette", "uvicorn")
+WEB = ("fastapi", "starlette", "uvicorn", "jinja2", "markupsafe")
 STORE_MUST_NOT_IMPORT = (
     "textual", "rich", "click", *WEB, f"{PACKAGE}.screens", f"{PACKAGE}.tui", f"{PACKAGE}.api",
 )  # fmt: skip

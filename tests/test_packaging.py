@@ -29,7 +29,7 @@ FOLDERS = {
     "assets": f"{PACKAGE}.assets",
     "api": f"{PACKAGE}.api",
 }
-SHIPPED_DATA = ("*.tcss", "*.mako")
+SHIPPED_DATA = ("*.tcss", "*.mako", "*.html", "*.js", "*.css", "*.svg")
 
 
 @pytest.fixture(scope="module")

@@ -287,6 +287,7 @@ def test_opening_keeps_every_reference_column_and_index(reference_path: Path):
         "session_group_counts",
         "session_usage_totals",
         "api_tokens",
+        "api_web_sessions",
         "alembic_version",
     }
     assert tables == {*REFERENCE_TABLES, "sqlite_sequence", *ours}

@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from types import SimpleNamespace
@@ -65,7 +66,7 @@ class TokenRecord:
     def state(self, now: Clock = system_clock) -> str:
         if self.revoked_at is not None:
             return "revoked"
-        if _expired(self.expires_at, now):
+        if is_expired(self.expires_at, now):
             return "expired"
         return "active"
 
@@ -206,15 +207,24 @@ def identify(db: Connection, token: str, *, clock: Clock = system_clock) -> Iden
     """The identity of a bearer of ``token``; ``invalid_token`` for a token the store does not
     hold, or holds revoked or expired (the same words for all: a guess learns nothing)."""
     found = _BY_HASH.execute(db, {"hash": token_hash(token)})
-    if found is None or found["revoked_at"] is not None or _expired(found["expires_at"], clock):
-        raise errors.InvalidToken("The bearer token is not valid: unknown, revoked or expired.")
+    return identity_of(found, clock, INVALID)
+
+
+INVALID = "The bearer token is not valid: unknown, revoked or expired."
+
+
+def identity_of(found: Mapping[str, Any] | None, clock: Clock, refusal: str) -> Identity:
+    """The identity a token's row (as read) gives, while the token holds; ``invalid_token``
+    with ``refusal`` for no row, or a row revoked or expired."""
+    if found is None or found["revoked_at"] is not None or is_expired(found["expires_at"], clock):
+        raise errors.InvalidToken(refusal)
     record = _record(SimpleNamespace(**found))
     return Identity(
         name=record.name, role=record.role, workspaces=record.workspaces, agent_id=record.agent_id
     )
 
 
-def _expired(expires_at: str | None, now: Clock) -> bool:
+def is_expired(expires_at: str | None, now: Clock) -> bool:
     if expires_at is None:
         return False
     moment = parse_ts(expires_at)

@@ -44,6 +44,11 @@ _NO_TOKENS = (
     "SELECT NULL AS name, NULL AS role, NULL AS token_hash, NULL AS workspaces_json, "
     "NULL AS agent_id, NULL AS created_at, NULL AS expires_at, NULL AS revoked_at WHERE 1 = 0"
 )
+# Nor a signed-in browser (migration 0013).
+_NO_BROWSERS = (
+    "SELECT NULL AS secret_hash, NULL AS token_hash, NULL AS created_at, NULL AS expires_at "
+    "WHERE 1 = 0"
+)
 # Tables of ours, as views of the reference's tables.
 ADDED_TABLES: dict[str, str] = {
     "session_status_counts": (
@@ -60,6 +65,7 @@ ADDED_TABLES: dict[str, str] = {
         "NULL AS created_at WHERE 0"
     ),
     "api_tokens": _NO_TOKENS,
+    "api_web_sessions": _NO_BROWSERS,
 }
 
 
@@ -93,10 +99,19 @@ def cover_missing(connection: Any) -> list[str]:
 # The revisions a PostgreSQL store may be at and still be read, through the views below (0011
 # adds only indexes).
 POSTGRES_READABLE_BEHIND = frozenset(
-    {"0008_session_groups", "0009_audit_trail", "0010_usage_totals", "0011_calm_attention"}
+    {
+        "0008_session_groups",
+        "0009_audit_trail",
+        "0010_usage_totals",
+        "0011_calm_attention",
+        "0012_api_tokens",
+    }
 )
 # Tables of ours a PostgreSQL store behind may lack, as views.
-POSTGRES_ADDED_TABLES: dict[str, str] = {"api_tokens": _NO_TOKENS}
+POSTGRES_ADDED_TABLES: dict[str, str] = {
+    "api_tokens": _NO_TOKENS,
+    "api_web_sessions": _NO_BROWSERS,
+}
 # Our compact payloads ({"actor":"…", …}) name the actor so; a view may not fail on a payload
 # that is not JSON, so it is read as text.
 POSTGRES_ADDED_COLUMNS: dict[str, dict[str, str]] = {

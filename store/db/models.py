@@ -194,6 +194,17 @@ class ApiToken(SQLModel, table=True):
     revoked_at: str | None = _text()
 
 
+class ApiWebSession(SQLModel, table=True):
+    """A signed-in browser of the web console (migration 0013): only its secret's hash is kept,
+    and the hash of the token it was opened with."""
+
+    __tablename__ = "api_web_sessions"
+    secret_hash: str = _text(primary_key=True, nullable=False)
+    token_hash: str = _text(nullable=False)
+    created_at: str = _text(nullable=False)
+    expires_at: str = Field(sa_type=Text, nullable=False, index=True)
+
+
 class SessionStatusCount(SQLModel, table=True):
     """Sessions per status, kept by triggers on agent_sessions (migration 0004)."""
 

@@ -72,6 +72,18 @@ class _Paged:
         next_cursor = encode_cursor(self.kind, session.id, items[-1]["id"]) if more else None
         return Page(items=items, next_cursor=next_cursor)
 
+    def newest(self, db: Connection, session_id: str, limit: int) -> list[dict[str, Any]]:
+        """The session's last ``limit`` rows, oldest first (read newest first on the key)."""
+        session = get_session(db=db, session_id=session_id)
+        key = self.table.c.id
+        statement = (
+            select(key, *(self.table.c[name] for name in self.columns))
+            .where(self.belongs(session))
+            .order_by(key.desc())
+            .limit(validation.limit(limit))
+        )
+        return [self.shape(row) for row in reversed(db.execute(statement).all())]
+
     def _after(self, session_id: str, cursor: str | None, key_type: type) -> Any:
         """The last key of the previous page, or None for the first page."""
         if not cursor:
@@ -204,6 +216,12 @@ def session_logs(
 ) -> Page[dict[str, Any]]:
     """This session's recorded history, oldest first; payloads as redacted JSON strings."""
     return _LOGS.page(db, session_id, limit, cursor)
+
+
+def newest_logs(*, db: Connection, session_id: str, limit: int) -> list[dict[str, Any]]:
+    """This session's last ``limit`` history rows, oldest first (a page that follows them
+    continues with ``logs_cursor`` of the last)."""
+    return _LOGS.newest(db, session_id, limit)
 
 
 def logs_cursor(session_id: str, last_id: int) -> str:

@@ -5,8 +5,13 @@ store text through ``printable`` / ``one_line`` / ``markdown_line``."""
 from __future__ import annotations
 
 import unicodedata
+from datetime import UTC, datetime
 
+from roundtable_console.store.clock import parse_ts
 from roundtable_console.store.safety.credentials import redact_output_text
+
+# What a missing value shows as.
+NONE_SHOWN = "—"
 
 _SPECIAL = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\x1b": "\\e"}
 
@@ -66,3 +71,20 @@ def short_duration(seconds: float) -> str:
     if whole < 86400:
         return f"{whole // 3600}h"
     return f"{whole // 86400}d"
+
+
+def relative(moment: datetime | None, now: datetime) -> str:
+    """``12s ago``, ``5m ago``, ``3h ago``, ``2d ago`` (or ``in 5s`` for a clock ahead of ours)."""
+    if moment is None:
+        return NONE_SHOWN
+    seconds = int((now - moment).total_seconds())
+    amount = short_duration(seconds)
+    return f"in {amount}" if seconds < 0 else f"{amount} ago"
+
+
+def exact(text: str | None) -> str:
+    """The stored time in UTC to the second; unreadable text is shown as it is stored."""
+    moment = parse_ts(text)
+    if moment is None:
+        return one_line(text) if text else NONE_SHOWN
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

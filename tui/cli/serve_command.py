@@ -46,6 +46,7 @@ def serve_command(
         allow_remote=allow_remote,
         behind_proxy=behind_proxy,
         stale_after_seconds=inv.settings.stale_after_seconds,
+        adapters=inv.adapters(),
     )
     with inv.store(pool_size=POOL_SIZE) as store:
         try:

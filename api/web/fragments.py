@@ -1,0 +1,183 @@
+"""What a web console page asks for while it is open: rows and counts read again when the
+live stream names them, a session's parts, a sensitive field revealed, a termination's impact,
+and the lifecycle actions themselves. Each answers JSON (HTML fragments as strings inside it,
+rendered by the same templates as the pages) or an RFC 7807 problem, never a page: the
+script that asked shows it where it belongs.
+
+An action is the API's own (``api.action_ops.act``): the console's rules, the operator as the
+actor, under the page's ``Idempotency-Key`` (a retry after a lost answer replays the first
+outcome), refused with 409 when the session changed since the page read it (``If-Match``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from roundtable_console.api import action_ops, wire
+from roundtable_console.api.answering import Reply, as_response, call_of, refused, rendered
+from roundtable_console.api.context import Call, ServerContext
+from roundtable_console.api.identity import Caller
+from roundtable_console.api.middleware import TOO_LARGE, BodyTooLarge
+from roundtable_console.api.problems import Problem, from_store_error
+from roundtable_console.api.web import live, reads
+from roundtable_console.api.web.render import Pages
+from roundtable_console.api.web.signin import page_caller
+from roundtable_console.api.web.views import SENSITIVE_FIELDS
+from roundtable_console.store.errors import StoreError
+from roundtable_console.store.safety.display import printable
+from roundtable_console.store.service import read_termination_impact
+
+ACTIONS = ("heartbeat", "pause", "stop", "resume", "terminate")
+
+
+def _json(content: Any, status: int = 200) -> Response:
+    return as_response(Reply(status, rendered(content), "application/json", {}))
+
+
+class WebFragments:
+    def __init__(self, ctx: ServerContext, pages: Pages, *, read_only: bool) -> None:
+        self.ctx = ctx
+        self.pages = pages
+        self.read_only = read_only
+
+    async def answer(
+        self,
+        request: Request,
+        work: Callable[[Call, Caller], Awaitable[Response]],
+        body: bytes = b"",
+    ) -> Response:
+        """``work`` for a signed-in browser; a problem (401 when it is not signed in)."""
+        call = call_of(request.scope, body, request.state.request_id)
+        try:
+            caller = await self.ctx.in_worker(page_caller, self.ctx, call)
+            if caller is None:
+                raise Problem(
+                    "authentication_required", "Sign in again: this page's sign-in ended."
+                )
+            return await work(call, caller)
+        except Problem as problem:
+            return as_response(refused(request.scope, problem))
+        except StoreError as error:
+            return as_response(refused(request.scope, from_store_error(error)))  # fmt: skip
+
+    def _row_html(self, row: reads.SessionRow | None, operator: bool) -> str | None:
+        if row is None:
+            return None
+        return self.pages.html("_row.html", row=row, operator=operator)
+
+    def _operator(self, caller: Caller) -> bool:
+        return caller.role == "operator" and not self.read_only
+
+    async def rows(self, request: Request) -> Response:
+        async def work(call: Call, caller: Caller) -> Response:
+            ids = [value for value in call.query.get("id", []) if value][: reads.MAX_IDS]
+            found = await self.ctx.in_worker(reads.read_rows, self.ctx, caller, ids)
+            operator = self._operator(caller)
+            return _json(
+                {"rows": {key: self._row_html(row, operator) for key, row in found.items()}}
+            )
+
+        return await self.answer(request, work)
+
+    async def counts(self, request: Request) -> Response:
+        async def work(call: Call, caller: Caller) -> Response:
+            query = reads.SessionsQuery.from_call(call)
+            page = await self.ctx.in_worker(reads.read_sessions, self.ctx, caller, query)
+            return _json({"counts": self.pages.html("_counts.html", page=page, query=query)})
+
+        return await self.answer(request, work)
+
+    async def session(self, request: Request) -> Response:
+        async def work(call: Call, caller: Caller) -> Response:
+            session_id = wire.path_id(request.path_params["session_id"], what="session")
+            after = call.arg("after") or ""
+            page = await self.ctx.in_worker(reads.read_session_page, self.ctx, caller, session_id)
+            operator = self._operator(caller)
+            newer = [row for row in page.history if not after.isdigit() or row.id > int(after)]
+            return _json(
+                {
+                    "head": self.pages.html("_session_head.html", page=page, operator=operator),
+                    "fields": self.pages.html("_fields.html", page=page),
+                    "projections": self.pages.html("_projections.html", page=page),
+                    "history": self.pages.html("_history.html", history=newer),
+                    "last_event_id": page.last_event_id,
+                    "version": page.row.version,
+                }
+            )
+
+        return await self.answer(request, work)
+
+    async def reveal(self, request: Request) -> Response:
+        async def work(call: Call, caller: Caller) -> Response:
+            session_id = wire.path_id(request.path_params["session_id"], what="session")
+            name = request.path_params["field"]
+            if name not in SENSITIVE_FIELDS:
+                raise Problem("not_found", "No such field to reveal.")
+
+            def read() -> str:
+                with self.ctx.store.read() as db:
+                    session = reads.reached(db, caller, session_id)
+                return printable(getattr(session, name) or "")
+
+            return _json({"value": await self.ctx.in_worker(read)})
+
+        return await self.answer(request, work)
+
+    async def terminate_impact(self, request: Request) -> Response:
+        async def work(call: Call, caller: Caller) -> Response:
+            session_id = wire.path_id(request.path_params["session_id"], what="session")
+
+            def read() -> Any:
+                with self.ctx.store.read() as db:
+                    reads.reached(db, caller, session_id)
+                return read_termination_impact(
+                    store=self.ctx.store, session_id=session_id, clock=self.ctx.clock
+                )
+
+            impact = await self.ctx.in_worker(read)
+            return _json(
+                {
+                    "impact": self.pages.html("_impact.html", impact=impact),
+                    "requires_details": impact.requires_details,
+                    "version": int(impact.session.version or 0),
+                }
+            )
+
+        return await self.answer(request, work)
+
+    async def action(self, request: Request) -> Response:
+        try:
+            body = await request.body()
+        except BodyTooLarge:
+            return as_response(refused(request.scope, Problem("request_too_large", TOO_LARGE)))
+
+        async def work(call: Call, caller: Caller) -> Response:
+            session_id = wire.path_id(request.path_params["session_id"], what="session")
+            action = request.path_params["action"]
+            if action not in ACTIONS:
+                raise Problem("not_found", f"No action is called {action!r}.")
+
+            def act() -> Any:
+                caller.require_human()
+                return action_ops.act(
+                    self.ctx, call, caller, action, session_id,
+                    found=lambda db: reads.reached(db, caller, session_id),
+                )  # fmt: skip
+
+            answer = await self.ctx.in_worker(act)
+            return as_response(
+                Reply(answer.status, rendered(answer.body), "application/json", answer.headers)
+            )
+
+        return await self.answer(request, work, body)
+
+    async def live(self, request: Request) -> Response:
+        async def work(call: Call, caller: Caller) -> Response:
+            feed = await self.ctx.in_worker(live.open_feed, self.ctx, call)
+            return live.live_stream(self.ctx, caller, feed)
+
+        return await self.answer(request, work)

@@ -1,0 +1,306 @@
+"""The web console's reads, each a blocking call for a worker thread, each in one snapshot: a
+page of the sessions list (keyset, in the attention order, with the counts by status and the
+groups), rows again by id (live updates), and what a session's page shows. What a caller may
+not reach (a token bound to workspaces) is never read for it: it answers as not found."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection
+
+from roundtable_console.api.context import Call, ServerContext
+from roundtable_console.api.identity import Caller
+from roundtable_console.api.problems import Problem
+from roundtable_console.api.web.views import Field, SessionRow, moment, session_fields, session_row
+from roundtable_console.store.db.models import AgentSession
+from roundtable_console.store.errors import InvalidCursor, SessionNotFound
+from roundtable_console.store.reads.claims import claim_counts
+from roundtable_console.store.reads.groups import read_group_sizes, read_status_by_group
+from roundtable_console.store.reads.keyset import count_by_status
+from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
+from roundtable_console.store.reads.projections import (
+    logs_cursor,
+    newest_logs,
+    session_claims,
+    session_environment,
+    session_logs,
+    session_metrics,
+    session_proposals,
+    tool_calls,
+)
+from roundtable_console.store.reads.sessions import (
+    count_needing_attention,
+    get_session,
+    list_sessions,
+)
+from roundtable_console.store.records import ClaimCount
+from roundtable_console.store.validation import has_control_characters
+
+PAGE_SIZE = 50
+MAX_IDS = 200
+GROUPINGS = ("workspace", "agent", "run")
+GROUPS_SHOWN = 30
+HISTORY_SHOWN = 200
+_TRUE = ("1", "true", "on", "yes")
+# A filter's text: at most this long.
+MAX_FILTER = 200
+
+
+@dataclass(frozen=True)
+class SessionsQuery:
+    """The list's filters, as the page's URL carries them (``?status=…&agent=…``)."""
+
+    status: str = ""
+    agent: str = ""
+    run: str = ""
+    workspace: str = ""
+    stale: bool = False
+    waiting: bool = False
+    text: str = ""
+    group: str = "workspace"
+    cursor: str = ""
+
+    @classmethod
+    def from_call(cls, call: Call) -> SessionsQuery:
+        def value(name: str) -> str:
+            raw = (call.arg(name) or "").strip()
+            if len(raw) > MAX_FILTER or has_control_characters(raw):
+                raise Problem("invalid_request", f"The filter {name} is not a short line of text.")
+            return raw
+
+        group = value("group") or "workspace"
+        if group not in GROUPINGS:
+            raise Problem("invalid_request", f"group is one of {', '.join(GROUPINGS)}.")
+        return cls(
+            status=value("status"),
+            agent=value("agent"),
+            run=value("run"),
+            workspace=value("workspace"),
+            stale=value("stale").lower() in _TRUE,
+            waiting=value("waiting").lower() in _TRUE,
+            text=value("q"),
+            group=group,
+            cursor=value("cursor"),
+        )
+
+    def query(self, **changed: Any) -> dict[str, Any]:
+        """The URL's query for these filters (with ``changed``), without the cursor."""
+        chosen = replace(self, cursor="", **changed)
+        return {
+            "status": chosen.status,
+            "agent": chosen.agent,
+            "run": chosen.run,
+            "workspace": chosen.workspace,
+            "stale": chosen.stale,
+            "waiting": chosen.waiting,
+            "q": chosen.text,
+            "group": "" if chosen.group == "workspace" else chosen.group,
+        }
+
+    @property
+    def filtering(self) -> bool:
+        return any((self.status, self.agent, self.run, self.workspace, self.stale, self.waiting,
+                    self.text))  # fmt: skip
+
+    def filters(self, caller: Caller, stale_before: datetime) -> SessionFilter:
+        workspace = self.workspace or None
+        if caller.workspaces is not None and workspace is None:
+            # A token bound to workspaces sees one at a time (its first, unless it chose).
+            workspace = caller.workspaces[0]
+        return SessionFilter(
+            statuses=(self.status,) if self.status else (),
+            agent_id=self.agent or None,
+            run_id=self.run or None,
+            workspace_id=workspace,
+            stale_before=stale_before if self.stale else None,
+            text=self.text or None,
+            waiting=self.waiting,
+        )
+
+
+@dataclass(frozen=True)
+class Group:
+    key: str | None
+    count: int
+
+
+@dataclass
+class SessionsPage:
+    rows: list[SessionRow]
+    next_cursor: str | None
+    counts: list[tuple[str, int]]
+    total: int
+    attention: int
+    groups: list[Group]
+    more_groups: int
+    workspace: str | None
+    workspaces: tuple[str, ...] | None
+    now: datetime
+    notes: list[str] = field(default_factory=list)
+
+
+def _stale_before(ctx: ServerContext, now: datetime) -> datetime:
+    return now - timedelta(seconds=ctx.stale_after_seconds)
+
+
+def _rows(
+    ctx: ServerContext, db: Connection, sessions: list[AgentSession], now: datetime
+) -> list[SessionRow]:
+    counts: dict[str, ClaimCount] = claim_counts(
+        db=db, agent_ids=[session.agent_id for session in sessions], now=now
+    )
+    stale_after = timedelta(seconds=ctx.stale_after_seconds)
+    return [
+        session_row(session, counts.get(session.agent_id), now, stale_after, ctx.adapters)
+        for session in sessions
+    ]
+
+
+def read_sessions(ctx: ServerContext, caller: Caller, query: SessionsQuery) -> SessionsPage:
+    """A page of the list in the attention order, its counts by status and its groups."""
+    now = ctx.clock()
+    stale_before = _stale_before(ctx, now)
+    filters = query.filters(caller, stale_before)
+    if filters.workspace_id is not None and not caller.reaches(filters.workspace_id):
+        raise Problem("not_found", f"No workspace has the id {filters.workspace_id!r}.")
+    order = SessionOrder("attention").at(stale_before)
+    with ctx.store.read() as db:
+        try:
+            page = list_sessions(
+                db=db, filters=filters, limit=PAGE_SIZE, cursor=query.cursor or None, order=order
+            )
+        except InvalidCursor:
+            raise Problem("invalid_cursor", "That page's place in the list is not one.") from None
+        rows = _rows(ctx, db, page.items, now)
+        if caller.workspaces is None:
+            by_status = count_by_status(db=db)
+            attention = count_needing_attention(db=db, stale_before=stale_before)
+        else:
+            by_status = read_status_by_group(
+                db=db, grouping="workspace", keys=[filters.workspace_id]
+            ).get(filters.workspace_id, {})
+            attention = -1
+        groups, more = _groups(db, caller, query.group)
+    return SessionsPage(
+        rows=rows,
+        next_cursor=page.next_cursor,
+        counts=sorted(by_status.items()),
+        total=sum(by_status.values()),
+        attention=attention,
+        groups=groups,
+        more_groups=more,
+        workspace=filters.workspace_id,
+        workspaces=caller.workspaces,
+        now=now,
+    )
+
+
+def _groups(db: Connection, caller: Caller, grouping: str) -> tuple[list[Group], int]:
+    sizes = read_group_sizes(db=db, grouping=grouping)
+    if caller.workspaces is not None:
+        if grouping != "workspace":
+            return [], 0  # counted over every workspace: not for a token bound to some
+        sizes = [(key, count) for key, count in sizes if key in caller.workspaces]
+    shown = sorted(sizes, key=lambda item: (-item[1], item[0] or ""))[:GROUPS_SHOWN]
+    return [Group(key, count) for key, count in shown], max(len(sizes) - GROUPS_SHOWN, 0)
+
+
+def reached(db: Connection, caller: Caller, session_id: str) -> AgentSession:
+    """The session, when the caller may reach it; not found otherwise."""
+    session = get_session(db=db, session_id=session_id)
+    workspace = session.effective_workspace_id
+    if caller.workspaces is not None and (workspace is None or not caller.reaches(workspace)):
+        raise SessionNotFound(f"No session has the id {session_id!r}.")
+    return session
+
+
+def read_rows(ctx: ServerContext, caller: Caller, ids: list[str]) -> dict[str, SessionRow | None]:
+    """The rows of ``ids`` as they are now (None: gone, or out of the caller's reach)."""
+    now = ctx.clock()
+    wanted = list(dict.fromkeys(ids))[:MAX_IDS]
+    found: dict[str, AgentSession] = {}
+    with ctx.store.read() as db:
+        for session_id in wanted:
+            try:
+                found[session_id] = reached(db, caller, session_id)
+            except SessionNotFound:
+                continue
+        rows = _rows(ctx, db, list(found.values()), now)
+    by_id: dict[str, SessionRow | None] = dict.fromkeys(wanted)
+    by_id.update({row.id: row for row in rows})
+    return by_id
+
+
+@dataclass
+class HistoryRow:
+    id: int
+    event: str
+    at: Any
+    summary: str
+
+
+@dataclass
+class SessionPage:
+    row: SessionRow
+    fields: list[Field]
+    projections: dict[str, Any]
+    history: list[HistoryRow]
+    last_event_id: int | None
+    heartbeats: list[int]
+    now: datetime
+
+
+def history_rows(items: list[dict[str, Any]], now: datetime) -> list[HistoryRow]:
+    return [
+        HistoryRow(
+            id=int(item["id"]),
+            event=str(item.get("event_type") or ""),
+            at=moment(item.get("created_at"), now),
+            summary=str(item.get("payload") or ""),
+        )
+        for item in items
+    ]
+
+
+def read_history_after(
+    ctx: ServerContext, caller: Caller, session_id: str, after: int
+) -> tuple[list[HistoryRow], int]:
+    """The session's history rows after event ``after`` (at most a page), and the last id."""
+    now = ctx.clock()
+    with ctx.store.read() as db:
+        reached(db, caller, session_id)
+        page = session_logs(
+            db=db, session_id=session_id, limit=HISTORY_SHOWN, cursor=logs_cursor(session_id, after)
+        )
+    rows = history_rows(page.items, now)
+    return rows, rows[-1].id if rows else after
+
+
+def read_session_page(ctx: ServerContext, caller: Caller, session_id: str) -> SessionPage:
+    from roundtable_console.store.reads.overview import heartbeats_per_hour
+
+    now = ctx.clock()
+    with ctx.store.read() as db:
+        session = reached(db, caller, session_id)
+        row = _rows(ctx, db, [session], now)[0]
+        projections = {
+            "claims": session_claims(db=db, session_id=session_id, limit=50).items,
+            "proposals": session_proposals(db=db, session_id=session_id, limit=50).items,
+            "tool_calls": tool_calls(db=db, session_id=session_id, limit=50).items,
+            "metrics": session_metrics(db=db, session_id=session_id),
+            "environment": session_environment(db=db, session_id=session_id),
+        }
+        logs = newest_logs(db=db, session_id=session_id, limit=HISTORY_SHOWN)
+        heartbeats = heartbeats_per_hour(db=db, session_id=session_id, now=now)
+    return SessionPage(
+        row=row,
+        fields=session_fields(session, now),
+        projections=projections,
+        history=history_rows(logs, now),
+        last_event_id=int(logs[-1]["id"]) if logs else None,
+        heartbeats=heartbeats,
+        now=now,
+    )

@@ -1,0 +1,104 @@
+"""Signing a browser in and out of the web console, and who a page's request is.
+
+Sign-in takes a token the store holds (typed once into the sign-in form) and gives the browser
+a secret of its own in a cookie: ``HttpOnly`` (no script reads it), ``SameSite=Strict`` (no other
+site's page sends it), ``Secure`` when the page came over TLS, for as long as the sign-in lasts
+(``store.access.web_sessions``). Failed sign-ins count against the address as failed bearer
+tokens do (429 past the limit). Sign-out ends the sign-in in the store, so the cookie is worth
+nothing after it, wherever it went.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from urllib.parse import parse_qs
+
+from starlette.requests import Request
+
+from roundtable_console.api.context import Call, ServerContext
+from roundtable_console.api.identity import BROWSER_COOKIE, Caller
+from roundtable_console.api.problems import Problem
+from roundtable_console.store.access.web_sessions import WebSignIn, csrf_holds, sign_in, sign_out
+from roundtable_console.store.clock import parse_ts
+from roundtable_console.store.errors import InvalidToken
+
+MAX_TOKEN = 512
+REFUSED = "That token is not valid: unknown, revoked or expired."
+
+
+def form_fields(body: bytes) -> dict[str, str]:
+    """A form's fields (``application/x-www-form-urlencoded``): the last of each name."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Problem("invalid_request", "The form is not UTF-8 text.") from None
+    return {name: values[-1] for name, values in parse_qs(text, max_num_fields=20).items()}
+
+
+def safe_next(target: str | None) -> str:
+    """Where to go after signing in: a path of this server only (never ``//host`` or a URL)."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/sessions"
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in target):
+        return "/sessions"
+    return target
+
+
+def browser_secret(call: Call) -> str | None:
+    return call.cookie(BROWSER_COOKIE)
+
+
+def page_caller(ctx: ServerContext, call: Call) -> Caller | None:
+    """The signed-in browser's caller, or None when it is not signed in (or no longer is)."""
+    if not browser_secret(call):
+        return None
+    try:
+        caller = ctx.caller(call)
+    except Problem as problem:
+        if problem.code == "invalid_token":
+            return None
+        raise
+    return caller if caller.mode == "browser" else None
+
+
+def try_sign_in(ctx: ServerContext, call: Call, token: str) -> WebSignIn:
+    """``token`` exchanged for a sign-in; ``Problem`` (counted as a failure) when it is none."""
+    wait = ctx.failures.retry_after(call.address)
+    if wait is not None:
+        raise Problem(
+            "too_many_requests",
+            f"Too many failed sign-ins from this address; retry in {wait} s.",
+            headers={"Retry-After": str(wait)},
+        )
+    token = token.strip()
+    if not token or len(token) > MAX_TOKEN:
+        ctx.failures.failed(call.address)
+        raise Problem("invalid_token", "Give one of the server's tokens.")
+    try:
+        return sign_in(store=ctx.store, token=token, clock=ctx.clock)
+    except InvalidToken:
+        ctx.failures.failed(call.address)
+        raise Problem("invalid_token", REFUSED) from None
+
+
+def end_sign_in(ctx: ServerContext, call: Call, proof: str | None) -> None:
+    secret = browser_secret(call)
+    if secret is None:
+        return
+    if not csrf_holds(secret, proof):
+        raise Problem("csrf_origin_forbidden", "Sign out from this server's own page.")
+    sign_out(store=ctx.store, secret=secret)
+
+
+def cookie_header(request: Request, secret: str, expires_at: str, now: datetime) -> str:
+    ends = parse_ts(expires_at)
+    seconds = max(int((ends - now).total_seconds()), 0) if ends is not None else 0
+    secure = "; Secure" if request.url.scheme == "https" else ""
+    return (
+        f"{BROWSER_COOKIE}={secret}; Path=/; Max-Age={seconds}; HttpOnly; SameSite=Strict{secure}"
+    )
+
+
+def cleared_cookie(request: Request) -> str:
+    secure = "; Secure" if request.url.scheme == "https" else ""
+    return f"{BROWSER_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict{secure}"

@@ -1,0 +1,422 @@
+// The Roundtable web console's one script: actions (each with its own Idempotency-Key, so a
+// retry after a lost answer is safe), the terminate dialog, live updates from /live (rows and
+// counts read again in place, never reordered under the reader), "more" rows, reveal, copy and
+// the console's keys. Text from the server is only ever set as text; the HTML it inserts is the
+// server's own rendering of its templates, escaped there.
+"use strict";
+
+(() => {
+  const csrf = document.querySelector('meta[name="csrf-token"]')?.content || "";
+  const operator = document.body.dataset.operator === "1";
+  const $ = (selector, root = document) => root.querySelector(selector);
+  const $$ = (selector, root = document) => Array.from(root.querySelectorAll(selector));
+  const enc = encodeURIComponent;
+  const LABELS = {heartbeat: "Heartbeat", pause: "Pause", stop: "Stop", resume: "Resume",
+                  terminate: "Terminate"};
+
+  // -- telling the operator ------------------------------------------------------------------
+
+  function say(text, {problem = false, actions = [], where = "#notice"} = {}) {
+    const box = $(where) || $("#notice");
+    box.replaceChildren();
+    box.classList.toggle("problem", problem);
+    const words = document.createElement("span");
+    words.textContent = text;
+    box.append(words);
+    for (const [label, run] of actions) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "quiet small";
+      button.textContent = label;
+      button.addEventListener("click", () => { box.hidden = true; run(); });
+      box.append(button);
+    }
+    box.hidden = false;
+  }
+
+  function newKey() {
+    if (crypto.randomUUID) return "web-" + crypto.randomUUID();
+    const bytes = crypto.getRandomValues(new Uint8Array(16));
+    return "web-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  async function getJSON(url) {
+    const response = await fetch(url, {headers: {Accept: "application/json"}});
+    const data = await response.json().catch(() => ({}));
+    if (response.status === 401) signedOut();
+    return {ok: response.ok, status: response.status, data};
+  }
+
+  function signedOut() {
+    say("Your sign-in ended.", {problem: true, actions: [["Sign in", () => {
+      location.href = "/sign-in?next=" + enc(location.pathname + location.search);
+    }]]});
+  }
+
+  // -- the dialog ----------------------------------------------------------------------------
+
+  const dialog = $("#dialog");
+  let onConfirm = null;
+
+  function openDialog({title, content, confirm = "Confirm", danger = false, run = null}) {
+    $("#dialog-title").textContent = title;
+    const body = $("#dialog-content");
+    body.replaceChildren();
+    if (typeof content === "string") {
+      const p = document.createElement("p");
+      p.textContent = content;
+      body.append(p);
+    } else if (content) {
+      body.append(content);
+    }
+    $("#dialog-error").hidden = true;
+    const button = $("#dialog-confirm");
+    button.textContent = confirm;
+    button.hidden = run === null;
+    button.classList.toggle("act-terminate", danger);
+    onConfirm = run;
+    if (!dialog.open) dialog.showModal();
+    (body.querySelector("textarea, input") || button).focus();
+  }
+
+  function serverHTML(html) {
+    // The server's own rendering (its templates escape every value).
+    const template = document.createElement("template");
+    template.innerHTML = html;
+    return template.content;
+  }
+
+  $("#dialog-cancel")?.addEventListener("click", () => dialog.close());
+  dialog?.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (!onConfirm) { dialog.close(); return; }
+    const problem = await onConfirm();
+    if (problem) {
+      const error = $("#dialog-error");
+      error.textContent = problem;
+      error.hidden = false;
+    } else {
+      dialog.close();
+    }
+  });
+
+  // -- actions -------------------------------------------------------------------------------
+
+  function versionOf(sessionId) {
+    const row = rowOf(sessionId);
+    if (row) return row.dataset.version;
+    const page = $("#session");
+    return page && page.dataset.session === sessionId ? page.dataset.version : "";
+  }
+
+  async function send(sessionId, action, version, key, body) {
+    let response;
+    try {
+      response = await fetch(`/actions/sessions/${enc(sessionId)}/${action}`, {
+        method: "POST",
+        headers: {"Content-Type": "application/json", "Idempotency-Key": key,
+                  "X-CSRF-Token": csrf, ...(version ? {"If-Match": String(version)} : {})},
+        body: body ? JSON.stringify(body) : "",
+      });
+    } catch (error) {
+      say(`No answer from the server about ${LABELS[action].toLowerCase()} ${sessionId}: ` +
+          "it may or may not have been done. A retry is safe (it cannot apply twice).",
+          {problem: true, actions: [["Retry", () => send(sessionId, action, version, key, body)]]});
+      return null;
+    }
+    const data = await response.json().catch(() => ({}));
+    if (response.ok) {
+      say(`${LABELS[action]}: ${sessionId} is now ${data.status}.`);
+      await refreshSession(sessionId);
+      return null;
+    }
+    if (response.status === 401) { signedOut(); return data.detail || "Sign in again."; }
+    if (response.status === 409 && data.code === "session_transition_conflict") {
+      say(`${sessionId} changed since this page read it (${data.detail || "a newer version"}).`,
+          {problem: true, actions: [
+            ["Refresh", () => refreshSession(sessionId)],
+            ["Retry", async () => {
+              await refreshSession(sessionId);
+              send(sessionId, action, versionOf(sessionId), newKey(), body);
+            }],
+          ]});
+      return null;
+    }
+    const words = `${data.title || "Refused"}: ${data.detail || response.status}`;
+    say(words, {problem: true});
+    return words;
+  }
+
+  async function act(sessionId, action) {
+    if (!operator) return;
+    const version = versionOf(sessionId);
+    if (action === "terminate") return terminate(sessionId);
+    if (action === "stop" || action === "resume") {
+      openDialog({
+        title: `${LABELS[action]} ${sessionId}?`,
+        content: action === "stop"
+          ? "The session stops; it can be resumed later."
+          : "The session resumes from where it was paused or stopped.",
+        confirm: LABELS[action], danger: action === "stop",
+        run: async () => { await send(sessionId, action, version, newKey(), null); return null; },
+      });
+      return;
+    }
+    await send(sessionId, action, version, newKey(), null);
+  }
+
+  async function terminate(sessionId) {
+    const {ok, data} = await getJSON(`/fragments/sessions/${enc(sessionId)}/terminate`);
+    if (!ok) { say(`${data.title || "Refused"}: ${data.detail || ""}`, {problem: true}); return; }
+    const key = newKey();
+    openDialog({
+      title: `Terminate ${sessionId}?`, content: serverHTML(data.impact), confirm: "Terminate",
+      danger: true,
+      run: async () => {
+        const details = ($("#impact-details")?.value || "").trim();
+        if (data.requires_details && !details) {
+          return "Say what terminating does to the agent's claims before terminating.";
+        }
+        return send(sessionId, "terminate", data.version, key,
+                    details ? {impact_details: details} : null);
+      },
+    });
+  }
+
+  // -- reading again in place ----------------------------------------------------------------
+
+  function rowOf(sessionId) {
+    return $$("tr.row").find((row) => row.dataset.session === sessionId) || null;
+  }
+
+  async function refreshRows(ids) {
+    const shown = ids.filter((id) => rowOf(id));
+    if (!shown.length) return;
+    const query = shown.map((id) => "id=" + enc(id)).join("&");
+    const {ok, data} = await getJSON("/fragments/rows?" + query);
+    if (!ok) return;
+    for (const [id, html] of Object.entries(data.rows)) {
+      const row = rowOf(id);
+      if (!row) continue;
+      if (html === null) { row.classList.add("gone"); continue; }
+      const fresh = serverHTML(html).firstElementChild;
+      const focused = document.activeElement === row;
+      row.replaceWith(fresh);
+      if (focused) fresh.focus();
+    }
+    relativeTimes();
+  }
+
+  let countsDue = null;
+  function refreshCounts() {
+    const table = $("#sessions");
+    if (!table || countsDue) return;
+    countsDue = setTimeout(async () => {
+      countsDue = null;
+      const {ok, data} = await getJSON(table.dataset.query);
+      if (ok) $("#counts").replaceChildren(serverHTML(data.counts));
+    }, 300);
+  }
+
+  const revealed = new Map();
+
+  async function refreshSession(sessionId) {
+    const page = $("#session");
+    if (!page) { await refreshRows([sessionId]); refreshCounts(); return; }
+    if (page.dataset.session !== sessionId) return;
+    const after = page.dataset.lastEvent || "0";
+    const {ok, data} = await getJSON(`/fragments/sessions/${enc(sessionId)}?after=${enc(after)}`);
+    if (!ok) return;
+    $("#session-head").replaceChildren(serverHTML(data.head));
+    $("#fields").replaceChildren(serverHTML(data.fields));
+    $("#projections").replaceChildren(serverHTML(data.projections));
+    const history = $("#history");
+    const atEnd = history.scrollTop + history.clientHeight >= history.scrollHeight - 4;
+    for (const item of serverHTML(data.history).children) {
+      if (!$(`li[data-event="${CSS.escape(item.dataset.event)}"]`, history)) history.append(item.cloneNode(true));
+    }
+    if (atEnd) history.scrollTop = history.scrollHeight;
+    if (data.last_event_id !== null) page.dataset.lastEvent = data.last_event_id;
+    page.dataset.version = data.version;
+    for (const [name, value] of revealed) showRevealed(name, value);
+    relativeTimes();
+  }
+
+  // -- live ----------------------------------------------------------------------------------
+
+  function live() {
+    const state = $("#live-state");
+    if (!state || !window.EventSource) return;
+    const setState = (name, words) => { state.dataset.state = name; state.textContent = words; };
+    const source = new EventSource("/live");
+    source.addEventListener("open", () => setState("live", "Live"));
+    source.addEventListener("error", () => setState("lost", "Live: reconnecting…"));
+    source.addEventListener("changed", (event) => {
+      setState("live", "Live");
+      let changed;
+      try { changed = JSON.parse(event.data).ids; } catch { return; }
+      const ids = Object.keys(changed);
+      const page = $("#session");
+      if (page) {
+        if (ids.includes(page.dataset.session)) refreshSession(page.dataset.session);
+        return;
+      }
+      if (!$("#sessions") && !$(".empty")) return;
+      refreshRows(ids);
+      refreshCounts();
+      const fresh = ids.filter((id) => !rowOf(id) && changed[id].includes("registered"));
+      if (fresh.length) {
+        say(`${fresh.length} new session${fresh.length === 1 ? "" : "s"} since this page was read.`,
+            {where: "#list-notice", actions: [["Show them", () => location.reload()]]});
+      }
+    });
+  }
+
+  // -- small things --------------------------------------------------------------------------
+
+  function ago(seconds) {
+    const whole = Math.floor(Math.abs(seconds));
+    const amount = whole < 60 ? `${whole}s` : whole < 3600 ? `${Math.floor(whole / 60)}m`
+      : whole < 86400 ? `${Math.floor(whole / 3600)}h` : `${Math.floor(whole / 86400)}d`;
+    return seconds < 0 ? `in ${amount}` : `${amount} ago`;
+  }
+
+  function relativeTimes() {
+    const now = Date.now();
+    for (const time of $$("time[datetime]")) {
+      if (!/ago$|^in /.test(time.textContent)) continue;
+      const moment = Date.parse(time.getAttribute("datetime"));
+      if (!Number.isNaN(moment)) time.textContent = ago((now - moment) / 1000);
+    }
+  }
+
+  function showRevealed(name, value) {
+    const span = $(`.masked[data-field="${CSS.escape(name)}"]`);
+    const button = $(`[data-reveal="${CSS.escape(name)}"]`);
+    if (span) span.textContent = value;
+    if (button) { button.textContent = "Hide"; button.dataset.shown = "1"; }
+  }
+
+  async function reveal(name, button) {
+    const page = $("#session");
+    if (!page) return;
+    if (button?.dataset.shown === "1") {
+      revealed.delete(name);
+      $(`.masked[data-field="${CSS.escape(name)}"]`).textContent = "••••••";
+      button.textContent = "Reveal";
+      delete button.dataset.shown;
+      return;
+    }
+    const {ok, data} = await getJSON(
+      `/fragments/sessions/${enc(page.dataset.session)}/reveal/${enc(name)}`);
+    if (!ok) { say(`${data.title || "Refused"}: ${data.detail || ""}`, {problem: true}); return; }
+    revealed.set(name, data.value);
+    showRevealed(name, data.value);
+  }
+
+  async function copy(selector) {
+    const text = $(selector)?.textContent || "";
+    try {
+      await navigator.clipboard.writeText(text);
+      say("Copied.");
+    } catch {
+      const range = document.createRange();
+      range.selectNodeContents($(selector));
+      getSelection().removeAllRanges();
+      getSelection().addRange(range);
+      say("Selected: copy it with your system's copy key.");
+    }
+  }
+
+  async function more(link) {
+    link.setAttribute("aria-busy", "true");
+    const response = await fetch(link.href);
+    const page = new DOMParser().parseFromString(await response.text(), "text/html");
+    const rows = $("#rows");
+    for (const row of $$("#rows > tr", page)) {
+      if (!rowOf(row.dataset.session)) rows.append(document.adoptNode(row));
+    }
+    const next = $("#more", page);
+    if (next) { link.href = next.href; link.removeAttribute("aria-busy"); }
+    else { link.closest("p").textContent = "The end of the list."; }
+    relativeTimes();
+  }
+
+  function help() {
+    openDialog({title: "Keyboard shortcuts", content: $("#help-content").content.cloneNode(true)});
+  }
+
+  // -- clicks and keys -----------------------------------------------------------------------
+
+  document.addEventListener("click", (event) => {
+    const target = event.target.closest("[data-action], [data-reveal], [data-copy], [data-help], #more");
+    if (!target) return;
+    if (target.id === "more") { event.preventDefault(); more(target); }
+    else if (target.dataset.action) act(target.dataset.session, target.dataset.action);
+    else if (target.dataset.reveal) reveal(target.dataset.reveal, target);
+    else if (target.dataset.copy) copy(target.dataset.copy);
+    else if (target.hasAttribute("data-help")) help();
+  });
+
+  function focusedSession() {
+    const page = $("#session");
+    if (page) return page.dataset.session;
+    const row = document.activeElement?.closest?.("tr.row");
+    return row ? row.dataset.session : null;
+  }
+
+  function moveFocus(step) {
+    const rows = $$("tr.row");
+    if (!rows.length) return;
+    const at = rows.indexOf(document.activeElement?.closest?.("tr.row"));
+    const next = rows[Math.min(Math.max(at + step, 0), rows.length - 1)] || rows[0];
+    next.focus();
+    next.scrollIntoView({block: "nearest"});
+  }
+
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.target.closest("input, textarea, select, [contenteditable]")) {
+      if (event.key === "Escape") event.target.blur();
+      return;
+    }
+    if (dialog?.open) return;
+    const id = focusedSession();
+    const keys = {
+      ArrowDown: () => moveFocus(1), ArrowUp: () => moveFocus(-1),
+      j: () => moveFocus(1), k: () => moveFocus(-1),
+      Enter: () => { if (id && !$("#session")) location.href = "/sessions/" + enc(id); },
+      b: () => { if (id) location.href = `/sessions/${enc(id)}/briefing`; },
+      "/": () => $("#f-text")?.focus(),
+      O: () => { location.href = "/overview"; },
+      A: () => { location.href = "/audit"; },
+      "?": help,
+      v: () => $$("[data-reveal]").forEach((button) => reveal(button.dataset.reveal, button)),
+      Escape: () => { if ($("#session") || $(".briefing")) location.href = "/sessions"; },
+    };
+    for (const [key, action] of [["h", "heartbeat"], ["p", "pause"], ["s", "stop"],
+                                 ["r", "resume"], ["t", "terminate"]]) {
+      keys[key] = () => {
+        if (!id || !operator) return;
+        const scope = rowOf(id) || $("#session-head");
+        if (scope && !$(`[data-action="${action}"]`, scope)) {
+          say(`${LABELS[action]} is not allowed for ${id} in its status.`, {problem: true});
+          return;
+        }
+        act(id, action);
+      };
+    }
+    const run = keys[event.key];
+    if (run) { event.preventDefault(); run(); }
+  });
+
+  // A phone shows the list first: the filters fold away unless some are on.
+  const filters = $("#filter-box");
+  if (filters && !filters.dataset.filtering && matchMedia("(max-width: 760px)").matches) {
+    filters.open = false;
+  }
+
+  live();
+  relativeTimes();
+  setInterval(relativeTimes, 15000);
+})();

@@ -1,0 +1,328 @@
+"""The web console in a real browser (issue 21 point 6): Debian's Chromium, headless, driven by
+Playwright, against a real ``roundtable serve`` on a free loopback port. ``.ci/run`` installs
+Chromium; without it these tests fail, never skip.
+
+Each test makes sessions of its own in the server's store (a SQLite file this process writes
+too, as an agent's CLI would), so the tests share one server per worker."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+from sqlalchemy import text
+
+from roundtable_console.store.access.tokens import create_token
+from roundtable_console.store.db.database import Store, open_store
+from tests.api_support import seed_agent, seed_workspace
+from tests.serve_support import ROOT, serve_env, serving
+from tests.web_support import HOSTILE, WORKSPACE, hold_claim, register
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+DESK = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    assert Path(CHROMIUM).exists(), "Chromium is needed (apt-get install chromium)"
+    home = tmp_path_factory.mktemp("web-browser")
+    url = f"sqlite:///{home / 'roundtable.db'}"
+    store = open_store(url)
+    seed_workspace(store, WORKSPACE)
+    seed_agent(store, "agent-1")
+    made = {
+        role: create_token(store=store, name=name, role=role).token
+        for role, name in (("operator", "olivia"), ("viewer", "vic"))
+    }
+    with serving(url, home) as served, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield {"store": store, "served": served, "tokens": made, "browser": browser,
+                   "url": url, "home": home}  # fmt: skip
+        finally:
+            browser.close()
+            store.dispose()
+
+
+def signed_in(site: dict[str, Any], role: str = "operator", size: dict[str, int] = DESK,
+              **options: Any) -> Page:  # fmt: skip
+    browser: Browser = site["browser"]
+    context = browser.new_context(viewport=size, **options)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    page.errors = []  # type: ignore[attr-defined]
+    page.on("pageerror", lambda error: page.errors.append(str(error)))  # type: ignore[attr-defined]
+    page.goto(site["served"].url + "/sessions")
+    page.fill("#token", site["tokens"][role])
+    page.click("button[type=submit]")
+    page.wait_for_url("**/sessions")
+    expect(page.locator("#live-state")).to_have_text("Live")
+    return page
+
+
+def row(page: Page, session_id: str) -> Any:
+    return page.locator(f'tr.row[data-session="{session_id}"]')
+
+
+def status_of(store: Store, session_id: str) -> str:
+    with store.read() as db:
+        return str(
+            db.execute(
+                text("SELECT status FROM agent_sessions WHERE id = :id"), {"id": session_id}
+            ).scalar_one()
+        )
+
+
+def test_signing_in_with_a_refused_token_says_why(site: dict[str, Any]) -> None:
+    page = site["browser"].new_page()
+    page.goto(site["served"].url + "/sessions/anything")
+    assert "/sign-in" in page.url
+    page.fill("#token", "rt_not-a-token")
+    page.click("button[type=submit]")
+    expect(page.locator(".sign-in .error")).to_have_text(
+        "That token is not valid: unknown, revoked or expired."
+    )
+    assert page.context.cookies() == []
+    page.fill("#token", site["tokens"]["viewer"])
+    page.click("button[type=submit]")
+    page.wait_for_url("**/sessions/anything")  # back where it was going
+    cookie = page.context.cookies()[0]
+    assert (cookie["name"], cookie["httpOnly"], cookie["sameSite"]) == (
+        "roundtable_web", True, "Strict",
+    )  # fmt: skip
+    assert page.evaluate("document.cookie") == ""  # no script reads it
+    page.context.close()
+
+
+def test_the_list_is_in_attention_order_and_filters_stay_in_the_url(site: dict[str, Any]) -> None:
+    register(site["store"], "b-calm", agent="agent-b")
+    register(site["store"], "b-waits", agent="agent-b")
+    with site["store"].write() as db:
+        db.execute(text("UPDATE agent_sessions SET waiting_reason = 'approve the plan', "
+                        "waiting_since = started_at WHERE id = 'b-waits'"))  # fmt: skip
+    page = signed_in(site, "viewer")
+    ids = page.locator("tr.row").evaluate_all("rows => rows.map(r => r.dataset.session)")
+    assert ids.index("b-waits") < ids.index("b-calm")
+    expect(row(page, "b-waits")).to_contain_text("⚑ waiting")
+    page.fill("#f-agent", "agent-b")
+    page.click(".filters button[type=submit]")
+    page.wait_for_url("**agent=agent-b**")
+    ids = page.locator("tr.row").evaluate_all("rows => rows.map(r => r.dataset.session)")
+    assert ids == ["b-waits", "b-calm"]
+    page.reload()
+    expect(page.locator("#f-agent")).to_have_value("agent-b")
+    row(page, "b-calm").locator("a").first.click()
+    page.wait_for_url("**/sessions/b-calm")
+    expect(page.locator("h1.id")).to_have_text("b-calm")
+    expect(page.locator("#fields")).to_contain_text("agent-b")
+    page.context.close()
+
+
+def test_each_action_and_the_confirmations(site: dict[str, Any]) -> None:
+    store = site["store"]
+    register(store, "c-acts")
+    page = signed_in(site)
+    actions = row(page, "c-acts")
+    actions.get_by_role("button", name="Pause c-acts").click()
+    expect(page.locator("#notice")).to_contain_text("c-acts is now paused")
+    expect(row(page, "c-acts")).to_contain_text("paused")
+    assert status_of(store, "c-acts") == "paused"
+    row(page, "c-acts").get_by_role("button", name="Resume c-acts").click()
+    expect(page.locator("#dialog")).to_be_visible()
+    page.locator("#dialog-confirm").click()
+    expect(row(page, "c-acts")).to_contain_text("resuming")
+    row(page, "c-acts").get_by_role("button", name="Heartbeat c-acts").click()
+    expect(page.locator("#notice")).to_contain_text("Heartbeat: c-acts")
+    row(page, "c-acts").get_by_role("button", name="Stop c-acts").click()
+    page.locator("#dialog-cancel").click()
+    assert status_of(store, "c-acts") == "resuming"  # cancelled: nothing done
+    row(page, "c-acts").get_by_role("button", name="Stop c-acts").click()
+    page.locator("#dialog-confirm").click()
+    expect(row(page, "c-acts")).to_contain_text("stopped")
+    assert status_of(store, "c-acts") == "stopped"
+    assert page.errors == []  # type: ignore[attr-defined]
+    page.context.close()
+
+
+def test_terminate_with_claims_needs_the_impact_and_without_does_not(
+    site: dict[str, Any],
+) -> None:
+    store = site["store"]
+    register(store, "d-held", agent="agent-d")
+    register(store, "d-free", agent="agent-e")
+    hold_claim(store, "agent-d", "claim-d")
+    page = signed_in(site)
+    row(page, "d-held").get_by_role("button", name="Terminate d-held").click()
+    dialog = page.locator("#dialog")
+    expect(dialog).to_contain_text("src/app.py")
+    page.locator("#dialog-confirm").click()  # the textarea is required: the browser stops it
+    assert status_of(store, "d-held") == "active"
+    page.fill("#impact-details", "claim-d handed back to the queue")
+    page.locator("#dialog-confirm").click()
+    expect(row(page, "d-held")).to_contain_text("terminated")
+    row(page, "d-free").get_by_role("button", name="Terminate d-free").click()
+    expect(dialog).to_contain_text("holds no active claim")
+    page.locator("#dialog-confirm").click()
+    expect(row(page, "d-free")).to_contain_text("terminated")
+    with store.read() as db:
+        payload = db.execute(
+            text(
+                "SELECT payload_json FROM agent_session_events WHERE "
+                "session_id = 'd-held' AND event_type = 'terminated'"
+            )
+        ).scalar()
+    assert "claim-d handed back to the queue" in payload
+    page.context.close()
+
+
+def test_a_conflict_says_what_changed_and_retries(site: dict[str, Any]) -> None:
+    store = site["store"]
+    register(store, "e-race")
+    page = signed_in(site)
+    read_version = row(page, "e-race").get_attribute("data-version")
+    # Another operator pauses and resumes it meanwhile, through the CLI; the row follows.
+    cli(site, "sessions", "pause", "--session", "e-race")
+    cli(site, "sessions", "resume", "--session", "e-race", "--idempotency-key", "cli-resume")
+    expect(row(page, "e-race")).to_contain_text("resuming")
+    # This operator acts on what they read before (as a page that missed the news would).
+    page.evaluate(
+        """version => document.querySelectorAll('[data-session="e-race"]')
+           .forEach(node => { node.dataset.version = version; })""",
+        read_version,
+    )
+    row(page, "e-race").get_by_role("button", name="Pause e-race").click()
+    notice = page.locator("#notice")
+    expect(notice).to_contain_text("changed since this page read it")
+    expect(notice.get_by_role("button", name="Refresh")).to_be_visible()
+    assert status_of(store, "e-race") == "resuming"
+    notice.get_by_role("button", name="Retry").click()
+    expect(row(page, "e-race")).to_contain_text("paused")
+    assert status_of(store, "e-race") == "paused"
+    page.context.close()
+
+
+def cli(site: dict[str, Any], *args: str) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "roundtable_console", *args, "--db", site["url"]],
+        check=True, capture_output=True, cwd=ROOT, env=serve_env(site["home"]),
+    )  # fmt: skip
+
+
+def test_a_change_made_by_the_cli_shows_within_a_second(site: dict[str, Any]) -> None:
+    register(site["store"], "f-live")
+    page = signed_in(site, "viewer")
+    expect(row(page, "f-live")).to_contain_text("active")
+    page.locator('tr.row[data-session="f-live"] a').first.focus()
+    began = time.monotonic()
+    cli(site, "sessions", "heartbeat", "--session", "f-live", "--waiting", "review the diff")
+    expect(row(page, "f-live")).to_contain_text("⚑ waiting", timeout=5_000)
+    assert time.monotonic() - began < 1.0 + 1.0  # the CLI's own start-up is most of it
+    # The row was read again in place: the page did not reload or move.
+    assert page.evaluate("performance.getEntriesByType('navigation').length") == 1
+    page.context.close()
+
+
+def test_a_viewer_sees_no_action(site: dict[str, Any]) -> None:
+    register(site["store"], "g-view")
+    page = signed_in(site, "viewer")
+    expect(row(page, "g-view")).to_be_visible()
+    assert page.locator("[data-action]").count() == 0
+    page.goto(site["served"].url + "/sessions/g-view")
+    assert page.locator("[data-action]").count() == 0
+    page.keyboard.press("p")
+    assert status_of(site["store"], "g-view") == "active"
+    page.context.close()
+
+
+def test_the_keys_match_the_consoles(site: dict[str, Any]) -> None:
+    register(site["store"], "h-keys")
+    page = signed_in(site)
+    page.locator('tr.row[data-session="h-keys"]').focus()
+    page.keyboard.press("p")
+    expect(row(page, "h-keys")).to_contain_text("paused")
+    page.locator('tr.row[data-session="h-keys"]').focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/sessions/h-keys")
+    page.keyboard.press("b")
+    page.wait_for_url("**/sessions/h-keys/briefing")
+    page.keyboard.press("Escape")
+    page.wait_for_url("**/sessions")
+    page.keyboard.press("?")
+    expect(page.locator("#dialog")).to_contain_text("Keyboard shortcuts")
+    page.context.close()
+
+
+def test_the_briefing_copies_its_markdown(site: dict[str, Any]) -> None:
+    register(site["store"], "i-brief")
+    page = signed_in(site, "viewer", permissions=["clipboard-read", "clipboard-write"])
+    page.goto(site["served"].url + "/sessions/i-brief/briefing")
+    expect(page.locator(".markdown h1")).to_have_text("Roundtable Resume Briefing")
+    page.get_by_role("button", name="Copy the briefing's Markdown").click()
+    expect(page.locator("#notice")).to_have_text("Copied.")
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith("# Roundtable Resume Briefing") and "agent-1" in copied
+    assert copied == page.locator("#briefing-markdown").text_content()
+    page.context.close()
+
+
+def test_the_phone_size_has_no_sideways_scroll_and_big_targets(site: dict[str, Any]) -> None:
+    register(site["store"], "j-phone-with-a-rather-long-session-identifier-0001")
+    page = signed_in(site, size=PHONE)
+    for path in (
+        "/sessions",
+        "/sessions/j-phone-with-a-rather-long-session-identifier-0001",
+        "/overview",
+        "/audit",
+    ):
+        page.goto(site["served"].url + path)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], (path, width)
+        for box in page.locator("main button:visible, main .button:visible").evaluate_all(
+            "els => els.map(e => e.getBoundingClientRect().height)"
+        ):
+            assert box >= 44, (path, box)
+    page.context.close()
+
+
+def test_hostile_values_render_as_text_and_run_nothing(site: dict[str, Any]) -> None:
+    for number, hostile in enumerate(HOSTILE):
+        register(site["store"], f"k-hostile-{number}", agent=hostile, model=hostile)
+    page = signed_in(site)
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(site["served"].url + "/sessions?q=k-hostile")
+    expect(row(page, "k-hostile-0")).to_contain_text("<script>window.__pwned = 1</script>")
+    expect(row(page, "k-hostile-1")).to_contain_text('"><img src=x onerror=')
+    expect(row(page, "k-hostile-4")).to_contain_text("\\u202etxt.exe")
+    page.goto(site["served"].url + "/sessions/k-hostile-1")
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("img").count() == 0 and dialogs == []
+    assert page.errors == []  # type: ignore[attr-defined]
+    page.context.close()
+
+
+def test_a_lost_connection_is_shown_and_recovered(site: dict[str, Any]) -> None:
+    store = site["store"]
+    register(store, "l-back")
+    with serving(site["url"], site["home"] / "second") as second:
+        page = site["browser"].new_page()
+        page.goto(second.url + "/sign-in")
+        page.fill("#token", site["tokens"]["viewer"])
+        page.click("button[type=submit]")
+        expect(page.locator("#live-state")).to_have_text("Live")
+        port = second.url.rsplit(":", 1)[1]
+        assert second.stop() == 0
+        expect(page.locator("#live-state")).to_have_text("Live: reconnecting…")
+        with serving(site["url"], site["home"] / "third", port=int(port)):
+            expect(page.locator("#live-state")).to_have_text("Live", timeout=15_000)
+            cli(site, "sessions", "pause", "--session", "l-back")
+            expect(row(page, "l-back")).to_contain_text("paused", timeout=5_000)
+        page.context.close()
