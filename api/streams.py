@@ -119,8 +119,13 @@ async def changes_stream(request: Request, call: Call, workspace_id: str) -> Res
         finally:
             hub.unsubscribe(woken)
 
+    return sse_response(events())
+
+
+def sse_response(events: AsyncIterator[str]) -> StreamingResponse:
+    """A stream of server-sent events: never cached, never buffered by a proxy."""
     return StreamingResponse(
-        events(),
+        events,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )

@@ -326,3 +326,17 @@ def test_a_lost_connection_is_shown_and_recovered(site: dict[str, Any]) -> None:
             cli(site, "sessions", "pause", "--session", "l-back")
             expect(row(page, "l-back")).to_contain_text("paused", timeout=5_000)
         page.context.close()
+
+
+def test_revoking_the_token_signs_its_open_page_out(site: dict[str, Any]) -> None:
+    register(site["store"], "m-revoked")
+    site["tokens"]["short-lived"] = create_token(
+        store=site["store"], name="sam", role="viewer"
+    ).token
+    page = signed_in(site, "short-lived")
+    cli(site, "tokens", "revoke", "--name", "sam")
+    cli(site, "sessions", "heartbeat", "--session", "m-revoked")  # a change wakes the stream
+    expect(page.locator("#notice")).to_contain_text("Your sign-in ended", timeout=5_000)
+    page.reload()
+    assert "/sign-in" in page.url
+    page.context.close()

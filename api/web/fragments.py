@@ -178,6 +178,6 @@ class WebFragments:
     async def live(self, request: Request) -> Response:
         async def work(call: Call, caller: Caller) -> Response:
             feed = await self.ctx.in_worker(live.open_feed, self.ctx, call)
-            return live.live_stream(self.ctx, caller, feed)
+            return live.live_stream(self.ctx, call, feed)
 
         return await self.answer(request, work)

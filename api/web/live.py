@@ -18,7 +18,8 @@ from starlette.responses import StreamingResponse
 
 from roundtable_console.api.context import Call, ServerContext
 from roundtable_console.api.identity import Caller
-from roundtable_console.api.streams import KEEPALIVE_SECONDS, next_wake
+from roundtable_console.api.problems import Problem
+from roundtable_console.api.streams import KEEPALIVE_SECONDS, next_wake, sse_response
 from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.changes import ChangeFeed, ChangeFilter, FeedPosition
@@ -54,10 +55,12 @@ def _position(text: str | None) -> FeedPosition | None:
 
 
 def read_changed(
-    ctx: ServerContext, caller: Caller, feed: ChangeFeed
+    ctx: ServerContext, call: Call, feed: ChangeFeed
 ) -> tuple[dict[str, dict[str, list[str]]], str | None]:
-    """The sessions changed since the feed's place (the caller's only), and the new place."""
+    """The sessions changed since the feed's place (the caller's only), and the new place; a
+    ``Problem`` once the browser is signed out (its sign-in ended, its token revoked)."""
     with ctx.store.read() as db:
+        caller = ctx.caller(call, db)
         found = feed.read_positioned(db=db)
         kinds: dict[str, set[str]] = {}
         for change, _token in found:
@@ -91,7 +94,7 @@ def _metadata_workspace(text: str | None) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def live_stream(ctx: ServerContext, caller: Caller, feed: ChangeFeed) -> StreamingResponse:
+def live_stream(ctx: ServerContext, call: Call, feed: ChangeFeed) -> StreamingResponse:
     hub = ctx.hub
 
     async def events() -> AsyncIterator[str]:
@@ -105,7 +108,10 @@ def live_stream(ctx: ServerContext, caller: Caller, feed: ChangeFeed) -> Streami
                 if hub.closing.is_set():
                     return
                 try:
-                    changed, token = await ctx.in_worker(read_changed, ctx, caller, feed)
+                    changed, token = await ctx.in_worker(read_changed, ctx, call, feed)
+                except Problem as problem:
+                    yield f"event: signed-out\ndata: {json.dumps({'code': problem.code})}\n\n"
+                    return
                 except StoreError as error:
                     yield f"event: problem\ndata: {json.dumps({'code': error.code})}\n\n"
                     continue
@@ -117,8 +123,4 @@ def live_stream(ctx: ServerContext, caller: Caller, feed: ChangeFeed) -> Streami
         finally:
             hub.unsubscribe(woken)
 
-    return StreamingResponse(
-        events(),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-    )
+    return sse_response(events())

@@ -251,6 +251,11 @@
     const source = new EventSource("/live");
     source.addEventListener("open", () => setState("live", "Live"));
     source.addEventListener("error", () => setState("lost", "Live: reconnecting…"));
+    source.addEventListener("signed-out", () => {
+      source.close();
+      setState("off", "Live: off");
+      signedOut();
+    });
     source.addEventListener("changed", (event) => {
       setState("live", "Live");
       let changed;
