@@ -40,8 +40,26 @@ PRINTABLE_FIELDS = frozenset({"agent_id", "run_id", "adapter", "status", "waitin
 def read_object(
     raw: bytes, *, fields: tuple[str, ...], code: str, optional: bool
 ) -> dict[str, Any]:
-    """The body's fields by name (missing ones absent); an empty body is ``{}`` when the body
-    is ``optional``."""
+    """The body's fields by name (missing ones absent), each text (or an object where
+    ``OBJECT_FIELDS`` says so) or null; an empty body is ``{}`` when the body is ``optional``."""
+    decoded = decoded_object(raw, fields=fields, code=code, optional=optional)
+    for name, value in decoded.items():
+        allowed: tuple[type, ...] = (str, dict) if name in OBJECT_FIELDS else (str,)
+        if value is not None and not isinstance(value, allowed):
+            kind = "a string or an object" if name in OBJECT_FIELDS else "a string"
+            raise Problem(code, f"The field {name!r} must be {kind}, or null.")
+        if isinstance(value, str) and name in PRINTABLE_FIELDS and has_control_characters(value):
+            refused = "invalid_session_status" if name == "status" else code
+            raise Problem(refused, f"The field {name!r} must not hold control characters.")
+        if isinstance(value, str) and "\x00" in value:
+            raise Problem(code, f"The field {name!r} must not hold a NUL character.")
+    return decoded
+
+
+def decoded_object(
+    raw: bytes, *, fields: tuple[str, ...], code: str, optional: bool
+) -> dict[str, Any]:
+    """The body as one JSON object with none but ``fields`` (values unchecked)."""
     if not raw.strip():
         if optional:
             return {}
@@ -66,14 +84,4 @@ def read_object(
             f"Unknown field {unknown[0]!r}: the body takes {', '.join(fields)}.",
             metadata={"unknown_fields": unknown[:20]},
         )
-    for name, value in decoded.items():
-        allowed: tuple[type, ...] = (str, dict) if name in OBJECT_FIELDS else (str,)
-        if value is not None and not isinstance(value, allowed):
-            kind = "a string or an object" if name in OBJECT_FIELDS else "a string"
-            raise Problem(code, f"The field {name!r} must be {kind}, or null.")
-        if isinstance(value, str) and name in PRINTABLE_FIELDS and has_control_characters(value):
-            refused = "invalid_session_status" if name == "status" else code
-            raise Problem(refused, f"The field {name!r} must not hold control characters.")
-        if isinstance(value, str) and "\x00" in value:
-            raise Problem(code, f"The field {name!r} must not hold a NUL character.")
     return decoded

@@ -52,6 +52,9 @@ class ChangeHub:
 
     def _wait(self) -> None:
         token = self.store.change_token()
+        # A stream that subscribed before this first token may have read before a change that
+        # committed before it: no signal will come for that one, so every stream reads again.
+        self._wake_all()
         while not self.closing.is_set():
             try:
                 latest = self.store.wait_for_change(token, WAIT_SECONDS)

@@ -1,4 +1,5 @@
-"""Regenerate the README's pictures of the web console: the sessions list and a session, at
+"""Regenerate the README's pictures of the web console: the sessions list, the preview of an
+action on a selection, and a session, at
 1280x800 and at a phone's 390x844, in Debian's Chromium (headless, through Playwright).
 
     python docs/web_screenshots.py [--chromium /usr/bin/chromium]
@@ -52,6 +53,12 @@ def main() -> int:
                 page.wait_for_url("**/sessions")
                 page.locator("#live-state[data-state=live]").wait_for()
                 page.screenshot(path=str(DOCS / f"web-sessions{suffix}.png"))
+                for box in page.locator("input.mark").all()[:4]:
+                    box.check()
+                page.locator("#bulk-bar [data-bulk=pause]").click()
+                page.locator("#dialog .plan-head").wait_for()
+                page.screenshot(path=str(DOCS / f"web-bulk{suffix}.png"))
+                page.locator("#dialog-cancel").click()
                 page.goto(f"{served.url}/sessions/{SESSION}")
                 page.locator("#live-state[data-state=live]").wait_for()
                 page.screenshot(path=str(DOCS / f"web-session{suffix}.png"))

@@ -25,7 +25,6 @@ from roundtable_console.screens.context import ConsoleContext
 from roundtable_console.screens.data import plan_bulk_action
 from roundtable_console.screens.failures import Failure, ReportsFailures
 from roundtable_console.screens.terminate_dialog import (
-    WHAT_IT_DOES_NOT,
     agent_claims_text,
     blank_refusal,
     impact_area,
@@ -33,7 +32,7 @@ from roundtable_console.screens.terminate_dialog import (
 from roundtable_console.store.reads.listing import Selection
 from roundtable_console.store.safety.display import one_line
 from roundtable_console.store.writes.bulk import BulkItem
-from roundtable_console.store.writes.bulk_plan import BulkPlan
+from roundtable_console.store.writes.bulk_plan import BULK_EFFECTS, BulkPlan
 
 # Ids named after a reason ("2 already paused: s1, s2"); the rest are counted.
 IDS_NAMED = 5
@@ -45,29 +44,6 @@ LINE_WIDTH = 86
 # A confirmed terminate always carries an impact text where claims are held (a blank one is
 # refused), so its preview is planned as if one were given.
 PREVIEW_IMPACT = "(the impact text you give)"
-
-EFFECTS: dict[str, tuple[str, str]] = {
-    "heartbeat": (
-        "Each one's last-seen time becomes now, recorded as your heartbeat; one waiting for a "
-        "human stops waiting. ",
-        "Nothing is sent to the agents.",
-    ),
-    "pause": ("Each one's status becomes paused. ", "No process is paused: tell the agents."),
-    "stop": (
-        "Each one's status becomes stopped and its end time is set to now. ",
-        "No process is stopped: tell the agents.",
-    ),
-    "resume": (
-        "Each one's status becomes resuming and its end time is cleared. ",
-        "Each agent must exist and be enabled, and a saved branch must match: a session that "
-        "fails these checks fails alone. Nothing is started.",
-    ),
-    "terminate": (
-        "Terminating sets each session's status to terminated and its end and last-seen times "
-        "to now, and records your name and the impact text below in each one's history.\n",
-        WHAT_IT_DOES_NOT,
-    ),
-}
 
 
 @dataclass(frozen=True)
@@ -179,7 +155,7 @@ class BulkDialog(ReportsFailures, ModalScreen[BulkRequest | None]):
                 yield from self.compose_details()
                 reading = Text("Reading the marked sessions…", style="italic")
                 yield Static(reading, id="bulk-plan", classes="dialog-body")
-                effect, caveat = EFFECTS[self.action]
+                effect, caveat = BULK_EFFECTS[self.action]
                 explained = Text(effect)
                 explained.append(caveat, style="bold" if self.action == "terminate" else "dim")
                 if self.retrying:

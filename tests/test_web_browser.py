@@ -260,6 +260,51 @@ def test_the_keys_match_the_consoles(site: dict[str, Any]) -> None:
     page.context.close()
 
 
+def test_many_sessions_act_together_after_the_consoles_preview(site: dict[str, Any]) -> None:
+    store = site["store"]
+    for session_id in ("m-one", "m-two", "m-held"):
+        register(store, session_id, agent="agent-m")
+    with store.write() as db:
+        db.execute(text("UPDATE agent_sessions SET status = 'paused' WHERE id = 'm-held'"))
+    page = signed_in(site)
+    bar = page.locator("#bulk-bar")
+    expect(bar.locator("#bulk-count")).to_have_text("No session selected")
+    page.get_by_role("checkbox", name="Select m-one", exact=True).check()
+    page.get_by_role("checkbox", name="Select m-held", exact=True).check()
+    expect(bar.locator("#bulk-count")).to_have_text("2 sessions selected")
+    bar.get_by_role("button", name="Pause…").click()
+    dialog = page.locator("#dialog")
+    expect(dialog).to_contain_text("Pause applies to 1 of the 2 selected sessions")
+    expect(dialog).to_contain_text("already paused: m-held")
+    assert status_of(store, "m-one") == "active"  # the preview wrote nothing
+    page.get_by_role("button", name="Pause 1").click()
+    expect(page.locator("#notice")).to_contain_text("Pause: 1 of 2 done")
+    expect(row(page, "m-one")).to_contain_text("paused")
+    assert status_of(store, "m-one") == "paused"
+    # What was done is no longer selected; what was skipped stays, as in the console.
+    expect(page.get_by_role("checkbox", name="Select m-one", exact=True)).not_to_be_checked()
+    expect(page.get_by_role("checkbox", name="Select m-held", exact=True)).to_be_checked()
+    page.keyboard.press("u")
+    expect(bar.locator("#bulk-count")).to_have_text("No session selected")
+    # The console's keys: space selects the focused row, then t acts on the selection.
+    hold_claim(store, "agent-m", "claim-m")
+    row(page, "m-two").focus()
+    page.keyboard.press(" ")
+    expect(bar.locator("#bulk-count")).to_have_text("1 session selected")
+    page.keyboard.press("t")
+    expect(dialog).to_contain_text("Agent agent-m: 1 claim")
+    expect(dialog).to_contain_text("Impact (required)")
+    page.get_by_role("button", name="Terminate 1").click()
+    expect(page.locator("#dialog-error")).to_contain_text("Say what terminating does")
+    assert status_of(store, "m-two") == "active"
+    page.fill("#impact-details", "claim-m released by hand")
+    page.get_by_role("button", name="Terminate 1").click()
+    expect(page.locator("#notice")).to_contain_text("Terminate: 1 of 1 done")
+    assert status_of(store, "m-two") == "terminated"
+    assert page.errors == []  # type: ignore[attr-defined]
+    page.context.close()
+
+
 def test_the_briefing_copies_its_markdown(site: dict[str, Any]) -> None:
     register(site["store"], "i-brief")
     page = signed_in(site, "viewer", permissions=["clipboard-read", "clipboard-write"])
@@ -289,6 +334,11 @@ def test_the_phone_size_has_no_sideways_scroll_and_big_targets(site: dict[str, A
             "els => els.map(e => e.getBoundingClientRect().height)"
         ):
             assert box >= 44, (path, box)
+    page.goto(site["served"].url + "/sessions")
+    for box in page.locator("main .mark-target:visible").evaluate_all(
+        "els => els.map(e => e.getBoundingClientRect().height)"
+    ):
+        assert box >= 44, ("a row's selection", box)
     page.context.close()
 
 

@@ -100,6 +100,23 @@ class Web:
                                 json=body)  # fmt: skip
 
 
+    def bulk(
+        self,
+        action: str,
+        body: Any,
+        *,
+        preview: bool = False,
+        key: str | None = "run-1",
+        csrf: str | None = None,
+    ) -> Any:
+        """An action on a selection (``preview``: what it would do), as a page sends it."""
+        headers = {"X-CSRF-Token": csrf if csrf is not None else self.csrf()}
+        if key is not None:
+            headers["Idempotency-Key"] = key
+        where = "fragments" if preview else "actions"
+        return self.client.post(f"/{where}/bulk/{action}", headers=headers, json=body)
+
+
 def tokens(store: Store) -> dict[str, str]:
     """One token of each role (and one bound to the other workspace), by role."""
     made = {

@@ -23,13 +23,14 @@ from roundtable_console.api.context import Call, ServerContext
 from roundtable_console.api.identity import Caller
 from roundtable_console.api.middleware import TOO_LARGE, BodyTooLarge
 from roundtable_console.api.problems import Problem, from_store_error
-from roundtable_console.api.web import live, reads
+from roundtable_console.api.web import bulk, live, reads
 from roundtable_console.api.web.render import Pages
 from roundtable_console.api.web.signin import page_caller
 from roundtable_console.api.web.views import SENSITIVE_FIELDS
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.safety.display import printable
 from roundtable_console.store.service import read_termination_impact
+from roundtable_console.store.writes.bulk_plan import BULK_EFFECTS
 
 ACTIONS = ("heartbeat", "pause", "stop", "resume", "terminate")
 
@@ -149,12 +150,17 @@ class WebFragments:
 
         return await self.answer(request, work)
 
-    async def action(self, request: Request) -> Response:
+    async def answer_posted(
+        self, request: Request, work: Callable[[Call, Caller], Awaitable[Response]]
+    ) -> Response:
+        """``answer`` for a request with a body (read whole, within the server's limit)."""
         try:
             body = await request.body()
         except BodyTooLarge:
             return as_response(refused(request.scope, Problem("request_too_large", TOO_LARGE)))
+        return await self.answer(request, work, body)
 
+    async def action(self, request: Request) -> Response:
         async def work(call: Call, caller: Caller) -> Response:
             session_id = wire.path_id(request.path_params["session_id"], what="session")
             action = request.path_params["action"]
@@ -173,7 +179,49 @@ class WebFragments:
                 Reply(answer.status, rendered(answer.body), "application/json", answer.headers)
             )
 
-        return await self.answer(request, work, body)
+        return await self.answer_posted(request, work)
+
+    async def bulk_preview(self, request: Request) -> Response:
+        """What an action would do to the selected sessions (the console's bulk preview)."""
+
+        async def work(call: Call, caller: Caller) -> Response:
+            action = request.path_params["action"]
+            plan = await self.ctx.in_worker(bulk.preview, self.ctx, call, caller, action)
+            effect, caveat = BULK_EFFECTS[action]
+            html = self.pages.html(
+                "_bulk_plan.html",
+                plan=plan,
+                sections=bulk.sections(plan.tally),
+                effect=effect,
+                caveat=caveat,
+            )
+            return _json(
+                {
+                    "preview": html,
+                    "requires_details": plan.requires_impact_details,
+                    "applies": plan.tally.done,
+                    "total": plan.tally.total,
+                }
+            )
+
+        return await self.answer_posted(request, work)
+
+    async def bulk_action(self, request: Request) -> Response:
+        """The action on every selected session, each under a key derived from the page's."""
+
+        async def work(call: Call, caller: Caller) -> Response:
+            action = request.path_params["action"]
+            done = await self.ctx.in_worker(bulk.run, self.ctx, call, caller, action)
+            summary = self.pages.html(
+                "_bulk_done.html",
+                label=action.capitalize(),
+                tally=done.tally,
+                sections=bulk.sections(done.tally, done=True),
+                error=done.error,
+            )
+            return _json({"summary": summary, **done.to_json()})
+
+        return await self.answer_posted(request, work)
 
     async def live(self, request: Request) -> Response:
         async def work(call: Call, caller: Caller) -> Response:

@@ -5,6 +5,7 @@ not reach (a token bound to workspaces) is never read for it: it answers as not 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -65,8 +66,14 @@ class SessionsQuery:
 
     @classmethod
     def from_call(cls, call: Call) -> SessionsQuery:
+        return cls.from_args(call.arg)
+
+    @classmethod
+    def from_args(cls, arg: Callable[[str], str | None]) -> SessionsQuery:
+        """The filters from a URL's query (``arg``: a name's last value, or None)."""
+
         def value(name: str) -> str:
-            raw = (call.arg(name) or "").strip()
+            raw = (arg(name) or "").strip()
             if len(raw) > MAX_FILTER or has_control_characters(raw):
                 raise Problem("invalid_request", f"The filter {name} is not a short line of text.")
             return raw
@@ -142,7 +149,8 @@ class SessionsPage:
     notes: list[str] = field(default_factory=list)
 
 
-def _stale_before(ctx: ServerContext, now: datetime) -> datetime:
+def stale_cutoff(ctx: ServerContext, now: datetime) -> datetime:
+    """Sessions last seen before this instant are stale."""
     return now - timedelta(seconds=ctx.stale_after_seconds)
 
 
@@ -162,7 +170,7 @@ def _rows(
 def read_sessions(ctx: ServerContext, caller: Caller, query: SessionsQuery) -> SessionsPage:
     """A page of the list in the attention order, its counts by status and its groups."""
     now = ctx.clock()
-    stale_before = _stale_before(ctx, now)
+    stale_before = stale_cutoff(ctx, now)
     filters = query.filters(caller, stale_before)
     if filters.workspace_id is not None and not caller.reaches(filters.workspace_id):
         raise Problem("not_found", f"No workspace has the id {filters.workspace_id!r}.")
@@ -211,10 +219,15 @@ def _groups(db: Connection, caller: Caller, grouping: str) -> tuple[list[Group],
 def reached(db: Connection, caller: Caller, session_id: str) -> AgentSession:
     """The session, when the caller may reach it; not found otherwise."""
     session = get_session(db=db, session_id=session_id)
-    workspace = session.effective_workspace_id
-    if caller.workspaces is not None and (workspace is None or not caller.reaches(workspace)):
+    if not may_reach(caller, session):
         raise SessionNotFound(f"No session has the id {session_id!r}.")
     return session
+
+
+def may_reach(caller: Caller, session: AgentSession) -> bool:
+    """Whether the caller reaches the session's workspace (a token bound to some, only those)."""
+    workspace = session.effective_workspace_id
+    return caller.workspaces is None or (workspace is not None and caller.reaches(workspace))
 
 
 def read_rows(ctx: ServerContext, caller: Caller, ids: list[str]) -> dict[str, SessionRow | None]:

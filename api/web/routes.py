@@ -47,6 +47,8 @@ def install(app: FastAPI, ctx: ServerContext, *, read_only: bool) -> None:
         ("/fragments/sessions/{session_id}/reveal/{field}", part.reveal, "GET"),
         ("/fragments/sessions/{session_id}/terminate", part.terminate_impact, "GET"),
         ("/actions/sessions/{session_id}/{action}", part.action, "POST"),
+        ("/fragments/bulk/{action}", part.bulk_preview, "POST"),
+        ("/actions/bulk/{action}", part.bulk_action, "POST"),
         ("/live", part.live, "GET"),
         ("/static/{name}", static, "GET"),
     ]

@@ -30,7 +30,10 @@ from roundtable_console.store.writes.bulk import (
     skipped_item,
 )
 from roundtable_console.store.writes.lifecycle import ACTIONS
-from roundtable_console.store.writes.lifecycle_outcomes import TerminationImpact
+from roundtable_console.store.writes.lifecycle_outcomes import (
+    NOT_DONE_BY_TERMINATE,
+    TerminationImpact,
+)
 
 _KEYS = IdempotencyKey.__table__  # type: ignore[attr-defined]
 
@@ -38,6 +41,31 @@ _KEYS = IdempotencyKey.__table__  # type: ignore[attr-defined]
 PREVIEW_ITEMS = 20
 # Claims named in one message; the rest are counted.
 _CLAIMS_NAMED = 5
+
+# What each action does to the sessions it applies to, and what it does not (the console's
+# bulk dialog and the web console's say it before the operator confirms).
+BULK_EFFECTS: dict[str, tuple[str, str]] = {
+    "heartbeat": (
+        "Each one's last-seen time becomes now, recorded as your heartbeat; one waiting for a "
+        "human stops waiting. ",
+        "Nothing is sent to the agents.",
+    ),
+    "pause": ("Each one's status becomes paused. ", "No process is paused: tell the agents."),
+    "stop": (
+        "Each one's status becomes stopped and its end time is set to now. ",
+        "No process is stopped: tell the agents.",
+    ),
+    "resume": (
+        "Each one's status becomes resuming and its end time is cleared. ",
+        "Each agent must exist and be enabled, and a saved branch must match: a session that "
+        "fails these checks fails alone. Nothing is started.",
+    ),
+    "terminate": (
+        "Terminating sets each session's status to terminated and its end and last-seen times "
+        "to now, and records your name and the impact text below in each one's history.\n",
+        NOT_DONE_BY_TERMINATE.split(". ", 1)[-1],
+    ),
+}
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,123 @@
     });
   }
 
+  // -- a selection of many (the console's marks) ---------------------------------------------
+
+  // Ticked ids, or every session matching the list's filters less the unticked ones.
+  const marks = {ids: new Set(), matching: false, except: new Set()};
+
+  const isMarked = (id) => (marks.matching ? !marks.except.has(id) : marks.ids.has(id));
+  const anyMarked = () => marks.matching || marks.ids.size > 0;
+
+  function setMark(id, on) {
+    if (marks.matching) { if (on) marks.except.delete(id); else marks.except.add(id); }
+    else if (on) marks.ids.add(id);
+    else marks.ids.delete(id);
+  }
+
+  function clearMarks() {
+    marks.ids.clear();
+    marks.except.clear();
+    marks.matching = false;
+    showMarks();
+  }
+
+  function showMarks() {
+    const boxes = $$("input.mark");
+    for (const box of boxes) {
+      box.checked = isMarked(box.dataset.session);
+      box.closest("tr")?.classList.toggle("marked", box.checked);
+    }
+    const shown = $("#mark-shown");
+    if (shown) {
+      const ticked = boxes.filter((box) => box.checked).length;
+      shown.checked = boxes.length > 0 && ticked === boxes.length;
+      shown.indeterminate = ticked > 0 && ticked < boxes.length;
+    }
+    const bar = $("#bulk-bar");
+    if (!bar) return;
+    bar.hidden = false;
+    const count = marks.ids.size;
+    $("#bulk-count").textContent = marks.matching
+      ? "Every session matching the filters" +
+        (marks.except.size ? `, less ${marks.except.size} unticked` : "") + " is selected"
+      : count ? `${count} session${count === 1 ? "" : "s"} selected` : "No session selected";
+    $(".actions", bar).hidden = !anyMarked();
+    $("#mark-clear").hidden = !anyMarked();
+    $("#mark-matching").hidden = marks.matching;
+  }
+
+  function selection() {
+    if (!marks.matching) return {ids: Array.from(marks.ids)};
+    const query = $("#bulk-bar").dataset.matching.split("?")[1] || "";
+    return {matching: query, except: Array.from(marks.except)};
+  }
+
+  async function postJSON(url, body, key) {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: {"Content-Type": "application/json", "Idempotency-Key": key, "X-CSRF-Token": csrf},
+      body: JSON.stringify(body),
+    });
+    const data = await response.json().catch(() => ({}));
+    if (response.status === 401) signedOut();
+    return {ok: response.ok, status: response.status, data};
+  }
+
+  async function bulkAct(action) {
+    if (!operator || !anyMarked()) return;
+    const key = newKey();
+    const chosen = selection();
+    let preview;
+    try {
+      preview = await postJSON(`/fragments/bulk/${action}`, chosen, key);
+    } catch {
+      say("No answer from the server: nothing was done.", {problem: true});
+      return;
+    }
+    const {ok, data} = preview;
+    if (!ok) { say(`${data.title || "Refused"}: ${data.detail || preview.status}`, {problem: true}); return; }
+    openDialog({
+      title: `${LABELS[action]} the selected sessions?`,
+      content: serverHTML(data.preview),
+      confirm: `${LABELS[action]} ${data.applies}`,
+      danger: action === "stop" || action === "terminate",
+      run: data.applies ? async () => {
+        const details = ($("#impact-details")?.value || "").trim();
+        if (action === "terminate" && data.requires_details && !details) {
+          return "Say what terminating does to the agents' claims before terminating.";
+        }
+        return runBulk(action, chosen, key, details);
+      } : null,
+    });
+  }
+
+  async function runBulk(action, chosen, key, details) {
+    const body = details ? {...chosen, impact_details: details} : chosen;
+    const retry = ["Retry", () => runBulk(action, chosen, key, details)];
+    let answer;
+    try {
+      answer = await postJSON(`/actions/bulk/${action}`, body, key);
+    } catch {
+      say(`No answer from the server about ${LABELS[action].toLowerCase()} on the selection: ` +
+          "some may have been done. A retry is safe (what was done is replayed, never done twice).",
+          {problem: true, actions: [retry]});
+      return null;
+    }
+    const {ok, status, data} = answer;
+    if (status === 401) return data.detail || "Sign in again.";
+    if (!ok) return `${data.title || "Refused"}: ${data.detail || status}`;
+    say(serverHTML(data.summary).textContent.trim(),
+        {problem: Boolean(data.failed || data.error), actions: data.error ? [retry] : []});
+    const acted = $$("input.mark").filter((box) => box.checked).map((box) => box.dataset.session);
+    if (marks.matching) clearMarks();
+    for (const id of data.applied || []) marks.ids.delete(id);
+    showMarks();
+    await refreshRows(acted);
+    refreshCounts();
+    return null;
+  }
+
   // -- reading again in place ----------------------------------------------------------------
 
   function rowOf(sessionId) {
@@ -204,6 +321,7 @@
       row.replaceWith(fresh);
       if (focused) fresh.focus();
     }
+    showMarks();
     relativeTimes();
   }
 
@@ -344,6 +462,7 @@
     const next = $("#more", page);
     if (next) { link.href = next.href; link.removeAttribute("aria-busy"); }
     else { link.closest("p").textContent = "The end of the list."; }
+    showMarks();
     relativeTimes();
   }
 
@@ -354,13 +473,26 @@
   // -- clicks and keys -----------------------------------------------------------------------
 
   document.addEventListener("click", (event) => {
-    const target = event.target.closest("[data-action], [data-reveal], [data-copy], [data-help], #more");
+    const target = event.target.closest(
+      "[data-action], [data-bulk], [data-reveal], [data-copy], [data-help], #more, #mark-matching, #mark-clear");
     if (!target) return;
     if (target.id === "more") { event.preventDefault(); more(target); }
+    else if (target.id === "mark-matching") { marks.matching = true; marks.ids.clear(); showMarks(); }
+    else if (target.id === "mark-clear") clearMarks();
+    else if (target.dataset.bulk) bulkAct(target.dataset.bulk);
     else if (target.dataset.action) act(target.dataset.session, target.dataset.action);
     else if (target.dataset.reveal) reveal(target.dataset.reveal, target);
     else if (target.dataset.copy) copy(target.dataset.copy);
     else if (target.hasAttribute("data-help")) help();
+  });
+
+  document.addEventListener("change", (event) => {
+    const box = event.target;
+    if (box.matches?.("input.mark")) setMark(box.dataset.session, box.checked);
+    else if (box.id === "mark-shown") {
+      for (const each of $$("input.mark")) setMark(each.dataset.session, box.checked);
+    } else return;
+    showMarks();
   });
 
   function focusedSession() {
@@ -386,6 +518,9 @@
       return;
     }
     if (dialog?.open) return;
+    // Enter and space on a button, link or summary do what they do there.
+    if ((event.key === "Enter" || event.key === " ") &&
+        event.target.closest("button, a, summary")) return;
     const id = focusedSession();
     const keys = {
       ArrowDown: () => moveFocus(1), ArrowUp: () => moveFocus(-1),
@@ -396,12 +531,25 @@
       O: () => { location.href = "/overview"; },
       A: () => { location.href = "/audit"; },
       "?": help,
+      " ": () => {
+        if (!id || !operator || $("#session")) return;
+        setMark(id, !isMarked(id));
+        showMarks();
+      },
+      u: () => { if (operator) clearMarks(); },
+      "*": () => {
+        if (!operator || !$("#bulk-bar")) return;
+        marks.matching = true;
+        marks.ids.clear();
+        showMarks();
+      },
       v: () => $$("[data-reveal]").forEach((button) => reveal(button.dataset.reveal, button)),
       Escape: () => { if ($("#session") || $(".briefing")) location.href = "/sessions"; },
     };
     for (const [key, action] of [["h", "heartbeat"], ["p", "pause"], ["s", "stop"],
                                  ["r", "resume"], ["t", "terminate"]]) {
       keys[key] = () => {
+        if (operator && anyMarked() && !$("#session")) { bulkAct(action); return; }
         if (!id || !operator) return;
         const scope = rowOf(id) || $("#session-head");
         if (scope && !$(`[data-action="${action}"]`, scope)) {
@@ -421,6 +569,7 @@
     filters.open = false;
   }
 
+  showMarks();
   live();
   relativeTimes();
   setInterval(relativeTimes, 15000);
