@@ -190,9 +190,7 @@ def test_a_viewer_is_offered_no_selection_and_refused_one(store: Store) -> None:
         ([["s1"]], "invalid_request_body"),
     ],
 )
-def test_a_bad_selection_is_refused_and_changes_nothing(
-    store: Store, body: Any, code: str
-) -> None:
+def test_a_bad_selection_is_refused_and_changes_nothing(store: Store, body: Any, code: str) -> None:
     register(store, "s1")
     with web(store) as site:
         site.sign_in(tokens(store)["operator"])

@@ -99,7 +99,6 @@ class Web:
         return self.client.post(f"/actions/sessions/{session_id}/{action}", headers=headers,
                                 json=body)  # fmt: skip
 
-
     def bulk(
         self,
         action: str,
