@@ -348,3 +348,29 @@ async def test_a_key_press_result_frame_is_the_frame_that_shows_the_cursor_moved
     for key in ("down", "up"):
         pairs = zip(timings[key]["result_frame_ms"], timings[key]["frame_ms"], strict=True)
         assert all(0 < result <= last for result, last in pairs)
+
+
+def test_the_web_bench_gives_the_browsers_half_the_cores_and_the_server_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bench import web
+
+    monkeypatch.setattr(web.os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3})
+    assert web.split_cores() == ({2, 3}, {0, 1})
+    monkeypatch.setattr(web.os, "sched_getaffinity", lambda _pid: {0, 1})
+    assert web.split_cores() == ({1}, {0})
+    monkeypatch.setattr(web.os, "sched_getaffinity", lambda _pid: {5})
+    assert web.split_cores() == ({5}, {5})  # one core: both share it
+
+
+def test_the_web_bench_reads_a_process_cpu_time_from_proc() -> None:
+    import os
+    import time
+
+    from bench import web
+
+    began = web.cpu_seconds(os.getpid())
+    deadline = time.process_time() + 0.3
+    while time.process_time() < deadline:
+        pass
+    assert 0.2 <= web.cpu_seconds(os.getpid()) - began <= 5.0

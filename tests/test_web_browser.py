@@ -230,6 +230,28 @@ def test_a_change_made_by_the_cli_shows_within_a_second(site: dict[str, Any]) ->
     page.context.close()
 
 
+def test_a_row_out_of_view_is_read_again_soon_and_one_in_view_at_once(
+    site: dict[str, Any],
+) -> None:
+    store = site["store"]
+    for number in range(8):
+        register(store, f"v-{number}", agent="agent-v")
+    page = signed_in(site, "viewer", size=PHONE)
+    page.goto(site["served"].url + "/sessions?agent=agent-v")
+    expect(page.locator("#live-state")).to_have_text("Live")
+    ids = page.locator("tr.row").evaluate_all("rows => rows.map(r => r.dataset.session)")
+    top, bottom = ids[0], ids[-1]
+    assert not row(page, bottom).is_visible() or row(page, bottom).bounding_box()["y"] > 844
+    cli(site, "sessions", "pause", "--session", top)
+    cli(site, "sessions", "pause", "--session", bottom)
+    began = time.monotonic()
+    expect(row(page, top)).to_contain_text("paused", timeout=2_000)
+    assert time.monotonic() - began < 1.5
+    expect(row(page, bottom)).to_have_attribute("data-stale", "1")  # told, not read yet
+    expect(row(page, bottom)).to_contain_text("paused", timeout=6_000)
+    page.context.close()
+
+
 def test_a_viewer_sees_no_action(site: dict[str, Any]) -> None:
     register(site["store"], "g-view")
     page = signed_in(site, "viewer")

@@ -11,8 +11,10 @@ outcome), refused with 409 when the session changed since the page read it (``If
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -25,6 +27,7 @@ from roundtable_console.api.middleware import TOO_LARGE, BodyTooLarge
 from roundtable_console.api.problems import Problem, from_store_error
 from roundtable_console.api.web import bulk, live, reads
 from roundtable_console.api.web.render import Pages
+from roundtable_console.api.web.shared import SingleFlight
 from roundtable_console.api.web.signin import page_caller
 from roundtable_console.api.web.views import SENSITIVE_FIELDS
 from roundtable_console.store.errors import StoreError
@@ -44,6 +47,11 @@ class WebFragments:
         self.ctx = ctx
         self.pages = pages
         self.read_only = read_only
+        # One reader of the change feed for the pages of each event loop (a server has one).
+        self.fanouts: WeakKeyDictionary[asyncio.AbstractEventLoop, live.LiveFanout] = (
+            WeakKeyDictionary()
+        )
+        self.shared_rows: SingleFlight[bytes] = SingleFlight()
 
     async def answer(
         self,
@@ -74,13 +82,28 @@ class WebFragments:
         return caller.role == "operator" and not self.read_only
 
     async def rows(self, request: Request) -> Response:
+        """Rows read again; ``seq``: the live batch the page reacts to (pages reacting to the same
+        one, showing the same rows, share one read)."""
+
         async def work(call: Call, caller: Caller) -> Response:
             ids = [value for value in call.query.get("id", []) if value][: reads.MAX_IDS]
-            found = await self.ctx.in_worker(reads.read_rows, self.ctx, caller, ids)
             operator = self._operator(caller)
-            return _json(
-                {"rows": {key: self._row_html(row, operator) for key, row in found.items()}}
-            )
+
+            def read_and_render() -> bytes:
+                found = reads.read_rows(self.ctx, caller, ids)
+                html = {key: self._row_html(row, operator) for key, row in found.items()}
+                return rendered({"rows": html})
+
+            async def read() -> bytes:
+                return await self.ctx.in_worker(read_and_render)
+
+            seq = call.arg("seq") or ""
+            if seq.isascii() and seq.isdigit():
+                key = (int(seq), tuple(ids), caller.workspaces, operator)
+                body = await self.shared_rows.answer(key, read)
+            else:
+                body = await read()
+            return as_response(Reply(200, body, "application/json", {}))
 
         return await self.answer(request, work)
 
@@ -225,7 +248,10 @@ class WebFragments:
 
     async def live(self, request: Request) -> Response:
         async def work(call: Call, caller: Caller) -> Response:
-            feed = await self.ctx.in_worker(live.open_feed, self.ctx, call)
-            return live.live_stream(self.ctx, call, feed)
+            loop = asyncio.get_running_loop()
+            fanout = self.fanouts.get(loop)
+            if fanout is None:
+                fanout = self.fanouts[loop] = live.LiveFanout(self.ctx)
+            return live.live_stream(self.ctx, fanout, call, caller)
 
         return await self.answer(request, work)

@@ -3,15 +3,20 @@ which sessions changed, so it reads again only the rows it shows.
 
 It is the change feed ``roundtable watch`` prints (``store.reads.changes``), of every
 workspace the caller reaches, heartbeats included, woken by the store's own change signal as
-the API's streams are (``api.change_hub``). Each wake sends one ``changed`` event: the ids
-changed since the last one, each with its kinds of change, and an ``id:`` that resumes after
-it (``Last-Event-ID``, which browsers send by themselves when they reconnect).
+the API's streams are (``api.change_hub``). One reader of the feed serves every page open on
+this server (``LiveFanout``): twenty pages cost one read a wake, not twenty. Each page gets at
+most one ``changed`` event every ``PACE_SECONDS``: the ids changed since the last one, each with
+its kinds of change, and an ``id:`` that resumes after it (``Last-Event-ID``, which browsers
+send by themselves when they reconnect: the changes since are read for that page alone first).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy import Connection, select
 from starlette.responses import StreamingResponse
@@ -22,27 +27,161 @@ from roundtable_console.api.problems import Problem
 from roundtable_console.api.streams import KEEPALIVE_SECONDS, next_wake, sse_response
 from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.errors import StoreError
-from roundtable_console.store.reads.changes import ChangeFeed, ChangeFilter, FeedPosition
+from roundtable_console.store.reads.changes import Change, ChangeFeed, ChangeFilter, FeedPosition
 
 _SESSIONS = AgentSession.__table__  # type: ignore[attr-defined]
 # At most this many sessions named in one event (a page asks again for what it shows).
 MAX_IDS = 500
+# The least time between two reads of the feed (so between two events of one page): a fleet
+# changes many times a second, and each event makes every page read its rows again.
+PACE_SECONDS = 0.5
+# How often an open page's sign-in is checked again (a revoked token's page is told within it).
+CHECK_SECONDS = 2.0
+# Told to every listener when the server stops.
+CLOSING = ""
 
 
-def open_feed(ctx: ServerContext, call: Call) -> ChangeFeed:
-    feed = ChangeFeed(
+@dataclass(frozen=True)
+class Batch:
+    """What changed since the last batch: each session's kinds of change, its workspace (when a
+    page bound to workspaces listens), and the feed's place after it."""
+
+    token: str
+    kinds: dict[str, set[str]]
+    workspaces: dict[str, str | None] | None = None
+    # The fanout's count of batches: a page asking again because of this batch says so.
+    seq: int = 0
+
+    def for_caller(self, caller: Caller) -> dict[str, set[str]]:
+        if caller.workspaces is None:
+            return self.kinds
+        where = self.workspaces or {}
+        return {
+            session_id: kinds
+            for session_id, kinds in self.kinds.items()
+            if (workspace := where.get(session_id)) is not None and caller.reaches(workspace)
+        }
+
+
+@dataclass(eq=False)
+class Listener:
+    """One open page: its caller, and the batches (or a store problem's code) not yet sent."""
+
+    caller: Caller
+    pending: asyncio.Queue[Batch | str] = field(default_factory=asyncio.Queue)
+
+
+def new_feed(ctx: ServerContext) -> ChangeFeed:
+    return ChangeFeed(
         filters=ChangeFilter(heartbeats=True),
         stale_after_seconds=ctx.stale_after_seconds,
         clock=ctx.clock,
     )
-    resumed = call.headers.get("last-event-id")
+
+
+def _kinds(found: list[tuple[Change, str]]) -> dict[str, set[str]]:
+    kinds: dict[str, set[str]] = {}
+    for change, _token in found:
+        kinds.setdefault(change.session_id, set()).add(change.change)
+    return kinds
+
+
+def read_batch(ctx: ServerContext, feed: ChangeFeed, *, workspaces: bool) -> Batch | None:
+    """The changes since the feed's place (None: none), with the sessions' workspaces when
+    ``workspaces`` (a listener is bound to some)."""
     with ctx.store.read() as db:
-        position = _position(resumed)
-        if position is None:
-            feed.start(db=db)
-        else:
-            feed.resume(db=db, position=position)
-    return feed
+        found = feed.read_positioned(db=db)
+        if not found:
+            return None
+        kinds = _kinds(found)
+        where = _workspaces(db, kinds) if workspaces else None
+    return Batch(found[-1][1], kinds, where)
+
+
+def _workspaces(db: Connection, kinds: dict[str, set[str]]) -> dict[str, str | None]:
+    ids = sorted(kinds)
+    where: dict[str, str | None] = {}
+    for start in range(0, len(ids), MAX_IDS):
+        rows = db.execute(
+            select(_SESSIONS.c.id, _SESSIONS.c.workspace_id, _SESSIONS.c.metadata_json).where(
+                _SESSIONS.c.id.in_(ids[start : start + MAX_IDS])
+            )
+        ).all()
+        for row in rows:
+            where[row.id] = row.workspace_id or _metadata_workspace(row.metadata_json)
+    return where
+
+
+def _metadata_workspace(text: str | None) -> str | None:
+    try:
+        value = json.loads(text or "{}").get("workspace_id")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+class LiveFanout:
+    """The one reader of the change feed for the pages open in one event loop: woken by the
+    store's change signal, it reads what changed at most every ``PACE_SECONDS`` and hands it
+    to every listener. It starts with its first listener and stops after its last."""
+
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
+        self.listeners: set[Listener] = set()
+        self.feed: ChangeFeed | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._starting = asyncio.Lock()
+        self.seq = 0
+
+    async def join(self, listener: Listener) -> str:
+        """Listen; the feed's place from which ``listener`` is told every change."""
+        self.listeners.add(listener)
+        async with self._starting:
+            if self.feed is None or self._task is None or self._task.done():
+                feed = new_feed(self.ctx)
+                await self.ctx.in_worker(_start, self.ctx, feed)
+                self.feed = feed
+                self._task = asyncio.create_task(self._run(feed))
+            return self.feed.position().token()
+
+    def leave(self, listener: Listener) -> None:
+        self.listeners.discard(listener)
+
+    async def _run(self, feed: ChangeFeed) -> None:
+        hub = self.ctx.hub
+        woken = hub.subscribe()
+        try:
+            while self.listeners and not hub.closing.is_set():
+                deadline = feed.seconds_to_deadline()
+                wait = KEEPALIVE_SECONDS if deadline is None else min(deadline, KEEPALIVE_SECONDS)
+                await next_wake(woken, wait)
+                if hub.closing.is_set() or not self.listeners:
+                    return
+                bound = any(one.caller.workspaces is not None for one in self.listeners)
+                item: Batch | str | None
+                try:
+                    item = await self.ctx.in_worker(read_batch, self.ctx, feed, workspaces=bound)
+                except StoreError as error:
+                    item = error.code
+                if item is not None:
+                    if isinstance(item, Batch):
+                        self.seq += 1
+                        item = replace(item, seq=self.seq)
+                    for listener in list(self.listeners):
+                        listener.pending.put_nowait(item)
+                    await asyncio.sleep(PACE_SECONDS)
+        finally:
+            hub.unsubscribe(woken)
+            if self.feed is feed:
+                self.feed = None
+            if hub.closing.is_set():
+                for listener in list(self.listeners):
+                    listener.pending.put_nowait(CLOSING)
+
+
+def _start(ctx: ServerContext, feed: ChangeFeed) -> None:
+    with ctx.store.read() as db:
+        feed.start(db=db)
 
 
 def _position(text: str | None) -> FeedPosition | None:
@@ -54,73 +193,92 @@ def _position(text: str | None) -> FeedPosition | None:
         return None  # a position of another server's making, or none: from now
 
 
-def read_changed(
-    ctx: ServerContext, call: Call, feed: ChangeFeed
-) -> tuple[dict[str, dict[str, list[str]]], str | None]:
-    """The sessions changed since the feed's place (the caller's only), and the new place; a
-    ``Problem`` once the browser is signed out (its sign-in ended, its token revoked)."""
+def catch_up(ctx: ServerContext, position: FeedPosition, caller: Caller) -> Batch | None:
+    """What changed since ``position`` (a page coming back after a lost connection)."""
+    feed = new_feed(ctx)
     with ctx.store.read() as db:
-        caller = ctx.caller(call, db)
-        found = feed.read_positioned(db=db)
-        kinds: dict[str, set[str]] = {}
-        for change, _token in found:
-            kinds.setdefault(change.session_id, set()).add(change.change)
-        if caller.workspaces is not None and kinds:
-            kinds = _reached(db, caller, kinds)
+        feed.resume(db=db, position=position)
+    return read_batch(ctx, feed, workspaces=caller.workspaces is not None)
+
+
+def check_signed_in(ctx: ServerContext, call: Call) -> None:
+    """``Problem`` once the page's sign-in ended or its token was revoked."""
+    with ctx.store.read() as db:
+        ctx.caller(call, db)
+
+
+def _merged(first: Batch | str, queue: asyncio.Queue[Batch | str]) -> Batch | str:
+    """``first`` and whatever else waits, as one: the union of their changes at the last place;
+    the last item when it is a problem's code (or ``CLOSING``)."""
+    items = [first]
+    while not queue.empty():
+        items.append(queue.get_nowait())
+    if isinstance(items[-1], str):
+        return items[-1]
+    batches = [item for item in items if isinstance(item, Batch)]
+    kinds: dict[str, set[str]] = {}
+    where: dict[str, str | None] | None = None
+    for batch in batches:
+        for session_id, more in batch.kinds.items():
+            kinds.setdefault(session_id, set()).update(more)
+        if batch.workspaces is not None:
+            where = {**(where or {}), **batch.workspaces}
+    return Batch(batches[-1].token, kinds, where, batches[-1].seq)
+
+
+def _event(token: str, kinds: dict[str, set[str]], seq: int) -> str:
     ids = sorted(kinds)[:MAX_IDS]
-    token = found[-1][1] if found else None
-    return {"ids": {session_id: sorted(kinds[session_id]) for session_id in ids}}, token
+    changed = {"ids": {one: sorted(kinds[one]) for one in ids}, "seq": seq}
+    data = json.dumps(changed, separators=(",", ":"))
+    return f"id: {token}\nevent: changed\ndata: {data}\n\n"
 
 
-def _reached(db: Connection, caller: Caller, kinds: dict[str, set[str]]) -> dict[str, set[str]]:
-    rows = db.execute(
-        select(_SESSIONS.c.id, _SESSIONS.c.workspace_id, _SESSIONS.c.metadata_json).where(
-            _SESSIONS.c.id.in_(sorted(kinds))
-        )
-    ).all()
-    kept: dict[str, set[str]] = {}
-    for row in rows:
-        workspace = row.workspace_id or _metadata_workspace(row.metadata_json)
-        if workspace is not None and caller.reaches(workspace):
-            kept[row.id] = kinds[row.id]
-    return kept
-
-
-def _metadata_workspace(text: str | None) -> str | None:
-    try:
-        value = json.loads(text or "{}").get("workspace_id")
-    except (ValueError, AttributeError):
-        return None
-    return value if isinstance(value, str) and value else None
-
-
-def live_stream(ctx: ServerContext, call: Call, feed: ChangeFeed) -> StreamingResponse:
+def live_stream(
+    ctx: ServerContext, fanout: LiveFanout, call: Call, caller: Caller
+) -> StreamingResponse:
     hub = ctx.hub
+    resumed = _position(call.headers.get("last-event-id"))
 
     async def events() -> AsyncIterator[str]:
-        woken = hub.subscribe()
+        listener = Listener(caller)
         try:
-            yield f"retry: 1000\nid: {feed.position().token()}\nevent: ready\ndata: {{}}\n\n"
+            token = await fanout.join(listener)
+            if resumed is not None:
+                missed = await ctx.in_worker(catch_up, ctx, resumed, caller)
+                if missed is not None:
+                    listener.pending.put_nowait(missed)
+                    token = missed.token
+            yield f"retry: 1000\nid: {token}\nevent: ready\ndata: {{}}\n\n"
+            checked = time.monotonic()
             while not hub.closing.is_set():
-                deadline = feed.seconds_to_deadline()
-                wait = KEEPALIVE_SECONDS if deadline is None else min(deadline, KEEPALIVE_SECONDS)
-                await next_wake(woken, wait)
-                if hub.closing.is_set():
+                first: Batch | str | None
+                try:
+                    first = await asyncio.wait_for(listener.pending.get(), KEEPALIVE_SECONDS)
+                except TimeoutError:
+                    first = None
+                if first == CLOSING:
                     return
                 try:
-                    changed, token = await ctx.in_worker(read_changed, ctx, call, feed)
+                    if time.monotonic() >= checked + CHECK_SECONDS or first is None:
+                        await ctx.in_worker(check_signed_in, ctx, call)
+                        checked = time.monotonic()
                 except Problem as problem:
                     yield f"event: signed-out\ndata: {json.dumps({'code': problem.code})}\n\n"
                     return
                 except StoreError as error:
-                    yield f"event: problem\ndata: {json.dumps({'code': error.code})}\n\n"
-                    continue
-                if token is None:
+                    first = error.code
+                if first is None:
                     yield ": keepalive\n\n"
                     continue
-                data = json.dumps(changed, separators=(",", ":"))
-                yield f"id: {token}\nevent: changed\ndata: {data}\n\n"
+                item = _merged(first, listener.pending)
+                if item == CLOSING:
+                    return
+                if isinstance(item, str):
+                    yield f"event: problem\ndata: {json.dumps({'code': item})}\n\n"
+                    continue
+                kinds = item.for_caller(caller)
+                yield _event(item.token, kinds, item.seq) if kinds else ": keepalive\n\n"
         finally:
-            hub.unsubscribe(woken)
+            fanout.leave(listener)
 
     return sse_response(events())

@@ -35,6 +35,7 @@ from roundtable_console.store.reads.projections import (
 from roundtable_console.store.reads.sessions import (
     count_needing_attention,
     get_session,
+    get_sessions,
     list_sessions,
 )
 from roundtable_console.store.records import ClaimCount
@@ -234,14 +235,10 @@ def read_rows(ctx: ServerContext, caller: Caller, ids: list[str]) -> dict[str, S
     """The rows of ``ids`` as they are now (None: gone, or out of the caller's reach)."""
     now = ctx.clock()
     wanted = list(dict.fromkeys(ids))[:MAX_IDS]
-    found: dict[str, AgentSession] = {}
     with ctx.store.read() as db:
-        for session_id in wanted:
-            try:
-                found[session_id] = reached(db, caller, session_id)
-            except SessionNotFound:
-                continue
-        rows = _rows(ctx, db, list(found.values()), now)
+        found = get_sessions(db=db, session_ids=wanted)
+        shown = [found[one] for one in wanted if one in found and may_reach(caller, found[one])]
+        rows = _rows(ctx, db, shown, now)
     by_id: dict[str, SessionRow | None] = dict.fromkeys(wanted)
     by_id.update({row.id: row for row in rows})
     return by_id

@@ -60,6 +60,9 @@ def environment() -> Environment:
         finalize=_finalize,
         trim_blocks=True,
         lstrip_blocks=True,
+        # The templates ship in the wheel: never looked at again (an include per row would
+        # otherwise stat its file each time).
+        auto_reload=False,
     )
     env.globals["path"] = path
     env.globals["row_actions"] = lambda status: [

@@ -51,6 +51,18 @@ def get_session(*, db: Connection, session_id: str) -> AgentSession:
     return session_from_row(row)
 
 
+def get_sessions(*, db: Connection, session_ids: Iterable[str]) -> dict[str, AgentSession]:
+    """The sessions of ``session_ids`` that exist, by id, in a statement per 500 ids."""
+    wanted = sorted(set(session_ids))
+    found: dict[str, AgentSession] = {}
+    for start in range(0, len(wanted), _ID_CHUNK):
+        chunk = wanted[start : start + _ID_CHUNK]
+        for row in db.execute(select(SESSIONS).where(_C.id.in_(chunk))):
+            session = session_from_row(row)
+            found[session.id] = session
+    return found
+
+
 def find_by_agent(*, db: Connection, agent_id: str) -> AgentSession:
     """The agent's session: exact ``active`` first, then newer last-seen, newer start, id."""
     statement = (

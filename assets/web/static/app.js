@@ -303,13 +303,83 @@
   // -- reading again in place ----------------------------------------------------------------
 
   function rowOf(sessionId) {
-    return $$("tr.row").find((row) => row.dataset.session === sessionId) || null;
+    return $(`tr.row[data-session="${CSS.escape(sessionId)}"]`);
   }
 
-  async function refreshRows(ids) {
-    const shown = ids.filter((id) => rowOf(id));
-    if (!shown.length) return;
-    const query = shown.map((id) => "id=" + enc(id)).join("&");
+  // One read of rows at a time: ids asked for meanwhile are gathered for the next.
+  // A read caused by a live batch names it (seq): pages reacting to the same batch, showing
+  // the same rows, share one read on the server.
+  const rowsWanted = new Set();
+  let rowsReading = null;
+  let rowsSeq = null;
+
+  async function refreshRows(ids, seq = null) {
+    for (const id of ids) if (rowOf(id)) rowsWanted.add(id);
+    if (seq !== null) rowsSeq = Math.max(rowsSeq ?? 0, seq);
+    else rowsSeq = null;
+    while (rowsReading) await rowsReading;
+    if (!rowsWanted.size) return;
+    const batch = Array.from(rowsWanted);
+    const batchSeq = rowsSeq;
+    rowsWanted.clear();
+    rowsSeq = null;
+    rowsReading = readRows(batch, batchSeq);
+    try { await rowsReading; } finally { rowsReading = null; }
+  }
+
+  // Live changes re-read the rows in view at once; a row out of view when it comes into view,
+  // when it is focused, or within OUT_OF_VIEW_MS (what a screen reader or a find in the page
+  // meets is never older), so a phone is not sent the whole list twice a second.
+  const OUT_OF_VIEW_MS = 3000;
+  const inView = new Set();
+  let lateSeq = null;
+  let lateDue = null;
+  const watcher = window.IntersectionObserver ? new IntersectionObserver((entries) => {
+    const due = [];
+    for (const entry of entries) {
+      const id = entry.target.dataset.session;
+      if (entry.isIntersecting) {
+        inView.add(id);
+        if (entry.target.dataset.stale === "1") due.push(id);
+      } else {
+        inView.delete(id);
+      }
+    }
+    if (due.length) refreshRows(due);
+  }) : null;
+
+  function watchRows() {
+    if (!watcher) return;
+    for (const row of $$("tr.row")) watcher.observe(row);
+  }
+
+  function liveRows(ids, seq) {
+    const now = [];
+    let late = false;
+    for (const id of ids) {
+      const row = rowOf(id);
+      if (!row) continue;
+      if (!watcher || inView.has(id)) now.push(id);
+      else { row.dataset.stale = "1"; late = true; }
+    }
+    if (now.length) refreshRows(now, seq);
+    if (late) {
+      lateSeq = seq;
+      lateDue ??= setTimeout(() => {
+        lateDue = null;
+        const stale = $$('tr.row[data-stale="1"]').map((row) => row.dataset.session);
+        if (stale.length) refreshRows(stale, lateSeq);
+      }, OUT_OF_VIEW_MS);
+    }
+  }
+
+  document.addEventListener("focusin", (event) => {
+    const row = event.target.closest?.('tr.row[data-stale="1"]');
+    if (row) refreshRows([row.dataset.session]);
+  });
+
+  async function readRows(shown, seq) {
+    const query = (seq !== null ? `seq=${seq}&` : "") + shown.map((id) => "id=" + enc(id)).join("&");
     const {ok, data} = await getJSON("/fragments/rows?" + query);
     if (!ok) return;
     for (const [id, html] of Object.entries(data.rows)) {
@@ -318,7 +388,9 @@
       if (html === null) { row.classList.add("gone"); continue; }
       const fresh = serverHTML(html).firstElementChild;
       const focused = document.activeElement === row;
+      watcher?.unobserve(row);
       row.replaceWith(fresh);
+      watcher?.observe(fresh);
       if (focused) fresh.focus();
     }
     showMarks();
@@ -376,8 +448,8 @@
     });
     source.addEventListener("changed", (event) => {
       setState("live", "Live");
-      let changed;
-      try { changed = JSON.parse(event.data).ids; } catch { return; }
+      let changed, seq;
+      try { ({ids: changed, seq} = JSON.parse(event.data)); } catch { return; }
       const ids = Object.keys(changed);
       const page = $("#session");
       if (page) {
@@ -385,8 +457,9 @@
         return;
       }
       if (!$("#sessions") && !$(".empty")) return;
-      refreshRows(ids);
-      refreshCounts();
+      liveRows(ids, Number.isInteger(seq) ? seq : null);
+      // A heartbeat changes no count; any other change may.
+      if (ids.some((id) => changed[id].some((kind) => kind !== "heartbeat"))) refreshCounts();
       const fresh = ids.filter((id) => !rowOf(id) && changed[id].includes("registered"));
       if (fresh.length) {
         say(`${fresh.length} new session${fresh.length === 1 ? "" : "s"} since this page was read.`,
@@ -462,6 +535,7 @@
     const next = $("#more", page);
     if (next) { link.href = next.href; link.removeAttribute("aria-busy"); }
     else { link.closest("p").textContent = "The end of the list."; }
+    watchRows();
     showMarks();
     relativeTimes();
   }
@@ -569,6 +643,7 @@
     filters.open = false;
   }
 
+  watchRows();
   showMarks();
   live();
   relativeTimes();

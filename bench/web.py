@@ -1,0 +1,346 @@
+"""The web console measured (issue 21 point 7), ratios against floors taken in the same run.
+
+- the sessions page's first load, signed in as an operator, at 1,000,000 sessions against 10:
+  on the server (``GET /sessions`` over HTTP, the whole page) and in Debian's Chromium (the
+  navigation's load event, from its own timing), and what a first visit weighs (the page, its
+  stylesheet, script and icon);
+- a heartbeat (written to the store as an agent's CLI writes it) -> its row read again in an
+  open page (the 1,000,000-session store);
+- 20 browser pages open on one server, each following its live stream, under bench/serve.py's
+  fleet load (100 agents with their own tokens, keep-alive): the beat p99 at 200 beats/s and the
+  throughput at saturation (``wrk``) with the pages open, against the same with none open and
+  against the route's store functions called in-process; no beat lost; and the server's CPU
+  time with the pages open against none.
+
+The browsers stand for the operators' own machines: Chromium and Playwright's driver run on half
+of this machine's cores, the server, the fleet's load and ``wrk`` on the other half, in every
+run alike (on a machine of two cores, twenty pages' rendering would otherwise take the server's
+CPU, which no deployment does).
+
+Usage: ``python bench/web.py`` (the issue's sizes: 1,000,000 sessions, 30 s loads, SQLite);
+``--quick`` (a smoke run for CI); ``--big N``, ``--seconds S``. Needs Chromium and ``wrk``
+(``.ci/run`` installs both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[0] = str(ROOT)
+
+import httpx  # noqa: E402
+from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright  # noqa: E402
+
+from bench.figures import Figure, percentile, print_table  # noqa: E402
+from bench.serve import (  # noqa: E402
+    P99_LIMIT,
+    SATURATION_LIMIT,
+    beat_rows,
+    fleet,
+    in_process_rates,
+    paced_latencies,
+    page_store,
+    wrk_saturation,
+)
+from roundtable_console.api.web.reads import PAGE_SIZE  # noqa: E402
+from roundtable_console.store.access.tokens import create_token  # noqa: E402
+from roundtable_console.store.db.database import open_store  # noqa: E402
+from roundtable_console.store.writes import agent_writes  # noqa: E402
+from tests.serve_support import serving  # noqa: E402
+
+FIRST_LOAD_LIMIT = 1.2
+ROW_LIMIT = 1.0
+WEIGHT_LIMIT_KB = 200.0
+PAGES_OPEN = 20
+COOKIE = "roundtable_web"
+
+
+def operator_token(url: str, name: str = "bench-web") -> str:
+    store = open_store(url)
+    try:
+        return create_token(store=store, name=name, role="operator").token
+    finally:
+        store.dispose()
+
+
+def signed_in_cookie(base: str, token: str) -> str:
+    with httpx.Client(timeout=30) as client:
+        answer = client.post(f"{base}/sign-in", data={"token": token, "next": "/sessions"})
+        assert answer.status_code in (200, 303), answer.text
+        value = client.cookies.get(COOKIE)
+    assert value, "the sign-in set no cookie"
+    return value
+
+
+def server_load_time(base: str, cookie: str, repeats: int) -> float:
+    """Median seconds of ``GET /sessions`` (the whole page), signed in."""
+    with httpx.Client(timeout=60, cookies={COOKIE: cookie}) as client:
+        for _ in range(3):
+            assert client.get(f"{base}/sessions").status_code == 200
+        times = []
+        for _ in range(repeats):
+            began = time.perf_counter()
+            assert client.get(f"{base}/sessions").status_code == 200
+            times.append(time.perf_counter() - began)
+    return statistics.median(times)
+
+
+def browser_context(browser: Browser, base: str, cookie: str) -> BrowserContext:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.add_cookies([{"name": COOKIE, "value": cookie, "url": base}])
+    return context
+
+
+def browser_load(browser: Browser, base: str, cookie: str, repeats: int) -> tuple[float, float]:
+    """Median seconds to the load event of the sessions page (its assets cached after the
+    first, as an operator's browser holds them), and the first visit's weight in kB."""
+    context = browser_context(browser, base, cookie)
+    page = context.new_page()
+    page.goto(f"{base}/sessions", wait_until="load")
+    weight = page.evaluate(
+        """() => [...performance.getEntriesByType("navigation"),
+                  ...performance.getEntriesByType("resource")]
+                 .reduce((sum, entry) => sum + (entry.encodedBodySize || 0), 0)"""
+    )
+    times = []
+    for _ in range(repeats):
+        page.goto(f"{base}/sessions", wait_until="load")
+        times.append(
+            page.evaluate('() => performance.getEntriesByType("navigation")[0].loadEventEnd') / 1000
+        )
+    context.close()
+    return statistics.median(times), weight / 1000
+
+
+def bench_first_load(directory: Path, big: int, repeats: int, browser: Browser) -> list[Figure]:
+    """The first load at ``big`` sessions against 10 (the issue's floor: a page of 10 rows,
+    not 50) and against a store that fills the page (the same page: only the store's size
+    differs); and a heartbeat -> its row, on ``big``."""
+    label = f"{big:,} sessions"
+    big_url = page_store(directory, big, one_workspace=False)
+    figures: list[Figure] = []
+    with serving(big_url, directory / "home-big") as large:
+        large_cookie = signed_in_cookie(large.url, operator_token(big_url))
+        served_large = server_load_time(large.url, large_cookie, repeats)
+        shown_large, weight = browser_load(browser, large.url, large_cookie, repeats)
+        for small_size in (10, PAGE_SIZE):
+            small_url = page_store(directory, small_size, one_workspace=True)
+            with serving(small_url, directory / f"home-{small_size}") as small:
+                small_cookie = signed_in_cookie(small.url, operator_token(small_url))
+                served_small = server_load_time(small.url, small_cookie, repeats)
+                shown_small, _ = browser_load(browser, small.url, small_cookie, repeats)
+            floor = f"the same, {small_size} sessions"
+            figures += [
+                Figure(f"sessions page, server, first load ({label})", served_large, floor,
+                       served_small, FIRST_LOAD_LIMIT),
+                Figure(f"sessions page, Chromium load event ({label})", shown_large, floor,
+                       shown_small, FIRST_LOAD_LIMIT),
+            ]  # fmt: skip
+        rows = row_update_times(browser, large.url, large_cookie, big_url, 10)
+    figures += [
+        Figure(f"sessions page, first visit's weight ({label})", weight, limit=WEIGHT_LIMIT_KB,
+               unit=" kB", absolute=True),
+        Figure(f"heartbeat -> its row in the browser, median of 10 ({label})",
+               statistics.median(rows)),
+        Figure(f"heartbeat -> its row in the browser, max of 10 ({label})", max(rows),
+               limit=ROW_LIMIT),
+    ]  # fmt: skip
+    return figures
+
+
+def row_update_times(
+    browser: Browser, base: str, cookie: str, url: str, rounds: int
+) -> list[float]:
+    """Seconds from a heartbeat's commit to its row read again in an open sessions page."""
+    context = browser_context(browser, base, cookie)
+    page = context.new_page()
+    page.goto(f"{base}/sessions")
+    page.wait_for_selector("#live-state[data-state=live]")
+    session_id = page.locator("tr.row").first.get_attribute("data-session")
+    assert session_id
+    store = open_store(url)
+    took = []
+    try:
+        for _round in range(rounds):
+            page.evaluate(
+                "id => { document.querySelector(`tr.row[data-session='${id}']`).dataset.old = 1 }",
+                session_id,
+            )
+            began = time.monotonic()
+            with store.write() as db:
+                agent_writes.heartbeat(db=db, session_id=session_id)
+            page.wait_for_function(
+                "id => !document.querySelector(`tr.row[data-session='${id}']`).dataset.old",
+                arg=session_id,
+                timeout=10_000,
+            )
+            took.append(time.monotonic() - began)
+            time.sleep(0.2)
+    finally:
+        store.dispose()
+        context.close()
+    return took
+
+
+@contextmanager
+def open_pages(browser: Browser, base: str, cookie: str, count: int) -> Iterator[list[Page]]:
+    """``count`` sessions pages following their live streams, each in a context of its own (a
+    browser holds at most six connections a host per context)."""
+    contexts = [browser_context(browser, base, cookie) for _ in range(count)]
+    pages = []
+    try:
+        for context in contexts:
+            page = context.new_page()
+            page.goto(f"{base}/sessions")
+            pages.append(page)
+        for page in pages:
+            page.wait_for_selector("#live-state[data-state=live]", timeout=30_000)
+        yield pages
+    finally:
+        for context in contexts:
+            context.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user and system) process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def paced_with_cpu(
+    base: str, pid: int, pairs: Path, seconds: float
+) -> tuple[list[float], int, int, float]:
+    """``paced_latencies`` from a process of its own (as ``wrk`` is: this one holds the
+    browsers' driver), and the server's CPU seconds a second meanwhile."""
+    began = cpu_seconds(pid)
+    done = subprocess.run(
+        [sys.executable, __file__, "--paced", base, str(pairs), str(seconds)],
+        capture_output=True, text=True, timeout=seconds + 120,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise RuntimeError(f"the paced load failed: {done.stderr[-2000:]}")
+    used = (cpu_seconds(pid) - began) / seconds
+    found = json.loads(done.stdout)
+    return found["latencies"], found["ok"], found["bad"], used
+
+
+def paced_main(base: str, pairs: str, seconds: str) -> int:
+    tokens = [line.split()[0] for line in Path(pairs).read_text().splitlines()]
+    latencies, ok, bad = paced_latencies(base, tokens, float(seconds))
+    print(json.dumps({"latencies": latencies, "ok": ok, "bad": bad}))
+    return 0
+
+
+def bench_fleet_with_pages(
+    directory: Path, seconds: float, beats: int, browser: Browser
+) -> list[Figure]:
+    url = f"sqlite:///{directory / 'beats.db'}"
+    pairs = directory / "pairs.txt"
+    store = fleet(url, pairs)
+    tokens = [line.split()[0] for line in pairs.read_text().splitlines()]
+    token = create_token(store=store, name="bench-web", role="operator").token
+    try:
+        routed, _bare = in_process_rates(store, tokens, beats)
+        with serving(url, directory / "home-beats") as served:
+            cookie = signed_in_cookie(served.url, token)
+            pid = served.process.pid
+            alone_rate, _ = wrk_saturation(served.url, pairs, seconds, directory)
+            alone, _ok, _bad, alone_cpu = paced_with_cpu(served.url, pid, pairs, seconds)
+            with open_pages(browser, served.url, cookie, PAGES_OPEN) as pages:
+                before = beat_rows(store)
+                rate, acknowledged = wrk_saturation(served.url, pairs, seconds, directory)
+                latencies, paced_ok, paced_bad, cpu = paced_with_cpu(
+                    served.url, pid, pairs, seconds
+                )
+                time.sleep(1.0)  # beats in flight when wrk stopped are written by now
+                written = beat_rows(store) - before
+                still_live = sum(
+                    1 for page in pages if page.locator("#live-state").get_attribute("data-state")
+                    == "live"
+                )  # fmt: skip
+    finally:
+        store.dispose()
+    acked = acknowledged + paced_ok
+    where = f"{PAGES_OPEN} pages open"
+    return [
+        Figure(f"heartbeat p99 at 200/s, 100 clients, {where}", percentile(latencies, 0.99),
+               "the same, no page open", percentile(alone, 0.99), None),
+        Figure(f"heartbeat p99 at 200/s, 100 clients, {where}", percentile(latencies, 0.99),
+               limit=P99_LIMIT),
+        Figure(f"heartbeats over HTTP at saturation, {where}", 1 / rate,
+               "the same, no page open", 1 / alone_rate, None, rate=True),
+        Figure(f"heartbeats over HTTP at saturation, {where}", 1 / rate,
+               "the route's store functions in-process", 1 / routed, SATURATION_LIMIT,
+               rate=True),
+        Figure(f"beats lost of {acked:,} acknowledged, {where}", float(max(acked - written, 0)),
+               limit=0.5, unit=" beats", absolute=True),
+        Figure(f"beats refused at 200/s, {where}", float(paced_bad), limit=0.5, unit=" beats",
+               absolute=True),
+        Figure(f"server CPU at 200 beats/s, {where}", cpu, "the same, no page open",
+               alone_cpu, None, unit=" cpu-s/s"),
+        Figure(f"pages still live after the load, of {PAGES_OPEN}", float(PAGES_OPEN - still_live),
+               limit=0.5, unit=" pages", absolute=True),
+    ]  # fmt: skip
+
+
+def split_cores() -> tuple[set[int], set[int]]:
+    """The cores for the browsers and for the server: halves of this process's (one core:
+    the same one for both)."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        return set(cores), set(cores)
+    half = len(cores) // 2
+    return set(cores[half:]), set(cores[:half])
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--paced"]:
+        return paced_main(*sys.argv[2:5])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run (CI)")
+    parser.add_argument("--big", type=int, help="sessions in the large store (1,000,000)")
+    parser.add_argument("--seconds", type=float, help="each load's length (30)")
+    parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
+    args = parser.parse_args()
+    big = args.big or (5_000 if args.quick else 1_000_000)
+    seconds = args.seconds or (2.0 if args.quick else 30.0)
+    repeats = 5 if args.quick else 30
+    beats = 300 if args.quick else 3000
+    for needed in ("wrk",):
+        if shutil.which(needed) is None:
+            print(f"web.py needs {needed} (apt-get install {needed})", file=sys.stderr)
+            return 2
+    figures: list[Figure] = []
+    browser_cores, server_cores = split_cores()
+    with tempfile.TemporaryDirectory(prefix="rt-web-bench-") as scratch:
+        directory = Path(scratch)
+        os.sched_setaffinity(0, browser_cores)  # Playwright's driver and Chromium inherit it
+        playwright = sync_playwright().start()
+        browser = playwright.chromium.launch(executable_path=args.chromium, args=["--no-sandbox"])
+        os.sched_setaffinity(0, server_cores)  # the servers, wrk and the load's threads
+        try:
+            figures += bench_first_load(directory, big, repeats, browser)
+            figures += bench_fleet_with_pages(directory, seconds, beats, browser)
+        finally:
+            browser.close()
+            playwright.stop()
+    print(f"browser cores {sorted(browser_cores)}, server cores {sorted(server_cores)}")
+    print_table(figures)
+    print(json.dumps({"missed": [f.name for f in figures if f.verdict() == "MISS"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
