@@ -74,6 +74,9 @@ def test_batches_waiting_for_a_slow_page_become_one() -> None:
     assert (merged.token, merged.seq) == ("t3", 3)
     assert merged.kinds == {"s1": {"heartbeat", "status"}, "s2": {"status"}}
     assert queue.empty()
+    queue.put_nowait(Batch("t5", {"s3": {"status"}}, seq=4))
+    caught_up = _merged(Batch("t4", {"s1": {"status"}}), queue)  # a page's own catch-up
+    assert isinstance(caught_up, Batch) and caught_up.seq == 0  # its read is not shared
     queue.put_nowait(CLOSING)
     assert _merged(Batch("t4", {"s1": {"heartbeat"}}), queue) == CLOSING
 

@@ -98,7 +98,7 @@ class WebFragments:
                 return await self.ctx.in_worker(read_and_render)
 
             seq = call.arg("seq") or ""
-            if seq.isascii() and seq.isdigit():
+            if seq.isascii() and seq.isdigit() and int(seq) > 0:
                 key = (int(seq), tuple(ids), caller.workspaces, operator)
                 body = await self.shared_rows.answer(key, read)
             else:

@@ -223,12 +223,14 @@ def _merged(first: Batch | str, queue: asyncio.Queue[Batch | str]) -> Batch | st
             kinds.setdefault(session_id, set()).update(more)
         if batch.workspaces is not None:
             where = {**(where or {}), **batch.workspaces}
-    return Batch(batches[-1].token, kinds, where, batches[-1].seq)
+    # A page's own catch-up (seq 0) is no fanout batch: what follows it is read unshared.
+    seq = 0 if any(batch.seq == 0 for batch in batches) else batches[-1].seq
+    return Batch(batches[-1].token, kinds, where, seq)
 
 
 def _event(token: str, kinds: dict[str, set[str]], seq: int) -> str:
     ids = sorted(kinds)[:MAX_IDS]
-    changed = {"ids": {one: sorted(kinds[one]) for one in ids}, "seq": seq}
+    changed = {"ids": {one: sorted(kinds[one]) for one in ids}, "seq": seq or None}
     data = json.dumps(changed, separators=(",", ":"))
     return f"id: {token}\nevent: changed\ndata: {data}\n\n"
 

@@ -309,20 +309,22 @@
   // One read of rows at a time: ids asked for meanwhile are gathered for the next.
   // A read caused by a live batch names it (seq): pages reacting to the same batch, showing
   // the same rows, share one read on the server.
+  // rowsSeq: undefined while nothing waits; null once a read that must not be shared waits
+  // (after an action: a shared answer might predate it).
   const rowsWanted = new Set();
   let rowsReading = null;
-  let rowsSeq = null;
+  let rowsSeq;
 
   async function refreshRows(ids, seq = null) {
     for (const id of ids) if (rowOf(id)) rowsWanted.add(id);
-    if (seq !== null) rowsSeq = Math.max(rowsSeq ?? 0, seq);
-    else rowsSeq = null;
+    if (seq === null) rowsSeq = null;
+    else if (rowsSeq !== null) rowsSeq = Math.max(rowsSeq ?? 0, seq);
     while (rowsReading) await rowsReading;
     if (!rowsWanted.size) return;
     const batch = Array.from(rowsWanted);
-    const batchSeq = rowsSeq;
+    const batchSeq = rowsSeq ?? null;
     rowsWanted.clear();
-    rowsSeq = null;
+    rowsSeq = undefined;
     rowsReading = readRows(batch, batchSeq);
     try { await rowsReading; } finally { rowsReading = null; }
   }
