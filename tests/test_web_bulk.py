@@ -151,6 +151,8 @@ def test_a_token_bound_to_a_workspace_acts_only_on_what_it_reaches(store: Store)
         assert "No session has that id" in words(preview["preview"])
         done = site.bulk("pause", {"ids": ["mine", "theirs"]}).json()
         assert (done["done"], done["failed"], done["applied"]) == (1, 1, ["mine"])
+        only_theirs = site.bulk("pause", {"ids": ["theirs"]}, key="run-4").json()
+        assert (only_theirs["done"], only_theirs["failed"]) == (0, 1)  # nothing else reached
         everyone = site.bulk("pause", {"matching": ""}, key="run-2").json()
         assert everyone["done"] + everyone["skipped"] + everyone["failed"] == 1  # its own only
         other = site.bulk("pause", {"matching": f"workspace={WORKSPACE}"}, key="run-3")
