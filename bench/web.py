@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -50,7 +49,7 @@ from bench.serve import (  # noqa: E402
     beat_rows,
     fleet,
     in_process_rates,
-    paced_latencies,
+    paced_load,
     page_store,
     wrk_saturation,
 )
@@ -222,25 +221,10 @@ def cpu_seconds(pid: int) -> float:
 def paced_with_cpu(
     base: str, pid: int, pairs: Path, seconds: float
 ) -> tuple[list[float], int, int, float]:
-    """``paced_latencies`` from a process of its own (as ``wrk`` is: this one holds the
-    browsers' driver), and the server's CPU seconds a second meanwhile."""
+    """``paced_load`` (a process of its own), and the server's CPU seconds a second meanwhile."""
     began = cpu_seconds(pid)
-    done = subprocess.run(
-        [sys.executable, __file__, "--paced", base, str(pairs), str(seconds)],
-        capture_output=True, text=True, timeout=seconds + 120,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise RuntimeError(f"the paced load failed: {done.stderr[-2000:]}")
-    used = (cpu_seconds(pid) - began) / seconds
-    found = json.loads(done.stdout)
-    return found["latencies"], found["ok"], found["bad"], used
-
-
-def paced_main(base: str, pairs: str, seconds: str) -> int:
-    tokens = [line.split()[0] for line in Path(pairs).read_text().splitlines()]
-    latencies, ok, bad = paced_latencies(base, tokens, float(seconds))
-    print(json.dumps({"latencies": latencies, "ok": ok, "bad": bad}))
-    return 0
+    latencies, ok, bad = paced_load(base, pairs, seconds)
+    return latencies, ok, bad, (cpu_seconds(pid) - began) / seconds
 
 
 def bench_fleet_with_pages(
@@ -306,8 +290,6 @@ def split_cores() -> tuple[set[int], set[int]]:
 
 
 def main() -> int:
-    if sys.argv[1:2] == ["--paced"]:
-        return paced_main(*sys.argv[2:5])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run (CI)")
     parser.add_argument("--big", type=int, help="sessions in the large store (1,000,000)")
