@@ -20,7 +20,7 @@ from roundtable_console.store.reads.claims import ActiveClaim
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.safety.display import one_line
 from roundtable_console.store.writes.lifecycle_outcomes import (
-    NOT_DONE_BY_TERMINATE,
+    WHAT_TERMINATE_DOES_NOT,
     ActionOutcome,
     TerminationImpact,
 )
@@ -29,8 +29,6 @@ WHAT_IT_DOES = (
     "Terminating sets the session's status to terminated and its end and last-seen times to now, "
     "and records your name and the impact text below in the session's history."
 )
-# NOT_DONE_BY_TERMINATE opens by restating what terminating records; WHAT_IT_DOES says that.
-WHAT_IT_DOES_NOT = NOT_DONE_BY_TERMINATE.split(". ", 1)[-1]
 
 
 def blank_refusal(holders: str) -> str:
@@ -111,7 +109,7 @@ class TerminateDialog(ActionDialog):
                     Text("Loading the agent's claims…", style="italic"), id="terminate-claims"
                 )
                 explained = Text(WHAT_IT_DOES + "\n")
-                explained.append(WHAT_IT_DOES_NOT, style="bold")
+                explained.append(WHAT_TERMINATE_DOES_NOT, style="bold")
                 yield Static(explained, classes="dialog-body")
             yield Label(Text("Impact details"), id="impact-label")
             yield Static("", id="dialog-error", classes="dialog-error")

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
-from sqlalchemy import Connection
-
 from roundtable_console.api import bodies
 from roundtable_console.api.context import Call, ServerContext
 from roundtable_console.api.identity import Caller
@@ -28,7 +26,7 @@ from roundtable_console.api.problems import Problem
 from roundtable_console.api.web.reads import SessionsQuery, may_reach, stale_cutoff
 from roundtable_console.store.errors import SessionNotFound
 from roundtable_console.store.reads.listing import FilterSelection, Selection
-from roundtable_console.store.reads.sessions import count_selected, get_session
+from roundtable_console.store.reads.sessions import count_selected, get_sessions
 from roundtable_console.store.safety.display import printable
 from roundtable_console.store.validation import has_control_characters
 from roundtable_console.store.writes.bulk import BulkItem, Tally, failed_item
@@ -110,7 +108,11 @@ def read_ask(ctx: ServerContext, call: Call, caller: Caller, action: str) -> Bul
             count = count_selected(db=db, selection=selection)
         else:
             if caller.workspaces is not None:
-                unreached = [one for one in ids if not _reaches(db, caller, one)]
+                # An id of no session stays in: the plan and the run say so, in their words.
+                found = get_sessions(db=db, session_ids=ids)
+                unreached = [
+                    one for one in ids if one in found and not may_reach(caller, found[one])
+                ]
             selection = Selection(ids=frozenset(ids) - frozenset(unreached))
             count = len(ids)
     if count > MAX_SELECTED:
@@ -123,14 +125,6 @@ def _args_of(matching: str) -> Callable[[str], str | None]:
         raise Problem("invalid_request_body", "matching is the list's query, a short one.")
     parsed = parse_qs(matching.lstrip("?"), keep_blank_values=True)
     return lambda name: parsed[name][-1] if parsed.get(name) else None
-
-
-def _reaches(db: Connection, caller: Caller, session_id: str) -> bool:
-    try:
-        session = get_session(db=db, session_id=session_id)
-    except SessionNotFound:
-        return True  # no such session: the plan and the run say so for it, in their own words
-    return may_reach(caller, session)
 
 
 def run_key(call: Call, caller: Caller) -> str:

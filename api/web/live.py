@@ -18,18 +18,16 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 
-from sqlalchemy import Connection, select
 from starlette.responses import StreamingResponse
 
 from roundtable_console.api.context import Call, ServerContext
 from roundtable_console.api.identity import Caller
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.streams import KEEPALIVE_SECONDS, next_wake, sse_response
-from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.changes import Change, ChangeFeed, ChangeFilter, FeedPosition
+from roundtable_console.store.reads.sessions import get_sessions
 
-_SESSIONS = AgentSession.__table__  # type: ignore[attr-defined]
 # At most this many sessions named in one event (a page asks again for what it shows).
 MAX_IDS = 500
 # The least time between two reads of the feed (so between two events of one page): a fleet
@@ -43,23 +41,23 @@ CLOSING = ""
 
 @dataclass(frozen=True)
 class Batch:
-    """What changed since the last batch: each session's kinds of change, its workspace (when a
-    page bound to workspaces listens), and the feed's place after it."""
+    """What changed since the last batch: each session's kinds of change, its workspace (a page
+    bound to workspaces hears only of its own), and the feed's place after it."""
 
     token: str
     kinds: dict[str, set[str]]
-    workspaces: dict[str, str | None] | None = None
+    workspaces: dict[str, str | None] = field(default_factory=dict)
     # The fanout's count of batches: a page asking again because of this batch says so.
     seq: int = 0
 
     def for_caller(self, caller: Caller) -> dict[str, set[str]]:
         if caller.workspaces is None:
             return self.kinds
-        where = self.workspaces or {}
         return {
             session_id: kinds
             for session_id, kinds in self.kinds.items()
-            if (workspace := where.get(session_id)) is not None and caller.reaches(workspace)
+            if (workspace := self.workspaces.get(session_id)) is not None
+            and caller.reaches(workspace)
         }
 
 
@@ -86,38 +84,17 @@ def _kinds(found: list[tuple[Change, str]]) -> dict[str, set[str]]:
     return kinds
 
 
-def read_batch(ctx: ServerContext, feed: ChangeFeed, *, workspaces: bool) -> Batch | None:
-    """The changes since the feed's place (None: none), with the sessions' workspaces when
-    ``workspaces`` (a listener is bound to some)."""
+def read_batch(ctx: ServerContext, feed: ChangeFeed) -> Batch | None:
+    """The changes since the feed's place (None: none), with the sessions' workspaces (read
+    whether or not a bound page listens now: one may join while this is read)."""
     with ctx.store.read() as db:
         found = feed.read_positioned(db=db)
         if not found:
             return None
         kinds = _kinds(found)
-        where = _workspaces(db, kinds) if workspaces else None
+        sessions = get_sessions(db=db, session_ids=kinds)
+    where = {session_id: one.effective_workspace_id for session_id, one in sessions.items()}
     return Batch(found[-1][1], kinds, where)
-
-
-def _workspaces(db: Connection, kinds: dict[str, set[str]]) -> dict[str, str | None]:
-    ids = sorted(kinds)
-    where: dict[str, str | None] = {}
-    for start in range(0, len(ids), MAX_IDS):
-        rows = db.execute(
-            select(_SESSIONS.c.id, _SESSIONS.c.workspace_id, _SESSIONS.c.metadata_json).where(
-                _SESSIONS.c.id.in_(ids[start : start + MAX_IDS])
-            )
-        ).all()
-        for row in rows:
-            where[row.id] = row.workspace_id or _metadata_workspace(row.metadata_json)
-    return where
-
-
-def _metadata_workspace(text: str | None) -> str | None:
-    try:
-        value = json.loads(text or "{}").get("workspace_id")
-    except (ValueError, AttributeError):
-        return None
-    return value if isinstance(value, str) and value else None
 
 
 class LiveFanout:
@@ -157,10 +134,9 @@ class LiveFanout:
                 await next_wake(woken, wait)
                 if hub.closing.is_set() or not self.listeners:
                     return
-                bound = any(one.caller.workspaces is not None for one in self.listeners)
                 item: Batch | str | None
                 try:
-                    item = await self.ctx.in_worker(read_batch, self.ctx, feed, workspaces=bound)
+                    item = await self.ctx.in_worker(read_batch, self.ctx, feed)
                 except StoreError as error:
                     item = error.code
                 if item is not None:
@@ -193,12 +169,12 @@ def _position(text: str | None) -> FeedPosition | None:
         return None  # a position of another server's making, or none: from now
 
 
-def catch_up(ctx: ServerContext, position: FeedPosition, caller: Caller) -> Batch | None:
+def catch_up(ctx: ServerContext, position: FeedPosition) -> Batch | None:
     """What changed since ``position`` (a page coming back after a lost connection)."""
     feed = new_feed(ctx)
     with ctx.store.read() as db:
         feed.resume(db=db, position=position)
-    return read_batch(ctx, feed, workspaces=caller.workspaces is not None)
+    return read_batch(ctx, feed)
 
 
 def check_signed_in(ctx: ServerContext, call: Call) -> None:
@@ -217,12 +193,11 @@ def _merged(first: Batch | str, queue: asyncio.Queue[Batch | str]) -> Batch | st
         return items[-1]
     batches = [item for item in items if isinstance(item, Batch)]
     kinds: dict[str, set[str]] = {}
-    where: dict[str, str | None] | None = None
+    where: dict[str, str | None] = {}
     for batch in batches:
         for session_id, more in batch.kinds.items():
             kinds.setdefault(session_id, set()).update(more)
-        if batch.workspaces is not None:
-            where = {**(where or {}), **batch.workspaces}
+        where.update(batch.workspaces)
     # A page's own catch-up (seq 0) is no fanout batch: what follows it is read unshared.
     seq = 0 if any(batch.seq == 0 for batch in batches) else batches[-1].seq
     return Batch(batches[-1].token, kinds, where, seq)
@@ -246,7 +221,7 @@ def live_stream(
         try:
             token = await fanout.join(listener)
             if resumed is not None:
-                missed = await ctx.in_worker(catch_up, ctx, resumed, caller)
+                missed = await ctx.in_worker(catch_up, ctx, resumed)
                 if missed is not None:
                     listener.pending.put_nowait(missed)
                     token = missed.token

@@ -31,7 +31,7 @@ from roundtable_console.store.writes.bulk import (
 )
 from roundtable_console.store.writes.lifecycle import ACTIONS
 from roundtable_console.store.writes.lifecycle_outcomes import (
-    NOT_DONE_BY_TERMINATE,
+    WHAT_TERMINATE_DOES_NOT,
     TerminationImpact,
 )
 
@@ -63,7 +63,7 @@ BULK_EFFECTS: dict[str, tuple[str, str]] = {
     "terminate": (
         "Terminating sets each session's status to terminated and its end and last-seen times "
         "to now, and records your name and the impact text below in each one's history.\n",
-        NOT_DONE_BY_TERMINATE.split(". ", 1)[-1],
+        WHAT_TERMINATE_DOES_NOT,
     ),
 }
 

@@ -23,6 +23,8 @@ NOT_DONE_BY_TERMINATE = (
     "Terminating records the session as terminated. It releases no claim, cancels no task, "
     "resolves no proposal, and starts or kills no process."
 )
+# Its second sentence: what a dialog says after its own account of what terminating records.
+WHAT_TERMINATE_DOES_NOT = NOT_DONE_BY_TERMINATE.split(". ", 1)[-1]
 
 
 @dataclass(frozen=True)
