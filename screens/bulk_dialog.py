@@ -156,8 +156,10 @@ class BulkDialog(ReportsFailures, ModalScreen[BulkRequest | None]):
                 reading = Text("Reading the marked sessions…", style="italic")
                 yield Static(reading, id="bulk-plan", classes="dialog-body")
                 effect, caveat = BULK_EFFECTS[self.action]
-                explained = Text(effect)
-                explained.append(caveat, style="bold" if self.action == "terminate" else "dim")
+                # Terminate's caveat is a warning of its own: on a line of its own, in bold.
+                warning = self.action == "terminate"
+                explained = Text(effect.rstrip() + "\n" if warning else effect)
+                explained.append(caveat, style="bold" if warning else "dim")
                 if self.retrying:
                     explained.append(
                         f"\nRetrying the last {self.action} under its run key: a session it "

@@ -101,6 +101,7 @@ def test_terminating_many_lists_the_claims_and_needs_the_impact(store: Store) ->
         assert preview["requires_details"] is True and preview["applies"] == 2
         assert "Agent agent-1: 1 claim" in said and "src/app.py" in said
         assert "Impact (required)" in said and "releases no claim" in said
+        assert "\\n" not in preview["preview"]  # no layout character shown as an escape
         blank = site.bulk("terminate", {"ids": ["held", "free"]}, key="t-1").json()
         assert (blank["done"], blank["failed"]) == (1, 1)
         assert blank["applied"] == ["free"]

@@ -62,7 +62,7 @@ BULK_EFFECTS: dict[str, tuple[str, str]] = {
     ),
     "terminate": (
         "Terminating sets each session's status to terminated and its end and last-seen times "
-        "to now, and records your name and the impact text below in each one's history.\n",
+        "to now, and records your name and the impact text below in each one's history. ",
         WHAT_TERMINATE_DOES_NOT,
     ),
 }
