@@ -4,6 +4,7 @@ and through the real CLI."""
 
 from __future__ import annotations
 
+import getpass
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -388,7 +389,7 @@ def test_a_root_or_data_dir_with_url_characters_names_exactly_that_file(
 
 
 def test_operator_order_flag_config_environment_login(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(config.getpass, "getuser", lambda: "login-name")
+    monkeypatch.setattr(getpass, "getuser", lambda: "login-name")
     monkeypatch.setenv("ROUNDTABLE_OPERATOR", "env-op")
     settings = Settings(operator="config-op")
     assert resolve_operator(flag="flag-op", settings=settings) == "flag-op"
@@ -405,7 +406,7 @@ def test_operator_without_a_login_name_is_still_named(monkeypatch: pytest.Monkey
     def no_login() -> str:
         raise OSError("no login")
 
-    monkeypatch.setattr(config.getpass, "getuser", no_login)
+    monkeypatch.setattr(getpass, "getuser", no_login)
     assert resolve_operator(flag=None, settings=Settings()) == "unknown-operator"
 
 

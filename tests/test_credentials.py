@@ -117,12 +117,16 @@ def test_the_module_is_standard_library_only_and_compiles_on_first_use() -> None
         "import roundtable_console.store.safety.credentials as c; "
         "new = sorted(m for m in set(sys.modules) - before "
         "if not m.startswith('roundtable_console')); "
-        "print(repr(new)); print(any('compiled' in vars(s) for s in c.SHAPES))"
+        "import roundtable_console.store.safety.redaction as r; "
+        "compiled = lambda: c._compiled.cache_info().currsize + r._secret.cache_info().currsize; "
+        "print(repr(new)); print(compiled()); "
+        "shown = c.redact_output_text('token=abc ghp_' + 'a' * 36); print(compiled(), shown)"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    imported, compiled = result.stdout.splitlines()
+    imported, compiled, after_use = result.stdout.splitlines()
     assert not any(
         name.split(".")[0] in ("sqlalchemy", "click", "rich", "textual", "detect_secrets")
         for name in eval(imported)  # noqa: S307 - our own repr of a list of names
     )
-    assert compiled == "False"
+    assert compiled == "0"
+    assert after_use == "2 token=[REDACTED] [REDACTED]"

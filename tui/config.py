@@ -5,14 +5,13 @@ No Textual here: the agent-facing CLI imports this on every heartbeat.
 
 from __future__ import annotations
 
-import getpass
 import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.store.rules import GROUP_COLUMNS, SORT_COLUMNS
@@ -66,8 +65,9 @@ def demo_database_path() -> Path:
     return data_dir() / "demo.db"
 
 
-@dataclass(frozen=True)
-class Settings:
+# A NamedTuple, not a dataclass: every heartbeat reads the settings, and building a dataclass
+# compiles its methods at start-up.
+class Settings(NamedTuple):
     database: str | None = None
     operator: str | None = None
     refresh_seconds: float = DEFAULT_REFRESH_SECONDS
@@ -79,7 +79,7 @@ class Settings:
     group: str | None = None
     # Open every store read-only: the console offers no action, writing commands are refused.
     read_only: bool = False
-    adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
+    adapters: Mapping[str, AdapterConfig] = MappingProxyType({})
     source: Path | None = None
     # What the console adds to its notification of a session that needs attention: the
     # terminal's bell, a desktop notification, or nothing (NOTIFY_MODES).
@@ -328,6 +328,8 @@ def resolve_operator(*, flag: str | None, settings: Settings) -> str:
     from_env = _environment("ROUNDTABLE_OPERATOR")
     if from_env:
         return from_env
+    import getpass  # here, not at the top: a heartbeat never needs the login name
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):

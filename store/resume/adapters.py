@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 BUILTIN_ADAPTERS: tuple[str, ...] = ("codex", "claude", "gemini", "opencode", "generic")
 PLACEHOLDER = "{{external_session_id}}"
 DEFAULT_EXTERNAL_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 
 
-@dataclass(frozen=True)
-class AdapterConfig:
+# A NamedTuple, not a dataclass: an agent's heartbeat imports this, and building a dataclass
+# compiles its methods at every start (about 1 ms each on the hot path).
+class AdapterConfig(NamedTuple):
     """One adapter as configured. ``explicit`` is False for the built-in disposable defaults."""
 
     name: str

@@ -33,9 +33,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from functools import cached_property, lru_cache
-from typing import Any
+from functools import cache, lru_cache
+from typing import Any, NamedTuple
 
 from roundtable_console.store.safety.redaction import (
     REDACTED,
@@ -47,8 +46,7 @@ from roundtable_console.store.safety.redaction import (
 )
 
 
-@dataclass(frozen=True)
-class Shape:
+class Shape(NamedTuple):
     """One kind of credential: ``pattern`` is tried only on text holding one of ``triggers``
     (plain substrings, so text without any costs a few ``in`` tests). A group
     ``keep`` in the pattern is context that stays shown; the rest of the match is hidden."""
@@ -57,9 +55,14 @@ class Shape:
     triggers: tuple[str, ...]
     pattern: str
 
-    @cached_property
+    @property
     def compiled(self) -> re.Pattern[str]:
-        return re.compile(self.pattern, re.S)
+        return _compiled(self.pattern)
+
+
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.S)
 
 
 def _hide(match: re.Match[str]) -> str:

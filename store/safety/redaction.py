@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 REDACTED = "[REDACTED]"
@@ -24,12 +25,17 @@ JSON_KEY_MARKERS: tuple[str, ...] = (*TEXT_MARKERS, "chain_of_thought")
 # its closing quote ends the value; otherwise the quotes are just part of a plain value.
 _VALUE = r"""(?P<quote>["'])(?P<quoted>[^"'\n]*)(?P=quote)(?=[\s&,;}\])]|$)|(?P<plain>[^\s&,]+)"""
 _MARKER = "|".join(re.escape(marker) for marker in TEXT_MARKERS)
-# Markers match case-insensitively in ASCII only ((?a:...)), so e.g. "paſsword" is not a marker.
-_SECRET = re.compile(
-    rf"""(?P<prefix>(?a:{_MARKER})["']?[ \t]*[=:][ \t]*(?:(?a:bearer|basic|token)[ \t]+)?"""
-    rf"""|(?<![A-Za-z0-9_])(?a:bearer)[ \t]+)(?:{_VALUE})""",
-    re.IGNORECASE,
-)
+
+
+# Compiled on first use, not at import: a heartbeat that stores no text never needs it.
+@cache
+def _secret() -> re.Pattern[str]:
+    # Markers match case-insensitively in ASCII only ((?a:...)), so e.g. "paſsword" is not one.
+    return re.compile(
+        rf"""(?P<prefix>(?a:{_MARKER})["']?[ \t]*[=:][ \t]*(?:(?a:bearer|basic|token)[ \t]+)?"""
+        rf"""|(?<![A-Za-z0-9_])(?a:bearer)[ \t]+)(?:{_VALUE})""",
+        re.IGNORECASE,
+    )
 
 
 def _replace(match: re.Match[str]) -> str:
@@ -41,7 +47,7 @@ def _replace(match: re.Match[str]) -> str:
 
 def redact_text(text: str) -> str:
     """Every ``marker=value``, ``marker: value`` and ``Bearer value`` with the value hidden."""
-    return _SECRET.sub(_replace, text)
+    return _secret().sub(_replace, text)
 
 
 def is_sensitive_key(key: str) -> bool:
