@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
+from functools import lru_cache
 
 Clock = Callable[[], datetime]
 
@@ -23,6 +24,9 @@ _TS = re.compile(
 )
 
 
+# Remembered: a row's times are read several times over (its staleness, its attention reason,
+# its relative and exact forms), and a page's rows are read again on every live change.
+@lru_cache(maxsize=8192)
 def parse_ts(text: str | None) -> datetime | None:
     """Read every form the reference writes: ``CURRENT_TIMESTAMP`` text (UTC, no zone),
     RFC 3339, and RFC 3339 with nanoseconds. Unreadable text gives ``None``."""
