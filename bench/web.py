@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +53,7 @@ from bench.serve import (  # noqa: E402
     page_store,
     wrk_saturation,
 )
-from roundtable_console.api.web.reads import PAGE_SIZE  # noqa: E402
+from roundtable_console.api.web.reads import FIRST_PAGE_SIZE  # noqa: E402
 from roundtable_console.store.access.tokens import create_token  # noqa: E402
 from roundtable_console.store.db.database import open_store  # noqa: E402
 from roundtable_console.store.writes import agent_writes  # noqa: E402
@@ -83,17 +83,25 @@ def signed_in_cookie(base: str, token: str) -> str:
     return value
 
 
-def server_load_time(base: str, cookie: str, repeats: int) -> float:
-    """Median seconds of ``GET /sessions`` (the whole page), signed in."""
-    with httpx.Client(timeout=60, cookies={COOKIE: cookie}) as client:
-        for _ in range(3):
-            assert client.get(f"{base}/sessions").status_code == 200
-        times = []
-        for _ in range(repeats):
-            began = time.perf_counter()
-            assert client.get(f"{base}/sessions").status_code == 200
-            times.append(time.perf_counter() - began)
-    return statistics.median(times)
+Site = tuple[str, str]  # a server's base URL and a signed-in cookie for it
+
+
+def server_load_times(sites: list[Site], repeats: int) -> list[float]:
+    """Median seconds of ``GET /sessions`` (the whole page, signed in) on each site, the sites
+    asked in turns (a burst of load from elsewhere on this shared machine falls on all)."""
+    clients = [httpx.Client(timeout=60, cookies={COOKIE: cookie}) for _, cookie in sites]
+    times: list[list[float]] = [[] for _ in sites]
+    try:
+        for round_number in range(3 + repeats):
+            for index, ((base, _), client) in enumerate(zip(sites, clients, strict=True)):
+                began = time.perf_counter()
+                assert client.get(f"{base}/sessions").status_code == 200
+                if round_number >= 3:  # the first three warm the server up
+                    times[index].append(time.perf_counter() - began)
+    finally:
+        for client in clients:
+            client.close()
+    return [statistics.median(each) for each in times]
 
 
 def browser_context(browser: Browser, base: str, cookie: str) -> BrowserContext:
@@ -102,55 +110,71 @@ def browser_context(browser: Browser, base: str, cookie: str) -> BrowserContext:
     return context
 
 
-def browser_load(browser: Browser, base: str, cookie: str, repeats: int) -> tuple[float, float]:
-    """Median seconds to the load event of the sessions page (its assets cached after the
-    first, as an operator's browser holds them), and the first visit's weight in kB."""
-    context = browser_context(browser, base, cookie)
-    page = context.new_page()
-    page.goto(f"{base}/sessions", wait_until="load")
-    weight = page.evaluate(
-        """() => [...performance.getEntriesByType("navigation"),
-                  ...performance.getEntriesByType("resource")]
-                 .reduce((sum, entry) => sum + (entry.encodedBodySize || 0), 0)"""
-    )
-    times = []
-    for _ in range(repeats):
+def browser_load_times(
+    browser: Browser, sites: list[Site], repeats: int
+) -> tuple[list[float], list[float]]:
+    """Median seconds to the load event of the sessions page on each site, in turns (its
+    assets cached after the first, as an operator's browser holds them), and each first
+    visit's weight in kB."""
+    contexts = [browser_context(browser, base, cookie) for base, cookie in sites]
+    pages = [context.new_page() for context in contexts]
+    weights = []
+    for (base, _), page in zip(sites, pages, strict=True):
         page.goto(f"{base}/sessions", wait_until="load")
-        times.append(
-            page.evaluate('() => performance.getEntriesByType("navigation")[0].loadEventEnd') / 1000
+        weights.append(
+            page.evaluate(
+                """() => [...performance.getEntriesByType("navigation"),
+                          ...performance.getEntriesByType("resource")]
+                         .reduce((sum, entry) => sum + (entry.encodedBodySize || 0), 0)"""
+            )
+            / 1000
         )
-    context.close()
-    return statistics.median(times), weight / 1000
+    times: list[list[float]] = [[] for _ in sites]
+    for _ in range(repeats):
+        for index, ((base, _), page) in enumerate(zip(sites, pages, strict=True)):
+            page.goto(f"{base}/sessions", wait_until="load")
+            times[index].append(
+                page.evaluate('() => performance.getEntriesByType("navigation")[0].loadEventEnd')
+                / 1000
+            )
+    for context in contexts:
+        context.close()
+    return [statistics.median(each) for each in times], weights
 
 
 def bench_first_load(directory: Path, big: int, repeats: int, browser: Browser) -> list[Figure]:
-    """The first load at ``big`` sessions against 10 (the issue's floor: a page of 10 rows,
-    not 50) and against a store that fills the page (the same page: only the store's size
-    differs); and a heartbeat -> its row, on ``big``."""
+    """The first load at ``big`` sessions against 10 (the issue's floor: a page of 10 rows, not
+    the first page's FIRST_PAGE_SIZE) and against a store that fills the first page (the same
+    page: only the store's size differs), the three servers asked in turns; and a heartbeat ->
+    its row, on ``big``."""
     label = f"{big:,} sessions"
-    big_url = page_store(directory, big, one_workspace=False)
+    small_sizes = (10, FIRST_PAGE_SIZE)
+    urls = [page_store(directory, big, one_workspace=False)]
+    urls += [page_store(directory, size, one_workspace=True) for size in small_sizes]
+    with ExitStack() as servers:
+        served = [
+            servers.enter_context(serving(url, directory / f"home-{index}"))
+            for index, url in enumerate(urls)
+        ]
+        sites = [
+            (server.url, signed_in_cookie(server.url, operator_token(url)))
+            for server, url in zip(served, urls, strict=True)
+        ]
+        on_server = server_load_times(sites, repeats)
+        in_browser, weights = browser_load_times(browser, sites, repeats)
+        rows = row_update_times(browser, *sites[0], urls[0], 10)
     figures: list[Figure] = []
-    with serving(big_url, directory / "home-big") as large:
-        large_cookie = signed_in_cookie(large.url, operator_token(big_url))
-        served_large = server_load_time(large.url, large_cookie, repeats)
-        shown_large, weight = browser_load(browser, large.url, large_cookie, repeats)
-        for small_size in (10, PAGE_SIZE):
-            small_url = page_store(directory, small_size, one_workspace=True)
-            with serving(small_url, directory / f"home-{small_size}") as small:
-                small_cookie = signed_in_cookie(small.url, operator_token(small_url))
-                served_small = server_load_time(small.url, small_cookie, repeats)
-                shown_small, _ = browser_load(browser, small.url, small_cookie, repeats)
-            floor = f"the same, {small_size} sessions"
-            figures += [
-                Figure(f"sessions page, server, first load ({label})", served_large, floor,
-                       served_small, FIRST_LOAD_LIMIT),
-                Figure(f"sessions page, Chromium load event ({label})", shown_large, floor,
-                       shown_small, FIRST_LOAD_LIMIT),
-            ]  # fmt: skip
-        rows = row_update_times(browser, large.url, large_cookie, big_url, 10)
+    for index, small_size in enumerate(small_sizes, start=1):
+        floor = f"the same, {small_size} sessions"
+        figures += [
+            Figure(f"sessions page, server, first load ({label})", on_server[0], floor,
+                   on_server[index], FIRST_LOAD_LIMIT),
+            Figure(f"sessions page, Chromium load event ({label})", in_browser[0], floor,
+                   in_browser[index], FIRST_LOAD_LIMIT),
+        ]  # fmt: skip
     figures += [
-        Figure(f"sessions page, first visit's weight ({label})", weight, limit=WEIGHT_LIMIT_KB,
-               unit=" kB", absolute=True),
+        Figure(f"sessions page, first visit's weight ({label})", weights[0],
+               limit=WEIGHT_LIMIT_KB, unit=" kB", absolute=True),
         Figure(f"heartbeat -> its row in the browser, median of 10 ({label})",
                statistics.median(rows)),
         Figure(f"heartbeat -> its row in the browser, max of 10 ({label})", max(rows),
@@ -294,6 +318,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a smoke run (CI)")
     parser.add_argument("--big", type=int, help="sessions in the large store (1,000,000)")
     parser.add_argument("--seconds", type=float, help="each load's length (30)")
+    parser.add_argument(
+        "--skip-fleet", action="store_true", help="leave out the 20 pages under the fleet load"
+    )
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     args = parser.parse_args()
     big = args.big or (5_000 if args.quick else 1_000_000)
@@ -314,7 +341,8 @@ def main() -> int:
         os.sched_setaffinity(0, server_cores)  # the servers, wrk and the load's threads
         try:
             figures += bench_first_load(directory, big, repeats, browser)
-            figures += bench_fleet_with_pages(directory, seconds, beats, browser)
+            if not args.skip_fleet:
+                figures += bench_fleet_with_pages(directory, seconds, beats, browser)
         finally:
             browser.close()
             playwright.stop()

@@ -19,6 +19,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 from sqlalchemy import text
 
+from roundtable_console.api.web.reads import FIRST_PAGE_SIZE, PAGE_SIZE
 from roundtable_console.store.access.tokens import create_token
 from roundtable_console.store.db.database import Store, open_store
 from tests.api_support import seed_agent, seed_workspace
@@ -70,6 +71,18 @@ def signed_in(site: dict[str, Any], role: str = "operator", size: dict[str, int]
 
 def row(page: Page, session_id: str) -> Any:
     return page.locator(f'tr.row[data-session="{session_id}"]')
+
+
+def every_row(page: Page) -> None:
+    """Scroll to the list's end until it says so: the next pages come as the reader nears it."""
+    end = page.locator("p.more-line, p.end-line")
+    for _ in range(40):
+        if "The end of the list." in end.inner_text():
+            return
+        page.locator("#rows > tr").last.scroll_into_view_if_needed()
+        page.mouse.wheel(0, 4000)
+        page.wait_for_timeout(100)
+    raise AssertionError("the list did not reach its end")
 
 
 def status_of(store: Store, session_id: str) -> str:
@@ -282,6 +295,33 @@ def test_the_keys_match_the_consoles(site: dict[str, Any]) -> None:
     page.context.close()
 
 
+def test_the_list_brings_its_next_pages_as_the_reader_scrolls_to_its_end(
+    site: dict[str, Any],
+) -> None:
+    store = site["store"]
+    for number in range(FIRST_PAGE_SIZE + PAGE_SIZE + 5):
+        register(store, f"scroll-{number:03d}")
+    with store.read() as db:
+        total = int(db.execute(text("SELECT count(*) FROM agent_sessions")).scalar_one())
+    page = signed_in(site)
+    first_load = page.context.request.get(site["served"].url + "/sessions").text()
+    assert first_load.count('<tr class="row ') == FIRST_PAGE_SIZE  # a few screens' worth
+    # A next page that fails is said, and the link asks for it again.
+    page.route("**/sessions?*cursor=*", lambda route: route.fulfill(status=503, body="down"))
+    page.reload()
+    page.locator("#more").scroll_into_view_if_needed()
+    expect(page.locator("#notice")).to_contain_text("The next sessions did not load")
+    expect(page.locator("#rows > tr")).to_have_count(FIRST_PAGE_SIZE)
+    page.unroute("**/sessions?*cursor=*")
+    page.locator("#more").click()
+    expect(page.locator("#rows > tr")).to_have_count(FIRST_PAGE_SIZE + PAGE_SIZE)
+    # Nothing more is clicked: scrolling towards the end brings each next page.
+    every_row(page)
+    shown = page.locator("#rows > tr").evaluate_all("rows => rows.map(r => r.dataset.session)")
+    assert len(shown) == total and len(set(shown)) == total  # every session once, in order
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
 def test_many_sessions_act_together_after_the_consoles_preview(site: dict[str, Any]) -> None:
     store = site["store"]
     for session_id in ("m-one", "m-two", "m-held"):
@@ -289,6 +329,7 @@ def test_many_sessions_act_together_after_the_consoles_preview(site: dict[str, A
     with store.write() as db:
         db.execute(text("UPDATE agent_sessions SET status = 'paused' WHERE id = 'm-held'"))
     page = signed_in(site)
+    every_row(page)  # the earlier tests' sessions come first
     bar = page.locator("#bulk-bar")
     expect(bar.locator("#bulk-count")).to_have_text("No session selected")
     page.get_by_role("checkbox", name="Select m-one", exact=True).check()
@@ -390,6 +431,7 @@ def test_a_lost_connection_is_shown_and_recovered(site: dict[str, Any]) -> None:
         page.fill("#token", site["tokens"]["viewer"])
         page.click("button[type=submit]")
         expect(page.locator("#live-state")).to_have_text("Live")
+        every_row(page)  # the earlier tests' sessions come first
         port = second.url.rsplit(":", 1)[1]
         assert second.stop() == 0
         expect(page.locator("#live-state")).to_have_text("Live: reconnecting…")

@@ -12,6 +12,7 @@ import pytest
 from markupsafe import escape
 from sqlalchemy import text
 
+from roundtable_console.api.web.reads import FIRST_PAGE_SIZE, PAGE_SIZE
 from roundtable_console.store.clock import system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.reads.listing import SessionOrder
@@ -81,15 +82,20 @@ def test_the_whole_list_is_reachable_a_keyset_page_at_a_time(store: Store) -> No
     with web(store) as site:
         site.sign_in(tokens(store)["viewer"])
         seen: list[str] = []
+        sizes: list[int] = []
         url = "/sessions"
         for _ in range(5):
             page = site.client.get(url)
+            sizes.append(len(shown_ids(page.text)))
             seen += shown_ids(page.text)
             more = re.search(r'id="more" href="([^"]*)"', page.text)
             if more is None:
                 break
             url = more.group(1).replace("&amp;", "&")
         assert len(seen) == 120 and len(set(seen)) == 120
+        # The first page a few screens' worth, the next ones fuller (asked for on scrolling).
+        left = 120 - FIRST_PAGE_SIZE - 2 * PAGE_SIZE
+        assert sizes == [FIRST_PAGE_SIZE, PAGE_SIZE, PAGE_SIZE, left]
         assert "The end of the list." in page.text
         forged = site.client.get("/sessions?cursor=25")
         assert forged.status_code == 400 and "Invalid cursor" in forged.text

@@ -76,7 +76,7 @@ class WebFragments:
     def _row_html(self, row: reads.SessionRow | None, operator: bool) -> str | None:
         if row is None:
             return None
-        return self.pages.html("_row.html", row=row, operator=operator)
+        return str(self.pages.row(row, operator))
 
     def _operator(self, caller: Caller) -> bool:
         return caller.role == "operator" and not self.read_only

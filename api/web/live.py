@@ -227,10 +227,16 @@ def live_stream(
                     token = missed.token
             yield f"retry: 1000\nid: {token}\nevent: ready\ndata: {{}}\n\n"
             checked = time.monotonic()
+            # An event told since the last check owes one within CHECK_SECONDS, even if no
+            # other event follows (a revoked token's page hears so in time, not at keepalive).
+            owed = False
             while not hub.closing.is_set():
                 first: Batch | str | None
+                wait = KEEPALIVE_SECONDS
+                if owed:
+                    wait = min(wait, max(checked + CHECK_SECONDS - time.monotonic(), 0.0))
                 try:
-                    first = await asyncio.wait_for(listener.pending.get(), KEEPALIVE_SECONDS)
+                    first = await asyncio.wait_for(listener.pending.get(), wait)
                 except TimeoutError:
                     first = None
                 if first == CLOSING:
@@ -239,6 +245,9 @@ def live_stream(
                     if time.monotonic() >= checked + CHECK_SECONDS or first is None:
                         await ctx.in_worker(check_signed_in, ctx, call)
                         checked = time.monotonic()
+                        owed = False
+                    elif first is not None:
+                        owed = True
                 except Problem as problem:
                     yield f"event: signed-out\ndata: {json.dumps({'code': problem.code})}\n\n"
                     return

@@ -41,6 +41,10 @@ from roundtable_console.store.reads.sessions import (
 from roundtable_console.store.records import ClaimCount
 from roundtable_console.store.validation import has_control_characters
 
+# The list's first page holds a few screens' worth (at 1280x800 a screen shows four or five rows,
+# on a phone three cards), so it comes as fast whatever the store's size; the pages after it,
+# which the page asks for as the reader scrolls towards the end, hold PAGE_SIZE.
+FIRST_PAGE_SIZE = 15
 PAGE_SIZE = 50
 MAX_IDS = 200
 GROUPINGS = ("workspace", "agent", "run")
@@ -179,7 +183,11 @@ def read_sessions(ctx: ServerContext, caller: Caller, query: SessionsQuery) -> S
     with ctx.store.read() as db:
         try:
             page = list_sessions(
-                db=db, filters=filters, limit=PAGE_SIZE, cursor=query.cursor or None, order=order
+                db=db,
+                filters=filters,
+                limit=PAGE_SIZE if query.cursor else FIRST_PAGE_SIZE,
+                cursor=query.cursor or None,
+                order=order,
             )
         except InvalidCursor:
             raise Problem("invalid_cursor", "That page's place in the list is not one.") from None

@@ -12,6 +12,7 @@ style, nothing from another origin.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -52,6 +53,26 @@ def path(*parts: str, query: Mapping[str, Any] | None = None) -> Markup:
     return trusted(built)
 
 
+def shown(value: Any) -> Markup:
+    """``value`` made printable and escaped once, for a template that prints it several times
+    (each print of a Markup skips both steps)."""
+    return value if isinstance(value, Markup) else trusted(printable(str(value)))
+
+
+# The server's own words, trusted: a row prints them several times each.
+ACTION_LABELS = {
+    action: (trusted(action), trusted(action.capitalize())) for action in LIFECYCLE_ACTIONS
+}
+
+
+@lru_cache(maxsize=64)
+def row_actions(status: str) -> tuple[tuple[Markup, Markup], ...]:
+    """The lifecycle actions a session of that status allows, with their buttons' labels."""
+    return tuple(
+        ACTION_LABELS[action] for action in LIFECYCLE_ACTIONS if is_allowed(action, status)
+    )
+
+
 def environment() -> Environment:
     env = Environment(
         loader=PackageLoader("roundtable_console.assets", "web/templates"),
@@ -65,9 +86,8 @@ def environment() -> Environment:
         auto_reload=False,
     )
     env.globals["path"] = path
-    env.globals["row_actions"] = lambda status: [
-        action for action in LIFECYCLE_ACTIONS if is_allowed(action, status)
-    ]
+    env.globals["row_actions"] = row_actions
+    env.filters["shown"] = shown
     return env
 
 
@@ -77,6 +97,10 @@ class Pages:
     def __init__(self, asset_url: Any) -> None:
         self.env = environment()
         self.env.globals["asset"] = lambda name: trusted(asset_url(name))
+
+    def row(self, row: Any, operator: bool) -> Markup:
+        """One row of the sessions list, as the list page renders it (live updates)."""
+        return self.env.get_template("_row.html").module.session_row(row, operator)
 
     def html(self, template: str, **context: Any) -> str:
         return self.env.get_template(template).render(**context)

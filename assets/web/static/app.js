@@ -484,7 +484,9 @@
     for (const time of $$("time[datetime]")) {
       if (!/ago$|^in /.test(time.textContent)) continue;
       const moment = Date.parse(time.getAttribute("datetime"));
-      if (!Number.isNaN(moment)) time.textContent = ago((now - moment) / 1000);
+      if (Number.isNaN(moment)) continue;
+      const shown = ago((now - moment) / 1000);
+      if (time.textContent !== shown) time.textContent = shown;  // no layout for what is unchanged
     }
   }
 
@@ -526,17 +528,42 @@
     }
   }
 
+  // The next page comes as the reader nears the end of the list (the link stays, for a keyboard
+  // and for a browser without the observer).
+  const nearEnd = window.IntersectionObserver ? new IntersectionObserver((entries) => {
+    for (const entry of entries) {
+      if (entry.isIntersecting && !entry.target.hasAttribute("aria-busy")) more(entry.target);
+    }
+  }, {rootMargin: "0px 0px 600px 0px"}) : null;
+
   async function more(link) {
+    if (link.hasAttribute("aria-busy")) return;
     link.setAttribute("aria-busy", "true");
-    const response = await fetch(link.href);
-    const page = new DOMParser().parseFromString(await response.text(), "text/html");
+    let page;
+    try {
+      const response = await fetch(link.href);
+      if (!response.ok) throw new Error(`the server answered ${response.status}`);
+      page = new DOMParser().parseFromString(await response.text(), "text/html");
+    } catch (error) {
+      link.removeAttribute("aria-busy");
+      if (nearEnd) nearEnd.unobserve(link);  // a failed page is asked for again by the link
+      say(`The next sessions did not load (${error.message}): use "More sessions" to try again.`, {problem: true});
+      return;
+    }
     const rows = $("#rows");
     for (const row of $$("#rows > tr", page)) {
       if (!rowOf(row.dataset.session)) rows.append(document.adoptNode(row));
     }
     const next = $("#more", page);
-    if (next) { link.href = next.href; link.removeAttribute("aria-busy"); }
-    else { link.closest("p").textContent = "The end of the list."; }
+    if (next) {
+      link.href = next.href;
+      link.removeAttribute("aria-busy");
+      // Observed afresh: a link still in view after a page (a tall screen) fetches the next.
+      if (nearEnd) { nearEnd.unobserve(link); nearEnd.observe(link); }
+    } else {
+      if (nearEnd) nearEnd.unobserve(link);
+      link.closest("p").textContent = "The end of the list.";
+    }
     watchRows();
     showMarks();
     relativeTimes();
@@ -646,6 +673,8 @@
   }
 
   watchRows();
+  const moreLink = $("#more");
+  if (moreLink && nearEnd) nearEnd.observe(moreLink);
   showMarks();
   live();
   relativeTimes();
