@@ -298,7 +298,7 @@ def bench_fleet_with_pages(
                absolute=True),
         Figure(f"server CPU at 200 beats/s, {where}", cpu, "the same, no page open",
                alone_cpu, None, unit=" cpu-s/s"),
-        Figure(f"pages still live after the load, of {PAGES_OPEN}", float(PAGES_OPEN - still_live),
+        Figure(f"pages not live after the load, of {PAGES_OPEN}", float(PAGES_OPEN - still_live),
                limit=0.5, unit=" pages", absolute=True),
     ]  # fmt: skip
 
