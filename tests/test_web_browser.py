@@ -318,7 +318,7 @@ def test_the_list_brings_its_next_pages_as_the_reader_scrolls_to_its_end(
     # Nothing more is clicked: scrolling towards the end brings each next page.
     every_row(page)
     shown = page.locator("#rows > tr").evaluate_all("rows => rows.map(r => r.dataset.session)")
-    assert len(shown) == total and len(set(shown)) == total  # every session once, in order
+    assert len(shown) == total and len(set(shown)) == total  # every session, each once
     assert page.errors == []  # type: ignore[attr-defined]
 
 

@@ -246,7 +246,7 @@ def live_stream(
                         await ctx.in_worker(check_signed_in, ctx, call)
                         checked = time.monotonic()
                         owed = False
-                    elif first is not None:
+                    else:
                         owed = True
                 except Problem as problem:
                     yield f"event: signed-out\ndata: {json.dumps({'code': problem.code})}\n\n"

@@ -54,9 +54,9 @@ def path(*parts: str, query: Mapping[str, Any] | None = None) -> Markup:
 
 
 def shown(value: Any) -> Markup:
-    """``value`` made printable and escaped once, for a template that prints it several times
-    (each print of a Markup skips both steps)."""
-    return value if isinstance(value, Markup) else trusted(printable(str(value)))
+    """``value`` as a template's print makes it (printable, then escaped), once, for a template
+    that prints it several times: each print of the Markup skips both steps."""
+    return escape(_finalize(value))
 
 
 # The server's own words, trusted: a row prints them several times each.

@@ -532,7 +532,7 @@
   // and for a browser without the observer).
   const nearEnd = window.IntersectionObserver ? new IntersectionObserver((entries) => {
     for (const entry of entries) {
-      if (entry.isIntersecting && !entry.target.hasAttribute("aria-busy")) more(entry.target);
+      if (entry.isIntersecting) more(entry.target);  // more() skips a link already loading
     }
   }, {rootMargin: "0px 0px 600px 0px"}) : null;
 
