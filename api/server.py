@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import signal
 import socket
@@ -140,6 +141,7 @@ def run(
     # takes it, so a graceful stop ends the process with 0 rather than killed by the signal.
     for stop in (signal.SIGTERM, signal.SIGINT):
         signal.signal(stop, lambda _number, _frame: None)
+    settle_heap()
     server.run()
     return 0
 
@@ -155,6 +157,15 @@ class _Server(uvicorn.Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self.on_exit()
         super().handle_exit(sig, frame)
+
+
+def settle_heap() -> None:
+    """Collect once, then leave what start-up made (the modules, the app, its routes and
+    templates: over 100,000 objects) out of every later collection. A full collection walks
+    every object it tracks while holding the interpreter lock; over that heap it stopped the
+    whole server for 80-240 ms on a 2-core machine, every 10-30 s under a fleet's beats."""
+    gc.collect()
+    gc.freeze()
 
 
 def _shown_host(host: str) -> str:
