@@ -9,7 +9,8 @@
     store's functions called in-process (the ones the route calls: the token, the workspace and
     the beat in one transaction; and the bare agent's heartbeat), and against a ``roundtable
     sessions heartbeat`` process per beat;
-  - at 200 beats/s from 100 keep-alive clients: p50 and p99;
+  - at 200 beats/s from 100 agents, each with a keep-alive connection of its own
+    (bench/paced.py): p50 and p99;
   - no beat lost: the heartbeat history rows written equal the beats acknowledged (a beat still
     in flight when ``wrk`` stops may be written unacknowledged: at most one a connection);
 - a change -> on a server-sent events client.
@@ -22,8 +23,6 @@ Needs Debian's ``wrk`` (``.ci/run`` installs it).
 from __future__ import annotations
 
 import argparse
-import asyncio
-import gc
 import json
 import shutil
 import sqlite3
@@ -43,6 +42,7 @@ import httpx  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
 from bench.figures import Figure, compiled_env, percentile, print_table, roundtable_command  # noqa: E402
+from bench.paced import AGENTS, RATE, WORKSPACE  # noqa: E402
 from bench.stores import build_reference_store  # noqa: E402
 from roundtable_console.store.access.tokens import create_token, identify  # noqa: E402
 from roundtable_console.store.db.database import Store, open_store  # noqa: E402
@@ -50,15 +50,12 @@ from roundtable_console.store.reads.workspaces import get_workspace  # noqa: E40
 from roundtable_console.store.writes import agent_writes  # noqa: E402
 from tests.serve_support import EventReader, serving  # noqa: E402
 
-WORKSPACE = "ws-0"
-AGENTS = 100
 PAGE_LIMIT = 1.3
 P99_LIMIT = 0.050
 SATURATION_LIMIT = 0.4
 PROCESS_LIMIT = 20.0
 CHANGE_LIMIT = 1.0
 RSS_LIMIT_MIB = 150.0
-RATE = 200.0
 
 WRK_SCRIPT = """
 local pairs = {}
@@ -259,58 +256,17 @@ def _between(output: str, start: str, end: str) -> str:
     raise RuntimeError(output)
 
 
-def paced_latencies(base: str, tokens: list[str], seconds: float) -> tuple[list[float], int, int]:
-    """``AGENTS`` keep-alive clients beating ``RATE`` times a second in all: latencies, 2xx
-    answers, other answers."""
-    latencies: list[float] = []
-    counts = {"ok": 0, "bad": 0}
-
-    async def agent(number: int, client: httpx.AsyncClient) -> None:
-        period = AGENTS / RATE
-        due = time.monotonic() + number * period / AGENTS
-        end = time.monotonic() + seconds
-        path = f"/api/v1/workspaces/{WORKSPACE}/sessions/beat-{number:03d}/heartbeat"
-        headers = {"Authorization": f"Bearer {tokens[number]}"}
-        while due < end:
-            await asyncio.sleep(max(0.0, due - time.monotonic()))
-            began = time.perf_counter()
-            answer = await client.post(base + path, headers=headers)
-            latencies.append(time.perf_counter() - began)
-            counts["ok" if answer.status_code == 200 else "bad"] += 1
-            due += period
-
-    async def run() -> None:
-        limits = httpx.Limits(max_connections=AGENTS, max_keepalive_connections=AGENTS)
-        async with httpx.AsyncClient(limits=limits, timeout=30) as client:
-            await asyncio.gather(*(agent(number, client) for number in range(AGENTS)))
-
-    asyncio.run(run())
-    return latencies, counts["ok"], counts["bad"]
-
-
 def paced_load(base: str, pairs: Path, seconds: float) -> tuple[list[float], int, int]:
-    """``paced_latencies`` from a process of its own, as ``wrk`` is: the clients share
-    nothing with this process (its open store, its threads, a browser driver)."""
+    """bench/paced.py's agents beating ``RATE`` times a second in all, from a process of its
+    own, as ``wrk`` is: latencies, 2xx answers, other answers."""
     done = subprocess.run(
-        [sys.executable, __file__, "--paced", base, str(pairs), str(seconds)],
+        [sys.executable, str(ROOT / "bench" / "paced.py"), base, str(pairs), str(seconds)],
         capture_output=True, text=True, timeout=seconds + 120,
     )  # fmt: skip
     if done.returncode != 0:
         raise RuntimeError(f"the paced load failed: {done.stderr[-2000:]}")
     found = json.loads(done.stdout)
     return found["latencies"], found["ok"], found["bad"]
-
-
-def paced_main(base: str, pairs: str, seconds: str) -> int:
-    tokens = [line.split()[0] for line in Path(pairs).read_text().splitlines()]
-    # The clients' own pauses are not the server's latency: this process imported the bench's
-    # modules (SQLAlchemy, the store), and a full collection over them stopped every client
-    # for 75-85 ms about every ten seconds (the p99's tail). Frozen, a collection walks only
-    # what the load made; wrk, in C, has no such pause.
-    gc.freeze()
-    latencies, ok, bad = paced_latencies(base, tokens, float(seconds))
-    print(json.dumps({"latencies": latencies, "ok": ok, "bad": bad}))
-    return 0
 
 
 def change_latencies(base: str, store: Store, rounds: int) -> list[float]:
@@ -400,8 +356,6 @@ def postgres_url(directory: Path) -> Iterator[str]:
 
 
 def main() -> int:
-    if sys.argv[1:2] == ["--paced"]:
-        return paced_main(*sys.argv[2:5])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run (CI)")
     parser.add_argument("--big", type=int, help="sessions in the large store (1,000,000)")

@@ -374,3 +374,24 @@ def test_the_web_bench_reads_a_process_cpu_time_from_proc() -> None:
     while time.process_time() < deadline:
         pass
     assert 0.2 <= web.cpu_seconds(os.getpid()) - began <= 5.0
+
+
+def test_the_paced_agents_beat_at_their_pace_and_a_refused_beat_is_counted(
+    tmp_path: Path,
+) -> None:
+    from bench import paced, serve
+    from tests.serve_support import serving
+
+    url = f"sqlite:///{tmp_path / 'beats.db'}"
+    store = serve.fleet(url, tmp_path / "fleet.txt")
+    pairs = paced.read_pairs(tmp_path / "fleet.txt")[:3] + [("not-a-token", "beat-003")]
+    try:
+        before = serve.beat_rows(store)
+        with serving(url, tmp_path / "home") as served:
+            latencies, ok, bad = paced.paced_latencies(served.url, pairs, 1.2)
+        written = serve.beat_rows(store) - before
+    finally:
+        store.dispose()
+    # Each agent beats every 0.5 s (100 agents, 200 beats a second): at 0, 0.5 and 1.0 s.
+    assert (ok, bad, len(latencies)) == (9, 3, 12)
+    assert written == 9 and all(0 < latency < 5 for latency in latencies)
