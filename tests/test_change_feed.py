@@ -14,6 +14,7 @@ from sqlalchemy import event, text
 from roundtable_console.store.clock import format_ts
 from roundtable_console.store.db import session_rows
 from roundtable_console.store.db.database import Store
+from roundtable_console.store.reads import changes
 from roundtable_console.store.reads.changes import Change, ChangeFeed, ChangeFilter, changes_of_row
 from roundtable_console.store.service import perform_action
 from roundtable_console.store.writes import agent_writes
@@ -215,6 +216,29 @@ def test_a_row_of_unreadable_payloads_is_a_heartbeat_not_a_crash() -> None:
         agent_id=None,
     )  # fmt: skip
     assert (change.change, change.status, change.previous_status) == ("heartbeat", None, None)
+
+
+def test_a_fleets_beats_are_each_decoded_once_and_read_as_apart(
+    store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each row's payload is also the next row's previous one: decoded once for both. What
+    each row says is what it says read alone (the waiting one in the middle of the beats)."""
+    with store.write() as db:
+        for session in ("s1", "s2"):
+            register_session(db, session, clock=clock)
+    feed = feed_on(store, clock, heartbeats=True)
+    for round_number in range(5):
+        for session in ("s1", "s2"):
+            beat(store, clock, session, waiting="approve?" if round_number == 2 else None)
+    decoded: list[str | None] = []
+    real = changes._decode
+    monkeypatch.setattr(changes, "_decode", lambda raw: decoded.append(raw) or real(raw))
+    found = read(store, feed)
+    assert [c.change for c in found if c.session_id == "s1"] == [
+        "heartbeat", "heartbeat", "waiting_started", "waiting_stopped", "heartbeat", "heartbeat",
+    ]  # fmt: skip
+    # Ten rows, and the row before the first of each session's (its registration).
+    assert len(decoded) == 10 + 2
 
 
 def test_a_read_is_a_range_of_the_key_and_an_index_probe_per_row(

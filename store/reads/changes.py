@@ -140,7 +140,27 @@ def changes_of_row(
     agent_id: str | None,
 ) -> list[Change]:
     """What one history row says happened, given the session's row before it (``previous``)."""
-    now, before = _decode(payload), _decode(previous)
+    return changes_of_decoded(
+        session_id=session_id,
+        event_type=event_type,
+        now=_decode(payload),
+        before=_decode(previous),
+        at=at,
+        agent_id=agent_id,
+    )
+
+
+def changes_of_decoded(
+    *,
+    session_id: str,
+    event_type: str,
+    now: dict[str, Any],
+    before: dict[str, Any],
+    at: str,
+    agent_id: str | None,
+) -> list[Change]:
+    """``changes_of_row`` of payloads already decoded: the row's (``now``) and its previous
+    row's (``before``)."""
     status = _text(now.get("status"))
     previous_status = _text(now.get("previous_status")) or _text(before.get("status"))
     actor = _text(now.get("actor")) or agent_id
@@ -187,9 +207,7 @@ class FeedPosition:
     stale_bound: datetime
 
     def token(self) -> str:
-        index = "-" if self.index is None else str(self.index)
-        micros = round(self.stale_bound.timestamp() * 1_000_000)
-        return f"{self.last_id}.{index}.{micros}"
+        return _token(self.last_id, self.index, _micros(self.stale_bound))
 
     @classmethod
     def parse(cls, text: str) -> FeedPosition:
@@ -206,6 +224,14 @@ class FeedPosition:
                 "received, as it came."
             ) from None
         return cls(int(last_id), None if index == "-" else int(index), bound)
+
+
+def _micros(bound: datetime) -> int:
+    return round(bound.timestamp() * 1_000_000)
+
+
+def _token(last_id: int, index: int | None, micros: int) -> str:
+    return f"{last_id}.{'-' if index is None else index}.{micros}"
 
 
 class ChangeFeed:
@@ -256,6 +282,7 @@ class ChangeFeed:
             self.start(db=db)
             return []
         bound = self._stale_bound or self.clock() - self.stale_after
+        micros = _micros(bound)  # a token per change: made here, not a FeedPosition each
         found: list[tuple[Change, str]] = []
         newest = self.last_id
         for row_id, changes in self._history(db):
@@ -265,9 +292,8 @@ class ChangeFeed:
                 if skipped is not None and row_id == skipped[0] and index <= skipped[1]:
                     continue
                 # A row of a gap (an id below one already read) is after everything read.
-                position = FeedPosition(row_id, index, bound) if row_id == newest else None
-                position = position or FeedPosition(newest, None, bound)
-                found.append((change, position.token()))
+                token = _token(row_id, index, micros) if row_id == newest else None
+                found.append((change, token or _token(newest, None, micros)))
         self._resumed_within = None
         for change, seen in self._gone_stale(db):
             found.append((change, FeedPosition(self.last_id, None, seen + _TICK).token()))
@@ -303,6 +329,9 @@ class ChangeFeed:
             .scalar_subquery()
         )
         found: list[tuple[int, list[Change]]] = []
+        # Each session's last row read here, as stored and decoded: it is most often the next
+        # row's previous one, decoded once for both (a fleet beats many times between reads).
+        last: dict[str, tuple[str | None, dict[str, Any]]] = {}
         self._forget_old_gaps()
         while True:
             after = _EVENTS.c.id > self.last_id
@@ -324,18 +353,23 @@ class ChangeFeed:
                 .limit(BATCH)
             )
             rows = db.execute(statement).all()
-            for row in rows:
-                self._advance(int(row.id))
-                if row.wanted:
-                    changes = changes_of_row(
-                        session_id=row.session_id,
-                        event_type=row.event_type,
-                        payload=row.payload_json,
-                        at=row.created_at,
-                        previous=row.previous,
-                        agent_id=row.agent_id,
-                    )
-                    found.append((int(row.id), changes))
+            for row_id, session_id, event_type, payload, at, agent_id, admitted, before_raw in rows:
+                self._advance(int(row_id))
+                if not admitted:
+                    continue
+                now = _decode(payload)
+                known = last.get(session_id)
+                before = known[1] if known is not None and known[0] == before_raw else None
+                last[session_id] = (payload, now)
+                changes = changes_of_decoded(
+                    session_id=session_id,
+                    event_type=event_type,
+                    now=now,
+                    before=_decode(before_raw) if before is None else before,
+                    at=at,
+                    agent_id=agent_id,
+                )
+                found.append((int(row_id), changes))
             if len(rows) < BATCH:
                 return found
 
