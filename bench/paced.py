@@ -1,6 +1,6 @@
 """The paced load of bench/serve.py and bench/web.py: ``AGENTS`` agents beating ``RATE`` times
 a second in all, each over a keep-alive connection of its own, in a process of its own (as
-``wrk`` is). Prints the latencies and the counts of 2xx and other answers as JSON.
+``wrk`` is). Prints the latencies and the counts of 2xx and other answers (or none) as JSON.
 
 Usage: ``python bench/paced.py BASE_URL PAIRS_FILE SECONDS`` (PAIRS_FILE: a line per agent,
 its token and its session, as bench/serve.py's ``fleet`` writes it).
@@ -37,6 +37,8 @@ class Agent:
 
     def __init__(self, base: str, token: str, session: str) -> None:
         self.address = urlsplit(base)
+        if self.address.scheme != "http" or self.address.port is None:
+            raise SystemExit(f"paced.py speaks plain HTTP to an explicit port, not {base!r}")
         path = f"/api/v1/workspaces/{WORKSPACE}/sessions/{session}/heartbeat"
         headers = [
             ("Host", self.address.netloc),
@@ -48,13 +50,24 @@ class Agent:
         self.connection = h11.Connection(h11.CLIENT)
 
     async def beat(self) -> int:
-        """The status of one beat's answer (0: the connection failed; the next beat opens a
-        new one)."""
+        """The status of one beat's answer (0: no answer came; the next beat opens a new
+        connection). A connection the server closed while it was idle is opened again and
+        the beat sent once more: the server never saw it."""
         try:
-            return await asyncio.wait_for(self._beat(), ANSWER_SECONDS)
+            return await asyncio.wait_for(self._beat_once_more_if_closed(), ANSWER_SECONDS)
         except (OSError, TimeoutError, h11.ProtocolError):
             self.close()
             return 0
+
+    async def _beat_once_more_if_closed(self) -> int:
+        reused = self.streams is not None
+        try:
+            return await self._beat()
+        except ClosedIdle:
+            if not reused:
+                raise
+            self.close()
+            return await self._beat()
 
     async def _beat(self) -> int:
         if self.streams is None:
@@ -68,14 +81,17 @@ class Agent:
             event = connection.next_event()
             if event is h11.NEED_DATA:
                 data = await reader.read(65536)
-                if not data:
-                    raise ConnectionResetError("the server closed the connection")
-                connection.receive_data(data)
+                if not data and status == 0:
+                    raise ClosedIdle()
+                connection.receive_data(data)  # b"" is the end: h11 says what that means
             elif isinstance(event, h11.Response):
                 status = event.status_code
             elif isinstance(event, h11.EndOfMessage):
                 break
-        connection.start_next_cycle()
+        if connection.our_state is h11.DONE and connection.their_state is h11.DONE:
+            connection.start_next_cycle()
+        else:
+            self.close()  # the answer said "Connection: close": counted, then a new one
         return status
 
     def close(self) -> None:
@@ -84,14 +100,19 @@ class Agent:
         self.streams = None
 
 
+class ClosedIdle(ConnectionResetError):
+    """The server closed the connection before answering a byte."""
+
+
 def paced_latencies(
     base: str, pairs: list[tuple[str, str]], seconds: float
-) -> tuple[list[float], int, int]:
+) -> tuple[list[float], dict[int, int]]:
     """Each agent beats every ``AGENTS / RATE`` seconds, the agents' beats spread evenly over
     that period; a beat that comes due while the last is unanswered goes as soon as it is
-    answered. Latencies (seconds), 2xx answers, other answers."""
+    answered (its latency is from when it went). Latencies (seconds), and how many answers
+    had each status (0: none came)."""
     latencies: list[float] = []
-    counts = {"ok": 0, "bad": 0}
+    statuses: dict[int, int] = {}
     period = AGENTS / RATE
 
     async def beating(number: int, agent: Agent) -> None:
@@ -102,7 +123,7 @@ def paced_latencies(
             began = time.perf_counter()
             status = await agent.beat()
             latencies.append(time.perf_counter() - began)
-            counts["ok" if 200 <= status < 300 else "bad"] += 1
+            statuses[status] = statuses.get(status, 0) + 1
             due += period
         agent.close()
 
@@ -111,7 +132,7 @@ def paced_latencies(
         await asyncio.gather(*(beating(number, agent) for number, agent in enumerate(agents)))
 
     uvloop.run(run())
-    return latencies, counts["ok"], counts["bad"]
+    return latencies, statuses
 
 
 def read_pairs(path: Path) -> list[tuple[str, str]]:
@@ -123,9 +144,14 @@ def read_pairs(path: Path) -> list[tuple[str, str]]:
 
 
 def main(argv: list[str]) -> int:
+    if len(argv) != 3:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
     base, pairs, seconds = argv
     gc.freeze()  # what start-up made is never walked again by a collection during the load
-    latencies, ok, bad = paced_latencies(base, read_pairs(Path(pairs)), float(seconds))
+    latencies, statuses = paced_latencies(base, read_pairs(Path(pairs)), float(seconds))
+    ok = sum(count for status, count in statuses.items() if 200 <= status < 300)
+    bad = sum(statuses.values()) - ok
     print(json.dumps({"latencies": latencies, "ok": ok, "bad": bad}))
     return 0
 

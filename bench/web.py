@@ -321,6 +321,8 @@ def bench_fleet_with_pages(
                rate=True),
         Figure(f"beats lost of {opened.acknowledged:,} acknowledged, {where}", float(opened.lost),
                limit=0.5, unit=" beats", absolute=True),
+        Figure(f"beats lost of {alone.acknowledged:,} acknowledged, no page open",
+               float(alone.lost), limit=0.5, unit=" beats", absolute=True),
         Figure(f"beats refused at 200/s, {where}", float(opened.refused), limit=0.5,
                unit=" beats", absolute=True),
         Figure(f"server CPU at 200 beats/s, {where}", statistics.mean(opened.cpu),

@@ -388,10 +388,47 @@ def test_the_paced_agents_beat_at_their_pace_and_a_refused_beat_is_counted(
     try:
         before = serve.beat_rows(store)
         with serving(url, tmp_path / "home") as served:
-            latencies, ok, bad = paced.paced_latencies(served.url, pairs, 1.2)
+            latencies, statuses = paced.paced_latencies(served.url, pairs, 1.2)
         written = serve.beat_rows(store) - before
     finally:
         store.dispose()
     # Each agent beats every 0.5 s (100 agents, 200 beats a second): at 0, 0.5 and 1.0 s.
-    assert (ok, bad, len(latencies)) == (9, 3, 12)
+    assert statuses == {200: 9, 401: 3} and len(latencies) == 12
     assert written == 9 and all(0 < latency < 5 for latency in latencies)
+
+
+async def test_a_paced_agent_opens_a_closed_connection_again_and_counts_each_answer() -> None:
+    """A server that closes an idle keep-alive connection never saw the beat sent on it: it
+    goes again on a new one. An answer that says "Connection: close" is counted, and the next
+    beat opens a new connection."""
+    import asyncio
+
+    from bench import paced
+
+    connections: list[int] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(len(connections))
+        await reader.readuntil(b"\r\n\r\n")
+        closing = len(connections) == 2
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+            + (b"Connection: close\r\n" if closing else b"")
+            + b"\r\n{}"
+        )
+        await writer.drain()
+        writer.close()  # idle from here: closed before the next beat comes
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    agent = paced.Agent(f"http://127.0.0.1:{port}", "token", "beat-000")
+    try:
+        first = await agent.beat()
+        await asyncio.sleep(0.1)  # the server has closed it meanwhile
+        second = await agent.beat()  # sent on the closed one, then again on a new one
+        third = await agent.beat()  # the second answer said close: a new one
+    finally:
+        agent.close()
+        server.close()
+    assert (first, second, third) == (200, 200, 200)
+    assert len(connections) == 3

@@ -221,8 +221,9 @@ def test_a_row_of_unreadable_payloads_is_a_heartbeat_not_a_crash() -> None:
 def test_a_fleets_beats_are_each_decoded_once_and_read_as_apart(
     store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each row's payload is also the next row's previous one: decoded once for both. What
-    each row says is what it says read alone (the waiting one in the middle of the beats)."""
+    """Each row's payload is also the next row's previous one: decoded once for both, across
+    the read's statements too. What each row says is what its own previous row makes it (the
+    waiting one in the middle of the beats)."""
     with store.write() as db:
         for session in ("s1", "s2"):
             register_session(db, session, clock=clock)
@@ -233,6 +234,7 @@ def test_a_fleets_beats_are_each_decoded_once_and_read_as_apart(
     decoded: list[str | None] = []
     real = changes._decode
     monkeypatch.setattr(changes, "_decode", lambda raw: decoded.append(raw) or real(raw))
+    monkeypatch.setattr(changes, "BATCH", 3)  # four statements for the ten rows
     found = read(store, feed)
     assert [c.change for c in found if c.session_id == "s1"] == [
         "heartbeat", "heartbeat", "waiting_started", "waiting_stopped", "heartbeat", "heartbeat",

@@ -282,7 +282,7 @@ class ChangeFeed:
             self.start(db=db)
             return []
         bound = self._stale_bound or self.clock() - self.stale_after
-        micros = _micros(bound)  # a token per change: made here, not a FeedPosition each
+        micros = _micros(bound)  # each change's token is made of it, not of a FeedPosition
         found: list[tuple[Change, str]] = []
         newest = self.last_id
         for row_id, changes in self._history(db):
