@@ -211,8 +211,18 @@ def test_tls_is_served_when_given_a_certificate(tmp_path: Path) -> None:
     with serving(url, tmp_path / "home", "--certfile", str(cert), "--keyfile", str(key),
                  scheme="https") as served:  # fmt: skip
         assert "https://127.0.0.1" in served.said
-        answer = httpx.get(served.url + SESSIONS, verify=ssl.create_default_context(cafile=cert))
+        trusted = ssl.create_default_context(cafile=cert)
+        answer = httpx.get(served.url + SESSIONS, verify=trusted)
         assert answer.status_code == 200
+        store = open_store(url)
+        token = create_token(store=store, name="ops", role="operator").token
+        store.dispose()
+        signed_in = httpx.post(
+            served.url + "/sign-in", data={"token": token, "next": "/sessions"}, verify=trusted
+        )
+        assert signed_in.status_code == 303, signed_in.text
+        cookie = signed_in.headers["set-cookie"]
+        assert "; Secure" in cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie
 
 
 def test_exposure_is_refused_in_words_unless_safe() -> None:
