@@ -292,8 +292,9 @@ class ChangeFeed:
                 if skipped is not None and row_id == skipped[0] and index <= skipped[1]:
                     continue
                 # A row of a gap (an id below one already read) is after everything read.
-                token = _token(row_id, index, micros) if row_id == newest else None
-                found.append((change, token or _token(newest, None, micros)))
+                in_order = row_id == newest
+                token = _token(row_id, index, micros) if in_order else _token(newest, None, micros)
+                found.append((change, token))
         self._resumed_within = None
         for change, seen in self._gone_stale(db):
             found.append((change, FeedPosition(self.last_id, None, seen + _TICK).token()))
@@ -359,13 +360,16 @@ class ChangeFeed:
                     continue
                 now = _decode(payload)
                 known = last.get(session_id)
-                before = known[1] if known is not None and known[0] == before_raw else None
+                if known is not None and known[0] == before_raw:
+                    before = known[1]
+                else:
+                    before = _decode(before_raw)
                 last[session_id] = (payload, now)
                 changes = changes_of_decoded(
                     session_id=session_id,
                     event_type=event_type,
                     now=now,
-                    before=_decode(before_raw) if before is None else before,
+                    before=before,
                     at=at,
                     agent_id=agent_id,
                 )
