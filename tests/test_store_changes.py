@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -93,11 +94,18 @@ def test_token_is_read_safely_from_worker_threads(sqlite_store: Store) -> None:
     assert len(tokens) == 200 and len(set(map(repr, tokens))) == 1
 
 
-def test_dispose_closes_the_watch_and_a_new_one_counts_afresh(sqlite_store: Store) -> None:
-    before = sqlite_store.change_token()
-    sqlite_store.dispose()
-    # A new connection's data_version may repeat the old number: its identity tells them apart.
-    assert sqlite_store.change_token() != before
+def test_a_disposed_store_never_opens_its_watch_again(tmp_path: Path) -> None:
+    """The console disposes its store as it closes while its watcher thread may still be
+    waiting: the thread's next question gets "cannot tell" and opens no connection, so SQLite
+    makes no file where the store was (a temporary directory being removed, say)."""
+    store = open_store(f"sqlite:///{tmp_path / 'gone.db'}")
+    assert store.change_token() is not None
+    store.dispose()
+    for left in tmp_path.iterdir():
+        left.unlink()
+    assert store.change_token() is None
+    assert store.wait_for_change(None, timeout=0.05) is None
+    assert sorted(tmp_path.iterdir()) == []
 
 
 def test_the_watch_does_not_hold_a_pooled_connection(sqlite_store: Store) -> None:

@@ -82,6 +82,32 @@ async def test_without_demo_no_adapter_is_made_up(tmp_path: Path, db: Store) -> 
         assert "'codex' is not configured" in screen_text(app)
 
 
+# --- closing ------------------------------------------------------------------------------------
+
+
+async def test_once_closed_the_console_makes_no_file_where_its_store_was(tmp_path: Path) -> None:
+    """The console's watcher thread may still be waiting as the console closes (it is not
+    joined, so quitting is not held up): when it wakes it opens nothing, so a folder removed
+    after the console (a temporary one, as docs/screenshot.py's) is not made anew."""
+    folder = tmp_path / "store"
+    folder.mkdir()
+    store = open_store(sqlite_url(folder))
+    try:
+        add_session(store, "s1")
+    finally:
+        store.dispose()
+    app = console(sqlite_url(folder))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert cell(app, "s1", "status") == "active"
+        watcher = app.change_watcher
+        assert watcher is not None
+    for left in folder.iterdir():
+        left.unlink()
+    watcher.join(timeout=5)  # its last wait ends within a quarter of a second
+    assert sorted(folder.iterdir()) == []
+
+
 # --- q under a dialog --------------------------------------------------------------------------
 
 

@@ -309,6 +309,9 @@ class Store:
         self._watch_lock = threading.Lock()
         self._watch: Any = None
         self._watch_identity: object | None = None
+        # Once disposed, the watch is never opened again: a watcher thread still waiting would
+        # otherwise connect afresh, and SQLite would make the file anew where it was deleted.
+        self._watch_closed = False
         self._listener = ChangeListener(self._listening_connection)
 
     @property
@@ -401,6 +404,8 @@ class Store:
         if not _is_sqlite_file(self.engine.url.database):
             return None
         with self._watch_lock:
+            if self._watch_closed:
+                return None
             try:
                 if self._watch is None:
                     proxied = self.engine.raw_connection()
@@ -449,6 +454,7 @@ class Store:
     def dispose(self) -> None:
         self._listener.close()
         with self._watch_lock:
+            self._watch_closed = True
             self._close_watch()
         self.engine.dispose()
 
