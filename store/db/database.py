@@ -392,8 +392,8 @@ class Store:
     def change_token(self) -> object | None:
         """A value that differs whenever the store may have changed since it was last taken; None
         when that cannot be told (in-memory SQLite, an unreadable file, a PostgreSQL server
-        that refuses the listening connection), so callers always re-read. Safe to call from
-        any thread; never reads a table.
+        that refuses the listening connection, a store disposed of), so callers always
+        re-read. Safe to call from any thread; never reads a table.
 
         SQLite's ``PRAGMA data_version`` moves when any *other* connection commits, our pooled
         writers included, so it is read on one connection kept for this alone that never
