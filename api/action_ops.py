@@ -174,6 +174,7 @@ def act(
             call.body, fields=bodies.TERMINATE_FIELDS, code="invalid_request_body", optional=True
         )
         extra["impact_details"] = body.get("impact_details")
+        extra["wall"] = caller.wall
     elif call.body.strip():
         bodies.read_object(call.body, fields=(), code="invalid_request_body", optional=True)
 

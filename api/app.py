@@ -33,10 +33,10 @@ from roundtable_console.api.answering import (
     run,
 )
 from roundtable_console.api.context import Answer, Call, ServerContext
-from roundtable_console.api.middleware import REFERENCE_ORIGINS, Guard
+from roundtable_console.api.middleware import Guard
 from roundtable_console.api.problems import MEDIA_TYPE, STATUSES, Problem
 from roundtable_console.api.web.routes import install as install_web
-from roundtable_console.store.access.tokens import ROLES, holds_tokens
+from roundtable_console.store.access.tokens import ROLES
 from roundtable_console.store.rules import ACTIVE_STATES
 
 API = "/api/v1"
@@ -247,9 +247,13 @@ def _routes(app: FastAPI) -> None:
                    model=model)  # fmt: skip
 
 
-def capabilities(ctx: ServerContext, call: Call, *, origins: tuple[str, ...]) -> Answer:
-    with ctx.store.read() as db:
-        bearer = holds_tokens(db)
+def capabilities(ctx: ServerContext, call: Call) -> Answer:
+    """The reference's answer, and only what it says: public, so that a client can tell how to
+    authenticate."""
+    if ctx.header_mode.on:
+        with ctx.store.read() as db:
+            ctx.header_mode.still_on(db)
+    bearer = not ctx.header_mode.on
     return Answer(
         200,
         {
@@ -260,30 +264,39 @@ def capabilities(ctx: ServerContext, call: Call, *, origins: tuple[str, ...]) ->
             "csrf": "origin-checked writes",
             "default_bind": "127.0.0.1",
             "roles": list(ROLES),
-            "allowed_origins": list(origins),
+            "allowed_origins": sorted(ctx.exposure.origins),
         },
     )
 
 
-def create_app(
-    ctx: ServerContext, *, read_only: bool = False, allowed_origins: tuple[str, ...] = ()
-) -> Guard:
+def openapi_document(ctx: ServerContext, call: Call, app: FastAPI) -> Answer:
+    """The OpenAPI document: to any caller of a server in header mode; with tokens, to a caller
+    with one (a stranger learns nothing of the routes from it)."""
+    ctx.caller(call)
+    return Answer(200, _document(app))
+
+
+def create_app(ctx: ServerContext, *, read_only: bool = False) -> Guard:
     """The whole server: routes and document inside, the guard of ``api.middleware`` around."""
 
     app = FastAPI(
         title="Roundtable sessions",
         version="1",
         description="The Roundtable reference's HTTP API for agent sessions, with real identities.",
-        openapi_url=API + "/openapi.json",
+        openapi_url=None,  # served by openapi_document: with tokens, to their holders only
         docs_url=None,
         redoc_url=None,
     )
     app.state.ctx = ctx
     _routes(app)
-    origins = (*REFERENCE_ORIGINS, *allowed_origins)
 
     async def security_capabilities(request: Request) -> Response:
-        return await run(request, lambda c, call: capabilities(c, call, origins=origins))
+        return await run(request, capabilities)
+
+    async def openapi(request: Request) -> Response:
+        return await run(request, lambda c, call: openapi_document(c, call, app))
+
+    app.add_route(API + "/openapi.json", openapi, methods=["GET"], include_in_schema=False)
 
     app.add_api_route(
         API + "/security/capabilities",
@@ -317,9 +330,7 @@ def create_app(
 
     install_web(app, ctx, read_only=read_only)
     app.openapi = lambda: _document(app)  # type: ignore[method-assign]
-    return Guard(
-        HotRoutes(app, ctx, HOT_ROUTES), read_only=read_only, allowed_origins=allowed_origins
-    )
+    return Guard(HotRoutes(app, ctx, HOT_ROUTES), read_only=read_only, exposure=ctx.exposure)
 
 
 def _allowed_methods(app: FastAPI, request: Request) -> list[str]:

@@ -18,9 +18,17 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection
 
 from roundtable_console.api.change_hub import ChangeHub
-from roundtable_console.api.identity import BROWSER_COOKIE, Caller, FailureCounter, authenticate
+from roundtable_console.api.exposure import Exposure
+from roundtable_console.api.identity import (
+    BROWSER_COOKIE,
+    Caller,
+    FailureCounter,
+    HeaderMode,
+    authenticate,
+)
 from roundtable_console.api.middleware import UNSAFE_METHODS
 from roundtable_console.api.problems import Problem
+from roundtable_console.api.stream_slots import Opening, StreamSlots
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import AgentSession
@@ -37,6 +45,13 @@ from roundtable_console.store.writes.request_keys import (
 )
 
 T = TypeVar("T")
+
+
+def not_found(session_id: str) -> SessionNotFound:
+    """The one answer for a session that does not exist and one the caller may not reach."""
+    return SessionNotFound(f"No session has the id {session_id!r} in this workspace.")
+
+
 WORKER_THREADS = 8
 _KEY_CHARACTERS = range(0x21, 0x7F)
 
@@ -81,16 +96,28 @@ class ServerContext:
     clock: Clock = system_clock
     stale_after_seconds: float = 300.0
     failures: FailureCounter = field(default_factory=FailureCounter)
+    # Decided at start (api.server): whether a caller with no credential is whoever its headers
+    # say; and how the server is reached (its names, other origins, a proxy, stream limits).
+    header_mode: HeaderMode = field(default_factory=HeaderMode)
+    exposure: Exposure = field(default_factory=Exposure)
     # The configured adapters: whether a session can be resumed, and its plan (the web console).
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
     # Wakes the open streams when the store changes (api.streams).
     hub: ChangeHub = field(init=False)
+    # The open streams: how many each caller holds, and which must end (api.stream_slots).
+    streams: StreamSlots = field(init=False)
     # The threads a request's store work runs in: a few. SQLite takes one writer at a time
     # and every thread shares one interpreter lock, so more threads only queue longer.
     workers: ThreadPoolExecutor = field(init=False)
 
     def __post_init__(self) -> None:
         self.hub = ChangeHub(self.store)
+        self.streams = StreamSlots(
+            per_holder=self.exposure.streams_per_token,
+            in_all=self.exposure.streams_in_all,
+            recheck=self.recheck,
+            closing=self.hub.closing,
+        )
         self.workers = ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="roundtable-api")
 
     async def in_worker(self, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -103,17 +130,40 @@ class ServerContext:
         whole request), else in one of its own."""
         return authenticate(
             db or self.store,
-            authorization=call.headers.get("authorization"),
-            actor_id=call.headers.get("x-actor-id"),
-            actor_role=call.headers.get("x-actor-role"),
-            orchestrator=call.headers.get("x-roundtable-orchestrator"),
+            headers=call.headers,
             address=call.address,
+            header_mode=self.header_mode,
             failures=self.failures,
             clock=self.clock,
             browser=call.cookie(BROWSER_COOKIE),
-            csrf_proof=call.headers.get("x-csrf-token"),
             writes=call.method in UNSAFE_METHODS,
         )
+
+    async def recheck(self, calls: list[Opening]) -> list[str | None]:
+        """The credentials of open streams' requests checked again, in one read: for each,
+        None while it holds, else the code of the problem that refuses it now (a refusal is not
+        counted as a failed authentication)."""
+
+        def check() -> list[str | None]:
+            codes: list[str | None] = []
+            with self.store.read() as db:
+                for call in calls:
+                    try:
+                        authenticate(
+                            db,
+                            headers=call.headers,
+                            address=call.address,
+                            header_mode=self.header_mode,
+                            failures=None,
+                            clock=self.clock,
+                            browser=call.cookie(BROWSER_COOKIE),
+                        )
+                        codes.append(None)
+                    except Problem as problem:
+                        codes.append(problem.code)
+            return codes
+
+        return await self.in_worker(check)
 
     # -- what a caller reaches -------------------------------------------------------------
 
@@ -129,11 +179,15 @@ class ServerContext:
     def session_in(
         cls, db: Connection, caller: Caller, workspace_id: str, session_id: str
     ) -> AgentSession:
-        """The session, when it belongs to the workspace (its column, else its metadata's)."""
+        """The session, when it belongs to the workspace (its column, else its metadata's). One
+        of another workspace, or of none, answers exactly as one that does not exist."""
         cls.workspace(db, caller, workspace_id)
-        session = get_session(db=db, session_id=session_id)
-        if session.effective_workspace_id != workspace_id:
-            raise SessionNotFound("session does not belong to this workspace")
+        try:
+            session = get_session(db=db, session_id=session_id)
+        except SessionNotFound:
+            session = None
+        if session is None or session.effective_workspace_id != workspace_id:
+            raise not_found(session_id)
         return session
 
     # -- idempotency keys ------------------------------------------------------------------

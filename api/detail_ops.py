@@ -1,6 +1,7 @@
 """The session's six subresources: logs, tool-calls, claims and proposals a keyset page at a
 time, metrics and environment as one object each; read as the CLI and the console read them
-(``store.service``), in the reference's shapes (``wire``)."""
+(``store.service``), in the reference's shapes (``wire``). A caller bound to workspaces reads
+only the rows of the session's own workspace (``store.access.walls``)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ def page_of(name: str) -> Callable[..., Answer]:
         with ctx.store.read() as db:
             ctx.session_in(db, caller, workspace_id, session_id)
             try:
-                page = PROJECTIONS[name](db=db, session_id=session_id, limit=size, cursor=after)
+                page = PROJECTIONS[name](
+                    db=db, session_id=session_id, limit=size, cursor=after, wall=caller.wall
+                )
             except InvalidCursor:
                 raise Problem("invalid_cursor", "cursor is malformed") from None
         return Answer(200, wire.page([shape(item) for item in page.items], page.next_cursor))
@@ -44,7 +47,7 @@ def record_of(name: str) -> Callable[..., Answer]:
         caller = ctx.caller(call)
         with ctx.store.read() as db:
             ctx.session_in(db, caller, workspace_id, session_id)
-            record = PROJECTIONS[name](db=db, session_id=session_id)
+            record = PROJECTIONS[name](db=db, session_id=session_id, wall=caller.wall)
         return Answer(200, record)
 
     return read

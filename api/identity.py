@@ -1,29 +1,34 @@
 """Who a request is, from its credential (DESIGN §9): a bearer token the store holds; a browser
 signed in to the web console with one (its cookie, ``store.access.web_sessions``; a write also
-carries its page's CSRF proof); or, while the store holds no token, the reference's header mode
-(the caller is whoever ``X-Actor-ID`` says).
+carries its page's CSRF proof); or, on a lone loopback server whose store holds no token, the
+reference's header mode (the caller is whoever ``X-Actor-ID`` says; ``HeaderMode``).
 
 With tokens, ``X-Actor-ID`` and ``X-Actor-Role`` are never read: the token decides who acts and
 what they may touch (the reference's "human" check trusted the headers, so an agent token with
-human headers passed). Failed authentications are counted per client address and refused for a
-while past ``FAILURES_ALLOWED`` (429 with ``Retry-After``).
+human headers passed). Failed authentications are counted per client address (``limits``' moving
+window): past ``FAILURES_ALLOWED`` in a window, a further failure is answered 429 with
+``Retry-After``. Only failures are refused: a valid credential is never refused for failures
+others made from the same address (a host's agents share it; behind a proxy the address is the
+nearest hop the proxy names, ``roundtable serve --behind-proxy``).
 """
 
 from __future__ import annotations
 
 import math
-import threading
 import time
-from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
+from limits import RateLimitItemPerSecond
+from limits.storage import MemoryStorage
+from limits.strategies import MovingWindowRateLimiter
 from sqlalchemy import Connection
 
 from roundtable_console.api.problems import Problem
 from roundtable_console.store.access.tokens import Identity, holds_tokens, identify
+from roundtable_console.store.access.walls import Wall
 from roundtable_console.store.access.web_sessions import csrf_holds, identify_browser
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
@@ -37,8 +42,10 @@ HUMAN_ROLES = frozenset(
 # The web console's cookie: a signed-in browser's secret (store.access.web_sessions).
 BROWSER_COOKIE = "roundtable_web"
 FAILURES_ALLOWED = 10
-FAILURE_WINDOW_SECONDS = 60.0
-TRACKED_ADDRESSES = 10_000
+FAILURE_WINDOW_SECONDS = 60
+# Headers a proxy adds: a request carrying one came through a proxy, and never gets header mode.
+FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto",
+                      "x-forwarded-port", "x-forwarded-prefix", "x-real-ip", "via")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,11 @@ class Caller:
 
     def reaches(self, workspace_id: str) -> bool:
         return self.workspaces is None or workspace_id in self.workspaces
+
+    @property
+    def wall(self) -> Wall:
+        """What it reaches of sessions and the rows around them (``store.access.walls``)."""
+        return Wall.of(self.workspaces)
 
     def require_human(self) -> None:
         """The human authorization: an operator token, or (header mode) a named human role."""
@@ -76,72 +88,89 @@ class Caller:
             )
 
 
-class FailureCounter:
-    """Failed authentications per client address in a sliding window (this process's: each
-    server counts what it sees)."""
+class HeaderMode:
+    """Whether a caller with no credential is whoever its headers say (the reference with no
+    token). Granted at start, to a lone loopback server whose store holds no token: never to one
+    behind a proxy or open to other hosts (``api.server.check_exposure``). Lost for good the
+    first time the store is seen to hold a token: a server never falls back to it, even once
+    every token is deleted."""
 
-    def __init__(self, *, allowed: int = FAILURES_ALLOWED, window: float = FAILURE_WINDOW_SECONDS):
-        self.allowed = allowed
-        self.window = window
-        self._failures: dict[str, deque[float]] = {}
-        self._lock = threading.Lock()
+    def __init__(self, granted: bool = True) -> None:
+        self._on = granted
+
+    @property
+    def on(self) -> bool:
+        """As last seen (no read): False once lost."""
+        return self._on
+
+    def still_on(self, db: Connection) -> bool:
+        if self._on and holds_tokens(db):
+            self._on = False
+        return self._on
+
+
+class FailureCounter:
+    """Failed authentications per client address in a moving window (this process's: each
+    server counts what it sees), kept by ``limits``."""
+
+    def __init__(self, *, allowed: int = FAILURES_ALLOWED, window: int = FAILURE_WINDOW_SECONDS):
+        self.item = RateLimitItemPerSecond(allowed, window)
+        self.limiter = MovingWindowRateLimiter(MemoryStorage())
 
     def retry_after(self, address: str) -> int | None:
-        """Seconds until ``address`` may try again, when it failed too often; else None."""
-        now = time.monotonic()
-        with self._lock:
-            failures = self._failures.get(address)
-            if failures is None:
-                return None
-            while failures and failures[0] <= now - self.window:
-                failures.popleft()
-            if len(failures) < self.allowed:
-                return None
-            return max(1, math.ceil(failures[0] + self.window - now))
+        """Seconds until a failure from ``address`` is answered 401 again rather than 429,
+        when it failed too often; else None."""
+        if self.limiter.test(self.item, address):
+            return None
+        reset = self.limiter.get_window_stats(self.item, address).reset_time
+        return max(1, math.ceil(reset - time.time()))
 
-    def failed(self, address: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            if address not in self._failures and len(self._failures) >= TRACKED_ADDRESSES:
-                self._failures.pop(next(iter(self._failures)))
-            self._failures.setdefault(address, deque()).append(now)
+    def failed(self, address: str) -> Problem | None:
+        """Count a failure; the 429 to answer instead of the failure's own problem, when the
+        address failed too often."""
+        wait = self.retry_after(address)
+        if wait is not None:
+            return Problem(
+                "too_many_requests",
+                f"Too many failed authentications from this address; retry in {wait} s.",
+                headers={"Retry-After": str(wait)},
+            )
+        self.limiter.hit(self.item, address)
+        return None
+
+    def refuse(self, address: str, problem: Problem) -> Problem:
+        """The problem to raise for a failed authentication: its own, or 429."""
+        return self.failed(address) or problem
 
 
 def authenticate(
     store: Store | Connection,
     *,
-    authorization: str | None,
-    actor_id: str | None,
-    actor_role: str | None,
-    orchestrator: str | None,
+    headers: Mapping[str, str],
     address: str,
-    failures: FailureCounter,
+    header_mode: HeaderMode,
+    failures: FailureCounter | None,
     clock: Clock = system_clock,
     browser: str | None = None,
-    csrf_proof: str | None = None,
     writes: bool = False,
 ) -> Caller:
-    """The caller of one request, or the problem that refuses it. ``browser``: the web
-    console's cookie, when no Authorization is given; a request that ``writes`` with it also
-    carries ``csrf_proof``."""
-    wait = failures.retry_after(address)
-    if wait is not None:
-        raise Problem(
-            "too_many_requests",
-            f"Too many failed authentications from this address; retry in {wait} s.",
-            headers={"Retry-After": str(wait)},
-        )
+    """The caller of one request (its lowercased ``headers``), or the problem that refuses it.
+    ``browser``: the web console's cookie, when no Authorization is given; a request that
+    ``writes`` with it also carries its page's CSRF proof. ``failures``: where a failure is
+    counted (None: not counted, for a check made again of a credential already taken)."""
+    authorization = headers.get("authorization")
     if authorization is not None and authorization.strip():
         scheme, _space, token = authorization.strip().partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            failures.failed(address)
-            raise Problem("invalid_token", "Give the token as Authorization: Bearer <token>.")
         try:
-            with _reading(store) as db:
-                identity = identify(db, token.strip(), clock=clock)
-        except InvalidToken as refused:
-            failures.failed(address)
-            raise Problem("invalid_token", refused.message) from None
+            if scheme.lower() != "bearer" or not token.strip():
+                raise Problem("invalid_token", "Give the token as Authorization: Bearer <token>.")
+            try:
+                with _reading(store) as db:
+                    identity = identify(db, token.strip(), clock=clock)
+            except InvalidToken as refused:
+                raise Problem("invalid_token", refused.message) from None
+        except Problem as problem:
+            raise (failures.refuse(address, problem) if failures else problem) from None
         return _bearer(identity)
     if browser:
         try:
@@ -149,19 +178,31 @@ def authenticate(
                 identity = identify_browser(db, browser, clock=clock)
         except InvalidToken as refused:
             raise Problem("invalid_token", refused.message) from None
-        if writes and not csrf_holds(browser, csrf_proof):
+        if writes and not csrf_holds(browser, headers.get("x-csrf-token")):
             raise Problem(
                 "csrf_origin_forbidden",
                 "A write from a signed-in page carries that page's CSRF proof (X-CSRF-Token).",
             )
         return _bearer(identity, mode="browser")
-    with _reading(store) as db:
-        bearer_mode = holds_tokens(db)
-    if bearer_mode:
+    if header_mode.on:
+        with _reading(store) as db:
+            header_mode.still_on(db)
+    if not header_mode.on:
         raise Problem(
             "authentication_required", "This server needs a token: Authorization: Bearer <token>."
         )
-    return header_caller(actor_id, actor_role, orchestrator)
+    if any(name in headers for name in FORWARDING_HEADERS):
+        raise Problem(
+            "authentication_required",
+            "This server takes callers at their headers' word (its store holds no token), so it "
+            "answers no request that came through a proxy. Make a token first: roundtable "
+            "tokens create --name NAME --role operator.",
+        )
+    return header_caller(
+        headers.get("x-actor-id"),
+        headers.get("x-actor-role"),
+        headers.get("x-roundtable-orchestrator"),
+    )
 
 
 @contextmanager

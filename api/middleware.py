@@ -1,15 +1,20 @@
 """What every request passes through before a route, as one ASGI layer (no route sees a request
 that fails here, and no response leaves without these headers):
 
+- a request whose ``Host`` does not name this server is refused first (``host_not_allowed``:
+  DNS rebinding, ``api.exposure``), a WebSocket's too (with the same problem, as its handshake's
+  answer);
 - ``X-Request-ID``: the caller's when it is at most 128 printable characters, else a new
   ``req-<32 hex>``; on every response, with ``X-Content-Type-Options: nosniff``,
   ``Cache-Control: no-store`` (unless the response says otherwise), ``X-Frame-Options: DENY``,
   ``Referrer-Policy: same-origin`` (nothing leaves for another site; with ``no-referrer`` a
-  browser's form posts would carry ``Origin: null`` and fail the origin check) and a strict
-  ``Content-Security-Policy``.
+  browser's form posts would carry ``Origin: null`` and fail the origin check), a strict
+  ``Content-Security-Policy``, and over TLS (the server's own, or a trusted proxy's)
+  ``Strict-Transport-Security``.
 - a read-only server refuses every write (``read_only``) before the body is read;
 - a write (or a WebSocket) from a browser page of another origin is refused
-  (``csrf_origin_forbidden``): the reference's allowed origins and the server's own;
+  (``csrf_origin_forbidden``): only the server's own origin, and those given with
+  ``--allow-origin``, are allowed (none by default: the reference's development origins are not);
 - bodies are read up to 1 MiB (``request_too_large``, at once from ``Content-Length``);
 - anything a route raises that nobody expected is a 500 ``internal_error`` in words, logged
   with its request id, never a traceback.
@@ -24,6 +29,7 @@ import secrets
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from roundtable_console.api.exposure import Exposure
 from roundtable_console.api.problems import problem_body
 
 log = logging.getLogger("roundtable.serve")
@@ -31,8 +37,6 @@ log = logging.getLogger("roundtable.serve")
 MAX_BODY_BYTES = 1024 * 1024
 TOO_LARGE = f"The request body is larger than {MAX_BODY_BYTES} bytes (1 MiB)."
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-# The reference's allowed origins (its console's development server).
-REFERENCE_ORIGINS = ("http://127.0.0.1:3000", "http://localhost:3000")
 _REQUEST_ID = re.compile(r"^[\x21-\x7e]{1,128}$")
 SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"x-content-type-options", b"nosniff"),
@@ -46,6 +50,12 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
         b"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
         b"form-action 'self'; frame-ancestors 'none'",
     ),
+)
+# Sent over TLS only: browsers keep to HTTPS for this name for a year.
+HSTS = (b"strict-transport-security", b"max-age=31536000")
+HOST_REFUSED = (
+    "This server does not answer to that name (the Host header). Name it by one of its own: "
+    "its address, a loopback name, or a --public-name it was started with."
 )
 
 Scope = dict[str, Any]
@@ -89,14 +99,10 @@ def own_origin(scope: Scope) -> str | None:
 class Guard:
     """The ASGI layer described in the module's docstring."""
 
-    def __init__(
-        self, app: ASGIApp, *, read_only: bool, allowed_origins: Iterable[str] = ()
-    ) -> None:
+    def __init__(self, app: ASGIApp, *, read_only: bool, exposure: Exposure) -> None:
         self.app = app
         self.read_only = read_only
-        self.allowed = {
-            origin.rstrip("/").lower() for origin in (*REFERENCE_ORIGINS, *allowed_origins)
-        }
+        self.exposure = exposure
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -104,30 +110,41 @@ class Guard:
             return
         request_id = request_id_of(scope.get("headers", ()))
         scope.setdefault("state", {})["request_id"] = request_id
-        if scope["type"] == "websocket":
-            if not self._origin_allowed(scope):
-                await send({"type": "websocket.close", "code": 1008, "reason": "origin refused"})
-                return
-            await self.app(scope, receive, send)
-            return
+        secure = scope.get("scheme") in ("https", "wss")
         started = False
 
         async def send_with_headers(message: Message) -> None:
             nonlocal started
-            if message["type"] == "http.response.start":
+            if message["type"] in ("http.response.start", "websocket.http.response.start"):
                 started = True
                 headers = list(message.get("headers", ()))
                 present = {name for name, _value in headers}
                 headers.append((b"x-request-id", request_id.encode("latin-1")))
                 headers.extend(pair for pair in SECURITY_HEADERS if pair[0] not in present)
+                if secure:
+                    headers.append(HSTS)
                 message = {**message, "headers": headers}
             await send(message)
 
         async def refuse(
             code: str, detail: str, extra: tuple[tuple[bytes, bytes], ...] = ()
         ) -> None:
-            await _send_problem(send_with_headers, scope, request_id, code, detail, extra)
+            if scope["type"] == "websocket":
+                await _deny_websocket(send_with_headers, scope, request_id, code, detail)
+            else:
+                await _send_problem(send_with_headers, scope, request_id, code, detail, extra)
 
+        server = scope.get("server")
+        if not self.exposure.answers_to(header(scope, b"host"), server[0] if server else None):
+            await refuse("host_not_allowed", HOST_REFUSED)
+            return
+        if scope["type"] == "websocket":
+            if not self._origin_allowed(scope):
+                refused = "A WebSocket from a page of another origin was refused."
+                await refuse("csrf_origin_forbidden", refused)
+                return
+            await self.app(scope, receive, send_with_headers)
+            return
         method = scope["method"]
         if method in UNSAFE_METHODS:
             if self.read_only:
@@ -184,7 +201,30 @@ class Guard:
         if origin is None:
             return True  # not a browser's cross-site request (a browser always sends it)
         wanted = origin.rstrip("/").lower()
-        return wanted in self.allowed or wanted == own_origin(scope)
+        return wanted in self.exposure.origins or wanted == own_origin(scope)
+
+
+async def _deny_websocket(
+    send: Send, scope: Scope, request_id: str, code: str, detail: str
+) -> None:
+    """Refuse a WebSocket's handshake with the problem as its HTTP answer (the ASGI denial
+    response), or, where the server cannot send one, a close with policy violation."""
+    if "websocket.http.response" not in scope.get("extensions", {}):
+        await send({"type": "websocket.close", "code": 1008, "reason": code})
+        return
+    body = problem_body(code, detail, instance=scope.get("path"), request_id=request_id)
+    payload = json.dumps(body).encode()
+    await send(
+        {
+            "type": "websocket.http.response.start",
+            "status": body["status"],
+            "headers": [
+                (b"content-type", b"application/problem+json; charset=utf-8"),
+                (b"content-length", str(len(payload)).encode()),
+            ],
+        }
+    )
+    await send({"type": "websocket.http.response.body", "body": payload})
 
 
 async def _send_problem(

@@ -8,13 +8,17 @@ no internals (the request id finds it in the log).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from starlette.responses import JSONResponse
 
 from roundtable_console.store.errors import StoreError
 
+log = logging.getLogger("roundtable.serve")
+
 PROBLEM_TYPE = "https://roundtable.dev/problems/"
+STORE_UNAVAILABLE = "The store is unavailable; retry in a moment. The server's log says why."
 MEDIA_TYPE = "application/problem+json; charset=utf-8"
 
 # Each code: (HTTP status, title). The reference's codes first, ours after each group.
@@ -27,6 +31,7 @@ CODES: dict[str, tuple[int, str]] = {
     "invalid_request_body": (400, "Invalid request body"),
     "invalid_event_cursor": (400, "Invalid event cursor"),
     "invalid_request": (400, "Invalid request"),
+    "host_not_allowed": (400, "Host not allowed"),
     "authentication_required": (401, "Authentication required"),
     "invalid_token": (401, "Invalid token"),
     "forbidden": (403, "Forbidden"),
@@ -38,6 +43,7 @@ CODES: dict[str, tuple[int, str]] = {
     "agent_not_found": (404, "Agent not found"),
     "not_found": (404, "Not found"),
     "method_not_allowed": (405, "Method not allowed"),
+    "request_timeout": (408, "Request timeout"),
     "illegal_session_transition": (409, "Illegal session transition"),
     "session_transition_conflict": (409, "Session transition conflict"),
     "session_branch_conflict": (409, "Session branch conflict"),
@@ -48,8 +54,10 @@ CODES: dict[str, tuple[int, str]] = {
     "request_too_large": (413, "Request body too large"),
     "unsupported_media_type": (415, "Unsupported media type"),
     "too_many_requests": (429, "Too many requests"),
+    "request_header_fields_too_large": (431, "Request header fields too large"),
     "internal_error": (500, "Internal error"),
     "store_unavailable": (503, "Store unavailable"),
+    "server_busy": (503, "Server busy"),
 }
 # Store codes named otherwise on the wire.
 WIRE_CODES = {
@@ -119,4 +127,8 @@ def from_store_error(error: StoreError) -> Problem:
     code = WIRE_CODES.get(error.code, error.code)
     if code not in CODES:
         code = "invalid_request"
+    if code == "store_unavailable":
+        # Its words name the store (a path, a host) and the driver's error: for the log only.
+        log.warning("the store is unavailable: %s", error.message)
+        return Problem(code, STORE_UNAVAILABLE)
     return Problem(code, error.message, metadata=error.details or None)

@@ -2,9 +2,13 @@
 
 - Loopback by default. A non-loopback host is refused in words unless ``allow_remote``, and
   then also unless the store holds a token and TLS is configured (``certfile``/``keyfile``) or
-  ``behind_proxy`` says a TLS proxy is in front (whose ``X-Forwarded-*`` headers are then
-  believed, from that proxy's address).
-- While the store holds no token the server runs in the reference's header mode and says so.
+  ``proxies`` say a TLS proxy is in front (whose forwarding headers are then believed from
+  those addresses only: the client is the nearest hop the proxies do not vouch for).
+- The reference's header mode (a caller is whoever ``X-Actor-ID`` says) only for a lone
+  loopback server whose store holds no token: never behind a proxy or with ``allow_remote``
+  (refused at start); decided here once, and lost for good when a token appears.
+- A request must name the server (``Host``: ``api.exposure``), and its connection stays within
+  ``api.connections``' limits: head size, header count, head time, open connections.
 - SIGTERM (or SIGINT) stops taking connections, lets requests in flight finish for up to
   ``GRACE_SECONDS``, then exits 0.
 """
@@ -22,15 +26,26 @@ from types import FrameType
 import uvicorn
 
 from roundtable_console.api.app import create_app
+from roundtable_console.api.connections import bounded_http
 from roundtable_console.api.context import WORKER_THREADS, ServerContext
+from roundtable_console.api.exposure import ConnectionLimits, Exposure
+from roundtable_console.api.identity import HeaderMode
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.resume.adapters import AdapterConfig
 
 GRACE_SECONDS = 5
+# An idle connection between two requests is closed after this long.
+KEEP_ALIVE_SECONDS = 5
+# The largest message a WebSocket client may send (the reference's socket only reads closes).
+WS_MAX_BYTES = 64 * 1024
 # The store's connections kept open: one for each worker thread, and a few for the streams.
 POOL_SIZE = WORKER_THREADS + 4
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost", "ip6-loopback"})
+NO_TOKEN = (
+    "the store holds no token, so a caller would be whoever X-Actor-ID says (header mode), which "
+    "is for a lone loopback server only"
+)
 
 
 class Refused(Exception):
@@ -45,9 +60,21 @@ class ServeOptions:
     certfile: str | None = None
     keyfile: str | None = None
     allow_remote: bool = False
-    behind_proxy: bool = False
+    # The addresses (or networks) of the TLS proxy in front, whose forwarding headers are
+    # believed (--behind-proxy); none: no proxy.
+    proxies: tuple[str, ...] = ()
+    # The names the proxy forwards (--public-name): the server answers to them too.
+    public_names: tuple[str, ...] = ()
+    # Origins besides the server's own whose pages may write (--allow-origin).
+    allowed_origins: tuple[str, ...] = ()
+    limits: ConnectionLimits = ConnectionLimits()
+    max_streams: int = Exposure.streams_in_all
     stale_after_seconds: float = 300.0
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
+
+    @property
+    def behind_proxy(self) -> bool:
+        return bool(self.proxies)
 
     @property
     def tls(self) -> bool:
@@ -72,19 +99,26 @@ def check_exposure(options: ServeOptions, *, holds_tokens: bool) -> None:
     """Refuse an unsafe exposure before anything listens."""
     if (options.certfile is None) != (options.keyfile is None):
         raise Refused("TLS needs both --certfile and --keyfile.")
-    if is_loopback(options.host):
-        return
-    if not options.allow_remote:
+    loopback = is_loopback(options.host)
+    if not loopback and not options.allow_remote:
         raise Refused(
             f"refusing non-loopback bind to {options.host}; pass --allow-remote explicitly "
             "(and give the store a token first: roundtable tokens create)."
         )
-    if not holds_tokens:
+    if not holds_tokens and not loopback:
         raise Refused(
-            f"refusing to listen on {options.host}: the store holds no token, so anyone who "
-            "reaches it would act as whoever X-Actor-ID says. Make one first: roundtable "
+            f"refusing to listen on {options.host}: {NO_TOKEN}. Make one first: roundtable "
             "tokens create --name NAME --role operator."
         )
+    if not holds_tokens and (options.behind_proxy or options.allow_remote):
+        flag = "--behind-proxy" if options.behind_proxy else "--allow-remote"
+        raise Refused(
+            f"refusing to serve with {flag}: {NO_TOKEN}, never one others reach through a "
+            "proxy or the network. Make one first: roundtable tokens create --name NAME "
+            "--role operator."
+        )
+    if loopback:
+        return
     if not (options.tls or options.behind_proxy):
         raise Refused(
             f"refusing to listen on {options.host} without TLS: tokens would cross the network "
@@ -106,11 +140,21 @@ def run(
     with store.read() as db:
         tokens = holds_tokens(db)
     check_exposure(options, holds_tokens=tokens)
+    exposure = Exposure.of(
+        host=options.host,
+        public_names=options.public_names,
+        origins=options.allowed_origins,
+        proxies=options.proxies,
+        tls=options.tls,
+        streams_in_all=options.max_streams,
+    )
     ctx = ServerContext(
         store=store,
         clock=clock,
         stale_after_seconds=options.stale_after_seconds,
         adapters=options.adapters,
+        header_mode=HeaderMode(granted=not tokens),
+        exposure=exposure,
     )
     app = create_app(ctx, read_only=options.read_only)
     config = uvicorn.Config(
@@ -119,8 +163,11 @@ def run(
         port=options.port,
         ssl_certfile=options.certfile,
         ssl_keyfile=options.keyfile,
+        http=bounded_http(options.limits),
+        ws_max_size=WS_MAX_BYTES,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
         proxy_headers=options.behind_proxy,
-        forwarded_allow_ips="*" if options.behind_proxy else None,
+        forwarded_allow_ips=list(options.proxies) if options.behind_proxy else None,
         timeout_graceful_shutdown=GRACE_SECONDS,
         server_header=False,
         access_log=False,  # a query string may carry a token (streams): nothing logs requests
@@ -137,6 +184,10 @@ def run(
     )
     say(f"Serving {store.description} on {address}/api/v1 — {mode}"
         + ("; read-only" if options.read_only else "") + ".")  # fmt: skip
+    say(f"It answers to {', '.join(exposure.shown_names)}"
+        + (f", behind a proxy at {', '.join(options.proxies)}" if options.proxies else "")
+        + (f"; pages of {', '.join(sorted(exposure.origins))} may write" if exposure.origins
+           else "") + ".")  # fmt: skip
     # uvicorn raises the stop signal again once it has stopped, to the handler it found: ours
     # takes it, so a graceful stop ends the process with 0 rather than killed by the signal.
     for stop in (signal.SIGTERM, signal.SIGINT):

@@ -11,7 +11,7 @@ from datetime import timedelta
 from sqlalchemy import Connection
 
 from roundtable_console.api import bodies, wire
-from roundtable_console.api.context import Answer, Call, ServerContext
+from roundtable_console.api.context import Answer, Call, ServerContext, not_found
 from roundtable_console.api.problems import Problem
 from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.errors import InvalidCursor, SessionNotFound
@@ -131,9 +131,13 @@ def register(ctx: ServerContext, call: Call, workspace_id: str, session_id: str)
             ctx.workspace(db, caller, workspace_id)
             existing = _existing(db, session_id)
             if existing is not None:
+                # The workspace first: a session of another workspace is not this one's to
+                # replace, and answers as not found whoever its agent is; one of no workspace
+                # is out of a bound caller's reach (an unbound one registers it into this one).
+                found = existing.effective_workspace_id
+                if found != workspace_id and (found is not None or caller.wall.bound):
+                    raise not_found(session_id)
                 caller.require_writer_of(existing.agent_id)  # never another agent's session
-                if existing.effective_workspace_id not in (None, workspace_id):
-                    raise SessionNotFound("session does not belong to this workspace")
             session = agent_writes.register(
                 db=db,
                 session_id=session_id,

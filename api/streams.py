@@ -4,23 +4,28 @@ changes ``roundtable watch`` prints (ours), both woken by the store's own change
 The server's ``ChangeHub`` (``api.change_hub``) wakes every open stream when the store changes, and
 each then reads what is new for it from where it is. A stream that falls behind loses nothing: it
 reads from its own position. SSE events carry an ``id:``: a client that comes back with
-``Last-Event-ID`` gets what followed it, nothing twice. Streams end when the server stops.
+``Last-Event-ID`` gets what followed it, nothing twice. Streams end when the server stops, and
+when the right to read them does (``api.stream_slots``: a revoked or expired token, within
+seconds), which also bounds how many a caller may hold open.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from roundtable_console.api import wire
 from roundtable_console.api.context import Call, ServerContext
+from roundtable_console.api.identity import Caller
 from roundtable_console.api.problems import Problem, from_store_error, problem_response
+from roundtable_console.api.stream_slots import Slot
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.changes import ChangeFeed, ChangeFilter, FeedPosition
 from roundtable_console.store.reads.events import newest_event_id, workspace_events
@@ -55,8 +60,8 @@ def _change_filter(call: Call, workspace_id: str) -> ChangeFilter:
     )
 
 
-def open_feed(ctx: ServerContext, call: Call, workspace_id: str) -> ChangeFeed:
-    """The caller's feed of the workspace's changes, from ``Last-Event-ID`` when given."""
+def open_feed(ctx: ServerContext, call: Call, workspace_id: str) -> tuple[Caller, ChangeFeed]:
+    """The caller and its feed of the workspace's changes, from ``Last-Event-ID`` when given."""
     caller = ctx.caller(call)
     feed = ChangeFeed(
         filters=_change_filter(call, workspace_id),
@@ -71,7 +76,7 @@ def open_feed(ctx: ServerContext, call: Call, workspace_id: str) -> ChangeFeed:
             feed.start(db=db)
         else:
             feed.resume(db=db, position=position)
-    return feed
+    return caller, feed
 
 
 def read_feed(ctx: ServerContext, feed: ChangeFeed) -> list[tuple[dict[str, Any], str]]:
@@ -86,49 +91,73 @@ async def changes_stream(request: Request, call: Call, workspace_id: str) -> Res
     ctx: ServerContext = request.app.state.ctx
     hub = ctx.hub
     try:
-        feed = await ctx.in_worker(open_feed, ctx, call, workspace_id)
+        caller, feed = await ctx.in_worker(open_feed, ctx, call, workspace_id)
     except Problem as problem:
         return _refused(call, problem)
     except StoreError as error:
         return _refused(call, from_store_error(error))
+    woken = hub.subscribe()
+    try:
+        slot = ctx.streams.take(call, caller, lambda _code: woken.set())
+    except Problem as problem:
+        hub.unsubscribe(woken)
+        return _refused(call, problem)
+
+    def release() -> None:
+        hub.unsubscribe(woken)
+        ctx.streams.give_back(slot)
 
     async def events() -> AsyncIterator[str]:
-        woken = hub.subscribe()
+        yield f"retry: 1000\nid: {feed.position().token()}\nevent: ready\ndata: {{}}\n\n"
+        first = True
+        while not hub.closing.is_set():
+            if not first:
+                deadline = feed.seconds_to_deadline()
+                wait = KEEPALIVE_SECONDS if deadline is None else min(deadline, KEEPALIVE_SECONDS)
+                await next_wake(woken, wait)
+                if hub.closing.is_set():
+                    return
+            first = False
+            if slot.ended is not None:
+                yield f"event: signed-out\ndata: {json.dumps({'code': slot.ended})}\n\n"
+                return
+            try:
+                found = await ctx.in_worker(read_feed, ctx, feed)
+            except StoreError as error:
+                yield f"event: problem\ndata: {json.dumps({'code': error.code})}\n\n"
+                continue
+            if not found:
+                yield ": keepalive\n\n"
+            for change, token in found:
+                yield f"id: {token}\nevent: change\ndata: {json.dumps(change)}\n\n"
+
+    return sse_response(events(), release)
+
+
+class _Stream(StreamingResponse):
+    """A streaming response that always runs ``release`` once it is over: also when its
+    events never started (a client gone before the first), which a generator's own ``finally``
+    would miss."""
+
+    def __init__(self, events: AsyncIterator[str], release: Callable[[], None]) -> None:
+        super().__init__(
+            events,
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+        self.release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            yield f"retry: 1000\nid: {feed.position().token()}\nevent: ready\ndata: {{}}\n\n"
-            first = True
-            while not hub.closing.is_set():
-                if not first:
-                    deadline = feed.seconds_to_deadline()
-                    wait = (
-                        KEEPALIVE_SECONDS if deadline is None else min(deadline, KEEPALIVE_SECONDS)
-                    )
-                    await next_wake(woken, wait)
-                    if hub.closing.is_set():
-                        return
-                first = False
-                try:
-                    found = await ctx.in_worker(read_feed, ctx, feed)
-                except StoreError as error:
-                    yield f"event: problem\ndata: {json.dumps({'code': error.code})}\n\n"
-                    continue
-                if not found:
-                    yield ": keepalive\n\n"
-                for change, token in found:
-                    yield f"id: {token}\nevent: change\ndata: {json.dumps(change)}\n\n"
+            await super().__call__(scope, receive, send)
         finally:
-            hub.unsubscribe(woken)
-
-    return sse_response(events())
+            self.release()
 
 
-def sse_response(events: AsyncIterator[str]) -> StreamingResponse:
-    """A stream of server-sent events: never cached, never buffered by a proxy."""
-    return StreamingResponse(
-        events,
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-    )
+def sse_response(events: AsyncIterator[str], release: Callable[[], None]) -> StreamingResponse:
+    """A stream of server-sent events: never cached, never buffered by a proxy; ``release``
+    when it is over."""
+    return _Stream(events, release)
 
 
 def _refused(call: Call, problem: Problem) -> Response:
@@ -167,8 +196,10 @@ def _ws_call(websocket: WebSocket) -> Call:
     )
 
 
-def open_events(ctx: ServerContext, call: Call, workspace_id: str) -> tuple[int, int | None]:
-    """The newest sequence and the client's ``last_event_id`` (None: from now)."""
+def open_events(
+    ctx: ServerContext, call: Call, workspace_id: str
+) -> tuple[Caller, int, int | None]:
+    """The caller, the newest sequence and the client's ``last_event_id`` (None: from now)."""
     wire.path_id(workspace_id, what="workspace")
     caller = ctx.caller(call)
     if caller.mode == "header" and not (call.headers.get("x-actor-id") or "").strip():
@@ -181,7 +212,7 @@ def open_events(ctx: ServerContext, call: Call, workspace_id: str) -> tuple[int,
         last = int(raw)
     with ctx.store.read() as db:
         ctx.workspace(db, caller, workspace_id)
-        return newest_event_id(db=db), last
+        return caller, newest_event_id(db=db), last
 
 
 def read_events(
@@ -196,11 +227,35 @@ async def events_socket(websocket: WebSocket, workspace_id: str) -> None:
     hub = ctx.hub
     call = _ws_call(websocket)
     try:
-        current, last = await ctx.in_worker(open_events, ctx, call, workspace_id)
+        caller, current, last = await ctx.in_worker(open_events, ctx, call, workspace_id)
     except (Problem, StoreError) as error:
         problem = error if isinstance(error, Problem) else from_store_error(error)
         await websocket.send_denial_response(_refused(call, problem))
         return
+    woken = hub.subscribe()
+    try:
+        slot = ctx.streams.take(call, caller, lambda _code: woken.set())
+    except Problem as problem:
+        hub.unsubscribe(woken)
+        await websocket.send_denial_response(_refused(call, problem))
+        return
+    try:
+        await _follow(websocket, ctx, workspace_id, current, last, woken, slot)
+    finally:
+        hub.unsubscribe(woken)
+        ctx.streams.give_back(slot)
+
+
+async def _follow(
+    websocket: WebSocket,
+    ctx: ServerContext,
+    workspace_id: str,
+    current: int,
+    last: int | None,
+    woken: asyncio.Event,
+    slot: Slot,
+) -> None:
+    hub = ctx.hub
     await websocket.accept()
     await websocket.send_json(
         {
@@ -223,7 +278,6 @@ async def events_socket(websocket: WebSocket, workspace_id: str) -> None:
         for event in missed:
             await websocket.send_json(event)
             position = event["sequence"]
-    woken = hub.subscribe()
     closed = asyncio.Event()
 
     async def watch_for_close() -> None:
@@ -246,6 +300,10 @@ async def events_socket(websocket: WebSocket, workspace_id: str) -> None:
             await next_wake(woken, max(PING_SECONDS - (loop.time() - pinged), 0.05))
             if closed.is_set() or hub.closing.is_set():
                 break
+            if slot.ended is not None:
+                await websocket.close(code=1008, reason=slot.ended)
+                closed.set()
+                break
             fresh = await ctx.in_worker(read_events, ctx, workspace_id, position, REPLAY_LIMIT)
             for event in fresh:
                 await websocket.send_json(event)
@@ -258,7 +316,6 @@ async def events_socket(websocket: WebSocket, workspace_id: str) -> None:
     except (WebSocketDisconnect, RuntimeError):
         pass
     finally:
-        hub.unsubscribe(woken)
         listener.cancel()
         if not closed.is_set():
             try:

@@ -159,7 +159,7 @@ class AuditScreen(ReportsFailures, Screen[None]):
                 plain(entry.action, 9),
                 plain(entry.session_id, 18),
                 plain(change_text(entry), 20),
-                plain(entry.impact_details, self.impact_width),
+                plain(entry.note, self.impact_width),
                 key=str(entry.id),
             )
             self.entries[str(entry.id)] = entry
@@ -186,6 +186,9 @@ class AuditScreen(ReportsFailures, Screen[None]):
             if entry.impact_details:
                 text.append(" · impact: ", style="dim")
                 text.append(one_line(entry.impact_details))
+            elif entry.field is not None:
+                text.append(" · revealed ", style="dim")
+                text.append(one_line(entry.field))
         self.query_one("#audit-entry", Static).update(text)
 
     def _show_status(self) -> None:

@@ -45,3 +45,8 @@ GROUP_COLUMNS: tuple[str, ...] = ("workspace", "run", "agent")
 # the others are one record each.
 PAGED_PROJECTIONS: tuple[str, ...] = ("logs", "tool-calls", "claims", "proposals")
 UNPAGED_PROJECTIONS: tuple[str, ...] = ("metrics", "environment")
+
+# A session's fields the reference calls sensitive: shown masked until revealed, and revealing
+# one is recorded as an operator's action (``REVEAL_EVENT``, in the audit trail).
+SENSITIVE_FIELDS: tuple[str, ...] = ("external_session_id", "external_resume_command", "mcp_socket")
+REVEAL_EVENT = "revealed"

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
+from roundtable_console.store.access.walls import OPEN, Wall
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.reads import sessions
-from roundtable_console.store.rules import PAGED_PROJECTIONS
+from roundtable_console.store.rules import PAGED_PROJECTIONS, REVEAL_EVENT, SENSITIVE_FIELDS
 from roundtable_console.store.validation import MAX_LIMIT
 
 # The modules behind the actions, the projections and the briefing are imported by the
@@ -57,18 +58,48 @@ def perform_action(
 
 
 def read_termination_impact(
-    *, store: Store, session_id: str, clock: Clock = system_clock
+    *, store: Store, session_id: str, clock: Clock = system_clock, wall: Wall = OPEN
 ) -> TerminationImpact:
-    """The session and its agent's active claims, as a human reads them before terminating."""
+    """The session and its agent's active claims, as a human reads them before terminating
+    (behind a ``wall``: those of the session's workspace, ``store.access.walls``)."""
     from roundtable_console.store.writes.lifecycle_outcomes import termination_impact
 
     with store.read() as db:
-        return termination_impact(db=db, session_id=session_id, clock=clock)
+        return termination_impact(db=db, session_id=session_id, clock=clock, wall=wall)
 
 
 def read_session(*, store: Store, session_id: str) -> AgentSession:
     with store.read() as db:
         return sessions.get_session(db=db, session_id=session_id)
+
+
+def reveal_field(
+    *,
+    store: Store,
+    session_id: str,
+    field: str,
+    actor: str,
+    wall: Wall = OPEN,
+    clock: Clock = system_clock,
+) -> str:
+    """A sensitive field's value, read in the transaction that records who revealed it and
+    when: a ``revealed`` history row with the reader as its actor, in the audit trail."""
+    from roundtable_console.store.clock import format_ts
+    from roundtable_console.store.writes.history import append_session_event
+
+    if field not in SENSITIVE_FIELDS:
+        raise ValueError(f"{field!r} is not one of the session's sensitive fields")
+    with store.write(durable=True) as db:
+        session = wall.checked(sessions.get_session(db=db, session_id=session_id))
+        append_session_event(
+            db,
+            session_id=session.id,
+            event_type=REVEAL_EVENT,
+            payload={"field": field},
+            now=format_ts(clock()),
+            actor=actor,
+        )
+        return str(getattr(session, field) or "")
 
 
 def read_projection(*, store: Store, name: str, session_id: str) -> dict[str, Any]:
@@ -116,6 +147,7 @@ def read_briefing(
     session_id: str | None = None,
     agent_id: str | None = None,
     clock: Clock = system_clock,
+    wall: Wall = OPEN,
 ) -> BriefingView:
     """The briefing of the session ``session_id``, or of the agent's session (``agent_id``:
     exact ``active`` first, as ``store.reads.sessions.find_by_agent`` orders them), and its plan."""
@@ -127,7 +159,7 @@ def read_briefing(
     with store.read() as db:
         if session_id is None:
             session_id = sessions.find_by_agent(db=db, agent_id=str(agent_id)).id
-        briefing = build_briefing(db=db, session_id=session_id, clock=clock)
+        briefing = build_briefing(db=db, session_id=session_id, clock=clock, wall=wall)
     plan = resume_plan(
         session=briefing.session, briefing_markdown=briefing.markdown, adapters=adapters
     )

@@ -32,6 +32,7 @@ class Served:
     url: str
     process: subprocess.Popen[str]
     said: str = ""
+    log: Path | None = None
 
     def stop(self, *, timeout: float = 15.0) -> int:
         """SIGTERM, and the exit code once it has stopped."""
@@ -39,6 +40,12 @@ class Served:
             self.process.send_signal(signal.SIGTERM)
         try:
             return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # What it was doing: py-spy is not here, but faulthandler is (serve_env sets it).
+            self.process.send_signal(signal.SIGABRT)
+            self.process.wait(timeout=5)
+            said = self.log.read_text()[-6000:] if self.log is not None else ""
+            raise AssertionError(f"serve did not stop within {timeout} s:\n{said}") from None
         finally:
             if self.process.poll() is None:
                 self.process.kill()
@@ -47,6 +54,7 @@ class Served:
 def serve_env(home: Path) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("ROUNDTABLE_")}
     env.update(XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"))
+    env["PYTHONFAULTHANDLER"] = "1"  # a server that hangs says where, when aborted
     return env
 
 
@@ -65,7 +73,7 @@ def serving(
              "--db", store_url, *extra],
             stdout=sink, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=serve_env(home),
         )  # fmt: skip
-    served = Served(url=f"{scheme}://127.0.0.1:{port}", process=process)
+    served = Served(url=f"{scheme}://127.0.0.1:{port}", process=process, log=log)
     deadline = time.monotonic() + START_SECONDS
     try:
         while True:

@@ -14,6 +14,7 @@ from starlette.types import Receive, Scope, Send
 from roundtable_console.api.answering import HotRoutes
 from roundtable_console.api.app import create_app
 from roundtable_console.api.context import ServerContext
+from roundtable_console.api.exposure import Exposure
 from roundtable_console.api.middleware import Guard
 from roundtable_console.store.db.database import Store
 from tests.api_support import AGENT, BASE, HUMAN, seed_agent, seed_workspace
@@ -40,7 +41,9 @@ def _clients(store: Store) -> tuple[TestClient, TestClient]:
     """The server as served (hot route first), and the same routes with the router alone."""
     served = create_app(ServerContext(store=store))
     assert isinstance(served.app, HotRoutes)
-    routed_only = Guard(create_app(ServerContext(store=store)).app.app, read_only=False)
+    routed_only = Guard(
+        create_app(ServerContext(store=store)).app.app, read_only=False, exposure=Exposure()
+    )
     return TestClient(served, base_url=ORIGIN), TestClient(routed_only, base_url=ORIGIN)
 
 

@@ -237,7 +237,8 @@ def test_exposure_is_refused_in_words_unless_safe() -> None:
     with pytest.raises(Refused, match="without TLS"):
         check_exposure(allowed, holds_tokens=True)
     check_exposure(
-        ServeOptions(host="0.0.0.0", allow_remote=True, behind_proxy=True), holds_tokens=True
+        ServeOptions(host="0.0.0.0", allow_remote=True, proxies=("10.0.0.2/32",)),
+        holds_tokens=True,
     )
     check_exposure(
         ServeOptions(host="10.0.0.1", allow_remote=True, certfile="c", keyfile="k"),

@@ -31,7 +31,11 @@ def test_lifecycle_and_workspace_boundary(api: Api) -> None:
     seed_workspace(api.store, "ws-other")
     other = api.client.get(f"/api/v1/workspaces/ws-other/sessions/{session['id']}")
     body = assert_problem(other, 404, "session_not_found")
-    assert body["detail"] == "session does not belong to this workspace"
+    # Another workspace's session answers as one that does not exist, in the same words.
+    missing = assert_problem(
+        api.client.get("/api/v1/workspaces/ws-other/sessions/nope"), 404, "session_not_found"
+    )
+    assert body["detail"].replace(session["id"], "nope") == missing["detail"]
     missing = api.client.get("/api/v1/workspaces/ws-nowhere/sessions")
     assert_problem(missing, 404, "workspace_not_found")
 

@@ -84,7 +84,7 @@ def test_capabilities_say_how_the_server_authenticates(api: Api) -> None:
     assert header_mode["default_bind"] == "127.0.0.1" and header_mode["roles"] == [
         "viewer", "operator", "agent",
     ]  # fmt: skip
-    assert "http://127.0.0.1:3000" in header_mode["allowed_origins"]
+    assert header_mode["allowed_origins"] == []  # not the reference's development origins
     api.token("ops", "operator")
     assert api.client.get("/api/v1/security/capabilities").json()["authentication"] == (
         "bearer-token"
@@ -265,8 +265,9 @@ def test_failed_authentications_are_refused_for_a_while_with_retry_after(api: Ap
     limited = api.client.get(BASE, headers={"Authorization": "Bearer guess"})
     assert_problem(limited, 429, "too_many_requests")
     assert 1 <= int(limited.headers["retry-after"]) <= 60
+    # Only failures are refused: a valid token from the same address is not.
     good = {"Authorization": f"Bearer {api.tokens['ops']}"}
-    assert_problem(api.client.get(BASE, headers=good), 429, "too_many_requests")
+    assert api.client.get(BASE, headers=good).status_code == 200
 
 
 def test_header_mode_trusts_the_headers_as_the_reference_does(api: Api) -> None:
@@ -308,10 +309,10 @@ def test_the_servers_own_origin_may_write_another_may_not(api: Api) -> None:
     for origin in ("https://evil.example", "http://127.0.0.1:8081", "null"):
         refused = api.client.post(f"{BASE}/s1/stop", headers={**HUMAN, "Origin": origin})
         assert_problem(refused, 403, "csrf_origin_forbidden")
-    reference = api.client.post(
-        f"{BASE}/s1/stop", headers={**HUMAN, "Origin": "http://localhost:3000"}
-    )
-    assert reference.status_code == 200
+    # The reference's development origins are not trusted (a page on port 3000 is not ours).
+    for origin in ("http://localhost:3000", "http://127.0.0.1:3000"):
+        refused = api.client.post(f"{BASE}/s1/stop", headers={**HUMAN, "Origin": origin})
+        assert_problem(refused, 403, "csrf_origin_forbidden")
 
 
 def test_if_match_refuses_a_session_changed_since_it_was_read(api: Api) -> None:

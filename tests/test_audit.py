@@ -20,7 +20,7 @@ from tests.helpers import Cli, register_session
 
 AUDIT_KEYS = {
     "at", "actor", "db_user", "action", "session_id", "previous_status", "status",
-    "impact_details",
+    "impact_details", "field",
 }  # fmt: skip
 
 

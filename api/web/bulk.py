@@ -158,6 +158,7 @@ def preview(ctx: ServerContext, call: Call, caller: Caller, action: str) -> Bulk
         run_key=run_key(call, caller),
         clock=ctx.clock,
         keep=PREVIEW_ITEMS,
+        wall=caller.wall,
     )
     _not_reached(plan.tally, ask)
     return plan
@@ -196,6 +197,7 @@ def run(ctx: ServerContext, call: Call, caller: Caller, action: str) -> BulkDone
         clock=ctx.clock,
         on_items=collect,
         keep=PREVIEW_ITEMS,
+        wall=caller.wall,
     )
     _not_reached(outcome.tally, ask)
     error = None if outcome.error is None else printable(outcome.error.message)

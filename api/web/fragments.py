@@ -29,10 +29,10 @@ from roundtable_console.api.web import bulk, live, reads
 from roundtable_console.api.web.render import Pages
 from roundtable_console.api.web.shared import SingleFlight
 from roundtable_console.api.web.signin import page_caller
-from roundtable_console.api.web.views import SENSITIVE_FIELDS
 from roundtable_console.store.errors import StoreError
+from roundtable_console.store.rules import SENSITIVE_FIELDS
 from roundtable_console.store.safety.display import printable
-from roundtable_console.store.service import read_termination_impact
+from roundtable_console.store.service import read_termination_impact, reveal_field
 from roundtable_console.store.writes.bulk_plan import BULK_EFFECTS
 
 ACTIONS = ("heartbeat", "pause", "stop", "resume", "terminate")
@@ -143,9 +143,15 @@ class WebFragments:
                 raise Problem("not_found", "No such field to reveal.")
 
             def read() -> str:
-                with self.ctx.store.read() as db:
-                    session = reads.reached(db, caller, session_id)
-                return printable(getattr(session, name) or "")
+                value = reveal_field(
+                    store=self.ctx.store,
+                    session_id=session_id,
+                    field=name,
+                    actor=caller.name,
+                    wall=caller.wall,
+                    clock=self.ctx.clock,
+                )
+                return printable(value)
 
             return _json({"value": await self.ctx.in_worker(read)})
 
@@ -156,10 +162,11 @@ class WebFragments:
             session_id = wire.path_id(request.path_params["session_id"], what="session")
 
             def read() -> Any:
-                with self.ctx.store.read() as db:
-                    reads.reached(db, caller, session_id)
                 return read_termination_impact(
-                    store=self.ctx.store, session_id=session_id, clock=self.ctx.clock
+                    store=self.ctx.store,
+                    session_id=session_id,
+                    clock=self.ctx.clock,
+                    wall=caller.wall,
                 )
 
             impact = await self.ctx.in_worker(read)

@@ -8,13 +8,14 @@ this server (``LiveFanout``): twenty pages cost one read a wake, not twenty. Eac
 most one ``changed`` event every ``PACE_SECONDS``: the ids changed since the last one, each with
 its kinds of change, and an ``id:`` that resumes after it (``Last-Event-ID``, which browsers
 send by themselves when they reconnect: the changes since are read for that page alone first).
+A page's stream ends, told ``signed-out``, within seconds of its sign-in ending or its token being
+revoked (``api.stream_slots``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 
@@ -22,7 +23,6 @@ from starlette.responses import StreamingResponse
 
 from roundtable_console.api.context import Call, ServerContext
 from roundtable_console.api.identity import Caller
-from roundtable_console.api.problems import Problem
 from roundtable_console.api.streams import KEEPALIVE_SECONDS, next_wake, sse_response
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.changes import Change, ChangeFeed, ChangeFilter, FeedPosition
@@ -33,8 +33,6 @@ MAX_IDS = 500
 # The least time between two reads of the feed (so between two events of one page): a fleet
 # changes many times a second, and each event makes every page read its rows again.
 PACE_SECONDS = 0.5
-# How often an open page's sign-in is checked again (a revoked token's page is told within it).
-CHECK_SECONDS = 2.0
 # Told to every listener when the server stops.
 CLOSING = ""
 
@@ -61,12 +59,23 @@ class Batch:
         }
 
 
+@dataclass(frozen=True)
+class Ended:
+    """The page's right to read ended (its problem's code: ``api.stream_slots``)."""
+
+    code: str
+
+
+Item = Batch | str | Ended
+
+
 @dataclass(eq=False)
 class Listener:
-    """One open page: its caller, and the batches (or a store problem's code) not yet sent."""
+    """One open page: its caller, and the batches (or a store problem's code, or the end of
+    its right to read) not yet sent."""
 
     caller: Caller
-    pending: asyncio.Queue[Batch | str] = field(default_factory=asyncio.Queue)
+    pending: asyncio.Queue[Item] = field(default_factory=asyncio.Queue)
 
 
 def new_feed(ctx: ServerContext) -> ChangeFeed:
@@ -177,18 +186,16 @@ def catch_up(ctx: ServerContext, position: FeedPosition) -> Batch | None:
     return read_batch(ctx, feed)
 
 
-def check_signed_in(ctx: ServerContext, call: Call) -> None:
-    """``Problem`` once the page's sign-in ended or its token was revoked."""
-    with ctx.store.read() as db:
-        ctx.caller(call, db)
-
-
-def _merged(first: Batch | str, queue: asyncio.Queue[Batch | str]) -> Batch | str:
+def _merged(first: Item, queue: asyncio.Queue[Item]) -> Item:
     """``first`` and whatever else waits, as one: the union of their changes at the last place;
-    the last item when it is a problem's code (or ``CLOSING``)."""
+    the end of the stream when one is among them; the last item when it is a problem's code
+    (or ``CLOSING``)."""
     items = [first]
     while not queue.empty():
         items.append(queue.get_nowait())
+    ended = [item for item in items if isinstance(item, Ended)]
+    if ended:
+        return ended[0]
     if isinstance(items[-1], str):
         return items[-1]
     batches = [item for item in items if isinstance(item, Batch)]
@@ -213,58 +220,41 @@ def _event(token: str, kinds: dict[str, set[str]], seq: int) -> str:
 def live_stream(
     ctx: ServerContext, fanout: LiveFanout, call: Call, caller: Caller
 ) -> StreamingResponse:
+    """The page's stream; ``Problem`` when the caller holds too many (``api.stream_slots``,
+    which also ends it once the page's sign-in ends or its token is revoked)."""
     hub = ctx.hub
     resumed = _position(call.headers.get("last-event-id"))
+    listener = Listener(caller)
+    slot = ctx.streams.take(call, caller, lambda code: listener.pending.put_nowait(Ended(code)))
+
+    def release() -> None:
+        fanout.leave(listener)
+        ctx.streams.give_back(slot)
 
     async def events() -> AsyncIterator[str]:
-        listener = Listener(caller)
-        try:
-            token = await fanout.join(listener)
-            if resumed is not None:
-                missed = await ctx.in_worker(catch_up, ctx, resumed)
-                if missed is not None:
-                    listener.pending.put_nowait(missed)
-                    token = missed.token
-            yield f"retry: 1000\nid: {token}\nevent: ready\ndata: {{}}\n\n"
-            checked = time.monotonic()
-            # An event told since the last check owes one within CHECK_SECONDS, even if no
-            # other event follows (a revoked token's page hears so in time, not at keepalive).
-            owed = False
-            while not hub.closing.is_set():
-                first: Batch | str | None
-                wait = KEEPALIVE_SECONDS
-                if owed:
-                    wait = min(wait, max(checked + CHECK_SECONDS - time.monotonic(), 0.0))
-                try:
-                    first = await asyncio.wait_for(listener.pending.get(), wait)
-                except TimeoutError:
-                    first = None
-                if first == CLOSING:
-                    return
-                try:
-                    if time.monotonic() >= checked + CHECK_SECONDS or first is None:
-                        await ctx.in_worker(check_signed_in, ctx, call)
-                        checked = time.monotonic()
-                        owed = False
-                    else:
-                        owed = True
-                except Problem as problem:
-                    yield f"event: signed-out\ndata: {json.dumps({'code': problem.code})}\n\n"
-                    return
-                except StoreError as error:
-                    first = error.code
-                if first is None:
-                    yield ": keepalive\n\n"
-                    continue
-                item = _merged(first, listener.pending)
-                if item == CLOSING:
-                    return
-                if isinstance(item, str):
-                    yield f"event: problem\ndata: {json.dumps({'code': item})}\n\n"
-                    continue
-                kinds = item.for_caller(caller)
-                yield _event(item.token, kinds, item.seq) if kinds else ": keepalive\n\n"
-        finally:
-            fanout.leave(listener)
+        token = await fanout.join(listener)
+        if resumed is not None:
+            missed = await ctx.in_worker(catch_up, ctx, resumed)
+            if missed is not None:
+                listener.pending.put_nowait(missed)
+                token = missed.token
+        yield f"retry: 1000\nid: {token}\nevent: ready\ndata: {{}}\n\n"
+        while not hub.closing.is_set():
+            try:
+                first = await asyncio.wait_for(listener.pending.get(), KEEPALIVE_SECONDS)
+            except TimeoutError:
+                yield ": keepalive\n\n"
+                continue
+            item = _merged(first, listener.pending)
+            if item == CLOSING:
+                return
+            if isinstance(item, Ended):
+                yield f"event: signed-out\ndata: {json.dumps({'code': item.code})}\n\n"
+                return
+            if isinstance(item, str):
+                yield f"event: problem\ndata: {json.dumps({'code': item})}\n\n"
+                continue
+            kinds = item.for_caller(caller)
+            yield _event(item.token, kinds, item.seq) if kinds else ": keepalive\n\n"
 
-    return sse_response(events())
+    return sse_response(events(), release)

@@ -194,13 +194,12 @@ class WebPages:
         return await self.signed_in(request, "sessions", work)
 
     def _briefing(self, caller: Caller, session_id: str) -> Any:
-        with self.ctx.store.read() as db:
-            reads.reached(db, caller, session_id)
         return read_briefing(
             store=self.ctx.store,
             adapters=self.ctx.adapters,
             session_id=session_id,
             clock=self.ctx.clock,
+            wall=caller.wall,
         )
 
     async def briefing(self, request: Request) -> Response:

@@ -16,8 +16,9 @@ from roundtable_console.api.context import Call, ServerContext
 from roundtable_console.api.identity import Caller
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.web.views import Field, SessionRow, moment, session_fields, session_row
+from roundtable_console.store.access.walls import Wall
 from roundtable_console.store.db.models import AgentSession
-from roundtable_console.store.errors import InvalidCursor, SessionNotFound
+from roundtable_console.store.errors import InvalidCursor
 from roundtable_console.store.reads.claims import claim_counts
 from roundtable_console.store.reads.groups import read_group_sizes, read_status_by_group
 from roundtable_console.store.reads.keyset import count_by_status
@@ -160,14 +161,30 @@ def stale_cutoff(ctx: ServerContext, now: datetime) -> datetime:
 
 
 def _rows(
-    ctx: ServerContext, db: Connection, sessions: list[AgentSession], now: datetime
+    ctx: ServerContext,
+    db: Connection,
+    sessions: list[AgentSession],
+    now: datetime,
+    wall: Wall,
 ) -> list[SessionRow]:
-    counts: dict[str, ClaimCount] = claim_counts(
-        db=db, agent_ids=[session.agent_id for session in sessions], now=now
-    )
+    """The sessions' rows, each with its agent's claims as the caller sees them (behind a wall,
+    those of the session's workspace: counted once for each workspace shown)."""
+    by_workspace: dict[str | None, list[str]] = {}
+    for session in sessions:
+        by_workspace.setdefault(wall.around(session), []).append(session.agent_id)
+    counts: dict[tuple[str, str | None], ClaimCount] = {}
+    for workspace, agents in by_workspace.items():
+        found = claim_counts(db=db, agent_ids=agents, now=now, workspace_id=workspace)
+        counts.update({(agent, workspace): count for agent, count in found.items()})
     stale_after = timedelta(seconds=ctx.stale_after_seconds)
     return [
-        session_row(session, counts.get(session.agent_id), now, stale_after, ctx.adapters)
+        session_row(
+            session,
+            counts.get((session.agent_id, wall.around(session))),
+            now,
+            stale_after,
+            ctx.adapters,
+        )
         for session in sessions
     ]
 
@@ -191,7 +208,7 @@ def read_sessions(ctx: ServerContext, caller: Caller, query: SessionsQuery) -> S
             )
         except InvalidCursor:
             raise Problem("invalid_cursor", "That page's place in the list is not one.") from None
-        rows = _rows(ctx, db, page.items, now)
+        rows = _rows(ctx, db, page.items, now, caller.wall)
         if caller.workspaces is None:
             by_status = count_by_status(db=db)
             attention = count_needing_attention(db=db, stale_before=stale_before)
@@ -227,16 +244,12 @@ def _groups(db: Connection, caller: Caller, grouping: str) -> tuple[list[Group],
 
 def reached(db: Connection, caller: Caller, session_id: str) -> AgentSession:
     """The session, when the caller may reach it; not found otherwise."""
-    session = get_session(db=db, session_id=session_id)
-    if not may_reach(caller, session):
-        raise SessionNotFound(f"No session has the id {session_id!r}.")
-    return session
+    return caller.wall.checked(get_session(db=db, session_id=session_id))
 
 
 def may_reach(caller: Caller, session: AgentSession) -> bool:
     """Whether the caller reaches the session's workspace (a token bound to some, only those)."""
-    workspace = session.effective_workspace_id
-    return caller.workspaces is None or (workspace is not None and caller.reaches(workspace))
+    return caller.wall.admits(session)
 
 
 def read_rows(ctx: ServerContext, caller: Caller, ids: list[str]) -> dict[str, SessionRow | None]:
@@ -246,7 +259,7 @@ def read_rows(ctx: ServerContext, caller: Caller, ids: list[str]) -> dict[str, S
     with ctx.store.read() as db:
         found = get_sessions(db=db, session_ids=wanted)
         shown = [found[one] for one in wanted if one in found and may_reach(caller, found[one])]
-        rows = _rows(ctx, db, shown, now)
+        rows = _rows(ctx, db, shown, now, caller.wall)
     by_id: dict[str, SessionRow | None] = dict.fromkeys(wanted)
     by_id.update({row.id: row for row in rows})
     return by_id
@@ -301,17 +314,19 @@ def read_session_page(ctx: ServerContext, caller: Caller, session_id: str) -> Se
     from roundtable_console.store.reads.overview import heartbeats_per_hour
 
     now = ctx.clock()
+    wall = caller.wall
     with ctx.store.read() as db:
         session = reached(db, caller, session_id)
-        row = _rows(ctx, db, [session], now)[0]
+        row = _rows(ctx, db, [session], now, wall)[0]
+        one = {"db": db, "session_id": session_id, "wall": wall}
         projections = {
-            "claims": session_claims(db=db, session_id=session_id, limit=50).items,
-            "proposals": session_proposals(db=db, session_id=session_id, limit=50).items,
-            "tool_calls": tool_calls(db=db, session_id=session_id, limit=50).items,
-            "metrics": session_metrics(db=db, session_id=session_id),
-            "environment": session_environment(db=db, session_id=session_id),
+            "claims": session_claims(**one, limit=50).items,
+            "proposals": session_proposals(**one, limit=50).items,
+            "tool_calls": tool_calls(**one, limit=50).items,
+            "metrics": session_metrics(**one),
+            "environment": session_environment(**one),
         }
-        logs = newest_logs(db=db, session_id=session_id, limit=HISTORY_SHOWN)
+        logs = newest_logs(**one, limit=HISTORY_SHOWN)
         heartbeats = heartbeats_per_hour(db=db, session_id=session_id, now=now)
     return SessionPage(
         row=row,

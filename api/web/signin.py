@@ -4,8 +4,8 @@ Sign-in takes a token the store holds (typed once into the sign-in form) and giv
 a secret of its own in a cookie: ``HttpOnly`` (no script reads it), ``SameSite=Strict`` (no other
 site's page sends it), ``Secure`` when the page came over TLS, for as long as the sign-in lasts
 (``store.access.web_sessions``). Failed sign-ins count against the address as failed bearer
-tokens do (429 past the limit). Sign-out ends the sign-in in the store, so the cookie is worth
-nothing after it, wherever it went.
+tokens do (429 past the limit; a valid token is never refused for others' failures). Sign-out
+ends the sign-in in the store, so the cookie is worth nothing after it, wherever it went.
 """
 
 from __future__ import annotations
@@ -62,23 +62,17 @@ def page_caller(ctx: ServerContext, call: Call) -> Caller | None:
 
 
 def try_sign_in(ctx: ServerContext, call: Call, token: str) -> WebSignIn:
-    """``token`` exchanged for a sign-in; ``Problem`` (counted as a failure) when it is none."""
-    wait = ctx.failures.retry_after(call.address)
-    if wait is not None:
-        raise Problem(
-            "too_many_requests",
-            f"Too many failed sign-ins from this address; retry in {wait} s.",
-            headers={"Retry-After": str(wait)},
-        )
+    """``token`` exchanged for a sign-in; ``Problem`` (counted as a failure, 429 past the limit)
+    when it is none. A valid token signs in whatever others failed from the same address."""
     token = token.strip()
     if not token or len(token) > MAX_TOKEN:
-        ctx.failures.failed(call.address)
-        raise Problem("invalid_token", "Give one of the server's tokens.")
+        raise ctx.failures.refuse(
+            call.address, Problem("invalid_token", "Give one of the server's tokens.")
+        )
     try:
         return sign_in(store=ctx.store, token=token, clock=ctx.clock)
     except InvalidToken:
-        ctx.failures.failed(call.address)
-        raise Problem("invalid_token", REFUSED) from None
+        raise ctx.failures.refuse(call.address, Problem("invalid_token", REFUSED)) from None
 
 
 def end_sign_in(ctx: ServerContext, call: Call, proof: str | None) -> None:

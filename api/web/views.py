@@ -35,7 +35,6 @@ TIER_NAMES = {
 FLAGS = {"waiting": "⚑ waiting", "stale": "⚠ stale"}
 MASKED = "••••••"
 # The fields shown masked until revealed (the reference calls them sensitive).
-SENSITIVE_FIELDS = ("external_session_id", "external_resume_command", "mcp_socket")
 
 
 @dataclass(frozen=True)

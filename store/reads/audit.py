@@ -21,13 +21,19 @@ from roundtable_console.store.clock import format_ts, parse_ts
 from roundtable_console.store.db.models import AgentSessionEvent
 from roundtable_console.store.errors import InvalidCursor, InvalidSession
 from roundtable_console.store.reads.paging import Page, decode_cursor, encode_cursor
+from roundtable_console.store.rules import REVEAL_EVENT
 from roundtable_console.store.safety.redaction import redact_text
 from roundtable_console.store.writes.lifecycle import ACTION_EVENTS
 
 _HISTORY = AgentSessionEvent.__table__  # type: ignore[attr-defined]
 _KIND = "audit"
 
-EVENT_ACTIONS = {event: action for action, event in ACTION_EVENTS.items()}
+# Each history event with an actor, by the action that writes it (revealing a masked field,
+# a read, is audited too: store.service.reveal_field).
+EVENT_ACTIONS = {event: action for action, event in ACTION_EVENTS.items()} | {
+    REVEAL_EVENT: "reveal"
+}
+ACTIONS = {action: event for event, action in EVENT_ACTIONS.items()}
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -55,6 +61,14 @@ class AuditEntry:
     previous_status: str | None
     status: str | None
     impact_details: str | None
+    # The masked field an operator revealed (a ``reveal``), else None.
+    field: str | None = None
+
+    @property
+    def note(self) -> str | None:
+        """What its line says beside the change of status: the impact text given, or which
+        field was revealed."""
+        return f"revealed {self.field}" if self.field is not None else self.impact_details
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +80,7 @@ class AuditEntry:
             "previous_status": self.previous_status,
             "status": self.status,
             "impact_details": self.impact_details,
+            "field": self.field,
         }
 
 
@@ -73,13 +88,11 @@ def action_event(action: str) -> str:
     """The history event of an action, named as the operator names it (``pause``) or as the
     history does (``paused``); ``invalid_session`` for anything else."""
     name = action.strip().lower()
-    if name in ACTION_EVENTS:
-        return ACTION_EVENTS[name]
+    if name in ACTIONS:
+        return ACTIONS[name]
     if name in EVENT_ACTIONS:
         return name
-    raise InvalidSession(
-        f"{action!r} is not an operator action: give one of {', '.join(ACTION_EVENTS)}."
-    )
+    raise InvalidSession(f"{action!r} is not an operator action: give one of {', '.join(ACTIONS)}.")
 
 
 def since_time(value: str, now: datetime) -> str:
@@ -172,6 +185,7 @@ def _entry(row: Any) -> AuditEntry:
         previous_status=_text(payload.get("previous_status")),
         status=_text(payload.get("status")),
         impact_details=redact_text(impact) if isinstance(impact, str) else None,
+        field=_text(payload.get("field")) if row.event_type == REVEAL_EVENT else None,
     )
 
 

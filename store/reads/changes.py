@@ -29,6 +29,7 @@ from roundtable_console.store.errors import InvalidEventCursor
 from roundtable_console.store.reads.keyset import filter_conditions
 from roundtable_console.store.reads.listing import SessionFilter
 from roundtable_console.store.reads.sessions import gone_stale, next_to_go_stale
+from roundtable_console.store.rules import REVEAL_EVENT
 from roundtable_console.store.safety.display import short_duration
 from roundtable_console.store.safety.redaction import redact_text
 
@@ -322,9 +323,14 @@ class ChangeFeed:
 
     def _history(self, db: Connection) -> list[tuple[int, list[Change]]]:
         wanted = and_(true(), *filter_conditions(self.filters.sessions))
+        # A reveal (an operator read a masked field) is history, not a change of the session.
         previous = (
             select(_PREVIOUS.c.payload_json)
-            .where(_PREVIOUS.c.session_id == _EVENTS.c.session_id, _PREVIOUS.c.id < _EVENTS.c.id)
+            .where(
+                _PREVIOUS.c.session_id == _EVENTS.c.session_id,
+                _PREVIOUS.c.id < _EVENTS.c.id,
+                _PREVIOUS.c.event_type != REVEAL_EVENT,
+            )
             .order_by(_PREVIOUS.c.id.desc())
             .limit(1)
             .scalar_subquery()
@@ -356,7 +362,7 @@ class ChangeFeed:
             rows = db.execute(statement).all()
             for row_id, session_id, event_type, payload, at, agent_id, admitted, before_raw in rows:
                 self._advance(int(row_id))
-                if not admitted:
+                if not admitted or event_type == REVEAL_EVENT:
                     continue
                 now = _decode(payload)
                 known = last.get(session_id)

@@ -1,9 +1,10 @@
 """A workspace's activity stream (the reference's ``events`` table), as its WebSocket sends it.
 
-An event belongs to a workspace when its run does: the run's ``workspace_id``, or the workspace
-of a session of that run (runs are not checked when sessions name them, so a run may have no
-row). Its sequence is its id: one range of the primary key per read, each row's workspace found
-along the runs' and the sessions' run indexes.
+An event belongs to a workspace when its run does: the run's ``workspace_id``, or, for a run
+whose row names none (runs are not checked when sessions name them, so a run may have no row),
+the one workspace its sessions lie in (``in_workspace``). Its sequence is its id: one range of
+the primary key per read, each row's workspace found along the runs' and the sessions' run
+indexes.
 """
 
 from __future__ import annotations
@@ -22,13 +23,25 @@ _EVENTS = Event.__table__  # type: ignore[attr-defined]
 _RUNS = Run.__table__  # type: ignore[attr-defined]
 
 
-def _in_workspace(workspace_id: str) -> Any:
+def in_workspace(workspace_id: str) -> Any:
+    """Whether an ``events`` row belongs to the workspace: its run's row names it; or its run's
+    row names none (or there is no row) and the sessions of that run lie in it and in no other.
+    A session naming another workspace's run never draws that run's events into its own
+    workspace (``store.access.walls``)."""
+    run_names = exists().where(
+        _RUNS.c.id == _EVENTS.c.run_id,
+        _RUNS.c.workspace_id.is_not(None),
+        _RUNS.c.workspace_id != "",
+    )
     of_run = exists().where(_RUNS.c.id == _EVENTS.c.run_id, _RUNS.c.workspace_id == workspace_id)
     session_workspace = effective_workspace(SESSIONS.c.workspace_id, SESSIONS.c.metadata_json)
     of_session = exists().where(
         SESSIONS.c.run_id == _EVENTS.c.run_id, session_workspace == workspace_id
     )
-    return or_(of_run, of_session)
+    of_another = exists().where(
+        SESSIONS.c.run_id == _EVENTS.c.run_id, session_workspace != workspace_id
+    )
+    return or_(of_run, and_(~run_names, of_session, ~of_another))
 
 
 def newest_event_id(*, db: Connection) -> int:
@@ -41,7 +54,7 @@ def workspace_events(
     """The workspace's events after ``after``, oldest first, at most ``limit``."""
     rows = db.execute(
         select(_EVENTS)
-        .where(and_(_EVENTS.c.id > after, _in_workspace(workspace_id)))
+        .where(and_(_EVENTS.c.id > after, in_workspace(workspace_id)))
         .order_by(_EVENTS.c.id)
         .limit(limit)
     ).all()

@@ -2,7 +2,10 @@
 
 Each paged projection is a keyset page: rows after the cursor's key, ``LIMIT n + 1`` to learn
 whether another page exists. A cursor names its projection and its session, so it cannot be
-replayed against another list.
+replayed against another list. Each takes the caller's ``wall`` (``store.access.walls``): a
+session out of its reach answers as not found, and of the rows around a session (its agent's
+claims and proposals, its run's tool calls) a caller bound to workspaces reads only those of the
+session's own workspace.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Table, and_, func, or_, select
 
 from roundtable_console.store import validation
+from roundtable_console.store.access.walls import OPEN, Wall
 from roundtable_console.store.db.models import (
     AgentSession,
     AgentSessionEvent,
@@ -26,6 +30,7 @@ from roundtable_console.store.db.models import (
     Proposal,
 )
 from roundtable_console.store.errors import InvalidCursor
+from roundtable_console.store.reads.events import in_workspace
 from roundtable_console.store.reads.paging import Page, decode_cursor, encode_cursor
 from roundtable_console.store.reads.sessions import get_session
 from roundtable_console.store.rules import PAGED_PROJECTIONS, UNPAGED_PROJECTIONS
@@ -46,22 +51,23 @@ ENVIRONMENT_NOTE = (
 @dataclass(frozen=True)
 class _Paged:
     """One paged projection: the rows of ``table`` that belong to a session, a keyset page at a
-    time by their ``id``, each shaped into the item the caller sees."""
+    time by their ``id``, each shaped into the item the caller sees. ``belongs`` is given the
+    workspace the rows must belong to as well (None: any; ``store.access.walls``)."""
 
     kind: str
     table: Table
     columns: tuple[str, ...]
-    belongs: Callable[[AgentSession], ColumnElement[bool]]
+    belongs: Callable[[AgentSession, str | None], ColumnElement[bool]]
     shape: Callable[[Any], dict[str, Any]]
 
     def page(
-        self, db: Connection, session_id: str, limit: int | None, cursor: str | None
+        self, db: Connection, session_id: str, limit: int | None, cursor: str | None, wall: Wall
     ) -> Page[dict[str, Any]]:
-        session = get_session(db=db, session_id=session_id)
+        session = wall.checked(get_session(db=db, session_id=session_id))
         size = validation.limit(limit)
         key = self.table.c.id
         statement = select(key, *(self.table.c[name] for name in self.columns)).where(
-            self.belongs(session)
+            self.belongs(session, wall.around(session))
         )
         after = self._after(session.id, cursor, key.type.python_type)
         if after is not None:
@@ -72,13 +78,15 @@ class _Paged:
         next_cursor = encode_cursor(self.kind, session.id, items[-1]["id"]) if more else None
         return Page(items=items, next_cursor=next_cursor)
 
-    def newest(self, db: Connection, session_id: str, limit: int) -> list[dict[str, Any]]:
+    def newest(
+        self, db: Connection, session_id: str, limit: int, wall: Wall
+    ) -> list[dict[str, Any]]:
         """The session's last ``limit`` rows, oldest first (read newest first on the key)."""
-        session = get_session(db=db, session_id=session_id)
+        session = wall.checked(get_session(db=db, session_id=session_id))
         key = self.table.c.id
         statement = (
             select(key, *(self.table.c[name] for name in self.columns))
-            .where(self.belongs(session))
+            .where(self.belongs(session, wall.around(session)))
             .order_by(key.desc())
             .limit(validation.limit(limit))
         )
@@ -128,24 +136,36 @@ def _tool_call(row: Any) -> dict[str, Any]:
     }
 
 
-def _is_tool_call(session: AgentSession) -> ColumnElement[bool]:
+def _is_tool_call(session: AgentSession, within: str | None) -> ColumnElement[bool]:
     """Events of the session's run that look like tool calls (ref heuristic): a type starting
-    with exactly ``tool.``, or a payload mentioning "tool" in any case."""
+    with exactly ``tool.``, or a payload mentioning "tool" in any case; ``within``: only while
+    the run belongs to that workspace."""
     # substr, not LIKE: SQLite's LIKE ignores case, and the reference's prefix is exact.
-    return and_(
+    found = and_(
         _EVENTS.c.run_id == session.run_id,
         or_(
             func.substr(_EVENTS.c.type, 1, 5) == "tool.",
             func.lower(_EVENTS.c.payload_json).contains("tool", autoescape=True),
         ),
     )
+    return found if within is None else and_(found, in_workspace(within))
+
+
+def _of_agent(table: Table) -> Callable[[AgentSession, str | None], ColumnElement[bool]]:
+    """The rows of the session's agent; ``within``: only those of that workspace."""
+
+    def belongs(session: AgentSession, within: str | None) -> ColumnElement[bool]:
+        mine = table.c.agent_id == session.agent_id
+        return mine if within is None else and_(mine, table.c.workspace_id == within)
+
+    return belongs
 
 
 _LOGS = _Paged(
     kind="logs",
     table=_SESSION_EVENTS,
     columns=("event_type", "payload_json", "created_at"),
-    belongs=lambda session: _SESSION_EVENTS.c.session_id == session.id,
+    belongs=lambda session, _within: _SESSION_EVENTS.c.session_id == session.id,
     shape=lambda row: {
         "id": row.id,
         "event_type": row.event_type,
@@ -177,7 +197,7 @@ _CLAIMS_OF_AGENT = _Paged(
         "created_at",
         "rationale_md",
     ),
-    belongs=lambda session: _CLAIMS.c.agent_id == session.agent_id,
+    belongs=_of_agent(_CLAIMS),
     shape=lambda row: {
         "id": row.id,
         "resource_id": row.resource_id,
@@ -198,7 +218,7 @@ _PROPOSALS_OF_AGENT = _Paged(
     kind="proposals",
     table=_PROPOSALS,
     columns=("task_id", "title", "summary_md", "status", "risk", "created_at"),
-    belongs=lambda session: _PROPOSALS.c.agent_id == session.agent_id,
+    belongs=_of_agent(_PROPOSALS),
     shape=lambda row: {
         "id": row.id,
         "task_id": row.task_id,
@@ -212,16 +232,23 @@ _PROPOSALS_OF_AGENT = _Paged(
 
 
 def session_logs(
-    *, db: Connection, session_id: str, limit: int | None = None, cursor: str | None = None
+    *,
+    db: Connection,
+    session_id: str,
+    limit: int | None = None,
+    cursor: str | None = None,
+    wall: Wall = OPEN,
 ) -> Page[dict[str, Any]]:
     """This session's recorded history, oldest first; payloads as redacted JSON strings."""
-    return _LOGS.page(db, session_id, limit, cursor)
+    return _LOGS.page(db, session_id, limit, cursor, wall)
 
 
-def newest_logs(*, db: Connection, session_id: str, limit: int) -> list[dict[str, Any]]:
+def newest_logs(
+    *, db: Connection, session_id: str, limit: int, wall: Wall = OPEN
+) -> list[dict[str, Any]]:
     """This session's last ``limit`` history rows, oldest first (a page that follows them
     continues with ``logs_cursor`` of the last)."""
-    return _LOGS.newest(db, session_id, limit)
+    return _LOGS.newest(db, session_id, limit, wall)
 
 
 def logs_cursor(session_id: str, last_id: int) -> str:
@@ -231,24 +258,41 @@ def logs_cursor(session_id: str, last_id: int) -> str:
 
 
 def tool_calls(
-    *, db: Connection, session_id: str, limit: int | None = None, cursor: str | None = None
+    *,
+    db: Connection,
+    session_id: str,
+    limit: int | None = None,
+    cursor: str | None = None,
+    wall: Wall = OPEN,
 ) -> Page[dict[str, Any]]:
     """Events of the session's run that look like tool calls, each naming its actor."""
-    return _TOOL_CALLS.page(db, session_id, limit, cursor)
+    return _TOOL_CALLS.page(db, session_id, limit, cursor, wall)
 
 
 def session_claims(
-    *, db: Connection, session_id: str, limit: int | None = None, cursor: str | None = None
+    *,
+    db: Connection,
+    session_id: str,
+    limit: int | None = None,
+    cursor: str | None = None,
+    wall: Wall = OPEN,
 ) -> Page[dict[str, Any]]:
-    """All of the agent's claims, whatever their status, by id; rationale redacted."""
-    return _CLAIMS_OF_AGENT.page(db, session_id, limit, cursor)
+    """All of the agent's claims, whatever their status, by id; rationale redacted. Behind a
+    ``wall``, only those of the session's workspace (``store.access.walls``), as for every
+    projection."""
+    return _CLAIMS_OF_AGENT.page(db, session_id, limit, cursor, wall)
 
 
 def session_proposals(
-    *, db: Connection, session_id: str, limit: int | None = None, cursor: str | None = None
+    *,
+    db: Connection,
+    session_id: str,
+    limit: int | None = None,
+    cursor: str | None = None,
+    wall: Wall = OPEN,
 ) -> Page[dict[str, Any]]:
     """All of the agent's proposals by id; title and summary redacted; never the patch."""
-    return _PROPOSALS_OF_AGENT.page(db, session_id, limit, cursor)
+    return _PROPOSALS_OF_AGENT.page(db, session_id, limit, cursor, wall)
 
 
 def _is_metric(key: str, value: Any) -> bool:
@@ -266,15 +310,15 @@ def usage_metrics(session: AgentSession) -> dict[str, int | float]:
     return {str(key): value for key, value in usage.items() if _is_metric(str(key), value)}
 
 
-def session_metrics(*, db: Connection, session_id: str) -> dict[str, Any]:
+def session_metrics(*, db: Connection, session_id: str, wall: Wall = OPEN) -> dict[str, Any]:
     """Numeric values the adapter put in ``metadata.usage``; token counts kept (ref)."""
-    session = get_session(db=db, session_id=session_id)
+    session = wall.checked(get_session(db=db, session_id=session_id))
     return {"session_id": session.id, "usage": usage_metrics(session), "source": "adapter_metadata"}
 
 
-def session_environment(*, db: Connection, session_id: str) -> dict[str, Any]:
+def session_environment(*, db: Connection, session_id: str, wall: Wall = OPEN) -> dict[str, Any]:
     """The viewer's Python, OS and architecture, with the session's stored adapter."""
-    session = get_session(db=db, session_id=session_id)
+    session = wall.checked(get_session(db=db, session_id=session_id))
     return {
         "session_id": session.id,
         "fingerprint": {

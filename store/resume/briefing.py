@@ -11,11 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, case, func, select
+from sqlalchemy import Connection, case, func, or_, select, union
 
+from roundtable_console.store.access.walls import OPEN, Wall
 from roundtable_console.store.clock import Clock, system_clock
-from roundtable_console.store.db.models import AgentSession, Decision, Proposal, Task
-from roundtable_console.store.reads.claims import ActiveClaim, active_claims
+from roundtable_console.store.db.models import AgentSession, Claim, Decision, Proposal, Task
+from roundtable_console.store.reads.claims import ActiveClaim, claims_of_session
 from roundtable_console.store.reads.sessions import get_session
 from roundtable_console.store.reads.sqlfuncs import ts_key
 from roundtable_console.store.rules import FINISHED_TASK_STATES, RESOLVED_PROPOSAL_STATES
@@ -25,6 +26,7 @@ from roundtable_console.store.safety.redaction import redact_text
 _TASKS = Task.__table__  # type: ignore[attr-defined]
 _PROPOSALS = Proposal.__table__  # type: ignore[attr-defined]
 _DECISIONS = Decision.__table__  # type: ignore[attr-defined]
+_CLAIMS = Claim.__table__  # type: ignore[attr-defined]
 
 LATEST_DECISIONS = 3
 NONE_LINE = "- none"
@@ -107,11 +109,23 @@ def _task(row: Any) -> BriefingTask:
 _TASK_COLUMNS = (_TASKS.c.id, _TASKS.c.title, _TASKS.c.status, _TASKS.c.priority)
 
 
-def _assigned_task(db: Connection, agent_id: str) -> BriefingTask | None:
-    """``in_progress`` first, then lower priority number, then older, then id."""
+def _tasks_of(workspace_id: str) -> Any:
+    """The ids of the tasks a workspace's claims or proposals name (a task names no workspace)."""
+    return union(
+        select(_CLAIMS.c.task_id).where(_CLAIMS.c.workspace_id == workspace_id),
+        select(_PROPOSALS.c.task_id).where(_PROPOSALS.c.workspace_id == workspace_id),
+    )
+
+
+def _assigned_task(db: Connection, agent_id: str, within: str | None) -> BriefingTask | None:
+    """``in_progress`` first, then lower priority number, then older, then id; ``within``: a
+    task of that workspace only."""
+    where = [_TASKS.c.assigned_agent_id == agent_id, _not_finished()]
+    if within is not None:
+        where.append(_TASKS.c.id.in_(_tasks_of(within)))
     row = db.execute(
         select(*_TASK_COLUMNS)
-        .where(_TASKS.c.assigned_agent_id == agent_id, _not_finished())
+        .where(*where)
         .order_by(
             case((_TASKS.c.status == "in_progress", 0), else_=1),
             _TASKS.c.priority,
@@ -143,13 +157,16 @@ def _claimed_task(db: Connection, claims: list[ActiveClaim]) -> BriefingTask | N
     return None
 
 
-def _pending_proposals(db: Connection, agent_id: str) -> list[BriefingProposal]:
+def _pending_proposals(db: Connection, agent_id: str, within: str | None) -> list[BriefingProposal]:
+    where = [
+        _PROPOSALS.c.agent_id == agent_id,
+        _PROPOSALS.c.status.not_in(RESOLVED_PROPOSAL_STATES),
+    ]
+    if within is not None:
+        where.append(_PROPOSALS.c.workspace_id == within)
     rows = db.execute(
         select(_PROPOSALS.c.id, _PROPOSALS.c.status, _PROPOSALS.c.created_at)
-        .where(
-            _PROPOSALS.c.agent_id == agent_id,
-            _PROPOSALS.c.status.not_in(RESOLVED_PROPOSAL_STATES),
-        )
+        .where(*where)
         .order_by(ts_key(_PROPOSALS.c.created_at).desc().nulls_last(), _PROPOSALS.c.id.desc())
     ).all()
     return [
@@ -160,11 +177,21 @@ def _pending_proposals(db: Connection, agent_id: str) -> list[BriefingProposal]:
     ]
 
 
-def _latest_decisions(db: Connection) -> list[BriefingDecision]:
+def _latest_decisions(db: Connection, within: str | None) -> list[BriefingDecision]:
+    """The newest across the store (ref); ``within``: of that workspace's proposals and tasks."""
+    statement = select(_DECISIONS.c.id, _DECISIONS.c.rationale_md, _DECISIONS.c.created_at)
+    if within is not None:
+        of_proposals = select(_PROPOSALS.c.id).where(_PROPOSALS.c.workspace_id == within)
+        statement = statement.where(
+            or_(
+                _DECISIONS.c.proposal_id.in_(of_proposals),
+                _DECISIONS.c.task_id.in_(_tasks_of(within)),
+            )
+        )
     rows = db.execute(
-        select(_DECISIONS.c.id, _DECISIONS.c.rationale_md, _DECISIONS.c.created_at)
-        .order_by(ts_key(_DECISIONS.c.created_at).desc().nulls_last(), _DECISIONS.c.id.desc())
-        .limit(LATEST_DECISIONS)
+        statement.order_by(
+            ts_key(_DECISIONS.c.created_at).desc().nulls_last(), _DECISIONS.c.id.desc()
+        ).limit(LATEST_DECISIONS)
     ).all()
     return [
         BriefingDecision(
@@ -242,13 +269,19 @@ def render_markdown(
     return "\n".join(lines) + "\n"
 
 
-def build_briefing(*, db: Connection, session_id: str, clock: Clock = system_clock) -> Briefing:
-    """The session's resume briefing; call it inside one ``Store.read()`` for a snapshot."""
-    session = get_session(db=db, session_id=session_id)
-    claims = active_claims(db=db, agent_id=session.agent_id, now=clock())
-    task = _assigned_task(db, session.agent_id) or _claimed_task(db, claims)
-    proposals = _pending_proposals(db, session.agent_id)
-    decisions = _latest_decisions(db)
+def build_briefing(
+    *, db: Connection, session_id: str, clock: Clock = system_clock, wall: Wall = OPEN
+) -> Briefing:
+    """The session's resume briefing; call it inside one ``Store.read()`` for a snapshot.
+    ``wall``: a caller bound to workspaces reads of the rows around the session only those of
+    its workspace (``store.access.walls``): claims and proposals by their workspace, tasks and
+    decisions through them."""
+    session = wall.checked(get_session(db=db, session_id=session_id))
+    within = wall.around(session)
+    claims = claims_of_session(db=db, session=session, now=clock(), wall=wall)
+    task = _assigned_task(db, session.agent_id, within) or _claimed_task(db, claims)
+    proposals = _pending_proposals(db, session.agent_id, within)
+    decisions = _latest_decisions(db, within)
     return Briefing(
         session=session,
         task=task,

@@ -12,11 +12,12 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from roundtable_console.store import errors
+from roundtable_console.store.access.walls import OPEN, Wall
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import AgentSession, IdempotencyKey
 from roundtable_console.store.db.session_rows import as_session
-from roundtable_console.store.reads.claims import ActiveClaim, active_claims
+from roundtable_console.store.reads.claims import ActiveClaim, claims_of_session
 from roundtable_console.store.reads.listing import Selection
 from roundtable_console.store.rules import is_allowed
 from roundtable_console.store.writes.bulk import (
@@ -97,13 +98,15 @@ def plan_bulk(
     run_key: str | None = None,
     clock: Clock = system_clock,
     keep: int | None = PREVIEW_ITEMS,
+    wall: Wall = OPEN,
 ) -> BulkPlan:
     """What ``store.writes.bulk_run.run_bulk`` would do now with the same arguments, from one
     snapshot: per session, done, skipped (the status rule) or failed (unknown; to terminate, an
     agent holding claims and no ``impact_details``; with ``run_key``, a session already done under
     it is a replay, and its key used otherwise a reuse). Resume's agent and branch checks are made
     only when it runs. ``keep``: the items kept of each outcome (None: all); the counts cover every
-    session. ``order``: see ``store.writes.bulk.selected_pages``.
+    session. ``order``: see ``store.writes.bulk.selected_pages``. ``wall``: the caller's reach
+    (``store.access.walls``): a session beyond it is not found, and the claims are those it sees.
     """
     if action not in ACTIONS:
         raise ValueError(f"unknown action {action!r}")
@@ -111,23 +114,30 @@ def plan_bulk(
     details = (impact_details or "").strip()
     key = (run_key or "").strip() or None
     tally = Tally(keep)
-    claims: dict[str, tuple[ActiveClaim, ...]] = {}
+    claims: dict[tuple[str, str | None], tuple[ActiveClaim, ...]] = {}
     with store.read() as db:
 
-        def claims_of(agent_id: str) -> tuple[ActiveClaim, ...]:
-            if agent_id not in claims:
-                claims[agent_id] = tuple(active_claims(db=db, agent_id=agent_id, now=clock()))
-            return claims[agent_id]
+        def claims_of(session: AgentSession) -> tuple[ActiveClaim, ...]:
+            seen = (session.agent_id, wall.around(session))
+            if seen not in claims:
+                found = claims_of_session(db=db, session=session, now=clock(), wall=wall)
+                claims[seen] = tuple(found)
+            return claims[seen]
 
         for page in selected_pages(lambda: nullcontext(db), selection, order, rows=True):
             used = _used_keys(db, key, [session_id for session_id, _ in page])
             for session_id, row in page:
                 session = None if row is None else as_session(row._mapping)
+                if session is not None and not wall.admits(session):
+                    session = None
                 tally.add(
                     _judge(action, session_id, session, used.get(session_id), details, claims_of)
                 )
-    held = {agent: found for agent, found in claims.items() if found}
-    return BulkPlan(action=action, tally=tally, claims=held)
+    held: dict[str, tuple[ActiveClaim, ...]] = {}
+    for (agent, _workspace), found in claims.items():
+        known = {claim.id for claim in held.get(agent, ())}
+        held[agent] = (*held.get(agent, ()), *(c for c in found if c.id not in known))
+    return BulkPlan(action=action, tally=tally, claims={a: c for a, c in held.items() if c})
 
 
 def _used_keys(
@@ -149,7 +159,7 @@ def _judge(
     session: AgentSession | None,
     used: tuple[str, str] | None,
     details: str,
-    claims_of: Callable[[str], tuple[ActiveClaim, ...]],
+    claims_of: Callable[[AgentSession], tuple[ActiveClaim, ...]],
 ) -> BulkItem:
     """One session's planned outcome, in the order the lifecycle checks: key, row, status,
     then terminate's claims."""
@@ -172,7 +182,7 @@ def _judge(
         return skipped_item(session_id, action, session.status)
     message = f"would {action} (status {session.status!r})"
     if action == "terminate":
-        impact = TerminationImpact(session=session, claims=list(claims_of(session.agent_id)))
+        impact = TerminationImpact(session=session, claims=list(claims_of(session)))
         if impact.requires_details:
             held = _claims_text(session.agent_id, impact.claims)
             if not details:

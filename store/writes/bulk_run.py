@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, select
 
 from roundtable_console.store import errors
+from roundtable_console.store.access.walls import OPEN, Wall
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.session_rows import SESSIONS
@@ -82,6 +83,7 @@ def run_bulk(
     cancelled: Callable[[], bool] | None = None,
     on_items: Callable[[Sequence[BulkItem]], None] | None = None,
     keep: int | None = None,
+    wall: Wall = OPEN,
 ) -> BulkOutcome:
     """Apply ``action`` to each selected session through the lifecycle function, as ``actor``.
 
@@ -112,7 +114,9 @@ def run_bulk(
     ``progress(done so far, total)`` is called before the first session and after each
     transaction; ``cancelled()`` is asked before each session (the run commits what it did and
     stops); ``on_items`` receives each transaction's items once they are final; ``keep`` bounds
-    the items the outcome holds (``Tally``). Safe to call from a worker thread.
+    the items the outcome holds (``Tally``). ``wall``: the caller's reach, whose claims alone a
+    terminate asks an impact text for (``store.access.walls``; the selection is the caller's to
+    keep within it). Safe to call from a worker thread.
     """
     if action not in ACTIONS:
         raise ValueError(f"unknown action {action!r}")
@@ -124,7 +128,9 @@ def run_bulk(
             f"To {action} sessions in bulk, give the run an idempotency key: each session's "
             "key is derived from it, so a retry of the run never applies twice."
         )
-    extra: dict[str, Any] = {"impact_details": impact_details} if action == "terminate" else {}
+    extra: dict[str, Any] = (
+        {"impact_details": impact_details, "wall": wall} if action == "terminate" else {}
+    )
     total = _count(store, selection)
     tally = Tally(keep)
     report = progress or (lambda _done, _total: None)

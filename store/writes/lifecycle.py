@@ -22,10 +22,11 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, select, update
 
 from roundtable_console.store import errors, validation
+from roundtable_console.store.access.walls import OPEN, Wall
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.models import Agent, AgentSession, Workspace
 from roundtable_console.store.db.session_rows import SESSIONS, as_session
-from roundtable_console.store.reads.claims import active_claims
+from roundtable_console.store.reads.claims import claims_of_session
 from roundtable_console.store.reads.sessions import get_session
 from roundtable_console.store.resume.gitcheck import BranchReading, read_branch
 from roundtable_console.store.rules import ACTIVE_STATES, ALLOWED_FROM, is_allowed
@@ -368,11 +369,14 @@ def terminate(
     idempotency_key: str | None,
     expected_version: int | None = None,
     clock: Clock = system_clock,
+    wall: Wall = OPEN,
 ) -> ActionOutcome:
+    """``wall``: the claims that need an impact text are those the caller sees (a caller bound
+    to workspaces: the session's workspace's, ``store.access.walls``)."""
     details = (impact_details or "").strip()
 
     def check(db: Connection, session: AgentSession, now: str) -> dict[str, Any]:
-        claims = active_claims(db=db, agent_id=session.agent_id, now=clock())
+        claims = claims_of_session(db=db, session=session, now=clock(), wall=wall)
         if claims and not details:
             raise errors.TerminationImpactRequired(
                 f"Agent {session.agent_id!r} holds {len(claims)} active claim(s) "

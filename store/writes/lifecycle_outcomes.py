@@ -13,10 +13,11 @@ from typing import Any
 from sqlalchemy import Connection
 
 from roundtable_console.store import validation
+from roundtable_console.store.access.walls import OPEN, Wall
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.db.session_rows import as_session
-from roundtable_console.store.reads.claims import ActiveClaim, active_claims
+from roundtable_console.store.reads.claims import ActiveClaim, claims_of_session
 from roundtable_console.store.reads.sessions import get_session
 
 NOT_DONE_BY_TERMINATE = (
@@ -84,9 +85,10 @@ class TerminationImpact:
 
 
 def termination_impact(
-    *, db: Connection, session_id: str, clock: Clock = system_clock
+    *, db: Connection, session_id: str, clock: Clock = system_clock, wall: Wall = OPEN
 ) -> TerminationImpact:
-    session = get_session(db=db, session_id=session_id)
+    """The session and the active claims of its agent that the caller behind ``wall`` sees."""
+    session = wall.checked(get_session(db=db, session_id=session_id))
     return TerminationImpact(
-        session=session, claims=active_claims(db=db, agent_id=session.agent_id, now=clock())
+        session=session, claims=claims_of_session(db=db, session=session, now=clock(), wall=wall)
     )

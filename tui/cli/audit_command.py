@@ -17,17 +17,19 @@ if TYPE_CHECKING:
 
 AUDIT_COLUMNS = ("at", "actor", "db role", "action", "session", "from → to", "impact")
 AUDIT_HELP = """The operators' actions across all sessions, newest first: pause, stop, resume,
-terminate, and the operator's heartbeat (an agent's own heartbeat is not one). Each with its
-time, the operator's name, the database role that made it (PostgreSQL), the session, the
-status it went from and to, and the impact text given (redacted). --json: {"items": [{"at",
-"actor", "db_user", "action", "session_id", "previous_status", "status", "impact_details"}],
-"next_cursor"}."""
+terminate, the operator's heartbeat (an agent's own heartbeat is not one), and reveal (a masked
+field read in the web console). Each with its time, the operator's name, the database role that
+made it (PostgreSQL), the session, the status it went from and to, and the impact text given
+(redacted) or the field revealed. --json: {"items": [{"at", "actor", "db_user", "action",
+"session_id", "previous_status", "status", "impact_details", "field"}], "next_cursor"}."""
 
 
 @click.command("audit", help=AUDIT_HELP + "\n\n" + OUTPUT_HELP)
 @click.option("--actor", metavar="NAME", help="Only this operator's actions.")
 @click.option(
-    "--action", metavar="A", help="Only this action: heartbeat, pause, stop, resume, terminate."
+    "--action",
+    metavar="A",
+    help="Only this action: heartbeat, pause, stop, resume, terminate, reveal.",
 )
 @click.option("--session", "session_id", metavar="S", help="Only actions on this session.")
 @click.option(
@@ -85,7 +87,7 @@ def audit_command(
                     e.action,
                     e.session_id,
                     f"{e.previous_status or '?'} → {e.status or '?'}",
-                    e.impact_details or "",
+                    e.note or "",
                 )
                 for e in page.items
             )

@@ -7,15 +7,24 @@ import click
 from roundtable_console.tui import output
 from roundtable_console.tui.cli.invocation import Invocation, with_invocation
 
+# api.exposure's (tests/test_security_limits.py checks they agree); the server's
+# modules are imported only when it runs: every other command starts without them.
+MAX_CONNECTIONS = 1000
+MAX_STREAMS = 512
+_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+_NAME = rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$"
+
 SERVE_HELP = """Serve the store's sessions over HTTP: the Roundtable reference's API under
 /api/v1 (its routes, shapes and errors), with its OpenAPI document at /api/v1/openapi.json.
 
 \b
-Callers bring a bearer token (roundtable tokens create); while the store holds no token the
-server answers as the reference with none: the caller is whoever X-Actor-ID says (header
-mode, loopback only). It listens on 127.0.0.1 unless told otherwise: another address needs
---allow-remote, a token in the store, and TLS (--certfile, --keyfile) or --behind-proxy.
-SIGTERM or SIGINT lets requests in flight finish, then exits 0."""
+Callers bring a bearer token (roundtable tokens create). A lone loopback server whose store
+holds no token answers as the reference with none: the caller is whoever X-Actor-ID says
+(header mode; never with --behind-proxy or --allow-remote). It listens on 127.0.0.1 unless
+told otherwise: another address needs --allow-remote, a token in the store, and TLS
+(--certfile, --keyfile) or --behind-proxy. It answers only to its own names (Host): its
+address, the loopback names, and each --public-name. SIGTERM or SIGINT lets requests in
+flight finish, then exits 0."""
 
 
 @click.command("serve", help=SERVE_HELP)
@@ -24,7 +33,44 @@ SIGTERM or SIGINT lets requests in flight finish, then exits 0."""
 @click.option("--certfile", type=click.Path(exists=True, dir_okay=False), metavar="FILE")
 @click.option("--keyfile", type=click.Path(exists=True, dir_okay=False), metavar="FILE")
 @click.option("--allow-remote", is_flag=True, help="Listen on a non-loopback address.")
-@click.option("--behind-proxy", is_flag=True, help="A TLS proxy is in front: trust its headers.")
+@click.option(
+    "--behind-proxy",
+    "proxies",
+    is_flag=False,
+    flag_value="127.0.0.1",
+    default=None,
+    metavar="[ADDRESSES]",
+    help="A TLS proxy is in front, at these addresses or networks (comma-separated; alone: "
+    "127.0.0.1): its forwarding headers are believed from them only.",
+)
+@click.option(
+    "--public-name",
+    "public_names",
+    multiple=True,
+    metavar="NAME",
+    help="A name the proxy forwards in Host (repeat): the server answers to it too.",
+)
+@click.option(
+    "--allow-origin",
+    "origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="Let pages of this origin (https://host[:port]) write, besides the server's own (repeat).",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(1, 100_000),
+    default=MAX_CONNECTIONS,
+    show_default=True,
+    help="Connections open at once; past it a request is answered 503.",
+)
+@click.option(
+    "--max-streams",
+    type=click.IntRange(1, 100_000),
+    default=MAX_STREAMS,
+    show_default=True,
+    help="Event streams open at once (a token holds 32 at most); past it 503.",
+)
 @with_invocation
 def serve_command(
     inv: Invocation,
@@ -33,8 +79,13 @@ def serve_command(
     certfile: str | None,
     keyfile: str | None,
     allow_remote: bool,
-    behind_proxy: bool,
+    proxies: str | None,
+    public_names: tuple[str, ...],
+    origins: tuple[str, ...],
+    max_connections: int,
+    max_streams: int,
 ) -> int:
+    from roundtable_console.api.exposure import ConnectionLimits
     from roundtable_console.api.server import POOL_SIZE, Refused, ServeOptions, run
 
     options = ServeOptions(
@@ -44,7 +95,11 @@ def serve_command(
         certfile=certfile,
         keyfile=keyfile,
         allow_remote=allow_remote,
-        behind_proxy=behind_proxy,
+        proxies=proxy_addresses(proxies),
+        public_names=tuple(checked_name(name) for name in public_names),
+        allowed_origins=tuple(checked_origin(origin) for origin in origins),
+        limits=ConnectionLimits(max_connections=max_connections),
+        max_streams=max_streams,
         stale_after_seconds=inv.settings.stale_after_seconds,
         adapters=inv.adapters(),
     )
@@ -53,3 +108,55 @@ def serve_command(
             return run(store, options, say=lambda line: output.echo_text(line, err=True))
         except Refused as refused:
             raise click.UsageError(str(refused)) from None
+
+
+def proxy_addresses(value: str | None) -> tuple[str, ...]:
+    """--behind-proxy's addresses and networks, each checked; () without the option."""
+    import ipaddress
+
+    if value is None:
+        return ()
+    found = []
+    for part in value.split(","):
+        text = part.strip()
+        try:
+            found.append(str(ipaddress.ip_network(text, strict=False)))
+        except ValueError:
+            raise click.BadParameter(
+                f"{text!r} is not an address or a network (10.0.0.5, 10.0.0.0/24, ::1).",
+                param_hint="--behind-proxy",
+            ) from None
+    return tuple(found)
+
+
+def checked_name(value: str) -> str:
+    import ipaddress
+    import re
+
+    name = value.strip().lower().rstrip(".")
+    try:
+        return str(ipaddress.ip_address(name.strip("[]")))
+    except ValueError:
+        pass
+    if not re.match(_NAME, name):
+        raise click.BadParameter(f"{value!r} is not a host name.", param_hint="--public-name")
+    return name
+
+
+def checked_origin(value: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value.strip())
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.path not in ("", "/")
+        or parts.query
+        or parts.fragment
+        or parts.username
+    ):
+        raise click.BadParameter(
+            f"{value!r} is not an origin: scheme, host and port only (https://app.example:8443).",
+            param_hint="--allow-origin",
+        )
+    return f"{parts.scheme}://{parts.netloc}".lower()

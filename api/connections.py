@@ -1,0 +1,215 @@
+"""The HTTP connection itself, bounded before a request reaches the app: uvicorn's httptools
+protocol (``--http httptools``, the one it chooses by itself here), composed with a second
+parser that only watches the bytes go by.
+
+- A request's head (request line and headers) is at most ``max_head_bytes`` and holds at most
+  ``max_headers`` headers; else 431, before the rest is read.
+- A head arrives whole within ``head_seconds`` of its first byte (the first one of a
+  connection: of the connection); else 408. A connection that sends nothing, or a header line a
+  second, is closed in time. Between requests, an idle connection is closed by uvicorn's
+  keep-alive timeout (``roundtable serve`` sets it).
+- At most ``max_connections`` connections are open at once; past it, a new connection's request
+  is answered 503 with ``Retry-After``, and the connections already open are served as before.
+  A WebSocket leaves the count once upgraded (its streams are counted by ``api.stream_slots``).
+
+Each refusal is an RFC 7807 problem with ``Connection: close``; the server then stops reading
+from that client and closes the connection once the client has read it (or after
+``LINGER_SECONDS``). Nothing of the refused request reaches the app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from typing import Any, ClassVar
+
+import httptools
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from roundtable_console.api.exposure import ConnectionLimits
+from roundtable_console.api.problems import problem_body
+
+LINGER_SECONDS = 2.0
+_REASONS = {408: b"Request Timeout", 431: b"Request Header Fields Too Large",
+            503: b"Service Unavailable"}  # fmt: skip
+
+
+def bounded_http(limits: ConnectionLimits) -> type[asyncio.Protocol]:
+    """The protocol class for ``uvicorn.Config(http=...)``: uvicorn's, within ``limits``; its
+    count of open connections is this server's own."""
+
+    class Bounded(_BoundedHttp):
+        pass
+
+    Bounded.limits = limits
+    Bounded.open = set()
+    return Bounded
+
+
+class _BoundedHttp(asyncio.Protocol):
+    limits: ClassVar[ConnectionLimits]
+    # The transports of the connections admitted and still open (a WebSocket leaves it).
+    open: ClassVar[set[asyncio.BaseTransport]]
+
+    def __init__(self, **uvicorn_arguments: Any) -> None:
+        self.inner = HttpToolsProtocol(**uvicorn_arguments)
+        self.loop = uvicorn_arguments.get("_loop") or asyncio.get_running_loop()
+        self.watcher = httptools.HttpRequestParser(self)
+        self.transport: asyncio.Transport | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.in_head = False
+        self.head_bytes = 0  # the current head's, as the parser counted its parts
+        self.raw_head_bytes = 0  # the bytes of reads that held nothing but the current head
+        self.headers = 0
+        self.completed = False  # a message ended in the read being watched
+        self.refusal: tuple[int, str, str, dict[str, str]] | None = None
+        self.passing = False  # an upgrade or a request uvicorn refuses itself: its from now on
+        self.refused = False
+        self.over_capacity = False
+
+    # -- asyncio.Protocol: each to uvicorn's, watched ---------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # a stream transport (uvloop's too)
+        if len(self.open) >= self.limits.max_connections:
+            self.over_capacity = True
+        else:
+            self.open.add(transport)
+        self._arm()
+        self.inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self.refused:
+            return  # read and dropped until the connection closes
+        if self.passing:
+            self.inner.data_received(data)
+            return
+        self.completed = False
+        try:
+            self.watcher.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._disarm()
+            self.passing = True
+            self.open.discard(self.transport)  # type: ignore[arg-type]
+        except httptools.HttpParserError:
+            self._disarm()
+            self.passing = True  # uvicorn's parser refuses it in its own words (400)
+        if self.in_head and not self.completed and self.refusal is None:
+            self.raw_head_bytes += len(data)
+            self._check(self.raw_head_bytes, 0)
+        if self.refusal is not None:
+            self._refuse(*self.refusal)
+            return
+        self.inner.data_received(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        self.open.discard(self.transport)  # type: ignore[arg-type]
+        self.inner.connection_lost(exc)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received()
+
+    def pause_writing(self) -> None:
+        self.inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.inner.resume_writing()
+
+    # -- the watching parser's callbacks ----------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self.in_head = True
+        self.head_bytes = self.raw_head_bytes = self.headers = 0
+        if self.timer is None:
+            self._arm()
+
+    def on_url(self, url: bytes) -> None:
+        self.head_bytes += len(url)
+        self._check(self.head_bytes, self.headers)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.headers += 1
+        self.head_bytes += len(name) + len(value) + 4
+        self._check(self.head_bytes, self.headers)
+
+    def on_headers_complete(self) -> None:
+        self.in_head = False
+        self._disarm()
+        if self.over_capacity and self.refusal is None:
+            self.refusal = (
+                503,
+                "server_busy",
+                f"The server has {self.limits.max_connections} connections open, its most; "
+                "retry in a moment.",
+                {"retry-after": "1"},
+            )
+
+    def on_message_complete(self) -> None:
+        self.completed = True
+
+    # -- refusing ---------------------------------------------------------------------------
+
+    def _check(self, size: int, headers: int) -> None:
+        if self.refusal is not None:
+            return
+        if size > self.limits.max_head_bytes or headers > self.limits.max_headers:
+            self.refusal = (
+                431,
+                "request_header_fields_too_large",
+                f"A request's line and headers are at most {self.limits.max_head_bytes} bytes "
+                f"and {self.limits.max_headers} headers.",
+                {},
+            )
+
+    def _arm(self) -> None:
+        self._disarm()
+        self.timer = self.loop.call_later(self.limits.head_seconds, self._too_slow)
+
+    def _disarm(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _too_slow(self) -> None:
+        self.timer = None
+        if self.refused or self.passing or self.transport is None:
+            return
+        self._refuse(
+            408,
+            "request_timeout",
+            f"A request's line and headers arrive within {self.limits.head_seconds:g} s.",
+            {},
+        )
+
+    def _refuse(self, status: int, code: str, detail: str, headers: dict[str, str]) -> None:
+        """Answer the problem, stop reading the client, close once it has had the answer."""
+        transport = self.transport
+        assert transport is not None
+        self.refused = True
+        self._disarm()
+        self.open.discard(transport)
+        if transport.is_closing():
+            return
+        request_id = f"req-{secrets.token_hex(16)}"
+        body = json.dumps(problem_body(code, detail, instance=None, request_id=request_id))
+        payload = body.encode()
+        head = [
+            b"HTTP/1.1 %d %s" % (status, _REASONS[status]),
+            b"content-type: application/problem+json; charset=utf-8",
+            b"content-length: %d" % len(payload),
+            b"connection: close",
+            b"x-request-id: " + request_id.encode(),
+            b"x-content-type-options: nosniff",
+            b"cache-control: no-store",
+            *(name.encode() + b": " + value.encode() for name, value in headers.items()),
+        ]
+        transport.write(b"\r\n".join(head) + b"\r\n\r\n" + payload)
+        # Closing while the client still sends would reset the connection, and the answer
+        # with it: the write side is shut, what comes is dropped, and the close follows.
+        if transport.can_write_eof():
+            transport.write_eof()
+            self.loop.call_later(LINGER_SECONDS, transport.close)
+        else:
+            transport.close()
