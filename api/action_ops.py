@@ -21,6 +21,7 @@ from roundtable_console.api.problems import Problem
 from roundtable_console.store import service
 from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.errors import IllegalSessionTransition
+from roundtable_console.store.validation import whole_number
 from roundtable_console.store.writes import agent_writes
 from roundtable_console.store.writes.lifecycle import key_required
 from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
@@ -108,9 +109,10 @@ def expected_version(call: Call) -> int | None:
     if raw is None or raw.strip() in ("", "*"):
         return None
     text = raw.strip().removeprefix("W/").strip('"')
-    if not text.isascii() or not text.isdigit():
+    version = whole_number(text)
+    if version is None:
         raise Problem("invalid_request", "If-Match is the session's version, a whole number.")
-    return int(text)
+    return version
 
 
 def pause(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
@@ -168,13 +170,12 @@ def act(
     key; ``found`` refuses first, in the same transaction, a session the caller may not reach
     (the routes: one of the path's workspace; the web console: one of a workspace it reaches)."""
     key = ctx.request_key(call, caller, required=key_required(action))
-    extra: dict[str, object] = {"expected_version": expected_version(call)}
+    extra: dict[str, object] = {"expected_version": expected_version(call), "wall": caller.wall}
     if action == "terminate":
         body = bodies.read_object(
             call.body, fields=bodies.TERMINATE_FIELDS, code="invalid_request_body", optional=True
         )
         extra["impact_details"] = body.get("impact_details")
-        extra["wall"] = caller.wall
     elif call.body.strip():
         bodies.read_object(call.body, fields=(), code="invalid_request_body", optional=True)
 

@@ -103,11 +103,17 @@ def _operation(
     )
 
 
-# Ids in a path: printable, at most 256 characters (an id no store holds answers as not found).
+# Ids in a path: printable, at most 256 characters, no "/" (even encoded, it ends a path's
+# part); an id no store holds answers as not found.
 PATH_ID = {
     "in": "path",
     "required": True,
-    "schema": {"type": "string", "format": schemas.PRINTABLE, "maxLength": 256},
+    "schema": {
+        "type": "string",
+        "format": schemas.PRINTABLE,
+        "maxLength": 256,
+        "pattern": "^[^/]+$",
+    },
 }
 TEXT_QUERY = {"type": "string", "format": schemas.TEXT, "maxLength": 1024}
 LIST_PARAMETERS = [
@@ -130,7 +136,7 @@ IF_MATCH = {
     "name": "If-Match",
     "in": "header",
     "required": False,
-    "schema": {"type": "string", "pattern": '^(W/)?"?[0-9]+"?$'},
+    "schema": {"type": "string", "pattern": '^(W/)?"?[0-9]{1,18}"?$'},
     "description": "The session's version as read: refused (409) if it changed since.",
 }
 STATUS_PARAMETER = {

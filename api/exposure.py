@@ -59,6 +59,7 @@ class ConnectionLimits:
     max_head_bytes: int = 16 * 1024
     max_headers: int = 100
     head_seconds: float = 10.0
+    body_seconds: float = 30.0
     max_connections: int = 1000
 
 

@@ -14,6 +14,7 @@ nearest hop the proxy names, ``roundtable serve --behind-proxy``).
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import time
 from collections.abc import Iterator, Mapping
@@ -44,8 +45,15 @@ BROWSER_COOKIE = "roundtable_web"
 FAILURES_ALLOWED = 10
 FAILURE_WINDOW_SECONDS = 60
 # Headers a proxy adds: a request carrying one came through a proxy, and never gets header mode.
-FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto",
-                      "x-forwarded-port", "x-forwarded-prefix", "x-real-ip", "via")  # fmt: skip
+# (A proxy that adds none of them cannot be told from a local caller: header mode is never for
+# a server behind one, which --behind-proxy says at start.)
+FORWARDING_HEADERS = (
+    "forwarded", "forwarded-for", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto",
+    "x-forwarded-port", "x-forwarded-prefix", "x-forwarded-server", "x-forwarded-ssl",
+    "x-forwarded-scheme", "x-original-forwarded-for", "x-real-ip", "x-client-ip",
+    "x-cluster-client-ip", "true-client-ip", "cf-connecting-ip", "fastly-client-ip",
+    "front-end-https", "via",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,17 @@ class Caller:
             )
 
 
+def client_of(address: str) -> str:
+    """Whose failures an address's are: an IPv6 address's /64 (a host is given a /64 to pick
+    its addresses from), else the address."""
+    if ":" not in address:
+        return address
+    try:
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    except ValueError:
+        return address
+
+
 class HeaderMode:
     """Whether a caller with no credential is whoever its headers say (the reference with no
     token). Granted at start, to a lone loopback server whose store holds no token: never to one
@@ -120,9 +139,10 @@ class FailureCounter:
     def retry_after(self, address: str) -> int | None:
         """Seconds until a failure from ``address`` is answered 401 again rather than 429,
         when it failed too often; else None."""
-        if self.limiter.test(self.item, address):
+        client = client_of(address)
+        if self.limiter.test(self.item, client):
             return None
-        reset = self.limiter.get_window_stats(self.item, address).reset_time
+        reset = self.limiter.get_window_stats(self.item, client).reset_time
         return max(1, math.ceil(reset - time.time()))
 
     def failed(self, address: str) -> Problem | None:
@@ -135,7 +155,7 @@ class FailureCounter:
                 f"Too many failed authentications from this address; retry in {wait} s.",
                 headers={"Retry-After": str(wait)},
             )
-        self.limiter.hit(self.item, address)
+        self.limiter.hit(self.item, client_of(address))
         return None
 
     def refuse(self, address: str, problem: Problem) -> Problem:

@@ -29,8 +29,11 @@ import secrets
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from starlette.requests import ClientDisconnect
+
 from roundtable_console.api.exposure import Exposure
 from roundtable_console.api.problems import problem_body
+from roundtable_console.store.validation import whole_number
 
 log = logging.getLogger("roundtable.serve")
 
@@ -161,7 +164,8 @@ class Guard:
                 )
                 return
             length = header(scope, b"content-length")
-            if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
+            size = None if length is None else whole_number(length.strip())
+            if length is not None and (size is None or size > MAX_BODY_BYTES):
                 await refuse(
                     "request_too_large",
                     TOO_LARGE,
@@ -188,6 +192,8 @@ class Guard:
                     TOO_LARGE,
                     ((b"connection", b"close"),),
                 )
+        except ClientDisconnect:
+            return  # the client went away while its body was read: no one to answer
         except Exception:  # noqa: BLE001 - said in words; the log keeps the traceback
             log.exception("request %s failed: %s %s", request_id, method, scope.get("path"))
             if not started:
@@ -212,19 +218,7 @@ async def _deny_websocket(
     if "websocket.http.response" not in scope.get("extensions", {}):
         await send({"type": "websocket.close", "code": 1008, "reason": code})
         return
-    body = problem_body(code, detail, instance=scope.get("path"), request_id=request_id)
-    payload = json.dumps(body).encode()
-    await send(
-        {
-            "type": "websocket.http.response.start",
-            "status": body["status"],
-            "headers": [
-                (b"content-type", b"application/problem+json; charset=utf-8"),
-                (b"content-length", str(len(payload)).encode()),
-            ],
-        }
-    )
-    await send({"type": "websocket.http.response.body", "body": payload})
+    await _send_problem(send, scope, request_id, code, detail, kind="websocket.http.response")
 
 
 async def _send_problem(
@@ -234,13 +228,15 @@ async def _send_problem(
     code: str,
     detail: str,
     extra: Headers = (),
+    *,
+    kind: str = "http.response",
 ) -> None:
-
+    """The problem as a whole answer (``kind``: an HTTP one, or a WebSocket's denial)."""
     body = problem_body(code, detail, instance=scope.get("path"), request_id=request_id)
     payload = json.dumps(body).encode()
     await send(
         {
-            "type": "http.response.start",
+            "type": f"{kind}.start",
             "status": body["status"],
             "headers": [
                 (b"content-type", b"application/problem+json; charset=utf-8"),
@@ -249,4 +245,4 @@ async def _send_problem(
             ],
         }
     )
-    await send({"type": "http.response.body", "body": payload})
+    await send({"type": f"{kind}.body", "body": payload})

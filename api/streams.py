@@ -30,6 +30,7 @@ from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.changes import ChangeFeed, ChangeFilter, FeedPosition
 from roundtable_console.store.reads.events import newest_event_id, workspace_events
 from roundtable_console.store.safety.credentials import redact_output_value
+from roundtable_console.store.validation import whole_number
 
 KEEPALIVE_SECONDS = 15.0
 PING_SECONDS = 20.0
@@ -109,12 +110,16 @@ async def changes_stream(request: Request, call: Call, workspace_id: str) -> Res
 
     async def events() -> AsyncIterator[str]:
         yield f"retry: 1000\nid: {feed.position().token()}\nevent: ready\ndata: {{}}\n\n"
+        loop = asyncio.get_running_loop()
+        # A keepalive when nothing was sent for KEEPALIVE_SECONDS, on the clock alone: one sent
+        # at each wake would tell the client when other workspaces change.
+        quiet_until = loop.time() + KEEPALIVE_SECONDS
         first = True
         while not hub.closing.is_set():
             if not first:
                 deadline = feed.seconds_to_deadline()
-                wait = KEEPALIVE_SECONDS if deadline is None else min(deadline, KEEPALIVE_SECONDS)
-                await next_wake(woken, wait)
+                wait = max(quiet_until - loop.time(), 0.0)
+                await next_wake(woken, wait if deadline is None else min(deadline, wait))
                 if hub.closing.is_set():
                     return
             first = False
@@ -126,10 +131,13 @@ async def changes_stream(request: Request, call: Call, workspace_id: str) -> Res
             except StoreError as error:
                 yield f"event: problem\ndata: {json.dumps({'code': error.code})}\n\n"
                 continue
-            if not found:
-                yield ": keepalive\n\n"
             for change, token in found:
                 yield f"id: {token}\nevent: change\ndata: {json.dumps(change)}\n\n"
+            if found:
+                quiet_until = loop.time() + KEEPALIVE_SECONDS
+            elif loop.time() >= quiet_until:
+                yield ": keepalive\n\n"
+                quiet_until = loop.time() + KEEPALIVE_SECONDS
 
     return sse_response(events(), release)
 
@@ -207,9 +215,9 @@ def open_events(
     raw = call.arg("last_event_id")
     last: int | None = None
     if raw is not None and raw != "":
-        if not raw.isascii() or not raw.isdigit():
+        last = whole_number(raw)
+        if last is None:
             raise Problem("invalid_event_cursor", "last_event_id is a whole number, 0 or more.")
-        last = int(raw)
     with ctx.store.read() as db:
         ctx.workspace(db, caller, workspace_id)
         return caller, newest_event_id(db=db), last

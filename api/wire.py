@@ -15,7 +15,7 @@ from typing import Any
 from roundtable_console.api.problems import Problem
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.safety.credentials import redact_output_text, redact_output_value
-from roundtable_console.store.validation import has_control_characters
+from roundtable_console.store.validation import has_control_characters, whole_number
 
 DEFAULT_LIMIT = 50
 _BASE64URL = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -119,9 +119,10 @@ def limit(raw: str | None) -> int:
     """The reference's ``limit``: default 50, 1 to 200; an empty ``limit=`` is the default."""
     if raw is None or raw == "":
         return DEFAULT_LIMIT
-    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) <= 200:
+    value = whole_number(raw)
+    if value is None or not 1 <= value <= 200:
         raise Problem("invalid_limit", "limit must be between 1 and 200")
-    return int(raw)
+    return value
 
 
 def cursor(raw: str | None) -> str | None:

@@ -98,10 +98,31 @@ class SessionFields:
 
     @property
     def effective_workspace_id(self) -> str | None:
-        if self.workspace_id:
-            return self.workspace_id
-        value = (self.metadata_dict or {}).get("workspace_id")
-        return str(value) if value not in (None, "") else None
+        """Its ``workspace_id`` column, else ``workspace_id`` in its metadata (ref), read as
+        the SQL of ``store.reads.sqlfuncs.effective_workspace`` reads it, so a session is in
+        the same workspace by id as in a list: a column set to anything (even empty) wins
+        over the metadata. Where the engines' JSON would read the metadata otherwise (the key
+        twice, a value not text), the session is of no workspace: out of every bound
+        caller's reach (``store.access.walls``)."""
+        if self.workspace_id is not None:
+            return self.workspace_id or None
+        if not self.metadata_json:
+            return None
+        # The hook sees every object, the outermost last: its own workspace_id keys are those.
+        keys: list[list[Any]] = []
+
+        def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+            keys.append([value for key, value in items if key == "workspace_id"])
+            return dict(items)
+
+        try:
+            top = json.loads(self.metadata_json, object_pairs_hook=pairs)
+        except (json.JSONDecodeError, TypeError, ValueError, RecursionError):
+            return None
+        if not isinstance(top, dict) or not keys or len(keys[-1]) != 1:
+            return None
+        value = keys[-1][0]
+        return value if isinstance(value, str) and value else None
 
     def last_seen(self) -> datetime | None:
         return parse_ts(self.last_seen_at) or parse_ts(self.started_at)

@@ -117,3 +117,15 @@ def decode_metadata(text: str | None) -> dict[str, Any] | None:
     except (json.JSONDecodeError, TypeError):
         return None
     return decoded if isinstance(decoded, dict) else None
+
+
+# An id or count written as text: ASCII digits, few enough to be a 64-bit integer (Python's
+# int() takes other scripts' digits, and refuses over 4,300 of them with an error of its own).
+MOST_DIGITS = 18
+
+
+def whole_number(text: str) -> int | None:
+    """``text`` as a whole number of at most ``MOST_DIGITS`` ASCII digits; else None."""
+    if not 0 < len(text) <= MOST_DIGITS or not text.isascii() or not text.isdigit():
+        return None
+    return int(text)

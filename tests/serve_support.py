@@ -138,3 +138,27 @@ class EventReader:
 
     def close(self) -> None:
         self._stop.set()
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made by openssl, valid for a day."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return cert, key
+
+
+def serve_refused(home: Path, *arguments: str) -> str:
+    """``roundtable serve`` with ``arguments``, which must refuse to start: its words (exit 2,
+    no traceback)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "roundtable_console", "serve", "--port", "0", *arguments],
+        capture_output=True, text=True, cwd=ROOT, env=serve_env(home), timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr
+    return result.stderr

@@ -29,7 +29,7 @@ from roundtable_console.store.db.database import Store, open_store
 from roundtable_console.store.writes import agent_writes
 from tests.api_support import AGENT, HUMAN, WORKSPACE, seed_agent, seed_workspace
 from tests.conftest import new_pg_database
-from tests.serve_support import ROOT, EventReader, serve_env, serving
+from tests.serve_support import ROOT, EventReader, self_signed, serve_env, serving
 
 SESSIONS = f"/api/v1/workspaces/{WORKSPACE}/sessions"
 
@@ -199,13 +199,7 @@ def test_the_reference_websocket_says_hello_replays_resyncs_and_follows(
 
 
 def test_tls_is_served_when_given_a_certificate(tmp_path: Path) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
+    cert, key = self_signed(tmp_path)
     url = f"sqlite:///{tmp_path / 'roundtable.db'}"
     seeded(url).dispose()
     with serving(url, tmp_path / "home", "--certfile", str(cert), "--keyfile", str(key),

@@ -11,11 +11,11 @@ import json
 import queue
 import sqlite3
 import ssl
-import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
+import websockets
 
 from roundtable_console.store.reads.audit import audit_page
 from roundtable_console.store.writes import agent_writes
@@ -31,7 +31,7 @@ from tests.security_support import (
     websocket,
     with_store,
 )
-from tests.serve_support import EventReader, serving
+from tests.serve_support import EventReader, self_signed, serving
 
 B = f"/api/v1/workspaces/{WS_B}/sessions"
 REFERENCE_CAPABILITIES = {"authentication", "agent_boundary", "csrf", "default_bind", "roles",
@@ -122,13 +122,7 @@ def test_with_tokens_the_document_is_for_token_holders(store_url: str, tmp_path:
 
 
 def test_over_tls_browsers_are_told_to_keep_to_it(tmp_path: Path) -> None:
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
+    cert, key = self_signed(tmp_path)
     url = f"sqlite:///{tmp_path / 'roundtable.db'}"
     seed_two_workspaces(url)
     trusted = ssl.create_default_context(cafile=cert)
@@ -194,7 +188,10 @@ def test_a_token_rides_in_a_url_only_to_a_websocket_and_is_never_logged(
             )  # fmt: skip
         with websocket(served, f"/api/v1/workspaces/{WS_B}/events/ws?access_token={viewer}") as ws:
             assert json.loads(ws.recv(timeout=5))["kind"] == "hello"
-        # Hostile requests too, whose refusals might echo what they carried.
+        # Refusals too, which might echo what they carried: a socket to a workspace the token
+        # does not name, a page that is not, a forged name.
+        with pytest.raises(websockets.InvalidStatus):
+            websocket(served, f"/api/v1/workspaces/ws-nowhere/events/ws?access_token={viewer}")
         httpx.get(f"{served.url}/nowhere?access_token={viewer}")
         httpx.get(f"{served.url}{B}", headers={"Host": f"evil.example?access_token={viewer}"})
     log = served.log.read_text() if served.log else ""

@@ -13,7 +13,7 @@ import websockets
 
 from tests.api_support import AGENT, WORKSPACE, assert_problem, seed_agent, seed_workspace
 from tests.security_support import address, raw_exchange, status_of, websocket, with_store
-from tests.serve_support import serving
+from tests.serve_support import serve_refused, serving
 
 SESSIONS = f"/api/v1/workspaces/{WORKSPACE}/sessions"
 ADMIN = {"X-Actor-ID": "mallory", "X-Actor-Role": "admin"}
@@ -100,15 +100,7 @@ def test_a_public_name_is_answered_to(store_url: str, tmp_path: Path) -> None:
 
 
 def test_a_public_name_that_is_no_name_is_refused_at_start(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    from tests.serve_support import ROOT, serve_env
-
-    result = subprocess.run(
-        [sys.executable, "-m", "roundtable_console", "serve", "--public-name", "evil example/x",
-         "--db", f"sqlite:///{tmp_path / 'r.db'}"],
-        capture_output=True, text=True, cwd=ROOT, env=serve_env(tmp_path), timeout=60,
-    )  # fmt: skip
-    assert result.returncode == 2
-    assert "is not a host name" in result.stderr and "Traceback" not in result.stderr
+    said = serve_refused(
+        tmp_path, "--public-name", "evil example/x", "--db", f"sqlite:///{tmp_path / 'r.db'}"
+    )
+    assert "is not a host name" in said

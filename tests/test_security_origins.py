@@ -20,7 +20,7 @@ from tests.security_support import (
     seed_two_workspaces,
     websocket,
 )
-from tests.serve_support import serving
+from tests.serve_support import serve_refused, serving
 
 B = f"/api/v1/workspaces/{WS_B}/sessions"
 DEV = ("http://127.0.0.1:3000", "http://localhost:3000")
@@ -86,16 +86,8 @@ def test_an_allowed_origin_is_let_in_and_no_other(store_url: str, tmp_path: Path
 
 
 def test_an_origin_that_is_none_is_refused_at_start(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-
-    from tests.serve_support import ROOT, serve_env
-
     for bad in ("*", "https://x.example/path", "javascript:alert(1)", "example.com"):
-        result = subprocess.run(
-            [sys.executable, "-m", "roundtable_console", "serve", "--allow-origin", bad,
-             "--db", f"sqlite:///{tmp_path / 'r.db'}"],
-            capture_output=True, text=True, cwd=ROOT, env=serve_env(tmp_path), timeout=60,
-        )  # fmt: skip
-        assert result.returncode == 2, bad
-        assert "is not an origin" in result.stderr and "Traceback" not in result.stderr
+        said = serve_refused(
+            tmp_path, "--allow-origin", bad, "--db", f"sqlite:///{tmp_path / 'r.db'}"
+        )
+        assert "is not an origin" in said, bad

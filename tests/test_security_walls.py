@@ -10,12 +10,19 @@ workspace is out of a bound caller's reach, read and write."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import httpx
+from sqlalchemy import insert, text
 
+from roundtable_console.store.access.walls import Wall
+from roundtable_console.store.db.models import Claim, Event
+from roundtable_console.store.reads.audit import audit_page
+from roundtable_console.store.reads.listing import Selection
 from roundtable_console.store.reads.sessions import get_session
 from roundtable_console.store.writes import agent_writes
+from roundtable_console.store.writes.bulk_run import run_bulk
 from tests.api_support import assert_problem
 from tests.security_support import (
     AGENT_A,
@@ -32,6 +39,8 @@ from tests.security_support import (
     Browser,
     bearer,
     make_token,
+    open_stream,
+    read_all,
     seed_two_workspaces,
     websocket,
     with_store,
@@ -233,3 +242,238 @@ def test_not_yours_answers_exactly_as_missing(store_url: str, tmp_path: Path) ->
                 f"{served.url}/api/v1/workspaces/{workspace}/sessions", headers=bearer(bound)
             )
             assert_problem(listed, 404, "workspace_not_found")
+
+
+def test_a_bulk_run_checks_the_wall_where_it_acts(store_url: str) -> None:
+    """The web console's bulk action read its selection's reach before the run: a session that
+    joined another workspace meanwhile (or an id made to exist meanwhile) was acted on. The run
+    now judges each session against the caller's wall in the transaction that acts on it."""
+    seed_two_workspaces(store_url)
+    wall = Wall.of([WS_B])
+
+    def run(store, action: str) -> dict[str, object]:  # type: ignore[no-untyped-def]
+        return run_bulk(
+            store=store, action=action, selection=Selection(ids=frozenset({"sess-a"})),
+            actor="ops-b", run_key=f"k-{action}", impact_details="gone", wall=wall,
+        ).to_json()  # fmt: skip
+
+    def status(store) -> str:  # type: ignore[no-untyped-def]
+        with store.read() as db:
+            return get_session(db=db, session_id="sess-a").status
+
+    for action in ("heartbeat", "pause", "stop", "resume", "terminate"):
+        done = with_store(store_url, lambda store, action=action: run(store, action))
+        assert done["failed"] == 1 and done["done"] == 0, (action, done)
+        assert done["items"][0]["code"] == "session_not_found"
+        assert done["items"][0]["message"] == "No session has the id 'sess-a'."
+    assert with_store(store_url, status) == "active"
+
+
+def test_a_bulk_preview_tells_not_yours_from_missing_in_no_way(
+    store_url: str, tmp_path: Path
+) -> None:
+    seed_two_workspaces(store_url)
+    bound = make_token(store_url, "ops-b", "operator", workspaces=(WS_B,))
+    with serving(store_url, tmp_path) as served:
+        browser = Browser(served, bound)
+        try:
+            answers = []
+            for ids in (["sess-a", "sess-nope"], ["sess-0", "sess-nope"]):
+                for where in ("fragments", "actions"):
+                    key = {"Idempotency-Key": f"k-{where}-{ids[0]}"}
+                    sent = browser.post(f"/{where}/bulk/pause", json={"ids": ids}, headers=key)
+                    assert sent.status_code == 200, sent.text
+                    answers.append(json.dumps(sent.json()).replace(ids[0], "ID"))
+            assert answers[0] == answers[2] and answers[1] == answers[3]
+        finally:
+            browser.close()
+
+
+def test_viewers_and_agents_reveal_nothing(store_url: str, tmp_path: Path) -> None:
+    seed_two_workspaces(store_url)
+
+    def resume_command(store):  # type: ignore[no-untyped-def]
+        with store.write() as db:
+            agent_writes.register(
+                db=db, session_id="sess-r", agent_id=AGENT_B, run_id="r", adapter="codex",
+                working_directory="/w", resume_command="codex resume hidden-one",
+                metadata={"workspace_id": WS_B},
+            )  # fmt: skip
+
+    with_store(store_url, resume_command)
+    viewer = make_token(store_url, "vic", "viewer")
+    agent = make_token(store_url, "bot", "agent", agent_id=AGENT_B)
+    with serving(store_url, tmp_path) as served:
+        for token in (viewer, agent):
+            browser = Browser(served, token)
+            try:
+                page = browser.get("/sessions/sess-r").text
+                assert "data-reveal" not in page and "hidden-one" not in page
+                refused = browser.get("/fragments/sessions/sess-r/reveal/external_resume_command")
+                assert_problem(refused, 403, "forbidden")
+                assert "hidden-one" not in refused.text
+            finally:
+                browser.close()
+
+    def entries(store):  # type: ignore[no-untyped-def]
+        with store.read() as db:
+            return audit_page(db=db).items
+
+    assert with_store(store_url, entries) == []
+
+
+def test_a_run_belongs_to_its_first_sessions_workspace(store_url: str, tmp_path: Path) -> None:
+    """Events of a run whose row names no workspace: a session registered later naming that
+    run (a ws-b agent's) neither reads them nor hides them from the run's own workspace; a run
+    first used by a session of no workspace is no workspace's."""
+    seed_two_workspaces(store_url)
+
+    def seed(store):  # type: ignore[no-untyped-def]
+        with store.write() as db:
+            for session_id, run_id, metadata in (
+                ("sess-a2", "run-a2", {"workspace_id": WS_A}),
+                ("sess-none", "run-none", None),
+            ):
+                agent_writes.register(
+                    db=db, session_id=session_id, agent_id=AGENT_A, run_id=run_id,
+                    adapter="codex", working_directory="/w", metadata=metadata,
+                )  # fmt: skip
+            for run_id in ("run-a2", "run-none"):
+                db.execute(
+                    insert(Event.__table__).values(  # type: ignore[attr-defined]
+                        run_id=run_id, type=f"tool.secret_of_{run_id}", actor_id=AGENT_A,
+                        payload_json="{}", created_at="2026-12-01T00:00:01Z",
+                    )
+                )  # fmt: skip
+
+    with_store(store_url, seed)
+    bot = make_token(store_url, "bot-b", "agent", agent_id=AGENT_B, workspaces=(WS_B,))
+    ops = make_token(store_url, "ops", "operator")
+    with serving(store_url, tmp_path) as served:
+        for session_id, run_id in (("sess-hijack", "run-a2"), ("sess-evil", "run-none")):
+            body = {"agent_id": AGENT_B, "run_id": run_id, "adapter": "codex",
+                    "working_directory": "/b"}  # fmt: skip
+            made = httpx.put(f"{served.url}{B}/{session_id}", json=body, headers=bearer(bot))
+            assert made.status_code == 201, made.text
+            calls = httpx.get(f"{served.url}{B}/{session_id}/tool-calls", headers=bearer(bot))
+            assert calls.json()["items"] == [], calls.text
+        a = f"/api/v1/workspaces/{WS_A}/sessions/sess-a2/tool-calls"
+        assert "secret_of_run-a2" in httpx.get(served.url + a, headers=bearer(ops)).text
+
+        def replayed(workspace: str, token: str) -> str:
+            path = f"/api/v1/workspaces/{workspace}/events/ws?last_event_id=0"
+            with websocket(served, path, headers=bearer(token)) as socket:
+                seen = [socket.recv(timeout=5)]
+                while True:
+                    try:
+                        seen.append(socket.recv(timeout=1))
+                    except TimeoutError:
+                        return "".join(str(one) for one in seen)
+
+        assert "secret_of_run" not in replayed(WS_B, bot)
+        in_a = replayed(WS_A, ops)
+        assert "secret_of_run-a2" in in_a and "secret_of_run-none" not in in_a
+
+
+def test_a_briefing_names_no_decision_on_another_workspaces_proposal(
+    store_url: str, tmp_path: Path
+) -> None:
+    seed_two_workspaces(store_url)
+
+    def shared_task(store):  # type: ignore[no-untyped-def]
+        with store.write() as db:
+            agent_writes.register(
+                db=db, session_id="sess-b", agent_id=AGENT_B, run_id="run-b", adapter="codex",
+                working_directory="/b", metadata={"workspace_id": WS_B},
+            )  # fmt: skip
+            db.execute(
+                insert(Claim.__table__).values(  # type: ignore[attr-defined]
+                    id="claim-of-b", resource_id="src/b.py", agent_id=AGENT_B,
+                    task_id=SECRET_TASK, claim_type="write", status="active",
+                    expires_at="2099-01-01T00:00:00Z", renewable=1, resume_policy="hold",
+                    created_at="2026-12-01T00:00:00Z", workspace_id=WS_B,
+                )
+            )  # fmt: skip
+
+    with_store(store_url, shared_task)
+    bound = make_token(store_url, "ops-b", "operator", workspaces=(WS_B,))
+    with serving(store_url, tmp_path) as served:
+        browser = Browser(served, bound)
+        try:
+            briefing = browser.get("/sessions/sess-b/briefing.md").text
+        finally:
+            browser.close()
+    assert "src/b.py" in briefing  # the workspace's own claim, and the task it names
+    assert SECRET_DECISION not in briefing and "the secret reason" not in briefing
+
+
+def test_other_workspaces_changes_are_not_heard_as_keepalives(
+    store_url: str, tmp_path: Path
+) -> None:
+    """A stream of ws-b said ``: keepalive`` at each change anywhere: a bound reader could time
+    another workspace's activity. Now nothing is sent but on the clock."""
+    seed_two_workspaces(store_url)
+    bound = make_token(store_url, "vic-b", "viewer", workspaces=(WS_B,))
+    ops = make_token(store_url, "ops", "operator")
+    with serving(store_url, tmp_path) as served:
+        browser = Browser(served, bound)
+        cookie = "; ".join(f"{k}={v}" for k, v in browser.client.cookies.items())
+        streams = [open_stream(served, f"{B}/changes?heartbeats=true", bearer(bound)),
+                   open_stream(served, "/live", {"Cookie": cookie})]  # fmt: skip
+        try:
+            for _ in range(6):
+                beat = httpx.post(
+                    f"{served.url}/api/v1/workspaces/{WS_A}/sessions/sess-a/heartbeat",
+                    headers=bearer(ops),
+                )
+                assert beat.status_code == 200
+                time.sleep(0.3)
+            for stream in streams:
+                assert read_all(stream, 1.5) == b""
+        finally:
+            for stream in streams:
+                stream.close()
+            browser.close()
+
+
+def test_a_sessions_workspace_is_read_alike_by_id_and_in_a_list(store_url: str) -> None:
+    """The workspace of a session written by another program: a column set even to "" wins, as
+    in SQL; metadata naming it twice, or not as text, is no workspace by id."""
+    from roundtable_console.store.reads.listing import SessionFilter
+    from roundtable_console.store.reads.sessions import list_sessions
+
+    seed_two_workspaces(store_url)
+
+    def odd_rows(store):  # type: ignore[no-untyped-def]
+        with store.write() as db:
+            for session_id, column, metadata in (
+                ("empty-column", "", '{"workspace_id": "ws-a"}'),
+                ("twice", None, '{"workspace_id": "ws-a", "workspace_id": "ws-b"}'),
+                ("number", None, '{"workspace_id": 5}'),
+                ("nested", None, '{"workspace_id": "ws-a", "more": {"workspace_id": "ws-b"}}'),
+            ):
+                db.execute(
+                    text(
+                        "INSERT INTO agent_sessions (id, agent_id, run_id, adapter,"
+                        " working_directory, status, started_at, workspace_id, metadata_json)"
+                        " VALUES (:id, 'agent-a', 'r', 'codex', '/w', 'active',"
+                        " '2026-12-01T00:00:00Z', :ws, :md)"
+                    ),
+                    {"id": session_id, "ws": column, "md": metadata},
+                )
+        with store.read() as db:
+            by_id = {
+                one: get_session(db=db, session_id=one).effective_workspace_id
+                for one in ("empty-column", "twice", "number", "nested")
+            }
+            listed = {
+                row.id
+                for row in list_sessions(
+                    db=db, filters=SessionFilter(workspace_id=WS_A), limit=50
+                ).items
+            }
+        return by_id, listed
+
+    by_id, listed = with_store(store_url, odd_rows)
+    assert by_id == {"empty-column": None, "twice": None, "number": None, "nested": WS_A}
+    assert "empty-column" not in listed and "nested" in listed

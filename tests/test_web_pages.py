@@ -104,7 +104,8 @@ def test_the_whole_list_is_reachable_a_keyset_page_at_a_time(store: Store) -> No
 def test_a_session_page_shows_every_field_with_the_sensitive_ones_masked(store: Store) -> None:
     register(store, "s1", external_session_id="ext-secret-1", mcp_socket="/run/mcp.sock")
     with web(store) as site:
-        site.sign_in(tokens(store)["viewer"])
+        made = tokens(store)
+        site.sign_in(made["viewer"])
         page = site.client.get("/sessions/s1")
         assert page.status_code == 200
         for label in (
@@ -125,10 +126,16 @@ def test_a_session_page_shows_every_field_with_the_sensitive_ones_masked(store: 
         ):
             assert label in page.text, label
         assert "ext-secret-1" not in page.text and "/run/mcp.sock" not in page.text
+        # Revealing is an operator's read, audited: a viewer is offered none and refused one.
+        assert "data-reveal" not in page.text
+        refused = site.client.get("/fragments/sessions/s1/reveal/external_session_id")
+        assert refused.status_code == 403 and "ext-secret-1" not in refused.text
+        assert site.client.get("/sessions/nope").status_code == 404
+        site.sign_in(made["operator"])
+        assert "data-reveal" in site.client.get("/sessions/s1").text
         revealed = site.client.get("/fragments/sessions/s1/reveal/external_session_id")
         assert revealed.json() == {"value": "ext-secret-1"}
         assert site.client.get("/fragments/sessions/s1/reveal/working_directory").status_code == 404
-        assert site.client.get("/sessions/nope").status_code == 404
 
 
 def test_a_viewer_sees_no_action_and_is_refused_one(store: Store) -> None:

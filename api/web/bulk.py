@@ -6,7 +6,8 @@ durable transactions).
 
 A selection is the ids the operator ticked, or every session matching the list's filters less
 the ones unticked, as the console's marks are. A token bound to workspaces acts only on the
-sessions it reaches: the others answer as not found, as they would alone. The run's key is the
+sessions it reaches: the others answer as not found, as they would alone, each judged in the
+transaction that would act on it (``store.access.walls``). The run's key is the
 page's ``Idempotency-Key`` bound to the caller; each session's own key is derived from it, so a
 retry after a lost answer replays what was done and does the rest, never twice.
 """
@@ -23,13 +24,12 @@ from roundtable_console.api import bodies
 from roundtable_console.api.context import Call, ServerContext
 from roundtable_console.api.identity import Caller
 from roundtable_console.api.problems import Problem
-from roundtable_console.api.web.reads import SessionsQuery, may_reach, stale_cutoff
-from roundtable_console.store.errors import SessionNotFound
+from roundtable_console.api.web.reads import SessionsQuery, stale_cutoff
 from roundtable_console.store.reads.listing import FilterSelection, Selection
-from roundtable_console.store.reads.sessions import count_selected, get_sessions
+from roundtable_console.store.reads.sessions import count_selected
 from roundtable_console.store.safety.display import printable
 from roundtable_console.store.validation import has_control_characters
-from roundtable_console.store.writes.bulk import BulkItem, Tally, failed_item
+from roundtable_console.store.writes.bulk import BulkItem, Tally
 from roundtable_console.store.writes.bulk_plan import PREVIEW_ITEMS, BulkPlan, plan_bulk
 from roundtable_console.store.writes.bulk_run import run_bulk
 from roundtable_console.store.writes.lifecycle import ACTIONS
@@ -47,12 +47,11 @@ _MAX_KEY = 128
 
 @dataclass(frozen=True)
 class BulkAsk:
-    """What a page asked: ``action`` on ``selection``; ``unreached``: ids the caller may not
-    reach (failed as not found); ``matching``: the selection is a filter's."""
+    """What a page asked: ``action`` on ``selection``; ``matching``: the selection is a
+    filter's."""
 
     action: str
     selection: Selection
-    unreached: tuple[str, ...]
     impact_details: str | None
     matching: bool
 
@@ -97,27 +96,22 @@ def read_ask(ctx: ServerContext, call: Call, caller: Caller, action: str) -> Bul
         raise Problem("invalid_request_body", "matching is the list's query (status=…&agent=…).")
     if (matching is None) == (not ids):
         raise Problem("invalid_request_body", "Give the sessions' ids, or the list's filters.")
-    unreached: list[str] = []
-    with ctx.store.read() as db:
-        if matching is not None:
-            query = SessionsQuery.from_args(_args_of(matching))
-            filters = query.filters(caller, stale_cutoff(ctx, ctx.clock()))
-            if filters.workspace_id is not None and not caller.reaches(filters.workspace_id):
-                raise Problem("not_found", f"No workspace has the id {filters.workspace_id!r}.")
-            selection = Selection(by_filter=(FilterSelection(filters, frozenset(excluded)),))
+    if matching is not None:
+        query = SessionsQuery.from_args(_args_of(matching))
+        filters = query.filters(caller, stale_cutoff(ctx, ctx.clock()))
+        if filters.workspace_id is not None and not caller.reaches(filters.workspace_id):
+            raise Problem("not_found", f"No workspace has the id {filters.workspace_id!r}.")
+        selection = Selection(by_filter=(FilterSelection(filters, frozenset(excluded)),))
+        with ctx.store.read() as db:
             count = count_selected(db=db, selection=selection)
-        else:
-            if caller.workspaces is not None:
-                # An id of no session stays in: the plan and the run say so, in their words.
-                found = get_sessions(db=db, session_ids=ids)
-                unreached = [
-                    one for one in ids if one in found and not may_reach(caller, found[one])
-                ]
-            selection = Selection(ids=frozenset(ids) - frozenset(unreached))
-            count = len(ids)
+    else:
+        # An id beyond the caller's reach stays in, as an id of no session does: the plan and
+        # the run say "not found" of both alike, in their words and their order.
+        selection = Selection(ids=frozenset(ids))
+        count = len(ids)
     if count > MAX_SELECTED:
         raise _too_many(count)
-    return BulkAsk(action, selection, tuple(unreached), details, matching is not None)
+    return BulkAsk(action, selection, details, matching is not None)
 
 
 def _args_of(matching: str) -> Callable[[str], str | None]:
@@ -139,12 +133,6 @@ def run_key(call: Call, caller: Caller) -> str:
     return json.dumps(["web", caller.name, raw])
 
 
-def _not_reached(tally: Tally, ask: BulkAsk) -> None:
-    for session_id in ask.unreached:
-        missing = SessionNotFound(f"No session has the id {session_id!r}.")
-        tally.add(failed_item(session_id, missing))
-
-
 def preview(ctx: ServerContext, call: Call, caller: Caller, action: str) -> BulkPlan:
     """What the action would do now (nothing is written), under the run's key: a session a
     retry of the run already did shows as a replay."""
@@ -160,7 +148,6 @@ def preview(ctx: ServerContext, call: Call, caller: Caller, action: str) -> Bulk
         keep=PREVIEW_ITEMS,
         wall=caller.wall,
     )
-    _not_reached(plan.tally, ask)
     return plan
 
 
@@ -199,7 +186,6 @@ def run(ctx: ServerContext, call: Call, caller: Caller, action: str) -> BulkDone
         keep=PREVIEW_ITEMS,
         wall=caller.wall,
     )
-    _not_reached(outcome.tally, ask)
     error = None if outcome.error is None else printable(outcome.error.message)
     return BulkDone(action, outcome.tally, error, applied)
 

@@ -33,6 +33,7 @@ from roundtable_console.store.errors import StoreError
 from roundtable_console.store.rules import SENSITIVE_FIELDS
 from roundtable_console.store.safety.display import printable
 from roundtable_console.store.service import read_termination_impact, reveal_field
+from roundtable_console.store.validation import whole_number
 from roundtable_console.store.writes.bulk_plan import BULK_EFFECTS
 
 ACTIONS = ("heartbeat", "pause", "stop", "resume", "terminate")
@@ -98,8 +99,9 @@ class WebFragments:
                 return await self.ctx.in_worker(read_and_render)
 
             seq = call.arg("seq") or ""
-            if seq.isascii() and seq.isdigit() and int(seq) > 0:
-                key = (int(seq), tuple(ids), caller.workspaces, operator)
+            number = whole_number(seq)
+            if number is not None and number > 0:
+                key = (number, tuple(ids), caller.workspaces, operator)
                 body = await self.shared_rows.answer(key, read)
             else:
                 body = await read()
@@ -121,11 +123,12 @@ class WebFragments:
             after = call.arg("after") or ""
             page = await self.ctx.in_worker(reads.read_session_page, self.ctx, caller, session_id)
             operator = self._operator(caller)
-            newer = [row for row in page.history if not after.isdigit() or row.id > int(after)]
+            seen = whole_number(after)
+            newer = [row for row in page.history if seen is None or row.id > seen]
             return _json(
                 {
                     "head": self.pages.html("_session_head.html", page=page, operator=operator),
-                    "fields": self.pages.html("_fields.html", page=page),
+                    "fields": self.pages.html("_fields.html", page=page, operator=operator),
                     "projections": self.pages.html("_projections.html", page=page),
                     "history": self.pages.html("_history.html", history=newer),
                     "last_event_id": page.last_event_id,
@@ -141,6 +144,8 @@ class WebFragments:
             name = request.path_params["field"]
             if name not in SENSITIVE_FIELDS:
                 raise Problem("not_found", "No such field to reveal.")
+            if not self._operator(caller):
+                raise Problem("forbidden", "Revealing a masked field is an operator's (audited).")
 
             def read() -> str:
                 value = reveal_field(

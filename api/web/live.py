@@ -239,11 +239,17 @@ def live_stream(
                 listener.pending.put_nowait(missed)
                 token = missed.token
         yield f"retry: 1000\nid: {token}\nevent: ready\ndata: {{}}\n\n"
+        loop = asyncio.get_running_loop()
+        # A keepalive when nothing was sent for KEEPALIVE_SECONDS, on the clock alone: a batch
+        # with nothing for this page sends nothing (not when other workspaces change).
+        quiet_until = loop.time() + KEEPALIVE_SECONDS
         while not hub.closing.is_set():
             try:
-                first = await asyncio.wait_for(listener.pending.get(), KEEPALIVE_SECONDS)
+                wait = max(quiet_until - loop.time(), 0.0)
+                first = await asyncio.wait_for(listener.pending.get(), wait)
             except TimeoutError:
                 yield ": keepalive\n\n"
+                quiet_until = loop.time() + KEEPALIVE_SECONDS
                 continue
             item = _merged(first, listener.pending)
             if item == CLOSING:
@@ -255,6 +261,8 @@ def live_stream(
                 yield f"event: problem\ndata: {json.dumps({'code': item})}\n\n"
                 continue
             kinds = item.for_caller(caller)
-            yield _event(item.token, kinds, item.seq) if kinds else ": keepalive\n\n"
+            if kinds:
+                yield _event(item.token, kinds, item.seq)
+                quiet_until = loop.time() + KEEPALIVE_SECONDS
 
     return sse_response(events(), release)

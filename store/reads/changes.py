@@ -32,6 +32,7 @@ from roundtable_console.store.reads.sessions import gone_stale, next_to_go_stale
 from roundtable_console.store.rules import REVEAL_EVENT
 from roundtable_console.store.safety.display import short_duration
 from roundtable_console.store.safety.redaction import redact_text
+from roundtable_console.store.validation import whole_number
 
 _EVENTS = AgentSessionEvent.__table__  # type: ignore[attr-defined]
 _PREVIOUS = aliased(_EVENTS)
@@ -215,16 +216,16 @@ class FeedPosition:
         """The position a token names; ``invalid_event_cursor`` for anything else."""
         parts = text.strip().split(".")
         try:
-            last_id, index, micros = parts
-            if not (last_id.isdigit() and micros.isdigit() and (index == "-" or index.isdigit())):
+            last_id, index, micros = (whole_number(part) if part != "-" else -1 for part in parts)
+            if last_id is None or index is None or micros is None or last_id < 0 or micros < 0:
                 raise ValueError(text)
-            bound = datetime.fromtimestamp(int(micros) / 1_000_000, tz=UTC)
+            bound = datetime.fromtimestamp(micros / 1_000_000, tz=UTC)
         except (ValueError, OverflowError, OSError):
             raise InvalidEventCursor(
                 f"{text[:80]!r} is not a position of this feed: give the id of the last event "
                 "received, as it came."
             ) from None
-        return cls(int(last_id), None if index == "-" else int(index), bound)
+        return cls(last_id, None if index == -1 else index, bound)
 
 
 def _micros(bound: datetime) -> int:

@@ -2,7 +2,7 @@
 
 An event belongs to a workspace when its run does: the run's ``workspace_id``, or, for a run
 whose row names none (runs are not checked when sessions name them, so a run may have no row),
-the one workspace its sessions lie in (``in_workspace``). Its sequence is its id: one range of
+the workspace of its first session (``in_workspace``). Its sequence is its id: one range of
 the primary key per read, each row's workspace found along the runs' and the sessions' run
 indexes.
 """
@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import Connection, and_, exists, func, or_, select
+from sqlalchemy import Connection, and_, func, select
 
 from roundtable_console.store.db.models import Event, Run
 from roundtable_console.store.db.session_rows import SESSIONS
-from roundtable_console.store.reads.sqlfuncs import effective_workspace
+from roundtable_console.store.reads.sqlfuncs import effective_workspace, ts_key
 from roundtable_console.store.safety.credentials import redact_output_value
 
 _EVENTS = Event.__table__  # type: ignore[attr-defined]
@@ -24,24 +24,24 @@ _RUNS = Run.__table__  # type: ignore[attr-defined]
 
 
 def in_workspace(workspace_id: str) -> Any:
-    """Whether an ``events`` row belongs to the workspace: its run's row names it; or its run's
-    row names none (or there is no row) and the sessions of that run lie in it and in no other.
-    A session naming another workspace's run never draws that run's events into its own
-    workspace (``store.access.walls``)."""
-    run_names = exists().where(
-        _RUNS.c.id == _EVENTS.c.run_id,
-        _RUNS.c.workspace_id.is_not(None),
-        _RUNS.c.workspace_id != "",
+    """Whether an ``events`` row belongs to the workspace: the one its run's row names; for a
+    run whose row names none (or that has no row), the workspace of the run's first session (by
+    start, which the server sets). A session registered later naming another workspace's run
+    neither draws that run's events into its own workspace nor hides them from theirs, and a run
+    first used by a session of no workspace belongs to none (``store.access.walls``)."""
+    named = (
+        select(_RUNS.c.workspace_id)
+        .where(_RUNS.c.id == _EVENTS.c.run_id, _RUNS.c.workspace_id != "")
+        .scalar_subquery()
     )
-    of_run = exists().where(_RUNS.c.id == _EVENTS.c.run_id, _RUNS.c.workspace_id == workspace_id)
-    session_workspace = effective_workspace(SESSIONS.c.workspace_id, SESSIONS.c.metadata_json)
-    of_session = exists().where(
-        SESSIONS.c.run_id == _EVENTS.c.run_id, session_workspace == workspace_id
+    first = (
+        select(effective_workspace(SESSIONS.c.workspace_id, SESSIONS.c.metadata_json))
+        .where(SESSIONS.c.run_id == _EVENTS.c.run_id)
+        .order_by(ts_key(SESSIONS.c.started_at), SESSIONS.c.id)
+        .limit(1)
+        .scalar_subquery()
     )
-    of_another = exists().where(
-        SESSIONS.c.run_id == _EVENTS.c.run_id, session_workspace != workspace_id
-    )
-    return or_(of_run, and_(~run_names, of_session, ~of_another))
+    return func.coalesce(named, first) == workspace_id
 
 
 def newest_event_id(*, db: Connection) -> int:

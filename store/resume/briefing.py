@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, case, func, or_, select, union
+from sqlalchemy import Connection, and_, case, func, or_, select, union
 
 from roundtable_console.store.access.walls import OPEN, Wall
 from roundtable_console.store.clock import Clock, system_clock
@@ -178,14 +178,20 @@ def _pending_proposals(db: Connection, agent_id: str, within: str | None) -> lis
 
 
 def _latest_decisions(db: Connection, within: str | None) -> list[BriefingDecision]:
-    """The newest across the store (ref); ``within``: of that workspace's proposals and tasks."""
+    """The newest across the store (ref); ``within``: of that workspace's proposals, and its
+    tasks' decisions on no proposal."""
     statement = select(_DECISIONS.c.id, _DECISIONS.c.rationale_md, _DECISIONS.c.created_at)
     if within is not None:
         of_proposals = select(_PROPOSALS.c.id).where(_PROPOSALS.c.workspace_id == within)
+        # A decision on a proposal is that proposal's workspace's; one on no proposal, its
+        # task's (a task named by this workspace's claims or proposals).
         statement = statement.where(
             or_(
                 _DECISIONS.c.proposal_id.in_(of_proposals),
-                _DECISIONS.c.task_id.in_(_tasks_of(within)),
+                and_(
+                    or_(_DECISIONS.c.proposal_id.is_(None), _DECISIONS.c.proposal_id == ""),
+                    _DECISIONS.c.task_id.in_(_tasks_of(within)),
+                ),
             )
         )
     rows = db.execute(

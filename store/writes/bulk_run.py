@@ -114,9 +114,10 @@ def run_bulk(
     ``progress(done so far, total)`` is called before the first session and after each
     transaction; ``cancelled()`` is asked before each session (the run commits what it did and
     stops); ``on_items`` receives each transaction's items once they are final; ``keep`` bounds
-    the items the outcome holds (``Tally``). ``wall``: the caller's reach, whose claims alone a
-    terminate asks an impact text for (``store.access.walls``; the selection is the caller's to
-    keep within it). Safe to call from a worker thread.
+    the items the outcome holds (``Tally``). ``wall``: the caller's reach (``store.access.walls``):
+    each session beyond it fails as not found, judged in its own transaction (a session that
+    joins another workspace while the run goes is not acted on), and a terminate asks an impact
+    text for the claims it sees. Safe to call from a worker thread.
     """
     if action not in ACTIONS:
         raise ValueError(f"unknown action {action!r}")
@@ -128,9 +129,9 @@ def run_bulk(
             f"To {action} sessions in bulk, give the run an idempotency key: each session's "
             "key is derived from it, so a retry of the run never applies twice."
         )
-    extra: dict[str, Any] = (
-        {"impact_details": impact_details, "wall": wall} if action == "terminate" else {}
-    )
+    extra: dict[str, Any] = {"wall": wall}
+    if action == "terminate":
+        extra["impact_details"] = impact_details
     total = _count(store, selection)
     tally = Tally(keep)
     report = progress or (lambda _done, _total: None)
@@ -146,7 +147,9 @@ def run_bulk(
 
     def apply_set(db: Connection, session_ids: list[str], savepoint: bool) -> list[BulkItem]:
         requests = [(session_id, own_key(session_id)) for session_id in session_ids]
-        applied = apply_many(db=db, action=action, requests=requests, actor=actor, clock=clock)
+        applied = apply_many(
+            db=db, action=action, requests=requests, actor=actor, clock=clock, wall=wall
+        )
         items = []
         for session_id in session_ids:
             found = applied[session_id]

@@ -141,6 +141,9 @@ class _Request:
     idempotency_key: str | None = None
     expected_version: int | None = None
     clock: Clock = system_clock
+    # The actor's reach (store.access.walls): a session beyond it is not found, checked in the
+    # action's own transaction.
+    wall: Wall = OPEN
 
 
 def _apply(rule: Rule, request: _Request, check: Check | None = None) -> ActionOutcome:
@@ -157,7 +160,7 @@ def _apply(rule: Rule, request: _Request, check: Check | None = None) -> ActionO
     replayed = replay(db, key, action, session_id)
     if replayed is not None:
         return replayed
-    session = get_session(db=db, session_id=session_id)
+    session = request.wall.checked(get_session(db=db, session_id=session_id))
     if request.expected_version is not None and session.version != request.expected_version:
         raise _conflict(session)
     refuse_illegal(action, session)
@@ -270,6 +273,7 @@ def operator_heartbeat(
     status: str | None = None,
     idempotency_key: str | None = None,
     expected_version: int | None = None,
+    wall: Wall = OPEN,
 ) -> ActionOutcome:
     """The operator vouches for the session: last seen now, optionally a new active status."""
     new_status = validation.status(status) if status and status.strip() else None
@@ -279,7 +283,8 @@ def operator_heartbeat(
             f"not {new_status!r}."
         )
     rule = replace(RULES["heartbeat"], status=new_status)
-    return _apply(rule, _Request(db, session_id, actor, idempotency_key, expected_version, clock))
+    request = _Request(db, session_id, actor, idempotency_key, expected_version, clock, wall)
+    return _apply(rule, request)
 
 
 def _status_change(action: str, **request: Any) -> ActionOutcome:
@@ -315,6 +320,7 @@ def resume(
     expected_version: int | None = None,
     clock: Clock = system_clock,
     branch_reader: Callable[[str | Path], BranchReading] = read_branch,
+    wall: Wall = OPEN,
 ) -> ActionOutcome:
     def check(db: Connection, session: AgentSession, now: str) -> dict[str, Any]:
         enabled = db.execute(
@@ -331,7 +337,7 @@ def resume(
             )
         return _branch_check(db, session, branch_reader)
 
-    request = _Request(db, session_id, actor, idempotency_key, expected_version, clock)
+    request = _Request(db, session_id, actor, idempotency_key, expected_version, clock, wall)
     return _apply(RULES["resume"], request, check)
 
 
@@ -371,8 +377,8 @@ def terminate(
     clock: Clock = system_clock,
     wall: Wall = OPEN,
 ) -> ActionOutcome:
-    """``wall``: the claims that need an impact text are those the caller sees (a caller bound
-    to workspaces: the session's workspace's, ``store.access.walls``)."""
+    """``wall``: the actor's reach; the claims that need an impact text are those it sees (a
+    caller bound to workspaces: the session's workspace's, ``store.access.walls``)."""
     details = (impact_details or "").strip()
 
     def check(db: Connection, session: AgentSession, now: str) -> dict[str, Any]:
@@ -390,7 +396,7 @@ def terminate(
             "notes": [NOT_DONE_BY_TERMINATE],
         }
 
-    request = _Request(db, session_id, actor, idempotency_key, expected_version, clock)
+    request = _Request(db, session_id, actor, idempotency_key, expected_version, clock, wall)
     return _apply(RULES["terminate"], request, check)
 
 

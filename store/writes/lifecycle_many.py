@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, select, tuple_, update
 
 from roundtable_console.store import errors
+from roundtable_console.store.access.walls import OPEN, Wall
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.db.session_rows import SESSIONS, as_session
@@ -48,6 +49,7 @@ def apply_many(
     requests: Sequence[tuple[str, str | None]],
     actor: str,
     clock: Clock = system_clock,
+    wall: Wall = OPEN,
 ) -> dict[str, Applied]:
     """``action`` (one of ``PLAIN_ACTIONS``, the operator's heartbeat setting no status) on each
     ``(session id, idempotency key or None)`` of ``requests`` (each session once, each key its
@@ -56,7 +58,8 @@ def apply_many(
     writing the same rows (each table's in the order of ``requests``), in a few statements for
     them all: the keys read, the rows read, one compare-and-swap update of every row the action
     applies to, then the history, the runs' events and the keys, each table's rows in one
-    ``executemany``. The time is read once, for them all.
+    ``executemany``. The time is read once, for them all. ``wall``: the actor's reach, whose
+    beyond is not found (``store.access.walls``).
 
     Every refusal is decided before the first write. A write that fails raises
     ``BatchInterrupted`` (``store.writes.lifecycle_keys``; the transaction must be rolled back);
@@ -87,6 +90,7 @@ def apply_many(
                 get_session(db=db, session_id=session_id)  # refuses, in its own words
                 done[session_id] = _ALONE  # written since the batch's read
                 continue
+            wall.checked(session)
             refuse_illegal(action, session)
         except errors.StoreError as error:
             status = None if session is None else session.status
