@@ -109,7 +109,12 @@ def run_in_terminal(app: App[Any], launch: LaunchPlan) -> tuple[int, str]:
     until it exits; its exit status and what to tell the operator once the console is back."""
     try:
         with app.suspend(), _interrupts_reach_the_agent_only():
-            returncode = subprocess.run(list(launch.argv), cwd=launch.cwd, check=False).returncode
+            returncode = subprocess.run(
+                list(launch.argv),
+                cwd=launch.cwd,
+                env={**os.environ, **launch.environment},
+                check=False,
+            ).returncode
     except OSError as error:
         raise _not_started(launch, error.strerror or str(error)) from None
     except SuspendNotSupported:

@@ -12,7 +12,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "roundtable_console"
 # Each product folder, by the name it installs under.
-PRODUCT_PACKAGES = {folder: f"{PACKAGE}.{folder}" for folder in ("store", "screens", "tui", "api")}
+PRODUCT_PACKAGES = {
+    folder: f"{PACKAGE}.{folder}" for folder in ("store", "screens", "tui", "api", "agents")
+}
 WEB = ("fastapi", "starlette", "uvicorn", "jinja2", "markupsafe")
 STORE_MUST_NOT_IMPORT = (
     "textual", "rich", "click", *WEB, f"{PACKAGE}.screens", f"{PACKAGE}.tui", f"{PACKAGE}.api",
@@ -20,6 +22,10 @@ STORE_MUST_NOT_IMPORT = (
 SCREENS_MUST_NOT_IMPORT = (f"{PACKAGE}.tui", f"{PACKAGE}.api", *WEB)
 # The server calls the store's functions; the console and the command line are not its.
 API_MUST_NOT_IMPORT = ("textual", "rich", "click", f"{PACKAGE}.screens", f"{PACKAGE}.tui")
+# The agents' formats sit over the service layer: no console, command line or server in them.
+AGENTS_MUST_NOT_IMPORT = (
+    "textual", "rich", "click", *WEB, f"{PACKAGE}.screens", f"{PACKAGE}.tui", f"{PACKAGE}.api",
+)  # fmt: skip
 
 
 def modules(package: str) -> list[Path]:
@@ -60,6 +66,16 @@ def test_screens_import_nothing_from_tui(path: Path) -> None:
 @pytest.mark.parametrize("path", modules("api"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_the_server_imports_only_the_store(path: Path) -> None:
     assert offending(path, API_MUST_NOT_IMPORT) == []
+
+
+@pytest.mark.parametrize("path", modules("agents"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_agents_import_only_the_store(path: Path) -> None:
+    assert offending(path, AGENTS_MUST_NOT_IMPORT) == []
+
+
+def test_the_store_imports_no_agent() -> None:
+    for path in modules("store"):
+        assert offending(path, (f"{PACKAGE}.agents",)) == [], path
 
 
 def test_the_command_line_imports_the_server_only_inside_serve() -> None:

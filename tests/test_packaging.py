@@ -28,6 +28,7 @@ FOLDERS = {
     "tui": f"{PACKAGE}.tui",
     "assets": f"{PACKAGE}.assets",
     "api": f"{PACKAGE}.api",
+    "agents": f"{PACKAGE}.agents",
 }
 SHIPPED_DATA = ("*.tcss", "*.mako", "*.html", "*.js", "*.css", "*.svg")
 

@@ -6,7 +6,6 @@ the request's id; a browser that is not signed in is sent to sign in first, and 
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
@@ -39,6 +38,7 @@ from roundtable_console.store.access.web_sessions import csrf_proof
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.audit import AuditFilter, audit_page
 from roundtable_console.store.reads.overview import read_overview
+from roundtable_console.store.resume.launch import shell_line
 from roundtable_console.store.service import read_briefing
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -211,7 +211,7 @@ class WebPages:
                 view=view,
                 session_id=session_id,
                 briefing_html=markdown_html(view.briefing.markdown),
-                command=shlex.join(view.plan.argv),
+                command=shell_line(view.plan.argv, view.session.id),
                 **self.common(call, caller, "sessions"),
             )
 

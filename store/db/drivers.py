@@ -21,16 +21,22 @@ _SQLITE_URL = re.compile(r"^(?P<driver>sqlite(?:\+pysqlite)?):///(?P<database>[^
 _POSTGRES_URL = re.compile(r"^(?P<scheme>postgres(?:ql)?)(?:\+psycopg)?://(?P<rest>.*)$")
 
 
-def sqlite_file(url: str) -> Path | None:
-    """The existing file a plain ``sqlite:///PATH`` URL names; None for any other URL."""
+def sqlite_path(url: str) -> Path | None:
+    """The file a plain ``sqlite:///PATH`` URL names, whether it exists or not; None for any
+    other URL."""
     match = _SQLITE_URL.match(url)
     if match is None:
         return None
     database = unquote(match["database"])
     if database == ":memory:" or database.startswith("file:"):
         return None
-    path = Path(database)
-    return path if path.is_file() else None
+    return Path(database)
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The existing file a plain ``sqlite:///PATH`` URL names; None for any other URL."""
+    path = sqlite_path(url)
+    return path if path is not None and path.is_file() else None
 
 
 def postgres_dsn(url: str) -> str | None:

@@ -9,6 +9,15 @@ from typing import Any, NamedTuple
 BUILTIN_ADAPTERS: tuple[str, ...] = ("codex", "claude", "gemini", "opencode", "generic")
 PLACEHOLDER = "{{external_session_id}}"
 DEFAULT_EXTERNAL_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+# The commands that continue an agent's own conversation (ours, DESIGN §10): a session whose
+# stored resume command is one of these (as ``roundtable hooks`` registers them) resumes with it
+# though its adapter is not configured. The pattern is ours, never the stored text: a stored
+# command can only choose which of these runs, with an id the pattern check accepts.
+AGENT_RESUME_PATTERNS: dict[str, str] = {
+    "claude": "claude --resume " + PLACEHOLDER,
+    "codex": "codex resume " + PLACEHOLDER,
+    "gemini": "gemini --resume " + PLACEHOLDER,
+}
 
 
 # A NamedTuple, not a dataclass: an agent's heartbeat imports this, and building a dataclass
@@ -64,8 +73,26 @@ def builtin(name: str) -> AdapterConfig:
     return AdapterConfig(name=name, explicit=False)
 
 
-def resolve(adapters: Mapping[str, AdapterConfig] | None, name: str) -> AdapterConfig:
-    """The configured adapter of that name, else a disposable built-in with no resume pattern."""
+def resolve(
+    adapters: Mapping[str, AdapterConfig] | None, name: str, resume_command: str | None = None
+) -> AdapterConfig:
+    """The configured adapter of that name, else the agent's own resume for a session its hooks
+    registered (``captured``), else a disposable built-in with no resume pattern."""
     if adapters and name in adapters:
         return adapters[name]
-    return builtin(name)
+    captured = captured_adapter(name, resume_command)
+    return captured if captured is not None else builtin(name)
+
+
+def captured_adapter(name: str, resume_command: str | None) -> AdapterConfig | None:
+    """The adapter of a session registered by ``roundtable hooks``: its stored resume command is
+    exactly the agent's own pattern with an accepted id."""
+    pattern = AGENT_RESUME_PATTERNS.get(name)
+    if pattern is None or not resume_command:
+        return None
+    prefix = pattern.replace(PLACEHOLDER, "")
+    external_id = resume_command[len(prefix) :] if resume_command.startswith(prefix) else ""
+    if not re.fullmatch(DEFAULT_EXTERNAL_ID_PATTERN, external_id):
+        return None
+    return AdapterConfig(name=name, command=name, supports_resume=True, resume_pattern=pattern,
+                         captures_session_id=True)

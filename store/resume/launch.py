@@ -47,6 +47,31 @@ class LaunchPlan:
     def session(self) -> AgentSession:
         return self.view.session
 
+    @property
+    def environment(self) -> dict[str, str]:
+        """What the agent gets besides the caller's environment: the session it resumes, so that
+        its hooks (``roundtable hooks run``) report on this session."""
+        return launch_environment(self.session.id)
+
+
+SESSION_VARIABLE = "ROUNDTABLE_SESSION_ID"
+
+
+def launch_environment(session_id: str) -> dict[str, str]:
+    return {SESSION_VARIABLE: session_id}
+
+
+def shell_line(argv: Sequence[str], session_id: str) -> str:
+    """The launch as a line to paste into a shell (the web's resume): its environment, then the
+    argv, every word quoted. Empty when there is nothing to run."""
+    import shlex
+
+    if not argv:
+        return ""
+    assignments = [f"{name}={shlex.quote(value)}" for name, value in
+                   launch_environment(session_id).items()]
+    return " ".join([*assignments, shlex.join(argv)])
+
 
 def _refuse(message: str, reason: str) -> errors.StoreError:
     return errors.NotLaunchable(message, details={"reason": reason})
@@ -161,6 +186,8 @@ def tmux_command(launch: LaunchPlan, *, tmux: str, path: str | None) -> list[str
     command += ["-n", tmux_window_name(launch.session.id), "-c", launch.cwd]
     if path is not None:
         command += ["-e", f"PATH={path}"]
+    for name, value in launch.environment.items():
+        command += ["-e", f"{name}={value}"]
     argv: Sequence[str] = launch.argv
     if len(argv) < 2:
         raise ValueError("tmux would run a one-word command through sh -c")
@@ -194,4 +221,5 @@ def exec_launch(launch: LaunchPlan) -> None:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
     os.chdir(launch.cwd)
+    os.environ.update(launch.environment)
     os.execvp(launch.argv[0], list(launch.argv))

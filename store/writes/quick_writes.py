@@ -95,6 +95,14 @@ VALUES (:session_id, :event_type, :payload_json, :now)"""
 
 _REVISION = "SELECT version_num FROM alembic_version"
 
+_CURRENT = f"SELECT {', '.join(SESSION_COLUMNS)} FROM agent_sessions WHERE id = :session_id"
+# A write under an idempotency key (the hooks' spool) happens once: the key is taken in the
+# write's own transaction, and a key already taken means the write was made.
+_TAKE_KEY = """
+INSERT INTO idempotency_keys (key, action, session_id, outcome, created_at)
+VALUES (:key, :action, :session_id, '{}', :now)
+ON CONFLICT (key) DO NOTHING RETURNING key"""
+
 _NAMED = re.compile(r":([a-z_]+)")
 
 
@@ -128,9 +136,14 @@ def heartbeat(
     external_session_id: str | None = None,
     waiting: str | None = None,
     clock: Clock = system_clock,
+    quiet_seconds: float | None = None,
+    idempotency_key: str | None = None,
+    wait_seconds: float | None = None,
 ) -> SessionRecord | None:
     """``store.writes.agent_writes.heartbeat`` on the store at ``url``, in a transaction of its
-    own."""
+    own. ``quiet_seconds`` (the hooks'): a beat that changes neither status nor waiting reason
+    within that many seconds of the last one writes nothing. ``idempotency_key``: written once.
+    ``wait_seconds``: how long a locked or unreachable store is waited for."""
 
     def write(run: _Run) -> SessionRecord:
         values = heartbeat_values(
@@ -139,21 +152,80 @@ def heartbeat(
             external_session_id=external_session_id,
             waiting=waiting,
         )
-        return _update_one(run, _HEARTBEAT, values, clock, "heartbeat", "last_seen_at")
+        now = format_ts(clock())
+        if quiet_seconds is not None:
+            current = _session(run(_CURRENT, {"session_id": session_id}))
+            if current is not None and _unchanged(current, values, now, quiet_seconds):
+                return current
+        return _update_one(run, _HEARTBEAT, values, now, "heartbeat", "last_seen_at")
 
-    return _write(url, write)
+    return _write(url, _once(write, idempotency_key, "heartbeat", session_id, clock), wait_seconds)
+
+
+def _unchanged(
+    current: SessionRecord, values: Mapping[str, Any], now: str, quiet_seconds: float
+) -> bool:
+    from datetime import datetime
+
+    if values["status"] not in (None, current.status):
+        return False
+    if values["waiting"] != current.waiting_reason or current.ended_at is not None:
+        return False
+    if values["external_session_id"] not in (None, current.external_session_id):
+        return False
+    try:
+        seen = datetime.fromisoformat(current.last_seen_at or "")
+        elapsed = (datetime.fromisoformat(now) - seen).total_seconds()
+    except ValueError:
+        return False
+    return 0 <= elapsed < quiet_seconds
+
+
+def _once(
+    write: Callable[[_Run], SessionRecord],
+    key: str | None,
+    action: str,
+    session_id: str,
+    clock: Clock,
+) -> Callable[[_Run], SessionRecord]:
+    """``write``, made once under ``key``: a key already taken returns the row as it is."""
+    if key is None:
+        return write
+
+    def once(run: _Run) -> SessionRecord:
+        row = {"key": key, "action": f"hook.{action}", "session_id": session_id}
+        if run(_TAKE_KEY, {**row, "now": format_ts(clock())}) is None:
+            current = _session(run(_CURRENT, {"session_id": session_id}))
+            if current is None:
+                raise SessionNotFound(f"No session has the id {session_id!r}.")
+            return current
+        return write(run)
+
+    return once
 
 
 def end(
-    url: str, *, session_id: str, status: str | None = None, clock: Clock = system_clock
+    url: str,
+    *,
+    session_id: str,
+    status: str | None = None,
+    clock: Clock = system_clock,
+    once_ended: bool = False,
+    idempotency_key: str | None = None,
+    wait_seconds: float | None = None,
 ) -> SessionRecord | None:
-    """``store.writes.agent_writes.end`` on the store at ``url``, in a transaction of its own."""
+    """``store.writes.agent_writes.end`` on the store at ``url``, in a transaction of its own.
+    ``once_ended`` (the hooks'): a session already ended with that status is left as it is."""
 
     def write(run: _Run) -> SessionRecord:
         values = end_values(session_id=session_id, status=status)
-        return _update_one(run, _END, values, clock, "ended", "ended_at")
+        if once_ended:
+            current = _session(run(_CURRENT, {"session_id": session_id}))
+            if current is not None and current.ended_at and current.status == values["status"]:
+                return current
+        return _update_one(run, _END, values, format_ts(clock()), "ended", "ended_at")
 
-    return _write(url, write)
+    return _write(url, _once(write, idempotency_key, "end", session_id, clock), wait_seconds)
 
 
 def register(
@@ -161,6 +233,8 @@ def register(
     *,
     adapters: Mapping[str, AdapterConfig] | None = None,
     clock: Clock = system_clock,
+    idempotency_key: str | None = None,
+    wait_seconds: float | None = None,
     **given: Any,
 ) -> SessionRecord | None:
     """``store.writes.agent_writes.register`` on the store at ``url`` (``given``: its inputs by its
@@ -175,7 +249,8 @@ def register(
         _append_event(run, session.id, "registered", payload, now)
         return session
 
-    return _write(url, write)
+    session_id = str(given.get("session_id") or "")
+    return _write(url, _once(write, idempotency_key, "register", session_id, clock), wait_seconds)
 
 
 # Runs one statement (with :name parameters) in the write's transaction; its first row.
@@ -186,11 +261,10 @@ def _update_one(
     run: _Run,
     statement: str,
     values: dict[str, Any],
-    clock: Clock,
+    now: str,
     event_type: str,
     time_field: str,
 ) -> SessionRecord:
-    now = format_ts(clock())
     session = _session(run(statement, {**values, "now": now}))
     if session is None:
         raise SessionNotFound(f"No session has the id {values['session_id']!r}.")
@@ -217,17 +291,19 @@ def _session(row: Any) -> SessionRecord | None:
     return None if row is None else SessionRecord.from_row(tuple(row))
 
 
-def _write(url: str, write: Callable[[_Run], SessionRecord]) -> SessionRecord | None:
+def _write(
+    url: str, write: Callable[[_Run], SessionRecord], wait_seconds: float | None = None
+) -> SessionRecord | None:
     """``write`` in one transaction on the store at ``url``; None when this path does not take
     it. A refusal of the rules (``StoreError``) rolls back and propagates; so does a store that
     is unavailable, in the normal path's words."""
     try:
         if drivers.postgres_dsn(url) is not None:
-            return _write_postgres(url, write)
+            return _write_postgres(url, write, wait_seconds)
         path = drivers.sqlite_file(url)
         if path is None:
             return None
-        return _write_sqlite(path, write)
+        return _write_sqlite(path, write, wait_seconds)
     except _NotTaken:
         return None
     except _Unavailable as refused:
@@ -244,8 +320,11 @@ def _description(url: str) -> str:
     return shown
 
 
-def _write_sqlite(path: Path, write: Callable[[_Run], SessionRecord]) -> SessionRecord:
-    timeout = drivers.BUSY_TIMEOUT_MS / 1000
+def _write_sqlite(
+    path: Path, write: Callable[[_Run], SessionRecord], wait_seconds: float | None
+) -> SessionRecord:
+    busy_ms = drivers.BUSY_TIMEOUT_MS if wait_seconds is None else int(wait_seconds * 1000)
+    timeout = busy_ms / 1000
     try:
         conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
     except sqlite3.Error:
@@ -254,7 +333,7 @@ def _write_sqlite(path: Path, write: Callable[[_Run], SessionRecord]) -> Session
         with _sqlite_errors():
             if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 raise _NotTaken  # the normal path turns the store to WAL first
-            conn.execute(f"PRAGMA busy_timeout = {drivers.BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")
         # The write lock at BEGIN, as store.Store.write takes it.
@@ -300,12 +379,15 @@ def _check_revision(conn: _Cursor) -> None:
         raise _NotTaken
 
 
-def _write_postgres(url: str, write: Callable[[_Run], SessionRecord]) -> SessionRecord:
+def _write_postgres(
+    url: str, write: Callable[[_Run], SessionRecord], wait_seconds: float | None
+) -> SessionRecord:
     import psycopg
 
     dsn = drivers.postgres_dsn(url)
+    timeout = CONNECT_TIMEOUT_SECONDS if wait_seconds is None else max(1, round(wait_seconds))
     try:
-        conn = psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT_SECONDS)
+        conn = psycopg.connect(dsn, connect_timeout=timeout)
     except psycopg.OperationalError as error:
         raise _Unavailable(str(error)) from None
     except psycopg.Error:

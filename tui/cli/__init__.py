@@ -47,6 +47,7 @@ from roundtable_console.tui.cli.db_commands import (
     export_command,
     import_command,
 )
+from roundtable_console.tui.cli.hooks_commands import hooks_group
 from roundtable_console.tui.cli.invocation import CliState
 from roundtable_console.tui.cli.lifecycle_commands import LIFECYCLE_COMMANDS
 from roundtable_console.tui.cli.printing import (
@@ -205,6 +206,7 @@ for _command in (
     export_command,
     serve_command,
     tokens_group,
+    hooks_group,
 ):
     cli.add_command(_command)
 

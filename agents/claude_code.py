@@ -1,0 +1,113 @@
+"""Claude Code (``@anthropic-ai/claude-code``): its hook events, settings files and resume
+(``../shared/reference/agent-hooks.md``, observed from the real CLI)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from roundtable_console.agents.events import (
+    END,
+    IGNORE,
+    START,
+    TURN,
+    WAIT,
+    WORK,
+    AgentEvent,
+    asks_to_run,
+    base_fields,
+    one_line,
+    text_field,
+)
+from roundtable_console.agents.spec import AgentSpec, HookEvent
+
+# Interactive sessions tell these while they wait on a human; the others are not a wait.
+_WAITING_NOTIFICATIONS = frozenset({"permission_prompt", "elicitation_dialog"})
+_QUESTION_TOOLS = frozenset({"AskUserQuestion"})
+
+
+def read_event(payload: Mapping[str, Any]) -> AgentEvent:
+    external_id, cwd, transcript = base_fields(payload)
+    name = text_field(payload, "hook_event_name") or ""
+    model = text_field(payload, "model")
+
+    def event(kind: str, reason: str | None = None) -> AgentEvent:
+        return AgentEvent(kind, name, external_id, cwd, model, reason, transcript)
+
+    if name == "SessionStart":
+        return event(START)
+    if name == "SessionEnd":
+        return event(END)
+    if name == "PermissionRequest":
+        return event(WAIT, asks_to_run(payload.get("tool_name"), payload.get("tool_input")))
+    if name == "PreToolUse" and payload.get("tool_name") in _QUESTION_TOOLS:
+        return event(WAIT, _question(payload.get("tool_input")))
+    if name == "Notification":
+        kind = payload.get("notification_type")
+        message = text_field(payload, "message")
+        if kind in _WAITING_NOTIFICATIONS:
+            return event(WAIT, one_line(message or "asks for your input"))
+        if kind == "idle_prompt":
+            return event(TURN, one_line(message) if message else None)
+        return event(IGNORE)
+    if name == "Stop":
+        return event(TURN, _last_words(payload))
+    if name in {
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "SubagentStart",
+        "SubagentStop",
+        "PreCompact",
+    }:
+        return event(WORK)
+    return event(IGNORE)
+
+
+def _question(tool_input: Any) -> str:
+    if isinstance(tool_input, Mapping):
+        questions = tool_input.get("questions")
+        if isinstance(questions, list) and questions and isinstance(questions[0], Mapping):
+            question = questions[0].get("question")
+            if isinstance(question, str) and question.strip():
+                return one_line(f"asks: {question}")
+    return "asks a question"
+
+
+def _last_words(payload: Mapping[str, Any]) -> str | None:
+    message = text_field(payload, "last_assistant_message")
+    return one_line(message, 200) if message else None
+
+
+def user_file(home: Path) -> Path:
+    return home / ".claude" / "settings.json"
+
+
+def project_file(project: Path) -> Path:
+    return project / ".claude" / "settings.json"
+
+
+SPEC = AgentSpec(
+    name="claude-code",
+    adapter="claude",
+    provider="anthropic",
+    program="claude",
+    read_event=read_event,
+    user_file=user_file,
+    project_file=project_file,
+    events=(
+        HookEvent("SessionStart"),
+        HookEvent("UserPromptSubmit"),
+        HookEvent("PreToolUse", matcher="*"),
+        HookEvent("PermissionRequest", matcher="*"),
+        HookEvent("PostToolUse", matcher="*"),
+        HookEvent("Notification"),
+        HookEvent("Stop"),
+        HookEvent("SubagentStop"),
+        HookEvent("PreCompact"),
+        HookEvent("SessionEnd"),
+    ),
+    timeout_unit=1,
+)

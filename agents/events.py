@@ -1,0 +1,96 @@
+"""What an agent's hook event means for its session, whatever the agent: one ``AgentEvent``.
+
+A NamedTuple, not a dataclass: every hook is a fresh process, and a dataclass compiles its methods
+at import.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+# What an event does to the session (DESIGN §10).
+START = "start"  # register (again, on resume, clear or compact: started_at is kept)
+WORK = "work"  # a heartbeat: working
+WAIT = "wait"  # waiting for a human, with the agent's words
+TURN = "turn"  # the turn is done: it awaits a prompt
+END = "end"
+IGNORE = "ignore"  # known, but nothing to write (or a payload of another thread)
+
+# The store takes a waiting reason of at most 500 printable characters.
+REASON_LENGTH = 480
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+# An agent's own session id as the store keeps it (and as the resume plan accepts it).
+EXTERNAL_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+SHELL_TOOLS = frozenset({"Bash", "run_shell_command", "exec_command", "shell", "local_shell"})
+FILE_FIELDS = ("file_path", "path", "notebook_path", "absolute_path", "dir_path")
+
+
+class AgentEvent(NamedTuple):
+    """One hook event, read: ``kind`` (above), the agent's own session id, and what it says."""
+
+    kind: str
+    name: str
+    external_id: str
+    cwd: str | None = None
+    model: str | None = None
+    reason: str | None = None
+    transcript: str | None = None
+
+
+class PayloadError(ValueError):
+    """A payload this hook cannot read (said in one line on stderr; the agent goes on)."""
+
+
+def one_line(value: Any, limit: int = REASON_LENGTH) -> str:
+    """``value`` as one printable line of at most ``limit`` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = _CONTROL.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def text_field(payload: Mapping[str, Any], name: str) -> str | None:
+    value = payload.get(name)
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def tool_subject(tool_name: str, tool_input: Any) -> str:
+    """What a tool call is about, in words: a shell tool's command, a file tool's file, else its
+    input."""
+    if isinstance(tool_input, Mapping):
+        if tool_name in SHELL_TOOLS or "command" in tool_input or "cmd" in tool_input:
+            command = tool_input.get("command", tool_input.get("cmd"))
+            if isinstance(command, list):
+                command = " ".join(str(word) for word in command)
+            if isinstance(command, str) and command.strip():
+                return command
+        for field in FILE_FIELDS:
+            value = tool_input.get(field)
+            if isinstance(value, str) and value.strip():
+                return value
+        if not tool_input:
+            return ""
+    return one_line(tool_input)
+
+
+def asks_to_run(tool_name: Any, tool_input: Any) -> str:
+    """A permission request's reason: ``asks to run Bash: rm -rf build/``."""
+    name = one_line(tool_name, 60) if isinstance(tool_name, str) and tool_name else "a tool"
+    subject = tool_subject(name, tool_input)
+    return one_line(f"asks to run {name}: {subject}" if subject else f"asks to run {name}")
+
+
+def base_fields(payload: Mapping[str, Any]) -> tuple[str, str | None, str | None]:
+    """The agent's own session id (checked), cwd and transcript path every event carries."""
+    external_id = payload.get("session_id")
+    if not isinstance(external_id, str) or not EXTERNAL_ID.fullmatch(external_id):
+        raise PayloadError("the event has no usable session_id")
+    cwd = text_field(payload, "cwd")
+    if cwd is not None and (not cwd.startswith("/") or "\x00" in cwd):
+        cwd = None
+    transcript = text_field(payload, "transcript_path")
+    if transcript is not None and (not transcript.startswith("/") or "\x00" in transcript):
+        transcript = None
+    return external_id, cwd, transcript

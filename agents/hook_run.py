@@ -1,0 +1,155 @@
+"""``roundtable hooks run AGENT``: one hook event on stdin, mapped onto the session it concerns.
+
+Never in the agent's way (DESIGN §10): whatever happens — a store locked, missing, corrupt or down,
+a server that refuses or does not answer, a payload it cannot read — it exits 0, says what went
+wrong in one line on stderr, and keeps what it could not write in the spool, which the next hook
+that can write replays first, in order and once. Every hook is a new process: this module imports
+only the standard library and the quick writes (no click, no SQLAlchemy) unless a store needs the
+full path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+# A hook event bigger than this is not read (Claude Code's largest tool inputs are far smaller).
+MAX_PAYLOAD_BYTES = 1024 * 1024
+_DRAIN_BYTES = 256 * 1024 * 1024
+_OPTIONS = {
+    "--db": "db",
+    "--agent": "agent",
+    "--run": "run",
+    "--workspace": "workspace",
+    "--server": "server",
+    "--token-env": "token_env",
+}
+
+
+def say(message: str) -> None:
+    """One line on stderr: the agent shows it in its own log, never to the model."""
+    text = " ".join(message.split())[:300]
+    try:
+        sys.stderr.write(f"roundtable hooks: {text}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def parse(argv: Sequence[str]) -> tuple[str, dict[str, str]]:
+    if not argv:
+        raise ValueError("no agent named (claude-code, codex or gemini)")
+    agent, rest, options = argv[0], list(argv[1:]), {}
+    while rest:
+        flag, equals, value = rest.pop(0).partition("=")
+        if flag not in _OPTIONS:
+            raise ValueError(f"unknown option {flag[:40]!r}")
+        if not equals:
+            if not rest:
+                raise ValueError(f"{flag} needs a value")
+            value = rest.pop(0)
+        options[_OPTIONS[flag]] = value
+    return agent, options
+
+
+def read_payload(stream: Any) -> dict[str, Any]:
+    from roundtable_console.agents.events import PayloadError
+
+    data = stream.read(MAX_PAYLOAD_BYTES + 1)
+    if len(data) > MAX_PAYLOAD_BYTES:
+        drained = len(data)
+        while drained < _DRAIN_BYTES and (chunk := stream.read(1 << 20)):
+            drained += len(chunk)
+        raise PayloadError(f"the event is over {MAX_PAYLOAD_BYTES // 1024} KiB; not read")
+    try:
+        payload = json.loads(data)
+    except (ValueError, RecursionError):
+        raise PayloadError("the event is not JSON") from None
+    if not isinstance(payload, dict):
+        raise PayloadError("the event is not a JSON object")
+    return payload
+
+
+def main(argv: Sequence[str], stdin: Any = None) -> int:
+    """Always 0: a hook's failure is said, never the agent's."""
+    try:
+        run(argv, sys.stdin.buffer if stdin is None else stdin)
+    except KeyboardInterrupt:
+        say("interrupted")
+    except Exception as error:  # noqa: BLE001 - never a traceback into the agent's log
+        say(str(error) or type(error).__name__)
+    return 0
+
+
+def run(argv: Sequence[str], stdin: Any) -> None:
+    from roundtable_console.agents.operations import Where, operation_for
+    from roundtable_console.agents.spec import spec_of
+    from roundtable_console.store.clock import format_ts, system_clock
+
+    agent, options = parse(argv)
+    try:
+        spec = spec_of(agent)
+    except KeyError:
+        raise ValueError(f"unknown agent {agent[:40]!r} (claude-code, codex or gemini)") from None
+    payload = read_payload(stdin)
+    event = spec.read_event(payload)
+    where = Where(options.get("agent"), options.get("run"), options.get("workspace"))
+    key = f"hook:{os.urandom(12).hex()}"
+    operation = operation_for(spec, event, where, at=format_ts(system_clock()), key=key)
+    if operation is None:
+        return
+    deliver(operation, reporter_for(options))
+
+
+def reporter_for(options: dict[str, str]) -> Any:
+    from roundtable_console.agents.reporting import LocalReporter, ServerReporter, server_token
+
+    if options.get("server"):
+        workspace = options.get("workspace")
+        if not workspace:
+            raise ValueError("--server needs --workspace")
+        return ServerReporter(options["server"], server_token(options.get("token_env")), workspace)
+    url = options.get("db") or os.environ.get("ROUNDTABLE_DB", "").strip()
+    if not url:
+        raise ValueError("no store: the hook was installed without --db (reinstall it)")
+    return LocalReporter(url)
+
+
+def deliver(operation: Any, reporter: Any) -> None:
+    """The spool first (in order), then ``operation``; what cannot be written now is spooled."""
+    from roundtable_console.agents.reporting import Refused, Retry
+    from roundtable_console.agents.spool import Spool, spool_path
+
+    spool = Spool(spool_path())
+    if not spool.pending():
+        try:
+            reporter.apply(operation)
+            return
+        except Refused as refused:
+            say(f"not written: {refused}")
+            return
+        except Retry as retry:
+            problem = str(retry)
+        with spool.locked() as fd:
+            kept = spool.add(fd, operation)
+        say(
+            f"{problem}; kept in {spool.path} for the next hook"
+            if kept
+            else f"{problem}; the spool {spool.path} is full, this event is lost"
+        )
+        return
+    with spool.locked() as fd:
+        waiting = [*spool.read(fd), operation]
+        for index, queued in enumerate(waiting):
+            try:
+                reporter.apply(queued)
+            except Refused as refused:
+                say(f"not written: {refused}")
+            except Retry as retry:
+                spool.rewrite(fd, waiting[index:])
+                say(f"{retry}; {len(waiting) - index} event(s) kept in {spool.path}")
+                return
+        spool.rewrite(fd, [])

@@ -1,0 +1,103 @@
+"""What a hook writes: one ``Operation`` per event (register, heartbeat or end of a session), kept
+as plain JSON so that the spool can hold it and a later hook replay it."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, NamedTuple
+
+from roundtable_console.agents import events
+from roundtable_console.agents.spec import AgentSpec
+
+SESSION_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,200}$")
+ENV_SESSION = "ROUNDTABLE_SESSION_ID"
+ENV_AGENT = "ROUNDTABLE_AGENT"
+ENV_RUN = "ROUNDTABLE_RUN"
+WORKING = "running"
+IDLE = "active"
+
+
+class Where(NamedTuple):
+    """Whose session this is: the install's options, else the agent's environment."""
+
+    agent_id: str | None = None
+    run_id: str | None = None
+    workspace_id: str | None = None
+
+
+class Operation(NamedTuple):
+    """``op``: ``start`` (register, or a heartbeat of a session the console launched), ``beat``,
+    ``end``. ``at``: when the event came (RFC 3339), ``key``: its idempotency key."""
+
+    op: str
+    session_id: str
+    fields: dict[str, Any]
+    at: str
+    key: str
+    given_session: bool = False  # the session id came from ROUNDTABLE_SESSION_ID
+
+    def to_json(self) -> dict[str, Any]:
+        return self._asdict()
+
+
+def session_id_for(spec: AgentSpec, event: events.AgentEvent) -> tuple[str, bool]:
+    """The Roundtable session: ``ROUNDTABLE_SESSION_ID`` when the agent was started with one
+    (the console's ``R``, ``resume --exec``), else one derived from the agent's own id."""
+    given = os.environ.get(ENV_SESSION, "").strip()
+    if given and SESSION_ID.fullmatch(given):
+        return given, True
+    return f"{spec.adapter}-{event.external_id}", False
+
+
+def resume_command(spec: AgentSpec, external_id: str) -> str:
+    """The command that continues the agent's own conversation (the store's resume plan knows the
+    same patterns: ``store.resume.adapters.AGENT_RESUME_PATTERNS``)."""
+    from roundtable_console.store.resume.adapters import AGENT_RESUME_PATTERNS, PLACEHOLDER
+
+    return AGENT_RESUME_PATTERNS[spec.adapter].replace(PLACEHOLDER, external_id)
+
+
+def operation_for(
+    spec: AgentSpec, event: events.AgentEvent, where: Where, *, at: str, key: str
+) -> Operation | None:
+    """The write ``event`` means, or None (nothing to write)."""
+    if event.kind == events.IGNORE:
+        return None
+    session_id, given = session_id_for(spec, event)
+    if event.kind == events.END:
+        return Operation("end", session_id, {"status": "ended"}, at, key, given)
+    if event.kind == events.START:
+        return Operation("start", session_id, start_fields(spec, event, where), at, key, given)
+    status = IDLE if event.kind == events.TURN else WORKING
+    fields: dict[str, Any] = {
+        "status": status,
+        "waiting": event.reason if event.kind == events.WAIT else None,
+        "turn": event.reason if event.kind == events.TURN else None,
+        # A session first seen mid-way (hooks installed while it ran) is registered from these.
+        "start": start_fields(spec, event, where),
+    }
+    return Operation("beat", session_id, fields, at, key, given)
+
+
+def start_fields(spec: AgentSpec, event: events.AgentEvent, where: Where) -> dict[str, Any]:
+    cwd = event.cwd or os.getcwd()
+    agent_id = where.agent_id or os.environ.get(ENV_AGENT, "").strip() or spec.name
+    run_id = where.run_id or os.environ.get(ENV_RUN, "").strip() or os.path.basename(cwd) or "hooks"
+    metadata: dict[str, Any] = {"hooks": spec.name}
+    if where.workspace_id:
+        metadata["workspace_id"] = where.workspace_id
+    if event.transcript:
+        metadata["transcript_path"] = event.transcript
+    return {
+        "agent_id": agent_id,
+        "run_id": run_id,
+        "adapter": spec.adapter,
+        "working_directory": cwd,
+        "provider": spec.provider,
+        "model": event.model,
+        "external_session_id": event.external_id,
+        "resume_command": resume_command(spec, event.external_id),
+        "status": IDLE,
+        "metadata": metadata,
+    }

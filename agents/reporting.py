@@ -1,0 +1,238 @@
+"""Where a hook's writes go: the store itself (``LocalReporter``, the quick writes of
+``store.writes.quick_writes``, the full path for a store they do not take) or ``roundtable serve``
+(``ServerReporter``, with an agent token). Each applies one ``Operation`` or raises ``Retry``
+(kept in the spool, written later) or ``Refused`` (said, dropped: writing it again cannot help).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import quote
+
+from roundtable_console.agents.operations import IDLE, Operation
+
+# A burst of tool events writes one heartbeat row per session in this many seconds, unless the
+# status or the waiting reason changes (DESIGN §10).
+QUIET_SECONDS = 5.0
+# A locked store or an unreachable server is waited for this long, then the write is spooled.
+WAIT_SECONDS = 2.0
+
+
+class Retry(Exception):
+    """Not written now; the spool keeps it for the next hook."""
+
+
+class Refused(Exception):
+    """Not written, and writing it again would not help."""
+
+
+class Reporter(Protocol):
+    description: str
+
+    def apply(self, operation: Operation) -> None: ...
+
+
+def _clock_at(at: str) -> Callable[[], datetime]:
+    moment = datetime.fromisoformat(at)
+    return lambda: moment
+
+
+class LocalReporter:
+    """Writes to the store at ``url`` (SQLite or PostgreSQL) as ``roundtable sessions`` would."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        from roundtable_console.store.db import drivers
+
+        self.description = drivers.describe(url) or "the store"
+        self._path = drivers.sqlite_path(url)
+
+    def apply(self, operation: Operation) -> None:
+        from roundtable_console.store.errors import SessionNotFound, StoreError
+
+        if self._path is not None and not self._path.exists():
+            raise Retry(f"the store {self._path} does not exist")
+        try:
+            self._apply(operation)
+        except SessionNotFound:
+            if operation.op == "end":
+                return  # nothing to end
+            raise
+        except StoreError as error:
+            if error.code == "database_unavailable":
+                raise Retry(error.message.splitlines()[0]) from None
+            raise Refused(f"{error.code}: {error.message.splitlines()[0]}") from None
+        except (Retry, Refused):
+            raise
+        except Exception as error:  # noqa: BLE001 - a broken store is the spool's to wait out
+            raise Retry(
+                f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+            ) from None
+
+    def _apply(self, op: Operation) -> None:
+        from roundtable_console.store.errors import SessionNotFound
+
+        clock = _clock_at(op.at)
+        fields = op.fields
+        if op.op == "end":
+            self._write(
+                "end",
+                clock,
+                op.key,
+                session_id=op.session_id,
+                status=fields["status"],
+                once_ended=True,
+            )
+            return
+        if op.op == "start":
+            if op.given_session:
+                try:  # a session the console launched keeps its agent, run and history
+                    self._write(
+                        "heartbeat",
+                        clock,
+                        op.key,
+                        session_id=op.session_id,
+                        status=IDLE,
+                        waiting=None,
+                        external_session_id=fields["external_session_id"],
+                    )
+                    return
+                except SessionNotFound:
+                    pass
+            self._write("register", clock, op.key, session_id=op.session_id, **fields)
+            return
+        beat = {
+            "session_id": op.session_id,
+            "status": fields["status"],
+            "waiting": fields["waiting"],
+        }
+        try:
+            self._write("heartbeat", clock, op.key, quiet_seconds=QUIET_SECONDS, **beat)
+        except SessionNotFound:
+            self._write(
+                "register", clock, op.key + ":start", session_id=op.session_id, **fields["start"]
+            )
+            self._write("heartbeat", clock, op.key, **beat)
+
+    def _write(self, name: str, clock: Callable[[], datetime], key: str, **values: Any) -> None:
+        from roundtable_console.store.writes import quick_writes
+
+        write = getattr(quick_writes, name)
+        quiet = values.pop("quiet_seconds", None)
+        once = values.pop("once_ended", None)
+        extra: dict[str, Any] = {}
+        if quiet is not None:
+            extra["quiet_seconds"] = quiet
+        if once is not None:
+            extra["once_ended"] = once
+        done = write(
+            self.url, clock=clock, idempotency_key=key, wait_seconds=WAIT_SECONDS, **values, **extra
+        )
+        if done is None:
+            self._write_full(name, clock, **values)
+
+    def _write_full(self, name: str, clock: Callable[[], datetime], **values: Any) -> None:
+        """A store the quick writes do not take (a schema behind, say): the normal path, which
+        migrates it first."""
+        from roundtable_console.store.db.database import open_store
+        from roundtable_console.store.writes import agent_writes
+
+        store = open_store(self.url)
+        try:
+            with store.write() as db:
+                getattr(agent_writes, name)(db=db, clock=clock, **values)
+        finally:
+            store.dispose()
+
+
+class ServerReporter:
+    """Writes through ``roundtable serve``'s session routes with an agent token, each under an
+    idempotency key (a replay is written once)."""
+
+    def __init__(self, server: str, token: str | None, workspace_id: str) -> None:
+        self.base = server.rstrip("/")
+        self.token = token
+        self.workspace_id = workspace_id
+        self.description = self.base
+
+    def apply(self, op: Operation) -> None:
+        fields = op.fields
+        if op.op == "end":
+            status, _ = self._call(
+                "POST", op.session_id, "/end", {"status": fields["status"]}, op.key
+            )
+            if status not in (200, 404):
+                self._refuse(status)
+            return
+        if op.op == "start":
+            if op.given_session:
+                body = {"external_session_id": fields["external_session_id"]}
+                status, _ = self._call(
+                    "POST", op.session_id, f"/heartbeat?status={IDLE}", body, op.key
+                )
+                if status == 200:
+                    return
+                if status != 404:
+                    self._refuse(status)
+            self._register(op.session_id, fields, op.key)
+            return
+        body = {"waiting": fields["waiting"]}
+        beat = f"/heartbeat?status={quote(fields['status'])}"
+        status, _ = self._call("POST", op.session_id, beat, body, op.key)
+        if status == 404:
+            self._register(op.session_id, fields["start"], op.key + ":start")
+            status, _ = self._call("POST", op.session_id, beat, body, op.key + ":beat")
+        if status != 200:
+            self._refuse(status)
+
+    def _register(self, session_id: str, fields: dict[str, Any], key: str) -> None:
+        body = {name: value for name, value in fields.items() if value is not None}
+        body["metadata"] = {k: v for k, v in fields["metadata"].items() if k != "workspace_id"}
+        status, _ = self._call("PUT", session_id, "", body, key)
+        if status not in (200, 201):
+            self._refuse(status)
+
+    def _refuse(self, status: int) -> None:
+        # Worth another try: the server down or busy, a token not (yet, or no longer) good.
+        if status >= 500 or status in (401, 403, 408, 429):
+            raise Retry(f"{self.base} answered {status}")
+        raise Refused(f"{self.base} answered {status}")
+
+    def _call(
+        self, method: str, session_id: str, suffix: str, body: dict[str, Any], key: str
+    ) -> tuple[int, bytes]:
+        import urllib.error
+        import urllib.request
+
+        path = (
+            f"/api/v1/workspaces/{quote(self.workspace_id, safe='')}"
+            f"/sessions/{quote(session_id, safe='')}{suffix}"
+        )
+        headers = {"Content-Type": "application/json", "Idempotency-Key": key[:200]}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        request = urllib.request.Request(
+            self.base + path, data=json.dumps(body).encode(), method=method, headers=headers
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=WAIT_SECONDS) as response:  # noqa: S310
+                return response.status, response.read(65536)
+        except urllib.error.HTTPError as error:
+            return error.code, b""
+        except (urllib.error.URLError, OSError, ValueError) as error:
+            reason = getattr(error, "reason", error)
+            raise Retry(f"{self.base} did not answer ({reason})") from None
+
+
+def server_token(variable: str | None) -> str | None:
+    return os.environ.get(variable, "").strip() or None if variable else None
+
+
+def private_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
