@@ -26,6 +26,7 @@ _OPTIONS = {
     "--workspace": "workspace",
     "--server": "server",
     "--token-env": "token_env",
+    "--spool": "spool",
 }
 
 
@@ -86,7 +87,7 @@ def main(argv: Sequence[str], stdin: Any = None) -> int:
 
 def run(argv: Sequence[str], stdin: Any) -> None:
     from roundtable_console.agents.operations import Where, operation_for
-    from roundtable_console.agents.spec import spec_of
+    from roundtable_console.agents.registry import spec_of
     from roundtable_console.store.clock import format_ts, system_clock
 
     agent, options = parse(argv)
@@ -101,7 +102,7 @@ def run(argv: Sequence[str], stdin: Any) -> None:
     operation = operation_for(spec, event, where, at=format_ts(system_clock()), key=key)
     if operation is None:
         return
-    deliver(operation, reporter_for(options))
+    deliver(operation, reporter_for(options), options.get("spool"))
 
 
 def reporter_for(options: dict[str, str]) -> Any:
@@ -118,12 +119,12 @@ def reporter_for(options: dict[str, str]) -> Any:
     return LocalReporter(url)
 
 
-def deliver(operation: Any, reporter: Any) -> None:
+def deliver(operation: Any, reporter: Any, spool_file: str | None = None) -> None:
     """The spool first (in order), then ``operation``; what cannot be written now is spooled."""
     from roundtable_console.agents.reporting import Refused, Retry
     from roundtable_console.agents.spool import Spool, spool_path
 
-    spool = Spool(spool_path())
+    spool = Spool(spool_path(spool_file))
     if not spool.pending():
         try:
             reporter.apply(operation)

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from roundtable_console.agents import codex_trust, settings_files
+from roundtable_console.agents.registry import AGENT_NAMES, spec_of
 from roundtable_console.agents.settings_files import Change, SettingsError
-from roundtable_console.agents.spec import AGENT_NAMES, AgentSpec, spec_of
+from roundtable_console.agents.spec import AgentSpec
 
 
 class Target(NamedTuple):
@@ -25,6 +26,7 @@ class Target(NamedTuple):
     agent: str | None = None
     run: str | None = None
     workspace: str | None = None
+    spool: str | None = None
 
 
 def hook_command(program: str, spec: AgentSpec, target: Target) -> str:

@@ -11,8 +11,7 @@ import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
-from urllib.parse import quote
+from typing import Any
 
 from roundtable_console.agents.operations import IDLE, Operation
 
@@ -29,12 +28,6 @@ class Retry(Exception):
 
 class Refused(Exception):
     """Not written, and writing it again would not help."""
-
-
-class Reporter(Protocol):
-    description: str
-
-    def apply(self, operation: Operation) -> None: ...
 
 
 def _clock_at(at: str) -> Callable[[], datetime]:
@@ -161,6 +154,8 @@ class ServerReporter:
         self.description = self.base
 
     def apply(self, op: Operation) -> None:
+        from urllib.parse import quote
+
         fields = op.fields
         if op.op == "end":
             status, _ = self._call(
@@ -208,6 +203,7 @@ class ServerReporter:
     ) -> tuple[int, bytes]:
         import urllib.error
         import urllib.request
+        from urllib.parse import quote
 
         path = (
             f"/api/v1/workspaces/{quote(self.workspace_id, safe='')}"

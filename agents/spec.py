@@ -1,5 +1,5 @@
 """What an agent is to Roundtable: ``AgentSpec`` (its names, how its events read, where its hook
-settings live, which events it is hooked on), and the three agents by name."""
+settings live, which events it is hooked on). ``agents.registry`` has the three by name."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from roundtable_console.agents.events import AgentEvent
 
 # Our hook process answers within this (seconds); the agent's timeout for it.
 HOOK_TIMEOUT_SECONDS = 10
-AGENT_NAMES = ("claude-code", "codex", "gemini")
 
 
 class HookEvent(NamedTuple):
@@ -32,16 +31,3 @@ class AgentSpec(NamedTuple):
     timeout_unit: int  # the settings' timeouts: 1 for seconds, 1000 for milliseconds
     needs_trust: bool = False  # Codex runs no hook its config.toml does not trust
     named_handlers: bool = False  # Gemini's handlers carry a name
-
-
-def spec_of(name: str) -> AgentSpec:
-    """The agent named ``name`` (one of ``AGENT_NAMES``); its module alone is imported."""
-    if name == "claude-code":
-        from roundtable_console.agents.claude_code import SPEC
-    elif name == "codex":
-        from roundtable_console.agents.codex import SPEC
-    elif name == "gemini":
-        from roundtable_console.agents.gemini import SPEC
-    else:
-        raise KeyError(name)
-    return SPEC

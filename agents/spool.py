@@ -18,10 +18,16 @@ ENV_SPOOL = "ROUNDTABLE_HOOK_SPOOL"
 MAX_SPOOL_BYTES = 8 * 1024 * 1024
 
 
-def spool_path() -> Path:
-    configured = os.environ.get(ENV_SPOOL, "").strip()
+def spool_path(given: str | None = None) -> Path:
+    """$ROUNDTABLE_HOOK_SPOOL, else the install's ``--spool`` (the user's state directory, found
+    once at install: platformdirs is not imported by every hook), else that directory now."""
+    configured = os.environ.get(ENV_SPOOL, "").strip() or (given or "").strip()
     if configured:
         return Path(configured)
+    return default_spool_path()
+
+
+def default_spool_path() -> Path:
     import platformdirs
 
     return platformdirs.user_state_path("roundtable") / "hook-spool.jsonl"

@@ -41,6 +41,7 @@ from bench.history_import import bench_import, postgres_target, sqlite_target  #
 from bench.hot_path import (  # noqa: E402
     bench_cli_startup,
     bench_heartbeat_rate,
+    bench_hooks,
     bench_hotpath,
     bench_hotpath_postgres,
     bench_prune,
@@ -234,6 +235,7 @@ def main() -> int:
             url = f"sqlite:///{directory / 'hot.db'}"
             seed(url, 1)
             figures = bench_hotpath(url, "process, SQLite", "sqlite3", 2 * repeats + 1, directory)
+            figures += bench_hooks(url, 2 * repeats + 1, directory)
             prune_rows = 20_000 if quick else 200_000
             figures += bench_prune(url, "SQLite", prune_rows)
             if args.pg:

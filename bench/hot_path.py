@@ -93,6 +93,53 @@ def bench_hotpath(url: str, label: str, driver: str, repeats: int, directory: Pa
     return figures
 
 
+def bench_hooks(url: str, repeats: int, directory: Path) -> list[Figure]:
+    """An agent's hook event (``roundtable hooks run``, a process per event, payload on stdin)
+    against ``python -c "import json, sqlite3"``, paired, within 1.5x (issue 29): a session's
+    start, a tool event (a quiet beat: nothing written within 5 s of the last), a permission
+    prompt (a wait, written) and the end."""
+    import json
+    import subprocess
+
+    env = compiled_env(directory / "pycache")
+    env["ROUNDTABLE_HOOK_SPOOL"] = str(directory / "hook-spool.jsonl")
+    floor = [sys.executable, "-c", "import json, sqlite3"]
+    hook = [*roundtable_command(), "hooks", "run", "claude-code", "--db", url]
+    base = {
+        "session_id": "9d3c1a52-7c1e-4b8e-9a57-2f1d7c0e9b11",
+        "cwd": str(directory),
+        "transcript_path": str(directory / "t.jsonl"),
+    }
+    events = {
+        "SessionStart": {"source": "startup"},
+        "PreToolUse": {"tool_name": "Bash", "tool_input": {"command": "ls"}},
+        "PermissionRequest": {"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}},
+        "SessionEnd": {"reason": "other"},
+    }
+
+    def run(payload: bytes) -> None:
+        subprocess.run(hook, input=payload, check=True, capture_output=True, env=env)
+
+    run_process(floor, env)
+    figures = []
+    for name, fields in events.items():
+        payload = json.dumps({**base, "hook_event_name": name, **fields}).encode()
+        run(payload)  # the bytecode, and the session, for the measured runs
+        ours, floor_seconds = paired_medians(
+            lambda payload=payload: run(payload), lambda: run_process(floor, env), repeats
+        )
+        figures.append(
+            Figure(
+                f"hook {name} (process, SQLite)",
+                ours,
+                "python -c 'import json, sqlite3'",
+                floor_seconds,
+                limit=1.5,
+            )
+        )
+    return figures
+
+
 def bench_prune(url: str, label: str, rows: int) -> list[Figure]:
     """``db prune`` of ``rows`` old heartbeat rows of 100 sessions: the longest batch (on SQLite
     the longest hold of the write lock, at most 100 ms) and the whole run."""

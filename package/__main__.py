@@ -1,5 +1,5 @@
 """``python -m roundtable_console``: the ``roundtable`` console script."""
 
-from roundtable_console.tui.quick_cli import main
+from roundtable_console.tui.entry import main
 
 main()

@@ -62,6 +62,7 @@ def test_exec_resumes_then_becomes_the_agent_whose_exit_status_it_returns(
     assert result.returncode == 7, result.stderr
     record = json.loads((tmp_path / "record.json").read_text())
     assert record["cwd"] == str(workdir)
+    assert record["session"] == "s1"  # the agent's hooks report on this session
     argv = record["argv"]
     assert Path(argv[0]).name == "fake-agent"  # found on PATH, as execvp finds it
     assert argv[1:3] == ["--resume", "ext-42"]

@@ -240,7 +240,7 @@ def test_a_reason_is_one_printable_line_of_bounded_length() -> None:
 # ------------------------------------------------------------------ the writes, both engines
 
 
-def test_a_claude_code_session_from_start_to_end(store_url: str) -> None:
+def test_a_claude_code_session_from_start_to_end(store: object, store_url: str) -> None:
     db = ("--db", store_url)
     sid = f"claude-{CLAUDE_ID}"
     hook("claude-code", claude("SessionStart", source="startup", model="claude-opus-5"), *db)
@@ -292,7 +292,7 @@ def test_a_claude_code_session_from_start_to_end(store_url: str) -> None:
     ]
 
 
-def test_a_burst_of_tool_events_writes_one_heartbeat_row(store_url: str) -> None:
+def test_a_burst_of_tool_events_writes_one_heartbeat_row(store: object, store_url: str) -> None:
     db = ("--db", store_url)
     sid = f"codex-{CODEX_ID}"
     hook("codex", codex_payload("SessionStart"), *db)
@@ -317,7 +317,7 @@ def test_a_burst_of_tool_events_writes_one_heartbeat_row(store_url: str) -> None
     assert kinds == ["registered"] + ["heartbeat"] * 4
 
 
-def test_gemini_ends_once_for_its_three_session_ends(store_url: str) -> None:
+def test_gemini_ends_once_for_its_three_session_ends(store: object, store_url: str) -> None:
     db = ("--db", store_url)
     hook("gemini", gemini_payload("SessionStart"), *db)
     for _ in range(3):
@@ -326,7 +326,7 @@ def test_gemini_ends_once_for_its_three_session_ends(store_url: str) -> None:
     assert kinds == ["registered", "ended"]
 
 
-def test_a_session_first_seen_mid_way_is_registered(store_url: str) -> None:
+def test_a_session_first_seen_mid_way_is_registered(store: object, store_url: str) -> None:
     hook("claude-code", claude("PreToolUse", tool_name="Bash", tool_input={}), "--db", store_url)
     found = session(store_url, f"claude-{CLAUDE_ID}")
     assert found is not None and found.status == "running"
@@ -334,7 +334,7 @@ def test_a_session_first_seen_mid_way_is_registered(store_url: str) -> None:
 
 
 def test_the_install_options_and_the_environment_name_agent_run_workspace(
-    store_url: str, monkeypatch: pytest.MonkeyPatch
+    store: object, store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     hook(
         "claude-code",
@@ -362,7 +362,7 @@ def test_the_install_options_and_the_environment_name_agent_run_workspace(
 
 
 def test_a_session_launched_by_roundtable_keeps_its_agent_run_and_history(
-    store_url: str, monkeypatch: pytest.MonkeyPatch
+    store: object, store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``R`` / ``resume --exec`` start the agent with ROUNDTABLE_SESSION_ID: its events land on
     that session, which keeps its agent, run and start."""
@@ -391,7 +391,7 @@ def test_a_session_launched_by_roundtable_keeps_its_agent_run_and_history(
     assert session(store_url, f"claude-{CLAUDE_ID}") is None
 
 
-def test_a_hooked_session_resumes_its_own_conversation(store_url: str) -> None:
+def test_a_hooked_session_resumes_its_own_conversation(store: object, store_url: str) -> None:
     """The resume plan of a session the hooks registered: the agent's own resume command, with
     the briefing as its prompt — though the adapter is not configured."""
     from roundtable_console.store.service import read_briefing
@@ -414,7 +414,7 @@ def test_a_hooked_session_resumes_its_own_conversation(store_url: str) -> None:
         assert view.plan.argv[-1].startswith("# Roundtable Resume Briefing")
 
 
-def test_a_stored_resume_command_never_chooses_what_runs(store_url: str) -> None:
+def test_a_stored_resume_command_never_chooses_what_runs(store: object, store_url: str) -> None:
     """Only the agent's own pattern with an id the pattern check accepts: any other stored
     command leaves the session not resumable, as before."""
     from roundtable_console.store.service import read_briefing

@@ -233,7 +233,8 @@ def test_the_tmux_command_passes_the_argv_as_separate_arguments(
     command = tmux_command(launch, tmux="/usr/bin/tmux", path="/opt/bin:/usr/bin")
     assert command == [
         "/usr/bin/tmux", "new-window", "-P", "-F", "#{window_index}", "-n", "s1",
-        "-c", str(workdir), "-e", "PATH=/opt/bin:/usr/bin", "--", *launch.argv,
+        "-c", str(workdir), "-e", "PATH=/opt/bin:/usr/bin", "-e", "ROUNDTABLE_SESSION_ID=s1",
+        "--", *launch.argv,
     ]  # fmt: skip
 
 

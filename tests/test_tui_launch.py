@@ -107,6 +107,7 @@ async def test_r_shows_the_argv_then_resumes_and_runs_the_agent_in_this_terminal
     assert terminal.suspended == 1
     ran = json.loads(record.read_text())
     assert ran["cwd"] == str(workdir)
+    assert ran["session"] == "s1"  # the agent's hooks report on this session
     assert ran["argv"][1:] == list(argv[1:])
     assert Path(ran["argv"][0]).name == "fake-agent"
     assert session_row(db)["status"] == "resuming"
@@ -149,6 +150,7 @@ async def test_r_in_tmux_opens_a_window_named_after_the_session(
             time.sleep(0.1)
         ran = json.loads(record.read_text())
         assert ran["cwd"] == str(workdir)
+        assert ran["session"] == "sess [1]"  # the id as it is, not the window name
         assert ran["argv"][1:3] == ["--resume", "ext-42"]
         assert ran["argv"][3].startswith("# Roundtable Resume Briefing")
         windows = subprocess.run(

@@ -195,14 +195,6 @@ def _write(command: AgentCommand, clock: Callable[[], Any] | None) -> Any:
 def main(argv: Sequence[str] | None = None) -> None:
     """The console script ``roundtable``."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:2] == ["hooks", "run"]:
-        # An agent's hook event: a process per event, on the agents' own quick path, which
-        # never fails the agent (exit 0 whatever happens).
-        from roundtable_console.agents.hook_run import main as run_hook
-
-        code = run_hook(args[2:])
-        gc.freeze()
-        sys.exit(code)
     code = run(args)
     if code is None:
         from roundtable_console.tui.cli import main as full_main

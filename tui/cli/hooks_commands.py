@@ -132,7 +132,8 @@ def install_command(
     dry_run: bool,
 ) -> None:
     from roundtable_console.agents import install
-    from roundtable_console.agents.spec import spec_of
+    from roundtable_console.agents.registry import spec_of
+    from roundtable_console.agents.spool import default_spool_path
 
     if server and not workspace:
         raise click.UsageError("--server needs --workspace (the server's routes are by workspace).")
@@ -145,14 +146,21 @@ def install_command(
     spec = spec_of(agent)
     if server:
         target = install.Target(
-            server=server, token_env=token_env, agent=agent_id, run=run_id, workspace=workspace
+            server=server,
+            token_env=token_env,
+            agent=agent_id,
+            run=run_id,
+            workspace=workspace,
+            spool=str(default_spool_path()),
         )
     else:
         url = _store_url(inv)
         if not dry_run:  # the store exists, at its current schema, before any hook runs
             with inv.store():
                 pass
-        target = install.Target(db=url, agent=agent_id, run=run_id, workspace=workspace)
+        target = install.Target(
+            db=url, agent=agent_id, run=run_id, workspace=workspace, spool=str(default_spool_path())
+        )
     command = install.hook_command(_program(), spec, target)
     changes = _planned(install, spec, project, command)
     if not dry_run:
@@ -183,7 +191,7 @@ def _planned(install, spec, project: Path | None, command: str | None) -> list: 
 @with_invocation
 def uninstall_command(inv: Invocation, agent: str, project: Path | None, dry_run: bool) -> None:
     from roundtable_console.agents import install
-    from roundtable_console.agents.spec import spec_of
+    from roundtable_console.agents.registry import spec_of
 
     changes = _planned(install, spec_of(agent), project, None)
     if not dry_run:
