@@ -112,7 +112,11 @@ def reporter_for(options: dict[str, str]) -> Any:
         workspace = options.get("workspace")
         if not workspace:
             raise ValueError("--server needs --workspace")
-        return ServerReporter(options["server"], server_token(options.get("token_env")), workspace)
+        from roundtable_console.agents.spool import spool_path
+
+        beats = spool_path(options.get("spool")).with_name("hook-beats")
+        token = server_token(options.get("token_env"))
+        return ServerReporter(options["server"], token, workspace, beats)
     url = options.get("db") or os.environ.get("ROUNDTABLE_DB", "").strip()
     if not url:
         raise ValueError("no store: the hook was installed without --db (reinstall it)")

@@ -16,6 +16,7 @@ ENV_AGENT = "ROUNDTABLE_AGENT"
 ENV_RUN = "ROUNDTABLE_RUN"
 WORKING = "running"
 IDLE = "active"
+TURN_DONE = "its turn is done"  # when the agent gives no last words
 
 
 class Where(NamedTuple):
@@ -73,11 +74,26 @@ def operation_for(
     fields: dict[str, Any] = {
         "status": status,
         "waiting": event.reason if event.kind == events.WAIT else None,
-        "turn": event.reason if event.kind == events.TURN else None,
+        "turn": (event.reason or TURN_DONE) if event.kind == events.TURN else None,
         # A session first seen mid-way (hooks installed while it ran) is registered from these.
         "start": start_fields(spec, event, where),
     }
     return Operation("beat", session_id, fields, at, key, given)
+
+
+def _in_agents_home(path: str) -> bool:
+    """Whether ``path`` lies in the agent's own home (its user's, or $CODEX_HOME): a payload
+    naming a file anywhere else is not kept (a reader would be shown that file)."""
+    from pathlib import Path
+
+    homes = [Path.home()]
+    if os.environ.get("CODEX_HOME", "").strip():
+        homes.append(Path(os.environ["CODEX_HOME"]))
+    try:
+        resolved = Path(path).resolve()
+        return any(resolved.is_relative_to(home.resolve()) for home in homes)
+    except (OSError, RuntimeError, ValueError):
+        return False
 
 
 def start_fields(spec: AgentSpec, event: events.AgentEvent, where: Where) -> dict[str, Any]:
@@ -87,7 +103,7 @@ def start_fields(spec: AgentSpec, event: events.AgentEvent, where: Where) -> dic
     metadata: dict[str, Any] = {"hooks": spec.name}
     if where.workspace_id:
         metadata["workspace_id"] = where.workspace_id
-    if event.transcript:
+    if event.transcript and _in_agents_home(event.transcript):
         metadata["transcript_path"] = event.transcript
     return {
         "agent_id": agent_id,

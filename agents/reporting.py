@@ -103,6 +103,7 @@ class LocalReporter:
             "session_id": op.session_id,
             "status": fields["status"],
             "waiting": fields["waiting"],
+            "turn_done": fields.get("turn"),
         }
         try:
             self._write("heartbeat", clock, op.key, quiet_seconds=QUIET_SECONDS, **beat)
@@ -147,11 +148,16 @@ class ServerReporter:
     """Writes through ``roundtable serve``'s session routes with an agent token, each under an
     idempotency key (a replay is written once)."""
 
-    def __init__(self, server: str, token: str | None, workspace_id: str) -> None:
+    def __init__(
+        self, server: str, token: str | None, workspace_id: str, beats: Path | None = None
+    ) -> None:
         self.base = server.rstrip("/")
         self.token = token
         self.workspace_id = workspace_id
         self.description = self.base
+        # The last beat sent per session (a file of its owner's, beside the spool): a burst of
+        # tool events sends one beat in QUIET_SECONDS, as the store's quiet beat writes one.
+        self.beats = beats
 
     def apply(self, op: Operation) -> None:
         from urllib.parse import quote
@@ -176,7 +182,10 @@ class ServerReporter:
                     self._refuse(status)
             self._register(op.session_id, fields, op.key)
             return
-        body = {"waiting": fields["waiting"]}
+        body = {"waiting": fields["waiting"], "turn_done": fields.get("turn")}
+        said = [op.session_id, fields["status"], fields["waiting"], fields.get("turn")]
+        if self._quiet(said, op.at):
+            return
         beat = f"/heartbeat?status={quote(fields['status'])}"
         status, _ = self._call("POST", op.session_id, beat, body, op.key)
         if status == 404:
@@ -184,6 +193,37 @@ class ServerReporter:
             status, _ = self._call("POST", op.session_id, beat, body, op.key + ":beat")
         if status != 200:
             self._refuse(status)
+        self._sent(said, op.at)
+
+    def _beat_file(self, session_id: str) -> Path | None:
+        import hashlib
+
+        if self.beats is None:
+            return None
+        return self.beats / (hashlib.sha256(session_id.encode()).hexdigest()[:32] + ".json")
+
+    def _quiet(self, said: list[Any], at: str) -> bool:
+        place = self._beat_file(said[0])
+        if place is None:
+            return False
+        try:
+            last = json.loads(place.read_text(encoding="utf-8"))
+            elapsed = datetime.fromisoformat(at) - datetime.fromisoformat(last["at"])
+            return bool(last["said"] == said and 0 <= elapsed.total_seconds() < QUIET_SECONDS)
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+
+    def _sent(self, said: list[Any], at: str) -> None:
+        place = self._beat_file(said[0])
+        if place is None:
+            return
+        try:
+            place.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(place, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump({"said": said, "at": at}, handle)
+        except OSError:
+            pass  # the next beat is sent, that is all
 
     def _register(self, session_id: str, fields: dict[str, Any], key: str) -> None:
         body = {name: value for name, value in fields.items() if value is not None}

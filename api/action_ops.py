@@ -86,6 +86,7 @@ def _beat(
         status=status,
         external_session_id=body.get("external_session_id"),  # type: ignore[arg-type]
         waiting=body.get("waiting"),  # type: ignore[arg-type]
+        turn_done=body.get("turn_done"),  # type: ignore[arg-type]
         actor=caller.name if caller.role == "operator" else None,
         clock=ctx.clock,
     )

@@ -21,6 +21,7 @@ from roundtable_console.api import (
     schemas,
     session_ops,
     streams,
+    transcript_ops,
     wire,
 )
 from roundtable_console.api.answering import (
@@ -247,6 +248,10 @@ def _routes(app: FastAPI) -> None:
         _operation(app, "GET", f"{ONE}/{name}", detail_ops.page_of(name),
                    name=f"session_{name.replace('-', '_')}", summary=f"A page of {name}.",
                    model=model, parameters=[schemas.LIMIT, schemas.CURSOR])  # fmt: skip
+    _operation(app, "GET", f"{ONE}/transcript", transcript_ops.transcript,
+               name="session_transcript",
+               summary="What the agent is doing: a page of its own transcript, newest last.",
+               model=schemas.Transcript, parameters=[schemas.LIMIT, schemas.BEFORE])  # fmt: skip
     for name, model in (("metrics", schemas.Metrics), ("environment", schemas.Environment)):
         _operation(app, "GET", f"{ONE}/{name}", detail_ops.record_of(name),
                    name=f"session_{name}", summary=f"The session's {name}.",

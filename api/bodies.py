@@ -29,12 +29,12 @@ REGISTER_FIELDS = (
     "status",
     "metadata",
 )
-HEARTBEAT_FIELDS = ("external_session_id", "waiting")
+HEARTBEAT_FIELDS = ("external_session_id", "waiting", "turn_done")
 END_FIELDS = ("status",)
 TERMINATE_FIELDS = ("impact_details",)
 OBJECT_FIELDS = frozenset({"metadata"})
 # Names and states: printable text (every other text field: anything but NUL).
-PRINTABLE_FIELDS = frozenset({"agent_id", "run_id", "adapter", "status", "waiting"})
+PRINTABLE_FIELDS = frozenset({"agent_id", "run_id", "adapter", "status", "waiting", "turn_done"})
 
 
 def read_object(

@@ -14,6 +14,11 @@ class Waiting(BaseModel):
     since: str
 
 
+class TurnDone(BaseModel):
+    message: str
+    at: str | None = None
+
+
 class Session(BaseModel):
     id: str
     agent_id: str
@@ -29,7 +34,22 @@ class Session(BaseModel):
     ended_at: str | None = None
     workspace_id: str | None = None
     waiting: Waiting | None = None
+    turn_done: TurnDone | None = None
     version: int
+
+
+class TranscriptEntry(BaseModel):
+    kind: str
+    text: str
+    at: str | None = None
+
+
+class Transcript(BaseModel):
+    available: bool
+    reason: str | None
+    items: list[TranscriptEntry]
+    next_before: int | None
+    size: int | None
 
 
 class SessionPage(BaseModel):
@@ -149,7 +169,14 @@ class Problem(BaseModel):
 PRINTABLE = "printable-text"
 TEXT = "text"
 # Fields whose text is printable, and how long it may be.
-PRINTABLE_LENGTHS = {"agent_id": 256, "run_id": 256, "adapter": 256, "status": 64, "waiting": 500}
+PRINTABLE_LENGTHS = {
+    "agent_id": 256,
+    "run_id": 256,
+    "adapter": 256,
+    "status": 64,
+    "waiting": 500,
+    "turn_done": 500,
+}
 
 
 def _field(name: str, *, required: bool, objects: tuple[str, ...]) -> dict[str, Any]:
@@ -188,6 +215,13 @@ LIMIT = {
     "required": False,
     "schema": {"type": "integer", "minimum": 1, "maximum": 200},
     "description": "Page size, 1 to 200 (default 50).",
+}
+BEFORE = {
+    "name": "before",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"},
+    "description": "The next_before of a page: read the entries before it.",
 }
 CURSOR = {
     "name": "cursor",

@@ -48,13 +48,17 @@ def session(record: SessionFields) -> dict[str, Any]:
     waiting = record.waiting
     if waiting is not None:
         body["waiting"] = waiting._asdict()
+    turn_done = record.turn_done
+    if turn_done is not None:
+        body["turn_done"] = {"message": turn_done, "at": record.last_seen_at}
     body["version"] = record.version
     # The shape is ours and fixed (no key names a secret): its text values are what may hold one.
     for name, value in body.items():
         if isinstance(value, str):
             body[name] = redact_output_text(value)
-    if "waiting" in body:
-        body["waiting"] = redact_output_value(body["waiting"])
+    for name in ("waiting", "turn_done"):
+        if name in body:
+            body[name] = redact_output_value(body[name])
     return body
 
 

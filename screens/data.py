@@ -162,6 +162,20 @@ def resume_for_launch(ctx: ConsoleContext, plan: LaunchPlan, idempotency_key: st
     )
 
 
+def record_launch(ctx: ConsoleContext, session_id: str, pane: str, socket: str | None) -> None:
+    """That the operator started the session's agent in tmux pane ``pane``."""
+    from roundtable_console.store.service import record_launch as record
+
+    record(
+        store=require_store(ctx),
+        session_id=session_id,
+        tmux_pane=pane,
+        tmux_socket=socket,
+        actor=ctx.operator,
+        clock=ctx.clock,
+    )
+
+
 def write_briefing(directory: Path, session_id: str, markdown: str) -> Path:
     """Write the briefing to a new file (never over an existing one) and return where."""
     safe = re.sub(r"[^A-Za-z0-9._-]", "_", session_id)[:80] or "session"

@@ -76,11 +76,12 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         (
             ("v", "reveal or mask the external session id and resume command"),
             (
-                "← → or 1…7",
-                "switch tabs: session, logs, tool calls, claims, proposals, metrics, environment",
+                "← → or 1…8",
+                "switch tabs: session, logs, tool calls, claims, proposals, metrics, environment, "
+                "transcript (what the agent is doing, from its own transcript)",
             ),
             ("tab / shift+tab", "move between the tab bar and the tab's content"),
-            ("n", "read the next page of the current tab"),
+            ("n", "read the next page of the current tab (older entries of the transcript)"),
             ("escape", "back to the list"),
         ),
     ),

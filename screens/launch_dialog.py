@@ -6,6 +6,7 @@ suspended. Whatever cannot be launched is refused here, before anything is chang
 from __future__ import annotations
 
 import os
+from contextlib import suppress
 from functools import partial
 
 from rich.text import Text
@@ -16,9 +17,14 @@ from textual.widgets import Static
 
 from roundtable_console.screens.action_dialog import ActionDialog
 from roundtable_console.screens.context import ConsoleContext
-from roundtable_console.screens.data import read_launch, resume_for_launch
+from roundtable_console.screens.data import read_launch, record_launch, resume_for_launch
 from roundtable_console.screens.failures import Failure
-from roundtable_console.screens.launcher import Place, run_in_terminal, start_in_tmux
+from roundtable_console.screens.launcher import (
+    Place,
+    run_in_terminal,
+    start_in_tmux,
+    tmux_socket,
+)
 from roundtable_console.screens.masking import quoted_argv, secret_forms
 from roundtable_console.screens.outcomes import LaunchResult, why_not
 from roundtable_console.screens.text import MASK
@@ -159,7 +165,11 @@ class LaunchDialog(ActionDialog):
         """In a thread: the resume with this dialog's key, and into tmux when inside it."""
         outcome = resume_for_launch(self.ctx, launch, self.idempotency_key)
         if self.place.tmux is not None:
-            self.tmux_report = start_in_tmux(launch, self.place.tmux, os.environ.get("PATH"))
+            report, pane = start_in_tmux(launch, self.place.tmux, os.environ.get("PATH"))
+            self.tmux_report = report
+            if pane is not None:  # where the console shows what the agent does
+                with suppress(StoreError):
+                    record_launch(self.ctx, launch.session.id, pane, tmux_socket())
         return outcome
 
     def performed(self, outcome: ActionOutcome) -> None:

@@ -70,9 +70,9 @@ def _not_started(launch: LaunchPlan, why: str) -> errors.StoreError:
     )
 
 
-def start_in_tmux(launch: LaunchPlan, tmux: str, path: str | None) -> str:
-    """In a thread: a new tmux window running the agent; what to tell the operator. A refusal
-    by tmux is a ``not_launchable`` error in tmux's words."""
+def start_in_tmux(launch: LaunchPlan, tmux: str, path: str | None) -> tuple[str, str | None]:
+    """In a thread: a new tmux window running the agent; what to tell the operator, and the
+    new pane's id (``%N``). A refusal by tmux is a ``not_launchable`` error in tmux's words."""
     command = tmux_command(launch, tmux=tmux, path=path)
     try:
         done = subprocess.run(
@@ -83,11 +83,19 @@ def start_in_tmux(launch: LaunchPlan, tmux: str, path: str | None) -> str:
     if done.returncode != 0:
         said = done.stderr.strip() or f"tmux exited with status {done.returncode}"
         raise _not_started(launch, f"tmux: {said}")
-    window = done.stdout.strip()
-    return (
+    window, _, pane = done.stdout.strip().partition(" ")
+    report = (
         f"{one_line(launch.argv[0], 60)} started in tmux window {one_line(window, 10)} "
         f"({tmux_window_name(launch.session.id)}), in {one_line(launch.cwd, 120)}."
     )
+    return report, pane.strip() or None
+
+
+def tmux_socket() -> str | None:
+    """The socket of the tmux server the console runs in (``$TMUX``: socket,pid,session)."""
+    value = os.environ.get("TMUX", "")
+    socket = value.split(",", 1)[0]
+    return socket if socket.startswith("/") else None
 
 
 @contextmanager

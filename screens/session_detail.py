@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -19,6 +18,7 @@ from textual.widgets import DataTable, Header, Sparkline, Static, TabbedContent,
 from roundtable_console.screens.banner import StoreBanner
 from roundtable_console.screens.context import ConsoleContext
 from roundtable_console.screens.data import load_session, read_projection, require_store
+from roundtable_console.screens.detail_tabs import SPECS, TIME_KEYS
 from roundtable_console.screens.failures import Failure
 from roundtable_console.screens.footer import ConsoleFooter
 from roundtable_console.screens.live import StoreChanged
@@ -33,6 +33,7 @@ from roundtable_console.screens.text import (
     pretty_json,
     status_text,
 )
+from roundtable_console.screens.transcript_view import TranscriptPane, read_transcript
 from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.reads.overview import HOURS, session_heartbeats
 from roundtable_console.store.reads.projections import PAGED, PROJECTIONS
@@ -41,68 +42,6 @@ from roundtable_console.store.safety.credentials import redact_output_json_text
 from roundtable_console.store.safety.display import one_line, printable
 
 PROJECTION_PAGE = 50
-
-
-@dataclass(frozen=True)
-class ProjectionSpec:
-    name: str
-    title: str
-    # (item key, column label, width)
-    columns: tuple[tuple[str, str, int | None], ...] = ()
-
-
-SPECS: tuple[ProjectionSpec, ...] = (
-    ProjectionSpec(
-        "logs",
-        "Logs",
-        (
-            ("id", "#", 6),
-            ("created_at", "When", 23),
-            ("event_type", "Event", 12),
-            ("payload", "Payload (redacted)", 64),
-        ),
-    ),
-    ProjectionSpec(
-        "tool-calls",
-        "Tool calls",
-        (
-            ("id", "#", 6),
-            ("created_at", "When", 23),
-            ("tool", "Tool", 14),
-            ("action", "Action", 30),
-            ("status", "Status", 10),
-            ("actor", "Actor", 14),
-        ),
-    ),
-    ProjectionSpec(
-        "claims",
-        "Claims",
-        (
-            ("resource_id", "Resource", 22),
-            ("task_id", "Task", 12),
-            ("claim_type", "Type", 10),
-            ("status", "Status", 9),
-            ("expires_at", "Expires", 23),
-            ("rationale", "Rationale", 48),
-        ),
-    ),
-    ProjectionSpec(
-        "proposals",
-        "Proposals",
-        (
-            ("id", "Proposal", 12),
-            ("task_id", "Task", 10),
-            ("title", "Title", 26),
-            ("status", "Status", 9),
-            ("risk", "Risk", 7),
-            ("created_at", "Created", 23),
-            ("summary", "Summary", 48),
-        ),
-    ),
-    ProjectionSpec("metrics", "Metrics"),
-    ProjectionSpec("environment", "Environment"),
-)
-TIME_KEYS = ("created_at", "expires_at")
 
 
 def tab_id(name: str) -> str:
@@ -158,10 +97,19 @@ def fields_table(ctx: ConsoleContext, session: AgentSession, *, revealed: bool) 
 
 
 def waiting_text(session: AgentSession, now: datetime) -> Text:
-    """The reason an agent gave for waiting, and since when (its heartbeat's ``--waiting``)."""
+    """The reason an agent gave for waiting, and since when (its heartbeat's ``--waiting``);
+    else the words its turn ended with (``--turn-done``)."""
     waiting = session.waiting
     if waiting is None:
-        return Text(NONE_SHOWN, style="dim")
+        done = session.turn_done
+        if done is None:
+            return Text(NONE_SHOWN, style="dim")
+        # Nobody is waited on, but the agent awaits a prompt: its turn's last words.
+        text = Text("no — its turn is done, it awaits a prompt: ", style="green")
+        text.append(printable(done))
+        text.append("\n")
+        text.append_text(exact_and_relative(session.last_seen_at, now))
+        return text
     text = Text(printable(waiting.reason), style="bold yellow")
     text.append("\n")
     text.append_text(exact_and_relative(waiting.since, now))
@@ -193,7 +141,7 @@ def key_values(values: dict[str, Any]) -> Table:
 
 
 TAB_KEYS: tuple[tuple[str, str], ...] = tuple(
-    zip("1234567", ("session", *(spec.name for spec in SPECS)), strict=True)
+    zip("12345678", ("session", *(spec.name for spec in SPECS), "transcript"), strict=True)
 )
 
 
@@ -247,6 +195,8 @@ class SessionDetailScreen(SessionActionScreen):
                     else:
                         with VerticalScroll():
                             yield Static("", id=f"note-{spec.name}", classes="projection-note")
+            with TabPane("Transcript", id=tab_id("transcript")):
+                yield TranscriptPane(id="transcript")
         yield ConsoleFooter()
 
     def on_mount(self) -> None:
@@ -298,6 +248,8 @@ class SessionDetailScreen(SessionActionScreen):
         if moment != self.beats_read_at:
             self.beats_read_at = moment
             self._load_heartbeats()
+        if self._transcript_active():
+            self._load_transcript(older=False)  # follows the transcript as it grows
 
     def _load_heartbeats(self) -> None:
         # One read at a time (a session beating every second has 86,400 beats a day to count);
@@ -391,7 +343,30 @@ class SessionDetailScreen(SessionActionScreen):
         if name in PROJECTIONS and name not in self.loaded_tabs:
             self.loaded_tabs.add(name)
             self._load_projection(name, None, append=False)
+        if name == "transcript":
+            self._load_transcript(older=False)
         self.refresh_bindings()
+
+    # -- the transcript ------------------------------------------------------------------
+
+    def _transcript_active(self) -> bool:
+        return self.query_one("#detail-tabs", TabbedContent).active == tab_id("transcript")
+
+    def _load_transcript(self, *, older: bool) -> None:
+        session = self.session
+        if session is None:
+            return
+        pane = self.query_one(TranscriptPane)
+        if older and pane.before is None:
+            return
+        self.run_in_thread(
+            partial(
+                read_transcript, require_store(self.ctx), session, pane.before if older else None
+            ),
+            what=f"read the transcript of {one_line(self.session_id, 40)}",
+            group="transcript-older" if older else "transcript",
+            done=lambda result: (pane.show(result, older=older), self.refresh_bindings()),
+        )
 
     def active_projection(self) -> str | None:
         active = self.query_one("#detail-tabs", TabbedContent).active.removeprefix("tab-")
@@ -404,11 +379,16 @@ class SessionDetailScreen(SessionActionScreen):
                 session.external_session_id or session.external_resume_command
             )
         if action == "next_page":
+            if self._transcript_active():
+                return self.query_one(TranscriptPane).before is not None
             name = self.active_projection()
             return name in PAGED and bool(self.next_cursors.get(name))
         return super().check_action(action, parameters)
 
     def action_next_page(self) -> None:
+        if self._transcript_active():
+            self._load_transcript(older=True)
+            return
         name = self.active_projection()
         if name is not None and self.next_cursors.get(name):
             self._load_projection(name, self.next_cursors[name], append=True)

@@ -140,13 +140,24 @@ class SessionFields:
             return None
         return Waiting(reason=self.waiting_reason or "", since=self.waiting_since)
 
+    @property
+    def turn_done(self) -> str | None:
+        """The words an agent's turn ended with, while it awaits a prompt (ours): kept as the
+        reason with no waiting time, for no human is waited on; a heartbeat that is not a
+        turn's end, and every action, clear it."""
+        if self.waiting_since is not None or self.waiting_reason is None or not self.is_active:
+            return None
+        return self.waiting_reason
+
     def to_json(self) -> dict[str, Any]:
         """Column names as keys, ``metadata`` decoded to an object or null, ``waiting`` as
-        ``{"reason", "since"}`` or null."""
+        ``{"reason", "since"}`` or null, ``turn_done`` as ``{"message", "at"}`` or null."""
         body: dict[str, Any] = {name: getattr(self, name) for name in SESSION_JSON_COLUMNS}
         body["metadata"] = self.metadata_dict
         waiting = self.waiting
         body["waiting"] = None if waiting is None else waiting._asdict()
+        done = self.turn_done
+        body["turn_done"] = None if done is None else {"message": done, "at": self.last_seen_at}
         body["version"] = self.version
         return body
 

@@ -50,3 +50,7 @@ UNPAGED_PROJECTIONS: tuple[str, ...] = ("metrics", "environment")
 # one is recorded as an operator's action (``REVEAL_EVENT``, in the audit trail).
 SENSITIVE_FIELDS: tuple[str, ...] = ("external_session_id", "external_resume_command", "mcp_socket")
 REVEAL_EVENT = "revealed"
+# Ours: an operator started the session's agent in a tmux pane (``R`` in tmux), which the
+# console can then show. Like a reveal, history that is not a change of the session.
+LAUNCH_EVENT = "launched"
+QUIET_EVENTS: tuple[str, ...] = (REVEAL_EVENT, LAUNCH_EVENT)

@@ -18,7 +18,12 @@ from roundtable_console.store.access.walls import OPEN, Wall
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.reads import sessions
-from roundtable_console.store.rules import PAGED_PROJECTIONS, REVEAL_EVENT, SENSITIVE_FIELDS
+from roundtable_console.store.rules import (
+    LAUNCH_EVENT,
+    PAGED_PROJECTIONS,
+    REVEAL_EVENT,
+    SENSITIVE_FIELDS,
+)
 from roundtable_console.store.validation import MAX_LIMIT
 
 # The modules behind the actions, the projections and the briefing are imported by the
@@ -100,6 +105,59 @@ def reveal_field(
             actor=actor,
         )
         return str(getattr(session, field) or "")
+
+
+def record_launch(
+    *,
+    store: Store,
+    session_id: str,
+    tmux_pane: str,
+    tmux_socket: str | None,
+    actor: str,
+    clock: Clock = system_clock,
+) -> None:
+    """That an operator started the session's agent in tmux pane ``tmux_pane`` (of the tmux
+    server at ``tmux_socket``): a ``launched`` history row with its actor, which the console
+    reads to show the pane (``last_launch``)."""
+    from roundtable_console.store.clock import format_ts
+    from roundtable_console.store.writes.history import append_session_event
+
+    payload: dict[str, Any] = {"tmux_pane": tmux_pane}
+    if tmux_socket:
+        payload["tmux_socket"] = tmux_socket
+    with store.write() as db:
+        session = sessions.get_session(db=db, session_id=session_id)
+        append_session_event(
+            db,
+            session_id=session.id,
+            event_type=LAUNCH_EVENT,
+            payload=payload,
+            now=format_ts(clock()),
+            actor=actor,
+        )
+
+
+def last_launch(db: Connection, session_id: str) -> dict[str, Any] | None:
+    """The newest ``launched`` row's payload of the session (where its agent's pane is), if
+    any."""
+    import json
+
+    from sqlalchemy import text
+
+    row = db.execute(
+        text(
+            "SELECT payload_json FROM agent_session_events WHERE session_id = :session_id "
+            "AND event_type = :event ORDER BY id DESC LIMIT 1"
+        ),
+        {"session_id": session_id, "event": LAUNCH_EVENT},
+    ).first()
+    if row is None:
+        return None
+    try:
+        payload = json.loads(row[0] or "{}")
+    except ValueError:
+        return None
+    return payload if isinstance(payload, dict) else None
 
 
 def read_projection(*, store: Store, name: str, session_id: str) -> dict[str, Any]:

@@ -55,6 +55,7 @@ SESSION_KEYS = {
     "workspace_id",
     "metadata",
     "waiting",
+    "turn_done",
     "version",
 }
 RESUMABLE_CONFIG = (

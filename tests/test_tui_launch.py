@@ -159,6 +159,17 @@ async def test_r_in_tmux_opens_a_window_named_after_the_session(
         ).stdout.split()  # fmt: skip
         assert "sess-1" in windows  # kept after the agent exited (remain-on-exit)
         assert session_row(db, "sess [1]")["status"] == "resuming"
+        # Where it runs is history (an operator's, audited), and the Transcript tab shows that
+        # pane while no transcript is known.
+        (launched,) = [payload for kind, payload in history(db, "sess [1]") if kind == "launched"]
+        assert launched["tmux_pane"].startswith("%") and launched["tmux_socket"] == str(socket)
+        app = console(sqlite_url(tmp_path), adapters=FAKE)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await press(pilot, "enter", "8")
+            shown = screen_text(app)
+            assert f"fake agent: 3 arguments in {workdir}" in shown
+            assert "The tmux pane the agent was started in" in shown
     finally:
         subprocess.run([*server, "kill-server"], timeout=30, check=False)
 

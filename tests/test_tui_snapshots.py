@@ -183,6 +183,35 @@ def test_session_detail_logs_tab(snap_compare: Any, tmp_path: Path, db: Store) -
     assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
 
 
+def test_session_detail_transcript_tab(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    """The agent's own transcript's tail: prompts, its words, a tool call and a cut result, and
+    a turn done in the list's words."""
+    import json
+
+    external = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
+    path = tmp_path / "home" / ".claude" / "projects" / "-w" / f"{external}.jsonl"
+    path.parent.mkdir(parents=True)
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "Fix the failing test in api/"}},
+        {"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "Running the tests first."},
+            {"type": "tool_use", "name": "Bash", "input": {"command": "pytest -q api/"}}]}},
+        {"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "content": "1 failed, 41 passed\nFAILED test_auth.py"}]}},
+        {"type": "assistant", "message": {"role": "assistant", "content": "Fixed [bold]x[/]."}},
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    add_session(
+        db, "sess-t", agent_id="ada", adapter="claude", external_session_id=external,
+        metadata={"transcript_path": str(path)}, at=FROZEN - timedelta(minutes=1),
+    )  # fmt: skip
+    with db.write() as conn:
+        heartbeat(db=conn, session_id="sess-t", status="active", turn_done="Fixed.",
+                  clock=fixed_clock(FROZEN - timedelta(seconds=30)))  # fmt: skip
+    run_before = driving("enter", "8")
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
 def test_stop_dialog(snap_compare: Any, tmp_path: Path, db: Store) -> None:
     seed(db)
     assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving("s"))

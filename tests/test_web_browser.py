@@ -454,3 +454,33 @@ def test_revoking_the_token_signs_its_open_page_out(site: dict[str, Any]) -> Non
     page.reload()
     assert "/sign-in" in page.url
     page.context.close()
+
+
+def test_the_transcript_page_follows_the_agents_transcript(site: dict[str, Any]) -> None:
+    """What the agent is doing, on its page: the transcript's newest entries, as text, read
+    again while the page is seen and shown when the file grew."""
+    import json
+
+    external = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
+    path = site["home"] / "agent" / ".claude" / "projects" / "-w" / f"{external}.jsonl"
+    path.parent.mkdir(parents=True)
+
+    def say(role: str, words: str) -> None:
+        with path.open("a") as handle:
+            line = {"type": role, "message": {"role": role, "content": words}}
+            handle.write(json.dumps(line) + "\n")
+
+    say("user", "<img src=x onerror=window.__pwned=1> fix it")
+    register(site["store"], "j-transcript", adapter="claude", external_session_id=external,
+             metadata={"transcript_path": str(path)})  # fmt: skip
+    page = signed_in(site, "viewer")
+    page.goto(site["served"].url + "/sessions/j-transcript/transcript")
+    entries = page.locator("#transcript .entry")
+    expect(entries).to_have_count(1)
+    expect(entries.first.locator("pre")).to_have_text("<img src=x onerror=window.__pwned=1> fix it")
+    say("assistant", "Fixed, and the tests pass.")
+    expect(entries).to_have_count(2, timeout=10_000)
+    expect(entries.nth(1)).to_contain_text("Fixed, and the tests pass.")
+    assert page.evaluate("window.__pwned") is None
+    assert page.errors == []  # type: ignore[attr-defined]
+    page.context.close()

@@ -40,6 +40,7 @@ _VALUED: dict[str, dict[str, str]] = {
         "--status": "status",
         "--external-session-id": "external_session_id",
         "--waiting": "waiting",
+        "--turn-done": "turn_done",
     },
     "end": {"--session": "session_id", "--status": "status"},
     "register": {

@@ -185,6 +185,19 @@ class WebFragments:
 
         return await self.answer(request, work)
 
+    async def transcript(self, request: Request) -> Response:
+        """The newest entries of the session's transcript, for a page that follows it."""
+
+        async def work(call: Call, caller: Caller) -> Response:
+            session_id = wire.path_id(request.path_params["session_id"], what="session")
+            view = await self.ctx.in_worker(
+                reads.read_transcript, self.ctx, caller, session_id, None
+            )
+            html = self.pages.html("_transcript.html", view=view)
+            return _json({"html": html, "size": view.size, "reason": view.reason})
+
+        return await self.answer(request, work)
+
     async def answer_posted(
         self, request: Request, work: Callable[[Call, Caller], Awaitable[Response]]
     ) -> Response:

@@ -40,6 +40,7 @@ from roundtable_console.store.reads.audit import AuditFilter, audit_page
 from roundtable_console.store.reads.overview import read_overview
 from roundtable_console.store.resume.launch import shell_line
 from roundtable_console.store.service import read_briefing
+from roundtable_console.store.validation import whole_number
 
 Handler = Callable[[Request], Awaitable[Response]]
 NAV = (("sessions", "Sessions", "/sessions"), ("overview", "Overview", "/overview"),
@@ -212,6 +213,24 @@ class WebPages:
                 session_id=session_id,
                 briefing_html=markdown_html(view.briefing.markdown),
                 command=shell_line(view.plan.argv, view.session.id),
+                **self.common(call, caller, "sessions"),
+            )
+
+        return await self.signed_in(request, "sessions", work)
+
+    async def transcript(self, request: Request) -> Response:
+        async def work(call: Call, caller: Caller) -> Response:
+            session_id = wire.path_id(request.path_params["session_id"], what="session")
+            raw = call.arg("before")
+            before = whole_number(raw) if raw else None
+            view = await self.ctx.in_worker(
+                reads.read_transcript, self.ctx, caller, session_id, before
+            )
+            return self.pages.page(
+                "transcript.html",
+                view=view,
+                session_id=session_id,
+                follow=before is None and view.reason is None,
                 **self.common(call, caller, "sessions"),
             )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection
 
@@ -337,3 +337,35 @@ def read_session_page(ctx: ServerContext, caller: Caller, session_id: str) -> Se
         heartbeats=heartbeats,
         now=now,
     )
+
+
+class TranscriptView(NamedTuple):
+    """A page of a session's transcript for the web console, or why there is none."""
+
+    session_id: str
+    entries: list[Any]
+    before: int | None
+    size: int | None
+    reason: str | None
+
+
+def read_transcript(
+    ctx: ServerContext, caller: Caller, session_id: str, before: int | None
+) -> TranscriptView:
+    """The session (when the caller reaches it), then its transcript's page: a file read, in
+    the worker this runs in."""
+    from roundtable_console.agents.panes import read_activity
+    from roundtable_console.agents.transcripts import TranscriptUnavailable
+    from roundtable_console.store.service import last_launch
+
+    with ctx.store.read() as db:
+        session = reached(db, caller, session_id)
+        launch = last_launch(db, session.id)
+    try:
+        page = read_activity(session, launch, before=before, limit=TRANSCRIPT_ENTRIES)
+    except TranscriptUnavailable as unavailable:
+        return TranscriptView(session_id, [], None, None, str(unavailable))
+    return TranscriptView(session_id, page.entries, page.before, page.size, None)
+
+
+TRANSCRIPT_ENTRIES = 100

@@ -32,6 +32,12 @@ def _finalize(value: Any) -> Any:
     return printable(value)
 
 
+def multiline(value: Any) -> Markup:
+    """Text of several lines for a ``<pre>``: printable but for its line breaks and tabs, then
+    escaped (the one place a line break is kept)."""
+    return escape(printable(str(value), keep_newlines=True))
+
+
 def trusted(value: str) -> Markup:
     """``value`` escaped, and kept from the printable step (values of the server's making)."""
     return Markup(escape(value))
@@ -88,6 +94,7 @@ def environment() -> Environment:
     env.globals["path"] = path
     env.globals["row_actions"] = row_actions
     env.filters["shown"] = shown
+    env.filters["multiline"] = multiline
     return env
 
 

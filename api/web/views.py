@@ -32,7 +32,7 @@ TIER_NAMES = {
     FINISHED_TIER: "finished",
 }
 # What a session's state is called beside its status (never by colour alone).
-FLAGS = {"waiting": "⚑ waiting", "stale": "⚠ stale"}
+FLAGS = {"waiting": "⚑ waiting", "turn_done": "✓ turn done", "stale": "⚠ stale"}
 MASKED = "••••••"
 # The fields shown masked until revealed (the reference calls them sensitive).
 
@@ -94,7 +94,8 @@ def session_row(
     waiting = session.waiting is not None
     stale = session.is_stale(now, stale_after)
     tier = attention_tier(session.status, waiting)
-    flag = "waiting" if waiting else "stale" if stale else None
+    done = session.turn_done is not None
+    flag = "waiting" if waiting else "turn_done" if done else "stale" if stale else None
     blocker = resume_blocker(session=session, adapters=adapters)
     model = " / ".join(part for part in (session.provider, session.model) if part)
     return SessionRow(

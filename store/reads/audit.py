@@ -21,7 +21,7 @@ from roundtable_console.store.clock import format_ts, parse_ts
 from roundtable_console.store.db.models import AgentSessionEvent
 from roundtable_console.store.errors import InvalidCursor, InvalidSession
 from roundtable_console.store.reads.paging import Page, decode_cursor, encode_cursor
-from roundtable_console.store.rules import REVEAL_EVENT
+from roundtable_console.store.rules import LAUNCH_EVENT, REVEAL_EVENT
 from roundtable_console.store.safety.redaction import redact_text
 from roundtable_console.store.writes.lifecycle import ACTION_EVENTS
 
@@ -29,9 +29,11 @@ _HISTORY = AgentSessionEvent.__table__  # type: ignore[attr-defined]
 _KIND = "audit"
 
 # Each history event with an actor, by the action that writes it (revealing a masked field,
-# a read, is audited too: store.service.reveal_field).
+# a read, is audited too: store.service.reveal_field; so is starting an agent in a tmux pane:
+# store.service.record_launch).
 EVENT_ACTIONS = {event: action for action, event in ACTION_EVENTS.items()} | {
-    REVEAL_EVENT: "reveal"
+    REVEAL_EVENT: "reveal",
+    LAUNCH_EVENT: "launch",
 }
 ACTIONS = {action: event for event, action in EVENT_ACTIONS.items()}
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")

@@ -29,7 +29,7 @@ from roundtable_console.store.errors import InvalidEventCursor
 from roundtable_console.store.reads.keyset import filter_conditions
 from roundtable_console.store.reads.listing import SessionFilter
 from roundtable_console.store.reads.sessions import gone_stale, next_to_go_stale
-from roundtable_console.store.rules import REVEAL_EVENT
+from roundtable_console.store.rules import QUIET_EVENTS
 from roundtable_console.store.safety.display import short_duration
 from roundtable_console.store.safety.redaction import redact_text
 from roundtable_console.store.validation import whole_number
@@ -324,13 +324,14 @@ class ChangeFeed:
 
     def _history(self, db: Connection) -> list[tuple[int, list[Change]]]:
         wanted = and_(true(), *filter_conditions(self.filters.sessions))
-        # A reveal (an operator read a masked field) is history, not a change of the session.
+        # A reveal (an operator read a masked field) or a launch is history, not a change of the
+        # session.
         previous = (
             select(_PREVIOUS.c.payload_json)
             .where(
                 _PREVIOUS.c.session_id == _EVENTS.c.session_id,
                 _PREVIOUS.c.id < _EVENTS.c.id,
-                _PREVIOUS.c.event_type != REVEAL_EVENT,
+                _PREVIOUS.c.event_type.not_in(QUIET_EVENTS),
             )
             .order_by(_PREVIOUS.c.id.desc())
             .limit(1)
@@ -363,7 +364,7 @@ class ChangeFeed:
             rows = db.execute(statement).all()
             for row_id, session_id, event_type, payload, at, agent_id, admitted, before_raw in rows:
                 self._advance(int(row_id))
-                if not admitted or event_type == REVEAL_EVENT:
+                if not admitted or event_type in QUIET_EVENTS:
                     continue
                 now = _decode(payload)
                 known = last.get(session_id)

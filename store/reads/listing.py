@@ -293,7 +293,8 @@ def attention_reason(
     session: SessionFields, counts: ClaimCount | None, now: datetime, stale_after: timedelta
 ) -> str:
     """Why the session is where the attention order puts it, in a few words: "waiting 4m:
-    approve deleting build/", "status failed", "stale 12m", "paused 3m"; then what its agent
+    approve deleting build/", "status failed", "turn done 2m: Tests pass.", "stale 12m",
+    "paused 3m"; then what its agent
     leaves waiting: "2 claims expired", "3 proposals wait". Empty for a fresh live session or a
     finished one with nothing waiting."""
     parts: list[str] = []
@@ -304,6 +305,10 @@ def attention_reason(
         parts.append(f"waiting {_age(parse_ts(waiting.since), now)}: {one_line(waiting.reason)}")
     elif tier == UNKNOWN_TIER:
         parts.append(f"status {one_line(session.status, 20)}")
+    elif tier == LIVE_TIER and session.turn_done is not None:
+        # Below every question (live, not waiting), yet said: it awaits a prompt.
+        stale = " (stale)" if session.is_stale(now, stale_after) else ""
+        parts.append(f"turn done {_age(seen, now)}{stale}: {one_line(session.turn_done)}")
     elif tier == LIVE_TIER and session.is_stale(now, stale_after):
         parts.append(f"stale {_age(seen, now)}")
     elif tier == HELD_TIER:

@@ -9,10 +9,11 @@ from typing import Any, NamedTuple
 BUILTIN_ADAPTERS: tuple[str, ...] = ("codex", "claude", "gemini", "opencode", "generic")
 PLACEHOLDER = "{{external_session_id}}"
 DEFAULT_EXTERNAL_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
-# The commands that continue an agent's own conversation (ours, DESIGN §10): a session whose
-# stored resume command is one of these (as ``roundtable hooks`` registers them) resumes with it
-# though its adapter is not configured. The pattern is ours, never the stored text: a stored
-# command can only choose which of these runs, with an id the pattern check accepts.
+# The commands that continue an agent's own conversation (ours, DESIGN §10): a session that
+# ``roundtable hooks`` registered (its metadata says so) and whose stored resume command is one
+# of these resumes with it though its adapter is not configured. The pattern is ours, never the
+# stored text: a stored command can only choose which of these runs, with an id the pattern
+# check accepts.
 AGENT_RESUME_PATTERNS: dict[str, str] = {
     "claude": "claude --resume " + PLACEHOLDER,
     "codex": "codex resume " + PLACEHOLDER,
@@ -94,5 +95,10 @@ def captured_adapter(name: str, resume_command: str | None) -> AdapterConfig | N
     external_id = resume_command[len(prefix) :] if resume_command.startswith(prefix) else ""
     if not re.fullmatch(DEFAULT_EXTERNAL_ID_PATTERN, external_id):
         return None
-    return AdapterConfig(name=name, command=name, supports_resume=True, resume_pattern=pattern,
-                         captures_session_id=True)
+    return AdapterConfig(
+        name=name,
+        command=name,
+        supports_resume=True,
+        resume_pattern=pattern,
+        captures_session_id=True,
+    )

@@ -68,8 +68,9 @@ def shell_line(argv: Sequence[str], session_id: str) -> str:
 
     if not argv:
         return ""
-    assignments = [f"{name}={shlex.quote(value)}" for name, value in
-                   launch_environment(session_id).items()]
+    assignments = [
+        f"{name}={shlex.quote(value)}" for name, value in launch_environment(session_id).items()
+    ]
     return " ".join([*assignments, shlex.join(argv)])
 
 
@@ -181,8 +182,8 @@ def tmux_command(launch: LaunchPlan, *, tmux: str, path: str | None) -> list[str
     runs a command given as several arguments without a shell, but a single one through
     ``sh -c``: a resume argv always has two at least (the pattern's program and the briefing).
     The agent gets ``path`` as $PATH, the one its program was found on. tmux prints the new
-    window's index."""
-    command = [tmux, "new-window", "-P", "-F", "#{window_index}"]
+    window's index and its pane's id."""
+    command = [tmux, "new-window", "-P", "-F", "#{window_index} #{pane_id}"]
     command += ["-n", tmux_window_name(launch.session.id), "-c", launch.cwd]
     if path is not None:
         command += ["-e", f"PATH={path}"]

@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roundtable_console.store.records import SessionFields
-from roundtable_console.store.resume.adapters import PLACEHOLDER, AdapterConfig, resolve
+from roundtable_console.store.resume.adapters import (
+    AGENT_RESUME_PATTERNS,
+    PLACEHOLDER,
+    AdapterConfig,
+    resolve,
+)
 from roundtable_console.store.safety.display import markdown_line
 
 DEFAULT_EXTERNAL_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -33,6 +38,17 @@ def _refuse(reason: str) -> ResumePlan:
     return ResumePlan(resumable=False, argv=[], reason=reason)
 
 
+def _captured_command(session: SessionFields) -> str | None:
+    """The stored resume command of a session ``roundtable hooks`` registered (its metadata
+    names the agent whose hooks did), for ``resolve`` to recognise; None for any other (a built-in
+    adapter then resumes nothing, as the reference has it)."""
+    command = session.external_resume_command
+    if not command or session.adapter not in AGENT_RESUME_PATTERNS:
+        return None
+    hooks = (session.metadata_dict or {}).get("hooks")
+    return command if isinstance(hooks, str) and hooks else None
+
+
 def resume_blocker(
     *, session: SessionFields, adapters: Mapping[str, AdapterConfig] | None
 ) -> str | None:
@@ -43,7 +59,7 @@ def resume_blocker(
     external_id = (session.external_session_id or "").strip()
     if not external_id:
         return "The session has no external session id, so there is nothing to resume."
-    adapter = resolve(adapters, session.adapter, session.external_resume_command)
+    adapter = resolve(adapters, session.adapter, _captured_command(session))
     name = markdown_line(session.adapter)
     if not adapter.explicit:
         return (
@@ -75,7 +91,7 @@ def resume_plan(
     blocker = resume_blocker(session=session, adapters=adapters)
     if blocker is not None:
         return _refuse(blocker)
-    adapter = resolve(adapters, session.adapter, session.external_resume_command)
+    adapter = resolve(adapters, session.adapter, _captured_command(session))
     external_id = (session.external_session_id or "").strip()
     # Split the pattern first and substitute per argument, so an id can never add arguments.
     words = shlex.split(adapter.resume_pattern or "")

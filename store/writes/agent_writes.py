@@ -122,7 +122,8 @@ _BEAT_VALUES: dict[str, Any] = {
         _C.external_session_id,
     ),
     "last_seen_at": bindparam("now"),
-    "waiting_reason": _WAITING,
+    # The wait's reason, else the words a turn ended with (no wait: ``waiting_since`` NULL).
+    "waiting_reason": func.coalesce(_WAITING, bindparam("turn_done", type_=_C.waiting_reason.type)),
     "waiting_since": case(
         (_WAITING.is_(None), None),
         (and_(_C.waiting_since.is_not(None), _C.waiting_reason == _WAITING), _C.waiting_since),
@@ -155,16 +156,19 @@ def heartbeat(
     status: str | None = None,
     external_session_id: str | None = None,
     waiting: str | None = None,
+    turn_done: str | None = None,
     clock: Clock = system_clock,
 ) -> AgentSession:
     """An agent's heartbeat (ref): non-empty values replace, ``last_seen_at`` always moves,
     ``ended_at`` is never cleared. ``waiting`` (ours): the session waits for a human, for that
-    reason; a heartbeat without it ends the wait."""
+    reason; a heartbeat without it ends the wait. ``turn_done`` (ours): its turn is done, in its
+    words."""
     values = heartbeat_values(
         session_id=session_id,
         status=status,
         external_session_id=external_session_id,
         waiting=waiting,
+        turn_done=turn_done,
     )
     return _update_one(db, _HEARTBEAT, values, clock=clock, event=("heartbeat", "last_seen_at"))
 
@@ -178,6 +182,7 @@ def checked_heartbeat(
     waiting: str | None = None,
     actor: str | None = None,
     clock: Clock = system_clock,
+    turn_done: str | None = None,
 ) -> AgentSession:
     """A heartbeat under the reference's HTTP rules: a given status must be an active state
     (``invalid_session_status``) and the session must be in one (``illegal_session_transition``),
@@ -201,6 +206,7 @@ def checked_heartbeat(
         status=status,
         external_session_id=external_session_id,
         waiting=waiting,
+        turn_done=turn_done,
     )
     return _update_one(
         db, _HEARTBEAT, values, clock=clock, event=("heartbeat", "last_seen_at"), actor=actor
@@ -218,6 +224,7 @@ def beat_in_workspace(
     waiting: str | None = None,
     actor: str | None = None,
     clock: Clock = system_clock,
+    turn_done: str | None = None,
 ) -> AgentSession | None:
     """``checked_heartbeat`` of a session of ``workspace_id`` (and of ``agent_id``, when given)
     in one statement: the session, or None when no such live session matched (the caller reads
@@ -232,6 +239,7 @@ def beat_in_workspace(
         status=status,
         external_session_id=external_session_id,
         waiting=waiting,
+        turn_done=turn_done,
     )
     values["workspace_id"] = workspace_id
     statement = _BEAT_IN_WORKSPACE
@@ -275,8 +283,13 @@ def _update_one(
         raise SessionNotFound(f"No session has the id {values['session_id']!r}.")
     session = as_session(row)
     event_type, time_field = event
+    waiting = session.waiting
     payload = update_payload(
-        status=session.status, time_field=time_field, now=now, waiting_reason=session.waiting_reason
+        status=session.status,
+        time_field=time_field,
+        now=now,
+        waiting_reason=None if waiting is None else waiting.reason,
+        turn_done=session.turn_done,
     )
     if actor is not None:
         payload["actor"] = actor

@@ -51,7 +51,7 @@ UPDATE agent_sessions SET
   status = COALESCE(:status, status),
   external_session_id = COALESCE(:external_session_id, external_session_id),
   last_seen_at = :now,
-  waiting_reason = :waiting,
+  waiting_reason = COALESCE(:waiting, :turn_done),
   waiting_since = CASE
     WHEN :waiting IS NULL THEN NULL
     WHEN waiting_since IS NOT NULL AND waiting_reason = :waiting THEN waiting_since
@@ -135,6 +135,7 @@ def heartbeat(
     status: str | None = None,
     external_session_id: str | None = None,
     waiting: str | None = None,
+    turn_done: str | None = None,
     clock: Clock = system_clock,
     quiet_seconds: float | None = None,
     idempotency_key: str | None = None,
@@ -151,6 +152,7 @@ def heartbeat(
             status=status,
             external_session_id=external_session_id,
             waiting=waiting,
+            turn_done=turn_done,
         )
         now = format_ts(clock())
         if quiet_seconds is not None:
@@ -169,7 +171,9 @@ def _unchanged(
 
     if values["status"] not in (None, current.status):
         return False
-    if values["waiting"] != current.waiting_reason or current.ended_at is not None:
+    if current.ended_at is not None or (values["waiting"] is None) != (current.waiting is None):
+        return False
+    if (values["waiting"] or values["turn_done"]) != current.waiting_reason:
         return False
     if values["external_session_id"] not in (None, current.external_session_id):
         return False
@@ -268,8 +272,13 @@ def _update_one(
     session = _session(run(statement, {**values, "now": now}))
     if session is None:
         raise SessionNotFound(f"No session has the id {values['session_id']!r}.")
+    waiting = session.waiting
     payload = update_payload(
-        status=session.status, time_field=time_field, now=now, waiting_reason=session.waiting_reason
+        status=session.status,
+        time_field=time_field,
+        now=now,
+        waiting_reason=None if waiting is None else waiting.reason,
+        turn_done=session.turn_done,
     )
     _append_event(run, session.id, event_type, payload, now)
     return session

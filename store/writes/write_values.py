@@ -69,14 +69,20 @@ def heartbeat_values(
     status: str | None = None,
     external_session_id: str | None = None,
     waiting: str | None = None,
+    turn_done: str | None = None,
 ) -> dict[str, Any]:
     """An agent's heartbeat (ref): a None status or external id keeps the stored one; a waiting
-    reason (validated, redacted) sets the wait, none ends it."""
+    reason (validated, redacted) sets the wait, none ends it. ``turn_done`` (ours): the agent's
+    turn is done and it awaits a prompt, in its words (kept as the reason, with no wait: no
+    human is waited on); a wait wins over it."""
+    wait = validation.waiting_reason(waiting) if waiting is not None else None
+    done = validation.waiting_reason(turn_done) if turn_done is not None and wait is None else None
     return {
         "session_id": session_id,
         "status": validation.status(status) if status and status.strip() else None,
         "external_session_id": (external_session_id or "").strip() or None,
-        "waiting": validation.waiting_reason(waiting) if waiting is not None else None,
+        "waiting": wait,
+        "turn_done": done,
     }
 
 
@@ -91,11 +97,19 @@ def registered_payload(*, status: str, adapter: str) -> dict[str, Any]:
 
 
 def update_payload(
-    *, status: str, time_field: str, now: str, waiting_reason: str | None
+    *,
+    status: str,
+    time_field: str,
+    now: str,
+    waiting_reason: str | None,
+    turn_done: str | None = None,
 ) -> dict[str, Any]:
     """A heartbeat's or an end's history payload: the new status, the time in ``time_field``
-    (``last_seen_at``, ``ended_at``), and the reason the session waits, if it does."""
+    (``last_seen_at``, ``ended_at``), and the reason the session waits, if it does, or the
+    words its turn ended with."""
     payload: dict[str, Any] = {"status": status, time_field: now}
     if waiting_reason is not None:
         payload["waiting"] = waiting_reason
+    if turn_done is not None:
+        payload["turn_done"] = turn_done
     return payload

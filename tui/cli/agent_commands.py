@@ -95,6 +95,12 @@ an active state only, recorded with --operator's name.
     "the next heartbeat without it ends the wait.",
 )
 @click.option(
+    "--turn-done",
+    metavar="WORDS",
+    help="The agent's turn is done and it awaits a prompt (its last words, ≤ 500 "
+    "characters); the next heartbeat without it ends that.",
+)
+@click.option(
     "--every",
     metavar="SECONDS",
     type=click.FloatRange(min=0.05, max=86_400),
@@ -112,6 +118,7 @@ def heartbeat_command(
     statuses: tuple[str, ...],
     external_session_id: str | None,
     waiting: str | None,
+    turn_done: str | None,
     every: float | None,
     all_matching: bool,
     **options: Any,
@@ -121,6 +128,7 @@ def heartbeat_command(
             "--every": every,
             "--external-session-id": external_session_id,
             "--waiting": waiting,
+            "--turn-done": turn_done,
         }
         return _operator_heartbeats(inv, session_ids, statuses, all_matching, singles, **options)
     _refuse_bulk_only_options(options)
@@ -133,7 +141,7 @@ def heartbeat_command(
         )
     status = statuses[0] if statuses else None
     session_id = checked_session_id(session_ids[0])
-    _agent_heartbeat(inv, session_id, status, external_session_id, waiting, every)
+    _agent_heartbeat(inv, session_id, status, external_session_id, waiting, turn_done, every)
     return None
 
 
@@ -194,6 +202,7 @@ def _agent_heartbeat(
     status: str | None,
     external_session_id: str | None,
     waiting: str | None,
+    turn_done: str | None,
     every: float | None,
 ) -> None:
     table = None if inv.json_mode else output.Table(ROWS["heartbeat"][0])
@@ -209,6 +218,7 @@ def _agent_heartbeat(
         "status": status,
         "external_session_id": external_session_id,
         "waiting": waiting,
+        "turn_done": turn_done,
     }
     if every is None:
         from roundtable_console.store.writes import quick_writes

@@ -135,12 +135,16 @@ def install_command(
     from roundtable_console.agents.registry import spec_of
     from roundtable_console.agents.spool import default_spool_path
 
+    url = _store_url(inv)  # a bad --root or store is said before anything else
     if server and not workspace:
         raise click.UsageError("--server needs --workspace (the server's routes are by workspace).")
     if token_env and not server:
         raise click.UsageError("--token-env goes with --server.")
     if server and not server.startswith(("http://", "https://")):
         raise click.BadParameter("an http:// or https:// URL", param_hint="'--server'")
+    if not server and not dry_run:  # the store exists, at its current schema, before any hook
+        with inv.store():
+            pass
     if project is not None and not project.is_dir():
         raise click.BadParameter(f"{project} is not a directory", param_hint="'--project'")
     spec = spec_of(agent)
@@ -154,10 +158,6 @@ def install_command(
             spool=str(default_spool_path()),
         )
     else:
-        url = _store_url(inv)
-        if not dry_run:  # the store exists, at its current schema, before any hook runs
-            with inv.store():
-                pass
         target = install.Target(
             db=url, agent=agent_id, run=run_id, workspace=workspace, spool=str(default_spool_path())
         )
@@ -193,6 +193,7 @@ def uninstall_command(inv: Invocation, agent: str, project: Path | None, dry_run
     from roundtable_console.agents import install
     from roundtable_console.agents.registry import spec_of
 
+    inv.url()  # a bad --root is said, as by every command
     changes = _planned(install, spec_of(agent), project, None)
     if not dry_run:
         install.apply(changes)
@@ -210,6 +211,7 @@ def uninstall_command(inv: Invocation, agent: str, project: Path | None, dry_run
 def status_command(inv: Invocation, project: Path | None) -> None:
     from roundtable_console.agents import install
 
+    inv.url()  # a bad --root is said, as by every command
     found = install.status(_home(), project.absolute() if project else None)
     if inv.json_mode:
         output.emit_json(

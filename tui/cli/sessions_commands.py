@@ -134,6 +134,8 @@ def show_command(inv: Invocation, session_id: str) -> None:
         return
     waiting = session.waiting
     record["waiting"] = None if waiting is None else f"{waiting.reason} (since {waiting.since})"
+    done = session.turn_done
+    record["turn_done"] = None if done is None else f"{done} (at {session.last_seen_at})"
     pairs = list(record.items())
     stale_after = timedelta(seconds=inv.settings.stale_after_seconds)
     position = next(i for i, (name, _) in enumerate(pairs) if name == "status") + 1

@@ -672,7 +672,24 @@
     filters.open = false;
   }
 
+  // The transcript page follows the agent's transcript: its newest entries read again every
+  // few seconds while the page is seen, replaced only when the file grew.
+  function followTranscript() {
+    const list = $("#transcript[data-follow]");
+    if (!list) return;
+    setInterval(async () => {
+      if (document.hidden) return;
+      const {ok, data} = await getJSON(list.dataset.follow);
+      if (!ok || data.reason || String(data.size) === list.dataset.size) return;
+      const atEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 16;
+      list.replaceChildren(serverHTML(data.html));
+      list.dataset.size = String(data.size);
+      if (atEnd) window.scrollTo(0, document.body.scrollHeight);
+    }, 3000);
+  }
+
   watchRows();
+  followTranscript();
   const moreLink = $("#more");
   if (moreLink && nearEnd) nearEnd.observe(moreLink);
   showMarks();

@@ -1,0 +1,95 @@
+"""What the agent is doing (issue 29): a page of its transcript read from the end. The newest 50
+entries of a 200 MB Claude Code transcript against the same page of a small one (the whole of
+which is read), paired: a big transcript opens as fast as a small one (within 1.5x)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.figures import Figure, paired_medians
+from roundtable_console.agents.transcripts import read_page
+from roundtable_console.store.records import SESSION_COLUMNS, SessionRecord
+
+EXTERNAL_ID = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
+
+
+def _turns(count: int) -> bytes:
+    lines = []
+    for n in range(count):
+        lines.append({"type": "user", "message": {"role": "user", "content": f"prompt {n}"}})
+        lines.append(
+            {
+                "type": "assistant",
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": f"working on {n} " + "words " * 40},
+                        {
+                            "type": "tool_use",
+                            "name": "Bash",
+                            "input": {"command": f"make step-{n}"},
+                        },
+                    ],
+                },
+            }
+        )
+        lines.append(
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "content": "output line\n" * 20}],
+                },
+            }
+        )
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
+def _session(path: Path) -> SessionRecord:
+    values: dict[str, Any] = dict.fromkeys(SESSION_COLUMNS)
+    values.update(
+        id="s",
+        agent_id="a",
+        run_id="r",
+        adapter="claude",
+        working_directory="/w",
+        status="active",
+        started_at="2026-12-05T00:00:00.000000Z",
+        version=0,
+        external_session_id=EXTERNAL_ID,
+        metadata_json=json.dumps({"transcript_path": str(path)}),
+    )
+    return SessionRecord(values)
+
+
+def _transcript(directory: Path, name: str, size: int) -> Path:
+    path = directory / name / ".claude" / "projects" / "-w" / f"{EXTERNAL_ID}.jsonl"
+    path.parent.mkdir(parents=True)
+    block = _turns(100)
+    with path.open("wb") as handle:
+        written = 0
+        while written < size:
+            handle.write(block)
+            written += len(block)
+    return path
+
+
+def bench_transcript_tail(directory: Path, repeats: int, big_mb: int) -> list[Figure]:
+    small = _session(_transcript(directory, "small", 60 * 1024))
+    big = _session(_transcript(directory, "big", big_mb * 1024 * 1024))
+    for session in (small, big):
+        read_page(session, limit=50)  # the page cache warm for both
+    ours, floor = paired_medians(
+        lambda: read_page(big, limit=50), lambda: read_page(small, limit=50), repeats
+    )
+    return [
+        Figure(
+            f"transcript: newest 50 entries of {big_mb} MB",
+            ours,
+            "the same of a 60 KB transcript",
+            floor,
+            limit=1.5,
+        )
+    ]

@@ -1,0 +1,100 @@
+"""The session's Transcript tab: what the agent is doing, from its own transcript's end
+(``agents.transcripts``), following it as it grows; ``n`` reads older entries. Every entry is
+literal text (redacted and printable where it was read): nothing in it is markup."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from roundtable_console.agents.panes import read_activity
+from roundtable_console.agents.transcripts import Entry, Page, TranscriptUnavailable
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.records import SessionFields
+from roundtable_console.store.service import last_launch
+
+PAGE_ENTRIES = 100
+LABELS = {
+    "prompt": ("you   › ", "bold cyan"),
+    "agent": ("agent › ", "bold green"),
+    "tool": ("tool  › ", "bold yellow"),
+    "result": ("      ⤷ ", "dim"),
+    "note": ("      · ", "dim italic"),
+    "pane": ("", ""),
+}
+
+
+def read_transcript(store: Store, session: SessionFields, before: int | None) -> Page | str:
+    """A page of the transcript, else the pane the agent was started in (in a worker: it reads
+    a file, the store, or tmux), or why there is neither."""
+    with store.read() as db:
+        launch = last_launch(db, session.id)
+    try:
+        return read_activity(session, launch, before=before, limit=PAGE_ENTRIES)
+    except TranscriptUnavailable as unavailable:
+        return str(unavailable)
+
+
+def entries_text(entries: list[Entry]) -> Text:
+    text = Text()
+    for index, entry in enumerate(entries):
+        label, style = LABELS.get(entry.kind, LABELS["note"])
+        if index:
+            text.append("\n")
+        text.append(label, style=style)
+        body = Text(entry.text.replace("\n", "\n        "))
+        if entry.kind == "result":
+            body.stylize("dim")
+        text.append_text(body)
+    return text
+
+
+class TranscriptPane(VerticalScroll):
+    """The entries read so far (the newest page, and older ones ``n`` added) and a note."""
+
+    DEFAULT_CSS = """
+    TranscriptPane > #transcript-note { color: $text-muted; }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+        super().__init__(id=id)
+        self.older: list[Entry] = []  # read with n, before the newest page
+        self.newest: list[Entry] = []
+        self.before: int | None = None  # where the oldest shown page began
+        self.paged_back = False
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield Static("", id="transcript-entries")
+        yield Static("", id="transcript-note")
+
+    def show(self, result: Page | str, *, older: bool) -> None:
+        note = self.query_one("#transcript-note", Static)
+        if isinstance(result, str):
+            self.older, self.newest, self.before = [], [], None
+            self.query_one("#transcript-entries", Static).update("")
+            note.update(Text(result))
+            return
+        at_end = self.scroll_y >= self.max_scroll_y
+        if older:
+            self.older = result.entries + self.older
+            self.paged_back = True
+        else:
+            self.newest = result.entries
+        if older or not self.paged_back:
+            self.before = result.before
+        entries = self.older + self.newest
+        self.query_one("#transcript-entries", Static).update(entries_text(entries))
+        from_pane = bool(entries) and entries[0].kind == "pane"
+        words = Text(
+            "The tmux pane the agent was started in, its last lines"
+            if from_pane
+            else f"{len(entries)} entries from the agent's transcript, newest last"
+        )
+        if self.before is not None:
+            words.append(" · n reads older entries", style="bold")
+        if not entries:
+            words = Text("The transcript holds no conversation yet.")
+        note.update(words)
+        if at_end and not older:
+            self.call_after_refresh(self.scroll_end, animate=False)
