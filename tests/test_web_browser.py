@@ -373,7 +373,7 @@ def test_the_briefing_copies_its_markdown(site: dict[str, Any]) -> None:
     page = signed_in(site, "viewer", permissions=["clipboard-read", "clipboard-write"])
     page.goto(site["served"].url + "/sessions/i-brief/briefing")
     expect(page.locator(".markdown h1")).to_have_text("Roundtable Resume Briefing")
-    page.get_by_role("button", name="Copy the briefing's Markdown").click()
+    page.get_by_role("button", name="Copy Markdown of the briefing").click()
     expect(page.locator("#notice")).to_have_text("Copied.")
     copied = page.evaluate("navigator.clipboard.readText()")
     assert copied.startswith("# Roundtable Resume Briefing") and "agent-1" in copied

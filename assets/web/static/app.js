@@ -57,6 +57,35 @@
 
   const dialog = $("#dialog");
   let onConfirm = null;
+  let opener = null;  // what had the focus: it has it again when the dialog closes
+
+  // The dialog holds the focus: Tab from its last control comes back to its first (the page
+  // behind is inert while it is open), shift+Tab the other way.
+  dialog?.addEventListener("keydown", (event) => {
+    if (event.key !== "Tab") return;
+    const stops = $$("button, input, textarea, select, a[href], [tabindex]", dialog)
+      .filter((element) => !element.hidden && !element.disabled && element.offsetParent !== null
+              && element.tabIndex >= 0);
+    if (!stops.length) return;
+    const first = stops[0];
+    const last = stops[stops.length - 1];
+    if (event.shiftKey && document.activeElement === first) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && document.activeElement === last) {
+      event.preventDefault();
+      first.focus();
+    }
+  });
+  dialog?.addEventListener("close", () => {
+    let back = opener;
+    opener = null;
+    if (back && !back.isConnected && back.dataset?.action) {
+      // The page was read again meanwhile: the same action's button, where it is now.
+      back = $(`[data-action="${CSS.escape(back.dataset.action)}"][data-session="${CSS.escape(back.dataset.session || "")}"]`);
+    }
+    if (back && back.isConnected && typeof back.focus === "function") back.focus();
+  });
 
   function openDialog({title, content, confirm = "Confirm", danger = false, run = null}) {
     $("#dialog-title").textContent = title;
@@ -75,7 +104,10 @@
     button.hidden = run === null;
     button.classList.toggle("act-terminate", danger);
     onConfirm = run;
-    if (!dialog.open) dialog.showModal();
+    if (!dialog.open) {
+      opener = document.activeElement;
+      dialog.showModal();
+    }
     (body.querySelector("textarea, input") || button).focus();
   }
 
