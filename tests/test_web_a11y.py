@@ -141,6 +141,10 @@ def test_every_dialog_has_no_serious_violation(site: dict[str, Any], size: str, 
     page.locator("#bulk-bar").get_by_role("button", name="Pause…").click()
     expect(page.locator("#dialog")).to_be_visible()
     problems += _axe(page, f"bulk dialog ({size}, {scheme})")
+    page.get_by_role("button", name="Cancel").click()
+    page.get_by_role("button", name="Keyboard shortcuts").click()
+    expect(page.locator("#dialog")).to_be_visible()
+    problems += _axe(page, f"keys dialog ({size}, {scheme})")
     page.context.close()
     assert problems == [], "\n".join(problems)
 
