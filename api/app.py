@@ -287,9 +287,7 @@ def openapi_document(ctx: ServerContext, call: Call, app: FastAPI) -> Answer:
     return Answer(200, _document(app))
 
 
-def create_app(ctx: ServerContext, *, read_only: bool = False) -> Guard:
-    """The whole server: routes and document inside, the guard of ``api.middleware`` around."""
-
+def _application() -> FastAPI:
     app = FastAPI(
         title="Roundtable sessions",
         version="1",
@@ -298,8 +296,38 @@ def create_app(ctx: ServerContext, *, read_only: bool = False) -> Guard:
         docs_url=None,
         redoc_url=None,
     )
-    app.state.ctx = ctx
     _routes(app)
+    return app
+
+
+def api_document() -> dict[str, Any]:
+    """The OpenAPI document the server serves, made without a server or a store (the docs'
+    HTTP reference is generated from it: docs/hooks.py)."""
+    return _document(_server(ServerContext(store=None), read_only=False))  # type: ignore[arg-type]
+
+
+def web_routes() -> list[tuple[str, str]]:
+    """(method, path) of every route outside the document: the web console's, the streams'."""
+    app = _server(ServerContext(store=None), read_only=False)  # type: ignore[arg-type]
+    found = []
+    for route in app.routes:
+        if getattr(route, "include_in_schema", True) and hasattr(route, "methods"):
+            continue
+        for method in sorted(getattr(route, "methods", None) or {"GET (WebSocket)"}):
+            if method != "HEAD":
+                found.append((method, route.path))  # type: ignore[attr-defined]
+    return found
+
+
+def create_app(ctx: ServerContext, *, read_only: bool = False) -> Guard:
+    """The whole server: routes and document inside, the guard of ``api.middleware`` around."""
+    app = _server(ctx, read_only=read_only)
+    return Guard(HotRoutes(app, ctx, HOT_ROUTES), read_only=read_only, exposure=ctx.exposure)
+
+
+def _server(ctx: ServerContext, *, read_only: bool) -> FastAPI:
+    app = _application()
+    app.state.ctx = ctx
 
     async def security_capabilities(request: Request) -> Response:
         return await run(request, capabilities)
@@ -341,7 +369,7 @@ def create_app(ctx: ServerContext, *, read_only: bool = False) -> Guard:
 
     install_web(app, ctx, read_only=read_only)
     app.openapi = lambda: _document(app)  # type: ignore[method-assign]
-    return Guard(HotRoutes(app, ctx, HOT_ROUTES), read_only=read_only, exposure=ctx.exposure)
+    return app
 
 
 def _allowed_methods(app: FastAPI, request: Request) -> list[str]:

@@ -32,6 +32,43 @@ ADAPTER_FLAG_KEYS = (
 )
 
 
+# What each key of ``config.toml`` does, for the docs' configuration reference (generated from
+# ``Settings`` and these words: docs/hooks.py; tests/test_docs.py holds every key to one).
+SETTING_HELP: dict[str, str] = {
+    "database": "The store's SQLAlchemy URL (as --db; $ROUNDTABLE_DB and --db win over it).",
+    "operator": "The actor recorded for every lifecycle action (--operator and "
+    "$ROUNDTABLE_OPERATOR win over it; else the OS login name).",
+    "refresh_seconds": "How often the console's clock-driven cells move (changes show at once).",
+    "stale_after_seconds": "An active session not seen for this long is stale (shown, never "
+    "written).",
+    "theme": "The console's Textual theme (e.g. textual-dark, textual-light).",
+    "sort": "The console list's first order: " + ", ".join(SORT_COLUMNS) + ".",
+    "group": "The console list's first grouping: none, " + ", ".join(GROUP_COLUMNS) + ".",
+    "read_only": "Open every store read-only: the console offers no action and writing commands "
+    "are refused (as --read-only, $ROUNDTABLE_READ_ONLY=1).",
+    "adapters": "[adapters.NAME] tables: how each adapter resumes (keys below).",
+    "notify": "What the console adds to its notice of a session that needs a human: "
+    + ", ".join(NOTIFY_MODES)
+    + ".",
+}
+# The environment variables roundtable reads, and what for (the docs' configuration reference).
+ENVIRONMENT_HELP: dict[str, str] = {
+    "ROUNDTABLE_DB": "The store's URL, when --db is not given.",
+    "ROUNDTABLE_OPERATOR": "The operator's name, when --operator is not given.",
+    "ROUNDTABLE_READ_ONLY": "1: every store read-only, as --read-only.",
+    "ROUNDTABLE_SESSION_ID": "Set for an agent that R, resume --exec or the web's resume command "
+    "started: its hooks report on that session.",
+    "ROUNDTABLE_AGENT": "The agent id the hooks register sessions under (when the install gave "
+    "no --agent).",
+    "ROUNDTABLE_RUN": "The run id the hooks register sessions under (when the install gave no "
+    "--run).",
+    "ROUNDTABLE_HOOK_SPOOL": "Where the hooks keep what they could not write (default: the user "
+    "state directory's hook-spool.jsonl).",
+    "XDG_CONFIG_HOME": "Where config.toml is read: $XDG_CONFIG_HOME/roundtable/.",
+    "XDG_DATA_HOME": "Where the default store and demo.db live: $XDG_DATA_HOME/roundtable/.",
+}
+
+
 class ConfigError(Exception):
     """Bad configuration or a bad location: the user must fix something (exit 2)."""
 
