@@ -37,17 +37,26 @@ def handler_hash(event: str, matcher: str | None, entry: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def our_trust(hooks_file: Path, settings: dict[str, Any]) -> dict[str, str]:
-    """The trust entries our handlers in ``settings`` (the hooks file's) need."""
+def our_trust(
+    hooks_file: Path, settings: dict[str, Any], command: str | None = None
+) -> dict[str, str]:
+    """The trust entries of our groups in ``settings`` (the hooks file's): groups of our
+    handlers alone, and with ``command`` only handlers running exactly it. A handler merely
+    mentioning ``hooks run codex`` (a project's own hooks file may hold anything) is never
+    trusted by the installer: Codex's trust is the user's word, not ours to give to others."""
     entries: dict[str, str] = {}
     for event, groups in settings.get("hooks", {}).items():
         for group_index, group in enumerate(groups):
-            if not isinstance(group, dict):
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(handlers, list) or not handlers:
                 continue
-            for handler_index, entry in enumerate(group.get("hooks", [])):
-                if our_agent(entry) == "codex":
-                    key = f"{hooks_file}:{snake(event)}:{group_index}:{handler_index}"
-                    entries[key] = handler_hash(event, group.get("matcher"), entry)
+            if not all(our_agent(entry) == "codex" for entry in handlers):
+                continue
+            for handler_index, entry in enumerate(handlers):
+                if command is not None and entry.get("command") != command:
+                    continue
+                key = f"{hooks_file}:{snake(event)}:{group_index}:{handler_index}"
+                entries[key] = handler_hash(event, group.get("matcher"), entry)
     return entries
 
 

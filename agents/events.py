@@ -22,8 +22,9 @@ IGNORE = "ignore"  # known, but nothing to write (or a payload of another thread
 # The store takes a waiting reason of at most 500 printable characters.
 REASON_LENGTH = 480
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
-# An agent's own session id as the store keeps it (and as the resume plan accepts it).
-EXTERNAL_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+# An agent's own session id as the store keeps it (and as the resume plan accepts it): never
+# beginning with "-", which the agent's resume command would read as an option.
+EXTERNAL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 SHELL_TOOLS = frozenset({"Bash", "run_shell_command", "exec_command", "shell", "local_shell"})
 FILE_FIELDS = ("file_path", "path", "notebook_path", "absolute_path", "dir_path")
 

@@ -36,7 +36,7 @@ def say(message: str) -> None:
     try:
         sys.stderr.write(f"roundtable hooks: {text}\n")
         sys.stderr.flush()
-    except (OSError, ValueError):
+    except Exception:  # noqa: BLE001 - no stderr (closed, None): nothing to say it on
         pass
 
 
@@ -139,22 +139,27 @@ def deliver(operation: Any, reporter: Any, spool_file: str | None = None) -> Non
         except Retry as retry:
             problem = str(retry)
         with spool.locked() as fd:
-            kept = spool.add(fd, operation)
+            kept = spool.add(fd, operation._replace(target=reporter.target))
         say(
             f"{problem}; kept in {spool.path} for the next hook"
             if kept
             else f"{problem}; the spool {spool.path} is full, this event is lost"
         )
         return
+    operation = operation._replace(target=reporter.target)
     with spool.locked() as fd:
-        waiting = [*spool.read(fd), operation]
+        # One spool holds what hooks of several installs (stores, servers) could not write:
+        # this one replays its own, in order, and keeps the others' as they were.
+        spooled = spool.read(fd)
+        others = [queued for queued in spooled if queued.target != operation.target]
+        waiting = [*(queued for queued in spooled if queued.target == operation.target), operation]
         for index, queued in enumerate(waiting):
             try:
                 reporter.apply(queued)
             except Refused as refused:
                 say(f"not written: {refused}")
             except Retry as retry:
-                spool.rewrite(fd, waiting[index:])
+                spool.rewrite(fd, [*others, *waiting[index:]])
                 say(f"{retry}; {len(waiting) - index} event(s) kept in {spool.path}")
                 return
-        spool.rewrite(fd, [])
+        spool.rewrite(fd, others)

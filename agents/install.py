@@ -67,7 +67,7 @@ def plan(spec: AgentSpec, *, home: Path, project: Path | None, command: str | No
             )
         after = settings_files.merged(before, spec, command)
         old = codex_trust.our_trust(path, before)
-        new = codex_trust.our_trust(path, after)
+        new = codex_trust.our_trust(path, after, command) if command is not None else {}
         changes.append(codex_trust.plan_trust(config, old, new))
     return changes
 

@@ -37,6 +37,15 @@ class Operation(NamedTuple):
     at: str
     key: str
     given_session: bool = False  # the session id came from ROUNDTABLE_SESSION_ID
+    own_session: str = ""  # the id derived from the agent's own: where it goes if not given
+    external_id: str = ""  # the agent's own session id
+    target: str = ""  # which store or server it is for (a digest): a spool holds several
+
+    def for_itself(self) -> Operation:
+        """This write on the session derived from the agent's own id (a session given by
+        ROUNDTABLE_SESSION_ID turned out to be another agent's: an agent started by the one
+        ``R`` launched inherits its environment)."""
+        return self._replace(session_id=self.own_session, given_session=False)
 
     def to_json(self) -> dict[str, Any]:
         return self._asdict()
@@ -66,10 +75,13 @@ def operation_for(
     if event.kind == events.IGNORE:
         return None
     session_id, given = session_id_for(spec, event)
+    own = f"{spec.adapter}-{event.external_id}"
+    extra = {"own_session": own, "external_id": event.external_id}
     if event.kind == events.END:
-        return Operation("end", session_id, {"status": "ended"}, at, key, given)
+        return Operation("end", session_id, {"status": "ended"}, at, key, given, **extra)
     if event.kind == events.START:
-        return Operation("start", session_id, start_fields(spec, event, where), at, key, given)
+        fields = start_fields(spec, event, where)
+        return Operation("start", session_id, fields, at, key, given, **extra)
     status = IDLE if event.kind == events.TURN else WORKING
     fields: dict[str, Any] = {
         "status": status,
@@ -78,7 +90,7 @@ def operation_for(
         # A session first seen mid-way (hooks installed while it ran) is registered from these.
         "start": start_fields(spec, event, where),
     }
-    return Operation("beat", session_id, fields, at, key, given)
+    return Operation("beat", session_id, fields, at, key, given, **extra)
 
 
 def _in_agents_home(path: str) -> bool:

@@ -44,6 +44,8 @@ def read_activity(
 
 
 def read_pane(launch: Mapping[str, Any]) -> Page:
+    import socket as sockets
+
     pane = launch.get("tmux_pane")
     socket = launch.get("tmux_socket")
     if not isinstance(pane, str) or not _PANE.fullmatch(pane):
@@ -51,25 +53,23 @@ def read_pane(launch: Mapping[str, Any]) -> Page:
     tmux = shutil.which("tmux")
     if tmux is None:
         raise TranscriptUnavailable("The session was started in tmux, which is not here.")
-    command = [tmux]
+    gone = TranscriptUnavailable(
+        f"The tmux pane {pane} the session was started in is gone (its window or its tmux "
+        "server closed), or it is on another machine."
+    )
+    if launch.get("host") != sockets.gethostname():
+        raise gone
+    base = [tmux]
     if isinstance(socket, str) and socket.startswith("/"):
-        command += ["-S", socket]
-    command += ["capture-pane", "-p", "-J", "-t", pane, "-S", f"-{PANE_LINES}"]
-    try:
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            timeout=TMUX_SECONDS,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        raise TranscriptUnavailable("tmux did not answer for the session's pane.") from None
-    if done.returncode != 0:
-        raise TranscriptUnavailable(
-            f"The tmux pane {pane} the session was started in is gone (its window closed)."
-        )
-    text = done.stdout.decode("utf-8", "replace").rstrip("\n")
+        base += ["-S", socket]
+    # The very tmux server R started it in: pane ids start again at %0 with a new one.
+    server = _tmux([*base, "display-message", "-p", "-t", pane, "#{pid}"])
+    if server is None or server.strip() != str(launch.get("tmux_server_pid") or ""):
+        raise gone
+    text = _tmux([*base, "capture-pane", "-p", "-J", "-t", pane, "-S", f"-{PANE_LINES}"])
+    if text is None:
+        raise gone
+    text = text.rstrip("\n")
     lines: list[str] = []
     for raw in text.split("\n"):
         line = printable(redact_output_text(raw)).rstrip()
@@ -79,3 +79,15 @@ def read_pane(launch: Mapping[str, Any]) -> Page:
         lines.pop()
     entries = [Entry("pane", line) for line in lines[-PANE_LINES:]]
     return Page(entries, None, len(text))
+
+
+def _tmux(command: list[str]) -> str | None:
+    """tmux's answer, or None when it refused or did not answer in time."""
+    try:
+        done = subprocess.run(
+            command, capture_output=True, timeout=TMUX_SECONDS, check=False,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None

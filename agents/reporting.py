@@ -30,6 +30,13 @@ class Refused(Exception):
     """Not written, and writing it again would not help."""
 
 
+def _digest(where: str) -> str:
+    """Which store or server a spooled write is for, without its URL (and its password)."""
+    import hashlib
+
+    return hashlib.sha256(where.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
 def _clock_at(at: str) -> Callable[[], datetime]:
     moment = datetime.fromisoformat(at)
     return lambda: moment
@@ -44,6 +51,10 @@ class LocalReporter:
 
         self.description = drivers.describe(url) or "the store"
         self._path = drivers.sqlite_path(url)
+
+    @property
+    def target(self) -> str:
+        return _digest(self.url)
 
     def apply(self, operation: Operation) -> None:
         from roundtable_console.store.errors import SessionNotFound, StoreError
@@ -70,6 +81,8 @@ class LocalReporter:
     def _apply(self, op: Operation) -> None:
         from roundtable_console.store.errors import SessionNotFound
 
+        if op.given_session and not self._given_is_ours(op):
+            op = op.for_itself()
         clock = _clock_at(op.at)
         fields = op.fields
         if op.op == "end":
@@ -112,6 +125,20 @@ class LocalReporter:
                 "register", clock, op.key + ":start", session_id=op.session_id, **fields["start"]
             )
             self._write("heartbeat", clock, op.key, **beat)
+
+    def _given_is_ours(self, op: Operation) -> bool:
+        """Whether the session ROUNDTABLE_SESSION_ID names is this agent's: it has no agent id
+        of its own yet, or this one (not another agent's, whose environment this one
+        inherited)."""
+        from roundtable_console.store.writes import quick_writes
+
+        taken, current = quick_writes.current_session(
+            self.url, op.session_id, wait_seconds=WAIT_SECONDS
+        )
+        if not taken or current is None:
+            return True
+        stored = (current.external_session_id or "").strip()
+        return not stored or stored == op.external_id
 
     def _write(self, name: str, clock: Callable[[], datetime], key: str, **values: Any) -> None:
         from roundtable_console.store.writes import quick_writes
@@ -162,6 +189,8 @@ class ServerReporter:
     def apply(self, op: Operation) -> None:
         from urllib.parse import quote
 
+        if op.given_session and not self._given_is_ours(op):
+            op = op.for_itself()
         fields = op.fields
         if op.op == "end":
             status, _ = self._call(
@@ -194,6 +223,10 @@ class ServerReporter:
         if status != 200:
             self._refuse(status)
         self._sent(said, op.at)
+
+    @property
+    def target(self) -> str:
+        return _digest(f"{self.base} {self.workspace_id}")
 
     def _beat_file(self, session_id: str) -> Path | None:
         import hashlib
@@ -232,14 +265,30 @@ class ServerReporter:
         if status not in (200, 201):
             self._refuse(status)
 
+    def _given_is_ours(self, op: Operation) -> bool:
+        status, body = self._call("GET", op.session_id, "", None, None)
+        if status != 200:
+            return True  # not there (registered as given), or said by the write itself
+        try:
+            stored = str(json.loads(body).get("external_session_id") or "").strip()
+        except (ValueError, AttributeError):
+            return True
+        return not stored or stored == op.external_id
+
     def _refuse(self, status: int) -> None:
-        # Worth another try: the server down or busy, a token not (yet, or no longer) good.
-        if status >= 500 or status in (401, 403, 408, 429):
+        # Worth another try: the server down or busy, a token not (yet, or no longer) good. A
+        # 403 is a good token refused this write: trying again would only hold the spool up.
+        if status >= 500 or status in (401, 408, 429):
             raise Retry(f"{self.base} answered {status}")
         raise Refused(f"{self.base} answered {status}")
 
     def _call(
-        self, method: str, session_id: str, suffix: str, body: dict[str, Any], key: str
+        self,
+        method: str,
+        session_id: str,
+        suffix: str,
+        body: dict[str, Any] | None,
+        key: str | None,
     ) -> tuple[int, bytes]:
         import urllib.error
         import urllib.request
@@ -249,14 +298,25 @@ class ServerReporter:
             f"/api/v1/workspaces/{quote(self.workspace_id, safe='')}"
             f"/sessions/{quote(session_id, safe='')}{suffix}"
         )
-        headers = {"Content-Type": "application/json", "Idempotency-Key": key[:200]}
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        if key is not None:
+            headers["Idempotency-Key"] = key[:200]
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
-        request = urllib.request.Request(
-            self.base + path, data=json.dumps(body).encode(), method=method, headers=headers
-        )
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method,
+                                         headers=headers)  # fmt: skip
+
+        # No redirect is followed: the token goes to the server named at install, nowhere else.
+        class NoRedirects(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+                return None
+
+        opener = urllib.request.build_opener(NoRedirects)
         try:
-            with urllib.request.urlopen(request, timeout=WAIT_SECONDS) as response:  # noqa: S310
+            with opener.open(request, timeout=WAIT_SECONDS) as response:
                 return response.status, response.read(65536)
         except urllib.error.HTTPError as error:
             return error.code, b""

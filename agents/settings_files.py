@@ -129,7 +129,10 @@ def plan_change(path: Path, spec: AgentSpec, command: str | None) -> Change:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """``text`` into ``path`` by a rename, keeping the file's mode (a new file: 0600)."""
+    """``text`` into ``path`` by a rename, keeping the file's mode (a new file: 0600). A link
+    (a dotfiles repository's, say) stays a link: the file it points to is the one written."""
+    if path.is_symlink():
+        path = path.resolve()
     try:
         mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:

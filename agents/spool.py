@@ -57,7 +57,7 @@ class Spool:
 
     def add(self, fd: int, operation: Operation) -> bool:
         """Append ``operation``; False when the spool is full."""
-        line = (json.dumps(operation.to_json(), ensure_ascii=True) + "\n").encode()
+        line = _line(operation)
         if os.fstat(fd).st_size + len(line) > MAX_SPOOL_BYTES:
             return False
         os.write(fd, line)
@@ -79,9 +79,21 @@ class Spool:
 
     def rewrite(self, fd: int, operations: list[Operation]) -> None:
         """Keep only ``operations`` (those not yet written), in order."""
-        data = b"".join(
-            (json.dumps(op.to_json(), ensure_ascii=True) + "\n").encode() for op in operations
-        )
+        data = b"".join(_line(op) for op in operations)
         os.ftruncate(fd, 0)
         if data:
             os.write(fd, data)
+
+
+def _line(operation: Operation) -> bytes:
+    """The operation as a spool line, its agent's words redacted as the store keeps them (a
+    command asked about may carry a secret)."""
+    from roundtable_console.store.safety.redaction import redact_text
+
+    values = operation.to_json()
+    fields = dict(values["fields"])
+    for name in ("waiting", "turn"):
+        if isinstance(fields.get(name), str):
+            fields[name] = redact_text(fields[name])
+    values["fields"] = fields
+    return (json.dumps(values, ensure_ascii=True) + "\n").encode()

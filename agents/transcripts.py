@@ -231,20 +231,26 @@ def transcript_path(session: SessionFields) -> Path:
     return path
 
 
+NOT_HERE = (
+    "The transcript file is not here to read: it is on the machine the agent ran on, or not "
+    "this process's user's."
+)
+
+
 def _open(path: Path) -> int:
+    """The transcript, opened for reading: a regular file of this process's user, reached by
+    a path with no symbolic link anywhere in it. Every refusal says the same words, so that a
+    session's metadata learns nothing of the files here."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise TranscriptUnavailable(
-            "The transcript file is not on this machine (it is where the agent ran)."
-        ) from None
-    except OSError as error:
-        raise TranscriptUnavailable(
-            f"The transcript file cannot be read here ({error.strerror or 'refused'})."
-        ) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        if os.path.realpath(path) != os.path.normpath(path):
+            raise TranscriptUnavailable(NOT_HERE)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        raise TranscriptUnavailable(NOT_HERE) from None
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode) or status.st_uid != os.getuid():
         os.close(fd)
-        raise TranscriptUnavailable("The transcript path does not name a regular file.")
+        raise TranscriptUnavailable(NOT_HERE)
     return fd
 
 
@@ -294,9 +300,12 @@ def _backwards(fd: int, end: int, size: int, limit: int, reader: Any, *, dedupe:
             found.append([Entry(NOTE, f"(a line of over {LONGEST_LINE // 1024} KiB, not shown)")])
             count += 1
             tail = b""
-            while position > 0:  # back to the line's start, nothing of it held
+            # Back to the line's start, nothing of it held, within the page's budget (the next
+            # page goes on from where this one stopped).
+            while position > 0 and spent < READ_BUDGET:
                 start = max(0, position - BLOCK)
                 chunk = os.pread(fd, position - start, start)
+                spent += position - start
                 newline = chunk.rfind(b"\n")
                 position = start if newline < 0 else start + newline + 1
                 earliest = position

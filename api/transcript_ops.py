@@ -26,6 +26,14 @@ def transcript(ctx: ServerContext, call: Call, workspace_id: str, session_id: st
             raise Problem("invalid_cursor", "before is a byte offset: a whole number")
     with ctx.store.read() as db:
         session = ctx.session_in(db, caller, workspace_id, session_id)
+        if caller.role == "agent" and caller.agent_id not in (None, session.agent_id):
+            # A transcript holds what an agent was told and did: an agent token reads its own
+            # agent's only (humans, viewers included, read every session's they may read).
+            raise Problem(
+                "forbidden",
+                f"The token {caller.name!r} acts for agent {caller.agent_id!r}: it reads only "
+                "that agent's transcripts.",
+            )
         launch = last_launch(db, session.id)
     try:
         page = read_activity(session, launch, before=before, limit=size)

@@ -162,7 +162,9 @@ def resume_for_launch(ctx: ConsoleContext, plan: LaunchPlan, idempotency_key: st
     )
 
 
-def record_launch(ctx: ConsoleContext, session_id: str, pane: str, socket: str | None) -> None:
+def record_launch(
+    ctx: ConsoleContext, session_id: str, pane: str, socket: str | None, server_pid: str | None
+) -> None:
     """That the operator started the session's agent in tmux pane ``pane``."""
     from roundtable_console.store.service import record_launch as record
 
@@ -171,6 +173,7 @@ def record_launch(ctx: ConsoleContext, session_id: str, pane: str, socket: str |
         session_id=session_id,
         tmux_pane=pane,
         tmux_socket=socket,
+        tmux_server_pid=server_pid,
         actor=ctx.operator,
         clock=ctx.clock,
     )

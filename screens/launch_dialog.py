@@ -23,7 +23,7 @@ from roundtable_console.screens.launcher import (
     Place,
     run_in_terminal,
     start_in_tmux,
-    tmux_socket,
+    tmux_server,
 )
 from roundtable_console.screens.masking import quoted_argv, secret_forms
 from roundtable_console.screens.outcomes import LaunchResult, why_not
@@ -169,7 +169,7 @@ class LaunchDialog(ActionDialog):
             self.tmux_report = report
             if pane is not None:  # where the console shows what the agent does
                 with suppress(StoreError):
-                    record_launch(self.ctx, launch.session.id, pane, tmux_socket())
+                    record_launch(self.ctx, launch.session.id, pane, *tmux_server())
         return outcome
 
     def performed(self, outcome: ActionOutcome) -> None:

@@ -91,11 +91,13 @@ def start_in_tmux(launch: LaunchPlan, tmux: str, path: str | None) -> tuple[str,
     return report, pane.strip() or None
 
 
-def tmux_socket() -> str | None:
-    """The socket of the tmux server the console runs in (``$TMUX``: socket,pid,session)."""
-    value = os.environ.get("TMUX", "")
-    socket = value.split(",", 1)[0]
-    return socket if socket.startswith("/") else None
+def tmux_server() -> tuple[str | None, str | None]:
+    """The socket and process id of the tmux server the console runs in (``$TMUX``:
+    socket,pid,session)."""
+    parts = os.environ.get("TMUX", "").split(",")
+    socket = parts[0] if parts and parts[0].startswith("/") else None
+    pid = parts[1] if len(parts) > 1 and parts[1].isdigit() else None
+    return socket, pid
 
 
 @contextmanager

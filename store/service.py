@@ -114,17 +114,23 @@ def record_launch(
     tmux_pane: str,
     tmux_socket: str | None,
     actor: str,
+    tmux_server_pid: str | None = None,
     clock: Clock = system_clock,
 ) -> None:
     """That an operator started the session's agent in tmux pane ``tmux_pane`` (of the tmux
-    server at ``tmux_socket``): a ``launched`` history row with its actor, which the console
-    reads to show the pane (``last_launch``)."""
+    server at ``tmux_socket``, whose process is ``tmux_server_pid``, on this host): a
+    ``launched`` history row with its actor, which the console reads to show the pane
+    (``last_launch``) while that very server runs (pane ids start again with a new one)."""
+    import socket
+
     from roundtable_console.store.clock import format_ts
     from roundtable_console.store.writes.history import append_session_event
 
-    payload: dict[str, Any] = {"tmux_pane": tmux_pane}
+    payload: dict[str, Any] = {"tmux_pane": tmux_pane, "host": socket.gethostname()}
     if tmux_socket:
         payload["tmux_socket"] = tmux_socket
+    if tmux_server_pid:
+        payload["tmux_server_pid"] = tmux_server_pid
     with store.write() as db:
         session = sessions.get_session(db=db, session_id=session_id)
         append_session_event(

@@ -52,18 +52,18 @@ def status(value: str) -> str:
     return cleaned
 
 
-def waiting_reason(value: str) -> str:
-    """Why an agent waits for a human: printable, 1 to 500 characters, stored redacted."""
+def waiting_reason(value: str, what: str = "A waiting reason") -> str:
+    """Why an agent waits for a human (or, ``what``, the words its turn ended with):
+    printable, 1 to 500 characters, stored redacted."""
     cleaned = value.strip()
     if not cleaned:
-        raise InvalidSession("A waiting reason must not be blank: say what the human should do.")
+        raise InvalidSession(f"{what} must not be blank: say what the human should know.")
     if len(cleaned) > MAX_WAITING_LENGTH:
         raise InvalidSession(
-            f"A waiting reason is at most {MAX_WAITING_LENGTH} characters; "
-            f"this one has {len(cleaned)}."
+            f"{what} is at most {MAX_WAITING_LENGTH} characters; this one has {len(cleaned)}."
         )
     if has_control_characters(cleaned):
-        raise InvalidSession("A waiting reason must not contain control characters.")
+        raise InvalidSession(f"{what} must not contain control characters.")
     from roundtable_console.store.safety.redaction import (  # here: most heartbeats carry no reason
         redact_text,
     )

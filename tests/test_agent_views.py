@@ -157,6 +157,14 @@ def test_the_api_reads_the_transcript_to_those_who_may_read_the_session(
         assert older["items"][0]["text"] == "fix the build"
         bad = api.client.get(f"{BASE}/s1/transcript?before=-1", headers=viewer)
         assert bad.status_code == 400
+        # An agent token reads its own agent's transcripts only.
+        theirs = api.token("bot-other", "agent", agent_id="someone-else")
+        refused = api.client.get(f"{BASE}/s1/transcript", headers=theirs)
+        assert refused.status_code == 403 and "fix the build" not in refused.text
+        from tests.api_support import AGENT
+
+        own = api.token("bot-own", "agent", agent_id=AGENT)
+        assert api.client.get(f"{BASE}/s1/transcript", headers=own).json()["available"] is True
         other = api.token("bound", "viewer", workspaces=("ws-elsewhere",))
         hidden = api.client.get(f"{BASE}/s1/transcript", headers=other)
         assert hidden.status_code in (403, 404)

@@ -269,11 +269,16 @@ def test_through_the_server_with_an_agent_token(store_url: str, tmp_path: Path, 
             done = _run(burst, *options, spool=spool, env={"RT_TOKEN": token})
             assert done.returncode == 0 and done.stderr == "", done.stderr
         assert len(history(store_url, SID)) == rows + 1
-        # Another agent's token cannot touch this session: said, kept, nothing written.
+        # Another agent's token cannot touch this session: said, and not kept (a 403 is a good
+        # token refused: trying it again would only hold the spool up), nothing written.
         done = _run(claude("Stop"), *options, spool=spool, env={"RT_TOKEN": other})
-        assert "403" in _said_one_line(done)
+        assert "not written" in _said_one_line(done) and "403" in done.stderr
         assert session(store_url, SID).turn_done is None
-        # With the right token again, the spool goes first, in order.
+        assert not spool.exists() or spool.read_text() == ""
+        # A revoked or wrong token (401) is kept, and written once the token is good again.
+        done = _run(claude("Stop"), *options, spool=spool, env={"RT_TOKEN": "rt_not-a-token"})
+        assert "401" in _said_one_line(done)
+        assert len(spool.read_text().splitlines()) == 1
         done = _run(claude("SessionEnd"), *options, spool=spool, env={"RT_TOKEN": token})
         assert done.returncode == 0 and done.stderr == "", done.stderr
         assert spool.read_text() == ""

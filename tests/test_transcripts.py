@@ -201,11 +201,20 @@ def test_a_link_or_a_folder_at_the_right_place_is_not_followed(tmp_path: Path) -
     place = tmp_path / ".claude" / "projects" / "-w" / f"{CLAUDE_ID}.jsonl"
     place.parent.mkdir(parents=True)
     place.symlink_to(secret)
-    with pytest.raises(TranscriptUnavailable, match="cannot be read"):
+    with pytest.raises(TranscriptUnavailable, match="not here to read"):
         read_page(_session("claude", CLAUDE_ID, place))
     place.unlink()
     place.mkdir()
-    with pytest.raises(TranscriptUnavailable, match="regular file"):
+    with pytest.raises(TranscriptUnavailable, match="not here to read"):
+        read_page(_session("claude", CLAUDE_ID, place))
+    # A link anywhere on the way (a folder linked elsewhere) is not followed either.
+    place.rmdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / f"{CLAUDE_ID}.jsonl").write_text(secret.read_text())
+    place.parent.rmdir()
+    place.parent.symlink_to(elsewhere)
+    with pytest.raises(TranscriptUnavailable, match="not here to read"):
         read_page(_session("claude", CLAUDE_ID, place))
 
 
@@ -215,7 +224,7 @@ def test_no_transcript_known_or_on_this_machine_is_said(tmp_path: Path) -> None:
     with pytest.raises(TranscriptUnavailable, match="no transcript"):
         read_page(_session("generic", CLAUDE_ID, "/x.jsonl"))
     missing = tmp_path / ".claude" / "projects" / "-w" / f"{CLAUDE_ID}.jsonl"
-    with pytest.raises(TranscriptUnavailable, match="not on this machine"):
+    with pytest.raises(TranscriptUnavailable, match="not here to read"):
         read_page(_session("claude", CLAUDE_ID, missing))
 
 
@@ -257,3 +266,25 @@ def test_a_big_transcript_is_read_from_its_end_only(
     # Whole lines: the limit, or the few more the last line read holds.
     assert 50 <= len(page.entries) <= 52 and page.entries[-1].text == "ok 199"
     assert sum(read_bytes) <= 2 * transcripts.BLOCK
+
+
+def test_a_line_as_long_as_the_file_costs_a_page_its_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transcript of one endless line (a sparse file of a terabyte, say) is not walked whole
+    by one page: the read stops at the page's budget, and says so."""
+    path = tmp_path / ".claude" / "projects" / "-w" / f"{CLAUDE_ID}.jsonl"
+    path.parent.mkdir(parents=True)
+    with path.open("wb") as handle:
+        handle.truncate(64 * 1024 * 1024 * 1024)  # 64 GiB, sparse: no newline anywhere
+    read_bytes = []
+    real = os.pread
+
+    def counting(fd: int, size: int, offset: int) -> bytes:
+        read_bytes.append(size)
+        return real(fd, size, offset)
+
+    monkeypatch.setattr(transcripts.os, "pread", counting)
+    page = read_page(_session("claude", CLAUDE_ID, path))
+    assert sum(read_bytes) <= transcripts.READ_BUDGET + transcripts.BLOCK
+    assert page.before is not None and any("not shown" in e.text for e in page.entries)

@@ -163,6 +163,7 @@ async def test_r_in_tmux_opens_a_window_named_after_the_session(
         # pane while no transcript is known.
         (launched,) = [payload for kind, payload in history(db, "sess [1]") if kind == "launched"]
         assert launched["tmux_pane"].startswith("%") and launched["tmux_socket"] == str(socket)
+        assert launched["tmux_server_pid"] == pid
         app = console(sqlite_url(tmp_path), adapters=FAKE)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
@@ -170,6 +171,17 @@ async def test_r_in_tmux_opens_a_window_named_after_the_session(
             shown = screen_text(app)
             assert f"fake agent: 3 arguments in {workdir}" in shown
             assert "The tmux pane the agent was started in" in shown
+        # Another tmux server on the same socket numbers its panes from %0 again: its pane is
+        # not the agent's, and is not shown.
+        subprocess.run([*server, "kill-server"], timeout=30, check=False)
+        subprocess.run([*server, "new-session", "-d", "-s", "other", "echo OPERATOR-SHELL; sh"],
+                       env=env, check=True, timeout=30)  # fmt: skip
+        app = console(sqlite_url(tmp_path), adapters=FAKE)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await press(pilot, "enter", "8")
+            shown = screen_text(app)
+            assert "OPERATOR-SHELL" not in shown and "is gone" in shown
     finally:
         subprocess.run([*server, "kill-server"], timeout=30, check=False)
 

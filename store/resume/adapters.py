@@ -57,6 +57,10 @@ class AdapterConfig(NamedTuple):
         )
 
     def accepts_external_id(self, external_id: str) -> bool:
+        # Whatever the pattern (ours): an id that begins with "-" would be read as an option of
+        # the agent's command (claude --resume --dangerously-skip-permissions), never an id.
+        if external_id.startswith("-"):
+            return False
         pattern = self.external_session_id_pattern or DEFAULT_EXTERNAL_ID_PATTERN
         try:
             return re.fullmatch(pattern, external_id) is not None
@@ -75,25 +79,30 @@ def builtin(name: str) -> AdapterConfig:
 
 
 def resolve(
-    adapters: Mapping[str, AdapterConfig] | None, name: str, resume_command: str | None = None
+    adapters: Mapping[str, AdapterConfig] | None,
+    name: str,
+    resume_command: str | None = None,
+    external_id: str | None = None,
 ) -> AdapterConfig:
     """The configured adapter of that name, else the agent's own resume for a session its hooks
     registered (``captured``), else a disposable built-in with no resume pattern."""
     if adapters and name in adapters:
         return adapters[name]
-    captured = captured_adapter(name, resume_command)
+    captured = captured_adapter(name, resume_command, external_id)
     return captured if captured is not None else builtin(name)
 
 
-def captured_adapter(name: str, resume_command: str | None) -> AdapterConfig | None:
+def captured_adapter(
+    name: str, resume_command: str | None, external_id: str | None
+) -> AdapterConfig | None:
     """The adapter of a session registered by ``roundtable hooks``: its stored resume command is
-    exactly the agent's own pattern with an accepted id."""
+    exactly the agent's own pattern with the session's own external id, an id (not an option)."""
     pattern = AGENT_RESUME_PATTERNS.get(name)
-    if pattern is None or not resume_command:
+    if pattern is None or not resume_command or not external_id:
         return None
-    prefix = pattern.replace(PLACEHOLDER, "")
-    external_id = resume_command[len(prefix) :] if resume_command.startswith(prefix) else ""
-    if not re.fullmatch(DEFAULT_EXTERNAL_ID_PATTERN, external_id):
+    if resume_command != pattern.replace(PLACEHOLDER, external_id):
+        return None
+    if external_id.startswith("-") or not re.fullmatch(DEFAULT_EXTERNAL_ID_PATTERN, external_id):
         return None
     return AdapterConfig(
         name=name,

@@ -59,7 +59,12 @@ def resume_blocker(
     external_id = (session.external_session_id or "").strip()
     if not external_id:
         return "The session has no external session id, so there is nothing to resume."
-    adapter = resolve(adapters, session.adapter, _captured_command(session))
+    adapter = resolve(
+        adapters,
+        session.adapter,
+        _captured_command(session),
+        (session.external_session_id or "").strip(),
+    )
     name = markdown_line(session.adapter)
     if not adapter.explicit:
         return (
@@ -91,7 +96,12 @@ def resume_plan(
     blocker = resume_blocker(session=session, adapters=adapters)
     if blocker is not None:
         return _refuse(blocker)
-    adapter = resolve(adapters, session.adapter, _captured_command(session))
+    adapter = resolve(
+        adapters,
+        session.adapter,
+        _captured_command(session),
+        (session.external_session_id or "").strip(),
+    )
     external_id = (session.external_session_id or "").strip()
     # Split the pattern first and substitute per argument, so an id can never add arguments.
     words = shlex.split(adapter.resume_pattern or "")

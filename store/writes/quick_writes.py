@@ -257,6 +257,28 @@ def register(
     return _write(url, _once(write, idempotency_key, "register", session_id, clock), wait_seconds)
 
 
+def current_session(
+    url: str, session_id: str, *, wait_seconds: float | None = None
+) -> tuple[bool, SessionRecord | None]:
+    """The session as stored now, read in a transaction of its own: (whether this path took the
+    store, the row or None). A store the path does not take answers (False, None)."""
+    found: list[SessionRecord | None] = []
+
+    def read(run: _Run) -> SessionRecord:
+        found.append(_session(run(_CURRENT, {"session_id": session_id})))
+        raise _Nothing
+
+    try:
+        taken = _write(url, read, wait_seconds)
+    except _Nothing:
+        return True, found[0] if found else None
+    return taken is not None, None
+
+
+class _Nothing(Exception):
+    """A read-only use of the write path: nothing to commit (rolled back)."""
+
+
 # Runs one statement (with :name parameters) in the write's transaction; its first row.
 _Run = Callable[[str, Mapping[str, Any]], Any]
 

@@ -76,7 +76,11 @@ def heartbeat_values(
     turn is done and it awaits a prompt, in its words (kept as the reason, with no wait: no
     human is waited on); a wait wins over it."""
     wait = validation.waiting_reason(waiting) if waiting is not None else None
-    done = validation.waiting_reason(turn_done) if turn_done is not None and wait is None else None
+    done = (
+        validation.waiting_reason(turn_done, "A turn's last words")
+        if turn_done is not None and wait is None
+        else None
+    )
     return {
         "session_id": session_id,
         "status": validation.status(status) if status and status.strip() else None,

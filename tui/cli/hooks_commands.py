@@ -52,6 +52,40 @@ def _store_url(inv: Invocation) -> str:
     return url
 
 
+def _without_password(url: str) -> tuple[str, bool]:
+    """``url`` as a settings file may hold it: without its password (the agents' PostgreSQL
+    client finds it in ~/.pgpass or $PGPASSWORD), and whether one was taken out."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url, False
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{user}@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc)), True
+
+
+def _checked_server(server: str) -> None:
+    """The agent token goes to ``server`` in every request: in clear text only on this machine."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(server)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter("an http:// or https:// URL", param_hint="'--server'")
+    loopback = parts.hostname in ("localhost", "127.0.0.1", "::1") or parts.hostname.startswith(
+        "127."
+    )
+    if parts.scheme == "http" and not loopback:
+        raise click.BadParameter(
+            "the agent token would cross the network in clear text: use https:// (or a "
+            "loopback address)",
+            param_hint="'--server'",
+        )
+
+
 def _home() -> Path:
     return Path(os.path.expanduser("~"))
 
@@ -140,8 +174,8 @@ def install_command(
         raise click.UsageError("--server needs --workspace (the server's routes are by workspace).")
     if token_env and not server:
         raise click.UsageError("--token-env goes with --server.")
-    if server and not server.startswith(("http://", "https://")):
-        raise click.BadParameter("an http:// or https:// URL", param_hint="'--server'")
+    if server:
+        _checked_server(server)
     if not server and not dry_run:  # the store exists, at its current schema, before any hook
         with inv.store():
             pass
@@ -158,9 +192,15 @@ def install_command(
             spool=str(default_spool_path()),
         )
     else:
-        target = install.Target(
-            db=url, agent=agent_id, run=run_id, workspace=workspace, spool=str(default_spool_path())
-        )
+        written, had_password = _without_password(url)
+        if had_password:
+            click.echo(
+                "The store's password is not written into the agent's settings: give it to "
+                "the agents through ~/.pgpass or $PGPASSWORD.",
+                err=True,
+            )
+        target = install.Target(db=written, agent=agent_id, run=run_id, workspace=workspace,
+                                spool=str(default_spool_path()))  # fmt: skip
     command = install.hook_command(_program(), spec, target)
     changes = _planned(install, spec, project, command)
     if not dry_run:
