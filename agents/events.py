@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 # What an event does to the session (DESIGN §10).
 START = "start"  # register (again, on resume, clear or compact: started_at is kept)
@@ -21,24 +21,50 @@ IGNORE = "ignore"  # known, but nothing to write (or a payload of another thread
 
 # The store takes a waiting reason of at most 500 printable characters.
 REASON_LENGTH = 480
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+_CONTROL = r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+"  # compiled when a reason is made
 # An agent's own session id as the store keeps it (and as the resume plan accepts it): never
 # beginning with "-", which the agent's resume command would read as an option.
-EXTERNAL_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+_ID_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-")
+
+
+def is_external_id(value: object) -> bool:
+    """``^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$``, without a regular expression to compile at
+    every hook's start."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= 128
+        and value[0] not in "._:-"
+        and all(char in _ID_CHARACTERS for char in value)
+    )
+
+
 SHELL_TOOLS = frozenset({"Bash", "run_shell_command", "exec_command", "shell", "local_shell"})
 FILE_FIELDS = ("file_path", "path", "notebook_path", "absolute_path", "dir_path")
 
 
-class AgentEvent(NamedTuple):
-    """One hook event, read: ``kind`` (above), the agent's own session id, and what it says."""
+class AgentEvent:
+    """One hook event, read: ``kind`` (above), the agent's own session id, and what it says.
+    A plain class: a NamedTuple would be built (exec'd) at every hook's start."""
 
-    kind: str
-    name: str
-    external_id: str
-    cwd: str | None = None
-    model: str | None = None
-    reason: str | None = None
-    transcript: str | None = None
+    __slots__ = ("kind", "name", "external_id", "cwd", "model", "reason", "transcript")
+
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        external_id: str,
+        cwd: str | None = None,
+        model: str | None = None,
+        reason: str | None = None,
+        transcript: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.name = name
+        self.external_id = external_id
+        self.cwd = cwd
+        self.model = model
+        self.reason = reason
+        self.transcript = transcript
 
 
 class PayloadError(ValueError):
@@ -48,7 +74,7 @@ class PayloadError(ValueError):
 def one_line(value: Any, limit: int = REASON_LENGTH) -> str:
     """``value`` as one printable line of at most ``limit`` characters."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = _CONTROL.sub(" ", text).strip()
+    text = re.sub(_CONTROL, " ", text).strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
@@ -86,7 +112,7 @@ def asks_to_run(tool_name: Any, tool_input: Any) -> str:
 def base_fields(payload: Mapping[str, Any]) -> tuple[str, str | None, str | None]:
     """The agent's own session id (checked), cwd and transcript path every event carries."""
     external_id = payload.get("session_id")
-    if not isinstance(external_id, str) or not EXTERNAL_ID.fullmatch(external_id):
+    if not is_external_id(external_id):
         raise PayloadError("the event has no usable session_id")
     cwd = text_field(payload, "cwd")
     if cwd is not None and (not cwd.startswith("/") or "\x00" in cwd):

@@ -4,13 +4,14 @@ as plain JSON so that the spool can hold it and a later hook replay it."""
 from __future__ import annotations
 
 import os
-import re
 from typing import Any, NamedTuple
 
 from roundtable_console.agents import events
 from roundtable_console.agents.spec import AgentSpec
 
-SESSION_ID = re.compile(r"^[A-Za-z0-9._:@-]{1,200}$")
+_SESSION_CHARACTERS = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:@-"
+)
 ENV_SESSION = "ROUNDTABLE_SESSION_ID"
 ENV_AGENT = "ROUNDTABLE_AGENT"
 ENV_RUN = "ROUNDTABLE_RUN"
@@ -19,12 +20,20 @@ IDLE = "active"
 TURN_DONE = "its turn is done"  # when the agent gives no last words
 
 
-class Where(NamedTuple):
+class Where:
     """Whose session this is: the install's options, else the agent's environment."""
 
-    agent_id: str | None = None
-    run_id: str | None = None
-    workspace_id: str | None = None
+    __slots__ = ("agent_id", "run_id", "workspace_id")
+
+    def __init__(
+        self,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        workspace_id: str | None = None,
+    ) -> None:
+        self.agent_id = agent_id
+        self.run_id = run_id
+        self.workspace_id = workspace_id
 
 
 class Operation(NamedTuple):
@@ -55,7 +64,7 @@ def session_id_for(spec: AgentSpec, event: events.AgentEvent) -> tuple[str, bool
     """The Roundtable session: ``ROUNDTABLE_SESSION_ID`` when the agent was started with one
     (the console's ``R``, ``resume --exec``), else one derived from the agent's own id."""
     given = os.environ.get(ENV_SESSION, "").strip()
-    if given and SESSION_ID.fullmatch(given):
+    if 0 < len(given) <= 200 and all(char in _SESSION_CHARACTERS for char in given):
         return given, True
     return f"{spec.adapter}-{event.external_id}", False
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from roundtable_console.agents.events import AgentEvent
 
@@ -13,21 +13,58 @@ from roundtable_console.agents.events import AgentEvent
 HOOK_TIMEOUT_SECONDS = 10
 
 
-class HookEvent(NamedTuple):
-    name: str
-    matcher: str | None = None
-    timeout: int = HOOK_TIMEOUT_SECONDS
+class HookEvent:
+    """One event an agent is hooked on. Plain classes here, not NamedTuples: each hook process
+    imports these, and a NamedTuple is built (exec'd) at every start."""
+
+    __slots__ = ("name", "matcher", "timeout")
+
+    def __init__(
+        self, name: str, matcher: str | None = None, timeout: int = HOOK_TIMEOUT_SECONDS
+    ) -> None:
+        self.name = name
+        self.matcher = matcher
+        self.timeout = timeout
 
 
-class AgentSpec(NamedTuple):
-    name: str  # as the CLI names it: claude-code, codex, gemini
-    adapter: str  # the session's adapter
-    provider: str
-    program: str
-    read_event: Callable[[Mapping[str, Any]], AgentEvent]
-    user_file: Callable[[Path], Path]
-    project_file: Callable[[Path], Path]
-    events: tuple[HookEvent, ...]
-    timeout_unit: int  # the settings' timeouts: 1 for seconds, 1000 for milliseconds
-    needs_trust: bool = False  # Codex runs no hook its config.toml does not trust
-    named_handlers: bool = False  # Gemini's handlers carry a name
+class AgentSpec:
+    __slots__ = (
+        "name",
+        "adapter",
+        "provider",
+        "program",
+        "read_event",
+        "user_file",
+        "project_file",
+        "events",
+        "timeout_unit",
+        "needs_trust",
+        "named_handlers",
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,  # as the CLI names it: claude-code, codex, gemini
+        adapter: str,  # the session's adapter
+        provider: str,
+        program: str,
+        read_event: Callable[[Mapping[str, Any]], AgentEvent],
+        user_file: Callable[[Path], Path],
+        project_file: Callable[[Path], Path],
+        events: tuple[HookEvent, ...],
+        timeout_unit: int,  # the settings' timeouts: 1 for seconds, 1000 for milliseconds
+        needs_trust: bool = False,  # Codex runs no hook its config.toml does not trust
+        named_handlers: bool = False,  # Gemini's handlers carry a name
+    ) -> None:
+        self.name = name
+        self.adapter = adapter
+        self.provider = provider
+        self.program = program
+        self.read_event = read_event
+        self.user_file = user_file
+        self.project_file = project_file
+        self.events = events
+        self.timeout_unit = timeout_unit
+        self.needs_trust = needs_trust
+        self.named_handlers = named_handlers
