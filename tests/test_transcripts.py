@@ -242,6 +242,19 @@ def test_a_huge_line_is_named_not_held_and_broken_lines_skipped(tmp_path: Path) 
     assert any("not shown" in text for text in texts)
 
 
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of every read the transcript reader makes from now on."""
+    read_bytes: list[int] = []
+    real = os.pread
+
+    def counting(fd: int, size: int, offset: int) -> bytes:
+        read_bytes.append(size)
+        return real(fd, size, offset)
+
+    monkeypatch.setattr(transcripts.os, "pread", counting)
+    return read_bytes
+
+
 def test_a_big_transcript_is_read_from_its_end_only(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -254,14 +267,7 @@ def test_a_big_transcript_is_read_from_its_end_only(
         for _ in range((200 * 1024 * 1024) // len(block) + 1):
             handle.write(block)
     assert path.stat().st_size > 200 * 1024 * 1024
-    read_bytes = []
-    real = os.pread
-
-    def counting(fd: int, size: int, offset: int) -> bytes:
-        read_bytes.append(size)
-        return real(fd, size, offset)
-
-    monkeypatch.setattr(transcripts.os, "pread", counting)
+    read_bytes = _count_reads(monkeypatch)
     page = read_page(_session("claude", CLAUDE_ID, path), limit=50)
     # Whole lines: the limit, or the few more the last line read holds.
     assert 50 <= len(page.entries) <= 52 and page.entries[-1].text == "ok 199"
@@ -277,14 +283,7 @@ def test_a_line_as_long_as_the_file_costs_a_page_its_budget(
     path.parent.mkdir(parents=True)
     with path.open("wb") as handle:
         handle.truncate(64 * 1024 * 1024 * 1024)  # 64 GiB, sparse: no newline anywhere
-    read_bytes = []
-    real = os.pread
-
-    def counting(fd: int, size: int, offset: int) -> bytes:
-        read_bytes.append(size)
-        return real(fd, size, offset)
-
-    monkeypatch.setattr(transcripts.os, "pread", counting)
+    read_bytes = _count_reads(monkeypatch)
     page = read_page(_session("claude", CLAUDE_ID, path))
     assert sum(read_bytes) <= transcripts.READ_BUDGET + transcripts.BLOCK
     assert page.before is not None and any("not shown" in e.text for e in page.entries)
