@@ -20,7 +20,9 @@ class ChangeHub:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._waiting: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
-        self._lock = threading.Lock()
+        # Reentrant: the server's stop (a signal handler, run on the main thread between two
+        # bytecodes) wakes every stream, maybe while that thread is inside ``unsubscribe``.
+        self._lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self.closing = threading.Event()
 

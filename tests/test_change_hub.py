@@ -42,3 +42,22 @@ async def test_a_stream_subscribed_before_the_first_token_is_woken_to_read_again
         assert not woken.is_set()
     finally:
         hub.close()
+
+
+def test_a_stop_signalled_inside_an_unsubscribe_does_not_deadlock() -> None:
+    """The server's stop runs ``close`` from a signal handler on the main thread, which may be
+    inside ``unsubscribe`` (holding the hub's lock) at that moment: it must not wait on itself."""
+    hub = ChangeHub(store=None)  # type: ignore[arg-type]
+    finished = threading.Event()
+
+    async def scenario() -> None:
+        woken = asyncio.Event()
+        with hub._lock:  # as unsubscribe holds it when the signal comes
+            hub.close()
+        hub.unsubscribe(woken)
+        finished.set()
+
+    runner = threading.Thread(target=lambda: asyncio.run(scenario()), daemon=True)
+    runner.start()
+    runner.join(timeout=5)
+    assert finished.is_set(), "close() waited on the lock its own thread held"
