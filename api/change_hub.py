@@ -22,13 +22,13 @@ class ChangeHub:
         self._waiting: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
         # Reentrant: the server's stop (a signal handler, run on the main thread between two
         # bytecodes) wakes every stream, maybe while that thread is inside ``unsubscribe``.
-        self._lock = threading.RLock()
+        self.waiting_lock = threading.RLock()
         self._thread: threading.Thread | None = None
         self.closing = threading.Event()
 
     def subscribe(self) -> asyncio.Event:
         woken = asyncio.Event()
-        with self._lock:
+        with self.waiting_lock:
             self._waiting.add((asyncio.get_running_loop(), woken))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._wait, name="change-hub", daemon=True)
@@ -36,7 +36,7 @@ class ChangeHub:
         return woken
 
     def unsubscribe(self, woken: asyncio.Event) -> None:
-        with self._lock:
+        with self.waiting_lock:
             self._waiting = {entry for entry in self._waiting if entry[1] is not woken}
 
     def close(self) -> None:
@@ -44,7 +44,7 @@ class ChangeHub:
         self._wake_all()
 
     def _wake_all(self) -> None:
-        with self._lock:
+        with self.waiting_lock:
             waiting = list(self._waiting)
         for loop, woken in waiting:
             try:

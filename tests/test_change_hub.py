@@ -52,7 +52,7 @@ def test_a_stop_signalled_inside_an_unsubscribe_does_not_deadlock() -> None:
 
     async def scenario() -> None:
         woken = asyncio.Event()
-        with hub._lock:  # as unsubscribe holds it when the signal comes
+        with hub.waiting_lock:  # as unsubscribe holds it when the signal comes
             hub.close()
         hub.unsubscribe(woken)
         finished.set()
