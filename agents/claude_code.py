@@ -93,7 +93,6 @@ SPEC = AgentSpec(
     name="claude-code",
     adapter="claude",
     provider="anthropic",
-    program="claude",
     read_event=read_event,
     user_file=user_file,
     project_file=project_file,

@@ -71,7 +71,6 @@ SPEC = AgentSpec(
     name="codex",
     adapter="codex",
     provider="openai",
-    program="codex",
     read_event=read_event,
     user_file=user_file,
     project_file=project_file,

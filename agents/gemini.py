@@ -63,7 +63,6 @@ SPEC = AgentSpec(
     name="gemini",
     adapter="gemini",
     provider="google",
-    program="gemini",
     read_event=read_event,
     user_file=user_file,
     project_file=project_file,

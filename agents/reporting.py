@@ -46,10 +46,9 @@ class LocalReporter:
     """Writes to the store at ``url`` (SQLite or PostgreSQL) as ``roundtable sessions`` would."""
 
     def __init__(self, url: str) -> None:
-        self.url = url
         from roundtable_console.store.db import drivers
 
-        self.description = drivers.describe(url) or "the store"
+        self.url = url
         self._path = drivers.sqlite_path(url)
 
     @property
@@ -92,7 +91,7 @@ class LocalReporter:
                 op.key,
                 session_id=op.session_id,
                 status=fields["status"],
-                once_ended=True,
+                quick_only={"once_ended": True},
             )
             return
         if op.op == "start":
@@ -119,7 +118,8 @@ class LocalReporter:
             "turn_done": fields.get("turn"),
         }
         try:
-            self._write("heartbeat", clock, op.key, quiet_seconds=QUIET_SECONDS, **beat)
+            quiet = {"quiet_seconds": QUIET_SECONDS}
+            self._write("heartbeat", clock, op.key, quick_only=quiet, **beat)
         except SessionNotFound:
             self._write(
                 "register", clock, op.key + ":start", session_id=op.session_id, **fields["start"]
@@ -140,20 +140,23 @@ class LocalReporter:
         stored = (current.external_session_id or "").strip()
         return not stored or stored == op.external_id
 
-    def _write(self, name: str, clock: Callable[[], datetime], key: str, **values: Any) -> None:
+    def _write(
+        self,
+        name: str,
+        clock: Callable[[], datetime],
+        key: str,
+        *,
+        quick_only: dict[str, Any] | None = None,
+        **values: Any,
+    ) -> None:
+        """``quick_writes.NAME`` (``quick_only``: its options the full path has not, such as a
+        quiet beat), else the full path for a store the quick writes do not take."""
         from roundtable_console.store.writes import quick_writes
 
-        write = getattr(quick_writes, name)
-        quiet = values.pop("quiet_seconds", None)
-        once = values.pop("once_ended", None)
-        extra: dict[str, Any] = {}
-        if quiet is not None:
-            extra["quiet_seconds"] = quiet
-        if once is not None:
-            extra["once_ended"] = once
-        done = write(
-            self.url, clock=clock, idempotency_key=key, wait_seconds=WAIT_SECONDS, **values, **extra
-        )
+        done = getattr(quick_writes, name)(
+            self.url, clock=clock, idempotency_key=key, wait_seconds=WAIT_SECONDS,
+            **values, **(quick_only or {}),
+        )  # fmt: skip
         if done is None:
             self._write_full(name, clock, **values)
 
@@ -181,7 +184,6 @@ class ServerReporter:
         self.base = server.rstrip("/")
         self.token = token
         self.workspace_id = workspace_id
-        self.description = self.base
         # The last beat sent per session (a file of its owner's, beside the spool): a burst of
         # tool events sends one beat in QUIET_SECONDS, as the store's quiet beat writes one.
         self.beats = beats
@@ -327,8 +329,3 @@ class ServerReporter:
 
 def server_token(variable: str | None) -> str | None:
     return os.environ.get(variable, "").strip() or None if variable else None
-
-
-def private_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return path

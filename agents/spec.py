@@ -32,7 +32,6 @@ class AgentSpec:
         "name",
         "adapter",
         "provider",
-        "program",
         "read_event",
         "user_file",
         "project_file",
@@ -48,7 +47,6 @@ class AgentSpec:
         name: str,  # as the CLI names it: claude-code, codex, gemini
         adapter: str,  # the session's adapter
         provider: str,
-        program: str,
         read_event: Callable[[Mapping[str, Any]], AgentEvent],
         user_file: Callable[[Path], Path],
         project_file: Callable[[Path], Path],
@@ -60,7 +58,6 @@ class AgentSpec:
         self.name = name
         self.adapter = adapter
         self.provider = provider
-        self.program = program
         self.read_event = read_event
         self.user_file = user_file
         self.project_file = project_file

@@ -6,7 +6,6 @@ the command here is the same, for ``--help`` and for a run through the full comm
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -292,6 +291,3 @@ def run_command(args: tuple[str, ...]) -> None:
     from roundtable_console.agents.hook_run import main
 
     sys.exit(main(list(args)))
-
-
-__all__ = ["hooks_group", "json"]
