@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from roundtable_console.agents.answers import answer_permission
 from roundtable_console.agents.events import (
     END,
     IGNORE,
@@ -18,6 +19,7 @@ from roundtable_console.agents.events import (
     asks_to_run,
     base_fields,
     one_line,
+    permission_ask,
     text_field,
 )
 from roundtable_console.agents.spec import AgentSpec, HookEvent
@@ -40,7 +42,10 @@ def read_event(payload: Mapping[str, Any]) -> AgentEvent:
     if name == "SessionEnd":
         return event(END)
     if name == "PermissionRequest":
-        return event(WAIT, asks_to_run(payload.get("tool_name"), payload.get("tool_input")))
+        reason = asks_to_run(payload.get("tool_name"), payload.get("tool_input"))
+        return AgentEvent(
+            WAIT, name, external_id, cwd, model, reason, transcript, permission_ask(payload)
+        )
     if name == "PreToolUse" and payload.get("tool_name") in _QUESTION_TOOLS:
         return event(WAIT, _question(payload.get("tool_input")))
     if name == "Notification":
@@ -96,11 +101,12 @@ SPEC = AgentSpec(
     read_event=read_event,
     user_file=user_file,
     project_file=project_file,
+    answer_permission=answer_permission,
     events=(
         HookEvent("SessionStart"),
         HookEvent("UserPromptSubmit"),
         HookEvent("PreToolUse", matcher="*"),
-        HookEvent("PermissionRequest", matcher="*"),
+        HookEvent("PermissionRequest", matcher="*", asks=True),
         HookEvent("PostToolUse", matcher="*"),
         HookEvent("Notification"),
         HookEvent("Stop"),

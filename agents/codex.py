@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from roundtable_console.agents.answers import answer_permission
 from roundtable_console.agents.events import (
     END,
     IGNORE,
@@ -19,6 +20,7 @@ from roundtable_console.agents.events import (
     asks_to_run,
     base_fields,
     one_line,
+    permission_ask,
     text_field,
 )
 from roundtable_console.agents.spec import AgentSpec, HookEvent
@@ -37,7 +39,10 @@ def read_event(payload: Mapping[str, Any]) -> AgentEvent:
     if name == "SessionEnd":
         return event(END)
     if name == "PermissionRequest":
-        return event(WAIT, asks_to_run(payload.get("tool_name"), payload.get("tool_input")))
+        reason = asks_to_run(payload.get("tool_name"), payload.get("tool_input"))
+        return AgentEvent(
+            WAIT, name, external_id, cwd, model, reason, transcript, permission_ask(payload)
+        )
     if name == "Stop":
         message = text_field(payload, "last_assistant_message")
         return event(TURN, one_line(message, 200) if message else None)
@@ -74,11 +79,12 @@ SPEC = AgentSpec(
     read_event=read_event,
     user_file=user_file,
     project_file=project_file,
+    answer_permission=answer_permission,
     events=(
         HookEvent("SessionStart"),
         HookEvent("UserPromptSubmit"),
         HookEvent("PreToolUse", matcher="*"),
-        HookEvent("PermissionRequest", matcher="*"),
+        HookEvent("PermissionRequest", matcher="*", asks=True),
         HookEvent("PostToolUse", matcher="*"),
         HookEvent("Stop"),
         # Codex holds SessionEnd's hooks to 3 s whatever they ask.

@@ -42,11 +42,24 @@ SHELL_TOOLS = frozenset({"Bash", "run_shell_command", "exec_command", "shell", "
 FILE_FIELDS = ("file_path", "path", "notebook_path", "absolute_path", "dir_path")
 
 
-class AgentEvent:
-    """One hook event, read: ``kind`` (above), the agent's own session id, and what it says.
-    A plain class: a NamedTuple would be built (exec'd) at every hook's start."""
+class Ask:
+    """What an agent asks a human to allow: the tool, its input, its own suggestions (Claude
+    Code's ``permission_suggestions``)."""
 
-    __slots__ = ("kind", "name", "external_id", "cwd", "model", "reason", "transcript")
+    __slots__ = ("tool_name", "tool_input", "suggestions")
+
+    def __init__(self, tool_name: str, tool_input: Any, suggestions: Any = None) -> None:
+        self.tool_name = tool_name
+        self.tool_input = tool_input
+        self.suggestions = suggestions
+
+
+class AgentEvent:
+    """One hook event, read: ``kind`` (above), the agent's own session id, and what it says
+    (``ask``: a permission request a human may answer). A plain class: a NamedTuple would be
+    built (exec'd) at every hook's start."""
+
+    __slots__ = ("kind", "name", "external_id", "cwd", "model", "reason", "transcript", "ask")
 
     def __init__(
         self,
@@ -57,7 +70,9 @@ class AgentEvent:
         model: str | None = None,
         reason: str | None = None,
         transcript: str | None = None,
+        ask: Ask | None = None,
     ) -> None:
+        self.ask = ask
         self.kind = kind
         self.name = name
         self.external_id = external_id
@@ -121,3 +136,10 @@ def base_fields(payload: Mapping[str, Any]) -> tuple[str, str | None, str | None
     if transcript is not None and (not transcript.startswith("/") or "\x00" in transcript):
         transcript = None
     return external_id, cwd, transcript
+
+
+def permission_ask(payload: Mapping[str, Any]) -> Ask:
+    """A ``PermissionRequest`` payload's ask (Claude Code's and Codex's shape)."""
+    tool_name = payload.get("tool_name")
+    name = one_line(tool_name, 60) if isinstance(tool_name, str) and tool_name else "a tool"
+    return Ask(name, payload.get("tool_input"), payload.get("permission_suggestions"))

@@ -16,6 +16,7 @@ from roundtable_console.agents.events import (
     WAIT,
     WORK,
     AgentEvent,
+    Ask,
     asks_to_run,
     base_fields,
     one_line,
@@ -39,7 +40,9 @@ def read_event(payload: Mapping[str, Any]) -> AgentEvent:
         if payload.get("notification_type") == "ToolPermission":
             details = payload.get("details")
             if isinstance(details, Mapping) and details.get("command"):
-                return event(WAIT, asks_to_run("run_shell_command", details))
+                reason = asks_to_run("run_shell_command", details)
+                ask = Ask("run_shell_command", dict(details))
+                return AgentEvent(WAIT, name, external_id, cwd, None, reason, transcript, ask)
             message = text_field(payload, "message")
             return event(WAIT, one_line(message or "asks for permission"))
         return event(IGNORE)

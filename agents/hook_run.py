@@ -27,6 +27,7 @@ _OPTIONS = {
     "--server": "server",
     "--token-env": "token_env",
     "--spool": "spool",
+    "--permission-wait": "permission_wait",
 }
 
 
@@ -102,7 +103,37 @@ def run(argv: Sequence[str], stdin: Any) -> None:
     operation = operation_for(spec, event, where, at=format_ts(system_clock()), key=key)
     if operation is None:
         return
-    deliver(operation, reporter_for(options), options.get("spool"))
+    reporter = reporter_for(options)
+    written = deliver(operation, reporter, options.get("spool"))
+    if written is None or options.get("server"):
+        return
+    if event.ask is not None:
+        wait = permission_wait(options)
+        if wait > 0:
+            from roundtable_console.agents.asking import ask_human
+
+            answer = ask_human(reporter.url, spec.name, written, event, event.ask, wait)
+            if answer is not None:
+                sys.stdout.write(json.dumps(answer))
+                sys.stdout.flush()
+    elif operation.op == "end" or operation.fields.get("turn"):
+        reporter.withdraw_requests(written)
+
+
+def permission_wait(options: dict[str, str]) -> float:
+    """How long a permission request waits for a human (``--permission-wait``, set at install
+    with the agent's hook timeout above it). 0, and absent (hooks installed before requests
+    were, whose timeout is short): the session waits with the agent's words, nothing more."""
+    from roundtable_console.store.requests.records import MAX_WAIT_SECONDS
+
+    raw = options.get("permission_wait")
+    if raw is None:
+        return 0.0
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise ValueError("--permission-wait is a number of seconds") from None
+    return min(max(seconds, 0.0), MAX_WAIT_SECONDS)
 
 
 def reporter_for(options: dict[str, str]) -> Any:
@@ -123,19 +154,19 @@ def reporter_for(options: dict[str, str]) -> Any:
     return LocalReporter(url)
 
 
-def deliver(operation: Any, reporter: Any, spool_file: str | None = None) -> None:
-    """The spool first (in order), then ``operation``; what cannot be written now is spooled."""
+def deliver(operation: Any, reporter: Any, spool_file: str | None = None) -> str | None:
+    """The spool first (in order), then ``operation``; what cannot be written now is spooled.
+    The session ``operation`` was written to, when it was written now."""
     from roundtable_console.agents.reporting import Refused, Retry
     from roundtable_console.agents.spool import Spool, spool_path
 
     spool = Spool(spool_path(spool_file))
     if not spool.pending():
         try:
-            reporter.apply(operation)
-            return
+            return reporter.apply(operation)
         except Refused as refused:
             say(f"not written: {refused}")
-            return
+            return None
         except Retry as retry:
             problem = str(retry)
         with spool.locked() as fd:
@@ -145,7 +176,7 @@ def deliver(operation: Any, reporter: Any, spool_file: str | None = None) -> Non
             if kept
             else f"{problem}; the spool {spool.path} is full, this event is lost"
         )
-        return
+        return None
     operation = operation._replace(target=reporter.target)
     with spool.locked() as fd:
         # One spool holds what hooks of several installs (stores, servers) could not write:
@@ -153,13 +184,16 @@ def deliver(operation: Any, reporter: Any, spool_file: str | None = None) -> Non
         spooled = spool.read(fd)
         others = [queued for queued in spooled if queued.target != operation.target]
         waiting = [*(queued for queued in spooled if queued.target == operation.target), operation]
+        written = None
         for index, queued in enumerate(waiting):
             try:
-                reporter.apply(queued)
+                written = reporter.apply(queued)
             except Refused as refused:
+                written = None
                 say(f"not written: {refused}")
             except Retry as retry:
                 spool.rewrite(fd, [*others, *waiting[index:]])
                 say(f"{retry}; {len(waiting) - index} event(s) kept in {spool.path}")
-                return
+                return None
         spool.rewrite(fd, others)
+        return written

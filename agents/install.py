@@ -27,6 +27,7 @@ class Target(NamedTuple):
     run: str | None = None
     workspace: str | None = None
     spool: str | None = None
+    permission_wait: int | None = None  # seconds a permission request waits for a human
 
 
 def hook_command(program: str, spec: AgentSpec, target: Target) -> str:
@@ -42,6 +43,8 @@ def hook_command(program: str, spec: AgentSpec, target: Target) -> str:
     ):
         if value:
             words += [flag, value]
+    if target.permission_wait:
+        words += ["--permission-wait", str(target.permission_wait)]
     return shlex.join(words)
 
 
@@ -49,11 +52,18 @@ def settings_file(spec: AgentSpec, home: Path, project: Path | None) -> Path:
     return spec.project_file(project) if project is not None else spec.user_file(home)
 
 
-def plan(spec: AgentSpec, *, home: Path, project: Path | None, command: str | None) -> list[Change]:
+def plan(
+    spec: AgentSpec,
+    *,
+    home: Path,
+    project: Path | None,
+    command: str | None,
+    permission_wait: int | None = None,
+) -> list[Change]:
     """The changes installing (``command``) or uninstalling (None) makes, nothing written yet."""
     path = settings_file(spec, home, project).absolute()
     _, before = settings_files.read_settings(path)
-    change = settings_files.plan_change(path, spec, command)
+    change = settings_files.plan_change(path, spec, command, permission_wait)
     changes = [change]
     if spec.needs_trust:
         from roundtable_console.agents.codex import codex_home
@@ -65,7 +75,7 @@ def plan(spec: AgentSpec, *, home: Path, project: Path | None, command: str | No
                 f"layer: move them to {path} (same shape) or install with --project. "
                 "Nothing was changed."
             )
-        after = settings_files.merged(before, spec, command)
+        after = settings_files.merged(before, spec, command, permission_wait)
         old = codex_trust.our_trust(path, before)
         new = codex_trust.our_trust(path, after, command) if command is not None else {}
         changes.append(codex_trust.plan_trust(config, old, new))

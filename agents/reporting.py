@@ -55,16 +55,17 @@ class LocalReporter:
     def target(self) -> str:
         return _digest(self.url)
 
-    def apply(self, operation: Operation) -> None:
+    def apply(self, operation: Operation) -> str | None:
+        """The session written to (None: nothing was)."""
         from roundtable_console.store.errors import SessionNotFound, StoreError
 
         if self._path is not None and not self._path.exists():
             raise Retry(f"the store {self._path} does not exist")
         try:
-            self._apply(operation)
+            return self._apply(operation)
         except SessionNotFound:
             if operation.op == "end":
-                return  # nothing to end
+                return None  # nothing to end
             raise
         except StoreError as error:
             if error.code == "database_unavailable":
@@ -77,7 +78,18 @@ class LocalReporter:
                 f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
             ) from None
 
-    def _apply(self, op: Operation) -> None:
+    def withdraw_requests(self, session_id: str) -> None:
+        """Its agent moved on: the session's pending permission requests are withdrawn (said,
+        not retried, when the store cannot be written: they expire anyway)."""
+        from roundtable_console.store.writes import quick_writes
+
+        try:
+            quick_writes.withdraw_requests(self.url, session_id=session_id,
+                                           wait_seconds=WAIT_SECONDS)  # fmt: skip
+        except Exception as error:  # noqa: BLE001 - never in the agent's way
+            raise Refused(f"pending requests not withdrawn ({type(error).__name__})") from None
+
+    def _apply(self, op: Operation) -> str:
         from roundtable_console.store.errors import SessionNotFound
 
         if op.given_session and not self._given_is_ours(op):
@@ -93,7 +105,7 @@ class LocalReporter:
                 status=fields["status"],
                 quick_only={"once_ended": True},
             )
-            return
+            return op.session_id
         if op.op == "start":
             if op.given_session:
                 try:  # a session the console launched keeps its agent, run and history
@@ -106,11 +118,11 @@ class LocalReporter:
                         waiting=None,
                         external_session_id=fields["external_session_id"],
                     )
-                    return
+                    return op.session_id
                 except SessionNotFound:
                     pass
             self._write("register", clock, op.key, session_id=op.session_id, **fields)
-            return
+            return op.session_id
         beat = {
             "session_id": op.session_id,
             "status": fields["status"],
@@ -125,6 +137,7 @@ class LocalReporter:
                 "register", clock, op.key + ":start", session_id=op.session_id, **fields["start"]
             )
             self._write("heartbeat", clock, op.key, **beat)
+        return op.session_id
 
     def _given_is_ours(self, op: Operation) -> bool:
         """Whether the session ROUNDTABLE_SESSION_ID names is this agent's: it has no agent id
@@ -188,7 +201,8 @@ class ServerReporter:
         # tool events sends one beat in QUIET_SECONDS, as the store's quiet beat writes one.
         self.beats = beats
 
-    def apply(self, op: Operation) -> None:
+    def apply(self, op: Operation) -> str | None:
+        """The session written to (None: nothing was)."""
         from urllib.parse import quote
 
         if op.given_session and not self._given_is_ours(op):
@@ -200,7 +214,7 @@ class ServerReporter:
             )
             if status not in (200, 404):
                 self._refuse(status)
-            return
+            return op.session_id
         if op.op == "start":
             if op.given_session:
                 body = {"external_session_id": fields["external_session_id"]}
@@ -208,15 +222,15 @@ class ServerReporter:
                     "POST", op.session_id, f"/heartbeat?status={IDLE}", body, op.key
                 )
                 if status == 200:
-                    return
+                    return op.session_id
                 if status != 404:
                     self._refuse(status)
             self._register(op.session_id, fields, op.key)
-            return
+            return op.session_id
         body = {"waiting": fields["waiting"], "turn_done": fields.get("turn")}
         said = [op.session_id, fields["status"], fields["waiting"], fields.get("turn")]
         if self._quiet(said, op.at):
-            return
+            return op.session_id
         beat = f"/heartbeat?status={quote(fields['status'])}"
         status, _ = self._call("POST", op.session_id, beat, body, op.key)
         if status == 404:
@@ -225,6 +239,7 @@ class ServerReporter:
         if status != 200:
             self._refuse(status)
         self._sent(said, op.at)
+        return op.session_id
 
     @property
     def target(self) -> str:

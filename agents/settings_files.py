@@ -64,19 +64,30 @@ def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
     return text, settings
 
 
-def handler(spec: AgentSpec, event: HookEvent, command: str) -> dict[str, Any]:
+# A waiting hook's timeout is this much above its wait: the hook, not the agent, ends the wait.
+WAIT_MARGIN_SECONDS = 15
+
+
+def handler(
+    spec: AgentSpec, event: HookEvent, command: str, permission_wait: int | None = None
+) -> dict[str, Any]:
+    timeout = event.timeout
+    if event.asks and permission_wait:
+        timeout = max(timeout, permission_wait + WAIT_MARGIN_SECONDS)
     entry: dict[str, Any] = {
         "type": "command",
         "command": command,
-        "timeout": event.timeout * spec.timeout_unit,
+        "timeout": timeout * spec.timeout_unit,
     }
     if spec.named_handlers:
         entry = {"name": "roundtable", **entry}
     return entry
 
 
-def group(spec: AgentSpec, event: HookEvent, command: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {"hooks": [handler(spec, event, command)]}
+def group(
+    spec: AgentSpec, event: HookEvent, command: str, permission_wait: int | None = None
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {"hooks": [handler(spec, event, command, permission_wait)]}
     return {"matcher": event.matcher, **entry} if event.matcher is not None else entry
 
 
@@ -85,7 +96,12 @@ def _is_our_group(candidate: Any, agent: str) -> bool:
     return bool(hooks) and isinstance(hooks, list) and all(our_agent(h) == agent for h in hooks)
 
 
-def merged(settings: dict[str, Any], spec: AgentSpec, command: str | None) -> dict[str, Any]:
+def merged(
+    settings: dict[str, Any],
+    spec: AgentSpec,
+    command: str | None,
+    permission_wait: int | None = None,
+) -> dict[str, Any]:
     """``settings`` with our groups for ``spec`` replaced in place (or appended), or removed
     when ``command`` is None; every other key and group as it was."""
     result = json.loads(json.dumps(settings))
@@ -98,7 +114,7 @@ def merged(settings: dict[str, Any], spec: AgentSpec, command: str | None) -> di
             if not groups:
                 del hooks[name]
     for name, event in wanted.items():
-        ours = group(spec, event, command or "")
+        ours = group(spec, event, command or "", permission_wait)
         groups = hooks.setdefault(name, [])
         places = [i for i, g in enumerate(groups) if _is_our_group(g, spec.name)]
         if places:
@@ -118,9 +134,11 @@ def render(settings: dict[str, Any]) -> str:
     return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
 
 
-def plan_change(path: Path, spec: AgentSpec, command: str | None) -> Change:
+def plan_change(
+    path: Path, spec: AgentSpec, command: str | None, permission_wait: int | None = None
+) -> Change:
     before, settings = read_settings(path)
-    after_settings = merged(settings, spec, command)
+    after_settings = merged(settings, spec, command, permission_wait)
     if after_settings == settings and (before is not None or command is None):
         return Change(path, before, None)
     if before is None and command is None:

@@ -17,11 +17,16 @@ class HookEvent:
     """One event an agent is hooked on. Plain classes here, not NamedTuples: each hook process
     imports these, and a NamedTuple is built (exec'd) at every start."""
 
-    __slots__ = ("name", "matcher", "timeout")
+    __slots__ = ("name", "matcher", "timeout", "asks")
 
     def __init__(
-        self, name: str, matcher: str | None = None, timeout: int = HOOK_TIMEOUT_SECONDS
+        self,
+        name: str,
+        matcher: str | None = None,
+        timeout: int = HOOK_TIMEOUT_SECONDS,
+        asks: bool = False,  # a permission request: its hook waits for a human
     ) -> None:
+        self.asks = asks
         self.name = name
         self.matcher = matcher
         self.timeout = timeout
@@ -39,6 +44,7 @@ class AgentSpec:
         "timeout_unit",
         "needs_trust",
         "named_handlers",
+        "answer_permission",
     )
 
     def __init__(
@@ -54,7 +60,11 @@ class AgentSpec:
         timeout_unit: int,  # the settings' timeouts: 1 for seconds, 1000 for milliseconds
         needs_trust: bool = False,  # Codex runs no hook its config.toml does not trust
         named_handlers: bool = False,  # Gemini's handlers carry a name
+        # A decided permission request as the agent's hook output; None: its hooks cannot
+        # answer one (Gemini CLI's).
+        answer_permission: Callable[[Any], dict[str, Any]] | None = None,
     ) -> None:
+        self.answer_permission = answer_permission
         self.name = name
         self.adapter = adapter
         self.provider = provider

@@ -18,6 +18,7 @@ from roundtable_console.api import (
     action_ops,
     bodies,
     detail_ops,
+    request_ops,
     schemas,
     session_ops,
     streams,
@@ -148,6 +149,27 @@ STATUS_PARAMETER = {
 }
 
 
+ALL_STATES = {"name": "all", "in": "query", "schema": {"type": "boolean"}}
+DECISION_BODY = {
+    "type": "object",
+    "properties": {
+        "decision": {"enum": ["allow", "deny"]},
+        "message": {
+            "type": ["string", "null"],
+            "maxLength": 2000,
+            "description": "With a deny: why, for the agent's model to read.",
+        },
+        "suggestion": {
+            "type": ["integer", "null"],
+            "minimum": 0,
+            "description": "With an allow: the number of the agent's own suggestion to take.",
+        },
+    },
+    "required": ["decision"],
+    "additionalProperties": False,
+}
+
+
 CHANGES_PARAMETERS = [
     {"name": "status", "in": "query", "schema": TEXT_QUERY, "description": "Repeatable."},
     {"name": "agent_id", "in": "query", "schema": TEXT_QUERY},
@@ -252,6 +274,17 @@ def _routes(app: FastAPI) -> None:
                name="session_transcript",
                summary="What the agent is doing: a page of its own transcript, newest last.",
                model=schemas.Transcript, parameters=[schemas.LIMIT, schemas.BEFORE])  # fmt: skip
+    _operation(app, "GET", f"{ONE}/requests", request_ops.session_requests,
+               name="session_requests",
+               summary="The session's permission requests: pending, oldest first (all=true: "
+               "every state, newest first).",
+               parameters=[ALL_STATES])  # fmt: skip
+    _operation(app, "POST", f"{ONE}/requests/{{request_id}}/decision", request_ops.decide,
+               name="decide_request",
+               summary="Allow or deny a permission request (an operator's; an Idempotency-Key "
+               "is required; a request decided, expired or withdrawn already answers 409).",
+               errors=(409,), parameters=[schemas.idempotency(True)],
+               body=DECISION_BODY, body_required=True)  # fmt: skip
     for name, model in (("metrics", schemas.Metrics), ("environment", schemas.Environment)):
         _operation(app, "GET", f"{ONE}/{name}", detail_ops.record_of(name),
                    name=f"session_{name}", summary=f"The session's {name}.",

@@ -15,6 +15,7 @@ BAD_INPUT_CODES = frozenset(
         "idempotency_key_required",
         "invalid_token_request",
         "invalid_event_cursor",
+        "invalid_decision",
     }
 )
 
@@ -86,3 +87,12 @@ WorkspaceNotFound = _error(
 )
 SessionCreateConflict = _error("session_create_conflict", "A new session could not be stored.")
 InvalidEventCursor = _error("invalid_event_cursor", "An event stream position is not one it gave.")
+RequestNotFound = _error("request_not_found", "No permission request has that id (within reach).")
+RequestAlreadySettled = _error(
+    "request_already_settled", "The permission request was decided, expired or withdrawn already."
+)
+InvalidDecision = _error("invalid_decision", "A decision is allow or deny, with what it may carry.")
+NotDeliverable = _error(
+    "not_deliverable", "The agent's hooks cannot deliver that answer (say how it can be answered)."
+)
+NoReplyPath = _error("no_reply_path", "The session's agent cannot be sent a reply from here.")

@@ -50,8 +50,46 @@ DESIGN_ERROR_CODES = frozenset(
         "workspace_not_found",
         "session_create_conflict",
         "invalid_event_cursor",
+        # Permission requests and replies (issue 30).
+        "request_not_found",
+        "request_already_settled",
+        "invalid_decision",
+        "not_deliverable",
+        "no_reply_path",
     }
 )
+
+
+def seed_request(
+    url: str,
+    request_id: str,
+    session_id: str,
+    *,
+    agent: str = "claude-code",
+    state: str = "pending",
+    asked_at: str = "2026-09-17T10:00:00.000000Z",
+    expires_at: str = "2999-01-01T00:00:00.000000Z",
+) -> None:
+    """A permission request as a hook records it (``store.requests.asking``)."""
+    from sqlalchemy import text
+
+    answers = "" if agent == "gemini" else "allow,deny"
+    opened = open_store(url)
+    try:
+        with opened.write() as db:
+            db.execute(
+                text(
+                    "INSERT INTO permission_requests (id, session_id, agent, tool_name,"
+                    " tool_input_json, input_cut, answers, reason, asked_at, expires_at, state)"
+                    " VALUES (:id, :session, :agent, 'Bash', '{\"command\": \"make\"}', 0,"
+                    " :answers, 'asks to run Bash: make', :asked, :expires, :state)"
+                ),
+                {"id": request_id, "session": session_id, "agent": agent, "answers": answers,
+                 "asked": asked_at, "expires": expires_at, "state": state},
+            )  # fmt: skip
+    finally:
+        opened.dispose()
+
 
 SESSION_DEFAULTS: dict[str, Any] = {
     "agent_id": "a",

@@ -112,3 +112,38 @@ def history(url: str, session_id: str) -> list[tuple[str, dict[str, Any]]]:
     finally:
         store.dispose()
     return [(row[0], json.loads(row[1] or "{}")) for row in rows]
+
+
+def hook_started(
+    agent: str, payload: Any, *options: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """A hook process the agent started and has not yet heard from (a permission request that
+    waits for a human): its stdin given and closed, its answer to be read."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ROUNDTABLE_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "roundtable_console", "hooks", "run", agent, *options],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env={**base, **(env or {})},
+    )
+    assert process.stdin is not None
+    process.stdin.write(json.dumps(payload).encode())
+    process.stdin.close()
+    process.stdin = None  # given: communicate() only reads
+    return process
+
+
+def pending_requests(store: Any, *, count: int = 1, seconds: float = 30) -> list[Any]:
+    """The pending permission requests of ``store``, once there are ``count`` (bounded)."""
+    import time
+
+    from roundtable_console.store.requests.reads import list_requests
+
+    deadline = time.monotonic() + seconds
+    while True:
+        found = list_requests(store=store)
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)

@@ -63,8 +63,11 @@ def test_install_merges_into_a_project_and_is_idempotent(rt: Cli, home: Path, tm
         "SessionEnd",
     ):
         (handler,) = _ours(settings, event)
-        assert handler["type"] == "command" and handler["timeout"] == 10
+        # A permission request waits for a human (120 s by default): its timeout is above that.
+        waits = event == "PermissionRequest"
+        assert handler["type"] == "command" and handler["timeout"] == (135 if waits else 10)
         assert "hooks run claude-code --db sqlite:///" in handler["command"]
+        assert handler["command"].endswith("--permission-wait 120")
     assert "matcher" not in settings["hooks"]["SessionStart"][0]
     assert settings["hooks"]["PreToolUse"][0]["matcher"] == "*"
     assert stat.S_IMODE(settings_path.stat().st_mode) == 0o640  # its mode kept

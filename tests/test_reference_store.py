@@ -288,6 +288,7 @@ def test_opening_keeps_every_reference_column_and_index(reference_path: Path):
         "session_usage_totals",
         "api_tokens",
         "api_web_sessions",
+        "permission_requests",
         "alembic_version",
     }
     assert tables == {*REFERENCE_TABLES, "sqlite_sequence", *ours}

@@ -39,7 +39,7 @@ from roundtable_console.store.writes.transfer import KINDS, TABLES
 from roundtable_console.tui import output
 from roundtable_console.tui.cli import cli
 from tests.conftest import FakeClock
-from tests.helpers import DESIGN_ERROR_CODES, Cli
+from tests.helpers import DESIGN_ERROR_CODES, Cli, seed_request
 from tests.test_transfer import populate
 
 OUR_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
@@ -560,6 +560,16 @@ def scenario(code: str, rt: Cli, tmp_path: Path) -> tuple[list[str], str | None]
         return ["tokens", "create", "--name", "no spaces", "--role", "viewer"], None
     if code == "token_not_found":
         return ["tokens", "revoke", "--name", "nobody"], None
+    if code == "request_not_found":
+        return ["requests", "allow", "req-ghost"], None
+    if code in ("request_already_settled", "invalid_decision", "not_deliverable"):
+        rt.register("s1")
+        agent = "gemini" if code == "not_deliverable" else "claude-code"
+        state = "denied" if code == "request_already_settled" else "pending"
+        seed_request(rt.url, "req-1", "s1", agent=agent, state=state)
+        if code == "invalid_decision":
+            return ["requests", "deny", "req-1", "--message", "a\x1bb"], None
+        return ["requests", "allow", "req-1"], None
     raise AssertionError(code)
 
 
@@ -586,12 +596,22 @@ EXPECTED_EXIT = {
     "not_launchable": 1,
     "invalid_token_request": 2,
     "token_not_found": 1,
+    "request_not_found": 1,
+    "request_already_settled": 1,
+    "invalid_decision": 2,
+    "not_deliverable": 1,
 }
 
 
 # Codes only the server gives (tests/test_api_*.py reach each of them over HTTP).
 SERVER_CODES = frozenset(
-    {"invalid_token", "workspace_not_found", "session_create_conflict", "invalid_event_cursor"}
+    {
+        "invalid_token",
+        "workspace_not_found",
+        "session_create_conflict",
+        "invalid_event_cursor",
+        "no_reply_path",
+    }
 )
 
 
@@ -682,6 +702,8 @@ def minimal_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, "claude-code", "--project", "."], None
     if path == ("hooks", "uninstall"):
         return [*path, "claude-code", "--dry-run"], None
+    if path in (("requests", "allow"), ("requests", "deny")):
+        return [*path, "req-1" if path[1] == "allow" else "req-2"], None
     return list(path), None
 
 
@@ -940,6 +962,8 @@ def success_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, "--session", on.get(path[1], "s1"), *extra], None
     if path == ("resume",):
         return [*path, "--session", "s1"], None
+    if path in (("requests", "allow"), ("requests", "deny")):
+        return [*path, "req-1" if path[1] == "allow" else "req-2"], None
     if path == ("demo",):
         return [*path, "--sessions", "1"], None
     if path == ("import",):
@@ -964,6 +988,8 @@ def json_ready(rt: Cli) -> Cli:
         rt.register(session_id)
     rt.register("rs", "--status", "paused")
     assert rt("tokens", "create", "--name", "viewer-1", "--role", "viewer").exit_code == 0
+    seed_request(rt.url, "req-1", "s1")
+    seed_request(rt.url, "req-2", "s1")
     return rt
 
 

@@ -49,6 +49,14 @@ _NO_BROWSERS = (
     "SELECT NULL AS secret_hash, NULL AS token_hash, NULL AS created_at, NULL AS expires_at "
     "WHERE 1 = 0"
 )
+# Nor a permission request (migration 0014).
+_NO_REQUESTS = (
+    "SELECT NULL AS id, NULL AS session_id, NULL AS agent, NULL AS tool_name, "
+    "NULL AS tool_input_json, 0 AS input_cut, NULL AS suggestions_json, NULL AS answers, "
+    "NULL AS reason, NULL AS asked_at, NULL AS expires_at, NULL AS state, NULL AS decided_by, "
+    "NULL AS decided_at, NULL AS message, NULL AS accepted_suggestion, NULL AS delivered_at, "
+    "NULL AS hook_host, NULL AS hook_pid WHERE 1 = 0"
+)
 # Tables of ours, as views of the reference's tables.
 ADDED_TABLES: dict[str, str] = {
     "session_status_counts": (
@@ -66,6 +74,7 @@ ADDED_TABLES: dict[str, str] = {
     ),
     "api_tokens": _NO_TOKENS,
     "api_web_sessions": _NO_BROWSERS,
+    "permission_requests": _NO_REQUESTS,
 }
 
 
@@ -105,12 +114,14 @@ POSTGRES_READABLE_BEHIND = frozenset(
         "0010_usage_totals",
         "0011_calm_attention",
         "0012_api_tokens",
+        "0013_web_sign_ins",
     }
 )
 # Tables of ours a PostgreSQL store behind may lack, as views.
 POSTGRES_ADDED_TABLES: dict[str, str] = {
     "api_tokens": _NO_TOKENS,
     "api_web_sessions": _NO_BROWSERS,
+    "permission_requests": _NO_REQUESTS,
 }
 # Our compact payloads ({"actor":"…", …}) name the actor so; a view may not fail on a payload
 # that is not JSON, so it is read as text.

@@ -205,6 +205,31 @@ class ApiWebSession(SQLModel, table=True):
     expires_at: str = Field(sa_type=Text, nullable=False, index=True)
 
 
+class PermissionRequest(SQLModel, table=True):
+    """An agent's permission request a human answers (migration 0014; ``store.requests``)."""
+
+    __tablename__ = "permission_requests"
+    id: str = _text(primary_key=True, nullable=False)
+    session_id: str = _text(nullable=False)
+    agent: str = _text(nullable=False)
+    tool_name: str = _text(nullable=False)
+    tool_input_json: str = _text(nullable=False)
+    input_cut: int = Field(default=0, sa_type=Integer, nullable=False)
+    suggestions_json: str | None = _text()
+    answers: str = _text(nullable=False)
+    reason: str = _text(nullable=False)
+    asked_at: str = _text(nullable=False)
+    expires_at: str = _text(nullable=False)
+    state: str = _text(nullable=False)
+    decided_by: str | None = _text()
+    decided_at: str | None = _text()
+    message: str | None = _text()
+    accepted_suggestion: int | None = Field(default=None, sa_type=Integer, nullable=True)
+    delivered_at: str | None = _text()
+    hook_host: str | None = _text()
+    hook_pid: int | None = Field(default=None, sa_type=Integer, nullable=True)
+
+
 class SessionStatusCount(SQLModel, table=True):
     """Sessions per status, kept by triggers on agent_sessions (migration 0004)."""
 

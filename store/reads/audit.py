@@ -21,6 +21,7 @@ from roundtable_console.store.clock import format_ts, parse_ts
 from roundtable_console.store.db.models import AgentSessionEvent
 from roundtable_console.store.errors import InvalidCursor, InvalidSession
 from roundtable_console.store.reads.paging import Page, decode_cursor, encode_cursor
+from roundtable_console.store.requests.records import DECIDED_EVENT, REPLY_EVENT
 from roundtable_console.store.rules import LAUNCH_EVENT, REVEAL_EVENT
 from roundtable_console.store.safety.redaction import redact_text
 from roundtable_console.store.writes.lifecycle import ACTION_EVENTS
@@ -34,8 +35,11 @@ _KIND = "audit"
 EVENT_ACTIONS = {event: action for action, event in ACTION_EVENTS.items()} | {
     REVEAL_EVENT: "reveal",
     LAUNCH_EVENT: "launch",
+    DECIDED_EVENT: "decide",
+    REPLY_EVENT: "reply",
 }
 ACTIONS = {action: event for event, action in EVENT_ACTIONS.items()}
+_DECIDED = {"allow": "allowed", "deny": "denied"}
 _DURATION = re.compile(r"^\s*(\d+)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
@@ -185,7 +189,7 @@ def _entry(row: Any) -> AuditEntry:
         action=EVENT_ACTIONS.get(row.event_type, row.event_type),
         session_id=row.session_id,
         previous_status=_text(payload.get("previous_status")),
-        status=_text(payload.get("status")),
+        status=_text(payload.get("status") or _DECIDED.get(payload.get("decision"))),
         impact_details=redact_text(impact) if isinstance(impact, str) else None,
         field=_text(payload.get("field")) if row.event_type == REVEAL_EVENT else None,
     )

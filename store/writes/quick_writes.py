@@ -257,6 +257,28 @@ def register(
     return _write(url, _once(write, idempotency_key, "register", session_id, clock), wait_seconds)
 
 
+_WITHDRAW = """
+UPDATE permission_requests SET state = 'withdrawn', decided_at = :now
+WHERE session_id = :session_id AND state = 'pending' RETURNING id"""
+
+
+def withdraw_requests(
+    url: str,
+    *,
+    session_id: str,
+    clock: Clock = system_clock,
+    wait_seconds: float | None = None,
+) -> bool | None:
+    """The session's agent moved on (its turn is done, it ended): its pending permission
+    requests are withdrawn (``store.requests``). None when this path does not take the store."""
+
+    def write(run: _Run) -> SessionRecord:
+        run(_WITHDRAW, {"session_id": session_id, "now": format_ts(clock())})
+        return True  # type: ignore[return-value]
+
+    return None if _write(url, write, wait_seconds) is None else True
+
+
 def current_session(
     url: str, session_id: str, *, wait_seconds: float | None = None
 ) -> tuple[bool, SessionRecord | None]:

@@ -56,6 +56,7 @@ from roundtable_console.tui.cli.printing import (
     EXIT_USAGE,
     OUTPUT_HELP,
 )
+from roundtable_console.tui.cli.requests_commands import requests_group
 from roundtable_console.tui.cli.resume_command import resume_command
 from roundtable_console.tui.cli.serve_command import serve_command
 from roundtable_console.tui.cli.sessions_commands import sessions_group
@@ -207,6 +208,7 @@ for _command in (
     serve_command,
     tokens_group,
     hooks_group,
+    requests_group,
 ):
     cli.add_command(_command)
 

@@ -151,6 +151,16 @@ def _show_changes(changes: list, *, dry_run: bool, inv: Invocation, verb: str) -
     metavar="VAR",
     help="With --server: the variable holding the agent token (the token itself is never written).",
 )
+@click.option(
+    "--permission-wait",
+    type=click.IntRange(0, 3600),
+    default=120,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long a permission request waits for a human's allow or deny (roundtable requests, "
+    "the console, the web) before the agent asks in its own terminal; 0: shown, not waited for. "
+    "The agent's hook timeout is set above it.",
+)
 @click.option("--dry-run", is_flag=True, help="Print the change; write nothing.")
 @with_invocation
 def install_command(
@@ -162,6 +172,7 @@ def install_command(
     workspace: str | None,
     server: str | None,
     token_env: str | None,
+    permission_wait: int,
     dry_run: bool,
 ) -> None:
     from roundtable_console.agents import install
@@ -189,6 +200,7 @@ def install_command(
             run=run_id,
             workspace=workspace,
             spool=str(default_spool_path()),
+            permission_wait=permission_wait,
         )
     else:
         written, had_password = _without_password(url)
@@ -199,20 +211,31 @@ def install_command(
                 err=True,
             )
         target = install.Target(db=written, agent=agent_id, run=run_id, workspace=workspace,
-                                spool=str(default_spool_path()))  # fmt: skip
+                                spool=str(default_spool_path()),
+                                permission_wait=permission_wait)  # fmt: skip
     command = install.hook_command(_program(), spec, target)
-    changes = _planned(install, spec, project, command)
+    changes = _planned(install, spec, project, command, permission_wait)
     if not dry_run:
         install.apply(changes)
     _show_changes(changes, dry_run=dry_run, inv=inv, verb="installed")
 
 
-def _planned(install, spec, project: Path | None, command: str | None) -> list:  # noqa: ANN001
+def _planned(  # noqa: ANN201
+    install,  # noqa: ANN001
+    spec,  # noqa: ANN001
+    project: Path | None,
+    command: str | None,
+    permission_wait: int | None = None,
+):
     from roundtable_console.agents.settings_files import SettingsError
 
     try:
         return install.plan(
-            spec, home=_home(), project=project.absolute() if project else None, command=command
+            spec,
+            home=_home(),
+            project=project.absolute() if project else None,
+            command=command,
+            permission_wait=permission_wait,
         )
     except SettingsError as error:
         raise click.ClickException(str(error)) from None

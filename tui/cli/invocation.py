@@ -133,6 +133,8 @@ WRITING_COMMANDS = frozenset(
         "import",
         "tokens create",
         "tokens revoke",
+        "requests allow",
+        "requests deny",
     }
 )
 

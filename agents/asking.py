@@ -1,0 +1,96 @@
+"""A permission request answered by a human: the hook records it, waits for a decision woken by
+the store's own change signal (PostgreSQL's LISTEN, SQLite's data version), and answers the agent
+in its own format. Never in the agent's way: it waits at most the install's bound, then answers
+nothing (the agent asks in its own terminal) and the request has expired; if the agent's process
+goes away first, the request is withdrawn.
+
+Only the permission path imports the store's full layer (SQLAlchemy): its wait dwarfs the import.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from typing import Any
+
+from roundtable_console.agents.events import AgentEvent, Ask
+
+# The agent's hook timeout is set this much above the wait, so that the hook, not the agent,
+# ends the wait (and says the request expired).
+TIMEOUT_MARGIN_SECONDS = 15
+# How often, at most, the hook looks whether its agent is still there between changes.
+PARENT_CHECK_SECONDS = 0.5
+
+
+def ask_human(
+    url: str, agent: str, session_id: str, event: AgentEvent, ask: Ask, wait_seconds: float
+) -> dict[str, Any] | None:
+    """Record ``ask`` for ``session_id`` and wait up to ``wait_seconds`` for a decision; the
+    agent's answer (its hook output) or None (nothing to say: expired or withdrawn)."""
+    from roundtable_console.agents.registry import spec_of
+    from roundtable_console.store.db.database import open_store
+    from roundtable_console.store.requests import asking
+    from roundtable_console.store.requests.records import EXPIRED, PENDING, WITHDRAWN
+
+    spec = spec_of(agent)
+    store = open_store(url)
+    parent = os.getppid()
+    stopped: list[int] = []  # the agent stopped the hook (a signal): the request is withdrawn
+    previous = _on_stop_signals(stopped)
+    try:
+        record = asking.open_request(
+            store,
+            session_id=session_id,
+            agent=agent,
+            tool_name=ask.tool_name,
+            tool_input=ask.tool_input,
+            suggestions=ask.suggestions,
+            reason=event.reason or f"asks to run {ask.tool_name}",
+            wait_seconds=wait_seconds,
+        )
+        if not record.answers or spec.answer_permission is None:
+            return None  # shown, but nothing from here reaches the agent (Gemini CLI)
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            token = store.change_token()
+            record = asking.read_request(store, record.id)
+            if record.state in ("allowed", "denied"):
+                record = asking.take_decision(store, record.id)
+                return spec.answer_permission(record)
+            if record.state != PENDING:
+                return None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if asking.settle(store, record.id, EXPIRED):
+                    return None
+                continue  # decided at the last moment: read it
+            if stopped or os.getppid() != parent:
+                if asking.settle(store, record.id, WITHDRAWN):
+                    return None
+                continue
+            store.wait_for_change(token, min(left, PARENT_CHECK_SECONDS))
+    finally:
+        _restore(previous)
+        store.dispose()
+
+
+def _on_stop_signals(stopped: list[int]) -> dict[int, Any]:
+    """Noted, not raised: an exception in the middle of a database call would break its
+    connection, and the hook still has to say the request is withdrawn."""
+
+    def stop(signum: int, _frame: Any) -> None:
+        stopped.append(signum)
+
+    previous = {}
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        try:
+            previous[number] = signal.signal(number, stop)
+        except (ValueError, OSError):  # not the main thread (tests call it in one)
+            pass
+    return previous
+
+
+def _restore(previous: dict[int, Any]) -> None:
+    for number, handler in previous.items():
+        signal.signal(number, handler)

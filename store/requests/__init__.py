@@ -1,0 +1,3 @@
+"""An agent's permission requests, each a record a human answers (DESIGN §10, issue 30): what a
+request holds (``records``), what the agent's hook writes and waits on (``asking``), a human's
+decision (``deciding``) and the reads every surface shares (``reads``)."""

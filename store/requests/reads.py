@@ -1,0 +1,73 @@
+"""The permission requests every surface shows: pending ones across the fleet (oldest first: the
+longest-waiting agent first), and one session's, newest first."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+
+from roundtable_console.store.access.walls import OPEN, Wall
+from roundtable_console.store.clock import Clock, format_ts, system_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.reads.sessions import get_session, get_sessions
+from roundtable_console.store.requests.records import PermissionRequestRecord
+
+MAX_LISTED = 500
+
+_PENDING = text(
+    "SELECT * FROM permission_requests WHERE state = 'pending' AND expires_at > :now"
+    " ORDER BY asked_at, id LIMIT :limit"
+)
+_NEWEST = text("SELECT * FROM permission_requests ORDER BY asked_at DESC, id DESC LIMIT :limit")
+_OF_SESSION = text(
+    "SELECT * FROM permission_requests WHERE session_id = :session_id"
+    " ORDER BY asked_at DESC, id DESC LIMIT :limit"
+)
+
+
+def list_requests(
+    *,
+    store: Store,
+    wall: Wall = OPEN,
+    session_id: str | None = None,
+    everything: bool = False,
+    limit: int = MAX_LISTED,
+    clock: Clock = system_clock,
+) -> list[PermissionRequestRecord]:
+    """Pending requests (``everything``: every state, newest first), of one session or of every
+    session ``wall`` reaches. A session out of reach answers as one that does not exist."""
+    now = format_ts(clock())
+    with store.read() as db:
+        if session_id is not None:
+            wall.checked(get_session(db=db, session_id=session_id))
+            rows = db.execute(_OF_SESSION, {"session_id": session_id, "limit": limit}).all()
+            records = [PermissionRequestRecord.from_row(row) for row in rows]
+            if everything:
+                return records
+            return sorted(
+                (record for record in records if record.is_open(now)),
+                key=lambda record: (record.asked_at, record.id),
+            )
+        query = _NEWEST if everything else _PENDING
+        rows = db.execute(query, {"now": now, "limit": limit}).all()
+        records = [PermissionRequestRecord.from_row(row) for row in rows]
+        if not wall.bound:
+            return records
+        sessions = get_sessions(db=db, session_ids={record.session_id for record in records})
+        return [
+            record
+            for record in records
+            if record.session_id in sessions and wall.admits(sessions[record.session_id])
+        ]
+
+
+def pending_of_sessions(db: object, session_ids: list[str], now: str) -> dict[str, int]:
+    """How many requests each of ``session_ids`` has pending (the list's mark)."""
+    if not session_ids:
+        return {}
+    from sqlalchemy import bindparam
+
+    statement = text(
+        "SELECT session_id, COUNT(*) FROM permission_requests WHERE state = 'pending'"
+        " AND expires_at > :now AND session_id IN :ids GROUP BY session_id"
+    ).bindparams(bindparam("ids", expanding=True))
+    return dict(db.execute(statement, {"now": now, "ids": session_ids}).all())  # type: ignore[attr-defined]
