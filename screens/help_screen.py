@@ -61,6 +61,11 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("s", "stop — asks y/n first (active sessions)"),
             ("r", "resume — asks y/n first (paused or stopped sessions)"),
             ("t", "terminate — shows the agent's claims and asks for the impact"),
+            (
+                "y / n",
+                "the session's pending permission request: shown in full, then y allows and n "
+                "denies (with a message for the agent); in the detail, y shows it (n: next page)",
+            ),
             ("l", "the session's history, following new events"),
             ("b", "the resume briefing and resume plan"),
             (
@@ -118,6 +123,11 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                 "A",
                 "the audit trail: every operator's actions on any session, newest first "
                 "(n reads more, escape goes back)",
+            ),
+            (
+                "P",
+                "pending permission requests across the fleet, the longest-waiting first (y "
+                "allow, n deny, 1…9 with an allow: the agent's own suggestion, not asked again)",
             ),
             ("ctrl+p", "command palette: actions for the selected session, open a session, theme"),
             ("j", "after a notification of a session needing attention: jump to it"),

@@ -41,6 +41,10 @@ if TYPE_CHECKING:
 ScreenCommand = tuple[str, Callable[[], object], str]
 
 ACTION_BINDINGS: list[BindingType] = [
+    # A pending permission request of the session: shown in full, then allowed or denied (the
+    # detail screen keeps n for its next page: its y shows the request, which n there denies).
+    Binding("y", "answer_request(False)", "Allow", show=False),
+    Binding("n", "answer_request(True)", "Deny", show=False),
     Binding("h", "heartbeat", "Heartbeat", tooltip="Record a heartbeat as the operator"),
     Binding("p", "pause", "Pause"),
     Binding("s", "stop", "Stop", tooltip="Stop the session (asks first)"),
@@ -294,6 +298,39 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
 
     def action_launch(self) -> None:
         self._act("launch", partial(open_launch, self, self.ctx, self.announce))
+
+    def action_answer_request(self, deny_first: bool) -> None:
+        """The selected session's oldest pending permission request, read in a thread, then
+        shown to be allowed or denied."""
+        from roundtable_console.screens.request_dialog import read_pending
+
+        session = self.selected_session()
+        if session is None:
+            return
+        self.run_in_thread(
+            partial(read_pending, self.ctx, session.id),
+            what=f"read the requests of {one_line(session.id, 40)}",
+            group="session-requests",
+            done=partial(self._request_read, session, deny_first),
+            failed=self.announce_failure,
+        )
+
+    def _request_read(self, session: SessionFields, deny_first: bool, records: list) -> None:  # noqa: ANN001
+        from roundtable_console.screens.request_dialog import RequestDialog, said
+
+        if not records:
+            self.notify(
+                f"{one_line(session.id, 40)} has no pending permission request.", markup=False
+            )
+            return
+
+        def answered(record: object) -> None:
+            if record is not None:
+                self.notify(said(record), title="Permission request", markup=False)  # type: ignore[arg-type]
+            self.reload()
+
+        dialog = RequestDialog(ctx=self.ctx, record=records[0], deny_first=deny_first)
+        self.app.push_screen(dialog, answered)
 
     def _act(self, action: str, act: Callable[[SessionFields], object]) -> None:
         """``act`` on the selected session: now, or once the store is open."""

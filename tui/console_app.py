@@ -77,6 +77,7 @@ class RoundtableApp(App[int]):
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
         Binding("A", "audit", "Audit", show=False),
+        Binding("P", "requests", "Requests", show=False, tooltip="Pending permission requests"),
         Binding("j", "jump", "Jump", tooltip="Open the session the last notification named"),
     ]
 
@@ -360,6 +361,8 @@ class RoundtableApp(App[int]):
             from roundtable_console.screens.audit_screen import AuditScreen
 
             return not isinstance(self.screen, AuditScreen | ModalScreen)
+        if action == "requests":
+            return not isinstance(self.screen, ModalScreen)
         if action == "jump":
             return self.jump_to is not None and time.monotonic() < self.jump_until
         return True
@@ -376,6 +379,13 @@ class RoundtableApp(App[int]):
 
         if not isinstance(self.screen, AuditScreen):
             self.push_screen(AuditScreen(self.ctx))
+
+    def action_requests(self) -> None:
+        """Every pending permission request across the fleet (P)."""
+        from roundtable_console.screens.requests_screen import RequestsScreen
+
+        if not isinstance(self.screen, RequestsScreen):
+            self.push_screen(RequestsScreen(self.ctx))
 
     def on_unmount(self) -> None:
         if self.change_watcher is not None:

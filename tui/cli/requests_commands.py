@@ -105,7 +105,6 @@ def _decide(
     )
 
 
-
 @requests_group.command("allow", help="Allow request ID: the agent runs the tool.")
 @click.argument("request_id", metavar="ID")
 @click.option(
@@ -132,4 +131,3 @@ def deny_command(
     inv: Invocation, request_id: str, message: str | None, operator: str | None
 ) -> None:
     _decide(inv, request_id, "deny", message, None, operator)
-

@@ -1,0 +1,146 @@
+"""Permission requests in the console (issue 30 point 3), through the real app: the fleet's
+pending requests (P), y allows and n denies after the whole input is shown (as text, never
+markup), the agent's own suggestion taken with 1, a second decision told who won; the screen and
+the store both checked, and snapshots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from roundtable_console.store.clock import fixed_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.requests import asking
+from roundtable_console.store.requests.deciding import decide_request
+from tests.conftest import FakeClock
+from tests.test_tui_snapshots import SIZE, driving, seed
+from tests.test_tui_support import (
+    FROZEN,
+    SNAPSHOT_DESCRIPTION,
+    console,
+    notifications,
+    press,
+    screen_text,
+    settle,
+    sqlite_url,
+)
+
+SUGGESTION = {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "make:*"}],
+              "behavior": "allow", "destination": "localSettings"}  # fmt: skip
+TEN_YEARS = 10 * 365 * 86400
+
+
+async def until(pilot: Any, check: Any, seconds: float = 15) -> None:
+    """Bounded: the decision is written in a thread, and a loaded machine takes its time."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not check() and time.monotonic() < deadline:
+        await pilot.pause(0.05)
+    await settle(pilot)
+
+
+def ask(db: Store, session_id: str, command: str, agent: str = "claude-code") -> str:
+    record = asking.open_request(
+        db, session_id=session_id, agent=agent, tool_name="Bash",
+        tool_input={"command": command, "description": "[b]bold[/b] \x1b[31mred"},
+        suggestions=[SUGGESTION], reason=f"asks to run Bash: {command}",
+        wait_seconds=TEN_YEARS, clock=fixed_clock(FROZEN),
+    )  # fmt: skip
+    return record.id
+
+
+async def test_the_fleets_requests_are_allowed_and_denied(tmp_path: Path, db: Store) -> None:
+    seed(db)
+    first = ask(db, "sess-01", "make deploy")
+    second = ask(db, "sess-03", "rm -rf [red]build[/red]")
+    app = console(sqlite_url(tmp_path), clock=FakeClock(FROZEN))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "P")
+        await until(pilot, lambda: "2 pending" in screen_text(app))
+        text = screen_text(app)
+        assert "2 pending" in text and "sess-01" in text and "sess-03" in text
+        await press(pilot, "y")  # shows the oldest in full first
+        await until(pilot, lambda: "don't ask again" in screen_text(app))
+        shown = screen_text(app)
+        assert '"description": "[b]bold[/b] \\u001b[31mred"' in shown  # text, never markup
+        assert "don't ask again" in shown and "make:*" in shown
+        await press(pilot, "1", "y")
+        await until(pilot, lambda: asking.read_request(db, first).state != "pending")
+        await until(pilot, lambda: "1 pending" in screen_text(app))
+        assert asking.read_request(db, first).state == "allowed"
+        assert asking.read_request(db, first).accepted_suggestion == 0
+        assert asking.read_request(db, first).decided_by == app.ctx.operator
+        assert any("Allowed, not asking again" in note for note in notifications(app))
+        await settle(pilot)
+        assert "1 pending" in screen_text(app)
+        await press(pilot, "n")  # the message first, then Enter denies
+        await pilot.press(*"not the root")
+        await press(pilot, "enter")
+        await until(pilot, lambda: asking.read_request(db, second).state != "pending")
+        await until(pilot, lambda: "No pending permission request" in screen_text(app))
+        denied = asking.read_request(db, second)
+        assert (denied.state, denied.message) == ("denied", "not the root")
+        assert "No pending permission request" in screen_text(app)
+        await press(pilot, "escape")
+        assert app.screen is app.list_screen
+
+
+async def test_y_on_a_session_answers_its_request_and_a_late_one_is_told(
+    tmp_path: Path, db: Store
+) -> None:
+    seed(db)
+    request = ask(db, "sess-01", "make deploy")
+    app = console(sqlite_url(tmp_path), clock=FakeClock(FROZEN))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        while app.list_screen.selected_session().id != "sess-01":
+            await press(pilot, "down")
+        await press(pilot, "y")
+        await until(pilot, lambda: "Permission request" in screen_text(app))
+        assert "asks to run Bash: make deploy" in screen_text(app)
+        # Another operator decides first: this one is told who did.
+        decide_request(store=db, request_id=request, decision="deny", actor="olivia")
+        await press(pilot, "y")
+        await until(pilot, lambda: "denied by olivia" in screen_text(app))
+        assert "denied by olivia" in screen_text(app)
+        assert asking.read_request(db, request).state == "denied"
+        await press(pilot, "escape")
+        await press(pilot, "down")
+        await press(pilot, "y")
+        assert any("no pending permission request" in note for note in notifications(app))
+
+
+async def test_a_gemini_request_says_what_cannot_be_done_here(tmp_path: Path, db: Store) -> None:
+    seed(db)
+    request = ask(db, "sess-01", "npm publish", agent="gemini")
+    app = console(sqlite_url(tmp_path), clock=FakeClock(FROZEN))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await press(pilot, "P", "y")
+        text = screen_text(app)
+        assert (
+            "Gemini CLI's hooks cannot allow a tool" in text and "Message with a deny" not in text
+        )
+        await press(pilot, "y", "n")
+        assert asking.read_request(db, request).state == "pending"
+
+
+def _app(tmp_path: Path) -> Any:
+    app = console(sqlite_url(tmp_path), clock=FakeClock(FROZEN))
+    app.ctx.description = SNAPSHOT_DESCRIPTION
+    return app
+
+
+def test_requests_screen_snapshot(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)
+    ask(db, "sess-01", "make deploy")
+    ask(db, "sess-03", "rm -rf build/")
+    assert snap_compare(_app(tmp_path), terminal_size=SIZE, run_before=driving("P"))
+
+
+def test_request_dialog_snapshot(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)
+    ask(db, "sess-01", "make deploy")
+    assert snap_compare(_app(tmp_path), terminal_size=SIZE, run_before=driving("P", "y", "1"))
