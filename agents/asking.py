@@ -57,7 +57,7 @@ def ask_human(
             record = asking.read_request(store, record.id)
             if record.state in ("allowed", "denied"):
                 record = asking.take_decision(store, record.id)
-                return spec.answer_permission(record)
+                return spec.answer_permission(_as_offered(record, ask))
             if record.state != PENDING:
                 return None
             left = deadline - time.monotonic()
@@ -94,3 +94,18 @@ def _on_stop_signals(stopped: list[int]) -> dict[int, Any]:
 def _restore(previous: dict[int, Any]) -> None:
     for number, handler in previous.items():
         signal.signal(number, handler)
+
+
+def _as_offered(record: Any, ask: Ask) -> Any:
+    """The decision with the accepted suggestion only if it is, as stored, exactly one the agent
+    offered this hook (a row changed by anyone who can write the store grants nothing more)."""
+    from dataclasses import replace
+
+    index = record.accepted_suggestion
+    offered = ask.suggestions if isinstance(ask.suggestions, list) else []
+    stored = record.suggestions
+    if index is None:
+        return record
+    if index < len(offered) and index < len(stored) and offered[index] == stored[index]:
+        return record
+    return replace(record, accepted_suggestion=None)

@@ -43,7 +43,7 @@ def hook_command(program: str, spec: AgentSpec, target: Target) -> str:
     ):
         if value:
             words += [flag, value]
-    if target.permission_wait:
+    if target.permission_wait and not target.server:  # over --server: not waited for (yet)
         words += ["--permission-wait", str(target.permission_wait)]
     return shlex.join(words)
 

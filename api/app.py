@@ -159,6 +159,10 @@ DECISION_BODY = {
             "maxLength": 2000,
             "description": "With a deny: why, for the agent's model to read.",
         },
+        "despite_hidden": {
+            "type": "boolean",
+            "description": "With an allow of an input partly hidden as secrets: allow anyway.",
+        },
         "suggestion": {
             "type": ["integer", "null"],
             "minimum": 0,

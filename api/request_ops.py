@@ -20,7 +20,7 @@ from roundtable_console.store.requests.deciding import decide_request
 from roundtable_console.store.requests.reads import list_requests
 from roundtable_console.store.requests.records import PermissionRequestRecord
 
-DECISION_FIELDS = ("decision", "message", "suggestion")
+DECISION_FIELDS = ("decision", "message", "suggestion", "despite_hidden")
 
 
 def session_requests(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
@@ -63,6 +63,17 @@ def decide(
         raise Problem("invalid_decision", 'The field "message" is a string, or null.')
     if suggestion is not None and (isinstance(suggestion, bool) or not isinstance(suggestion, int)):
         raise Problem("invalid_decision", 'The field "suggestion" is a whole number, or null.')
+    despite_hidden = body.get("despite_hidden", False)
+    if not isinstance(despite_hidden, bool):
+        raise Problem("invalid_decision", 'The field "despite_hidden" is true or false.')
+    if caller.mode == "header":
+        # Header mode trusts a header anyone on this machine can send: what runs on an agent's
+        # machine is not decided on its word.
+        raise Problem(
+            "forbidden",
+            "Deciding a permission request needs an operator token: this server runs in header "
+            "mode (roundtable tokens create --name NAME --role operator).",
+        )
 
     def write(
         within: Callable[[Connection, PermissionRequestRecord], None] | None,
@@ -74,6 +85,7 @@ def decide(
             actor=caller.name,
             message=message,
             suggestion=suggestion,
+            hidden_seen=despite_hidden,
             wall=caller.wall,
             session_id=session_id,
             clock=ctx.clock,

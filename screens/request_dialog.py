@@ -9,6 +9,7 @@ the first (``store.requests.deciding``)."""
 from __future__ import annotations
 
 import json
+import time
 
 from rich.text import Text
 from textual import on
@@ -23,6 +24,9 @@ from roundtable_console.screens.failures import Failure, ReportsFailures
 from roundtable_console.store.errors import DatabaseUnavailable
 from roundtable_console.store.requests.records import PermissionRequestRecord
 from roundtable_console.store.safety.display import one_line, printable
+
+# Allow is not taken in the dialog's first moment: the request is read before it is allowed.
+READ_FIRST_SECONDS = 0.4
 
 
 def read_pending(ctx: ConsoleContext, session_id: str | None) -> list[PermissionRequestRecord]:
@@ -40,6 +44,7 @@ def decide(
     decision: str,
     message: str | None,
     suggestion: int | None,
+    hidden_seen: bool = False,
 ) -> PermissionRequestRecord:
     from roundtable_console.store.requests.deciding import decide_request
 
@@ -52,6 +57,7 @@ def decide(
         actor=ctx.operator,
         message=message,
         suggestion=suggestion,
+        hidden_seen=hidden_seen,
     )
 
 
@@ -62,6 +68,8 @@ def request_text(record: PermissionRequestRecord, now: str | None = None) -> Tex
     text.append(f"\nsession {one_line(record.session_id, 80)} · {record.agent}")
     text.append(f" · asked {record.asked_at} · waits until {record.expires_at}\n\n")
     text.append(printable(record.input_text, keep_newlines=True))
+    if record.input_hidden:
+        text.append(f"\n⚠ {record.HIDDEN_WARNING}", style="bold")
     if record.input_cut:
         text.append("\n… (the input was cut: it is longer than the store keeps)", style="italic")
     return text
@@ -72,7 +80,8 @@ def suggestion_text(suggestions: list[object], chosen: int | None) -> Text:
     for index, suggestion in enumerate(suggestions[:9]):
         mark = "[x]" if index == chosen else "[ ]"
         compact = json.dumps(suggestion, ensure_ascii=False, separators=(",", ":"))
-        text.append(f"{index + 1} {mark} don't ask again: {one_line(compact, 140)}\n")
+        text.append(f"{index + 1} {mark} the agent's own rule, applied as it says: ")
+        text.append(f"{one_line(compact)}\n")
     return text
 
 
@@ -96,6 +105,9 @@ class RequestDialog(ReportsFailures, ModalScreen[PermissionRequestRecord | None]
         self.deny_first = deny_first
         self.chosen: int | None = None
         self.busy = False
+        # A key pressed twice (or held) does not allow what was not yet read.
+        self.opened_at = time.monotonic()
+        self.hidden_seen = False
 
     def compose(self) -> ComposeResult:
         record = self.record
@@ -133,6 +145,14 @@ class RequestDialog(ReportsFailures, ModalScreen[PermissionRequestRecord | None]
         )
 
     def action_allow(self) -> None:
+        if time.monotonic() - self.opened_at < READ_FIRST_SECONDS:
+            return
+        if self.record.input_hidden and not self.hidden_seen and "allow" in self.record.answers:
+            self.hidden_seen = True
+            self.query_one("#dialog-error", Static).update(
+                Text(f"{self.record.HIDDEN_WARNING} Press y again to allow it anyway.")
+            )
+            return
         self._send_decision("allow", None, self.chosen)
 
     def action_deny(self) -> None:
@@ -161,7 +181,7 @@ class RequestDialog(ReportsFailures, ModalScreen[PermissionRequestRecord | None]
         self.busy = True
         self.query_one("#dialog-error", Static).update(Text("Working…", style="italic"))
         self.run_in_thread(
-            lambda: decide(self.ctx, self.record, decision, message, suggestion),
+            lambda: decide(self.ctx, self.record, decision, message, suggestion, self.hidden_seen),
             what=f"{decision} {one_line(self.record.reason, 60)}",
             group="request-decision",
             done=self.dismiss,

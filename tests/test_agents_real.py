@@ -69,9 +69,11 @@ def _base_env(place: dict[str, Path], **extra: str) -> dict[str, str]:
 
 
 def _install(agent: str, place: dict[str, Path], env: dict[str, str], *more: str) -> None:
+    """Hooks of ``agent`` on the place's store; a permission request is not waited for unless
+    ``more`` says ``--permission-wait`` (tests/test_requests_real.py: a human answers)."""
     done = subprocess.run(
         [str(Path(os.sys.executable).parent / "roundtable"), "hooks", "install", agent,
-         "--db", _url(place), *more],
+         "--db", _url(place), "--permission-wait", "0", *more],
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr + done.stdout

@@ -234,6 +234,7 @@ def test_input_is_kept_redacted_and_bounded(store: object, store_url: str) -> No
             wait_seconds=60,
         )  # fmt: skip
         assert record.input_cut and secret not in record.tool_input_json
+        assert record.input_hidden  # what is shown is not all the agent would run
         assert isinstance(record.tool_input, str) and len(record.tool_input) == 64 * 1024
         assert record.suggestions == []  # over the bound: not offered
         small = asking.open_request(
@@ -242,7 +243,22 @@ def test_input_is_kept_redacted_and_bounded(store: object, store_url: str) -> No
             reason=f"asks to run Bash: curl {secret}", wait_seconds=60,
         )  # fmt: skip
         assert secret not in small.tool_input_json and secret not in small.reason
-        assert not small.input_cut
+        assert not small.input_cut and small.input_hidden
+        with pytest.raises(InvalidDecision, match="look like secrets"):
+            decide_request(store=store, request_id=small.id, decision="allow", actor="a")
+        decide_request(
+            store=store, request_id=small.id, decision="allow", actor="a", hidden_seen=True
+        )
+        plain = asking.open_request(
+            store, session_id=SID, agent="claude-code", tool_name="Bash",
+            tool_input={"command": "ls"}, suggestions=[{"type": "setMode",
+            "mode": "bypassPermissions", "destination": "session"}],
+            reason="asks to run Bash: ls", wait_seconds=60,
+        )  # fmt: skip
+        assert not plain.input_hidden and plain.suggestions == []  # never offered from here
+        denied = decide_request(store=store, request_id=plain.id, decision="deny", actor="a",
+                                message=f"no, and {secret}")  # fmt: skip
+        assert secret not in (denied.message or "")
     finally:
         store.dispose()
 

@@ -17,6 +17,7 @@ from sqlalchemy import text
 
 from roundtable_console.store.access.tokens import create_token
 from roundtable_console.store.db.database import open_store
+from roundtable_console.store.requests.asking import open_request
 from roundtable_console.store.writes.agent_writes import heartbeat
 from tests.api_support import seed_agent, seed_workspace
 from tests.serve_support import ROOT, serving
@@ -58,6 +59,22 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         heartbeat(db=db, session_id="a-done", status="active", turn_done="Fixed.")
         db.execute(text("UPDATE agent_sessions SET status = 'paused' WHERE id = 'a-held'"))
     hold_claim(store, "agent-1")
+    # Pending permission requests: one with the agent's suggestion and a secret in its input
+    # (hidden: an allow says it knows), one Gemini's (said why it cannot be answered here),
+    # shown on their sessions' pages and on /requests.
+    open_request(
+        store, session_id="a-asks", agent="claude-code", tool_name="Bash",
+        tool_input={"command": "rm -rf build/", "description": "Clean the build",
+                    "env": {"TOKEN": "sk-ant-api03-" + "A" * 40}},
+        suggestions=[{"type": "addRules", "behavior": "allow", "destination": "localSettings",
+                      "rules": [{"toolName": "Bash", "ruleContent": "rm -rf build/:*"}]}],
+        reason="asks to run Bash: rm -rf build/", wait_seconds=3600,
+    )  # fmt: skip
+    open_request(
+        store, session_id="a-held", agent="gemini", tool_name="run_shell_command",
+        tool_input={"command": "make"}, suggestions=None, reason="asks to run make",
+        wait_seconds=3600,
+    )  # fmt: skip
     made = {
         role: create_token(store=store, name=name, role=role).token
         for role, name in (("operator", "olivia"), ("viewer", "vic"))
@@ -110,6 +127,8 @@ PAGES = [
     ("transcript", "viewer", "/sessions/a-done/transcript"),
     ("overview", "viewer", "/overview"),
     ("audit", "operator", "/audit"),
+    ("requests", "operator", "/requests"),
+    ("requests (viewer)", "viewer", "/requests"),
 ]
 
 

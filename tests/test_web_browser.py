@@ -22,6 +22,7 @@ from sqlalchemy import text
 from roundtable_console.api.web.reads import FIRST_PAGE_SIZE, PAGE_SIZE
 from roundtable_console.store.access.tokens import create_token
 from roundtable_console.store.db.database import Store, open_store
+from roundtable_console.store.requests.asking import open_request, read_request
 from tests.api_support import seed_agent, seed_workspace
 from tests.serve_support import ROOT, serve_env, serving
 from tests.web_support import HOSTILE, WORKSPACE, hold_claim, register
@@ -387,6 +388,7 @@ def test_the_phone_size_has_no_sideways_scroll_and_big_targets(site: dict[str, A
     for path in (
         "/sessions",
         "/sessions/j-phone-with-a-rather-long-session-identifier-0001",
+        "/requests",
         "/overview",
         "/audit",
     ):
@@ -484,3 +486,58 @@ def test_the_transcript_page_follows_the_agents_transcript(site: dict[str, Any])
     assert page.evaluate("window.__pwned") is None
     assert page.errors == []  # type: ignore[attr-defined]
     page.context.close()
+
+
+def test_a_permission_request_is_allowed_from_the_sessions_page(site: dict[str, Any]) -> None:
+    """The session's page shows its pending request (the input as text); Allow is a form: the
+    page comes back saying what was done, and the record is allowed by the operator. A request
+    asked while the page is open shows without a reload; at a phone's width nothing scrolls
+    sideways and every button is a thumb's size."""
+    store = site["store"]
+    session_id = "n-asks-with-a-rather-long-session-identifier-0001"
+    register(store, session_id, agent="agent-n")
+
+    def ask(command: str) -> Any:
+        return open_request(
+            store, session_id=session_id, agent="claude-code", tool_name="Bash",
+            tool_input={"command": command, "description": "Deploy the site"},
+            suggestions=[{"type": "addRules", "behavior": "allow", "destination": "localSettings",
+                          "rules": [{"toolName": "Bash", "ruleContent": "make deploy:*"}]}],
+            reason=f"asks to run Bash: {command}", wait_seconds=600,
+        )  # fmt: skip
+
+    record = ask("make deploy <script>window.__pwned = 4</script>")
+    page = signed_in(site)
+    page.goto(f"{site['served'].url}/sessions/{session_id}")
+    card = page.locator(f'[data-request="{record.id}"]')
+    expect(card.locator("pre")).to_contain_text('"make deploy <script>window.__pwned = 4</script>"')
+    expect(card).to_contain_text("Allow, and don't ask again:")
+    card.get_by_role("button", name="Allow", exact=True).click()
+    page.wait_for_url(f"**/sessions/{session_id}")
+    expect(page.locator("#notice")).to_have_text(f"Allowed Bash for {session_id}.")
+    expect(card).to_have_count(0)
+    decided = read_request(store, record.id)
+    assert (decided.state, decided.decided_by) == ("allowed", "olivia")
+    expect(page.locator("#live-state")).to_have_text("Live")
+    later = ask("make clean")
+    expect(page.locator(f'[data-request="{later.id}"]')).to_be_visible(timeout=5_000)
+    assert page.evaluate("window.__pwned") is None
+    assert page.errors == []  # type: ignore[attr-defined]
+    page.context.close()
+
+    phone = signed_in(site, size=PHONE)
+    for path in (f"/sessions/{session_id}", "/requests"):
+        phone.goto(site["served"].url + path)
+        expect(phone.locator(f'[data-request="{later.id}"]')).to_be_visible()
+        width = phone.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], (path, width)
+        for box in phone.locator(".request button:visible").evaluate_all(
+            "els => els.map(e => e.getBoundingClientRect().height)"
+        ):
+            assert box >= 44, (path, box)
+    phone.fill(f"#deny-{later.id}", "Not today.")
+    phone.get_by_role("button", name="Deny", exact=True).click()
+    phone.wait_for_url("**/requests")
+    expect(phone.locator("#notice")).to_contain_text("Denied Bash for")
+    assert read_request(store, later.id).message == "Not today."
+    phone.context.close()

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from weakref import WeakKeyDictionary
 
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -26,9 +27,10 @@ from roundtable_console.api.identity import Caller
 from roundtable_console.api.middleware import TOO_LARGE, BodyTooLarge
 from roundtable_console.api.problems import Problem, from_store_error
 from roundtable_console.api.web import bulk, live, reads
-from roundtable_console.api.web.render import Pages
+from roundtable_console.api.web.render import Pages, trusted
 from roundtable_console.api.web.shared import SingleFlight
-from roundtable_console.api.web.signin import page_caller
+from roundtable_console.api.web.signin import browser_secret, page_caller
+from roundtable_console.store.access.web_sessions import csrf_proof
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.rules import SENSITIVE_FIELDS
 from roundtable_console.store.safety.display import printable
@@ -37,6 +39,12 @@ from roundtable_console.store.validation import whole_number
 from roundtable_console.store.writes.bulk_plan import BULK_EFFECTS
 
 ACTIONS = ("heartbeat", "pause", "stop", "resume", "terminate")
+
+
+def csrf_of(call: Call) -> Markup:
+    """The page's CSRF proof, for the forms a fragment renders."""
+    secret = browser_secret(call)
+    return trusted(csrf_proof(secret)) if secret else trusted("")
 
 
 def _json(content: Any, status: int = 200) -> Response:
@@ -128,6 +136,9 @@ class WebFragments:
             return _json(
                 {
                     "head": self.pages.html("_session_head.html", page=page, operator=operator),
+                    "requests": self.pages.html(
+                        "_session_requests.html", page=page, operator=operator, csrf=csrf_of(call)
+                    ),
                     "fields": self.pages.html("_fields.html", page=page, operator=operator),
                     "projections": self.pages.html("_projections.html", page=page),
                     "history": self.pages.html("_history.html", history=newer),

@@ -22,6 +22,7 @@ from roundtable_console.api.identity import Caller
 from roundtable_console.api.middleware import BodyTooLarge
 from roundtable_console.api.problems import CODES, Problem, from_store_error, problem_status
 from roundtable_console.api.web import reads
+from roundtable_console.api.web.notices import Notice, carried_notice, cleared_notice, has_notice
 from roundtable_console.api.web.render import Pages, path, trusted
 from roundtable_console.api.web.signin import (
     browser_secret,
@@ -43,8 +44,8 @@ from roundtable_console.store.service import read_briefing
 from roundtable_console.store.validation import whole_number
 
 Handler = Callable[[Request], Awaitable[Response]]
-NAV = (("sessions", "Sessions", "/sessions"), ("overview", "Overview", "/overview"),
-       ("audit", "Audit", "/audit"))  # fmt: skip
+NAV = (("sessions", "Sessions", "/sessions"), ("requests", "Requests", "/requests"),
+       ("overview", "Overview", "/overview"), ("audit", "Audit", "/audit"))  # fmt: skip
 AUDIT_PAGE = 50
 
 
@@ -68,7 +69,9 @@ class WebPages:
     def call(self, request: Request, body: bytes = b"") -> Call:
         return call_of(request.scope, body, request.state.request_id)
 
-    def common(self, call: Call, caller: Caller | None, current: str) -> dict[str, Any]:
+    def common(
+        self, call: Call, caller: Caller | None, current: str, notice: Notice | None = None
+    ) -> dict[str, Any]:
         secret = browser_secret(call)
         return {
             "caller": caller,
@@ -77,7 +80,15 @@ class WebPages:
             "nav": NAV,
             "current": current,
             "read_only": self.read_only,
+            "notice": notice,
         }
+
+    def noticed(self, request: Request, call: Call) -> tuple[Notice | None, dict[str, str]]:
+        """The notice a form's redirect carried here (``api.web.notices``), and the header
+        that clears it: it is said once."""
+        if not has_notice(call):
+            return None, {}
+        return carried_notice(call), {"Set-Cookie": cleared_notice(request)}
 
     def problem_page(self, call: Call, problem: Problem, caller: Caller | None) -> Response:
         status = problem_status(problem.code)
@@ -188,8 +199,12 @@ class WebPages:
         async def work(call: Call, caller: Caller) -> Response:
             session_id = wire.path_id(request.path_params["session_id"], what="session")
             page = await self.ctx.in_worker(reads.read_session_page, self.ctx, caller, session_id)
+            notice, headers = self.noticed(request, call)
             return self.pages.page(
-                "session.html", page=page, **self.common(call, caller, "sessions")
+                "session.html",
+                headers=headers,
+                page=page,
+                **self.common(call, caller, "sessions", notice),
             )
 
         return await self.signed_in(request, "sessions", work)

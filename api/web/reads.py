@@ -15,6 +15,7 @@ from sqlalchemy import Connection
 from roundtable_console.api.context import Call, ServerContext
 from roundtable_console.api.identity import Caller
 from roundtable_console.api.problems import Problem
+from roundtable_console.api.web.request_views import RequestView, session_requests
 from roundtable_console.api.web.views import Field, SessionRow, moment, session_fields, session_row
 from roundtable_console.store.access.walls import Wall
 from roundtable_console.store.db.models import AgentSession
@@ -282,6 +283,8 @@ class SessionPage:
     last_event_id: int | None
     heartbeats: list[int]
     now: datetime
+    # Its pending permission requests, the oldest first.
+    requests: list[RequestView] = field(default_factory=list)
 
 
 def history_rows(items: list[dict[str, Any]], now: datetime) -> list[HistoryRow]:
@@ -328,6 +331,7 @@ def read_session_page(ctx: ServerContext, caller: Caller, session_id: str) -> Se
         }
         logs = newest_logs(**one, limit=HISTORY_SHOWN)
         heartbeats = heartbeats_per_hour(db=db, session_id=session_id, now=now)
+    requests = session_requests(ctx, caller, session_id)
     return SessionPage(
         row=row,
         fields=session_fields(session, now),
@@ -336,6 +340,7 @@ def read_session_page(ctx: ServerContext, caller: Caller, session_id: str) -> Se
         last_event_id=int(logs[-1]["id"]) if logs else None,
         heartbeats=heartbeats,
         now=now,
+        requests=requests,
     )
 
 

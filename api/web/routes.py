@@ -1,5 +1,6 @@
 """Where the web console's routes are: pages at the root (``/sessions``, ``/sessions/{id}``, as
-the reference designed them), what pages ask for under ``/fragments`` and ``/actions``, the
+the reference designed them, and ``/requests``), what pages ask for under ``/fragments`` and
+``/actions`` (a permission request's decision is a form's post there), the
 live stream at ``/live``, the static files under ``/static``. None is in the OpenAPI document:
 they are the console's, not the API's."""
 
@@ -16,6 +17,7 @@ from roundtable_console.api.web.assets import StaticFiles
 from roundtable_console.api.web.fragments import WebFragments
 from roundtable_console.api.web.pages import WebPages
 from roundtable_console.api.web.render import Pages
+from roundtable_console.api.web.request_pages import WebRequests
 
 
 def install(app: FastAPI, ctx: ServerContext, *, read_only: bool) -> None:
@@ -23,6 +25,7 @@ def install(app: FastAPI, ctx: ServerContext, *, read_only: bool) -> None:
     pages = Pages(statics.url)
     page = WebPages(ctx, pages, read_only=read_only)
     part = WebFragments(ctx, pages, read_only=read_only)
+    asked = WebRequests(page, part)
 
     async def static(request: Request) -> Response:
         found = statics.response(request.path_params["name"])
@@ -42,13 +45,16 @@ def install(app: FastAPI, ctx: ServerContext, *, read_only: bool) -> None:
         ("/sessions/{session_id}/transcript", page.transcript, "GET"),
         ("/overview", page.overview, "GET"),
         ("/audit", page.audit, "GET"),
+        ("/requests", asked.requests, "GET"),
         ("/fragments/rows", part.rows, "GET"),
         ("/fragments/counts", part.counts, "GET"),
         ("/fragments/sessions/{session_id}", part.session, "GET"),
         ("/fragments/sessions/{session_id}/reveal/{field}", part.reveal, "GET"),
         ("/fragments/sessions/{session_id}/terminate", part.terminate_impact, "GET"),
         ("/fragments/sessions/{session_id}/transcript", part.transcript, "GET"),
+        ("/fragments/requests", asked.fragment, "GET"),
         ("/actions/sessions/{session_id}/{action}", part.action, "POST"),
+        ("/actions/sessions/{session_id}/requests/{request_id}/{decision}", asked.decide, "POST"),
         ("/fragments/bulk/{action}", part.bulk_preview, "POST"),
         ("/actions/bulk/{action}", part.bulk_action, "POST"),
         ("/live", part.live, "GET"),

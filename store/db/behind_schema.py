@@ -52,7 +52,8 @@ _NO_BROWSERS = (
 # Nor a permission request (migration 0014).
 _NO_REQUESTS = (
     "SELECT NULL AS id, NULL AS session_id, NULL AS agent, NULL AS tool_name, "
-    "NULL AS tool_input_json, 0 AS input_cut, NULL AS suggestions_json, NULL AS answers, "
+    "NULL AS tool_input_json, 0 AS input_cut, 0 AS input_hidden, NULL AS suggestions_json, "
+    "NULL AS answers, "
     "NULL AS reason, NULL AS asked_at, NULL AS expires_at, NULL AS state, NULL AS decided_by, "
     "NULL AS decided_at, NULL AS message, NULL AS accepted_suggestion, NULL AS delivered_at, "
     "NULL AS hook_host, NULL AS hook_pid WHERE 1 = 0"

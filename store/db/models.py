@@ -215,6 +215,7 @@ class PermissionRequest(SQLModel, table=True):
     tool_name: str = _text(nullable=False)
     tool_input_json: str = _text(nullable=False)
     input_cut: int = Field(default=0, sa_type=Integer, nullable=False)
+    input_hidden: int = Field(default=0, sa_type=Integer, nullable=False)
     suggestions_json: str | None = _text()
     answers: str = _text(nullable=False)
     reason: str = _text(nullable=False)

@@ -33,10 +33,10 @@ from roundtable_console.store.writes.history import append_session_event
 
 _INSERT = text(
     "INSERT INTO permission_requests (id, session_id, agent, tool_name, tool_input_json,"
-    " input_cut, suggestions_json, answers, reason, asked_at, expires_at, state, hook_host,"
-    " hook_pid) VALUES (:id, :session_id, :agent, :tool_name, :tool_input_json, :input_cut,"
-    " :suggestions_json, :answers, :reason, :asked_at, :expires_at, 'pending', :hook_host,"
-    " :hook_pid)"
+    " input_cut, input_hidden, suggestions_json, answers, reason, asked_at, expires_at, state,"
+    " hook_host, hook_pid) VALUES (:id, :session_id, :agent, :tool_name, :tool_input_json,"
+    " :input_cut, :input_hidden, :suggestions_json, :answers, :reason, :asked_at, :expires_at,"
+    " 'pending', :hook_host, :hook_pid)"
 )
 _ONE = text("SELECT * FROM permission_requests WHERE id = :id")
 _SETTLE = text(
@@ -56,14 +56,16 @@ def new_request_id() -> str:
     return "req-" + os.urandom(10).hex()
 
 
-def kept_input(tool_input: Any) -> tuple[str, bool]:
+def kept_input(tool_input: Any) -> tuple[str, bool, bool]:
     """The input as stored: redacted JSON text, whole up to ``MAX_INPUT_CHARACTERS``; beyond,
-    cut (a string then) and said so."""
+    cut (a string then) and said so; and whether redaction hid any of it (then what a human
+    reads is not all the agent would run: ``deciding`` asks for that to be acknowledged)."""
     redacted = redact_output_value(tool_input)
+    hidden = redacted != tool_input
     whole = json.dumps(redacted, ensure_ascii=False)
     if len(whole) <= MAX_INPUT_CHARACTERS:
-        return whole, False
-    return json.dumps(whole[:MAX_INPUT_CHARACTERS], ensure_ascii=False), True
+        return whole, False, hidden
+    return json.dumps(whole[:MAX_INPUT_CHARACTERS], ensure_ascii=False), True, hidden
 
 
 def kept_suggestions(suggestions: Any) -> str | None:
@@ -73,6 +75,10 @@ def kept_suggestions(suggestions: Any) -> str | None:
         return None
     if len(suggestions) > MAX_SUGGESTIONS or not all(isinstance(s, dict) for s in suggestions):
         return None
+    if any(str(s.get("mode", "")).lower() == "bypasspermissions" for s in suggestions):
+        return None  # one click would switch every later question off: not offered from here
+    if redact_output_value(suggestions) != suggestions:
+        return None  # a rule redaction changed would not be the rule the agent offered
     kept = json.dumps(redact_output_value(suggestions), ensure_ascii=False)
     return kept if len(kept) <= MAX_SUGGESTIONS_CHARACTERS else None
 
@@ -100,7 +106,7 @@ def open_request(
     import socket
 
     moment = clock()
-    input_json, cut = kept_input(tool_input)
+    input_json, cut, hidden = kept_input(tool_input)
     values = {
         "id": new_request_id(),
         "session_id": session_id,
@@ -108,6 +114,7 @@ def open_request(
         "tool_name": tool_name[:200],
         "tool_input_json": input_json,
         "input_cut": int(cut),
+        "input_hidden": int(hidden),
         "suggestions_json": kept_suggestions(suggestions),
         "answers": ",".join(ANSWERS_BY_AGENT.get(agent, ())),
         "reason": redact_output_text(reason),
@@ -192,10 +199,6 @@ def answered(db: Connection, record: PermissionRequestRecord, now: str) -> None:
         changes = {"waiting_reason": None, "waiting_since": None}
     db.execute(
         update(SESSIONS)
-        .where(
-            session.id == record.session_id,
-            session.waiting_reason == record.reason,
-            session.waiting_since.is_not(None),
-        )
+        .where(session.id == record.session_id, session.waiting_since.is_not(None))
         .values(**changes, version=session.version + 1)
     )

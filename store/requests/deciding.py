@@ -35,6 +35,7 @@ from roundtable_console.store.requests.records import (
     MAX_MESSAGE_CHARACTERS,
     PermissionRequestRecord,
 )
+from roundtable_console.store.safety.credentials import redact_output_text
 from roundtable_console.store.safety.redaction import redact_text
 from roundtable_console.store.validation import has_control_characters
 from roundtable_console.store.writes.history import append_session_event
@@ -92,6 +93,7 @@ def decide_request(
     actor: str,
     message: str | None = None,
     suggestion: int | None = None,
+    hidden_seen: bool = False,
     wall: Wall = OPEN,
     session_id: str | None = None,
     clock: Clock = system_clock,
@@ -112,6 +114,12 @@ def decide_request(
         why_not = record.why_not(decision)
         if why_not is not None:
             raise NotDeliverable(why_not)
+        if decision == ALLOW and record.input_hidden and not hidden_seen:
+            raise InvalidDecision(
+                f"{record.HIDDEN_WARNING} Allow it only knowing that (the CLI's --despite-hidden, "
+                "the API's \"despite_hidden\": true, the console's y twice), or answer it in the "
+                "agent's own terminal."
+            )
         if suggestion is not None:
             if decision != ALLOW:
                 raise InvalidDecision("A suggestion is accepted with an allow only.")
@@ -127,7 +135,7 @@ def decide_request(
                 "state": DECIDED[decision],
                 "actor": actor,
                 "now": now,
-                "message": message,
+                "message": None if message is None else redact_output_text(message),
                 "suggestion": suggestion,
             },
         ).rowcount

@@ -55,6 +55,7 @@ class PermissionRequestRecord:
     tool_name: str
     tool_input_json: str
     input_cut: bool
+    input_hidden: bool
     suggestions_json: str | None
     answers: tuple[str, ...]
     reason: str
@@ -77,6 +78,7 @@ class PermissionRequestRecord:
             tool_name=values["tool_name"],
             tool_input_json=values["tool_input_json"],
             input_cut=bool(values["input_cut"]),
+            input_hidden=bool(values["input_hidden"]),
             suggestions_json=values["suggestions_json"],
             answers=tuple(part for part in (values["answers"] or "").split(",") if part),
             reason=values["reason"],
@@ -125,6 +127,11 @@ class PermissionRequestRecord:
             return []
         return value if isinstance(value, list) else []
 
+    HIDDEN_WARNING = (
+        "Parts of this input look like secrets and are hidden: what is shown is not all the "
+        "agent would run."
+    )
+
     def why_not(self, decision: str) -> str | None:
         """Why ``decision`` cannot be delivered to this agent; None when it can."""
         if decision in self.answers:
@@ -139,6 +146,7 @@ class PermissionRequestRecord:
             "tool_name": self.tool_name,
             "tool_input": self.tool_input,
             "input_cut": self.input_cut,
+            "input_hidden": self.input_hidden,
             "suggestions": self.suggestions,
             "answers": list(self.answers),
             "reason": self.reason,

@@ -214,7 +214,7 @@ def install_command(
                                 spool=str(default_spool_path()),
                                 permission_wait=permission_wait)  # fmt: skip
     command = install.hook_command(_program(), spec, target)
-    changes = _planned(install, spec, project, command, permission_wait)
+    changes = _planned(install, spec, project, command, None if server else permission_wait)
     if not dry_run:
         install.apply(changes)
     _show_changes(changes, dry_run=dry_run, inv=inv, verb="installed")

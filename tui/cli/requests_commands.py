@@ -80,6 +80,8 @@ def _decide(
     message: str | None,
     suggestion: int | None,
     operator: str | None,
+    *,
+    hidden_seen: bool = False,
 ) -> None:
     from roundtable_console.store.clock import format_ts
     from roundtable_console.store.requests.deciding import decide_request
@@ -92,6 +94,7 @@ def _decide(
             actor=inv.operator(operator),
             message=message,
             suggestion=suggestion,
+            hidden_seen=hidden_seen,
             clock=inv.clock,
         )
     if inv.json_mode:
@@ -114,12 +117,22 @@ def _decide(
     help="Also take the agent's own suggestion number N (roundtable requests --json lists "
     "them): it does not ask again for the same.",
 )
+@click.option(
+    "--despite-hidden",
+    is_flag=True,
+    help="Allow even though parts of the input are hidden as secrets (what is shown is not "
+    "all the agent would run).",
+)
 @operator_option
 @with_invocation
 def allow_command(
-    inv: Invocation, request_id: str, suggestion: int | None, operator: str | None
+    inv: Invocation,
+    request_id: str,
+    suggestion: int | None,
+    despite_hidden: bool,
+    operator: str | None,
 ) -> None:
-    _decide(inv, request_id, "allow", None, suggestion, operator)
+    _decide(inv, request_id, "allow", None, suggestion, operator, hidden_seen=despite_hidden)
 
 
 @requests_group.command("deny", help="Deny request ID: the tool does not run.")

@@ -452,6 +452,7 @@
     const {ok, data} = await getJSON(`/fragments/sessions/${enc(sessionId)}?after=${enc(after)}`);
     if (!ok) return;
     $("#session-head").replaceChildren(serverHTML(data.head));
+    showRequests($("#requests"), data.requests);
     $("#fields").replaceChildren(serverHTML(data.fields));
     $("#projections").replaceChildren(serverHTML(data.projections));
     const history = $("#history");
@@ -464,6 +465,41 @@
     page.dataset.version = data.version;
     for (const [name, value] of revealed) showRevealed(name, value);
     relativeTimes();
+  }
+
+  // -- permission requests -------------------------------------------------------------------
+
+  // The requests read again are shown when they are not the ones shown: at once, unless the
+  // operator is answering one (the focus in it, or a message typed), who is asked first.
+  function showRequests(box, html) {
+    if (!box || typeof html !== "string") return;
+    const ids = (root) => Array.from(root.querySelectorAll("[data-request]"),
+                                     (card) => card.dataset.request).join(" ");
+    const fresh = serverHTML(html);
+    const now = ids(fresh);
+    if (now === ids(box)) return;
+    const put = () => { box.replaceChildren(serverHTML(html)); relativeTimes(); };
+    const busy = box.contains(document.activeElement) ||
+      $$("textarea", box).some((area) => area.value.trim());
+    if (!busy) { put(); return; }
+    if (box.dataset.told === now) return;
+    box.dataset.told = now;
+    say("The permission requests changed since this page read them.",
+        {actions: [["Show them", () => { delete box.dataset.told; put(); }]]});
+  }
+
+  // The fleet's requests page reads its list again when the store changed, at most once a
+  // FLEET_MS (a fleet changes many times a second).
+  const FLEET_MS = 1000;
+  let fleetDue = null;
+  function fleetChanged() {
+    const box = $("#fleet-requests");
+    if (!box || fleetDue) return;
+    fleetDue = setTimeout(async () => {
+      fleetDue = null;
+      const {ok, data} = await getJSON(box.dataset.follow);
+      if (ok) showRequests(box, data.html);
+    }, FLEET_MS);
   }
 
   // -- live ----------------------------------------------------------------------------------
@@ -490,6 +526,7 @@
         if (ids.includes(page.dataset.session)) refreshSession(page.dataset.session);
         return;
       }
+      if ($("#fleet-requests")) { fleetChanged(); return; }
       if (!$("#sessions") && !$(".empty")) return;
       liveRows(ids, Number.isInteger(seq) ? seq : null);
       // A heartbeat changes no count; any other change may.

@@ -1,7 +1,8 @@
 """Permission requests an agent asks and a human answers (issue 30): ``permission_requests``.
 
 A request belongs to a session. It keeps the tool, its input (redacted, bounded: ``input_cut``
-says it was cut), the agent's own suggestions, what can be answered from here (``answers``: the
+says it was cut; ``input_hidden`` that redaction hid parts of it, so what is shown is not all the
+agent would run), the agent's own suggestions, what can be answered from here (``answers``: the
 decisions the agent's hook protocol can deliver), when it was asked and until when its hook
 waits, its state (pending, allowed, denied, expired, withdrawn), who decided, when and with what
 message, and when the hook delivered the decision. Pending requests are found along a partial
@@ -21,7 +22,8 @@ depends_on = None
 CREATE_TABLE = (
     "CREATE TABLE IF NOT EXISTS permission_requests ("
     "id TEXT PRIMARY KEY, session_id TEXT NOT NULL, agent TEXT NOT NULL, tool_name TEXT NOT NULL,"
-    " tool_input_json TEXT NOT NULL, input_cut INTEGER NOT NULL DEFAULT 0, suggestions_json TEXT,"
+    " tool_input_json TEXT NOT NULL, input_cut INTEGER NOT NULL DEFAULT 0,"
+    " input_hidden INTEGER NOT NULL DEFAULT 0, suggestions_json TEXT,"
     " answers TEXT NOT NULL, reason TEXT NOT NULL, asked_at TEXT NOT NULL,"
     " expires_at TEXT NOT NULL, state TEXT NOT NULL, decided_by TEXT, decided_at TEXT,"
     " message TEXT, accepted_suggestion INTEGER, delivered_at TEXT, hook_host TEXT,"
