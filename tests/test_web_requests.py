@@ -296,3 +296,14 @@ def test_a_decision_without_the_pages_proof_or_from_another_site_is_refused(
         site.client.cookies.set("roundtable_notice", "LUFsbG93ZWQ.0123456789abcdef")
         assert notice(site.client.get("/sessions/s1").text) is None
     assert read_request(store, record.id).state == "pending"
+
+
+def test_form_fields_beyond_any_form_are_a_problem_not_a_crash() -> None:
+    import pytest
+
+    from roundtable_console.api.problems import Problem
+    from roundtable_console.api.web.signin import form_fields
+
+    assert form_fields(b"a=1&b=2") == {"a": "1", "b": "2"}
+    with pytest.raises(Problem):
+        form_fields("&".join(f"f{n}=x" for n in range(50)).encode())

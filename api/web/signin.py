@@ -32,7 +32,11 @@ def form_fields(body: bytes) -> dict[str, str]:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise Problem("invalid_request", "The form is not UTF-8 text.") from None
-    return {name: values[-1] for name, values in parse_qs(text, max_num_fields=20).items()}
+    try:
+        fields = parse_qs(text, max_num_fields=20)
+    except ValueError:  # more fields than any of our forms has
+        raise Problem("invalid_request", "The form has more fields than it takes.") from None
+    return {name: values[-1] for name, values in fields.items()}
 
 
 def safe_next(target: str | None) -> str:
