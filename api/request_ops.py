@@ -50,6 +50,14 @@ def decide(
 ) -> Answer:
     caller = ctx.caller(call)
     caller.require_human()
+    if caller.mode == "header":
+        # Header mode trusts a header anyone on this machine can send: what runs on an agent's
+        # machine is not decided on its word.
+        raise Problem(
+            "forbidden",
+            "Deciding a permission request needs an operator token: this server runs in header "
+            "mode (roundtable tokens create --name NAME --role operator).",
+        )
     key = ctx.request_key(call, caller, required=True)
     body = bodies.decoded_object(
         call.body, fields=DECISION_FIELDS, code="invalid_request_body", optional=False
@@ -61,19 +69,13 @@ def decide(
         raise Problem("invalid_decision", 'The field "decision" is "allow" or "deny".')
     if message is not None and not isinstance(message, str):
         raise Problem("invalid_decision", 'The field "message" is a string, or null.')
+    if isinstance(suggestion, float) and suggestion.is_integer():
+        suggestion = int(suggestion)  # 44.0 is the JSON integer 44
     if suggestion is not None and (isinstance(suggestion, bool) or not isinstance(suggestion, int)):
         raise Problem("invalid_decision", 'The field "suggestion" is a whole number, or null.')
     despite_hidden = body.get("despite_hidden", False)
     if not isinstance(despite_hidden, bool):
         raise Problem("invalid_decision", 'The field "despite_hidden" is true or false.')
-    if caller.mode == "header":
-        # Header mode trusts a header anyone on this machine can send: what runs on an agent's
-        # machine is not decided on its word.
-        raise Problem(
-            "forbidden",
-            "Deciding a permission request needs an operator token: this server runs in header "
-            "mode (roundtable tokens create --name NAME --role operator).",
-        )
 
     def write(
         within: Callable[[Connection, PermissionRequestRecord], None] | None,
