@@ -16,9 +16,6 @@ from typing import Any
 
 from roundtable_console.agents.events import AgentEvent, Ask
 
-# The agent's hook timeout is set this much above the wait, so that the hook, not the agent,
-# ends the wait (and says the request expired).
-TIMEOUT_MARGIN_SECONDS = 15
 # How often, at most, the hook looks whether its agent is still there between changes.
 PARENT_CHECK_SECONDS = 0.5
 

@@ -58,16 +58,3 @@ def list_requests(
             for record in records
             if record.session_id in sessions and wall.admits(sessions[record.session_id])
         ]
-
-
-def pending_of_sessions(db: object, session_ids: list[str], now: str) -> dict[str, int]:
-    """How many requests each of ``session_ids`` has pending (the list's mark)."""
-    if not session_ids:
-        return {}
-    from sqlalchemy import bindparam
-
-    statement = text(
-        "SELECT session_id, COUNT(*) FROM permission_requests WHERE state = 'pending'"
-        " AND expires_at > :now AND session_id IN :ids GROUP BY session_id"
-    ).bindparams(bindparam("ids", expanding=True))
-    return dict(db.execute(statement, {"now": now, "ids": session_ids}).all())  # type: ignore[attr-defined]
