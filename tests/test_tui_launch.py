@@ -174,6 +174,7 @@ async def test_r_in_tmux_opens_a_window_named_after_the_session(
         # Another tmux server on the same socket numbers its panes from %0 again: its pane is
         # not the agent's, and is not shown.
         subprocess.run([*server, "kill-server"], timeout=30, check=False)
+        _wait_gone(int(pid))  # kill-server returns before the server has let go of its socket
         subprocess.run([*server, "new-session", "-d", "-s", "other", "echo OPERATOR-SHELL; sh"],
                        env=env, check=True, timeout=30)  # fmt: skip
         app = console(sqlite_url(tmp_path), adapters=FAKE)
@@ -184,6 +185,18 @@ async def test_r_in_tmux_opens_a_window_named_after_the_session(
             assert "OPERATOR-SHELL" not in shown and "is gone" in shown
     finally:
         subprocess.run([*server, "kill-server"], timeout=30, check=False)
+
+
+def _wait_gone(pid: int) -> None:
+    stat = Path(f"/proc/{pid}/stat")
+    for _ in range(200):
+        try:
+            if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                return  # exited; not reaped by a container's init
+        except (FileNotFoundError, ProcessLookupError):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"tmux server {pid} did not exit")
 
 
 @pytest.mark.parametrize(
