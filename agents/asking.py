@@ -34,7 +34,7 @@ def ask_human(
     store = open_store(url)
     parent = os.getppid()
     stopped: list[int] = []  # the agent stopped the hook (a signal): the request is withdrawn
-    previous = _on_stop_signals(stopped)
+    previous = on_stop_signals(stopped)
     try:
         record = asking.open_request(
             store,
@@ -68,11 +68,11 @@ def ask_human(
                 continue
             store.wait_for_change(token, min(left, PARENT_CHECK_SECONDS))
     finally:
-        _restore(previous)
+        restore_signals(previous)
         store.dispose()
 
 
-def _on_stop_signals(stopped: list[int]) -> dict[int, Any]:
+def on_stop_signals(stopped: list[int]) -> dict[int, Any]:
     """Noted, not raised: an exception in the middle of a database call would break its
     connection, and the hook still has to say the request is withdrawn."""
 
@@ -88,7 +88,7 @@ def _on_stop_signals(stopped: list[int]) -> dict[int, Any]:
     return previous
 
 
-def _restore(previous: dict[int, Any]) -> None:
+def restore_signals(previous: dict[int, Any]) -> None:
     for number, handler in previous.items():
         signal.signal(number, handler)
 

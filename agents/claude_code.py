@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from roundtable_console.agents.answers import answer_permission
+from roundtable_console.agents.answers import answer_permission, continue_with
 from roundtable_console.agents.events import (
     END,
     IGNORE,
@@ -102,6 +102,7 @@ SPEC = AgentSpec(
     user_file=user_file,
     project_file=project_file,
     answer_permission=answer_permission,
+    continue_turn=continue_with,
     events=(
         HookEvent("SessionStart"),
         HookEvent("UserPromptSubmit"),
@@ -109,7 +110,7 @@ SPEC = AgentSpec(
         HookEvent("PermissionRequest", matcher="*", asks=True),
         HookEvent("PostToolUse", matcher="*"),
         HookEvent("Notification"),
-        HookEvent("Stop"),
+        HookEvent("Stop", listens=True),
         HookEvent("SubagentStop"),
         HookEvent("PreCompact"),
         HookEvent("SessionEnd"),

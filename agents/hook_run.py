@@ -28,6 +28,7 @@ _OPTIONS = {
     "--token-env": "token_env",
     "--spool": "spool",
     "--permission-wait": "permission_wait",
+    "--reply-wait": "reply_wait",
 }
 
 
@@ -108,31 +109,49 @@ def run(argv: Sequence[str], stdin: Any) -> None:
     if written is None or options.get("server"):
         return
     if event.ask is not None:
-        wait = permission_wait(options)
+        wait = waited_seconds(options, "permission_wait")
         if wait > 0:
             from roundtable_console.agents.asking import ask_human
 
-            answer = ask_human(reporter.url, spec.name, written, event, event.ask, wait)
-            if answer is not None:
-                sys.stdout.write(json.dumps(answer))
-                sys.stdout.flush()
+            answer(ask_human(reporter.url, spec.name, written, event, event.ask, wait))
     elif operation.op == "end" or operation.fields.get("turn"):
         reporter.withdraw_requests(written)
+        wait = waited_seconds(options, "reply_wait")
+        if operation.op != "end" and wait > 0 and listens(spec, event.name):
+            from roundtable_console.agents.listening import listen_for_reply
+
+            answer(listen_for_reply(reporter.url, spec.name, written, wait))
 
 
-def permission_wait(options: dict[str, str]) -> float:
-    """How long a permission request waits for a human (``--permission-wait``, set at install
-    with the agent's hook timeout above it). 0, and absent (hooks installed before requests
-    were, whose timeout is short): the session waits with the agent's words, nothing more."""
+def answer(output: dict[str, Any] | None) -> None:
+    """The hook's answer to its agent, on stdout; nothing when there is none."""
+    if output is not None:
+        sys.stdout.write(json.dumps(output))
+        sys.stdout.flush()
+
+
+def listens(spec: Any, event_name: str) -> bool:
+    """Whether ``event_name`` is the agent's hook that may carry a human's reply."""
+    return spec.continue_turn is not None and any(
+        hooked.name == event_name and hooked.listens for hooked in spec.events
+    )
+
+
+def waited_seconds(options: dict[str, str], option: str) -> float:
+    """How long this hook waits for a human (``--permission-wait``: a permission request's
+    decision; ``--reply-wait``: a reply to a finished turn), set at install with the agent's
+    hook timeout above it. 0, and absent (hooks installed before, whose timeout is short):
+    nothing is waited for."""
     from roundtable_console.store.requests.records import MAX_WAIT_SECONDS
 
-    raw = options.get("permission_wait")
+    raw = options.get(option)
     if raw is None:
         return 0.0
     try:
         seconds = float(raw)
     except ValueError:
-        raise ValueError("--permission-wait is a number of seconds") from None
+        flag = "--" + option.replace("_", "-")
+        raise ValueError(f"{flag} is a number of seconds") from None
     return min(max(seconds, 0.0), MAX_WAIT_SECONDS)
 
 

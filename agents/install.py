@@ -28,6 +28,7 @@ class Target(NamedTuple):
     workspace: str | None = None
     spool: str | None = None
     permission_wait: int | None = None  # seconds a permission request waits for a human
+    reply_wait: int | None = None  # seconds a finished turn's hook listens for a reply
 
 
 def hook_command(program: str, spec: AgentSpec, target: Target) -> str:
@@ -43,8 +44,11 @@ def hook_command(program: str, spec: AgentSpec, target: Target) -> str:
     ):
         if value:
             words += [flag, value]
-    if target.permission_wait and not target.server:  # over --server: not waited for (yet)
-        words += ["--permission-wait", str(target.permission_wait)]
+    if not target.server:  # over --server: nothing is waited for (yet)
+        if target.permission_wait:
+            words += ["--permission-wait", str(target.permission_wait)]
+        if target.reply_wait and spec.continue_turn is not None:
+            words += ["--reply-wait", str(target.reply_wait)]
     return shlex.join(words)
 
 
@@ -58,12 +62,12 @@ def plan(
     home: Path,
     project: Path | None,
     command: str | None,
-    permission_wait: int | None = None,
+    waits: settings_files.Waits = settings_files.NO_WAITS,
 ) -> list[Change]:
     """The changes installing (``command``) or uninstalling (None) makes, nothing written yet."""
     path = settings_file(spec, home, project).absolute()
     _, before = settings_files.read_settings(path)
-    change = settings_files.plan_change(path, spec, command, permission_wait)
+    change = settings_files.plan_change(path, spec, command, waits)
     changes = [change]
     if spec.needs_trust:
         from roundtable_console.agents.codex import codex_home
@@ -75,7 +79,7 @@ def plan(
                 f"layer: move them to {path} (same shape) or install with --project. "
                 "Nothing was changed."
             )
-        after = settings_files.merged(before, spec, command, permission_wait)
+        after = settings_files.merged(before, spec, command, waits)
         old = codex_trust.our_trust(path, before)
         new = codex_trust.our_trust(path, after, command) if command is not None else {}
         changes.append(codex_trust.plan_trust(config, old, new))

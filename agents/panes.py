@@ -43,7 +43,11 @@ def read_activity(
     return read_pane(launch)
 
 
-def read_pane(launch: Mapping[str, Any]) -> Page:
+def verified_pane(launch: Mapping[str, Any], *, running: bool = False) -> tuple[list[str], str]:
+    """The tmux command and pane id of the very pane ``R`` started the session in, on this
+    machine, in the very tmux server (pane ids start again at %0 with a new one), and with
+    ``running`` its program still running (a pane kept after it exited takes no keys); else
+    ``TranscriptUnavailable`` saying why not."""
     import socket as sockets
 
     pane = launch.get("tmux_pane")
@@ -62,13 +66,19 @@ def read_pane(launch: Mapping[str, Any]) -> Page:
     base = [tmux]
     if isinstance(socket, str) and socket.startswith("/"):
         base += ["-S", socket]
-    # The very tmux server R started it in: pane ids start again at %0 with a new one.
-    server = _tmux([*base, "display-message", "-p", "-t", pane, "#{pid}"])
-    if server is None or server.strip() != str(launch.get("tmux_server_pid") or ""):
+    server = _tmux([*base, "display-message", "-p", "-t", pane, "#{pid} #{pane_dead}"])
+    if server is None or server.split()[:1] != [str(launch.get("tmux_server_pid") or "")]:
         raise gone
+    if running and server.split()[1:] != ["0"]:
+        raise TranscriptUnavailable(f"The agent in tmux pane {pane} has exited.")
+    return base, pane
+
+
+def read_pane(launch: Mapping[str, Any]) -> Page:
+    base, pane = verified_pane(launch)
     text = _tmux([*base, "capture-pane", "-p", "-J", "-t", pane, "-S", f"-{PANE_LINES}"])
     if text is None:
-        raise gone
+        raise TranscriptUnavailable(f"The tmux pane {pane} the session was started in is gone.")
     text = text.rstrip("\n")
     lines: list[str] = []
     for raw in text.split("\n"):
@@ -79,6 +89,18 @@ def read_pane(launch: Mapping[str, Any]) -> Page:
         lines.pop()
     entries = [Entry("pane", line) for line in lines[-PANE_LINES:]]
     return Page(entries, None, len(text))
+
+
+def type_into_pane(launch: Mapping[str, Any], line: str) -> bool:
+    """``line`` typed into the session's pane as literal keys (``send-keys -l``: no key names,
+    no shell), then Enter; False when the pane is gone or tmux refused."""
+    try:
+        base, pane = verified_pane(launch, running=True)
+    except TranscriptUnavailable:
+        return False
+    if _tmux([*base, "send-keys", "-t", pane, "-l", "--", line]) is None:
+        return False
+    return _tmux([*base, "send-keys", "-t", pane, "Enter"]) is not None
 
 
 def _tmux(command: list[str]) -> str | None:

@@ -68,12 +68,24 @@ def read_settings(path: Path) -> tuple[str | None, dict[str, Any]]:
 WAIT_MARGIN_SECONDS = 15
 
 
+class Waits(NamedTuple):
+    """How long hooks wait for a human (seconds; None or 0: they do not)."""
+
+    permission: int | None = None  # a permission request's decision (--permission-wait)
+    reply: int | None = None  # a reply to a finished turn (--reply-wait)
+
+
+NO_WAITS = Waits()
+
+
 def handler(
-    spec: AgentSpec, event: HookEvent, command: str, permission_wait: int | None = None
+    spec: AgentSpec, event: HookEvent, command: str, waits: Waits = NO_WAITS
 ) -> dict[str, Any]:
     timeout = event.timeout
-    if event.asks and permission_wait:
-        timeout = max(timeout, permission_wait + WAIT_MARGIN_SECONDS)
+    if event.asks and waits.permission:
+        timeout = max(timeout, waits.permission + WAIT_MARGIN_SECONDS)
+    if event.listens and waits.reply and spec.continue_turn is not None:
+        timeout = max(timeout, waits.reply + WAIT_MARGIN_SECONDS)
     entry: dict[str, Any] = {
         "type": "command",
         "command": command,
@@ -85,9 +97,9 @@ def handler(
 
 
 def group(
-    spec: AgentSpec, event: HookEvent, command: str, permission_wait: int | None = None
+    spec: AgentSpec, event: HookEvent, command: str, waits: Waits = NO_WAITS
 ) -> dict[str, Any]:
-    entry: dict[str, Any] = {"hooks": [handler(spec, event, command, permission_wait)]}
+    entry: dict[str, Any] = {"hooks": [handler(spec, event, command, waits)]}
     return {"matcher": event.matcher, **entry} if event.matcher is not None else entry
 
 
@@ -100,7 +112,7 @@ def merged(
     settings: dict[str, Any],
     spec: AgentSpec,
     command: str | None,
-    permission_wait: int | None = None,
+    waits: Waits = NO_WAITS,
 ) -> dict[str, Any]:
     """``settings`` with our groups for ``spec`` replaced in place (or appended), or removed
     when ``command`` is None; every other key and group as it was."""
@@ -114,7 +126,7 @@ def merged(
             if not groups:
                 del hooks[name]
     for name, event in wanted.items():
-        ours = group(spec, event, command or "", permission_wait)
+        ours = group(spec, event, command or "", waits)
         groups = hooks.setdefault(name, [])
         places = [i for i, g in enumerate(groups) if _is_our_group(g, spec.name)]
         if places:
@@ -135,10 +147,10 @@ def render(settings: dict[str, Any]) -> str:
 
 
 def plan_change(
-    path: Path, spec: AgentSpec, command: str | None, permission_wait: int | None = None
+    path: Path, spec: AgentSpec, command: str | None, waits: Waits = NO_WAITS
 ) -> Change:
     before, settings = read_settings(path)
-    after_settings = merged(settings, spec, command, permission_wait)
+    after_settings = merged(settings, spec, command, waits)
     if after_settings == settings and (before is not None or command is None):
         return Change(path, before, None)
     if before is None and command is None:

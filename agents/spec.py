@@ -17,7 +17,7 @@ class HookEvent:
     """One event an agent is hooked on. Plain classes here, not NamedTuples: each hook process
     imports these, and a NamedTuple is built (exec'd) at every start."""
 
-    __slots__ = ("name", "matcher", "timeout", "asks")
+    __slots__ = ("name", "matcher", "timeout", "asks", "listens")
 
     def __init__(
         self,
@@ -25,8 +25,10 @@ class HookEvent:
         matcher: str | None = None,
         timeout: int = HOOK_TIMEOUT_SECONDS,
         asks: bool = False,  # a permission request: its hook waits for a human
+        listens: bool = False,  # a finished turn its hook may continue: it listens for a reply
     ) -> None:
         self.asks = asks
+        self.listens = listens
         self.name = name
         self.matcher = matcher
         self.timeout = timeout
@@ -45,6 +47,7 @@ class AgentSpec:
         "needs_trust",
         "named_handlers",
         "answer_permission",
+        "continue_turn",
     )
 
     def __init__(
@@ -63,8 +66,12 @@ class AgentSpec:
         # A decided permission request as the agent's hook output; None: its hooks cannot
         # answer one (Gemini CLI's).
         answer_permission: Callable[[Any], dict[str, Any]] | None = None,
+        # A human's reply as the output of the hook that ``listens``: the agent goes on with
+        # it; None: no hook of its can carry one.
+        continue_turn: Callable[[str], dict[str, Any]] | None = None,
     ) -> None:
         self.answer_permission = answer_permission
+        self.continue_turn = continue_turn
         self.name = name
         self.adapter = adapter
         self.provider = provider

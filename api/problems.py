@@ -56,6 +56,7 @@ CODES: dict[str, tuple[int, str]] = {
     "request_already_settled": (409, "Permission request already settled"),
     "not_deliverable": (409, "Answer not deliverable"),
     "no_reply_path": (409, "No way to reply"),
+    "invalid_reply": (400, "Invalid reply"),
     "request_too_large": (413, "Request body too large"),
     "unsupported_media_type": (415, "Unsupported media type"),
     "too_many_requests": (429, "Too many requests"),

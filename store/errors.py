@@ -16,6 +16,7 @@ BAD_INPUT_CODES = frozenset(
         "invalid_token_request",
         "invalid_event_cursor",
         "invalid_decision",
+        "invalid_reply",
     }
 )
 
@@ -96,3 +97,4 @@ NotDeliverable = _error(
     "not_deliverable", "The agent's hooks cannot deliver that answer (say how it can be answered)."
 )
 NoReplyPath = _error("no_reply_path", "The session's agent cannot be sent a reply from here.")
+InvalidReply = _error("invalid_reply", "A reply is 1…4000 printable characters.")

@@ -12,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 SHELL_COMMAND = "touch roundtable-marker"
+# What a test's reply to an agent carries: the model answers it without a tool.
+REPLY_MARK = "roundtable-reply"
 ANSWER = "Done: the command ran."
 
 
@@ -70,7 +72,9 @@ class _Handler(BaseHTTPRequestHandler):
         answered = isinstance(last, list) and any(
             isinstance(b, dict) and b.get("type") == "tool_result" for b in last
         )
-        use_tool = "Bash" in tools and not answered
+        # A human's reply through the Stop hook (tests/test_replies_real.py) is answered in words.
+        replied = REPLY_MARK in json.dumps(last)
+        use_tool = "Bash" in tools and not answered and not replied
         message = {
             "id": "msg_fake",
             "type": "message",

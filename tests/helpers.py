@@ -56,8 +56,36 @@ DESIGN_ERROR_CODES = frozenset(
         "invalid_decision",
         "not_deliverable",
         "no_reply_path",
+        "invalid_reply",
     }
 )
+
+
+def seed_listener(url: str, session_id: str, listener_id: str = "reply-1") -> None:
+    """A Stop hook listening for a reply to ``session_id`` (``store.replies.listeners``), its
+    session waiting for a prompt."""
+    from sqlalchemy import text
+
+    opened = open_store(url)
+    try:
+        with opened.write() as db:
+            db.execute(
+                text(
+                    "INSERT INTO reply_listeners (id, session_id, agent, opened_at, expires_at,"
+                    " state) VALUES (:id, :session, 'claude-code', '2026-09-17T10:00:00.000000Z',"
+                    " '2999-01-01T00:00:00.000000Z', 'listening')"
+                ),
+                {"id": listener_id, "session": session_id},
+            )
+            db.execute(
+                text(
+                    "UPDATE agent_sessions SET waiting_reason = 'waits for a prompt',"
+                    " waiting_since = '2026-09-17T10:00:00.000000Z' WHERE id = :session"
+                ),
+                {"session": session_id},
+            )
+    finally:
+        opened.dispose()
 
 
 def seed_request(

@@ -289,6 +289,7 @@ def test_opening_keeps_every_reference_column_and_index(reference_path: Path):
         "api_tokens",
         "api_web_sessions",
         "permission_requests",
+        "reply_listeners",
         "alembic_version",
     }
     assert tables == {*REFERENCE_TABLES, "sqlite_sequence", *ours}

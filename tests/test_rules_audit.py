@@ -39,7 +39,7 @@ from roundtable_console.store.writes.transfer import KINDS, TABLES
 from roundtable_console.tui import output
 from roundtable_console.tui.cli import cli
 from tests.conftest import FakeClock
-from tests.helpers import DESIGN_ERROR_CODES, Cli, seed_request
+from tests.helpers import DESIGN_ERROR_CODES, Cli, seed_listener, seed_request
 from tests.test_transfer import populate
 
 OUR_TS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
@@ -570,6 +570,13 @@ def scenario(code: str, rt: Cli, tmp_path: Path) -> tuple[list[str], str | None]
         if code == "invalid_decision":
             return ["requests", "deny", "req-1", "--message", "a\x1bb"], None
         return ["requests", "allow", "req-1"], None
+    if code == "invalid_reply":
+        rt.register("s1")
+        seed_listener(rt.url, "s1")
+        return ["reply", "s1", "a\x1b[2Jb"], None
+    if code == "no_reply_path":
+        rt.register("s1")  # its agent waits for nothing
+        return ["reply", "s1", "go on"], None
     raise AssertionError(code)
 
 
@@ -600,6 +607,8 @@ EXPECTED_EXIT = {
     "request_already_settled": 1,
     "invalid_decision": 2,
     "not_deliverable": 1,
+    "invalid_reply": 2,
+    "no_reply_path": 1,
 }
 
 
@@ -610,7 +619,6 @@ SERVER_CODES = frozenset(
         "workspace_not_found",
         "session_create_conflict",
         "invalid_event_cursor",
-        "no_reply_path",
     }
 )
 
@@ -704,6 +712,8 @@ def minimal_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, "claude-code", "--dry-run"], None
     if path in (("requests", "allow"), ("requests", "deny")):
         return [*path, "req-1" if path[1] == "allow" else "req-2"], None
+    if path == ("reply",):
+        return [*path, "s1"], None
     return list(path), None
 
 
@@ -966,6 +976,8 @@ def success_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, "req-1" if path[1] == "allow" else "req-2"], None
     if path == ("demo",):
         return [*path, "--sessions", "1"], None
+    if path == ("reply",):
+        return [*path, "w", "go on"], None
     if path == ("import",):
         return [*path, "-"], GOOD_AGENT_LINE + "\n"
     if path == ("db", "prune"):
@@ -990,6 +1002,8 @@ def json_ready(rt: Cli) -> Cli:
     assert rt("tokens", "create", "--name", "viewer-1", "--role", "viewer").exit_code == 0
     seed_request(rt.url, "req-1", "s1")
     seed_request(rt.url, "req-2", "s1")
+    rt.register("w")
+    seed_listener(rt.url, "w")
     return rt
 
 

@@ -58,6 +58,12 @@ _NO_REQUESTS = (
     "NULL AS decided_at, NULL AS message, NULL AS accepted_suggestion, NULL AS delivered_at, "
     "NULL AS hook_host, NULL AS hook_pid WHERE 1 = 0"
 )
+_NO_LISTENERS = (
+    "SELECT NULL AS id, NULL AS session_id, NULL AS agent, NULL AS opened_at, "
+    "NULL AS expires_at, NULL AS state, NULL AS message, NULL AS replied_by, "
+    "NULL AS replied_at, NULL AS delivered_at, NULL AS ended_at, NULL AS hook_host, "
+    "NULL AS hook_pid WHERE 1 = 0"
+)
 # Tables of ours, as views of the reference's tables.
 ADDED_TABLES: dict[str, str] = {
     "session_status_counts": (
@@ -76,6 +82,7 @@ ADDED_TABLES: dict[str, str] = {
     "api_tokens": _NO_TOKENS,
     "api_web_sessions": _NO_BROWSERS,
     "permission_requests": _NO_REQUESTS,
+    "reply_listeners": _NO_LISTENERS,
 }
 
 
@@ -116,6 +123,7 @@ POSTGRES_READABLE_BEHIND = frozenset(
         "0011_calm_attention",
         "0012_api_tokens",
         "0013_web_sign_ins",
+        "0014_permission_requests",
     }
 )
 # Tables of ours a PostgreSQL store behind may lack, as views.
@@ -123,6 +131,7 @@ POSTGRES_ADDED_TABLES: dict[str, str] = {
     "api_tokens": _NO_TOKENS,
     "api_web_sessions": _NO_BROWSERS,
     "permission_requests": _NO_REQUESTS,
+    "reply_listeners": _NO_LISTENERS,
 }
 # Our compact payloads ({"actor":"…", …}) name the actor so; a view may not fail on a payload
 # that is not JSON, so it is read as text.

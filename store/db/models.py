@@ -231,6 +231,25 @@ class PermissionRequest(SQLModel, table=True):
     hook_pid: int | None = Field(default=None, sa_type=Integer, nullable=True)
 
 
+class ReplyListener(SQLModel, table=True):
+    """A finished turn's hook listening for a human's reply (migration 0015; ``store.replies``)."""
+
+    __tablename__ = "reply_listeners"
+    id: str = _text(primary_key=True, nullable=False)
+    session_id: str = _text(nullable=False)
+    agent: str = _text(nullable=False)
+    opened_at: str = _text(nullable=False)
+    expires_at: str = _text(nullable=False)
+    state: str = _text(nullable=False)
+    message: str | None = _text()
+    replied_by: str | None = _text()
+    replied_at: str | None = _text()
+    delivered_at: str | None = _text()
+    ended_at: str | None = _text()
+    hook_host: str | None = _text()
+    hook_pid: int | None = Field(default=None, sa_type=Integer, nullable=True)
+
+
 class SessionStatusCount(SQLModel, table=True):
     """Sessions per status, kept by triggers on agent_sessions (migration 0004)."""
 

@@ -260,6 +260,9 @@ def register(
 _WITHDRAW = """
 UPDATE permission_requests SET state = 'withdrawn', decided_at = :now
 WHERE session_id = :session_id AND state = 'pending' RETURNING id"""
+_STOP_LISTENING = """
+UPDATE reply_listeners SET state = 'withdrawn', ended_at = :now
+WHERE session_id = :session_id AND state = 'listening' RETURNING id"""
 
 
 def withdraw_requests(
@@ -270,10 +273,14 @@ def withdraw_requests(
     wait_seconds: float | None = None,
 ) -> bool | None:
     """The session's agent moved on (its turn is done, it ended): its pending permission
-    requests are withdrawn (``store.requests``). None when this path does not take the store."""
+    requests are withdrawn (``store.requests``), and so is a finished turn's hook that listened
+    for a reply (``store.replies``; a new one listens after this). None when this path does not
+    take the store."""
 
     def write(run: _Run) -> SessionRecord:
-        run(_WITHDRAW, {"session_id": session_id, "now": format_ts(clock())})
+        values = {"session_id": session_id, "now": format_ts(clock())}
+        run(_WITHDRAW, values)
+        run(_STOP_LISTENING, values)
         return True  # type: ignore[return-value]
 
     return None if _write(url, write, wait_seconds) is None else True

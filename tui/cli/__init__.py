@@ -56,6 +56,7 @@ from roundtable_console.tui.cli.printing import (
     EXIT_USAGE,
     OUTPUT_HELP,
 )
+from roundtable_console.tui.cli.reply_command import reply_command
 from roundtable_console.tui.cli.requests_commands import requests_group
 from roundtable_console.tui.cli.resume_command import resume_command
 from roundtable_console.tui.cli.serve_command import serve_command
@@ -209,6 +210,7 @@ for _command in (
     tokens_group,
     hooks_group,
     requests_group,
+    reply_command,
 ):
     cli.add_command(_command)
 

@@ -161,6 +161,16 @@ def _show_changes(changes: list, *, dry_run: bool, inv: Invocation, verb: str) -
     "the console, the web) before the agent asks in its own terminal; 0: shown, not waited for. "
     "The agent's hook timeout is set above it.",
 )
+@click.option(
+    "--reply-wait",
+    type=click.IntRange(0, 3600),
+    default=0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Claude Code: how long its Stop hook, when a turn is done, listens for a reply "
+    "(roundtable reply, the console's m, the web) that the agent then goes on with. The turn "
+    "ends only after it: for unattended agents. 0: no listening.",
+)
 @click.option("--dry-run", is_flag=True, help="Print the change; write nothing.")
 @with_invocation
 def install_command(
@@ -173,6 +183,7 @@ def install_command(
     server: str | None,
     token_env: str | None,
     permission_wait: int,
+    reply_wait: int,
     dry_run: bool,
 ) -> None:
     from roundtable_console.agents import install
@@ -200,7 +211,6 @@ def install_command(
             run=run_id,
             workspace=workspace,
             spool=str(default_spool_path()),
-            permission_wait=permission_wait,
         )
     else:
         written, had_password = _without_password(url)
@@ -212,9 +222,13 @@ def install_command(
             )
         target = install.Target(db=written, agent=agent_id, run=run_id, workspace=workspace,
                                 spool=str(default_spool_path()),
-                                permission_wait=permission_wait)  # fmt: skip
+                                permission_wait=permission_wait,
+                                reply_wait=reply_wait)  # fmt: skip
     command = install.hook_command(_program(), spec, target)
-    changes = _planned(install, spec, project, command, None if server else permission_wait)
+    from roundtable_console.agents.settings_files import Waits
+
+    waits = Waits() if server else Waits(permission_wait, reply_wait)
+    changes = _planned(install, spec, project, command, waits)
     if not dry_run:
         install.apply(changes)
     _show_changes(changes, dry_run=dry_run, inv=inv, verb="installed")
@@ -225,9 +239,9 @@ def _planned(  # noqa: ANN201
     spec,  # noqa: ANN001
     project: Path | None,
     command: str | None,
-    permission_wait: int | None = None,
+    waits=None,  # noqa: ANN001 - agents.settings_files.Waits, imported when used
 ):
-    from roundtable_console.agents.settings_files import SettingsError
+    from roundtable_console.agents.settings_files import NO_WAITS, SettingsError
 
     try:
         return install.plan(
@@ -235,7 +249,7 @@ def _planned(  # noqa: ANN201
             home=_home(),
             project=project.absolute() if project else None,
             command=command,
-            permission_wait=permission_wait,
+            waits=waits or NO_WAITS,
         )
     except SettingsError as error:
         raise click.ClickException(str(error)) from None

@@ -1,0 +1,64 @@
+"""A human's reply to an agent, as every surface sends it (the console, the web console, the
+API, the CLI): which route can carry it, shown before a reply is offered, and the reply sent.
+The rules are the store's (``store.replies.sending``); this module adds the tmux pane the session
+was started in, whose keys only this machine can type."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from roundtable_console.agents.panes import type_into_pane, verified_pane
+from roundtable_console.agents.transcripts import TranscriptUnavailable
+from roundtable_console.store.access.walls import OPEN, Wall
+from roundtable_console.store.clock import Clock, format_ts, system_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.errors import NoReplyPath
+from roundtable_console.store.reads.sessions import get_session
+from roundtable_console.store.replies.sending import (
+    PANE,
+    ReplyRoute,
+    SentReply,
+    route_in_store,
+    send_reply,
+)
+
+
+def pane_route(launch: Mapping[str, Any]) -> ReplyRoute:
+    try:
+        _, pane = verified_pane(launch, running=True)
+    except TranscriptUnavailable as why:
+        return ReplyRoute(None, f"{why} Answer in the agent's own terminal.")
+    return ReplyRoute(PANE, f"typed into tmux pane {pane}, where it was started", launch=launch)
+
+
+def type_keys(launch: Mapping[str, Any], line: str) -> None:
+    if not type_into_pane(launch, line):
+        raise NoReplyPath("The agent's tmux pane did not take the keys: nothing was sent.")
+
+
+def reply_route(
+    store: Store, session_id: str, *, wall: Wall = OPEN, clock: Clock = system_clock
+) -> ReplyRoute:
+    """What can carry a reply to ``session_id`` now (a read, and for a tmux pane a look at it:
+    never on an event loop)."""
+    with store.read() as db:
+        session = wall.checked(get_session(db=db, session_id=session_id))
+        route, launch = route_in_store(db, session, format_ts(clock()))
+    if route is not None:
+        return route
+    assert launch is not None
+    return pane_route(launch)
+
+
+def reply(store: Store, session_id: str, message: str, actor: str, **options: Any) -> SentReply:
+    """``message`` sent to ``session_id``'s agent as ``actor`` (``store.replies.sending``)."""
+    return send_reply(
+        store=store,
+        session_id=session_id,
+        message=message,
+        actor=actor,
+        pane_route=pane_route,
+        type_keys=type_keys,
+        **options,
+    )
