@@ -18,6 +18,7 @@ from roundtable_console.api import (
     action_ops,
     bodies,
     detail_ops,
+    reply_ops,
     request_ops,
     schemas,
     session_ops,
@@ -172,6 +173,24 @@ DECISION_BODY = {
     "required": ["decision"],
     "additionalProperties": False,
 }
+REPLY_BODY = {
+    "type": "object",
+    "properties": {
+        "message": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 4000,
+            "description": "What the agent goes on with: printable text, lines kept.",
+        },
+        "via": {
+            "enum": ["hook", "pane", None],
+            "description": "The route the operator was shown (GET …/reply): refused (409) when "
+            "another would carry the reply now.",
+        },
+    },
+    "required": ["message"],
+    "additionalProperties": False,
+}
 
 
 CHANGES_PARAMETERS = [
@@ -289,6 +308,14 @@ def _routes(app: FastAPI) -> None:
                "is required; a request decided, expired or withdrawn already answers 409).",
                errors=(409,), parameters=[schemas.idempotency(True)],
                body=DECISION_BODY, body_required=True)  # fmt: skip
+    _operation(app, "GET", f"{ONE}/reply", reply_ops.reply_way, name="reply_route",
+               summary="What can carry a reply to the session's agent now (its hook, its tmux "
+               "pane) or, in words, why nothing can.")  # fmt: skip
+    _operation(app, "POST", f"{ONE}/reply", reply_ops.send, name="send_reply",
+               summary="Reply to the session's agent, which waits for a prompt (an operator's; "
+               "an Idempotency-Key is required; nothing that can carry it answers 409).",
+               errors=(409,), parameters=[schemas.idempotency(True)],
+               body=REPLY_BODY, body_required=True)  # fmt: skip
     for name, model in (("metrics", schemas.Metrics), ("environment", schemas.Environment)):
         _operation(app, "GET", f"{ONE}/{name}", detail_ops.record_of(name),
                    name=f"session_{name}", summary=f"The session's {name}.",

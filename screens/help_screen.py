@@ -66,6 +66,12 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                 "the session's pending permission request: shown in full, then y allows and n "
                 "denies (with a message for the agent); in the detail, y shows it (n: next page)",
             ),
+            (
+                "m",
+                "reply to an agent that waits for a prompt: through its hook when one listens "
+                "(Claude Code's Stop hook, hooks install --reply-wait), else typed into the tmux "
+                "pane it was started in; says why when neither can carry it",
+            ),
             ("l", "the session's history, following new events"),
             ("b", "the resume briefing and resume plan"),
             (

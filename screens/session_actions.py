@@ -35,6 +35,8 @@ from roundtable_console.store.safety.display import one_line
 
 if TYPE_CHECKING:
     from roundtable_console.screens.action_dialog import ActionDialog
+    from roundtable_console.screens.reply_dialog import ReplyWay
+    from roundtable_console.store.replies.sending import SentReply
 
 # A command palette entry a screen offers: its name, what it does, and a help text (read as
 # markup by the palette, so never store data).
@@ -45,6 +47,9 @@ ACTION_BINDINGS: list[BindingType] = [
     # detail screen keeps n for its next page: its y shows the request, which n there denies).
     Binding("y", "answer_request(False)", "Allow", show=False),
     Binding("n", "answer_request(True)", "Deny", show=False),
+    # A reply to an agent that waits for a prompt (screens.reply_dialog): said why not, where
+    # nothing can carry one.
+    Binding("m", "reply", "Reply", show=False),
     Binding("h", "heartbeat", "Heartbeat", tooltip="Record a heartbeat as the operator"),
     Binding("p", "pause", "Pause"),
     Binding("s", "stop", "Stop", tooltip="Stop the session (asks first)"),
@@ -314,6 +319,44 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
             done=partial(self._request_read, session, deny_first),
             failed=self.announce_failure,
         )
+
+    def action_reply(self) -> None:
+        """What can carry a reply to the selected session, read in a thread; the dialog when
+        something can, else why nothing can."""
+        from roundtable_console.screens.reply_dialog import read_route
+
+        session = self.selected_session()
+        if session is None:
+            return
+        if self.ctx.read_only:
+            self.notify(
+                "The console is read-only: it sends no reply. Open it without --read-only to "
+                "reply to an agent.",
+                severity="warning",
+                markup=False,
+            )
+            return
+        self.run_in_thread(
+            partial(read_route, self.ctx, session.id),
+            what=f"see what can carry a reply to {one_line(session.id, 40)}",
+            group="session-reply",
+            done=self._reply_way_read,
+            failed=self.announce_failure,
+        )
+
+    def _reply_way_read(self, way: ReplyWay) -> None:
+        from roundtable_console.screens.reply_dialog import ReplyDialog, said
+
+        if way.route.via is None:
+            self.notify(way.route.words, title="No way to reply", severity="warning", markup=False)
+            return
+
+        def replied(sent: SentReply | None) -> None:
+            if sent is not None:
+                self.notify(said(sent), title="Reply", markup=False)
+            self.reload()
+
+        self.app.push_screen(ReplyDialog(ctx=self.ctx, way=way), replied)
 
     def _request_read(self, session: SessionFields, deny_first: bool, records: list) -> None:  # noqa: ANN001
         from roundtable_console.screens.request_dialog import RequestDialog, said

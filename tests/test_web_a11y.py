@@ -17,6 +17,7 @@ from sqlalchemy import text
 
 from roundtable_console.store.access.tokens import create_token
 from roundtable_console.store.db.database import open_store
+from roundtable_console.store.replies import listeners
 from roundtable_console.store.requests.asking import open_request
 from roundtable_console.store.writes.agent_writes import heartbeat
 from tests.api_support import seed_agent, seed_workspace
@@ -75,6 +76,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         tool_input={"command": "make"}, suggestions=None, reason="asks to run make",
         wait_seconds=3600,
     )  # fmt: skip
+    # a-done's turn is done and its Stop hook listens: its page offers a reply.
+    listeners.open_listener(store, session_id="a-done", agent="claude-code", wait_seconds=3600)
     made = {
         role: create_token(store=store, name=name, role=role).token
         for role, name in (("operator", "olivia"), ("viewer", "vic"))
@@ -123,6 +126,7 @@ PAGES = [
     ("sign-in", None, "/sign-in"),
     ("sessions", "operator", "/sessions"),
     ("session", "operator", "/sessions/a-asks"),
+    ("session (reply)", "operator", "/sessions/a-done"),
     ("briefing", "operator", "/sessions/a-asks/briefing"),
     ("transcript", "viewer", "/sessions/a-done/transcript"),
     ("overview", "viewer", "/overview"),

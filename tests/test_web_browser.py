@@ -541,3 +541,41 @@ def test_a_permission_request_is_allowed_from_the_sessions_page(site: dict[str, 
     expect(phone.locator("#notice")).to_contain_text("Denied Bash for")
     assert read_request(store, later.id).message == "Not today."
     phone.context.close()
+
+
+def test_a_reply_is_sent_from_the_sessions_page_on_a_phone(site: dict[str, Any]) -> None:
+    """While a session's agent waits for a prompt and its Stop hook listens, its page offers a
+    reply (shown without a reload once the hook listens); at a phone's width nothing scrolls
+    sideways and the button is a thumb's size; the reply reaches the hook as typed, as text."""
+    from roundtable_console.store.replies import listeners
+    from roundtable_console.store.writes.agent_writes import heartbeat
+
+    store = site["store"]
+    session_id = "n-waits-for-a-prompt-with-a-rather-long-session-identifier"
+    register(store, session_id, agent="agent-r")
+    with store.write() as db:
+        heartbeat(db=db, session_id=session_id, status="active", turn_done="Shall I deploy?")
+    phone = signed_in(site, size=PHONE)
+    phone.goto(f"{site['served'].url}/sessions/{session_id}")
+    expect(phone.locator("#live-state")).to_have_text("Live")
+    expect(phone.locator("#reply")).to_contain_text("No reply reaches it from here")
+    listener = listeners.open_listener(
+        store, session_id=session_id, agent="claude-code", wait_seconds=600
+    )
+    form = phone.locator("#reply form")
+    expect(form).to_be_visible(timeout=5_000)  # the hook's listening, followed live
+    expect(phone.locator("#reply-route")).to_contain_text("through Claude Code's Stop hook")
+    width = phone.evaluate("document.documentElement.scrollWidth")
+    assert width <= PHONE["width"], width
+    assert phone.locator("#reply button").bounding_box()["height"] >= 44
+    words = "Deploy <script>window.__pwned = 5</script>\nthen stop."
+    phone.fill("#reply-message", words)
+    phone.get_by_role("button", name="Send reply").click()
+    phone.wait_for_url(f"**/sessions/{session_id}")
+    expect(phone.locator("#notice")).to_have_text("Replied to the agent through its hook.")
+    expect(phone.locator("#reply")).to_have_count(0)  # its agent goes on: it waits no more
+    taken = listeners.read_listener(store, listener.id)
+    assert (taken.state, taken.message, taken.replied_by) == ("replied", words, "olivia")
+    assert phone.evaluate("window.__pwned") is None
+    assert phone.errors == []  # type: ignore[attr-defined]
+    phone.context.close()

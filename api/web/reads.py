@@ -15,6 +15,7 @@ from sqlalchemy import Connection
 from roundtable_console.api.context import Call, ServerContext
 from roundtable_console.api.identity import Caller
 from roundtable_console.api.problems import Problem
+from roundtable_console.api.web.reply_views import ReplyView, reply_view
 from roundtable_console.api.web.request_views import RequestView, session_requests
 from roundtable_console.api.web.views import Field, SessionRow, moment, session_fields, session_row
 from roundtable_console.store.access.walls import Wall
@@ -285,6 +286,8 @@ class SessionPage:
     now: datetime
     # Its pending permission requests, the oldest first.
     requests: list[RequestView] = field(default_factory=list)
+    # While its agent waits for a prompt: what can carry a reply to it.
+    reply: ReplyView | None = None
 
 
 def history_rows(items: list[dict[str, Any]], now: datetime) -> list[HistoryRow]:
@@ -332,6 +335,7 @@ def read_session_page(ctx: ServerContext, caller: Caller, session_id: str) -> Se
         logs = newest_logs(**one, limit=HISTORY_SHOWN)
         heartbeats = heartbeats_per_hour(db=db, session_id=session_id, now=now)
     requests = session_requests(ctx, caller, session_id)
+    reply = reply_view(ctx, caller, session) if not requests else None
     return SessionPage(
         row=row,
         fields=session_fields(session, now),
@@ -341,6 +345,7 @@ def read_session_page(ctx: ServerContext, caller: Caller, session_id: str) -> Se
         heartbeats=heartbeats,
         now=now,
         requests=requests,
+        reply=reply,
     )
 
 

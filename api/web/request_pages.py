@@ -36,6 +36,8 @@ from roundtable_console.api.web.request_views import (
 from roundtable_console.api.web.signin import browser_secret, form_fields, page_caller
 from roundtable_console.store.errors import (
     InvalidDecision,
+    InvalidReply,
+    NoReplyPath,
     NotDeliverable,
     RequestAlreadySettled,
     StoreError,
@@ -135,6 +137,64 @@ class WebRequests:
         if secret:
             response.headers["Set-Cookie"] = notice_cookie(request, secret, notice)
         return response
+
+    async def reply(self, request: Request) -> Response:
+        """A reply to the session's agent, from its page's form (``api.web.reply_views``): the
+        same guards as a decision's, sent by the same service as the API's."""
+        try:
+            body = await request.body()
+        except BodyTooLarge:
+            call = self.page.call(request)
+            return self.page.problem_page(call, Problem("request_too_large", TOO_LARGE), None)
+        call = self.page.call(request, body)
+        caller: Caller | None = None
+        try:
+            session_id = wire.path_id(request.path_params["session_id"], what="session")
+            back = str(path("sessions", session_id))
+            fields = form_fields(body)
+            call = replace(call, headers={**call.headers, "x-csrf-token": fields.get("csrf", "")})
+            caller = await self.ctx.in_worker(page_caller, self.ctx, call)
+            if caller is None:
+                return RedirectResponse(str(path("sign-in", query={"next": back})), status_code=303)
+            if not self._operator(caller):
+                raise Problem(
+                    "forbidden",
+                    f"The token {caller.name!r} is a {caller.role}'s: only an operator replies "
+                    "to an agent.",
+                )
+            caller.require_human()
+            notice = await self.ctx.in_worker(self._reply, caller, session_id, fields)
+        except Problem as problem:
+            return self.page.problem_page(call, problem, caller)
+        except StoreError as error:
+            return self.page.problem_page(call, from_store_error(error), caller)
+        response = RedirectResponse(back, status_code=303)
+        secret = browser_secret(call)
+        if secret:
+            response.headers["Set-Cookie"] = notice_cookie(request, secret, notice)
+        return response
+
+    def _reply(self, caller: Caller, session_id: str, fields: dict[str, str]) -> Notice:
+        """The reply (a blocking call), and the notice that says what it did; a session out
+        of reach raises (a page of its own)."""
+        from roundtable_console.agents.replying import reply
+
+        message = (fields.get("message") or "").replace("\r\n", "\n").replace("\r", "\n")
+        try:
+            sent = reply(
+                self.ctx.store,
+                session_id,
+                message,
+                caller.name,
+                wall=caller.wall,
+                clock=self.ctx.clock,
+                expected_via=fields.get("via") or "",
+            )
+        except (NoReplyPath, InvalidReply) as refused:
+            return Notice(f"Nothing was sent: {refused.message}", problem=True)
+        how = "through its hook" if sent.via == "hook" else "typed into its tmux pane"
+        hidden = " Parts that looked like secrets were hidden." if sent.hidden else ""
+        return Notice(f"Replied to the agent {how}.{hidden}")
 
     def _decide(
         self,

@@ -53,6 +53,7 @@ def install(app: FastAPI, ctx: ServerContext, *, read_only: bool) -> None:
         ("/fragments/sessions/{session_id}/terminate", part.terminate_impact, "GET"),
         ("/fragments/sessions/{session_id}/transcript", part.transcript, "GET"),
         ("/fragments/requests", asked.fragment, "GET"),
+        ("/actions/sessions/{session_id}/reply", asked.reply, "POST"),  # before {action}
         ("/actions/sessions/{session_id}/{action}", part.action, "POST"),
         ("/actions/sessions/{session_id}/requests/{request_id}/{decision}", asked.decide, "POST"),
         ("/fragments/bulk/{action}", part.bulk_preview, "POST"),

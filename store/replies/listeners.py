@@ -17,6 +17,8 @@ from sqlalchemy import Connection, text
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.reads.sessions import get_session
+from roundtable_console.store.requests.records import LISTENING_ENDED_EVENT, LISTENING_EVENT
+from roundtable_console.store.writes.history import append_session_event
 
 LISTENING = "listening"
 REPLIED = "replied"  # a human replied; its hook has not taken it yet
@@ -114,6 +116,13 @@ def open_listener(
         get_session(db=db, session_id=session_id)
         db.execute(_OLDER, {"session_id": session_id, "now": now})
         db.execute(_INSERT, values)
+        append_session_event(
+            db,
+            session_id=session_id,
+            event_type=LISTENING_EVENT,
+            payload={"listener_id": values["id"], "until": values["expires_at"]},
+            now=now,
+        )
         return get_listener(db, values["id"])
 
 
@@ -136,6 +145,17 @@ def take_reply(
 def end_listener(store: Store, listener_id: str, state: str, clock: Clock = system_clock) -> bool:
     """The hook stops listening (expired, withdrawn); False when a reply came first (the hook
     reads it again)."""
+    now = format_ts(clock())
     with store.write() as db:
-        changed = db.execute(_END, {"id": listener_id, "state": state, "now": format_ts(clock())})
-        return changed.rowcount > 0
+        changed = db.execute(_END, {"id": listener_id, "state": state, "now": now})
+        if changed.rowcount == 0:
+            return False
+        ended = get_listener(db, listener_id)
+        append_session_event(
+            db,
+            session_id=ended.session_id,
+            event_type=LISTENING_ENDED_EVENT,
+            payload={"listener_id": listener_id, "state": state},
+            now=now,
+        )
+        return True

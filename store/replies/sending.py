@@ -28,6 +28,7 @@ from roundtable_console.store.records import SessionFields
 from roundtable_console.store.replies.listeners import ReplyListenerRecord, listening_for
 from roundtable_console.store.requests.records import REPLY_EVENT
 from roundtable_console.store.safety.credentials import redact_output_text
+from roundtable_console.store.safety.display import one_line
 from roundtable_console.store.service import last_launch
 from roundtable_console.store.validation import has_control_characters
 from roundtable_console.store.writes.history import append_session_event
@@ -98,6 +99,23 @@ def checked_reply(message: str | None) -> str:
     return cleaned
 
 
+# What an agent's prompt runs rather than reads at a line's start: a shell command (!), a slash
+# command (/), a memory note (#). A reply typed into a pane never begins with one.
+_PROMPT_COMMANDS = ("!", "/", "#")
+
+
+def pane_line(message: str) -> str:
+    """``message`` as it is typed into a pane: one line (its line breaks and tabs as spaces,
+    which the prompt would take as Enter and completion), never a command of the prompt's."""
+    line = " ".join(message.replace("\t", " ").split("\n")).strip()
+    if line.startswith(_PROMPT_COMMANDS):
+        raise InvalidReply(
+            "A reply typed into the agent's pane cannot begin with !, / or #: its prompt would "
+            "run it as a command. Nothing was sent."
+        )
+    return line
+
+
 def route_in_store(
     db: Connection, session: SessionFields, now: str
 ) -> tuple[ReplyRoute | None, Mapping[str, Any] | None]:
@@ -118,9 +136,14 @@ def route_in_store(
         words = f"through {hook}, which listens until {listener.expires_at}"
         return ReplyRoute(HOOK, words, listener=listener), None
     launch = last_launch(db, session.id)
-    if launch and launch.get("tmux_pane"):
-        return None, launch
-    return ReplyRoute(None, NOTHING_LISTENS), None
+    if not (launch and launch.get("tmux_pane")):
+        return ReplyRoute(None, NOTHING_LISTENS), None
+    if session.waiting is not None:
+        # What it asks in its terminal (a permission, a choice) would take typed keys as its
+        # answer, the Enter as its default: only a prompt is typed into.
+        asks = one_line(session.waiting.reason, 120)
+        return ReplyRoute(None, f"It asks in its own terminal ({asks}): answer it there."), None
+    return None, launch
 
 
 NOTHING_LISTENS = (
@@ -141,13 +164,19 @@ def send_reply(
     clock: Clock = system_clock,
     before: Callable[[Connection], object] | None = None,
     within: Callable[[Connection, SentReply], None] | None = None,
+    expected_via: str | None = None,
 ) -> SentReply:
     """Send ``message`` to ``session_id``'s agent as ``actor``. ``pane_route`` judges a tmux
     launch (is that very pane there?); ``type_keys`` types into it (raising ``NoReplyPath``
-    when it cannot). Refusals: ``SessionNotFound`` (missing or out of reach), ``InvalidReply``,
-    ``NoReplyPath`` (why, in words)."""
+    when it cannot). ``expected_via``: the route the operator was shown (a reply is never
+    carried by another one than they saw). Refusals: ``SessionNotFound`` (missing or out of
+    reach), ``InvalidReply``, ``NoReplyPath`` (why, in words).
+
+    A pane's keys are typed after the session row is claimed on its version (a second reply
+    waits for this transaction, then finds the row moved: typed once), and before the commit (a
+    pane that does not take them rolls the reply back)."""
     cleaned = checked_reply(message)
-    sent = redact_output_text(cleaned)
+    sent = redacted = redact_output_text(cleaned)
     with store.write(durable=True) as db:
         if before is not None:
             before(db)
@@ -159,14 +188,23 @@ def send_reply(
         assert route is not None
         if route.via is None:
             raise NoReplyPath(route.words)
+        if expected_via is not None and route.via != expected_via:
+            raise NoReplyPath(
+                f"What carries a reply changed since it was shown: it now goes {route.words}. "
+                "Nothing was sent; look again."
+            )
         if route.via == HOOK:
             assert route.listener is not None
             values = {"id": route.listener.id, "message": sent, "actor": actor, "now": now}
             if db.execute(_REPLY, values).rowcount == 0:
                 raise NoReplyPath("Its hook stopped listening just now: nothing was sent.")
+            _answer_wait(db, session, claimed_version=False)
         else:
             assert route.launch is not None
-            type_keys(route.launch, " ".join(sent.split("\n")))
+            sent = pane_line(sent)
+            if not _answer_wait(db, session, claimed_version=True):
+                raise NoReplyPath("Another reply or change came first: nothing was sent.")
+            type_keys(route.launch, sent)
         append_session_event(
             db,
             session_id=session.id,
@@ -175,13 +213,25 @@ def send_reply(
             now=now,
             actor=actor,
         )
-        session_rows = SESSIONS.c
-        db.execute(
-            update(SESSIONS)
-            .where(session_rows.id == session.id, session_rows.waiting_reason.is_not(None))
-            .values(waiting_reason=None, waiting_since=None, version=session_rows.version + 1)
-        )
-        outcome = SentReply(session.id, route.via, sent, sent != cleaned, actor, now)
+        hidden = redacted != cleaned
+        outcome = SentReply(session.id, route.via, sent, hidden, actor, now)
         if within is not None:
             within(db, outcome)
         return outcome
+
+
+def _answer_wait(db: Connection, session: SessionFields, *, claimed_version: bool) -> bool:
+    """The session's wait answered: on the version read when ``claimed_version`` (False: the
+    row moved meanwhile, and nothing changed), else whatever its version."""
+    rows = SESSIONS.c
+    where = [rows.id == session.id]
+    if claimed_version:
+        where.append(rows.version == session.version)
+    else:
+        where.append(rows.waiting_reason.is_not(None))
+    changed = db.execute(
+        update(SESSIONS)
+        .where(*where)
+        .values(waiting_reason=None, waiting_since=None, version=rows.version + 1)
+    )
+    return changed.rowcount == 1

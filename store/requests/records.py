@@ -34,6 +34,10 @@ MAX_WAIT_SECONDS = 3600
 ASKED_EVENT = "permission_requested"
 DECIDED_EVENT = "permission_decided"
 REPLY_EVENT = "replied"
+# A finished turn's hook listens for a reply, and stops (its wait over, or it was stopped): in the
+# history, so that every page following the session learns it can reply now, and now cannot.
+LISTENING_EVENT = "reply_listening"
+LISTENING_ENDED_EVENT = "reply_listening_ended"
 
 # What each agent's hook protocol can deliver (../shared/reference/agent-hooks.md).
 ANSWERS_BY_AGENT = {"claude-code": (ALLOW, DENY), "codex": (ALLOW, DENY), "gemini": ()}
