@@ -24,7 +24,9 @@ from roundtable_console.store.requests.deciding import decide_request
 from roundtable_console.store.requests.reads import list_requests
 from tests.hook_support import (
     CLAUDE_ID,
+    CODEX_ID,
     claude,
+    codex,
     gemini,
     history,
     hook,
@@ -299,3 +301,25 @@ def test_many_agents_asking_at_once_each_get_their_own_decision(
             assert decision == {"behavior": "deny", "message": f"not job {index}"}
         else:
             assert decision == {"behavior": "allow"}
+
+
+def test_codex_takes_an_allow_and_a_deny_in_its_own_format(
+    store: object, store_url: str, tmp_path: Path
+) -> None:
+    options = ("--db", store_url, "--spool", str(tmp_path / "spool.jsonl"))
+    hook("codex", codex("SessionStart", source="startup"), *options)
+    for decision, message in (("allow", None), ("deny", "Not on main.")):
+        command = {"command": "git push", "description": "Push the branch"}
+        asked = codex("PermissionRequest", tool_name="Bash", tool_input=command)
+        process = hook_started("codex", asked, *options, "--permission-wait", "30")
+        found = pending_requests(store)
+        assert len(found) == 1, (decision, process.poll() is None or process.communicate())
+        [request] = found
+        assert request.session_id == f"codex-{CODEX_ID}" and request.answers == ("allow", "deny")
+        decide_request(store=store, request_id=request.id, decision=decision,
+                       actor="ops", message=message)  # fmt: skip
+        expected = {"behavior": "allow"} if message is None else {
+            "behavior": "deny", "message": message}  # fmt: skip
+        assert answer_of(process) == {
+            "hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": expected}
+        }
