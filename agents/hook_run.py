@@ -116,8 +116,10 @@ def run(argv: Sequence[str], stdin: Any) -> None:
             answer(ask_human(reporter.url, spec.name, written, event, event.ask, wait))
     elif operation.op == "end" or operation.fields.get("turn"):
         reporter.withdraw_requests(written)
+        if operation.op == "end":
+            return
         wait = waited_seconds(options, "reply_wait")
-        if operation.op != "end" and wait > 0 and listens(spec, event.name):
+        if wait > 0 and listens(spec, event.name):
             from roundtable_console.agents.listening import listen_for_reply
 
             answer(listen_for_reply(reporter.url, spec.name, written, wait))
@@ -142,11 +144,11 @@ def waited_seconds(options: dict[str, str], option: str) -> float:
     decision; ``--reply-wait``: a reply to a finished turn), set at install with the agent's
     hook timeout above it. 0, and absent (hooks installed before, whose timeout is short):
     nothing is waited for."""
-    from roundtable_console.store.requests.records import MAX_WAIT_SECONDS
-
     raw = options.get(option)
     if raw is None:
-        return 0.0
+        return 0.0  # before any import: the hooks' quick path pays for none
+    from roundtable_console.store.requests.records import MAX_WAIT_SECONDS
+
     try:
         seconds = float(raw)
     except ValueError:
