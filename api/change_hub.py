@@ -20,6 +20,7 @@ class ChangeHub:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._waiting: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        self._watchers: set[threading.Event] = set()
         # Reentrant: the server's stop (a signal handler, run on the main thread between two
         # bytecodes) wakes every stream, maybe while that thread is inside ``unsubscribe``.
         self.waiting_lock = threading.RLock()
@@ -30,10 +31,19 @@ class ChangeHub:
         woken = asyncio.Event()
         with self.waiting_lock:
             self._waiting.add((asyncio.get_running_loop(), woken))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._wait, name="change-hub", daemon=True)
-                self._thread.start()
+            self._start()
         return woken
+
+    def watch(self, changed: threading.Event) -> None:
+        """``changed`` set on every change, for a thread of the server's own (the notifier)."""
+        with self.waiting_lock:
+            self._watchers.add(changed)
+            self._start()
+
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._wait, name="change-hub", daemon=True)
+            self._thread.start()
 
     def unsubscribe(self, woken: asyncio.Event) -> None:
         with self.waiting_lock:
@@ -46,6 +56,9 @@ class ChangeHub:
     def _wake_all(self) -> None:
         with self.waiting_lock:
             waiting = list(self._waiting)
+            watchers = list(self._watchers)
+        for changed in watchers:
+            changed.set()
         for loop, woken in waiting:
             try:
                 loop.call_soon_threadsafe(woken.set)

@@ -27,6 +27,7 @@ from roundtable_console.api.identity import (
     authenticate,
 )
 from roundtable_console.api.middleware import UNSAFE_METHODS
+from roundtable_console.api.notifying import Notifier, NotifySettings
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.stream_slots import Opening, StreamSlots
 from roundtable_console.store.clock import Clock, system_clock
@@ -103,7 +104,11 @@ class ServerContext:
     # The configured adapters: whether a session can be resumed, and its plan (the web console).
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
     # Wakes the open streams when the store changes (api.streams).
+    # What the server tells operators, and how (serve --notify, --push-service, …).
+    notify: NotifySettings = field(default_factory=NotifySettings)
     hub: ChangeHub = field(init=False)
+    # Tells operators' devices and webhooks (api.notifying); started by the server.
+    notifier: Notifier = field(init=False)
     # The open streams: how many each caller holds, and which must end (api.stream_slots).
     streams: StreamSlots = field(init=False)
     # The threads a request's store work runs in: a few. SQLite takes one writer at a time
@@ -112,6 +117,13 @@ class ServerContext:
 
     def __post_init__(self) -> None:
         self.hub = ChangeHub(self.store)
+        self.notifier = Notifier(
+            self.store,
+            self.hub,
+            self.notify,
+            clock=self.clock,
+            stale_after_seconds=self.stale_after_seconds,
+        )
         self.streams = StreamSlots(
             per_holder=self.exposure.streams_per_token,
             in_all=self.exposure.streams_in_all,

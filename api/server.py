@@ -30,6 +30,7 @@ from roundtable_console.api.connections import bounded_http
 from roundtable_console.api.context import WORKER_THREADS, ServerContext
 from roundtable_console.api.exposure import ConnectionLimits, Exposure
 from roundtable_console.api.identity import HeaderMode
+from roundtable_console.api.notifying import NotifySettings
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.resume.adapters import AdapterConfig
@@ -71,6 +72,7 @@ class ServeOptions:
     max_streams: int = Exposure.streams_in_all
     stale_after_seconds: float = 300.0
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
+    notify: NotifySettings = field(default_factory=NotifySettings)
 
     @property
     def behind_proxy(self) -> bool:
@@ -155,6 +157,7 @@ def run(
         adapters=options.adapters,
         header_mode=HeaderMode(granted=not tokens),
         exposure=exposure,
+        notify=options.notify,
     )
     app = create_app(ctx, read_only=options.read_only)
     config = uvicorn.Config(
@@ -174,7 +177,14 @@ def run(
         log_level="warning",
         lifespan="off",
     )
-    server = _Server(config, on_exit=ctx.hub.close)
+    if not options.read_only:  # a read-only server keeps no claim of what it told
+        ctx.notifier.start()
+
+    def on_exit() -> None:
+        ctx.notifier.close()
+        ctx.hub.close()
+
+    server = _Server(config, on_exit=on_exit)
     address = f"{options.scheme}://{_shown_host(options.host)}:{options.port}"
     mode = (
         "callers need one of the store's tokens (roundtable tokens list)"

@@ -323,7 +323,7 @@ def test_every_page_is_strict_about_what_it_loads(store: Store) -> None:
         assert "<script>" not in page.text and " style=" not in page.text
         assert " on" not in re.sub(r"\s(on|one)\b", "", page.text).split("<body")[0]
         assets = re.findall(r'(?:src|href)="(/static/[^"]+)"', page.text)
-        assert len(assets) == 3 and all(re.search(r"\.[0-9a-f]{10}\.", a) for a in assets)
+        assert len(assets) == 5 and all(re.search(r"\.[0-9a-f]{10}\.", a) for a in assets)
         for asset in assets:
             served = site.client.get(asset)
             assert served.status_code == 200 and "immutable" in served.headers["cache-control"]

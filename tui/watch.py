@@ -33,6 +33,7 @@ def change_line(change: Change) -> str:
         "status": f"status {before} → {status}{by}{reason}",
         "waiting_started": f"waiting for a human{reason}",
         "waiting_stopped": f"no longer waiting ({status}){by}",
+        "turn_done": f"turn done{reason}",
         "stale": f"went stale ({status}, {one_line(change.reason)})",
         "ended": f"ended ({before} → {status}){by}",
         "heartbeat": f"heartbeat ({status}){by}",

@@ -13,9 +13,11 @@ from starlette.responses import Response
 from roundtable_console.api.answering import as_response, refused
 from roundtable_console.api.context import ServerContext
 from roundtable_console.api.problems import Problem
+from roundtable_console.api.web.app_shell import AppShell
 from roundtable_console.api.web.assets import StaticFiles
 from roundtable_console.api.web.fragments import WebFragments
 from roundtable_console.api.web.pages import WebPages
+from roundtable_console.api.web.push_pages import WebPush
 from roundtable_console.api.web.render import Pages
 from roundtable_console.api.web.request_pages import WebRequests
 
@@ -26,6 +28,8 @@ def install(app: FastAPI, ctx: ServerContext, *, read_only: bool) -> None:
     page = WebPages(ctx, pages, read_only=read_only)
     part = WebFragments(ctx, pages, read_only=read_only)
     asked = WebRequests(page, part)
+    told = WebPush(page, part)
+    shell = AppShell(statics, pages)
 
     async def static(request: Request) -> Response:
         found = statics.response(request.path_params["name"])
@@ -46,6 +50,10 @@ def install(app: FastAPI, ctx: ServerContext, *, read_only: bool) -> None:
         ("/overview", page.overview, "GET"),
         ("/audit", page.audit, "GET"),
         ("/requests", asked.requests, "GET"),
+        ("/notifications", told.notifications, "GET"),
+        ("/manifest.webmanifest", shell.manifest_file, "GET"),
+        ("/sw.js", shell.service_worker, "GET"),
+        ("/offline", shell.offline, "GET"),
         ("/fragments/rows", part.rows, "GET"),
         ("/fragments/counts", part.counts, "GET"),
         ("/fragments/sessions/{session_id}", part.session, "GET"),
@@ -56,6 +64,9 @@ def install(app: FastAPI, ctx: ServerContext, *, read_only: bool) -> None:
         ("/actions/sessions/{session_id}/reply", asked.reply, "POST"),  # before {action}
         ("/actions/sessions/{session_id}/{action}", part.action, "POST"),
         ("/actions/sessions/{session_id}/requests/{request_id}/{decision}", asked.decide, "POST"),
+        ("/actions/push/subscribe", told.subscribe, "POST"),
+        ("/actions/push/unsubscribe", told.unsubscribe, "POST"),
+        ("/actions/presence", told.presence, "POST"),
         ("/fragments/bulk/{action}", part.bulk_preview, "POST"),
         ("/actions/bulk/{action}", part.bulk_action, "POST"),
         ("/live", part.live, "GET"),

@@ -30,11 +30,18 @@ from roundtable_console.store.access.tokens import (
 )
 from roundtable_console.store.clock import Clock, format_ts, parse_ts, system_clock
 from roundtable_console.store.db.database import Store
-from roundtable_console.store.db.models import ApiToken, ApiWebSession
+from roundtable_console.store.db.models import (
+    ApiToken,
+    ApiWebSession,
+    PushPresence,
+    PushSubscription,
+)
 from roundtable_console.store.writes.history import Prepared
 
 _TOKENS = ApiToken.__table__  # type: ignore[attr-defined]
 _BROWSERS = ApiWebSession.__table__  # type: ignore[attr-defined]
+_SUBSCRIPTIONS = PushSubscription.__table__  # type: ignore[attr-defined]
+_PRESENCE = PushPresence.__table__  # type: ignore[attr-defined]
 # How long a sign-in lasts (the token's own expiry ends it sooner).
 LIFETIME = timedelta(hours=12)
 SECRET_PREFIX = "rtw_"
@@ -96,9 +103,12 @@ def identify_browser(db: Connection, secret: str, *, clock: Clock = system_clock
 
 
 def sign_out(*, store: Store, secret: str) -> bool:
-    """End the sign-in holding ``secret``; whether there was one."""
+    """End the sign-in holding ``secret``, and the push subscriptions it made; whether there
+    was one."""
     with store.write(durable=True) as db:
         gone = db.execute(delete(_BROWSERS).where(_BROWSERS.c.secret_hash == token_hash(secret)))
+        for table in (_SUBSCRIPTIONS, _PRESENCE):
+            db.execute(delete(table).where(table.c.secret_hash == token_hash(secret)))
     return bool(gone.rowcount)
 
 

@@ -124,6 +124,7 @@ POSTGRES_READABLE_BEHIND = frozenset(
         "0012_api_tokens",
         "0013_web_sign_ins",
         "0014_permission_requests",
+        "0015_reply_listeners",
     }
 )
 # Tables of ours a PostgreSQL store behind may lack, as views.

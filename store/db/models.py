@@ -302,3 +302,46 @@ RECORD_TABLES: dict[str, Table] = {
 }
 # Kinds whose rows are appended history, never replaced by id.
 HISTORY_KINDS = frozenset({"event", "session_event"})
+
+
+class PushKey(SQLModel, table=True):
+    """The VAPID key pair the servers of a store sign pushes with (migration 0016)."""
+
+    __tablename__ = "push_keys"
+    name: str = _text(primary_key=True, nullable=False)
+    public_key: str = _text(nullable=False)
+    private_pem: str = _text(nullable=False)
+    created_at: str = _text(nullable=False)
+
+
+class PushSubscription(SQLModel, table=True):
+    """A browser's push subscription, owned by the sign-in that made it (``store.push``)."""
+
+    __tablename__ = "push_subscriptions"
+    id: str = _text(primary_key=True, nullable=False)
+    endpoint: str = Field(sa_type=Text, nullable=False, unique=True)
+    p256dh: str = _text(nullable=False)
+    auth: str = _text(nullable=False)
+    secret_hash: str = Field(sa_type=Text, nullable=False, index=True)
+    token_hash: str = Field(sa_type=Text, nullable=False, index=True)
+    kinds: str = _text(nullable=False)
+    created_at: str = _text(nullable=False)
+    last_sent_at: str | None = _text()
+
+
+class PushPresence(SQLModel, table=True):
+    """Until when a sign-in has a page of the web console open and visible."""
+
+    __tablename__ = "push_presence"
+    secret_hash: str = _text(primary_key=True, nullable=False)
+    token_hash: str = Field(sa_type=Text, nullable=False, index=True)
+    visible_until: str = _text(nullable=False)
+
+
+class PushSend(SQLModel, table=True):
+    """When a session was last told to a receiver (a subscription's id, or ``webhook:…``)."""
+
+    __tablename__ = "push_sends"
+    receiver: str = _text(primary_key=True, nullable=False)
+    session_id: str = _text(primary_key=True, nullable=False)
+    sent_at: str = _text(nullable=False)

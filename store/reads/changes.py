@@ -55,6 +55,7 @@ CHANGE_KINDS: tuple[str, ...] = (
     "status",
     "waiting_started",
     "waiting_stopped",
+    "turn_done",
     "stale",
     "ended",
     "heartbeat",
@@ -167,6 +168,7 @@ def changes_of_decoded(
     previous_status = _text(now.get("previous_status")) or _text(before.get("status"))
     actor = _text(now.get("actor")) or agent_id
     waiting, was_waiting = _text(now.get("waiting")), _text(before.get("waiting"))
+    turn, was_turn = _text(now.get("turn_done")), _text(before.get("turn_done"))
     found: list[Change] = []
 
     def add(kind: str, reason: str | None = None) -> None:
@@ -190,6 +192,8 @@ def changes_of_decoded(
         add("ended")
     elif previous_status is not None and status is not None and status != previous_status:
         add("status", _reason(now.get("impact_details")))
+    elif waiting is None and turn is not None and turn != was_turn:
+        add("turn_done", _reason(turn))
     elif waiting is None or waiting == was_waiting:
         add("heartbeat")
     if waiting is not None and waiting != was_waiting:

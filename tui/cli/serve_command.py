@@ -71,6 +71,44 @@ flight finish, then exits 0."""
     show_default=True,
     help="Event streams open at once (a token holds 32 at most); past it 503.",
 )
+@click.option(
+    "--notify",
+    "webhooks",
+    multiple=True,
+    metavar="URL",
+    help="Post each notice (a session needs a human, a turn is done) as JSON to this webhook "
+    "(ntfy, a Slack-compatible incoming webhook, any receiver; repeat). Retried with backoff.",
+)
+@click.option(
+    "--notify-dwell",
+    type=click.FloatRange(0, 3600),
+    default=2.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A session is told of once it has waited (or sat done) this long.",
+)
+@click.option(
+    "--notify-cooling",
+    type=click.FloatRange(0, 86400),
+    default=300.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="At most one notice per session and device (or webhook) in this long.",
+)
+@click.option(
+    "--push-service",
+    "push_services",
+    multiple=True,
+    metavar="ORIGIN",
+    help="A push service of this origin may be posted to besides https ones (repeat).",
+)
+@click.option(
+    "--push-contact",
+    default="mailto:roundtable@localhost",
+    show_default=True,
+    metavar="URI",
+    help="Who push services may write to about this server's pushes (mailto: or https:).",
+)
 @with_invocation
 def serve_command(
     inv: Invocation,
@@ -84,8 +122,14 @@ def serve_command(
     origins: tuple[str, ...],
     max_connections: int,
     max_streams: int,
+    webhooks: tuple[str, ...],
+    notify_dwell: float,
+    notify_cooling: float,
+    push_services: tuple[str, ...],
+    push_contact: str,
 ) -> int:
     from roundtable_console.api.exposure import ConnectionLimits
+    from roundtable_console.api.notifying import NotifySettings
     from roundtable_console.api.server import POOL_SIZE, Refused, ServeOptions, run
 
     options = ServeOptions(
@@ -102,6 +146,15 @@ def serve_command(
         max_streams=max_streams,
         stale_after_seconds=inv.settings.stale_after_seconds,
         adapters=inv.adapters(),
+        notify=NotifySettings(
+            dwell=notify_dwell,
+            cooling=notify_cooling,
+            webhooks=tuple(checked_webhook(url) for url in webhooks),
+            push_services=tuple(
+                checked_origin(origin, "--push-service") for origin in push_services
+            ),
+            contact=checked_contact(push_contact),
+        ),
     )
     with inv.store(pool_size=POOL_SIZE) as store:
         try:
@@ -143,7 +196,28 @@ def checked_name(value: str) -> str:
     return name
 
 
-def checked_origin(value: str) -> str:
+def checked_webhook(value: str) -> str:
+    """An http(s) URL to post to; the error never repeats it (its path may be its secret)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment:
+        raise click.BadParameter(
+            "a webhook is an http or https URL (https://ntfy.sh/TOPIC).", param_hint="--notify"
+        )
+    return value.strip()
+
+
+def checked_contact(value: str) -> str:
+    text = value.strip()
+    if not (text.startswith("mailto:") or text.startswith("https://")) or len(text) > 200:
+        raise click.BadParameter(
+            f"{value[:80]!r} is not a mailto: or https: URI.", param_hint="--push-contact"
+        )
+    return text
+
+
+def checked_origin(value: str, param_hint: str = "--allow-origin") -> str:
     from urllib.parse import urlsplit
 
     parts = urlsplit(value.strip())
@@ -157,6 +231,6 @@ def checked_origin(value: str) -> str:
     ):
         raise click.BadParameter(
             f"{value!r} is not an origin: scheme, host and port only (https://app.example:8443).",
-            param_hint="--allow-origin",
+            param_hint=param_hint,
         )
     return f"{parts.scheme}://{parts.netloc}".lower()

@@ -10,8 +10,9 @@ from roundtable_console.tui.cli.options import filter_options
 WATCH_HELP = """Print one line per change of the sessions, as it happens, until interrupted.
 
 \b
-Changes: registered, status (from → to, by whom), waiting_started, waiting_stopped, stale,
-ended; heartbeat only with --heartbeats. --status keeps changes from or to that status.
+Changes: registered, status (from → to, by whom), waiting_started, waiting_stopped, turn_done
+(an agent's turn is done: its last words), stale, ended; heartbeat only with --heartbeats.
+--status keeps changes from or to that status.
 --json: one object a line, {"at", "session_id", "change", "status", "previous_status",
 "actor", "reason"}. Lines are flushed at once, for a pipe into notify-send, a chat hook or a
 pager. On PostgreSQL a lost connection is said on stderr and resumed without missing a change.

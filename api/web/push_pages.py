@@ -1,0 +1,146 @@
+"""The web console's notifications (issue 31): the page where a signed-in operator turns them on
+for this device (``/notifications``; the browser's permission is asked only on that button's
+click, by the page's script), and what its script posts: the device's push subscription with
+the kinds of news it wants (``/actions/push/subscribe``), its removal
+(``/actions/push/unsubscribe``), and whether a page of the console is in view
+(``/actions/presence``: no push goes to the token's devices meanwhile).
+
+Each post is a script's: JSON, the page's CSRF proof in ``X-CSRF-Token`` (``api.identity``),
+from a page of this server (``api.middleware``), by a signed-in browser of a human's token. The
+subscription belongs to that sign-in (``store.push.subscriptions``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from roundtable_console.api.answering import Reply, as_response, refused, rendered
+from roundtable_console.api.context import Call
+from roundtable_console.api.identity import Caller
+from roundtable_console.api.middleware import TOO_LARGE, BodyTooLarge
+from roundtable_console.api.problems import Problem
+from roundtable_console.api.web.fragments import WebFragments
+from roundtable_console.api.web.pages import WebPages
+from roundtable_console.api.web.signin import browser_secret
+from roundtable_console.store.push.subscriptions import (
+    InvalidPushSubscription,
+    subscribe,
+    subscriptions_of,
+    unsubscribe,
+)
+from roundtable_console.store.push.telling import HUMAN_ROLES, mark_presence
+from roundtable_console.store.safety.display import short_duration
+
+MAX_BODY = 8 * 1024
+
+
+def _decoded(body: bytes) -> dict[str, Any]:
+    try:
+        found = json.loads(body)
+    except (ValueError, RecursionError):
+        raise Problem("invalid_request", "The body is not JSON.") from None
+    if not isinstance(found, dict):
+        raise Problem("invalid_request", "The body is a JSON object.")
+    return found
+
+
+class WebPush:
+    def __init__(self, page: WebPages, part: WebFragments) -> None:
+        self.page = page
+        self.part = part
+        self.ctx = page.ctx
+        self.pages = page.pages
+
+    def _human(self, caller: Caller) -> None:
+        if caller.role not in HUMAN_ROLES:
+            raise Problem(
+                "forbidden", f"The token {caller.name!r} is an agent's: it is told nothing."
+            )
+        if self.page.read_only:
+            raise Problem("read_only", "This server is read-only: it keeps no subscription.")
+
+    async def notifications(self, request: Request) -> Response:
+        async def work(call: Call, caller: Caller) -> Response:
+            secret = browser_secret(call) or ""
+
+            def read() -> tuple[str, int]:
+                key = self.ctx.notifier.keys().public_key if not self.page.read_only else ""
+                return key, len(subscriptions_of(store=self.ctx.store, secret=secret))
+
+            key, devices = await self.ctx.in_worker(read)
+            return self.pages.page(
+                "notifications.html",
+                push_key=key,
+                devices=devices,
+                cooling=short_duration(self.ctx.notify.cooling),
+                **self.page.common(call, caller, "notifications"),
+            )
+
+        return await self.page.signed_in(request, "notifications", work)
+
+    async def _json_post(self, request: Request, act: Any) -> Response:
+        try:
+            body = await request.body()
+        except BodyTooLarge:
+            return as_response(refused(request.scope, Problem("request_too_large", TOO_LARGE)))
+        if len(body) > MAX_BODY:
+            too_large = Problem("request_too_large", f"The body is over {MAX_BODY} bytes.")
+            return as_response(refused(request.scope, too_large))
+
+        async def work(call: Call, caller: Caller) -> Response:
+            self._human(caller)
+            secret = browser_secret(call) or ""
+            fields = _decoded(body)
+            try:
+                answer = await self.ctx.in_worker(act, secret, fields)
+            except InvalidPushSubscription as error:
+                raise Problem("invalid_request", str(error)) from None
+            return as_response(Reply(200, rendered(answer), "application/json", {}))
+
+        return await self.part.answer(request, work, body)
+
+    async def subscribe(self, request: Request) -> Response:
+        def act(secret: str, fields: dict[str, Any]) -> dict[str, Any]:
+            keys = fields.get("keys") if isinstance(fields.get("keys"), dict) else {}
+            kinds = fields.get("kinds")
+            if not isinstance(kinds, list):
+                raise InvalidPushSubscription("Give the kinds of news as a list.")
+            kept = subscribe(
+                store=self.ctx.store,
+                secret=secret,
+                endpoint=fields.get("endpoint"),  # type: ignore[arg-type]
+                p256dh=keys.get("p256dh"),
+                auth=keys.get("auth"),
+                kinds=kinds,
+                trusted_origins=self.ctx.notify.push_services,
+                clock=self.ctx.clock,
+            )
+            return {"subscribed": True, "kinds": list(kept.kinds)}
+
+        return await self._json_post(request, act)
+
+    async def unsubscribe(self, request: Request) -> Response:
+        def act(secret: str, fields: dict[str, Any]) -> dict[str, Any]:
+            endpoint = fields.get("endpoint")
+            if not isinstance(endpoint, str):
+                raise InvalidPushSubscription("Give the subscription's endpoint.")
+            gone = unsubscribe(store=self.ctx.store, secret=secret, endpoint=endpoint)
+            return {"unsubscribed": gone}
+
+        return await self._json_post(request, act)
+
+    async def presence(self, request: Request) -> Response:
+        def act(secret: str, fields: dict[str, Any]) -> dict[str, Any]:
+            visible = fields.get("visible")
+            if not isinstance(visible, bool):
+                raise InvalidPushSubscription("Say whether the page is visible (true, false).")
+            mark_presence(
+                store=self.ctx.store, secret=secret, visible=visible, clock=self.ctx.clock
+            )
+            return {"visible": visible}
+
+        return await self._json_post(request, act)

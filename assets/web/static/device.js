@@ -1,0 +1,162 @@
+// The web console on a device (issue 31): the service worker that makes it an installable app,
+// the "Install" hint where the browser offers one, telling the server while a page is in view
+// (no push comes meanwhile), and the notifications page, where this device asks to be told.
+// The browser's permission to notify is asked only on that page's button.
+"use strict";
+
+(() => {
+  const csrf = document.querySelector('meta[name="csrf-token"]')?.content || "";
+  const signedIn = document.body.dataset.signedIn === "1";
+  const $ = (selector) => document.querySelector(selector);
+
+  if ("serviceWorker" in navigator) {
+    navigator.serviceWorker.register("/sw.js").catch(() => {});
+  }
+
+  // -- the install hint ----------------------------------------------------------------------
+
+  let offered = null;
+  window.addEventListener("beforeinstallprompt", (event) => {
+    event.preventDefault();
+    offered = event;
+    const button = $("#install");
+    if (button) button.hidden = false;
+  });
+  $("#install")?.addEventListener("click", async () => {
+    if (!offered) return;
+    const chosen = offered;
+    offered = null;
+    $("#install").hidden = true;
+    await chosen.prompt();
+  });
+  window.addEventListener("appinstalled", () => { if ($("#install")) $("#install").hidden = true; });
+
+  // -- posting -------------------------------------------------------------------------------
+
+  async function post(url, body, keepalive = false) {
+    try {
+      const response = await fetch(url, {
+        method: "POST",
+        keepalive,
+        headers: {"Content-Type": "application/json", "X-CSRF-Token": csrf},
+        body: JSON.stringify(body),
+      });
+      const data = await response.json().catch(() => ({}));
+      return {ok: response.ok, data};
+    } catch (error) {
+      return {ok: false, data: {detail: "The server could not be reached."}};
+    }
+  }
+
+  // -- in view -------------------------------------------------------------------------------
+
+  const PRESENCE_MS = 30000;  // store.push.telling.PRESENCE_SECONDS is 45
+  function present() {
+    post("/actions/presence", {visible: document.visibilityState === "visible"},
+         document.visibilityState !== "visible");
+  }
+  if (signedIn && csrf) {
+    present();
+    document.addEventListener("visibilitychange", present);
+    window.addEventListener("pagehide", () => post("/actions/presence", {visible: false}, true));
+    setInterval(() => { if (document.visibilityState === "visible") present(); }, PRESENCE_MS);
+  }
+
+  // -- the notifications page ----------------------------------------------------------------
+
+  const panel = $("#push");
+  if (!panel) return;
+  const state = $("#push-state");
+  const on = $("#push-on");
+  const off = $("#push-off");
+  const say = (words) => { state.textContent = words; };
+
+  function kinds() {
+    return Array.from(document.querySelectorAll('#push-kinds input[name="kind"]:checked'),
+                      (box) => box.value);
+  }
+
+  function keyBytes(base64url) {
+    const text = atob(base64url.replace(/-/g, "+").replace(/_/g, "/"));
+    return Uint8Array.from(text, (char) => char.charCodeAt(0));
+  }
+
+  async function current() {
+    const registration = await navigator.serviceWorker.ready;
+    return {registration, subscription: await registration.pushManager.getSubscription()};
+  }
+
+  async function keep(subscription) {
+    const {ok, data} = await post("/actions/push/subscribe", {...subscription.toJSON(), kinds: kinds()});
+    if (!ok) {
+      say(data.detail || "The server did not keep this device's subscription.");
+      return false;
+    }
+    say(data.kinds.length ? "Notifications are on for this device."
+      : "Notifications are on, but no kind of news is chosen: nothing will be told.");
+    on.hidden = true;
+    off.hidden = false;
+    return true;
+  }
+
+  async function look() {
+    if (!("serviceWorker" in navigator) || !("PushManager" in window) || !window.Notification) {
+      say("This browser cannot be told: it has no Web Push. On an iPhone, add the console to the Home Screen first.");
+      return;
+    }
+    if (!panel.dataset.pushKey) {
+      say("This server cannot send pushes (it is read-only).");
+      return;
+    }
+    if (Notification.permission === "denied") {
+      say("This browser blocks notifications from this site: allow them in its site settings, then come back.");
+      return;
+    }
+    const {subscription} = await current();
+    if (subscription) {
+      await keep(subscription);
+    } else {
+      say("Notifications are off for this device.");
+      on.hidden = false;
+      off.hidden = true;
+    }
+  }
+
+  on.addEventListener("click", async () => {
+    on.disabled = true;
+    try {
+      const allowed = await Notification.requestPermission();
+      if (allowed !== "granted") {
+        say("Notifications were not allowed; nothing was turned on.");
+        return;
+      }
+      const {registration} = await current();
+      const subscription = await registration.pushManager.subscribe({
+        userVisibleOnly: true, applicationServerKey: keyBytes(panel.dataset.pushKey),
+      });
+      await keep(subscription);
+    } catch (error) {
+      say(`This browser could not subscribe: ${error && error.message ? error.message : error}`);
+    } finally {
+      on.disabled = false;
+    }
+  });
+
+  off.addEventListener("click", async () => {
+    const {subscription} = await current();
+    if (subscription) {
+      await post("/actions/push/unsubscribe", {endpoint: subscription.endpoint});
+      await subscription.unsubscribe();
+    }
+    say("Notifications are off for this device.");
+    on.hidden = false;
+    off.hidden = true;
+  });
+
+  document.querySelector("#push-kinds")?.addEventListener("change", async () => {
+    const {subscription} = await current();
+    if (subscription) await keep(subscription);
+  });
+
+  look();
+})();

@@ -1,0 +1,84 @@
+// The Roundtable web console's service worker (served at /sw.js; the server puts SHELL, the
+// app's own files, and CACHE, named after their hashes, above this). It keeps the app's shell
+// for a fast start and an honest offline page, never a session's data: every page is asked of
+// the network, and only when the network fails is the offline page shown. It shows the pushes
+// the server sends (api.notifying) and opens the session a tapped notification names.
+"use strict";
+
+const OFFLINE = "/offline";
+
+self.addEventListener("install", (event) => {
+  event.waitUntil(
+    caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()),
+  );
+});
+
+self.addEventListener("activate", (event) => {
+  event.waitUntil(
+    caches.keys()
+      .then((names) => Promise.all(names.filter((n) => n !== CACHE).map((n) => caches.delete(n))))
+      .then(() => self.clients.claim()),
+  );
+});
+
+self.addEventListener("fetch", (event) => {
+  const request = event.request;
+  const url = new URL(request.url);
+  if (request.method !== "GET" || url.origin !== self.location.origin) return;
+  if (url.pathname.startsWith("/static/")) {
+    event.respondWith(caches.match(request).then((kept) => kept || fetch(request)));
+  } else if (request.mode === "navigate") {
+    event.respondWith(fetch(request).catch(() => caches.match(OFFLINE)));
+  }
+});
+
+// A path of this server only: a push names where to go, never another site.
+function ownPath(value) {
+  return typeof value === "string" && value.startsWith("/") && !value.startsWith("//")
+    && !value.includes("\\") ? value : "/sessions";
+}
+
+function text(value, fallback) {
+  return typeof value === "string" && value ? value.slice(0, 300) : fallback;
+}
+
+self.addEventListener("push", (event) => {
+  let news = {};
+  try {
+    news = event.data ? event.data.json() : {};
+  } catch (error) {
+    news = {};
+  }
+  if (news === null || typeof news !== "object") news = {};
+  const shown = self.registration.showNotification(text(news.title, "Roundtable"), {
+    body: text(news.body, "A session changed."),
+    tag: text(news.tag, "roundtable"),
+    icon: ICON,
+    badge: ICON,
+    requireInteraction: news.kind === "needs_you",
+    data: {url: ownPath(news.url), kind: text(news.kind, "")},
+  });
+  event.waitUntil(shown);
+});
+
+async function openPath(target) {
+  const url = new URL(ownPath(target), self.location.origin).href;
+  const windows = await self.clients.matchAll({type: "window", includeUncontrolled: true});
+  const open = windows.find((client) => new URL(client.url).origin === self.location.origin);
+  if (open) {
+    const moved = (await open.navigate(url).catch(() => null)) || open;
+    await moved.focus().catch(() => null);
+    return moved;
+  }
+  return self.clients.openWindow(url);
+}
+
+self.addEventListener("notificationclick", (event) => {
+  event.notification.close();
+  const opened = openPath(event.notification.data && event.notification.data.url);
+  try {
+    event.waitUntil(opened);
+  } catch (error) {
+    // An event the browser did not make cannot be waited for: the window opens all the same.
+  }
+});

@@ -1,0 +1,200 @@
+"""A browser's push subscription, kept for the sign-in that made it.
+
+What a browser's ``PushManager.subscribe`` gives (its push service's endpoint, the P-256 public
+key and the auth secret the payload is encrypted to) is kept with the sign-in's secret hash and
+its token's hash, and the kinds of news it wants. A subscription goes with its sign-in: signing
+out (``store.access.web_sessions.sign_out``) or revoking the token
+(``store.access.tokens.revoke_token``) removes it; a push service that says it is gone (404,
+410) has it removed too (``drop_subscription``).
+
+The endpoint is where the servers will post: only an ``https`` URL of a named host (no address,
+no ``localhost``), or one under an origin the server was told to trust (``--push-service``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from sqlalchemy import text
+
+from roundtable_console.store.access.tokens import token_hash
+from roundtable_console.store.clock import Clock, format_ts, system_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.errors import InvalidToken
+
+NEEDS_YOU = "needs_you"  # a session waits on a human: a question, a permission request
+TURN_DONE = "turn_done"  # an agent's turn is done: it awaits a prompt
+KINDS = (NEEDS_YOU, TURN_DONE)
+MAX_ENDPOINT = 2048
+_SIGNED_IN = text(
+    "SELECT token_hash FROM api_web_sessions WHERE secret_hash = :secret_hash AND expires_at > :now"
+)
+_UPSERT = text(
+    "INSERT INTO push_subscriptions (id, endpoint, p256dh, auth, secret_hash, token_hash, kinds,"
+    " created_at) VALUES (:id, :endpoint, :p256dh, :auth, :secret_hash, :token_hash, :kinds,"
+    " :now) ON CONFLICT (endpoint) DO UPDATE SET p256dh = excluded.p256dh,"
+    " auth = excluded.auth, secret_hash = excluded.secret_hash,"
+    " token_hash = excluded.token_hash, kinds = excluded.kinds"
+)
+_ONE = text("SELECT * FROM push_subscriptions WHERE endpoint = :endpoint")
+_OF_SIGN_IN = text(
+    "SELECT * FROM push_subscriptions WHERE secret_hash = :secret_hash ORDER BY created_at, id"
+)
+_REMOVE = text(
+    "DELETE FROM push_subscriptions WHERE endpoint = :endpoint AND secret_hash = :secret_hash"
+)
+_DROP = text("DELETE FROM push_subscriptions WHERE id = :id")
+
+
+class InvalidPushSubscription(ValueError):
+    """What a page sent is not a subscription the servers may post to (a server's 400)."""
+
+
+@dataclass(frozen=True)
+class PushSubscriptionRecord:
+    id: str
+    endpoint: str
+    p256dh: str
+    auth: str
+    kinds: tuple[str, ...]
+    created_at: str
+    last_sent_at: str | None
+
+    @classmethod
+    def of(cls, row: object) -> PushSubscriptionRecord:
+        return cls(
+            id=row.id,  # type: ignore[attr-defined]
+            endpoint=row.endpoint,  # type: ignore[attr-defined]
+            p256dh=row.p256dh,  # type: ignore[attr-defined]
+            auth=row.auth,  # type: ignore[attr-defined]
+            kinds=parse_kinds(row.kinds),  # type: ignore[attr-defined]
+            created_at=row.created_at,  # type: ignore[attr-defined]
+            last_sent_at=row.last_sent_at,  # type: ignore[attr-defined]
+        )
+
+    def info(self) -> dict[str, object]:
+        """As a push library takes it (the browser's ``PushSubscription.toJSON()``)."""
+        return {"endpoint": self.endpoint, "keys": {"p256dh": self.p256dh, "auth": self.auth}}
+
+
+def parse_kinds(value: str) -> tuple[str, ...]:
+    return tuple(kind for kind in KINDS if kind in value.split(","))
+
+
+def checked_kinds(kinds: Iterable[object]) -> tuple[str, ...]:
+    chosen = list(kinds)
+    unknown = [kind for kind in chosen if kind not in KINDS]
+    if unknown:
+        raise InvalidPushSubscription(
+            f"Unknown kinds of news: {', '.join(map(str, unknown))[:80]} "
+            f"(give {' and '.join(KINDS)})."
+        )
+    return tuple(kind for kind in KINDS if kind in chosen)
+
+
+def _decoded(value: object, what: str, size: int) -> str:
+    if not isinstance(value, str) or not 0 < len(value) <= 256:
+        raise InvalidPushSubscription(f"The subscription's {what} is missing.")
+    try:
+        padded = value.rstrip("=") + "=" * (-len(value.rstrip("=")) % 4)
+        raw = base64.b64decode(padded, altchars=b"-_", validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidPushSubscription(f"The subscription's {what} is not base64url.") from None
+    if len(raw) != size or (what == "p256dh key" and raw[0] != 4):
+        raise InvalidPushSubscription(f"The subscription's {what} is not one a browser makes.")
+    return value.rstrip("=")
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def checked_endpoint(value: object, trusted_origins: Iterable[str] = ()) -> str:
+    """``value`` when the servers may post to it (see the module's docstring)."""
+    if not isinstance(value, str) or not value or len(value) > MAX_ENDPOINT:
+        raise InvalidPushSubscription("The subscription's endpoint is missing or too long.")
+    if any(ord(char) <= 0x20 or ord(char) == 0x7F for char in value):
+        raise InvalidPushSubscription("The subscription's endpoint is not a URL.")
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 - a port that is not a number raises here
+    except ValueError:
+        raise InvalidPushSubscription("The subscription's endpoint is not a URL.") from None
+    if _origin(value) in {origin.lower().rstrip("/") for origin in trusted_origins}:
+        return value
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        is_address = True
+    except ValueError:
+        is_address = False
+    if (
+        parts.scheme != "https"
+        or not host
+        or is_address
+        or host == "localhost"
+        or host.endswith(".localhost")
+        or "." not in host
+        or parts.username is not None
+    ):
+        raise InvalidPushSubscription(
+            "The subscription's endpoint is not a push service's: an https URL of a named host."
+        )
+    return value
+
+
+def subscribe(
+    *,
+    store: Store,
+    secret: str,
+    endpoint: str,
+    p256dh: object,
+    auth: object,
+    kinds: Iterable[object],
+    trusted_origins: Iterable[str] = (),
+    clock: Clock = system_clock,
+) -> PushSubscriptionRecord:
+    """Keep (or move to this sign-in, with these keys and kinds) the subscription of
+    ``endpoint``, in one transaction; ``invalid_token`` when the sign-in has ended."""
+    values = {
+        "id": "push_" + secrets.token_hex(8),
+        "endpoint": checked_endpoint(endpoint, trusted_origins),
+        "p256dh": _decoded(p256dh, "p256dh key", 65),
+        "auth": _decoded(auth, "auth secret", 16),
+        "secret_hash": token_hash(secret),
+        "kinds": ",".join(checked_kinds(kinds)),
+        "now": format_ts(clock()),
+    }
+    with store.write(durable=True) as db:
+        owner = db.execute(_SIGNED_IN, values).scalar()
+        if owner is None:
+            raise InvalidToken("Sign in again: this page's sign-in ended.")
+        db.execute(_UPSERT, {**values, "token_hash": owner})
+        row = db.execute(_ONE, values).one()
+    return PushSubscriptionRecord.of(row)
+
+
+def unsubscribe(*, store: Store, secret: str, endpoint: str) -> bool:
+    """Remove this sign-in's subscription of ``endpoint``; whether there was one."""
+    with store.write(durable=True) as db:
+        gone = db.execute(_REMOVE, {"endpoint": endpoint, "secret_hash": token_hash(secret)})
+    return bool(gone.rowcount)
+
+
+def subscriptions_of(*, store: Store, secret: str) -> list[PushSubscriptionRecord]:
+    with store.read() as db:
+        rows = db.execute(_OF_SIGN_IN, {"secret_hash": token_hash(secret)}).all()
+    return [PushSubscriptionRecord.of(row) for row in rows]
+
+
+def drop_subscription(*, store: Store, subscription_id: str) -> None:
+    """A push service said the subscription is gone (404, 410): it is never posted to again."""
+    with store.write() as db:
+        db.execute(_DROP, {"id": subscription_id})

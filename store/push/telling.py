@@ -1,0 +1,199 @@
+"""What is told, to whom, and when.
+
+- **What**: a session that starts waiting on a human (``needs_you``: a question, a permission
+  request) or whose agent's turn is done (``turn_done``), in words: the agent, the session and
+  the reason, redacted and printable as everywhere (``Notice``). It holds no secret and opens
+  the session's page where it can be answered.
+- **To whom** (``recipients``): the subscriptions that want that kind, whose sign-in and token
+  still hold, whose token may read the session (its role is a human's, its wall admits the
+  session), and whose token has no page of the console open and visible (``mark_presence``).
+- **When** (``claim``): at most once per session and receiver in a cooling period, claimed in
+  the store so that of several servers reading the same change only one tells it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import quote
+
+from sqlalchemy import Connection, text
+
+from roundtable_console.store.access.tokens import token_hash
+from roundtable_console.store.access.walls import Wall
+from roundtable_console.store.clock import Clock, format_ts, system_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.push.subscriptions import (
+    NEEDS_YOU,
+    TURN_DONE,
+    PushSubscriptionRecord,
+)
+from roundtable_console.store.records import SessionFields
+from roundtable_console.store.safety.display import one_line
+
+# A page says it is visible again before this runs out (assets/web/static/app.js).
+PRESENCE_SECONDS = 45
+TITLE_WIDTH = 80
+BODY_WIDTH = 200
+HUMAN_ROLES = ("operator", "viewer")
+
+_SIGNED_IN = text(
+    "SELECT token_hash FROM api_web_sessions WHERE secret_hash = :secret_hash AND expires_at > :now"
+)
+_PRESENT = text(
+    "INSERT INTO push_presence (secret_hash, token_hash, visible_until)"
+    " VALUES (:secret_hash, :token_hash, :until) ON CONFLICT (secret_hash)"
+    " DO UPDATE SET token_hash = excluded.token_hash, visible_until = excluded.visible_until"
+)
+_RECIPIENTS = text(
+    "SELECT s.*, t.role AS token_role, t.workspaces_json AS token_workspaces"
+    " FROM push_subscriptions s"
+    " JOIN api_web_sessions w ON w.secret_hash = s.secret_hash AND w.expires_at > :now"
+    " JOIN api_tokens t ON t.token_hash = s.token_hash AND t.token_hash = w.token_hash"
+    " WHERE t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > :now)"
+    " AND s.kinds LIKE :kind"
+    " AND NOT EXISTS (SELECT 1 FROM push_presence p WHERE p.token_hash = s.token_hash"
+    " AND p.visible_until > :now)"
+)
+_CLAIM = text(
+    "INSERT INTO push_sends (receiver, session_id, sent_at) VALUES (:receiver, :session_id, :now)"
+    " ON CONFLICT (receiver, session_id) DO UPDATE SET sent_at = excluded.sent_at"
+    " WHERE push_sends.sent_at <= :cooled"
+)
+_SENT = text("UPDATE push_subscriptions SET last_sent_at = :now WHERE id = :id")
+# Subscriptions whose sign-in ended (expired: sign-ins are dropped when they are), and sends
+# older than any cooling period.
+_ORPHANS = text(
+    "DELETE FROM push_subscriptions WHERE NOT EXISTS (SELECT 1 FROM api_web_sessions w"
+    " WHERE w.secret_hash = push_subscriptions.secret_hash AND w.expires_at > :now)"
+)
+_OLD_SENDS = text("DELETE FROM push_sends WHERE sent_at <= :cooled")
+_OLD_PRESENCE = text("DELETE FROM push_presence WHERE visible_until <= :now")
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One piece of news of one session, as a push and a webhook tell it."""
+
+    kind: str
+    session_id: str
+    agent_id: str
+    title: str
+    body: str
+    url: str
+    at: str
+
+    def payload(self) -> dict[str, Any]:
+        """What a push carries (encrypted) and a webhook posts."""
+        return {
+            "kind": self.kind,
+            "session_id": self.session_id,
+            "agent_id": self.agent_id,
+            "title": self.title,
+            "body": self.body,
+            "url": self.url,
+            "at": self.at,
+            # The browser shows one notification per session: a newer one replaces it.
+            "tag": f"roundtable:{self.session_id}",
+        }
+
+    def encoded(self) -> str:
+        return json.dumps(self.payload(), ensure_ascii=True, separators=(",", ":"))
+
+
+def notice_of(session: SessionFields, kind: str, at: str) -> Notice | None:
+    """The news ``session`` holds now, when it is still ``kind``'s (a wait that ended, or a
+    turn followed by another, is told no more); None otherwise."""
+    agent = one_line(session.agent_id, TITLE_WIDTH // 2)
+    where = "/sessions/" + quote(session.id, safe="")
+    if kind == NEEDS_YOU and session.waiting is not None:
+        reason = session.waiting.reason or "waits for a human"
+        title, anchor = f"{agent} needs you", "#requests"
+    elif kind == TURN_DONE and session.turn_done is not None:
+        reason = session.turn_done
+        title, anchor = f"{agent}: turn done", "#reply"
+    else:
+        return None
+    body = f"{one_line(session.id, 40)} · {one_line(reason)}"
+    return Notice(
+        kind=kind,
+        session_id=session.id,
+        agent_id=session.agent_id,
+        title=one_line(title, TITLE_WIDTH),
+        body=one_line(body, BODY_WIDTH),
+        url=where + anchor,
+        at=at,
+    )
+
+
+def mark_presence(*, store: Store, secret: str, visible: bool, clock: Clock = system_clock) -> bool:
+    """The page of this sign-in is visible (for ``PRESENCE_SECONDS``), or no longer; whether
+    the sign-in holds."""
+    now = clock()
+    until = now + timedelta(seconds=PRESENCE_SECONDS) if visible else now
+    with store.write() as db:
+        owner = db.execute(
+            _SIGNED_IN, {"secret_hash": token_hash(secret), "now": format_ts(now)}
+        ).scalar()
+        if owner is None:
+            return False
+        db.execute(
+            _PRESENT,
+            {"secret_hash": token_hash(secret), "token_hash": owner, "until": format_ts(until)},
+        )
+    return True
+
+
+def recipients(
+    db: Connection, session: SessionFields, kind: str, *, clock: Clock = system_clock
+) -> list[PushSubscriptionRecord]:
+    """The subscriptions to tell ``session``'s ``kind`` of news now (see the module's
+    docstring), before the cooling period is looked at."""
+    rows = db.execute(_RECIPIENTS, {"now": format_ts(clock()), "kind": f"%{kind}%"}).all()
+    found: list[PushSubscriptionRecord] = []
+    for row in rows:
+        if row.token_role not in HUMAN_ROLES:
+            continue
+        workspaces = json.loads(row.token_workspaces) if row.token_workspaces else None
+        if Wall.of(workspaces).admits(session):
+            found.append(PushSubscriptionRecord.of(row))
+    return found
+
+
+def claim(
+    db: Connection,
+    *,
+    receiver: str,
+    session_id: str,
+    cooling: timedelta,
+    clock: Clock = system_clock,
+) -> bool:
+    """Whether this server tells ``session_id`` to ``receiver`` now: nobody told it within the
+    cooling period. The claim is written (in the caller's transaction) when it is taken."""
+    now = clock()
+    taken = db.execute(
+        _CLAIM,
+        {
+            "receiver": receiver,
+            "session_id": session_id,
+            "now": format_ts(now),
+            "cooled": format_ts(now - cooling),
+        },
+    )
+    return bool(taken.rowcount)
+
+
+def mark_sent(db: Connection, subscription_id: str, *, clock: Clock = system_clock) -> None:
+    db.execute(_SENT, {"id": subscription_id, "now": format_ts(clock())})
+
+
+def tidy(*, store: Store, cooling: timedelta, clock: Clock = system_clock) -> None:
+    """Drop what can no longer matter: subscriptions of ended sign-ins, old sends and
+    presences."""
+    now = clock()
+    with store.write() as db:
+        db.execute(_ORPHANS, {"now": format_ts(now)})
+        db.execute(_OLD_SENDS, {"cooled": format_ts(now - cooling)})
+        db.execute(_OLD_PRESENCE, {"now": format_ts(now)})

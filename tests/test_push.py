@@ -1,0 +1,292 @@
+"""Issue 31 points 2, 3 and 5: a device turned on from the web console is told, by Web Push
+through its own push service, when a session starts waiting on a human or an agent's turn is
+done: encrypted to its keys (RFC 8291, decrypted here), signed with the store's VAPID key
+(RFC 8292, verified here); only what its token may read, not while a page of that token is in
+view, once per session in the cooling period; a device gone (410) is dropped; signing out or
+revoking the token ends it. Webhooks (``--notify``) get the same news, retried while their
+receiver is down. On both engines, through the real app in-process (the server's own
+notifier, its ``tell`` called as the feed's thread calls it after the dwell)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import text
+
+from roundtable_console.api.app import create_app
+from roundtable_console.api.context import ServerContext
+from roundtable_console.api.notifying import NotifySettings
+from roundtable_console.store.access.tokens import revoke_token
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.push.keys import vapid_keys
+from roundtable_console.store.writes import agent_writes
+from tests.api_support import seed_agent, seed_workspace
+from tests.push_support import Device, Receiver, verify_vapid
+from tests.web_support import OTHER_WORKSPACE, WORKSPACE, Web, register, tokens
+
+CONTACT = "mailto:ops@example.org"
+
+
+@pytest.fixture
+def service() -> Iterator[Receiver]:
+    receiver = Receiver()
+    yield receiver
+    receiver.close()
+
+
+@pytest.fixture
+def hook() -> Iterator[Receiver]:
+    receiver = Receiver()
+    yield receiver
+    receiver.close()
+
+
+@pytest.fixture
+def told(store: Store, service: Receiver, hook: Receiver) -> Iterator[dict[str, Any]]:
+    seed_workspace(store, WORKSPACE)
+    seed_workspace(store, OTHER_WORKSPACE)
+    seed_agent(store, "agent-1")
+    settings = NotifySettings(
+        dwell=0, cooling=60, push_services=(service.origin,), contact=CONTACT,
+        webhooks=(hook.origin + "/hook/secret-path",),
+    )  # fmt: skip
+    ctx = ServerContext(store=store, notify=settings)
+    made = tokens(store)
+    with TestClient(create_app(ctx, read_only=False), base_url="http://127.0.0.1:8080") as client:
+        yield {"ctx": ctx, "tokens": made, "client": client, "store": store}
+    ctx.notifier.close()
+
+
+def browser(told: dict[str, Any], role: str = "operator") -> Web:
+    client = TestClient(told["client"].app, base_url="http://127.0.0.1:8080")
+    web = Web(store=told["store"], client=client)
+    assert web.sign_in(told["tokens"][role]).status_code == 303
+    return web
+
+
+def turn_on(web: Web, device: Device, kinds: list[str] | None = None) -> Any:
+    return web.client.post(
+        "/actions/push/subscribe",
+        json=device.subscription(kinds),
+        headers={"X-CSRF-Token": web.csrf("/notifications")},
+    )
+
+
+def waiting(store: Store, session_id: str, reason: str = "asks to run Bash: make deploy",
+            workspace: str = WORKSPACE) -> None:  # fmt: skip
+    register(store, session_id, workspace=workspace)
+    with store.write() as db:
+        agent_writes.heartbeat(db=db, session_id=session_id, waiting=reason)
+
+
+def test_a_push_is_encrypted_to_the_device_and_signed_with_the_stores_key(
+    told: dict[str, Any], service: Receiver
+) -> None:
+    web = browser(told)
+    device = Device(service)
+    answer = turn_on(web, device)
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {"subscribed": True, "kinds": ["needs_you", "turn_done"]}
+    waiting(told["store"], "s-wait", "asks to run Bash: make deploy token=hunter2")
+    told["ctx"].notifier.tell("s-wait", "needs_you")
+    delivery = service.next()
+    assert delivery.path == device.path
+    assert delivery.headers["ttl"] == "3600" and delivery.headers["urgency"] == "high"
+    news = device.decrypt(delivery)
+    assert news["title"] == "agent-1 needs you"
+    assert news["body"].startswith("s-wait · asks to run Bash: make deploy token=")
+    assert "hunter2" not in json.dumps(news)  # redacted as everywhere
+    assert news["url"] == "/sessions/s-wait#requests"
+    assert news["kind"] == "needs_you" and news["tag"] == "roundtable:s-wait"
+    public = vapid_keys(store=told["store"]).public_key
+    verify_vapid(delivery, public, subject=CONTACT)
+    # The private key is in no page.
+    page = web.client.get("/notifications").text
+    assert f'data-push-key="{public}"' in page
+    private = vapid_keys(store=told["store"]).private_pem
+    assert private.splitlines()[1] not in page
+
+
+def test_a_turn_done_is_told_to_the_devices_that_want_it(
+    told: dict[str, Any], service: Receiver
+) -> None:
+    web = browser(told)
+    wants_all, needs_only = Device(service), Device(service)
+    assert turn_on(web, wants_all).status_code == 200
+    assert turn_on(web, needs_only, ["needs_you"]).status_code == 200
+    register(told["store"], "s-done")
+    with told["store"].write() as db:
+        agent_writes.heartbeat(db=db, session_id="s-done", turn_done="Tests pass.")
+    told["ctx"].notifier.tell("s-done", "turn_done")
+    delivery = service.next()
+    assert delivery.path == wants_all.path
+    news = wants_all.decrypt(delivery)
+    assert (news["title"], news["url"]) == ("agent-1: turn done", "/sessions/s-done#reply")
+    assert news["body"] == "s-done · Tests pass."
+    assert service.none_within(0.5)  # the other device wants only "needs you"
+
+
+def test_only_sessions_the_token_reads_and_never_an_agents_token(
+    told: dict[str, Any], service: Receiver
+) -> None:
+    bound = browser(told, "bound")  # an operator of the other workspace only
+    device = Device(service)
+    assert turn_on(bound, device).status_code == 200
+    waiting(told["store"], "s-mine")  # in WORKSPACE: out of its reach
+    told["ctx"].notifier.tell("s-mine", "needs_you")
+    assert service.none_within(0.5)
+    waiting(told["store"], "s-other", workspace=OTHER_WORKSPACE)
+    told["ctx"].notifier.tell("s-other", "needs_you")
+    assert service.next().path == device.path
+    agent = browser(told, "agent")
+    refused = turn_on(agent, Device(service))
+    assert refused.status_code == 403, refused.text
+
+
+def test_no_push_while_a_page_of_that_token_is_in_view(
+    told: dict[str, Any], service: Receiver
+) -> None:
+    phone, laptop = browser(told), browser(told)
+    device = Device(service)
+    assert turn_on(phone, device).status_code == 200
+    csrf = laptop.csrf()
+    seen = laptop.client.post("/actions/presence", json={"visible": True},
+                              headers={"X-CSRF-Token": csrf})  # fmt: skip
+    assert seen.status_code == 200, seen.text
+    waiting(told["store"], "s-seen")
+    told["ctx"].notifier.tell("s-seen", "needs_you")
+    assert service.none_within(0.5)
+    hidden = laptop.client.post("/actions/presence", json={"visible": False},
+                                headers={"X-CSRF-Token": csrf})  # fmt: skip
+    assert hidden.status_code == 200
+    told["ctx"].notifier.tell("s-seen", "needs_you")
+    assert service.next().path == device.path
+
+
+def test_once_per_session_in_the_cooling_period_and_not_once_settled(
+    told: dict[str, Any], service: Receiver
+) -> None:
+    web = browser(told)
+    device = Device(service)
+    assert turn_on(web, device).status_code == 200
+    waiting(told["store"], "s-cool")
+    notifier = told["ctx"].notifier
+    notifier.tell("s-cool", "needs_you")
+    assert service.next().path == device.path
+    notifier.tell("s-cool", "needs_you")  # within the cooling period
+    assert service.none_within(0.5)
+    waiting(told["store"], "s-settled")
+    with told["store"].write() as db:
+        agent_writes.heartbeat(db=db, session_id="s-settled")  # answered within the dwell
+    notifier.tell("s-settled", "needs_you")
+    assert service.none_within(0.5)
+    with told["store"].write() as db:  # the cooling period has passed
+        db.execute(text("UPDATE push_sends SET sent_at = '2000-01-01T00:00:00.000000Z'"))
+    notifier.tell("s-cool", "needs_you")
+    assert service.next().path == device.path
+
+
+def test_a_device_gone_is_dropped_and_sign_out_or_revocation_ends_the_rest(
+    told: dict[str, Any], service: Receiver
+) -> None:
+    store = told["store"]
+    web = browser(told)
+    gone, kept = Device(service), Device(service)
+    assert turn_on(web, gone).status_code == 200
+    assert turn_on(web, kept).status_code == 200
+    service.answers[gone.path] = 410
+    waiting(store, "s-1")
+    told["ctx"].notifier.tell("s-1", "needs_you")
+    assert service.next().path == kept.path
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and count(store) != 1:
+        time.sleep(0.05)
+    assert endpoints(store) == [kept.endpoint]
+    # Signing out removes what that sign-in made.
+    web.client.post("/sign-out", data={"csrf": web.csrf()})
+    assert count(store) == 0
+    # Revoking the token removes what any of its sign-ins made.
+    viewer = browser(told, "viewer")
+    assert turn_on(viewer, Device(service)).status_code == 200
+    assert count(store) == 1
+    revoke_token(store=store, name="vic")
+    assert count(store) == 0
+
+
+def count(store: Store) -> int:
+    return len(endpoints(store))
+
+
+def endpoints(store: Store) -> list[str]:
+    with store.read() as db:
+        return list(db.execute(text("SELECT endpoint FROM push_subscriptions")).scalars())
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"endpoint": "http://10.0.0.5/push/x"}, "not a push service's"),
+        ({"endpoint": "https://127.0.0.1/push/x"}, "not a push service's"),
+        ({"endpoint": "https://localhost/push/x"}, "not a push service's"),
+        ({"endpoint": "https://metadata/push/x"}, "not a push service's"),
+        ({"endpoint": "https://user:pw@push.example.org/x"}, "not a push service's"),
+        ({"endpoint": "https://push.example.org/" + "x" * 3000}, "too long"),
+        ({"keys": {"p256dh": "AAAA", "auth": "AAAAAAAAAAAAAAAAAAAAAA"}}, "not one a browser"),
+        ({"keys": {"p256dh": "!!", "auth": "x"}}, "not base64url"),
+        ({"kinds": ["everything"]}, "Unknown kinds"),
+        ({"kinds": "needs_you"}, "as a list"),
+    ],
+)
+def test_a_subscription_the_servers_may_not_post_to_is_refused(
+    told: dict[str, Any], service: Receiver, change: dict[str, Any], words: str
+) -> None:
+    web = browser(told)
+    body = {**Device(service).subscription(), **change}
+    answer = web.client.post("/actions/push/subscribe", json=body,
+                             headers={"X-CSRF-Token": web.csrf()})  # fmt: skip
+    assert answer.status_code == 400, answer.text
+    assert words in answer.json()["detail"]
+    assert count(told["store"]) == 0
+
+
+def test_posts_need_a_sign_in_and_the_pages_proof(told: dict[str, Any], service: Receiver) -> None:
+    body = Device(service).subscription()
+    anonymous = TestClient(told["client"].app, base_url="http://127.0.0.1:8080")
+    assert anonymous.post("/actions/push/subscribe", json=body).status_code == 401
+    web = browser(told)
+    assert web.client.post("/actions/push/subscribe", json=body).status_code == 403
+    forged = web.client.post("/actions/push/subscribe", json=body,
+                             headers={"X-CSRF-Token": "0" * 64})  # fmt: skip
+    assert forged.status_code == 403
+    other_site = web.client.post(
+        "/actions/push/subscribe", json=body,
+        headers={"X-CSRF-Token": web.csrf(), "Origin": "https://evil.example"},
+    )  # fmt: skip
+    assert other_site.status_code == 403
+    assert web.client.post("/actions/presence", json={"visible": "yes"},
+                           headers={"X-CSRF-Token": web.csrf()}).status_code == 400  # fmt: skip
+    assert count(told["store"]) == 0
+
+
+def test_a_webhook_gets_the_same_news_and_is_retried_while_down(
+    told: dict[str, Any], hook: Receiver
+) -> None:
+    hook.answers["/hook/secret-path"] = 503  # down
+    notifier = told["ctx"].notifier
+    notifier.start()
+    waiting(told["store"], "s-hook")
+    started = time.monotonic()
+    notifier.tell("s-hook", "needs_you")
+    assert time.monotonic() - started < 1.0  # the server is never held by a webhook
+    time.sleep(1.5)  # a try or two fail
+    hook.answers.pop("/hook/secret-path")  # back up
+    delivery = hook.next(timeout=15)
+    body = json.loads(delivery.body)
+    assert body["event"] == "roundtable.needs_you" and body["session_id"] == "s-hook"
+    assert body["text"] == "agent-1 needs you: s-hook · asks to run Bash: make deploy"
+    assert delivery.headers["content-type"] == "application/json"
