@@ -5,10 +5,10 @@ One thread per server follows the change feed (woken by the server's change hub,
 timer). A session that starts waiting on a human, or whose agent's turn is done, is looked at
 again after the dwell (``NotifySettings.dwell``): still so, it is told to each receiver that
 wants it and has not been told of that session within the cooling period (the claim is the
-store's, so of several servers one tells it). Pushes leave from a few sender threads, webhooks
-from a queue of their own with retries and backoff: neither holds a request, the feed or each
-other. A push service's 404 or 410 drops the subscription. No log line holds a webhook's URL,
-a push endpoint or a key: only their origins.
+store's, so of several servers one tells it). Pushes leave from a process of lower priority
+(``api.push_sender``), webhooks from a queue of their own with retries and backoff: neither
+holds a request, the feed or each other. A push service's 404 or 410 drops the subscription.
+No log line holds a webhook's URL, a push endpoint or a key: only their origins.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ import heapq
 import json
 import logging
 import queue
+import subprocess
+import sys
 import threading
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from urllib.parse import urlsplit
@@ -34,10 +35,15 @@ from roundtable_console.store.push.keys import VapidKeys, vapid_keys
 from roundtable_console.store.push.subscriptions import (
     NEEDS_YOU,
     TURN_DONE,
-    PushSubscriptionRecord,
     drop_subscription,
 )
-from roundtable_console.store.push.telling import Notice, claim, mark_sent, notice_of, recipients
+from roundtable_console.store.push.telling import (
+    Notice,
+    Recipient,
+    claim,
+    notice_of,
+    recipients,
+)
 from roundtable_console.store.push.telling import tidy as tidy_push
 from roundtable_console.store.reads.changes import ChangeFeed
 from roundtable_console.store.reads.sessions import get_session
@@ -45,8 +51,6 @@ from roundtable_console.store.reads.sessions import get_session
 log = logging.getLogger("roundtable.serve")
 # How long the feed waits for the hub before it looks at its clock again.
 WAIT_SECONDS = 1.0
-SENDERS = 4
-PUSH_TIMEOUT = 10.0
 PUSH_TTL = 3600  # seconds a push service keeps a push for a device that is offline
 WEBHOOK_TIMEOUT = 5.0
 WEBHOOK_TRIES = 6
@@ -63,8 +67,8 @@ def origin_of(url: str) -> str:
     return f"{parts.scheme}://{parts.hostname or '?'}"
 
 
-def receiver_of_webhook(url: str) -> str:
-    return "webhook:" + hashlib.sha256(url.encode("utf-8")).hexdigest()[:32]
+def receiver_of_webhook(url: str, kind: str) -> str:
+    return f"webhook:{hashlib.sha256(url.encode('utf-8')).hexdigest()[:32]}:{kind}"
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,7 @@ class Notifier:
         self.closing = threading.Event()
         self._changed = threading.Event()
         self._thread: threading.Thread | None = None
-        self._senders = ThreadPoolExecutor(SENDERS, thread_name_prefix="roundtable-push")
+        self._sender = PushSender(self)
         self._keys: VapidKeys | None = None
         self._keys_lock = threading.Lock()
         self._webhooks: queue.Queue[tuple[str, bytes]] = queue.Queue(WEBHOOK_QUEUE)
@@ -116,7 +120,7 @@ class Notifier:
     def close(self) -> None:
         self.closing.set()
         self._changed.set()
-        self._senders.shutdown(wait=False, cancel_futures=True)
+        self._sender.close()
 
     def keys(self) -> VapidKeys:
         """The store's VAPID keys, read (or made) once per server."""
@@ -182,7 +186,9 @@ class Notifier:
         caller's: the feed's thread, or a test)."""
         cooling = timedelta(seconds=self.settings.cooling)
         try:
-            with self.store.write() as db:
+            # Who would hear it, read without the store's writer; then the claim, one short
+            # write (a heartbeat waits for the writer, never for a thousand devices).
+            with self.store.read() as db:
                 try:
                     session = get_session(db=db, session_id=session_id)
                 except SessionNotFound:
@@ -190,81 +196,38 @@ class Notifier:
                 notice = notice_of(session, kind, format_ts(self.clock()))
                 if notice is None:
                     return
-                devices = [
-                    device
-                    for device in recipients(db, session, kind, clock=self.clock)
-                    if claim(
-                        db,
-                        receiver=device.id,
-                        session_id=session_id,
-                        cooling=cooling,
-                        clock=self.clock,
-                    )
-                ]
-                for device in devices:
-                    mark_sent(db, device.id, clock=self.clock)
-                hooks = [
-                    url
-                    for url in self.settings.webhooks
-                    if claim(
-                        db,
-                        receiver=receiver_of_webhook(url),
-                        session_id=session_id,
-                        cooling=cooling,
-                        clock=self.clock,
-                    )
-                ]
+                wanted = recipients(db, session, kind, clock=self.clock)
+            hooks = {receiver_of_webhook(url, kind): url for url in self.settings.webhooks}
+            devices_receiver = f"push:{kind}"
+            receivers = ([devices_receiver] if wanted else []) + list(hooks)
+            if not receivers:
+                return
+            with self.store.write() as db:
+                taken = claim(
+                    db,
+                    receivers=receivers,
+                    session_id=session_id,
+                    cooling=cooling,
+                    clock=self.clock,
+                )
+            devices = wanted if devices_receiver in taken else []
+            urls = [url for receiver, url in hooks.items() if receiver in taken]
         except Exception:  # noqa: BLE001 - the store is unreachable: this news is not told
             log.warning("notifications: could not read who to tell of a session; skipped")
             return
-        for device in devices:
-            try:
-                self._senders.submit(self._push, device, notice)
-            except RuntimeError:  # the server is stopping
-                return
+        if devices:
+            self._sender.send(devices, notice)
         body = json.dumps(webhook_body(notice), ensure_ascii=True).encode("ascii")
-        for url in hooks:
+        for url in urls:
             try:
                 self._webhooks.put_nowait((url, body))
             except queue.Full:
                 log.warning("notifications: the webhook queue is full; a notice to %s dropped",
                             origin_of(url))  # fmt: skip
 
-    def _push(self, device: PushSubscriptionRecord, notice: Notice) -> None:
-        # Imported when first needed: a server that never pushes starts without them.
-        import requests
-        from pywebpush import WebPushException, webpush
-
-        with requests.Session() as http:
-            http.max_redirects = 0  # a push service answers; it never sends us elsewhere
-            try:
-                webpush(
-                    device.info(),
-                    notice.encoded(),
-                    vapid_private_key=self.keys().signer(),
-                    vapid_claims={"sub": self.settings.contact},
-                    timeout=PUSH_TIMEOUT,
-                    ttl=PUSH_TTL,
-                    headers={"Urgency": "high" if notice.kind == NEEDS_YOU else "normal"},
-                    requests_session=http,
-                )
-            except WebPushException as error:
-                status = getattr(error.response, "status_code", None)
-                if status in GONE:
-                    self._quietly(
-                        lambda: drop_subscription(store=self.store, subscription_id=device.id)
-                    )
-                    log.info("notifications: a device's subscription is gone (%s); dropped",
-                             status)  # fmt: skip
-                else:
-                    log.warning("notifications: the push service at %s refused a push (%s)",
-                                origin_of(device.endpoint), status or "no answer")  # fmt: skip
-                return
-            except Exception as error:  # noqa: BLE001 - a push service unreachable: told later
-                log.warning("notifications: the push service at %s could not be reached (%s)",
-                            origin_of(device.endpoint), type(error).__name__)  # fmt: skip
-                return
-        self.sent.append(("push", device.id, notice.session_id, time.monotonic()))
+    def drop(self, subscription_id: str) -> None:
+        self._quietly(lambda: drop_subscription(store=self.store, subscription_id=subscription_id))
+        log.info("notifications: a device's subscription is gone; dropped")
 
     # -- webhooks -----------------------------------------------------------------------------
 
@@ -304,6 +267,79 @@ class Notifier:
         except requests.RequestException:
             return False
         return 200 <= answer.status_code < 300
+
+
+class PushSender:
+    """The process pushes leave from (``api.push_sender``), started at the first push and again
+    after it ended; its answers read by a thread of its own: a push service that says a
+    subscription is gone (404, 410) has it dropped."""
+
+    def __init__(self, notifier: Notifier) -> None:
+        self.notifier = notifier
+        self._process: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()
+
+    def send(self, devices: list[Recipient], notice: Notice) -> None:
+        urgency = "high" if notice.kind == NEEDS_YOU else "normal"
+        line = json.dumps({"payload": notice.encoded(), "urgency": urgency, "ttl": PUSH_TTL,
+                           "devices": devices}) + "\n"  # fmt: skip
+        with self._lock:
+            try:
+                process = self._running()
+                assert process.stdin is not None
+                process.stdin.write(line)
+                process.stdin.flush()
+            except (OSError, ValueError):
+                log.warning("notifications: the push sender could not be reached; %d pushes "
+                            "not sent", len(devices))  # fmt: skip
+                self._process = None
+
+    def _running(self) -> subprocess.Popen[str]:
+        if self._process is not None and self._process.poll() is None:
+            return self._process
+        keys = self.notifier.keys()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "roundtable_console.api.push_sender"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, bufsize=1,
+        )  # fmt: skip
+        assert process.stdin is not None
+        hello = {"key": keys.private_pem, "contact": self.notifier.settings.contact}
+        process.stdin.write(json.dumps(hello) + "\n")
+        process.stdin.flush()
+        threading.Thread(target=self._read, args=(process,), name="roundtable-push-answers",
+                         daemon=True).start()  # fmt: skip
+        self._process = process
+        return process
+
+    def _read(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            try:
+                answer = json.loads(line)
+                device, status = str(answer["id"]), answer.get("status")
+                origin = str(answer.get("origin") or "?")
+            except (ValueError, KeyError, TypeError):
+                continue
+            if isinstance(status, int) and 200 <= status < 300:
+                self.notifier.sent.append(("push", device, "", time.monotonic()))
+            elif status in GONE:
+                self.notifier.drop(device)
+            else:
+                log.warning("notifications: the push service at %s did not take a push (%s)",
+                            origin, status or "no answer")  # fmt: skip
+
+    def close(self) -> None:
+        with self._lock:
+            process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            assert process.stdin is not None
+            process.stdin.close()
+            process.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            process.kill()
 
 
 def webhook_body(notice: Notice) -> dict[str, object]:

@@ -10,6 +10,9 @@ notifier, its ``tell`` called as the feed's thread calls it after the dwell)."""
 from __future__ import annotations
 
 import json
+import logging
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -234,8 +237,12 @@ def endpoints(store: Store) -> list[str]:
         ({"endpoint": "https://127.0.0.1/push/x"}, "not a push service's"),
         ({"endpoint": "https://localhost/push/x"}, "not a push service's"),
         ({"endpoint": "https://metadata/push/x"}, "not a push service's"),
-        ({"endpoint": "https://user:pw@push.example.org/x"}, "not a push service's"),
-        ({"endpoint": "https://push.example.org/" + "x" * 3000}, "too long"),
+        ({"endpoint": "https://user:pw@fcm.googleapis.com/x"}, "not a push service's"),
+        ({"endpoint": "https://internal.corp.example/push/x"}, "not a push service's"),
+        ({"endpoint": "https://fcm.googleapis.com.evil.example/x"}, "not a push service's"),
+        ({"endpoint": "https://fcm.googleapis.com:8443/x"}, "not a push service's"),
+        ({"endpoint": "http://fcm.googleapis.com/fcm/send/x"}, "not a push service's"),
+        ({"endpoint": "https://fcm.googleapis.com/" + "x" * 3000}, "too long"),
         ({"keys": {"p256dh": "AAAA", "auth": "AAAAAAAAAAAAAAAAAAAAAA"}}, "not one a browser"),
         ({"keys": {"p256dh": "!!", "auth": "x"}}, "not base64url"),
         ({"kinds": ["everything"]}, "Unknown kinds"),
@@ -252,6 +259,19 @@ def test_a_subscription_the_servers_may_not_post_to_is_refused(
     assert answer.status_code == 400, answer.text
     assert words in answer.json()["detail"]
     assert count(told["store"]) == 0
+
+
+def test_the_browsers_push_services_are_taken(told: dict[str, Any], service: Receiver) -> None:
+    web = browser(told)
+    for endpoint in ("https://fcm.googleapis.com/fcm/send/abc:APA91b",
+                     "https://updates.push.services.mozilla.com/wpush/v2/gAAAA",
+                     "https://web.push.apple.com/QGx1",
+                     "https://wns2-by3p.notify.windows.com/w/?token=BQYAAA"):  # fmt: skip
+        body = {**Device(service).subscription(), "endpoint": endpoint}
+        answer = web.client.post("/actions/push/subscribe", json=body,
+                                 headers={"X-CSRF-Token": web.csrf()})  # fmt: skip
+        assert answer.status_code == 200, answer.text
+    assert count(told["store"]) == 4
 
 
 def test_posts_need_a_sign_in_and_the_pages_proof(told: dict[str, Any], service: Receiver) -> None:
@@ -274,8 +294,9 @@ def test_posts_need_a_sign_in_and_the_pages_proof(told: dict[str, Any], service:
 
 
 def test_a_webhook_gets_the_same_news_and_is_retried_while_down(
-    told: dict[str, Any], hook: Receiver
+    told: dict[str, Any], hook: Receiver, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="roundtable.serve")
     hook.answers["/hook/secret-path"] = 503  # down
     notifier = told["ctx"].notifier
     notifier.start()
@@ -290,3 +311,16 @@ def test_a_webhook_gets_the_same_news_and_is_retried_while_down(
     assert body["event"] == "roundtable.needs_you" and body["session_id"] == "s-hook"
     assert body["text"] == "agent-1 needs you: s-hook · asks to run Bash: make deploy"
     assert delivery.headers["content-type"] == "application/json"
+    assert "the webhook at http://127.0.0.1 failed; retry in" in caplog.text
+    assert "secret-path" not in caplog.text and str(hook.port) not in caplog.text
+
+
+def test_serve_refuses_a_webhook_that_is_not_a_url_without_repeating_it() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "roundtable_console", "serve", "--db", "sqlite://",
+         "--notify", "ftp://hooks.example/T0KEN-SECRET"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "a webhook is an http or https URL" in done.stderr
+    assert "T0KEN-SECRET" not in done.stderr + done.stdout

@@ -326,7 +326,6 @@ class PushSubscription(SQLModel, table=True):
     token_hash: str = Field(sa_type=Text, nullable=False, index=True)
     kinds: str = _text(nullable=False)
     created_at: str = _text(nullable=False)
-    last_sent_at: str | None = _text()
 
 
 class PushPresence(SQLModel, table=True):
@@ -339,7 +338,8 @@ class PushPresence(SQLModel, table=True):
 
 
 class PushSend(SQLModel, table=True):
-    """When a session was last told to a receiver (a subscription's id, or ``webhook:…``)."""
+    """When a session's news of a kind was last told to a receiver (``push:KIND``, or
+    ``webhook:…:KIND``)."""
 
     __tablename__ = "push_sends"
     receiver: str = _text(primary_key=True, nullable=False)

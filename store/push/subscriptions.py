@@ -7,15 +7,16 @@ out (``store.access.web_sessions.sign_out``) or revoking the token
 (``store.access.tokens.revoke_token``) removes it; a push service that says it is gone (404,
 410) has it removed too (``drop_subscription``).
 
-The endpoint is where the servers will post: only an ``https`` URL of a named host (no address,
-no ``localhost``), or one under an origin the server was told to trust (``--push-service``).
+The endpoint is where the servers will post: only an ``https`` URL of a browser's push service
+(Google's, Mozilla's, Apple's, Microsoft's: ``PUSH_SERVICE_HOSTS``), or one under an origin the
+server was told to trust (``--push-service``): a signed-in page cannot make the servers post to
+an address of their own network.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import ipaddress
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,6 +33,14 @@ NEEDS_YOU = "needs_you"  # a session waits on a human: a question, a permission 
 TURN_DONE = "turn_done"  # an agent's turn is done: it awaits a prompt
 KINDS = (NEEDS_YOU, TURN_DONE)
 MAX_ENDPOINT = 2048
+# The browsers' push services: Chrome, Edge on Android and Chromium (FCM), Firefox (autopush),
+# Safari (Apple), Edge on Windows (WNS). A host is one of them, or a name under one.
+PUSH_SERVICE_HOSTS = (
+    "fcm.googleapis.com",
+    "push.services.mozilla.com",
+    "web.push.apple.com",
+    "notify.windows.com",
+)
 _SIGNED_IN = text(
     "SELECT token_hash FROM api_web_sessions WHERE secret_hash = :secret_hash AND expires_at > :now"
 )
@@ -64,7 +73,6 @@ class PushSubscriptionRecord:
     auth: str
     kinds: tuple[str, ...]
     created_at: str
-    last_sent_at: str | None
 
     @classmethod
     def of(cls, row: object) -> PushSubscriptionRecord:
@@ -75,7 +83,6 @@ class PushSubscriptionRecord:
             auth=row.auth,  # type: ignore[attr-defined]
             kinds=parse_kinds(row.kinds),  # type: ignore[attr-defined]
             created_at=row.created_at,  # type: ignore[attr-defined]
-            last_sent_at=row.last_sent_at,  # type: ignore[attr-defined]
         )
 
     def info(self) -> dict[str, object]:
@@ -130,22 +137,11 @@ def checked_endpoint(value: object, trusted_origins: Iterable[str] = ()) -> str:
         raise InvalidPushSubscription("The subscription's endpoint is not a URL.") from None
     if _origin(value) in {origin.lower().rstrip("/") for origin in trusted_origins}:
         return value
-    try:
-        ipaddress.ip_address(host.strip("[]"))
-        is_address = True
-    except ValueError:
-        is_address = False
-    if (
-        parts.scheme != "https"
-        or not host
-        or is_address
-        or host == "localhost"
-        or host.endswith(".localhost")
-        or "." not in host
-        or parts.username is not None
-    ):
+    known = any(host == known or host.endswith("." + known) for known in PUSH_SERVICE_HOSTS)
+    if parts.scheme != "https" or not known or parts.username is not None or parts.port:
         raise InvalidPushSubscription(
-            "The subscription's endpoint is not a push service's: an https URL of a named host."
+            "The subscription's endpoint is not a push service's: an https URL of a browser's "
+            "push service (or of a --push-service the server trusts)."
         )
     return value
 

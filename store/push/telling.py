@@ -7,8 +7,10 @@
 - **To whom** (``recipients``): the subscriptions that want that kind, whose sign-in and token
   still hold, whose token may read the session (its role is a human's, its wall admits the
   session), and whose token has no page of the console open and visible (``mark_presence``).
-- **When** (``claim``): at most once per session and receiver in a cooling period, claimed in
-  the store so that of several servers reading the same change only one tells it.
+- **When** (``claim``): a session's news of a kind at most once in a cooling period (to the
+  devices, and to each webhook), claimed in the store so that of several servers reading the
+  same change only one tells it. One row per session and kind, whatever the number of devices:
+  the claim holds the store's writer for one short statement.
 """
 
 from __future__ import annotations
@@ -16,20 +18,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, TextClause, text
 
 from roundtable_console.store.access.tokens import token_hash
 from roundtable_console.store.access.walls import Wall
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
-from roundtable_console.store.push.subscriptions import (
-    NEEDS_YOU,
-    TURN_DONE,
-    PushSubscriptionRecord,
-)
+from roundtable_console.store.push.subscriptions import NEEDS_YOU, TURN_DONE
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.safety.display import one_line
 
@@ -48,7 +46,7 @@ _PRESENT = text(
     " DO UPDATE SET token_hash = excluded.token_hash, visible_until = excluded.visible_until"
 )
 _RECIPIENTS = text(
-    "SELECT s.*, t.role AS token_role, t.workspaces_json AS token_workspaces"
+    "SELECT s.id, s.endpoint, s.p256dh, s.auth, t.role, t.workspaces_json"
     " FROM push_subscriptions s"
     " JOIN api_web_sessions w ON w.secret_hash = s.secret_hash AND w.expires_at > :now"
     " JOIN api_tokens t ON t.token_hash = s.token_hash AND t.token_hash = w.token_hash"
@@ -57,12 +55,8 @@ _RECIPIENTS = text(
     " AND NOT EXISTS (SELECT 1 FROM push_presence p WHERE p.token_hash = s.token_hash"
     " AND p.visible_until > :now)"
 )
-_CLAIM = text(
-    "INSERT INTO push_sends (receiver, session_id, sent_at) VALUES (:receiver, :session_id, :now)"
-    " ON CONFLICT (receiver, session_id) DO UPDATE SET sent_at = excluded.sent_at"
-    " WHERE push_sends.sent_at <= :cooled"
-)
-_SENT = text("UPDATE push_subscriptions SET last_sent_at = :now WHERE id = :id")
+# Receivers claimed per statement (their ids are bound parameters).
+CLAIM_BATCH = 500
 # Subscriptions whose sign-in ended (expired: sign-ins are dropped when they are), and sends
 # older than any cooling period.
 _ORPHANS = text(
@@ -146,47 +140,68 @@ def mark_presence(*, store: Store, secret: str, visible: bool, clock: Clock = sy
     return True
 
 
+class Recipient(NamedTuple):
+    """A device to push to: its subscription's id, endpoint and keys."""
+
+    id: str
+    endpoint: str
+    p256dh: str
+    auth: str
+
+
 def recipients(
     db: Connection, session: SessionFields, kind: str, *, clock: Clock = system_clock
-) -> list[PushSubscriptionRecord]:
+) -> list[Recipient]:
     """The subscriptions to tell ``session``'s ``kind`` of news now (see the module's
     docstring), before the cooling period is looked at."""
     rows = db.execute(_RECIPIENTS, {"now": format_ts(clock()), "kind": f"%{kind}%"}).all()
-    found: list[PushSubscriptionRecord] = []
-    for row in rows:
-        if row.token_role not in HUMAN_ROLES:
-            continue
-        workspaces = json.loads(row.token_workspaces) if row.token_workspaces else None
-        if Wall.of(workspaces).admits(session):
-            found.append(PushSubscriptionRecord.of(row))
+    admitted: dict[tuple[str, str | None], bool] = {}  # a token's role and wall, decided once
+    found: list[Recipient] = []
+    for device, endpoint, p256dh, auth, role, walls in rows:
+        token = (role, walls)
+        if token not in admitted:
+            workspaces = json.loads(walls) if walls else None
+            admitted[token] = role in HUMAN_ROLES and Wall.of(workspaces).admits(session)
+        if admitted[token]:
+            found.append(Recipient(device, endpoint, p256dh, auth))
     return found
+
+
+def _claim_statement(size: int) -> TextClause:
+    """A receiver is returned when its claim was taken: a row inserted, or one older than the
+    cooling period moved on (``VALUES`` names its column ``column1`` on both engines)."""
+    rows = ", ".join(f"(:r{index})" for index in range(size))
+    return text(
+        "INSERT INTO push_sends (receiver, session_id, sent_at)"
+        f" SELECT column1, :session_id, :now FROM (VALUES {rows}) AS wanted WHERE true"
+        " ON CONFLICT (receiver, session_id) DO UPDATE SET sent_at = excluded.sent_at"
+        " WHERE push_sends.sent_at <= :cooled RETURNING receiver"
+    )
 
 
 def claim(
     db: Connection,
     *,
-    receiver: str,
+    receivers: list[str],
     session_id: str,
     cooling: timedelta,
     clock: Clock = system_clock,
-) -> bool:
-    """Whether this server tells ``session_id`` to ``receiver`` now: nobody told it within the
-    cooling period. The claim is written (in the caller's transaction) when it is taken."""
+) -> set[str]:
+    """The ``receivers`` (``push:KIND``, ``webhook:…:KIND``) this server tells ``session_id``
+    to now: those nobody told it within the cooling period. The claims are written in the
+    caller's transaction."""
     now = clock()
-    taken = db.execute(
-        _CLAIM,
-        {
-            "receiver": receiver,
+    taken: set[str] = set()
+    for start in range(0, len(receivers), CLAIM_BATCH):
+        batch = receivers[start : start + CLAIM_BATCH]
+        values = {f"r{index}": receiver for index, receiver in enumerate(batch)}
+        values |= {
             "session_id": session_id,
             "now": format_ts(now),
             "cooled": format_ts(now - cooling),
-        },
-    )
-    return bool(taken.rowcount)
-
-
-def mark_sent(db: Connection, subscription_id: str, *, clock: Clock = system_clock) -> None:
-    db.execute(_SENT, {"id": subscription_id, "now": format_ts(clock())})
+        }
+        taken.update(db.execute(_claim_statement(len(batch)), values).scalars())
+    return taken
 
 
 def tidy(*, store: Store, cooling: timedelta, clock: Clock = system_clock) -> None:

@@ -93,14 +93,14 @@ flight finish, then exits 0."""
     default=300.0,
     show_default=True,
     metavar="SECONDS",
-    help="At most one notice per session and device (or webhook) in this long.",
+    help="A session's news of a kind is told at most once in this long (devices, webhooks).",
 )
 @click.option(
     "--push-service",
     "push_services",
     multiple=True,
     metavar="ORIGIN",
-    help="A push service of this origin may be posted to besides https ones (repeat).",
+    help="Trust a push service of this origin besides the browsers' own (repeat).",
 )
 @click.option(
     "--push-contact",

@@ -10,8 +10,8 @@ asked to be told, who has a page of the web console open, and what was told when
   ``kinds``: what it is told of (``needs_you``, ``turn_done``).
 - ``push_presence``: until when a sign-in has a page of the console open and visible (the page
   says so while it is); no push goes to the devices of that sign-in's token meanwhile.
-- ``push_sends``: when a session was last told to a receiver (a subscription, or a webhook by
-  its hash): the cooling period, kept once for every server of the store.
+- ``push_sends``: when a session's news of a kind was last told to a receiver (the devices, or
+  a webhook by its hash): the cooling period, kept once for every server of the store.
 
 Revision ID: 0016_web_push
 """
@@ -30,7 +30,7 @@ STATEMENTS = (
     "CREATE TABLE IF NOT EXISTS push_subscriptions ("
     "id TEXT PRIMARY KEY, endpoint TEXT NOT NULL UNIQUE, p256dh TEXT NOT NULL,"
     " auth TEXT NOT NULL, secret_hash TEXT NOT NULL, token_hash TEXT NOT NULL,"
-    " kinds TEXT NOT NULL, created_at TEXT NOT NULL, last_sent_at TEXT)",
+    " kinds TEXT NOT NULL, created_at TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS ix_push_subscriptions_secret ON push_subscriptions (secret_hash)",
     "CREATE INDEX IF NOT EXISTS ix_push_subscriptions_token ON push_subscriptions (token_hash)",
     "CREATE TABLE IF NOT EXISTS push_presence ("

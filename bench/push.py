@@ -1,0 +1,213 @@
+"""Telling operators measured (issue 31 point 6).
+
+- **Waiting -> the push leaves**: a real ``roundtable serve`` (SQLite) with a device subscribed
+  (an operator's sign-in, its subscription posted as the page posts it) and the suite's push
+  service on loopback (``tests.push_support``); a session starts waiting (written as an agent's
+  CLI writes it), and the time until the push arrives, less the dwell, is the figure (bound: 1 s).
+- **1,000 subscriptions and 100 agents changing state**: bench/serve.py's fleet (100 agents
+  with tokens of their own) beating over HTTP at bench/paced.py's rate, while 100 other
+  agents' sessions each start waiting once in the round (as an agent's CLI writes it), with no
+  subscription, then with 1,000 (10 sign-ins of 100 devices, every kind, all within reach):
+  the heartbeats' p50 and p99 with the pushes against without, and bench/serve.py's p99
+  bound. The push service stands for the devices' own (not this machine): it runs in a
+  process of its own at the lowest priority, and counts what reached it.
+
+Usage: ``python bench/push.py`` (20 rounds, 1,000 subscriptions, 20 s rounds); ``--quick`` (CI).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[0] = str(ROOT)
+
+import httpx  # noqa: E402
+
+from bench.figures import Figure, percentile, print_table  # noqa: E402
+from bench.paced import AGENTS, RATE, WORKSPACE  # noqa: E402
+from bench.serve import P99_LIMIT, fleet, paced_load  # noqa: E402
+from roundtable_console.store.access.tokens import create_token  # noqa: E402
+from roundtable_console.store.access.web_sessions import sign_in  # noqa: E402
+from roundtable_console.store.db.database import Store, open_store  # noqa: E402
+from roundtable_console.store.push.subscriptions import subscribe  # noqa: E402
+from roundtable_console.store.writes import agent_writes  # noqa: E402
+from tests.api_support import seed_agent, seed_workspace  # noqa: E402
+from tests.push_support import Device, Receiver  # noqa: E402
+from tests.serve_support import serving  # noqa: E402
+
+DWELL = 1.0
+AFTER_DWELL_LIMIT = 1.0
+SLOWER_LIMIT = 1.5  # the heartbeats' p50 and p99 with the pushes, against without
+
+
+def subscribed(base: str, token: str, device: Device) -> None:
+    with httpx.Client(base_url=base, timeout=30) as client:
+        client.post("/sign-in", data={"token": token, "next": "/sessions"})
+        page = client.get("/notifications").text
+        csrf = page.split('name="csrf-token" content="')[1].split('"')[0]
+        answer = client.post("/actions/push/subscribe", json=device.subscription(),
+                             headers={"X-CSRF-Token": csrf})  # fmt: skip
+        assert answer.status_code == 200, answer.text
+
+
+def after_dwell(directory: Path, rounds: int) -> list[float]:
+    url = f"sqlite:///{directory / 'latency.db'}"
+    store = open_store(url)
+    seed_workspace(store, "ws-push")
+    seed_agent(store, "agent-1")
+    token = create_token(store=store, name="olivia", role="operator").token
+    service = Receiver()
+    took = []
+    try:
+        with serving(url, directory / "latency", "--push-service", service.origin,
+                     "--notify-dwell", str(DWELL)) as served:  # fmt: skip
+            subscribed(served.url, token, Device(service))
+            for number in range(rounds):
+                session = f"wait-{number:03d}"
+                with store.write() as db:
+                    agent_writes.register(
+                        db=db, session_id=session, agent_id="agent-1", run_id="run-1",
+                        adapter="claude-code", working_directory="/w", workspace_id="ws-push",
+                    )  # fmt: skip
+                began = time.monotonic()
+                with store.write() as db:
+                    agent_writes.heartbeat(db=db, session_id=session, waiting="asks to run Bash")
+                arrived = service.next(timeout=30)
+                took.append(arrived.at - began - DWELL)
+    finally:
+        service.close()
+        store.dispose()
+    return took
+
+
+RECEIVER = """
+import os, sys, time
+sys.path[0] = {root!r}
+os.nice(19)
+from tests.push_support import Receiver
+receiver = Receiver()
+print(receiver.port, flush=True)
+sys.stdin.read()
+print(receiver.deliveries.qsize(), flush=True)
+"""
+
+
+def add_subscriptions(store: Store, token: str, origin: str, count: int) -> None:
+    service = SimpleNamespace(origin=origin)  # the receiver runs in a process of its own
+    key = Device(service).subscription()["keys"]  # type: ignore[arg-type]  # one pair for all
+    for group in range(max(count // 100, 1)):
+        browser = sign_in(store=store, token=token)
+        for number in range(min(100, count)):
+            subscribe(
+                store=store, secret=browser.secret, endpoint=f"{origin}/push/{group}-{number}",
+                p256dh=key["p256dh"], auth=key["auth"], kinds=["needs_you", "turn_done"],
+                trusted_origins=(origin,),
+            )  # fmt: skip
+
+
+def changing(store: Store) -> None:
+    """``AGENTS`` more agents' sessions, beside the fleet's beating ones, to change state."""
+    with store.write() as db:
+        for number in range(AGENTS):
+            agent_writes.register(
+                db=db, session_id=f"wait-{number:03d}", agent_id=f"waiter-{number:03d}",
+                run_id="run-1", adapter="claude-code", working_directory="/w",
+                workspace_id=WORKSPACE,
+            )  # fmt: skip
+
+
+def flip(store: Store, seconds: float, tag: str, stop: threading.Event) -> None:
+    """Each of the changing agents' sessions starts waiting once, evenly over ``seconds``."""
+    pause = seconds / AGENTS
+    for number in range(AGENTS):
+        if stop.wait(pause):
+            return
+        with store.write() as db:
+            agent_writes.heartbeat(
+                db=db, session_id=f"wait-{number:03d}", waiting=f"asks to run Bash ({tag})"
+            )
+
+
+def loaded_round(
+    directory: Path, label: str, subscriptions: int, seconds: float
+) -> tuple[list[float], int, int]:
+    """The paced heartbeats' latencies while the fleet's sessions start waiting, with
+    ``subscriptions`` devices told; the beats refused, and the pushes that arrived."""
+    url = f"sqlite:///{directory / f'{label}.db'}"
+    pairs = directory / f"pairs-{label}.txt"
+    store = fleet(url, pairs)
+    operator = create_token(store=store, name="olivia", role="operator").token
+    changing(store)
+    receiver = subprocess.Popen(
+        [sys.executable, "-c", RECEIVER.format(root=str(ROOT))],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert receiver.stdout is not None and receiver.stdin is not None
+    origin = f"http://127.0.0.1:{receiver.stdout.readline().strip()}"
+    stop = threading.Event()
+    try:
+        add_subscriptions(store, operator, origin, subscriptions) if subscriptions else None
+        with serving(url, directory / label, "--push-service", origin,
+                     "--notify-dwell", "0.5") as served:  # fmt: skip
+            flipper = threading.Thread(target=flip, args=(store, seconds, label, stop))
+            flipper.start()
+            latencies, _ok, bad = paced_load(served.url, pairs, seconds)
+            stop.set()
+            flipper.join()
+        receiver.stdin.close()
+        arrived = int(receiver.stdout.readline().strip() or 0)
+    finally:
+        stop.set()
+        receiver.kill()
+        store.dispose()
+    return latencies, bad, arrived
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run (CI)")
+    args = parser.parse_args()
+    rounds, subscriptions, seconds = (3, 100, 3.0) if args.quick else (20, 1000, 20.0)
+    figures: list[Figure] = []
+    with tempfile.TemporaryDirectory(prefix="rt-push-bench-") as scratch:
+        directory = Path(scratch)
+        took = after_dwell(directory, rounds)
+        figures += [
+            Figure(f"waiting -> push leaves, after the {DWELL:g} s dwell, p50 of {rounds}",
+                   percentile(took, 0.5), limit=AFTER_DWELL_LIMIT),
+            Figure(f"waiting -> push leaves, after the {DWELL:g} s dwell, max of {rounds}",
+                   max(took), limit=AFTER_DWELL_LIMIT),
+        ]  # fmt: skip
+        quiet, quiet_bad, _ = loaded_round(directory, "none", 0, seconds)
+        busy, busy_bad, arrived = loaded_round(directory, "told", subscriptions, seconds)
+        load = f"{RATE:.0f}/s, {AGENTS} agents waiting in turn"
+        figures += [
+            Figure(f"heartbeat p50 at {load}, {subscriptions:,} subscriptions",
+                   percentile(busy, 0.5), "none", percentile(quiet, 0.5), SLOWER_LIMIT),
+            Figure(f"heartbeat p99 at {load}, {subscriptions:,} subscriptions",
+                   percentile(busy, 0.99), "none", percentile(quiet, 0.99), SLOWER_LIMIT),
+            Figure(f"heartbeat p99 at {load}, {subscriptions:,} subscriptions",
+                   percentile(busy, 0.99), limit=P99_LIMIT),
+            Figure("beats refused (none, told)", float(quiet_bad + busy_bad), limit=0.5,
+                   unit=" beats", absolute=True),
+            Figure(f"pushes that reached the push service in the round (of "
+                   f"{AGENTS * subscriptions:,} due)", float(arrived), unit=" pushes"),
+        ]  # fmt: skip
+    print_table(figures)
+    print(json.dumps({"missed": [f.name for f in figures if f.verdict() == "MISS"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.pop("ROUNDTABLE_DB", None)
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""Issue 31 points 1, 3 and 5 in a real browser: the web console is an installable app
+(Chromium's own installability check, through the DevTools protocol, finds nothing missing),
+its service worker keeps the shell and shows an honest offline page, and a push the real
+``roundtable serve`` sent (caught by the suite's push service on loopback, decrypted with the
+device's keys) is shown by the service worker (``ServiceWorker.deliverPushMessage``), its title
+and body read back; tapping it (a ``notificationclick`` dispatched in the worker) opens the
+session with Allow and Deny at hand. A page in view keeps the pushes away; the permission to
+notify is asked only on the notifications page's button.
+
+Chromium runs with a profile of its own (a persistent context): an incognito context is never
+installable."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import BrowserContext, Page, expect, sync_playwright
+
+from roundtable_console.store.access.tokens import create_token
+from roundtable_console.store.db.database import open_store
+from roundtable_console.store.push.keys import vapid_keys
+from roundtable_console.store.requests.asking import open_request
+from roundtable_console.store.writes import agent_writes
+from tests.api_support import seed_agent, seed_workspace
+from tests.push_support import Device, Receiver, verify_vapid
+from tests.serve_support import serving
+from tests.web_support import WORKSPACE, register
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+PHONE = {"width": 390, "height": 844}
+CONTACT = "mailto:ops@example.org"
+DWELL = 0.5
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    assert Path(CHROMIUM).exists(), "Chromium is needed (apt-get install chromium)"
+    home = tmp_path_factory.mktemp("web-pwa")
+    url = f"sqlite:///{home / 'roundtable.db'}"
+    store = open_store(url)
+    seed_workspace(store, WORKSPACE)
+    seed_agent(store, "agent-1")
+    token = create_token(store=store, name="olivia", role="operator").token
+    # Pages of another operator: their being in view keeps pushes from their own devices only.
+    other = create_token(store=store, name="oscar", role="operator").token
+    service = Receiver()
+    extra = ("--push-service", service.origin, "--notify-dwell", str(DWELL),
+             "--push-contact", CONTACT)  # fmt: skip
+    try:
+        with serving(url, home, *extra) as served, sync_playwright() as playwright:
+            yield {"store": store, "served": served, "token": token, "other": other,
+                   "service": service,
+                   "playwright": playwright, "home": home}  # fmt: skip
+    finally:
+        service.close()
+        store.dispose()
+
+
+def app(site: dict[str, Any], name: str) -> BrowserContext:
+    """Chromium with a profile of its own, on a phone's screen."""
+    return site["playwright"].chromium.launch_persistent_context(
+        str(site["home"] / f"profile-{name}"), executable_path=CHROMIUM,
+        args=["--no-sandbox"], viewport=PHONE,
+    )  # fmt: skip
+
+
+def sign_in(context: BrowserContext, site: dict[str, Any], token: str = "other") -> Page:
+    page = context.pages[0] if context.pages else context.new_page()
+    page.set_default_timeout(10_000)
+    page.goto(site["served"].url + "/sessions")
+    page.fill("#token", site[token])
+    page.click("button[type=submit]")
+    page.wait_for_url("**/sessions")
+    assert page.evaluate("navigator.serviceWorker.ready.then(() => true)")
+    return page
+
+
+def subscribed_device(site: dict[str, Any]) -> Device:
+    """A device the operator turned on, as its page posts it."""
+    device = Device(site["service"])
+    client = httpx.Client(base_url=site["served"].url)
+    client.post("/sign-in", data={"token": site["token"], "next": "/sessions"})
+    page = client.get("/notifications").text
+    csrf = page.split('name="csrf-token" content="')[1].split('"')[0]
+    answer = client.post("/actions/push/subscribe", json=device.subscription(),
+                         headers={"X-CSRF-Token": csrf})  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    return device
+
+
+def test_the_console_is_an_installable_app_with_an_offline_page(site: dict[str, Any]) -> None:
+    context = app(site, "install")
+    try:
+        page = sign_in(context, site)
+        cdp = context.new_cdp_session(page)
+        assert cdp.send("Page.getInstallabilityErrors") == {"installabilityErrors": []}
+        manifest = cdp.send("Page.getAppManifest")
+        assert manifest["errors"] == [] and manifest["url"].endswith("/manifest.webmanifest")
+        declared = json.loads(manifest["data"])
+        assert (declared["display"], declared["start_url"]) == ("standalone", "/sessions")
+        expect(page.locator("#install")).to_be_visible()  # the browser offered it
+        page.reload()
+        assert page.evaluate("navigator.serviceWorker.controller !== null")
+        kept = page.evaluate(
+            "caches.keys().then(names => caches.open(names[0]))"
+            ".then(cache => cache.keys()).then(keys => keys.map(k => new URL(k.url).pathname))"
+        )
+        assert "/offline" in kept and all(p.startswith("/static/") or p == "/offline"
+                                          for p in kept)  # fmt: skip
+        context.set_offline(True)
+        page.goto(site["served"].url + "/sessions")
+        expect(page.locator("h1")).to_have_text("The server cannot be reached")
+        context.set_offline(False)
+        page.goto(site["served"].url + "/sessions")
+        expect(page.locator("h1")).not_to_have_text("The server cannot be reached")
+    finally:
+        context.close()
+
+
+def test_a_push_from_the_server_is_shown_and_opens_the_request(site: dict[str, Any]) -> None:
+    store, service = site["store"], site["service"]
+    device = subscribed_device(site)
+    register(store, "s-phone")
+    with store.write() as db:  # as the agent's hook records it: the session waits, then asks
+        agent_writes.heartbeat(db=db, session_id="s-phone", waiting="asks to run Bash: make deploy")
+    open_request(
+        store, session_id="s-phone", agent="claude-code", tool_name="Bash",
+        tool_input={"command": "make deploy"}, suggestions=None,
+        reason="asks to run Bash: make deploy",
+        wait_seconds=600,
+    )  # fmt: skip
+    delivery = service.next(timeout=15)
+    assert delivery.path == device.path
+    verify_vapid(delivery, vapid_keys(store=store).public_key, subject=CONTACT)
+    news = device.decrypt(delivery)
+    assert news["title"] == "agent-1 needs you"
+    assert news["body"] == "s-phone · asks to run Bash: make deploy"
+
+    context = app(site, "push")
+    try:
+        context.grant_permissions(["notifications"], origin=site["served"].url)
+        page = sign_in(context, site, "token")
+        cdp = context.new_cdp_session(page)
+        found: list[dict[str, Any]] = []
+        cdp.on("ServiceWorker.workerRegistrationUpdated", lambda event: found.append(event))
+        cdp.send("ServiceWorker.enable")
+        page.wait_for_function("true")
+        for _ in range(50):
+            if found:
+                break
+            page.wait_for_timeout(100)
+        registration = next(
+            entry["registrationId"] for event in found for entry in event["registrations"]
+            if not entry["isDeleted"]
+        )  # fmt: skip
+        page.wait_for_function("navigator.serviceWorker.controller !== null")
+        shown: list[list[str]] = []
+        for _ in range(5):  # a worker busy starting may miss one: the same tag replaces it
+            cdp.send("ServiceWorker.deliverPushMessage", {
+                "origin": site["served"].url, "registrationId": registration,
+                "data": json.dumps(news),
+            })  # fmt: skip
+            shown = page.evaluate(
+                "(async () => { const r = await navigator.serviceWorker.ready;"
+                " for (let i = 0; i < 20; i++) { const n = await r.getNotifications();"
+                " if (n.length) return n.map(x => [x.title, x.body, x.tag, x.data.url]);"
+                " await new Promise(go => setTimeout(go, 100)); } return []; })()"
+            )
+            if shown:
+                break
+        assert shown == [["agent-1 needs you", "s-phone · asks to run Bash: make deploy",
+                          "roundtable:s-phone", "/sessions/s-phone#requests"]]  # fmt: skip
+        worker = context.service_workers[0]
+        worker.evaluate(
+            "self.registration.getNotifications().then(shown => self.dispatchEvent("
+            "new NotificationEvent('notificationclick', {notification: shown[0]})))"
+        )
+        page.wait_for_url("**/sessions/s-phone#requests")
+        card = page.locator("#requests")
+        expect(card.get_by_role("button", name="Allow")).to_be_visible()
+        expect(card.get_by_role("button", name="Deny")).to_be_visible()
+        assert (
+            page.evaluate(
+                "navigator.serviceWorker.ready.then(r => r.getNotifications()).then(n => n.length)"
+            )
+            == 0
+        )  # tapped: closed
+
+        # While this page is in view, the operator is not pushed.
+        register(store, "s-seen")
+        with store.write() as db:
+            agent_writes.heartbeat(db=db, session_id="s-seen", waiting="asks a question")
+        assert service.none_within(DWELL + 2.0)
+    finally:
+        context.close()
+
+
+def test_the_permission_is_asked_only_on_the_button(site: dict[str, Any]) -> None:
+    context = app(site, "permission")
+    # Every page counts the asking, from before its own scripts run.
+    context.add_init_script(
+        "window.asked = 0; const ask = Notification.requestPermission.bind(Notification);"
+        "Notification.requestPermission = (...given) => {"
+        " window.asked += 1; return ask(...given); };"
+    )
+    try:
+        page = sign_in(context, site)
+        page.goto(site["served"].url + "/notifications")
+        expect(page.locator("#push-on")).to_be_visible()
+        expect(page.locator("#push-state")).to_have_text("Notifications are off for this device.")
+        assert page.evaluate("[window.asked, Notification.permission]") == [0, "default"]
+        page.click("#push-on")
+        # Headless Chromium answers no prompt: the page says nothing was turned on.
+        expect(page.locator("#push-state")).to_have_text(
+            "Notifications were not allowed; nothing was turned on."
+        )
+        assert page.evaluate("window.asked") >= 1
+    finally:
+        context.close()
