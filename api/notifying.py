@@ -18,6 +18,7 @@ import heapq
 import json
 import logging
 import queue
+import re
 import subprocess
 import sys
 import threading
@@ -56,7 +57,9 @@ WEBHOOK_TIMEOUT = 5.0
 WEBHOOK_TRIES = 6
 WEBHOOK_QUEUE = 1000
 TIDY_SECONDS = 600.0
-GONE = (404, 410)
+# A push service that says the subscription is gone (404, 410), or refuses it for good (400: not
+# a subscription of its own; 403: made with another server's key): it is never posted to again.
+GONE = (400, 403, 404, 410)
 KIND_OF_CHANGE = {"waiting_started": NEEDS_YOU, "turn_done": TURN_DONE}
 
 
@@ -162,7 +165,10 @@ class Notifier:
                     )
             while due and due[0][0] <= time.monotonic():
                 _when, session_id, kind = heapq.heappop(due)
-                self.tell(session_id, kind)
+                try:
+                    self.tell(session_id, kind)
+                except Exception:  # noqa: BLE001 - one notice lost; the thread goes on
+                    log.warning("notifications: a notice could not be told", exc_info=True)
             if time.monotonic() - tidied > TIDY_SECONDS:
                 tidied = time.monotonic()
                 self._quietly(
@@ -263,9 +269,11 @@ class Notifier:
                 headers={"Content-Type": "application/json", "User-Agent": "roundtable"},
                 timeout=WEBHOOK_TIMEOUT,
                 allow_redirects=False,
+                stream=True,  # its status is all we read: never its body
             )
         except requests.RequestException:
             return False
+        answer.close()
         return 200 <= answer.status_code < 300
 
 
@@ -289,9 +297,9 @@ class PushSender:
                 assert process.stdin is not None
                 process.stdin.write(line)
                 process.stdin.flush()
-            except (OSError, ValueError):
-                log.warning("notifications: the push sender could not be reached; %d pushes "
-                            "not sent", len(devices))  # fmt: skip
+            except Exception:  # noqa: BLE001 - the sender (or the store's keys) unreachable
+                log.warning("notifications: the push sender could not be started or reached; "
+                            "%d pushes not sent", len(devices))  # fmt: skip
                 self._process = None
 
     def _running(self) -> subprocess.Popen[str]:
@@ -299,9 +307,11 @@ class PushSender:
             return self._process
         keys = self.notifier.keys()
         process = subprocess.Popen(
-            [sys.executable, "-m", "roundtable_console.api.push_sender"],
+            # Isolated (-I: neither the working directory nor PYTHON* variables on its path), in
+            # the root: a project's own json.py is never imported beside the private key.
+            [sys.executable, "-I", "-m", "roundtable_console.api.push_sender"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True, bufsize=1,
+            text=True, bufsize=1, cwd="/",
         )  # fmt: skip
         assert process.stdin is not None
         hello = {"key": keys.private_pem, "contact": self.notifier.settings.contact}
@@ -342,13 +352,20 @@ class PushSender:
             process.kill()
 
 
+def chat_text(words: str) -> str:
+    """Words a chat shows as written: Slack's control characters escaped (no ``<!channel>``, no
+    disguised ``<url|label>`` link), and no ``@everyone`` or ``@here`` that pings a room."""
+    escaped = words.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"@(everyone|here|channel)\b", "@\u200b\\1", escaped)
+
+
 def webhook_body(notice: Notice) -> dict[str, object]:
     """A notice as a webhook posts it: ours, with ``text`` for Slack-compatible receivers and
     ``title``/``message`` for ntfy's JSON."""
     payload = notice.payload()
     return {
         **payload,
-        "text": f"{notice.title}: {notice.body}",
+        "text": chat_text(f"{notice.title}: {notice.body}"),
         "message": notice.body,
         "event": "roundtable." + notice.kind,
     }

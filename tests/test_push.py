@@ -27,6 +27,7 @@ from roundtable_console.api.notifying import NotifySettings
 from roundtable_console.store.access.tokens import revoke_token
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.push.keys import vapid_keys
+from roundtable_console.store.push.subscriptions import MAX_PER_SIGN_IN, MAX_PER_TOKEN
 from roundtable_console.store.writes import agent_writes
 from tests.api_support import seed_agent, seed_workspace
 from tests.push_support import Device, Receiver, verify_vapid
@@ -237,12 +238,18 @@ def endpoints(store: Store) -> list[str]:
         ({"endpoint": "https://127.0.0.1/push/x"}, "not a push service's"),
         ({"endpoint": "https://localhost/push/x"}, "not a push service's"),
         ({"endpoint": "https://metadata/push/x"}, "not a push service's"),
-        ({"endpoint": "https://user:pw@fcm.googleapis.com/x"}, "not a push service's"),
+        ({"endpoint": "https://user:pw@fcm.googleapis.com/x"}, "not a URL"),
         ({"endpoint": "https://internal.corp.example/push/x"}, "not a push service's"),
         ({"endpoint": "https://fcm.googleapis.com.evil.example/x"}, "not a push service's"),
         ({"endpoint": "https://fcm.googleapis.com:8443/x"}, "not a push service's"),
         ({"endpoint": "http://fcm.googleapis.com/fcm/send/x"}, "not a push service's"),
         ({"endpoint": "https://fcm.googleapis.com/" + "x" * 3000}, "too long"),
+        # Read differently by this check and by the client that posts (an attacker's SSRF).
+        ({"endpoint": "https://169.254.169.254\\.fcm.googleapis.com/x"}, "not a URL"),
+        ({"endpoint": "https://evil.example%2f.fcm.googleapis.com/x"}, "not a URL"),
+        ({"endpoint": "https://evil.example;.fcm.googleapis.com/x"}, "not a URL"),
+        ({"endpoint": "https://evil.example%40.fcm.googleapis.com/x"}, "not a URL"),
+        ({"endpoint": "https://evil.example@fcm.googleapis.com/x"}, "not a URL"),
         ({"keys": {"p256dh": "AAAA", "auth": "AAAAAAAAAAAAAAAAAAAAAA"}}, "not one a browser"),
         ({"keys": {"p256dh": "!!", "auth": "x"}}, "not base64url"),
         ({"kinds": ["everything"]}, "Unknown kinds"),
@@ -259,6 +266,100 @@ def test_a_subscription_the_servers_may_not_post_to_is_refused(
     assert answer.status_code == 400, answer.text
     assert words in answer.json()["detail"]
     assert count(told["store"]) == 0
+
+
+def test_a_sign_in_keeps_a_few_subscriptions_not_a_flood(
+    told: dict[str, Any], service: Receiver
+) -> None:
+    web = browser(told)
+    devices = [Device(service) for _ in range(MAX_PER_SIGN_IN)]
+    for device in devices:
+        assert turn_on(web, device).status_code == 200
+    assert turn_on(web, devices[0], ["needs_you"]).status_code == 200  # the same one, again
+    refused = turn_on(web, Device(service))
+    assert refused.status_code == 400 and "turn one off first" in refused.json()["detail"]
+    assert count(told["store"]) == MAX_PER_SIGN_IN
+
+
+def test_a_token_keeps_twenty_and_another_tokens_device_is_not_taken_over(
+    told: dict[str, Any], service: Receiver
+) -> None:
+    operators = [browser(told) for _ in range(MAX_PER_TOKEN // MAX_PER_SIGN_IN + 1)]
+    for web in operators[:-1]:
+        for _ in range(MAX_PER_SIGN_IN):
+            assert turn_on(web, Device(service)).status_code == 200
+    refused = turn_on(operators[-1], Device(service))
+    assert refused.status_code == 400 and "sign out of a device" in refused.json()["detail"]
+    viewer = browser(told, "viewer")
+    taken = Device(service)
+    assert turn_on(viewer, taken).status_code == 200
+    # The operator learnt the viewer's endpoint: posting it again does not move it.
+    web = browser(told, "bound")
+    stolen = web.client.post(
+        "/actions/push/subscribe", json={**Device(service).subscription(), "endpoint":
+                                         taken.endpoint},
+        headers={"X-CSRF-Token": web.csrf()},
+    )  # fmt: skip
+    assert stolen.status_code == 400 and "Another sign-in" in stolen.json()["detail"]
+    waiting(told["store"], "s-kept")
+    told["ctx"].notifier.tell("s-kept", "needs_you")
+    arrived = [service.next() for _ in range(MAX_PER_TOKEN + 1)]
+    mine = [delivery for delivery in arrived if delivery.path == taken.path]
+    assert taken.decrypt(mine[0])["url"] == "/sessions/s-kept#requests"  # still its own keys
+
+
+def test_the_push_sender_never_imports_from_the_servers_directory(
+    told: dict[str, Any], service: Receiver, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "imported"
+    (tmp_path / "json.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise SystemExit(3)\n")
+    monkeypatch.chdir(tmp_path)  # a project's directory, where serve was started
+    web = browser(told)
+    device = Device(service)
+    assert turn_on(web, device).status_code == 200
+    waiting(told["store"], "s-cwd")
+    told["ctx"].notifier.tell("s-cwd", "needs_you")
+    assert service.next().path == device.path
+    assert not marker.exists()
+
+
+def test_a_session_of_the_longest_id_is_told_within_a_pushs_size(
+    told: dict[str, Any], service: Receiver
+) -> None:
+    web = browser(told)
+    device = Device(service)
+    assert turn_on(web, device).status_code == 200
+    long_id = "\U0001f600" * 250
+    waiting(told["store"], long_id, "asks " + "\U0001f600" * 490)
+    told["ctx"].notifier.tell(long_id, "needs_you")
+    delivery = service.next()
+    assert len(delivery.body) <= 4096
+    news = device.decrypt(delivery)
+    assert news["url"] == "/requests" and len(news["tag"]) == len("roundtable:") + 64
+
+
+def test_an_agent_token_is_shown_no_notifications_page(told: dict[str, Any]) -> None:
+    agent = browser(told, "agent")
+    page = agent.client.get("/notifications")
+    assert page.status_code == 403 and "it is told nothing" in page.text
+    assert "data-push-key" not in page.text
+
+
+def test_of_several_servers_of_a_store_one_tells_a_session(
+    told: dict[str, Any], service: Receiver
+) -> None:
+    web = browser(told)
+    device = Device(service)
+    assert turn_on(web, device).status_code == 200
+    other = ServerContext(store=told["store"], notify=told["ctx"].notify)
+    try:
+        waiting(told["store"], "s-both")
+        told["ctx"].notifier.tell("s-both", "needs_you")
+        other.notifier.tell("s-both", "needs_you")  # the second server read the same change
+        assert service.next().path == device.path
+        assert service.none_within(1.0)
+    finally:
+        other.notifier.close()
 
 
 def test_the_browsers_push_services_are_taken(told: dict[str, Any], service: Receiver) -> None:
@@ -300,7 +401,13 @@ def test_a_webhook_gets_the_same_news_and_is_retried_while_down(
     hook.answers["/hook/secret-path"] = 503  # down
     notifier = told["ctx"].notifier
     notifier.start()
-    waiting(told["store"], "s-hook")
+    register(told["store"], "s-hook")
+    with told["store"].write() as db:  # what an agent writes, as a chat would show it
+        agent_writes.heartbeat(
+            db=db,
+            session_id="s-hook",
+            waiting="asks <!channel> <https://evil.example|Approve> @here",
+        )
     started = time.monotonic()
     notifier.tell("s-hook", "needs_you")
     assert time.monotonic() - started < 1.0  # the server is never held by a webhook
@@ -309,7 +416,11 @@ def test_a_webhook_gets_the_same_news_and_is_retried_while_down(
     delivery = hook.next(timeout=15)
     body = json.loads(delivery.body)
     assert body["event"] == "roundtable.needs_you" and body["session_id"] == "s-hook"
-    assert body["text"] == "agent-1 needs you: s-hook · asks to run Bash: make deploy"
+    assert body["text"] == (
+        "agent-1 needs you: s-hook · asks &lt;!channel&gt; "
+        "&lt;https://evil.example|Approve&gt; @\u200bhere"
+    )
+    assert body["message"] == "s-hook · asks <!channel> <https://evil.example|Approve> @here"
     assert delivery.headers["content-type"] == "application/json"
     assert "the webhook at http://127.0.0.1 failed; retry in" in caplog.text
     assert "secret-path" not in caplog.text and str(hook.port) not in caplog.text

@@ -192,6 +192,24 @@ def test_a_push_from_the_server_is_shown_and_opens_the_request(site: dict[str, A
             == 0
         )  # tapped: closed
 
+        # A push naming another site opens the console's own list (never that site).
+        for target in ("/\t/evil.example/x", "//evil.example/x", "javascript:alert(1)"):
+            cdp.send("ServiceWorker.deliverPushMessage", {
+                "origin": site["served"].url, "registrationId": registration,
+                "data": json.dumps({**news, "url": target, "tag": "hostile"}),
+            })  # fmt: skip
+            page.wait_for_function(
+                "navigator.serviceWorker.ready.then(r => r.getNotifications())"
+                ".then(n => n.some(x => x.tag === 'hostile'))"
+            )
+            worker.evaluate(
+                "self.registration.getNotifications().then(shown => self.dispatchEvent("
+                "new NotificationEvent('notificationclick', {notification: shown.find("
+                "n => n.tag === 'hostile')})))"
+            )
+            page.wait_for_url(site["served"].url + "/sessions")
+            page.goto(site["served"].url + "/sessions/s-phone")
+
         # While this page is in view, the operator is not pushed.
         register(store, "s-seen")
         with store.write() as db:

@@ -65,6 +65,10 @@ class WebPush:
 
     async def notifications(self, request: Request) -> Response:
         async def work(call: Call, caller: Caller) -> Response:
+            if caller.role not in HUMAN_ROLES:
+                agent = Problem("forbidden", f"The token {caller.name!r} is an agent's: it is "
+                                "told nothing.")  # fmt: skip
+                return self.page.problem_page(call, agent, caller)
             secret = browser_secret(call) or ""
 
             def read() -> tuple[str, int]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -33,6 +34,10 @@ NEEDS_YOU = "needs_you"  # a session waits on a human: a question, a permission 
 TURN_DONE = "turn_done"  # an agent's turn is done: it awaits a prompt
 KINDS = (NEEDS_YOU, TURN_DONE)
 MAX_ENDPOINT = 2048
+# A sign-in is one browser: it has one subscription, a few after its push service renewed it;
+# a token's sign-ins, a person's few devices.
+MAX_PER_SIGN_IN = 5
+MAX_PER_TOKEN = 20
 # The browsers' push services: Chrome, Edge on Android and Chromium (FCM), Firefox (autopush),
 # Safari (Apple), Edge on Windows (WNS). A host is one of them, or a name under one.
 PUSH_SERVICE_HOSTS = (
@@ -50,8 +55,20 @@ _UPSERT = text(
     " :now) ON CONFLICT (endpoint) DO UPDATE SET p256dh = excluded.p256dh,"
     " auth = excluded.auth, secret_hash = excluded.secret_hash,"
     " token_hash = excluded.token_hash, kinds = excluded.kinds"
+    # Another token's device is not taken over (its sign-in still holds it).
+    " WHERE push_subscriptions.token_hash = excluded.token_hash OR NOT EXISTS (SELECT 1 FROM"
+    " api_web_sessions w WHERE w.secret_hash = push_subscriptions.secret_hash"
+    " AND w.expires_at > :now)"
 )
 _ONE = text("SELECT * FROM push_subscriptions WHERE endpoint = :endpoint")
+_OTHERS = text(
+    "SELECT count(*) FROM push_subscriptions WHERE secret_hash = :secret_hash"
+    " AND endpoint <> :endpoint"
+)
+_OTHERS_OF_TOKEN = text(
+    "SELECT count(*) FROM push_subscriptions WHERE token_hash = :token_hash"
+    " AND endpoint <> :endpoint"
+)
 _OF_SIGN_IN = text(
     "SELECT * FROM push_subscriptions WHERE secret_hash = :secret_hash ORDER BY created_at, id"
 )
@@ -118,6 +135,18 @@ def _decoded(value: object, what: str, size: int) -> str:
     return value.rstrip("=")
 
 
+_HOST = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
+
+
+def _posted_host(url: str) -> str | None:
+    from urllib3.util import parse_url  # the parser of the client that posts (requests')
+
+    try:
+        return (parse_url(url).host or "").lower()
+    except ValueError:
+        return None
+
+
 def _origin(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}".lower()
@@ -127,14 +156,22 @@ def checked_endpoint(value: object, trusted_origins: Iterable[str] = ()) -> str:
     """``value`` when the servers may post to it (see the module's docstring)."""
     if not isinstance(value, str) or not value or len(value) > MAX_ENDPOINT:
         raise InvalidPushSubscription("The subscription's endpoint is missing or too long.")
-    if any(ord(char) <= 0x20 or ord(char) == 0x7F for char in value):
-        raise InvalidPushSubscription("The subscription's endpoint is not a URL.")
+    not_a_url = InvalidPushSubscription("The subscription's endpoint is not a URL.")
+    if any(ord(char) <= 0x20 or ord(char) == 0x7F or char == "\\" for char in value):
+        raise not_a_url
     try:
         parts = urlsplit(value)
         host = parts.hostname or ""
-        parts.port  # noqa: B018 - a port that is not a number raises here
+        port = parts.port
     except ValueError:
-        raise InvalidPushSubscription("The subscription's endpoint is not a URL.") from None
+        raise not_a_url from None
+    # The host as every HTTP client reads it: plain letters, digits, dots and dashes, the whole
+    # of the authority but for a port (a backslash, "%", "@" or ";" there is read differently by
+    # the client that posts than by this check), and the same to urllib3, which posts.
+    if not _HOST.match(host) or parts.netloc.lower() != host + (f":{port}" if port else ""):
+        raise not_a_url
+    if _posted_host(value) != host:
+        raise not_a_url
     if _origin(value) in {origin.lower().rstrip("/") for origin in trusted_origins}:
         return value
     known = any(host == known or host.endswith("." + known) for known in PUSH_SERVICE_HOSTS)
@@ -172,7 +209,19 @@ def subscribe(
         owner = db.execute(_SIGNED_IN, values).scalar()
         if owner is None:
             raise InvalidToken("Sign in again: this page's sign-in ended.")
-        db.execute(_UPSERT, {**values, "token_hash": owner})
+        values["token_hash"] = owner
+        if db.execute(_OTHERS, values).scalar_one() >= MAX_PER_SIGN_IN:
+            raise InvalidPushSubscription(
+                f"This sign-in already has {MAX_PER_SIGN_IN} subscriptions: turn one off first."
+            )
+        if db.execute(_OTHERS_OF_TOKEN, values).scalar_one() >= MAX_PER_TOKEN:
+            raise InvalidPushSubscription(
+                f"This token's sign-ins already have {MAX_PER_TOKEN} subscriptions: turn one off "
+                "first (or sign out of a device)."
+            )
+        kept = db.execute(_UPSERT, values)
+        if not kept.rowcount:
+            raise InvalidPushSubscription("Another sign-in turned this device on: sign out there.")
         row = db.execute(_ONE, values).one()
     return PushSubscriptionRecord.of(row)
 

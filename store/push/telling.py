@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from datetime import timedelta
@@ -35,6 +36,8 @@ from roundtable_console.store.safety.display import one_line
 PRESENCE_SECONDS = 45
 TITLE_WIDTH = 80
 BODY_WIDTH = 200
+MAX_URL = 600
+MAX_PAYLOAD = 3000
 HUMAN_ROLES = ("operator", "viewer")
 
 _SIGNED_IN = text(
@@ -90,11 +93,22 @@ class Notice:
             "url": self.url,
             "at": self.at,
             # The browser shows one notification per session: a newer one replaces it.
-            "tag": f"roundtable:{self.session_id}",
-        }
+            "tag": "roundtable:" + (
+                self.session_id if len(self.session_id) <= 64
+                else hashlib.sha256(self.session_id.encode("utf-8", "surrogatepass")).hexdigest()
+            ),
+        }  # fmt: skip
 
     def encoded(self) -> str:
-        return json.dumps(self.payload(), ensure_ascii=True, separators=(",", ":"))
+        """As a push carries it: UTF-8, within what every push service takes (4 KiB less the
+        encryption's overhead); the ids alone of the longest sessions would not fit it, so
+        they are left to the URL and tag then."""
+        payload = self.payload()
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+        if len(text.encode("utf-8", "surrogatepass")) > MAX_PAYLOAD:
+            payload["session_id"] = payload["agent_id"] = None
+            text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+        return text
 
 
 def notice_of(session: SessionFields, kind: str, at: str) -> Notice | None:
@@ -102,6 +116,8 @@ def notice_of(session: SessionFields, kind: str, at: str) -> Notice | None:
     turn followed by another, is told no more); None otherwise."""
     agent = one_line(session.agent_id, TITLE_WIDTH // 2)
     where = "/sessions/" + quote(session.id, safe="")
+    if len(where) > MAX_URL:  # an id so long its page's path would not fit a push
+        where = "/requests" if kind == NEEDS_YOU else "/sessions"
     if kind == NEEDS_YOU and session.waiting is not None:
         reason = session.waiting.reason or "waits for a human"
         title, anchor = f"{agent} needs you", "#requests"
@@ -117,7 +133,7 @@ def notice_of(session: SessionFields, kind: str, at: str) -> Notice | None:
         agent_id=session.agent_id,
         title=one_line(title, TITLE_WIDTH),
         body=one_line(body, BODY_WIDTH),
-        url=where + anchor,
+        url=where + anchor if where.startswith("/sessions/") else where,
         at=at,
     )
 

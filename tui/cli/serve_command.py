@@ -76,8 +76,11 @@ flight finish, then exits 0."""
     "webhooks",
     multiple=True,
     metavar="URL",
+    envvar="ROUNDTABLE_NOTIFY",
     help="Post each notice (a session needs a human, a turn is done) as JSON to this webhook "
-    "(ntfy, a Slack-compatible incoming webhook, any receiver; repeat). Retried with backoff.",
+    "(ntfy, a Slack-compatible incoming webhook, any receiver; repeat). Retried with backoff. "
+    "A URL holding a secret is better given in $ROUNDTABLE_NOTIFY (space-separated): the "
+    "command line is visible to every user of the machine.",
 )
 @click.option(
     "--notify-dwell",
@@ -209,8 +212,14 @@ def checked_webhook(value: str) -> str:
 
 
 def checked_contact(value: str) -> str:
+    """A VAPID ``sub`` push services take: ``mailto:`` an address, or an ``https:`` URL of a
+    named host."""
+    import re
+
     text = value.strip()
-    if not (text.startswith("mailto:") or text.startswith("https://")) or len(text) > 200:
+    mail = re.match(r"^mailto:[^@\s]+@[^@\s]+\.[^@\s]+$", text)
+    web = re.match(r"^https://[a-z0-9-]+(\.[a-z0-9-]+)+(:\d+)?(/\S*)?$", text, re.IGNORECASE)
+    if not (mail or web) or len(text) > 200:
         raise click.BadParameter(
             f"{value[:80]!r} is not a mailto: or https: URI.", param_hint="--push-contact"
         )

@@ -32,10 +32,16 @@ self.addEventListener("fetch", (event) => {
   }
 });
 
-// A path of this server only: a push names where to go, never another site.
+// A page of this server only: a push names where to go, never another site (the URL resolved
+// as the browser will, its origin compared, then only its path, query and fragment kept).
 function ownPath(value) {
-  return typeof value === "string" && value.startsWith("/") && !value.startsWith("//")
-    && !value.includes("\\") ? value : "/sessions";
+  if (typeof value !== "string" || !value.startsWith("/")) return "/sessions";
+  try {
+    const url = new URL(value, self.location.origin);
+    return url.origin === self.location.origin ? url.pathname + url.search + url.hash : "/sessions";
+  } catch (error) {
+    return "/sessions";
+  }
 }
 
 function text(value, fallback) {
