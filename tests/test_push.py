@@ -435,3 +435,9 @@ def test_serve_refuses_a_webhook_that_is_not_a_url_without_repeating_it() -> Non
     assert done.returncode == 2
     assert "a webhook is an http or https URL" in done.stderr
     assert "T0KEN-SECRET" not in done.stderr + done.stdout
+    contact = subprocess.run(
+        [sys.executable, "-m", "roundtable_console", "serve", "--db", "sqlite://",
+         "--push-contact", "https://example.org/contact"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert contact.returncode == 2 and "neither mailto:ADDRESS nor https://HOST" in contact.stderr

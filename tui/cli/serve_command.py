@@ -212,16 +212,17 @@ def checked_webhook(value: str) -> str:
 
 
 def checked_contact(value: str) -> str:
-    """A VAPID ``sub`` push services take: ``mailto:`` an address, or an ``https:`` URL of a
-    named host."""
+    """A VAPID ``sub`` push services (and py-vapid, which signs it) take: ``mailto:`` an
+    address, or ``https://`` a host name alone."""
     import re
 
     text = value.strip()
-    mail = re.match(r"^mailto:[^@\s]+@[^@\s]+\.[^@\s]+$", text)
-    web = re.match(r"^https://[a-z0-9-]+(\.[a-z0-9-]+)+(:\d+)?(/\S*)?$", text, re.IGNORECASE)
+    mail = re.match(r"^mailto:[^@\s]+@(localhost|[^@\s.]+(\.[^@\s.]+)+)$", text)
+    web = re.match(r"^https://(localhost|[a-z0-9-]+(\.[a-z0-9-]+)+)$", text, re.IGNORECASE)
     if not (mail or web) or len(text) > 200:
         raise click.BadParameter(
-            f"{value[:80]!r} is not a mailto: or https: URI.", param_hint="--push-contact"
+            f"{value[:80]!r} is neither mailto:ADDRESS nor https://HOST.",
+            param_hint="--push-contact",
         )
     return text
 

@@ -14,12 +14,23 @@ self.addEventListener("install", (event) => {
 });
 
 self.addEventListener("activate", (event) => {
-  event.waitUntil(
-    caches.keys()
-      .then((names) => Promise.all(names.filter((n) => n !== CACHE).map((n) => caches.delete(n))))
-      .then(() => self.clients.claim()),
-  );
+  event.waitUntil((async () => {
+    const names = await caches.keys();
+    await Promise.all(names.filter((name) => name !== CACHE).map((name) => caches.delete(name)));
+    // A page is asked of the network while this worker starts, not after: no added wait.
+    if (self.registration.navigationPreload) await self.registration.navigationPreload.enable();
+    await self.clients.claim();
+  })());
 });
+
+async function page(event) {
+  try {
+    const preloaded = await event.preloadResponse;
+    return preloaded || await fetch(event.request);
+  } catch (error) {
+    return (await caches.match(OFFLINE)) || Response.error();
+  }
+}
 
 self.addEventListener("fetch", (event) => {
   const request = event.request;
@@ -28,7 +39,7 @@ self.addEventListener("fetch", (event) => {
   if (url.pathname.startsWith("/static/")) {
     event.respondWith(caches.match(request).then((kept) => kept || fetch(request)));
   } else if (request.mode === "navigate") {
-    event.respondWith(fetch(request).catch(() => caches.match(OFFLINE)));
+    event.respondWith(page(event));
   }
 });
 
