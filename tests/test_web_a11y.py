@@ -133,6 +133,8 @@ PAGES = [
     ("audit", "operator", "/audit"),
     ("requests", "operator", "/requests"),
     ("requests (viewer)", "viewer", "/requests"),
+    ("notifications", "operator", "/notifications"),
+    ("offline", None, "/offline"),
 ]
 
 
