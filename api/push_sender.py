@@ -1,9 +1,10 @@
 """The process a server's pushes leave from (``api.notifying.PushSender`` starts it): encrypting
 a push (RFC 8291) and signing its VAPID claim cost a couple of milliseconds of CPU each, so a
 thousand devices told of one session would take the server's own CPU from its requests for
-seconds. Here they run only on CPU time nothing else wants (Linux's ``SCHED_IDLE``; elsewhere
-the lowest ``nice``), beside the server, on a few threads (a push service answers in its own
-time).
+seconds. Here they run at a lower priority (``nice`` 10: when the CPU is contended the server
+gets about nine tenths of it, and the pushes still go out, where an idle-only priority would
+starve them on a busy machine), beside the server, on a few threads (a push service answers in
+its own time).
 
 Its standard input: a first line ``{"key": PEM, "contact": URI}``, then a line per notice
 ``{"payload", "urgency", "ttl", "devices": [[id, endpoint, p256dh, auth], …]}``. Its standard
@@ -23,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
 
-NICENESS = 19
+NICENESS = 10
 THREADS = 4
 TIMEOUT = 10.0
 
@@ -73,12 +74,9 @@ def _push(device: list[str], job: dict[str, Any], signer: Any, contact: str) -> 
 
 def main() -> int:
     try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (AttributeError, OSError):  # not Linux: the lowest priority there is
-        try:
-            os.nice(NICENESS)
-        except OSError:
-            pass
+        os.nice(NICENESS)
+    except OSError:  # a platform that refuses: the server's own priority
+        pass
     from py_vapid import Vapid02
 
     first = sys.stdin.readline()

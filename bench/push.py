@@ -7,10 +7,10 @@
 - **1,000 subscriptions and 100 agents changing state**: bench/serve.py's fleet (100 agents
   with tokens of their own) beating over HTTP at bench/paced.py's rate, while 100 other
   agents' sessions each start waiting once in the round (as an agent's CLI writes it), with no
-  subscription, then with 1,000 (10 sign-ins of 100 devices, every kind, all within reach):
-  the heartbeats' p50 and p99 with the pushes against without, and bench/serve.py's p99
-  bound. The push service stands for the devices' own (not this machine): it runs in a
-  process of its own at the lowest priority, and counts what reached it.
+  subscription, then with 1,000 (50 operators' tokens, each with 4 sign-ins of 5 devices,
+  every kind, all within reach): the heartbeats' p50 and p99 with the pushes against without,
+  and bench/serve.py's p99 bound. The push service stands for the devices' own (not this
+  machine): it runs in a process of its own at the lowest priority, and counts what reached it.
 
 Usage: ``python bench/push.py`` (20 rounds, 1,000 subscriptions, 20 s rounds); ``--quick`` (CI).
 """
@@ -39,7 +39,11 @@ from bench.serve import P99_LIMIT, fleet, paced_load  # noqa: E402
 from roundtable_console.store.access.tokens import create_token  # noqa: E402
 from roundtable_console.store.access.web_sessions import sign_in  # noqa: E402
 from roundtable_console.store.db.database import Store, open_store  # noqa: E402
-from roundtable_console.store.push.subscriptions import subscribe  # noqa: E402
+from roundtable_console.store.push.subscriptions import (  # noqa: E402
+    MAX_PER_SIGN_IN,
+    MAX_PER_TOKEN,
+    subscribe,
+)
 from roundtable_console.store.writes import agent_writes  # noqa: E402
 from tests.api_support import seed_agent, seed_workspace  # noqa: E402
 from tests.push_support import Device, Receiver  # noqa: E402
@@ -102,17 +106,23 @@ print(receiver.deliveries.qsize(), flush=True)
 """
 
 
-def add_subscriptions(store: Store, token: str, origin: str, count: int) -> None:
+def add_subscriptions(store: Store, origin: str, count: int) -> None:
+    """``count`` devices, as many operators' as the store lets one token have (20: each of its
+    sign-ins keeps 5), every kind, all within reach."""
     service = SimpleNamespace(origin=origin)  # the receiver runs in a process of its own
     key = Device(service).subscription()["keys"]  # type: ignore[arg-type]  # one pair for all
-    for group in range(max(count // 100, 1)):
-        browser = sign_in(store=store, token=token)
-        for number in range(min(100, count)):
-            subscribe(
-                store=store, secret=browser.secret, endpoint=f"{origin}/push/{group}-{number}",
-                p256dh=key["p256dh"], auth=key["auth"], kinds=["needs_you", "turn_done"],
-                trusted_origins=(origin,),
-            )  # fmt: skip
+    per_token = MAX_PER_TOKEN // MAX_PER_SIGN_IN
+    for number in range(count):
+        if number % MAX_PER_TOKEN == 0:
+            token = create_token(store=store, name=f"operator-{number:04d}", role="operator")
+        if number % MAX_PER_SIGN_IN == 0:
+            browser = sign_in(store=store, token=token.token)
+        subscribe(
+            store=store, secret=browser.secret, endpoint=f"{origin}/push/{number:04d}",
+            p256dh=key["p256dh"], auth=key["auth"], kinds=["needs_you", "turn_done"],
+            trusted_origins=(origin,),
+        )  # fmt: skip
+    assert per_token * MAX_PER_SIGN_IN == MAX_PER_TOKEN
 
 
 def changing(store: Store) -> None:
@@ -146,7 +156,6 @@ def loaded_round(
     url = f"sqlite:///{directory / f'{label}.db'}"
     pairs = directory / f"pairs-{label}.txt"
     store = fleet(url, pairs)
-    operator = create_token(store=store, name="olivia", role="operator").token
     changing(store)
     receiver = subprocess.Popen(
         [sys.executable, "-c", RECEIVER.format(root=str(ROOT))],
@@ -156,7 +165,7 @@ def loaded_round(
     origin = f"http://127.0.0.1:{receiver.stdout.readline().strip()}"
     stop = threading.Event()
     try:
-        add_subscriptions(store, operator, origin, subscriptions) if subscriptions else None
+        add_subscriptions(store, origin, subscriptions)
         with serving(url, directory / label, "--push-service", origin,
                      "--notify-dwell", "0.5") as served:  # fmt: skip
             flipper = threading.Thread(target=flip, args=(store, seconds, label, stop))
