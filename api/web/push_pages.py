@@ -28,8 +28,8 @@ from roundtable_console.api.web.pages import WebPages
 from roundtable_console.api.web.signin import browser_secret
 from roundtable_console.store.push.subscriptions import (
     InvalidPushSubscription,
+    devices_of,
     subscribe,
-    subscriptions_of,
     unsubscribe,
 )
 from roundtable_console.store.push.telling import HUMAN_ROLES, mark_presence
@@ -73,7 +73,7 @@ class WebPush:
 
             def read() -> tuple[str, int]:
                 key = self.ctx.notifier.keys().public_key if not self.page.read_only else ""
-                return key, len(subscriptions_of(store=self.ctx.store, secret=secret))
+                return key, devices_of(store=self.ctx.store, secret=secret)
 
             key, devices = await self.ctx.in_worker(read)
             return self.pages.page(

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from roundtable_console.store.access.tokens import token_hash
 from roundtable_console.store.clock import Clock, format_ts, system_clock
@@ -49,6 +49,7 @@ PUSH_SERVICE_HOSTS = (
 _SIGNED_IN = text(
     "SELECT token_hash FROM api_web_sessions WHERE secret_hash = :secret_hash AND expires_at > :now"
 )
+_COUNT_OF_SIGN_IN = text("SELECT count(*) FROM push_subscriptions WHERE secret_hash = :secret_hash")
 _UPSERT = text(
     "INSERT INTO push_subscriptions (id, endpoint, p256dh, auth, secret_hash, token_hash, kinds,"
     " created_at) VALUES (:id, :endpoint, :p256dh, :auth, :secret_hash, :token_hash, :kinds,"
@@ -68,9 +69,6 @@ _OTHERS = text(
 _OTHERS_OF_TOKEN = text(
     "SELECT count(*) FROM push_subscriptions WHERE token_hash = :token_hash"
     " AND endpoint <> :endpoint"
-)
-_OF_SIGN_IN = text(
-    "SELECT * FROM push_subscriptions WHERE secret_hash = :secret_hash ORDER BY created_at, id"
 )
 _REMOVE = text(
     "DELETE FROM push_subscriptions WHERE endpoint = :endpoint AND secret_hash = :secret_hash"
@@ -101,10 +99,6 @@ class PushSubscriptionRecord:
             kinds=parse_kinds(row.kinds),  # type: ignore[attr-defined]
             created_at=row.created_at,  # type: ignore[attr-defined]
         )
-
-    def info(self) -> dict[str, object]:
-        """As a push library takes it (the browser's ``PushSubscription.toJSON()``)."""
-        return {"endpoint": self.endpoint, "keys": {"p256dh": self.p256dh, "auth": self.auth}}
 
 
 def parse_kinds(value: str) -> tuple[str, ...]:
@@ -206,7 +200,7 @@ def subscribe(
         "now": format_ts(clock()),
     }
     with store.write(durable=True) as db:
-        owner = db.execute(_SIGNED_IN, values).scalar()
+        owner = signed_in_token(db, secret, values["now"])
         if owner is None:
             raise InvalidToken("Sign in again: this page's sign-in ended.")
         values["token_hash"] = owner
@@ -233,10 +227,16 @@ def unsubscribe(*, store: Store, secret: str, endpoint: str) -> bool:
     return bool(gone.rowcount)
 
 
-def subscriptions_of(*, store: Store, secret: str) -> list[PushSubscriptionRecord]:
+def signed_in_token(db: Connection, secret: str, now: str) -> str | None:
+    """The token hash of the sign-in holding ``secret``, while it lasts; None after."""
+    found = db.execute(_SIGNED_IN, {"secret_hash": token_hash(secret), "now": now}).scalar()
+    return None if found is None else str(found)
+
+
+def devices_of(*, store: Store, secret: str) -> int:
+    """How many subscriptions the sign-in holding ``secret`` keeps."""
     with store.read() as db:
-        rows = db.execute(_OF_SIGN_IN, {"secret_hash": token_hash(secret)}).all()
-    return [PushSubscriptionRecord.of(row) for row in rows]
+        return int(db.execute(_COUNT_OF_SIGN_IN, {"secret_hash": token_hash(secret)}).scalar_one())
 
 
 def drop_subscription(*, store: Store, subscription_id: str) -> None:

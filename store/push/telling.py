@@ -28,7 +28,7 @@ from roundtable_console.store.access.tokens import token_hash
 from roundtable_console.store.access.walls import Wall
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
-from roundtable_console.store.push.subscriptions import NEEDS_YOU, TURN_DONE
+from roundtable_console.store.push.subscriptions import NEEDS_YOU, TURN_DONE, signed_in_token
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.safety.display import one_line
 
@@ -40,9 +40,6 @@ MAX_URL = 600
 MAX_PAYLOAD = 3000
 HUMAN_ROLES = ("operator", "viewer")
 
-_SIGNED_IN = text(
-    "SELECT token_hash FROM api_web_sessions WHERE secret_hash = :secret_hash AND expires_at > :now"
-)
 _PRESENT = text(
     "INSERT INTO push_presence (secret_hash, token_hash, visible_until)"
     " VALUES (:secret_hash, :token_hash, :until) ON CONFLICT (secret_hash)"
@@ -144,9 +141,7 @@ def mark_presence(*, store: Store, secret: str, visible: bool, clock: Clock = sy
     now = clock()
     until = now + timedelta(seconds=PRESENCE_SECONDS) if visible else now
     with store.write() as db:
-        owner = db.execute(
-            _SIGNED_IN, {"secret_hash": token_hash(secret), "now": format_ts(now)}
-        ).scalar()
+        owner = signed_in_token(db, secret, format_ts(now))
         if owner is None:
             return False
         db.execute(
