@@ -16,10 +16,11 @@ from fastapi import FastAPI, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from roundtable_console.api import action_ops, wire
 from roundtable_console.api.context import Answer, Call, ServerContext
-from roundtable_console.api.middleware import TOO_LARGE, UNSAFE_METHODS, BodyTooLarge
+from roundtable_console.api.edge.middleware import TOO_LARGE, UNSAFE_METHODS, BodyTooLarge
 from roundtable_console.api.problems import MEDIA_TYPE, Problem, from_store_error, problem_body
+from roundtable_console.api.routes import actions as action_ops
+from roundtable_console.api.routes import wire
 from roundtable_console.store.db.database import WriteBusy
 from roundtable_console.store.errors import StoreError
 

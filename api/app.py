@@ -14,18 +14,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import Match
 
-from roundtable_console.api import (
-    action_ops,
-    bodies,
-    detail_ops,
-    reply_ops,
-    request_ops,
-    schemas,
-    session_ops,
-    streams,
-    transcript_ops,
-    wire,
-)
 from roundtable_console.api.answering import (
     HotRoutes,
     Operation,
@@ -36,8 +24,16 @@ from roundtable_console.api.answering import (
     run,
 )
 from roundtable_console.api.context import Answer, Call, ServerContext
-from roundtable_console.api.middleware import Guard
+from roundtable_console.api.edge.middleware import Guard
 from roundtable_console.api.problems import MEDIA_TYPE, STATUSES, Problem
+from roundtable_console.api.routes import actions as action_ops
+from roundtable_console.api.routes import bodies, schemas, wire
+from roundtable_console.api.routes import details as detail_ops
+from roundtable_console.api.routes import replies as reply_ops
+from roundtable_console.api.routes import requests as request_ops
+from roundtable_console.api.routes import sessions as session_ops
+from roundtable_console.api.routes import transcripts as transcript_ops
+from roundtable_console.api.streams import events as streams
 from roundtable_console.api.web.routes import install as install_web
 from roundtable_console.store.access.tokens import ROLES
 from roundtable_console.store.rules import ACTIVE_STATES
@@ -384,7 +380,7 @@ def web_routes() -> list[tuple[str, str]]:
 
 
 def create_app(ctx: ServerContext, *, read_only: bool = False) -> Guard:
-    """The whole server: routes and document inside, the guard of ``api.middleware`` around."""
+    """The whole server: routes and document inside, the guard of ``api.edge.middleware`` around."""
     app = _server(ctx, read_only=read_only)
     return Guard(HotRoutes(app, ctx, HOT_ROUTES), read_only=read_only, exposure=ctx.exposure)
 

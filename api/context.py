@@ -17,19 +17,19 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 
-from roundtable_console.api.change_hub import ChangeHub
-from roundtable_console.api.exposure import Exposure
-from roundtable_console.api.identity import (
+from roundtable_console.api.edge.exposure import Exposure
+from roundtable_console.api.edge.identity import (
     BROWSER_COOKIE,
     Caller,
     FailureCounter,
     HeaderMode,
     authenticate,
 )
-from roundtable_console.api.middleware import UNSAFE_METHODS
-from roundtable_console.api.notifying import Notifier, NotifySettings
+from roundtable_console.api.edge.middleware import UNSAFE_METHODS
+from roundtable_console.api.notify.notifier import Notifier, NotifySettings
 from roundtable_console.api.problems import Problem
-from roundtable_console.api.stream_slots import Opening, StreamSlots
+from roundtable_console.api.streams.change_hub import ChangeHub
+from roundtable_console.api.streams.slots import Opening, StreamSlots
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import AgentSession
@@ -103,13 +103,13 @@ class ServerContext:
     exposure: Exposure = field(default_factory=Exposure)
     # The configured adapters: whether a session can be resumed, and its plan (the web console).
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
-    # Wakes the open streams when the store changes (api.streams).
+    # Wakes the open streams when the store changes (api.streams.events).
     # What the server tells operators, and how (serve --notify, --push-service, …).
     notify: NotifySettings = field(default_factory=NotifySettings)
     hub: ChangeHub = field(init=False)
-    # Tells operators' devices and webhooks (api.notifying); started by the server.
+    # Tells operators' devices and webhooks (api.notify.notifier); started by the server.
     notifier: Notifier = field(init=False)
-    # The open streams: how many each caller holds, and which must end (api.stream_slots).
+    # The open streams: how many each caller holds, and which must end (api.streams.slots).
     streams: StreamSlots = field(init=False)
     # The threads a request's store work runs in: a few. SQLite takes one writer at a time
     # and every thread shares one interpreter lock, so more threads only queue longer.

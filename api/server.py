@@ -7,8 +7,8 @@
 - The reference's header mode (a caller is whoever ``X-Actor-ID`` says) only for a lone
   loopback server whose store holds no token: never behind a proxy or with ``allow_remote``
   (refused at start); decided here once, and lost for good when a token appears.
-- A request must name the server (``Host``: ``api.exposure``), and its connection stays within
-  ``api.connections``' limits: head size, header count, head time, open connections.
+- A request must name the server (``Host``: ``api.edge.exposure``), and its connection stays within
+  ``api.edge.connections``' limits: head size, header count, head time, open connections.
 - SIGTERM (or SIGINT) stops taking connections, lets requests in flight finish for up to
   ``GRACE_SECONDS``, then exits 0.
 """
@@ -26,18 +26,16 @@ from types import FrameType
 import uvicorn
 
 from roundtable_console.api.app import create_app
-from roundtable_console.api.connections import bounded_http
 from roundtable_console.api.context import WORKER_THREADS, ServerContext
-from roundtable_console.api.exposure import ConnectionLimits, Exposure
-from roundtable_console.api.identity import HeaderMode
-from roundtable_console.api.notifying import NotifySettings
+from roundtable_console.api.edge.connections import bounded_http
+from roundtable_console.api.edge.exposure import ConnectionLimits, Exposure
+from roundtable_console.api.edge.identity import HeaderMode
+from roundtable_console.api.notify.notifier import NotifySettings
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.resume.adapters import AdapterConfig
 
 GRACE_SECONDS = 5
-# An idle connection between two requests is closed after this long.
-KEEP_ALIVE_SECONDS = 5
 # The largest message a WebSocket client may send (the reference's socket only reads closes).
 WS_MAX_BYTES = 64 * 1024
 # The store's connections kept open: one for each worker thread, and a few for the streams.
@@ -168,7 +166,7 @@ def run(
         ssl_keyfile=options.keyfile,
         http=bounded_http(options.limits),
         ws_max_size=WS_MAX_BYTES,
-        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        timeout_keep_alive=options.limits.keep_alive_seconds,
         proxy_headers=options.behind_proxy,
         forwarded_allow_ips=list(options.proxies) if options.behind_proxy else None,
         timeout_graceful_shutdown=GRACE_SECONDS,

@@ -122,9 +122,9 @@ def bench_grouped_reads(url: str, label: str, repeats: int) -> list[Figure]:
     worker's whole read, the groups included)."""
     from datetime import timedelta
 
-    from roundtable_console.screens.list_groups import Layout
-    from roundtable_console.screens.list_questions import Read, RowsAsked
-    from roundtable_console.screens.list_reads import GroupCounts, StatusCounts, read_rows
+    from roundtable_console.screens.list.groups import Layout
+    from roundtable_console.screens.list.questions import Read, RowsAsked
+    from roundtable_console.screens.list.reads import GroupCounts, StatusCounts, read_rows
     from roundtable_console.store.reads.groups import read_group_sizes, read_status_by_group
     from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
     from roundtable_console.store.reads.sessions import list_sessions, list_sessions_before
@@ -159,7 +159,7 @@ def bench_grouped_reads(url: str, label: str, repeats: int) -> list[Figure]:
                     assert read_status_by_group(db=db, grouping=grouping, keys=keys)
 
             def middle(grouping: str = grouping, order: Any = order) -> None:
-                from roundtable_console.screens.list_groups import Groups
+                from roundtable_console.screens.list.groups import Groups
 
                 groups = Groups.from_sizes(sizes(grouping))
                 place = Layout(groups, frozenset()).length // 2

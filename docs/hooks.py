@@ -147,7 +147,7 @@ def configuration_reference() -> str:
 
 
 def keys_reference() -> str:
-    from roundtable_console.screens.help_screen import KEYS
+    from roundtable_console.screens.help import KEYS
 
     out = ["# Console keys", "", "Generated from the console's help screen (`?`).", ""]
     for section, rows in KEYS:

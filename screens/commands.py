@@ -8,7 +8,7 @@ from functools import partial
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-from roundtable_console.screens.session_actions import ScreenCommand, SessionActionScreen
+from roundtable_console.screens.session.actions import ScreenCommand, SessionActionScreen
 from roundtable_console.store.safety.display import one_line
 
 # Help texts are parsed as markup by the palette, so they never carry store data.

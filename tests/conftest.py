@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import sys
+import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,6 +17,7 @@ from sqlalchemy import create_engine, text
 
 from roundtable_console.store.db.database import Store, open_store
 from tests.pg_server import PostgresServer
+from tests.provisioning import CannotProvision, provision
 
 if TYPE_CHECKING:
     from tests.api_support import Api
@@ -163,6 +166,42 @@ def db(sqlite_store: Store) -> Store:
     """The TUI tests' store: they write rows through it, and open the console on the same file
     (``tests.test_tui_support.sqlite_url(tmp_path)``)."""
     return sqlite_store
+
+
+# Where the suite's files go when the machine has a memory file system: its SQLite stores, its
+# PostgreSQL clusters and its browsers' profiles sync often, and on this machine kind a disk's
+# syncs left a third of the run waiting on I/O. The syncs are still made (tests/
+# test_durability.py counts them); only their cost goes. pytest keeps its last three runs there.
+MEMORY_SCRATCH = Path("/dev/shm")
+
+
+def keep_scratch_in_memory() -> None:
+    if "TMPDIR" in os.environ or not os.access(MEMORY_SCRATCH, os.W_OK):
+        return
+    scratch = MEMORY_SCRATCH / f"roundtable-tests-{os.getuid()}"
+    # Readable by the postgres user the suite runs its clusters as (under root): its own dirs
+    # inside are private.
+    scratch.mkdir(mode=0o755, exist_ok=True)
+    os.environ["TMPDIR"] = str(scratch)
+    tempfile.tempdir = None  # read TMPDIR again
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Bring what the suite drives for real (tests/provisioning.py), once, before any worker
+    starts; what cannot be brought ends the run here, in one sentence."""
+    if hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    # Where PYTHONDONTWRITEBYTECODE is set (this machine kind sets it), every worker would rewrite
+    # every test module's asserts again (7 s of CPU each), and every process the tests start (a
+    # server, a hook, the CLI) would compile the package again. The workers and what they start
+    # come after this, and write Python's caches as it does by default.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
+    keep_scratch_in_memory()
+    try:
+        provision()
+    except CannotProvision as refusal:
+        pytest.exit(str(refusal), returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:

@@ -5,8 +5,10 @@ the agent's own resume continues that conversation on the same session."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,8 +82,21 @@ def _install(agent: str, place: dict[str, Path], env: dict[str, str], *more: str
 
 
 def _run(argv: list[str], place: dict[str, Path], env: dict[str, str]) -> str:
+    """The agent's run, watched by strace: it reaches nothing beyond loopback (a lookup of a
+    name is a datagram to a name server, so it is caught as well)."""
+    trace = place["home"].parent / f"network-{len(list(place['home'].parent.glob('network-*')))}"
     done = subprocess.run(
-        argv,
+        [
+            "strace",
+            "-f",
+            "-qq",
+            "--seccomp-bpf",
+            "-e",
+            f"trace={','.join(NETWORK_CALLS)}",
+            "-o",
+            str(trace),
+            *argv,
+        ],  # fmt: skip
         cwd=place["project"],
         env=env,
         capture_output=True,
@@ -91,7 +106,44 @@ def _run(argv: list[str], place: dict[str, Path], env: dict[str, str]) -> str:
     )
     assert done.returncode == 0, f"{argv[0]} exited {done.returncode}: {done.stderr[-3000:]}"
     assert "roundtable hooks:" not in done.stderr, done.stderr[-2000:]
+    assert beyond_loopback(trace.read_text()) == [], argv[0]
     return done.stdout
+
+
+NETWORK_CALLS = ("connect", "sendto", "sendmsg", "sendmmsg")
+_INET_ADDRESS = re.compile(r'inet_(?:addr\(|pton\(AF_INET6?, )"([^"]+)"')
+
+
+def beyond_loopback(strace_output: str) -> list[str]:
+    """The calls of a trace that name an internet address other than loopback's."""
+    return [
+        line
+        for line in strace_output.splitlines()
+        for address in _INET_ADDRESS.findall(line)
+        if not ipaddress.ip_address(address).is_loopback
+        and address not in ("::ffff:127.0.0.1", "::")
+    ]
+
+
+def test_the_network_watch_sees_a_name_lookup_and_lets_loopback_pass() -> None:
+    """What strace printed for Codex before its offline switches, and for loopback."""
+    lookup = (
+        "30805 connect(7, {sa_family=AF_INET, sin_port=htons(53), "
+        'sin_addr=inet_addr("10.255.255.53")}, 16) = 0'
+    )
+    v6 = (
+        '7 sendto(3, "x", 1, 0, {sa_family=AF_INET6, sin6_port=htons(53), sin6_flowinfo=htonl(0), '
+        'inet_pton(AF_INET6, "2001:db8::53", &sin6_addr), sin6_scope_id=0}, 28) = 1'
+    )
+    local = (
+        "8 connect(19, {sa_family=AF_INET, sin_port=htons(39189), "
+        'sin_addr=inet_addr("127.0.0.1")}, 16) = -1 EINPROGRESS\n'
+        "9 connect(3, {sa_family=AF_INET6, sin6_port=htons(80), sin6_flowinfo=htonl(0), "
+        'inet_pton(AF_INET6, "::1", &sin6_addr), sin6_scope_id=0}, 28) = 0\n'
+        '9 connect(22, {sa_family=AF_UNIX, sun_path="/var/run/nscd/socket"}, 110) = -1 ENOENT'
+    )
+    assert beyond_loopback("\n".join([lookup, local, v6])) == [lookup, v6]
+    assert beyond_loopback(local) == []
 
 
 def _only_session(place: dict[str, Path]) -> str:
@@ -196,17 +248,26 @@ def test_a_claude_code_started_by_roundtable_reports_on_that_session(
     assert found.status == "ended"
 
 
+# Codex 0.169 looks up github.com (its plugins), chatgpt.com and ab.chatgpt.com at start, whatever
+# its provider, unless these (and check_for_update_on_startup) are off.
+CODEX_OFFLINE = (
+    "[analytics]\nenabled = false\n\n"
+    "[features]\nplugins = false\nremote_plugin = false\napps = false\n"
+    "api_key_model_discovery = false\n"
+)
+
+
 def _codex_env(place: dict[str, Path], api: Any) -> dict[str, str]:
     codex_home = place["home"] / ".codex"
     codex_home.mkdir(exist_ok=True)
     (codex_home / "config.toml").write_text(
-        'model_provider = "fake"\nmodel = "gpt-fake"\n\n'
+        'model_provider = "fake"\nmodel = "gpt-fake"\ncheck_for_update_on_startup = false\n\n'
         "[model_providers.fake]\n"
         'name = "fake"\n'
         f'base_url = "http://127.0.0.1:{api.server_address[1]}/v1"\n'
         'wire_api = "responses"\n'
         'env_key = "FAKE_OPENAI_KEY"\n\n'
-        f'[projects."{place["project"]}"]\ntrust_level = "trusted"\n'
+        f'[projects."{place["project"]}"]\ntrust_level = "trusted"\n\n' + CODEX_OFFLINE
     )
     return _base_env(place, CODEX_HOME=str(codex_home), FAKE_OPENAI_KEY="not-a-key")
 
@@ -240,7 +301,11 @@ def test_codex_reports_itself_through_trusted_hooks_and_resumes(
 def _gemini_env(place: dict[str, Path], api: Any) -> dict[str, str]:
     settings = place["home"] / ".gemini" / "settings.json"
     settings.parent.mkdir(exist_ok=True)
-    settings.write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+    # Usage statistics off: else Gemini CLI looks up play.googleapis.com to send them.
+    settings.write_text(json.dumps({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "privacy": {"usageStatisticsEnabled": False},
+    }))  # fmt: skip
     return _base_env(
         place,
         GOOGLE_GEMINI_BASE_URL=f"http://127.0.0.1:{api.server_address[1]}",

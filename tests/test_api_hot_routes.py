@@ -14,8 +14,8 @@ from starlette.types import Receive, Scope, Send
 from roundtable_console.api.answering import HotRoutes
 from roundtable_console.api.app import create_app
 from roundtable_console.api.context import ServerContext
-from roundtable_console.api.exposure import Exposure
-from roundtable_console.api.middleware import Guard
+from roundtable_console.api.edge.exposure import Exposure
+from roundtable_console.api.edge.middleware import Guard
 from roundtable_console.store.db.database import Store
 from tests.api_support import AGENT, BASE, HUMAN, seed_agent, seed_workspace
 

@@ -47,7 +47,7 @@ def web_schema(fuzzed_app: Any) -> Any:
 
 
 schema = schemathesis.pytest.from_fixture("web_schema").exclude(path_regex=r"/changes$")
-# The document's own text formats (api/schemas.py), generated as they are defined.
+# The document's own text formats (api/routes/schemas.py), generated as they are defined.
 _UNPRINTABLE = ("Cc", "Cf", "Cs", "Zl", "Zp")
 schemathesis.openapi.format(
     "printable-text",

@@ -1,4 +1,4 @@
-"""The server's change hub (api.change_hub): a stream that subscribed before the hub's first
+"""The server's change hub (api.streams.change_hub): a stream that subscribed before the hub's first
 change token is woken once that token is taken, since a change committed in between sends it no
 signal of its own (bench/serve.py's first stream on a fresh PostgreSQL server waited 10 s)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from roundtable_console.api.change_hub import ChangeHub
+from roundtable_console.api.streams.change_hub import ChangeHub
 
 
 class QuietStore:

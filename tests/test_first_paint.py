@@ -19,9 +19,9 @@ import pytest
 from textual.pilot import Pilot
 
 from roundtable_console.screens.commands import session_commands
-from roundtable_console.screens.session_detail import SessionDetailScreen
-from roundtable_console.screens.session_list import SessionListScreen
-from roundtable_console.screens.terminate_dialog import TerminateDialog
+from roundtable_console.screens.dialogs.terminate import TerminateDialog
+from roundtable_console.screens.list.screen import SessionListScreen
+from roundtable_console.screens.session.detail import SessionDetailScreen
 from roundtable_console.store.db import database
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import DatabaseUnavailable

@@ -183,7 +183,7 @@ def test_product_modules_import_one_another_without_cycles() -> None:
     graph = import_graph(ROOT, PRODUCT_PACKAGES)
     assert (
         "roundtable_console.store.db.database" in graph
-        and "roundtable_console.screens.session_detail" in graph
+        and "roundtable_console.screens.session.detail" in graph
     )
     assert import_cycles(graph) == []
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from rich.text import Text
 
-from roundtable_console.screens.list_columns import RowPainter, same_cells
+from roundtable_console.screens.list.columns import RowPainter, same_cells
 from roundtable_console.store.records import SESSION_COLUMNS, ClaimCount, SessionRecord
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

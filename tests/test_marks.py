@@ -1,12 +1,12 @@
-"""The marks model (screens.marks) on its own: no Textual, no database."""
+"""The marks model (screens.list.marks) on its own: no Textual, no database."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from roundtable_console.screens.list_columns import RowPainter, counts_line, marks_text
-from roundtable_console.screens.marks import RECOUNT_SECONDS, Marks
+from roundtable_console.screens.list.columns import RowPainter, counts_line, marks_text
+from roundtable_console.screens.list.marks import RECOUNT_SECONDS, Marks
 from roundtable_console.store.clock import format_ts
 from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
 from roundtable_console.store.records import SESSION_COLUMNS, SessionRecord

@@ -207,7 +207,7 @@ def test_the_snapshot_tests_pass_against_the_installed_package(
         installed,
         python,
         "-c",
-        "import roundtable_console.screens.session_list as m; print(m.__file__)",
+        "import roundtable_console.screens.list.screen as m; print(m.__file__)",
         cwd=ROOT,
         home=tmp_path,
     )

@@ -23,7 +23,7 @@ from sqlalchemy import text
 
 from roundtable_console.api.app import create_app
 from roundtable_console.api.context import ServerContext
-from roundtable_console.api.notifying import NotifySettings
+from roundtable_console.api.notify.notifier import NotifySettings
 from roundtable_console.store.access.tokens import revoke_token
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.push.keys import vapid_keys

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable
 
-from roundtable_console.screens.briefing_screen import BriefingScreen
-from roundtable_console.screens.session_detail import SessionDetailScreen
-from roundtable_console.screens.session_log import SessionLogScreen
+from roundtable_console.screens.session.briefing import BriefingScreen
+from roundtable_console.screens.session.detail import SessionDetailScreen
+from roundtable_console.screens.session.log import SessionLogScreen
 from roundtable_console.store.db.database import open_store
 from roundtable_console.tui import output
 from tests import secret_corpus as corpus

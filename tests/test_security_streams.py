@@ -29,7 +29,7 @@ from tests.serve_support import EventReader, serving
 
 CHANGES = f"/api/v1/workspaces/{WS_B}/sessions/changes"
 EVENTS = f"/api/v1/workspaces/{WS_B}/events/ws"
-# The streams' check comes every 2 s (api.stream_slots.CHECK_SECONDS); a read and the hop.
+# The streams' check comes every 2 s (api.streams.slots.CHECK_SECONDS); a read and the hop.
 ENDED_WITHIN = 4.0
 
 

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.message import Message
 
-from roundtable_console.screens.session_grid import (
+from roundtable_console.screens.list.grid import (
     PREDRAW_ROWS,
     GridColumn,
     GridHeader,

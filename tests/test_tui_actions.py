@@ -9,9 +9,9 @@ import pytest
 from textual import events
 from textual.widgets import TextArea
 
-from roundtable_console.screens.confirm_dialog import ConfirmActionDialog
-from roundtable_console.screens.help_screen import HelpScreen
-from roundtable_console.screens.terminate_dialog import TerminateDialog
+from roundtable_console.screens.dialogs.confirm import ConfirmActionDialog
+from roundtable_console.screens.dialogs.terminate import TerminateDialog
+from roundtable_console.screens.help import HelpScreen
 from roundtable_console.store.clock import fixed_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.writes import agent_writes

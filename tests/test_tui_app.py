@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import TextArea
 
-from roundtable_console.screens.briefing_screen import BriefingScreen
-from roundtable_console.screens.confirm_dialog import ConfirmActionDialog
-from roundtable_console.screens.session_list import SessionListScreen
-from roundtable_console.screens.terminate_dialog import TerminateDialog
+from roundtable_console.screens.dialogs.confirm import ConfirmActionDialog
+from roundtable_console.screens.dialogs.terminate import TerminateDialog
+from roundtable_console.screens.list.screen import SessionListScreen
+from roundtable_console.screens.session.briefing import BriefingScreen
 from roundtable_console.store.db.database import Store, open_store
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.tui.app import DEMO_ADAPTERS

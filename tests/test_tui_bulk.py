@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 from textual.widgets import ProgressBar, TextArea
 
-from roundtable_console.screens import bulk_dialog, data
-from roundtable_console.screens.bulk_dialog import BulkConfirmDialog, BulkTerminateDialog
-from roundtable_console.screens.bulk_run import BulkRunPanel
-from roundtable_console.screens.session_list import SessionListScreen
+from roundtable_console.screens import data
+from roundtable_console.screens.bulk import dialog as bulk_dialog
+from roundtable_console.screens.bulk.dialog import BulkConfirmDialog, BulkTerminateDialog
+from roundtable_console.screens.bulk.run import BulkRunPanel
+from roundtable_console.screens.list.screen import SessionListScreen
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import DatabaseUnavailable
 from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter

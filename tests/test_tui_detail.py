@@ -8,8 +8,8 @@ from pathlib import Path
 from sqlalchemy import insert
 from textual.widgets import DataTable
 
-from roundtable_console.screens.session_detail import SessionDetailScreen
-from roundtable_console.screens.session_list import SessionListScreen
+from roundtable_console.screens.list.screen import SessionListScreen
+from roundtable_console.screens.session.detail import SessionDetailScreen
 from roundtable_console.store.clock import fixed_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import Event, Proposal

@@ -15,13 +15,13 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.worker import Worker
 
-from roundtable_console.screens.action_dialog import ActionDialog
-from roundtable_console.screens.briefing_screen import BriefingScreen
-from roundtable_console.screens.confirm_dialog import ConfirmActionDialog
+from roundtable_console.screens.dialogs.action import ActionDialog
+from roundtable_console.screens.dialogs.confirm import ConfirmActionDialog
+from roundtable_console.screens.dialogs.terminate import TerminateDialog
 from roundtable_console.screens.failures import Failure, ReportsFailures
-from roundtable_console.screens.session_detail import SessionDetailScreen
-from roundtable_console.screens.session_log import SessionLogScreen
-from roundtable_console.screens.terminate_dialog import TerminateDialog
+from roundtable_console.screens.session.briefing import BriefingScreen
+from roundtable_console.screens.session.detail import SessionDetailScreen
+from roundtable_console.screens.session.log import SessionLogScreen
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import DatabaseUnavailable
 from roundtable_console.tui.console_app import RoundtableApp

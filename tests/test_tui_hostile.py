@@ -16,11 +16,11 @@ from sqlalchemy import insert
 from textual.command import CommandPalette
 from textual.widgets import Markdown, TextArea
 
-from roundtable_console.screens.briefing_screen import BriefingScreen, briefing_parser
-from roundtable_console.screens.confirm_dialog import ConfirmActionDialog
-from roundtable_console.screens.session_detail import SessionDetailScreen
-from roundtable_console.screens.session_log import SessionLogScreen
-from roundtable_console.screens.terminate_dialog import TerminateDialog
+from roundtable_console.screens.dialogs.confirm import ConfirmActionDialog
+from roundtable_console.screens.dialogs.terminate import TerminateDialog
+from roundtable_console.screens.session.briefing import BriefingScreen, briefing_parser
+from roundtable_console.screens.session.detail import SessionDetailScreen
+from roundtable_console.screens.session.log import SessionLogScreen
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import Decision, Event, Proposal, Task
 from roundtable_console.store.writes import lifecycle
@@ -335,7 +335,7 @@ async def test_no_store_call_runs_on_the_event_loop(
 UI_SOURCES = sorted(
     path
     for package in ("screens", "tui")
-    for path in (Path(__file__).resolve().parent.parent / package).glob("*.py")
+    for path in (Path(__file__).resolve().parent.parent / package).rglob("*.py")
 )
 # Widgets and methods whose string argument Textual would read as markup.
 MARKUP_SINKS = {"Static", "Label", "update", "notify"}

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from textual.widgets import DataTable, Markdown
 
-from roundtable_console.screens.briefing_screen import BriefingScreen
-from roundtable_console.screens.session_log import SessionLogScreen
+from roundtable_console.screens.session.briefing import BriefingScreen
+from roundtable_console.screens.session.log import SessionLogScreen
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.store.writes import agent_writes, lifecycle

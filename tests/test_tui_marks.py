@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from sqlalchemy import insert
 
-from roundtable_console.screens import list_reads, marks
 from roundtable_console.screens.commands import session_commands
+from roundtable_console.screens.list import marks
+from roundtable_console.screens.list import reads as list_reads
 from roundtable_console.store.clock import format_ts
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.session_rows import SESSIONS

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from roundtable_console.screens import list_reads
-from roundtable_console.screens.session_detail import SessionDetailScreen
-from roundtable_console.screens.session_grid import GridHeader
-from roundtable_console.screens.session_list import SessionListScreen
+from roundtable_console.screens.list import reads as list_reads
+from roundtable_console.screens.list.grid import GridHeader
+from roundtable_console.screens.list.screen import SessionListScreen
+from roundtable_console.screens.session.detail import SessionDetailScreen
 from roundtable_console.store.clock import parse_ts
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.resume.adapters import AdapterConfig

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from roundtable_console.screens.session_detail import SessionDetailScreen
-from roundtable_console.screens.session_list import SessionListScreen
+from roundtable_console.screens.list.screen import SessionListScreen
+from roundtable_console.screens.session.detail import SessionDetailScreen
 from roundtable_console.store.clock import fixed_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.reads.changes import Change

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from textual.widgets import Sparkline
 
-from roundtable_console.screens.bars import bar_cells, cost_words, token_words
 from roundtable_console.screens.commands import session_commands
-from roundtable_console.screens.help_screen import HelpScreen
-from roundtable_console.screens.overview_screen import OverviewScreen
-from roundtable_console.screens.session_detail import SessionDetailScreen
-from roundtable_console.screens.session_list import SessionListScreen
+from roundtable_console.screens.fleet.bars import bar_cells, cost_words, token_words
+from roundtable_console.screens.fleet.overview import OverviewScreen
+from roundtable_console.screens.help import HelpScreen
+from roundtable_console.screens.list.screen import SessionListScreen
+from roundtable_console.screens.session.detail import SessionDetailScreen
 from roundtable_console.store.clock import fixed_clock
 from roundtable_console.store.db.database import Store, open_store
 from roundtable_console.store.errors import DatabaseUnavailable
@@ -273,7 +273,7 @@ async def test_heartbeats_that_cannot_be_read_say_so(
     def unavailable(**_: object) -> list[int]:
         raise DatabaseUnavailable("The database is not answering; try again in a moment.")
 
-    monkeypatch.setattr("roundtable_console.screens.session_detail.session_heartbeats", unavailable)
+    monkeypatch.setattr("roundtable_console.screens.session.detail.session_heartbeats", unavailable)
     app = console(sqlite_url(tmp_path))
     async with app.run_test(size=(120, 50)) as pilot:
         await settle(pilot)

@@ -309,7 +309,7 @@ def launchable(db: Store, monkeypatch: Any, **values: Any) -> dict[str, AdapterC
     """A paused session first in the reference order, its agent's program ``true`` found on a
     fixed PATH and its directory /tmp, so the dialog's paths are the same on every run; the
     console as if in a terminal of its own (no tmux, able to lend it)."""
-    from roundtable_console.screens import launcher
+    from roundtable_console.screens.session import launcher
 
     monkeypatch.setenv("PATH", "/usr/bin")
     monkeypatch.delenv("TMUX", raising=False)

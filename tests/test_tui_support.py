@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 from textual.worker import WorkerCancelled, WorkerState
 
 from roundtable_console.screens.footer import ConsoleFooter
-from roundtable_console.screens.session_grid import SessionGrid
+from roundtable_console.screens.list.grid import SessionGrid
 from roundtable_console.store.clock import Clock, fixed_clock, format_ts
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import Agent, Claim

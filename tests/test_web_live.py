@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from roundtable_console.api.identity import Caller
+from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.web.live import CLOSING, Batch, _merged
 from roundtable_console.api.web.shared import SingleFlight
 

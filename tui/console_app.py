@@ -31,9 +31,9 @@ from roundtable_console import assets
 from roundtable_console.screens.commands import SessionCommands
 from roundtable_console.screens.context import INPUT_HOLD_SECONDS, ConsoleContext
 from roundtable_console.screens.failures import Failure, report_failure
+from roundtable_console.screens.list.screen import SessionListScreen
 from roundtable_console.screens.live import StoreChanged
-from roundtable_console.screens.session_actions import SessionActionScreen
-from roundtable_console.screens.session_list import SessionListScreen
+from roundtable_console.screens.session.actions import SessionActionScreen
 from roundtable_console.store.clock import Clock
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.safety.display import one_line, printable
@@ -345,9 +345,9 @@ class RoundtableApp(App[int]):
 
     def open_view(self, view: str, session_id: str) -> None:
         """A session's detail, log or briefing screen, imported when first shown."""
-        from roundtable_console.screens.briefing_screen import BriefingScreen
-        from roundtable_console.screens.session_detail import SessionDetailScreen
-        from roundtable_console.screens.session_log import SessionLogScreen
+        from roundtable_console.screens.session.briefing import BriefingScreen
+        from roundtable_console.screens.session.detail import SessionDetailScreen
+        from roundtable_console.screens.session.log import SessionLogScreen
 
         views = {"detail": SessionDetailScreen, "log": SessionLogScreen, "briefing": BriefingScreen}
         self.push_screen(views[view](self.ctx, session_id))
@@ -358,7 +358,7 @@ class RoundtableApp(App[int]):
         if action in ("quit", "jump") and getattr(self.screen, "AWAITS_ANSWER", False):
             return False
         if action == "audit":
-            from roundtable_console.screens.audit_screen import AuditScreen
+            from roundtable_console.screens.fleet.audit import AuditScreen
 
             return not isinstance(self.screen, AuditScreen | ModalScreen)
         if action == "requests":
@@ -368,21 +368,21 @@ class RoundtableApp(App[int]):
         return True
 
     def action_help(self) -> None:
-        from roundtable_console.screens.help_screen import HelpScreen
+        from roundtable_console.screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(read_only=self.ctx.read_only))
 
     def action_audit(self) -> None:
         """The operators' actions across all sessions (A), read in its own worker."""
-        from roundtable_console.screens.audit_screen import AuditScreen
+        from roundtable_console.screens.fleet.audit import AuditScreen
 
         if not isinstance(self.screen, AuditScreen):
             self.push_screen(AuditScreen(self.ctx))
 
     def action_requests(self) -> None:
         """Every pending permission request across the fleet (P)."""
-        from roundtable_console.screens.requests_screen import RequestsScreen
+        from roundtable_console.screens.fleet.requests import RequestsScreen
 
         if not isinstance(self.screen, RequestsScreen):
             self.push_screen(RequestsScreen(self.ctx))

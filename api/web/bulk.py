@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
-from roundtable_console.api import bodies
 from roundtable_console.api.context import Call, ServerContext
-from roundtable_console.api.identity import Caller
+from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.problems import Problem
+from roundtable_console.api.routes import bodies
 from roundtable_console.api.web.reads import SessionsQuery, stale_cutoff
 from roundtable_console.store.reads.listing import FilterSelection, Selection
 from roundtable_console.store.reads.sessions import count_selected

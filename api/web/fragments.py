@@ -4,7 +4,7 @@ and the lifecycle actions themselves. Each answers JSON (HTML fragments as strin
 rendered by the same templates as the pages) or an RFC 7807 problem, never a page: the
 script that asked shows it where it belongs.
 
-An action is the API's own (``api.action_ops.act``): the console's rules, the operator as the
+An action is the API's own (``api.routes.actions.act``): the console's rules, the operator as the
 actor, under the page's ``Idempotency-Key`` (a retry after a lost answer replays the first
 outcome), refused with 409 when the session changed since the page read it (``If-Match``).
 """
@@ -20,12 +20,13 @@ from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import Response
 
-from roundtable_console.api import action_ops, wire
 from roundtable_console.api.answering import Reply, as_response, call_of, refused, rendered
 from roundtable_console.api.context import Call, ServerContext
-from roundtable_console.api.identity import Caller
-from roundtable_console.api.middleware import TOO_LARGE, BodyTooLarge
+from roundtable_console.api.edge.identity import Caller
+from roundtable_console.api.edge.middleware import TOO_LARGE, BodyTooLarge
 from roundtable_console.api.problems import Problem, from_store_error
+from roundtable_console.api.routes import actions as action_ops
+from roundtable_console.api.routes import wire
 from roundtable_console.api.web import bulk, live, reads
 from roundtable_console.api.web.render import Pages, trusted
 from roundtable_console.api.web.shared import SingleFlight

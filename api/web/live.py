@@ -3,13 +3,13 @@ which sessions changed, so it reads again only the rows it shows.
 
 It is the change feed ``roundtable watch`` prints (``store.reads.changes``), of every
 workspace the caller reaches, heartbeats included, woken by the store's own change signal as
-the API's streams are (``api.change_hub``). One reader of the feed serves every page open on
+the API's streams are (``api.streams.change_hub``). One reader of the feed serves every page open on
 this server (``LiveFanout``): twenty pages cost one read a wake, not twenty. Each page gets at
 most one ``changed`` event every ``PACE_SECONDS``: the ids changed since the last one, each with
 its kinds of change, and an ``id:`` that resumes after it (``Last-Event-ID``, which browsers
 send by themselves when they reconnect: the changes since are read for that page alone first).
 A page's stream ends, told ``signed-out``, within seconds of its sign-in ending or its token being
-revoked (``api.stream_slots``).
+revoked (``api.streams.slots``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 from starlette.responses import StreamingResponse
 
 from roundtable_console.api.context import Call, ServerContext
-from roundtable_console.api.identity import Caller
-from roundtable_console.api.streams import KEEPALIVE_SECONDS, next_wake, sse_response
+from roundtable_console.api.edge.identity import Caller
+from roundtable_console.api.streams.events import KEEPALIVE_SECONDS, next_wake, sse_response
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.changes import Change, ChangeFeed, ChangeFilter, FeedPosition
 from roundtable_console.store.reads.sessions import get_sessions
@@ -61,7 +61,7 @@ class Batch:
 
 @dataclass(frozen=True)
 class Ended:
-    """The page's right to read ended (its problem's code: ``api.stream_slots``)."""
+    """The page's right to read ended (its problem's code: ``api.streams.slots``)."""
 
     code: str
 
@@ -220,7 +220,7 @@ def _event(token: str, kinds: dict[str, set[str]], seq: int) -> str:
 def live_stream(
     ctx: ServerContext, fanout: LiveFanout, call: Call, caller: Caller
 ) -> StreamingResponse:
-    """The page's stream; ``Problem`` when the caller holds too many (``api.stream_slots``,
+    """The page's stream; ``Problem`` when the caller holds too many (``api.streams.slots``,
     which also ends it once the page's sign-in ends or its token is revoked)."""
     hub = ctx.hub
     resumed = _position(call.headers.get("last-event-id"))

@@ -15,12 +15,12 @@ from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from roundtable_console.api import wire
 from roundtable_console.api.answering import call_of
 from roundtable_console.api.context import Call, ServerContext
-from roundtable_console.api.identity import Caller
-from roundtable_console.api.middleware import BodyTooLarge
+from roundtable_console.api.edge.identity import Caller
+from roundtable_console.api.edge.middleware import BodyTooLarge
 from roundtable_console.api.problems import CODES, Problem, from_store_error, problem_status
+from roundtable_console.api.routes import wire
 from roundtable_console.api.web import reads
 from roundtable_console.api.web.notices import Notice, carried_notice, cleared_notice, has_notice
 from roundtable_console.api.web.render import Pages, path, trusted

@@ -5,8 +5,8 @@ the kinds of news it wants (``/actions/push/subscribe``), its removal
 (``/actions/push/unsubscribe``), and whether a page of the console is in view
 (``/actions/presence``: no push goes to the token's devices meanwhile).
 
-Each post is a script's: JSON, the page's CSRF proof in ``X-CSRF-Token`` (``api.identity``),
-from a page of this server (``api.middleware``), by a signed-in browser of a human's token. The
+Each post is a script's: JSON, the page's CSRF proof in ``X-CSRF-Token`` (``api.edge.identity``),
+from a page of this server (``api.edge.middleware``), by a signed-in browser of a human's token. The
 subscription belongs to that sign-in (``store.push.subscriptions``).
 """
 
@@ -20,8 +20,8 @@ from starlette.responses import Response
 
 from roundtable_console.api.answering import Reply, as_response, refused, rendered
 from roundtable_console.api.context import Call
-from roundtable_console.api.identity import Caller
-from roundtable_console.api.middleware import TOO_LARGE, BodyTooLarge
+from roundtable_console.api.edge.identity import Caller
+from roundtable_console.api.edge.middleware import TOO_LARGE, BodyTooLarge
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.web.fragments import WebFragments
 from roundtable_console.api.web.pages import WebPages

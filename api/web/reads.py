@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Connection
 
 from roundtable_console.api.context import Call, ServerContext
-from roundtable_console.api.identity import Caller
+from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.web.reply_views import ReplyView, reply_view
 from roundtable_console.api.web.request_views import RequestView, session_requests

@@ -5,7 +5,7 @@ and format characters such as bidi overrides shown as escapes), whichever templa
 Only what this module marks ``trusted`` (markup it built, or values of its own making that the
 redaction must not touch, such as a CSRF proof) skips that second step; it is still escaped.
 
-Every page carries a strict Content-Security-Policy (``api.middleware``): no inline script or
+Every page carries a strict Content-Security-Policy (``api.edge.middleware``): no inline script or
 style, nothing from another origin.
 """
 

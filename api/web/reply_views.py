@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from roundtable_console.agents.replying import reply_route
 from roundtable_console.api.context import ServerContext
-from roundtable_console.api.identity import Caller
+from roundtable_console.api.edge.identity import Caller
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.replies.sending import MAX_REPLY_CHARACTERS
 

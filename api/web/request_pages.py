@@ -4,7 +4,7 @@ from a form of that page or of the session's (``POST /actions/sessions/{id}/requ
 allow|deny``).
 
 A decision is a form posted as a browser posts it, without script: the origin checked by the
-server's guard (``api.middleware``), the page's CSRF proof carried in the form (checked as a
+server's guard (``api.edge.middleware``), the page's CSRF proof carried in the form (checked as a
 script's ``X-CSRF-Token`` is), an operator only, within the caller's wall, decided by the same
 service as the API's (``store.requests.deciding.decide_request``) with the caller's name as the
 actor. The browser is sent back where it was (post, redirect, get) and told what happened
@@ -18,12 +18,12 @@ from dataclasses import replace
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from roundtable_console.api import wire
 from roundtable_console.api.answering import Reply, as_response, rendered
 from roundtable_console.api.context import Call
-from roundtable_console.api.identity import Caller
-from roundtable_console.api.middleware import TOO_LARGE, BodyTooLarge
+from roundtable_console.api.edge.identity import Caller
+from roundtable_console.api.edge.middleware import TOO_LARGE, BodyTooLarge
 from roundtable_console.api.problems import Problem, from_store_error
+from roundtable_console.api.routes import wire
 from roundtable_console.api.web.fragments import WebFragments, csrf_of
 from roundtable_console.api.web.notices import Notice, notice_cookie
 from roundtable_console.api.web.pages import WebPages
@@ -112,7 +112,7 @@ class WebRequests:
                 if fields.get("back") == BACK_TO_REQUESTS
                 else str(path("sessions", session_id))
             )
-            # The form's proof, checked where a script's header is (``api.identity``).
+            # The form's proof, checked where a script's header is (``api.edge.identity``).
             call = replace(call, headers={**call.headers, "x-csrf-token": fields.get("csrf", "")})
             caller = await self.ctx.in_worker(page_caller, self.ctx, call)
             if caller is None:

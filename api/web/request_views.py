@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from roundtable_console.api.context import ServerContext
-from roundtable_console.api.identity import Caller
+from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.web.views import Moment, moment
 from roundtable_console.store.clock import format_ts
 from roundtable_console.store.requests.reads import MAX_LISTED, list_requests

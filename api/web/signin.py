@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 from starlette.requests import Request
 
 from roundtable_console.api.context import Call, ServerContext
-from roundtable_console.api.identity import BROWSER_COOKIE, Caller
+from roundtable_console.api.edge.identity import BROWSER_COOKIE, Caller
 from roundtable_console.api.problems import Problem
 from roundtable_console.store.access.web_sessions import WebSignIn, csrf_holds, sign_in, sign_out
 from roundtable_console.store.clock import parse_ts

@@ -5,8 +5,8 @@ sessions a selection holds, read a page at a time (``selected_pages``), each ses
 the tally of them, and the key a run derives for each session (``session_key``).
 
 What they act on is a ``store.reads.listing.Selection``: ids chosen one by one, and filters (less
-the ids each excludes), as the console's marks hold them (``screens.marks``) and as the CLI builds
-them. Its sessions are read a keyset page at a time, by id (``store.reads.sessions.
+the ids each excludes), as the console's marks hold them (``screens.list.marks``) and as the CLI
+builds them. Its sessions are read a keyset page at a time, by id (``store.reads.sessions.
 selection_condition``), never all at once; a selection of ids alone may be given an ``order`` (the
 CLI's ``--session`` order). An id chosen by itself that no session has is a session too: it fails,
 ``session_not_found``.

@@ -7,7 +7,7 @@ import click
 from roundtable_console.tui import output
 from roundtable_console.tui.cli.invocation import Invocation, with_invocation
 
-# api.exposure's (tests/test_security_limits.py checks they agree); the server's
+# api.edge.exposure's (tests/test_security_limits.py checks they agree); the server's
 # modules are imported only when it runs: every other command starts without them.
 MAX_CONNECTIONS = 1000
 MAX_STREAMS = 512
@@ -71,6 +71,11 @@ flight finish, then exits 0."""
     show_default=True,
     help="Event streams open at once (a token holds 32 at most); past it 503.",
 )
+# How long a request's head, its body and an idle connection may take: fixed for operators (the
+# docs give them), made short by the tests that wait for them to pass.
+@click.option("--head-seconds", type=click.FloatRange(0.5, 600), default=10.0, hidden=True)
+@click.option("--body-seconds", type=click.FloatRange(0.5, 600), default=30.0, hidden=True)
+@click.option("--keep-alive-seconds", type=click.IntRange(1, 600), default=5, hidden=True)
 @click.option(
     "--notify",
     "webhooks",
@@ -125,14 +130,17 @@ def serve_command(
     origins: tuple[str, ...],
     max_connections: int,
     max_streams: int,
+    head_seconds: float,
+    body_seconds: float,
+    keep_alive_seconds: int,
     webhooks: tuple[str, ...],
     notify_dwell: float,
     notify_cooling: float,
     push_services: tuple[str, ...],
     push_contact: str,
 ) -> int:
-    from roundtable_console.api.exposure import ConnectionLimits
-    from roundtable_console.api.notifying import NotifySettings
+    from roundtable_console.api.edge.exposure import ConnectionLimits
+    from roundtable_console.api.notify.notifier import NotifySettings
     from roundtable_console.api.server import POOL_SIZE, Refused, ServeOptions, run
 
     options = ServeOptions(
@@ -145,7 +153,12 @@ def serve_command(
         proxies=proxy_addresses(proxies),
         public_names=tuple(checked_name(name) for name in public_names),
         allowed_origins=tuple(checked_origin(origin) for origin in origins),
-        limits=ConnectionLimits(max_connections=max_connections),
+        limits=ConnectionLimits(
+            max_connections=max_connections,
+            head_seconds=head_seconds,
+            body_seconds=body_seconds,
+            keep_alive_seconds=keep_alive_seconds,
+        ),
         max_streams=max_streams,
         stale_after_seconds=inv.settings.stale_after_seconds,
         adapters=inv.adapters(),

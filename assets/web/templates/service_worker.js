@@ -2,7 +2,7 @@
 // app's own files, and CACHE, named after their hashes, above this). It keeps the app's shell
 // for a fast start and an honest offline page, never a session's data: every page is asked of
 // the network, and only when the network fails is the offline page shown. It shows the pushes
-// the server sends (api.notifying) and opens the session a tapped notification names.
+// the server sends (api.notify.notifier) and opens the session a tapped notification names.
 "use strict";
 
 const OFFLINE = "/offline";

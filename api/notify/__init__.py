@@ -1,0 +1,2 @@
+"""Telling people where they are: Web Push to devices and webhooks, and the process pushes leave
+from."""

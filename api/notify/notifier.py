@@ -1,0 +1,369 @@
+"""Telling operators where they are (issue 31): Web Push to the devices that asked
+(``store.push``), and JSON posts to the webhooks ``serve --notify URL`` names.
+
+One thread per server follows the change feed (woken by the server's change hub, never a
+timer). A session that starts waiting on a human, or whose agent's turn is done, is looked at
+again after the dwell (``NotifySettings.dwell``): still so, it is told to each receiver that
+wants it and has not been told of that session within the cooling period (the claim is the
+store's, so of several servers one tells it). Pushes leave from a process of lower priority
+(``api.notify.push_sender``), webhooks from a queue of their own with retries and backoff: neither
+holds a request, the feed or each other. A push service's 404 or 410 drops the subscription.
+No log line holds a webhook's URL, a push endpoint or a key: only their origins.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+import logging
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+from roundtable_console.api.streams.change_hub import ChangeHub
+from roundtable_console.store.clock import Clock, format_ts, system_clock
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.errors import SessionNotFound
+from roundtable_console.store.push.keys import VapidKeys, vapid_keys
+from roundtable_console.store.push.subscriptions import (
+    NEEDS_YOU,
+    TURN_DONE,
+    drop_subscription,
+)
+from roundtable_console.store.push.telling import (
+    Notice,
+    Recipient,
+    claim,
+    notice_of,
+    recipients,
+)
+from roundtable_console.store.push.telling import tidy as tidy_push
+from roundtable_console.store.reads.changes import ChangeFeed
+from roundtable_console.store.reads.sessions import get_session
+
+log = logging.getLogger("roundtable.serve")
+# How long the feed waits for the hub before it looks at its clock again.
+WAIT_SECONDS = 1.0
+PUSH_TTL = 3600  # seconds a push service keeps a push for a device that is offline
+WEBHOOK_TIMEOUT = 5.0
+WEBHOOK_TRIES = 6
+WEBHOOK_QUEUE = 1000
+TIDY_SECONDS = 600.0
+# A push service that says the subscription is gone (404, 410), or refuses it for good (400: not
+# a subscription of its own; 403: made with another server's key): it is never posted to again.
+GONE = (400, 403, 404, 410)
+KIND_OF_CHANGE = {"waiting_started": NEEDS_YOU, "turn_done": TURN_DONE}
+
+
+def origin_of(url: str) -> str:
+    """What a log line may say of a URL: its scheme and host (its path and query may be its
+    secret)."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or '?'}"
+
+
+def receiver_of_webhook(url: str, kind: str) -> str:
+    return f"webhook:{hashlib.sha256(url.encode('utf-8')).hexdigest()[:32]}:{kind}"
+
+
+@dataclass(frozen=True)
+class NotifySettings:
+    """``dwell``: seconds a session must stay waiting (or done) before it is told, so what a
+    human or the agent settles at once rings nobody. ``cooling``: at most one push per session
+    and device in that many seconds. ``webhooks``: ``--notify`` URLs. ``push_services``:
+    origins a subscription's endpoint may have besides https push services (``--push-service``).
+    ``contact``: the VAPID ``sub`` claim a push service may write to."""
+
+    dwell: float = 2.0
+    cooling: float = 300.0
+    webhooks: tuple[str, ...] = ()
+    push_services: tuple[str, ...] = ()
+    contact: str = "mailto:roundtable@localhost"
+
+
+@dataclass
+class Notifier:
+    store: Store
+    hub: ChangeHub
+    settings: NotifySettings = field(default_factory=NotifySettings)
+    clock: Clock = system_clock
+    stale_after_seconds: float = 300.0
+
+    def __post_init__(self) -> None:
+        self.closing = threading.Event()
+        self._changed = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._sender = PushSender(self)
+        self._keys: VapidKeys | None = None
+        self._keys_lock = threading.Lock()
+        self._webhooks: queue.Queue[tuple[str, bytes]] = queue.Queue(WEBHOOK_QUEUE)
+        self._webhook_thread: threading.Thread | None = None
+
+    # -- the life of the thread ---------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="roundtable-notify", daemon=True)
+        self._thread.start()
+        if self.settings.webhooks:
+            self._webhook_thread = threading.Thread(
+                target=self._post_webhooks, name="roundtable-webhooks", daemon=True
+            )
+            self._webhook_thread.start()
+
+    def close(self) -> None:
+        self.closing.set()
+        self._changed.set()
+        self._sender.close()
+
+    def keys(self) -> VapidKeys:
+        """The store's VAPID keys, read (or made) once per server."""
+        with self._keys_lock:
+            if self._keys is None:
+                self._keys = vapid_keys(store=self.store, clock=self.clock)
+            return self._keys
+
+    def _run(self) -> None:
+        feed = ChangeFeed(stale_after_seconds=self.stale_after_seconds, clock=self.clock)
+        while not feed.started and not self.closing.is_set():
+            try:
+                with self.store.read() as db:
+                    feed.start(db=db)
+            except Exception:  # noqa: BLE001 - the store is unreachable for now: try again
+                log.warning("notifications: the store could not be read; retrying")
+                self.closing.wait(WAIT_SECONDS)
+        self.hub.watch(self._changed)
+        due: list[tuple[float, str, str]] = []  # (when, session, kind), soonest first
+        tidied = time.monotonic()
+        while not self.closing.is_set():
+            wait = WAIT_SECONDS if not due else max(min(due[0][0] - time.monotonic(), 1.0), 0)
+            self._changed.wait(wait)
+            self._changed.clear()
+            if self.closing.is_set():
+                return
+            try:
+                with self.store.read() as db:
+                    changes = feed.read(db=db)
+            except Exception:  # noqa: BLE001 - the store is unreachable for now: read again
+                log.warning("notifications: the change feed could not be read; retrying")
+                self.closing.wait(WAIT_SECONDS)
+                continue
+            for change in changes:
+                kind = KIND_OF_CHANGE.get(change.change)
+                if kind is not None:
+                    heapq.heappush(
+                        due, (time.monotonic() + self.settings.dwell, change.session_id, kind)
+                    )
+            while due and due[0][0] <= time.monotonic():
+                _when, session_id, kind = heapq.heappop(due)
+                try:
+                    self.tell(session_id, kind)
+                except Exception:  # noqa: BLE001 - one notice lost; the thread goes on
+                    log.warning("notifications: a notice could not be told", exc_info=True)
+            if time.monotonic() - tidied > TIDY_SECONDS:
+                tidied = time.monotonic()
+                self._quietly(
+                    lambda: tidy_push(
+                        store=self.store,
+                        cooling=timedelta(seconds=self.settings.cooling),
+                        clock=self.clock,
+                    )
+                )
+
+    def _quietly(self, work: Callable[[], object]) -> None:
+        try:
+            work()
+        except Exception:  # noqa: BLE001 - a failed tidy-up is tried again later
+            log.warning("notifications: tidying up failed; trying again later")
+
+    # -- what is told -------------------------------------------------------------------------
+
+    def tell(self, session_id: str, kind: str) -> None:
+        """Tell ``session_id``'s ``kind`` of news to whoever should hear it now (the dwell is the
+        caller's: the feed's thread, or a test)."""
+        cooling = timedelta(seconds=self.settings.cooling)
+        try:
+            # Who would hear it, read without the store's writer; then the claim, one short
+            # write (a heartbeat waits for the writer, never for a thousand devices).
+            with self.store.read() as db:
+                try:
+                    session = get_session(db=db, session_id=session_id)
+                except SessionNotFound:
+                    return
+                notice = notice_of(session, kind, format_ts(self.clock()))
+                if notice is None:
+                    return
+                wanted = recipients(db, session, kind, clock=self.clock)
+            hooks = {receiver_of_webhook(url, kind): url for url in self.settings.webhooks}
+            devices_receiver = f"push:{kind}"
+            receivers = ([devices_receiver] if wanted else []) + list(hooks)
+            if not receivers:
+                return
+            with self.store.write() as db:
+                taken = claim(
+                    db,
+                    receivers=receivers,
+                    session_id=session_id,
+                    cooling=cooling,
+                    clock=self.clock,
+                )
+            devices = wanted if devices_receiver in taken else []
+            urls = [url for receiver, url in hooks.items() if receiver in taken]
+        except Exception:  # noqa: BLE001 - the store is unreachable: this news is not told
+            log.warning("notifications: could not read who to tell of a session; skipped")
+            return
+        if devices:
+            self._sender.send(devices, notice)
+        body = json.dumps(webhook_body(notice), ensure_ascii=True).encode("ascii")
+        for url in urls:
+            try:
+                self._webhooks.put_nowait((url, body))
+            except queue.Full:
+                log.warning("notifications: the webhook queue is full; a notice to %s dropped",
+                            origin_of(url))  # fmt: skip
+
+    def drop(self, subscription_id: str) -> None:
+        self._quietly(lambda: drop_subscription(store=self.store, subscription_id=subscription_id))
+        log.info("notifications: a device's subscription is gone; dropped")
+
+    # -- webhooks -----------------------------------------------------------------------------
+
+    def _post_webhooks(self) -> None:
+        retries: list[tuple[float, int, str, bytes]] = []  # (when, tries so far, url, body)
+        while not self.closing.is_set():
+            wait = 1.0 if not retries else max(min(retries[0][0] - time.monotonic(), 1.0), 0)
+            try:
+                url, body = self._webhooks.get(timeout=wait)
+                heapq.heappush(retries, (time.monotonic(), 0, url, body))
+            except queue.Empty:
+                pass
+            while retries and retries[0][0] <= time.monotonic() and not self.closing.is_set():
+                _when, tries, url, body = heapq.heappop(retries)
+                if self._post(url, body):
+                    continue
+                if tries + 1 < WEBHOOK_TRIES:
+                    delay = min(2.0**tries, 60.0)
+                    log.warning("notifications: the webhook at %s failed; retry in %.0f s",
+                                origin_of(url), delay)  # fmt: skip
+                    heapq.heappush(retries, (time.monotonic() + delay, tries + 1, url, body))
+                else:
+                    log.warning("notifications: the webhook at %s failed %d times; a notice "
+                                "dropped", origin_of(url), WEBHOOK_TRIES)  # fmt: skip
+
+    def _post(self, url: str, body: bytes) -> bool:
+        import requests
+
+        try:
+            answer = requests.post(
+                url,
+                data=body,
+                headers={"Content-Type": "application/json", "User-Agent": "roundtable"},
+                timeout=WEBHOOK_TIMEOUT,
+                allow_redirects=False,
+                stream=True,  # its status is all we read: never its body
+            )
+        except requests.RequestException:
+            return False
+        answer.close()
+        return 200 <= answer.status_code < 300
+
+
+class PushSender:
+    """The process pushes leave from (``api.notify.push_sender``), started at the first push and
+    again after it ended; its answers read by a thread of its own: a push service that says a
+    subscription is gone (404, 410) has it dropped."""
+
+    def __init__(self, notifier: Notifier) -> None:
+        self.notifier = notifier
+        self._process: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()
+
+    def send(self, devices: list[Recipient], notice: Notice) -> None:
+        urgency = "high" if notice.kind == NEEDS_YOU else "normal"
+        line = json.dumps({"payload": notice.encoded(), "urgency": urgency, "ttl": PUSH_TTL,
+                           "devices": devices}) + "\n"  # fmt: skip
+        with self._lock:
+            try:
+                process = self._running()
+                assert process.stdin is not None
+                process.stdin.write(line)
+                process.stdin.flush()
+            except Exception:  # noqa: BLE001 - the sender (or the store's keys) unreachable
+                log.warning("notifications: the push sender could not be started or reached; "
+                            "%d pushes not sent", len(devices))  # fmt: skip
+                self._process = None
+
+    def _running(self) -> subprocess.Popen[str]:
+        if self._process is not None and self._process.poll() is None:
+            return self._process
+        keys = self.notifier.keys()
+        process = subprocess.Popen(
+            # Isolated (-I: neither the working directory nor PYTHON* variables on its path), in
+            # the root: a project's own json.py is never imported beside the private key.
+            [sys.executable, "-I", "-m", "roundtable_console.api.notify.push_sender"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, bufsize=1, cwd="/",
+        )  # fmt: skip
+        assert process.stdin is not None
+        hello = {"key": keys.private_pem, "contact": self.notifier.settings.contact}
+        process.stdin.write(json.dumps(hello) + "\n")
+        process.stdin.flush()
+        threading.Thread(target=self._read, args=(process,), name="roundtable-push-answers",
+                         daemon=True).start()  # fmt: skip
+        self._process = process
+        return process
+
+    def _read(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            try:
+                answer = json.loads(line)
+                device, status = str(answer["id"]), answer.get("status")
+                origin = str(answer.get("origin") or "?")
+            except (ValueError, KeyError, TypeError):
+                continue
+            if isinstance(status, int) and 200 <= status < 300:
+                continue
+            if status in GONE:
+                self.notifier.drop(device)
+            else:
+                log.warning("notifications: the push service at %s did not take a push (%s)",
+                            origin, status or "no answer")  # fmt: skip
+
+    def close(self) -> None:
+        with self._lock:
+            process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            assert process.stdin is not None
+            process.stdin.close()
+            process.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            process.kill()
+
+
+def chat_text(words: str) -> str:
+    """Words a chat shows as written: Slack's control characters escaped (no ``<!channel>``, no
+    disguised ``<url|label>`` link), and no ``@everyone`` or ``@here`` that pings a room."""
+    escaped = words.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"@(everyone|here|channel)\b", "@\u200b\\1", escaped)
+
+
+def webhook_body(notice: Notice) -> dict[str, object]:
+    """A notice as a webhook posts it: ours, with ``text`` for Slack-compatible receivers and
+    ``title``/``message`` for ntfy's JSON."""
+    payload = notice.payload()
+    return {
+        **payload,
+        "text": chat_text(f"{notice.title}: {notice.body}"),
+        "message": notice.body,
+        "event": "roundtable." + notice.kind,
+    }

@@ -1,0 +1,49 @@
+"""Ours: what the agent is doing — a page of its own transcript, newest last, read from the end
+(``agents.transcripts``), else the tmux pane ``R`` started it in (``agents.panes``), to whoever
+may read the session. ``before`` (the ``next_before`` of a
+page) reads older entries; a transcript Roundtable does not know or cannot read is said, not an
+error: ``{"available": false, "reason"}``."""
+
+from __future__ import annotations
+
+from roundtable_console.agents.panes import read_activity
+from roundtable_console.agents.transcripts import TranscriptUnavailable
+from roundtable_console.api.context import Answer, Call, ServerContext
+from roundtable_console.api.problems import Problem
+from roundtable_console.api.routes import wire
+from roundtable_console.store.service import last_launch
+from roundtable_console.store.validation import whole_number
+
+
+def transcript(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
+    caller = ctx.caller(call)
+    size = wire.limit(call.arg("limit"))
+    raw = call.arg("before")
+    before = None
+    if raw is not None:
+        before = whole_number(raw)
+        if before is None:
+            raise Problem("invalid_cursor", "before is a byte offset: a whole number")
+    with ctx.store.read() as db:
+        session = ctx.session_in(db, caller, workspace_id, session_id)
+        if caller.role == "agent" and caller.agent_id not in (None, session.agent_id):
+            # A transcript holds what an agent was told and did: an agent token reads its own
+            # agent's only (humans, viewers included, read every session's they may read).
+            raise Problem(
+                "forbidden",
+                f"The token {caller.name!r} acts for agent {caller.agent_id!r}: it reads only "
+                "that agent's transcripts.",
+            )
+        launch = last_launch(db, session.id)
+    try:
+        page = read_activity(session, launch, before=before, limit=size)
+    except TranscriptUnavailable as unavailable:
+        body = {
+            "available": False,
+            "reason": str(unavailable),
+            "items": [],
+            "next_before": None,
+            "size": None,
+        }
+        return Answer(200, body)
+    return Answer(200, {"available": True, "reason": None, **page.to_json()})
