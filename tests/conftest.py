@@ -72,11 +72,21 @@ def new_pg_database(server: PostgresServer) -> str:
     return server.url(name)
 
 
+def new_sqlite_store(template: Path, path: Path) -> str:
+    """A fresh, already-migrated SQLite store at ``path``, copied from the template (a tenth of
+    the time migrating it again takes), as ``new_pg_database`` does on PostgreSQL."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(template, path)
+    return f"sqlite:///{path}"
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """An empty, migrated store URL on each backend."""
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'roundtable.db'}"
+        return new_sqlite_store(
+            request.getfixturevalue("sqlite_template"), tmp_path / "roundtable.db"
+        )
     return new_pg_database(request.getfixturevalue("pg_server"))
 
 
@@ -114,7 +124,7 @@ def empty_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stor
     """A second empty store on the same backend as ``store``."""
     backend = request.node.callspec.params["store_url"]
     if backend == "sqlite":
-        url = f"sqlite:///{tmp_path / 'other.db'}"
+        url = new_sqlite_store(request.getfixturevalue("sqlite_template"), tmp_path / "other.db")
     else:
         url = new_pg_database(request.getfixturevalue("pg_server"))
     opened = open_store(url)
@@ -125,8 +135,8 @@ def empty_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stor
 
 
 @pytest.fixture
-def sqlite_store(tmp_path: Path) -> Iterator[Store]:
-    opened = open_store(f"sqlite:///{tmp_path / 'roundtable.db'}")
+def sqlite_store(sqlite_template: Path, tmp_path: Path) -> Iterator[Store]:
+    opened = open_store(new_sqlite_store(sqlite_template, tmp_path / "roundtable.db"))
     try:
         yield opened
     finally:
@@ -155,10 +165,8 @@ def rt(sqlite_template: Path, tmp_path: Path, clock: FakeClock) -> Cli:
     """The CLI in-process against a fresh SQLite store of its own."""
     from tests.helpers import Cli
 
-    target = tmp_path / "store" / "roundtable.db"
-    target.parent.mkdir()
-    shutil.copy(sqlite_template, target)
-    return Cli(url=f"sqlite:///{target}", clock=clock)
+    return Cli(url=new_sqlite_store(sqlite_template, tmp_path / "store" / "roundtable.db"),
+               clock=clock)  # fmt: skip
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """A real ``roundtable serve`` process for the tests: started on a free loopback port over a
-store, waited for (bounded), stopped with SIGTERM; and a reader of its server-sent events."""
+store (forked from one that has imported the server already: tests/serve_zygote.py), waited for
+(bounded), stopped with SIGTERM; and a reader of its server-sent events."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from typing import Any
 import httpx
 
 from roundtable_console.api.server import free_port
+from tests.serve_zygote import ZYGOTE, Forked
 
 ROOT = Path(__file__).resolve().parents[1]
 START_SECONDS = 30.0
@@ -30,7 +32,7 @@ class Served:
     """A running server: its base URL, its process, what it said at start."""
 
     url: str
-    process: subprocess.Popen[str]
+    process: Forked
     said: str = ""
     log: Path | None = None
 
@@ -67,12 +69,11 @@ def serving(
     port = port or free_port()
     log = home / f"serve-{port}.log"
     home.mkdir(parents=True, exist_ok=True)
-    with log.open("w") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "roundtable_console", "serve", "--port", str(port),
-             "--db", store_url, *extra],
-            stdout=sink, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=serve_env(home),
-        )  # fmt: skip
+    log.write_text("")
+    process = ZYGOTE.start(
+        ["serve", "--port", str(port), "--db", store_url, *extra],
+        env=serve_env(home), cwd=ROOT, log=log,
+    )  # fmt: skip
     served = Served(url=f"{scheme}://127.0.0.1:{port}", process=process, log=log)
     deadline = time.monotonic() + START_SECONDS
     try:

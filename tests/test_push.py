@@ -172,6 +172,34 @@ def test_no_push_while_a_page_of_that_token_is_in_view(
     assert service.next().path == device.path
 
 
+def test_a_word_said_before_the_last_one_arrives_late_and_is_not_taken(
+    told: dict[str, Any], service: Receiver
+) -> None:
+    """Leaving a page says "no longer in view" as the next page says "in view": whichever
+    arrives last, the later word stands (a page's word without ``at`` stands as it comes)."""
+    phone, laptop = browser(told), browser(told)
+    device = Device(service)
+    assert turn_on(phone, device).status_code == 200
+    csrf = {"X-CSRF-Token": laptop.csrf()}
+
+    def say(**word: Any) -> None:
+        said = laptop.client.post("/actions/presence", json=word, headers=csrf)
+        assert said.status_code == 200, said.text
+
+    say(visible=True, at=1_700_000_000_500)  # the next page, in view
+    say(visible=False, at=1_700_000_000_400)  # the page left, arriving after it
+    waiting(told["store"], "s-next")
+    told["ctx"].notifier.tell("s-next", "needs_you")
+    assert service.none_within(0.5)
+    say(visible=False, at=1_700_000_000_600)  # later: out of view
+    told["ctx"].notifier.tell("s-next", "needs_you")
+    assert service.next().path == device.path
+    for at in ("1700000000000", -1, 0, 2**53, 1.5, True):
+        refused = laptop.client.post("/actions/presence", json={"visible": True, "at": at},
+                                     headers=csrf)  # fmt: skip
+        assert refused.status_code == 400, at
+
+
 def test_once_per_session_in_the_cooling_period_and_not_once_settled(
     told: dict[str, Any], service: Receiver
 ) -> None:

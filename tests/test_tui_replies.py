@@ -102,9 +102,10 @@ async def test_m_replies_through_the_listening_hook(tmp_path: Path, db: Store) -
         ]
         assert any("Replied to sess-01 through its hook." in n for n in notifications(app))
 
-        # Its hook has the reply: m now says nothing listens, and opens nothing.
+        # Its hook has the reply, and its turn is no longer done: m says so, and opens nothing.
         await press(pilot, "m")
-        await until(pilot, lambda: any("Nothing here can carry" in n for n in notifications(app)))
+        said = "Its agent is not waiting for a prompt or an answer."
+        await until(pilot, lambda: said in notifications(app))
         assert app.screen is app.list_screen
         assert len(replies(db)) == 1
 

@@ -36,7 +36,8 @@ async def until(pilot: Any, check: Any, seconds: float = 15) -> None:
     import time
 
     deadline = time.monotonic() + seconds
-    while not check() and time.monotonic() < deadline:
+    while not check():
+        assert time.monotonic() < deadline, f"not so within {seconds} s"
         await pilot.pause(0.05)
     await settle(pilot)
 

@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect, sync_playwright
+from sqlalchemy import text
 
 from roundtable_console.store.access.tokens import create_token
+from roundtable_console.store.clock import format_ts
 from roundtable_console.store.db.database import open_store
 from roundtable_console.store.push.keys import vapid_keys
 from roundtable_console.store.requests.asking import open_request
@@ -74,6 +78,20 @@ CLICK = """async (tag) => {
   }
   return false;
 }"""
+
+
+def in_view(store: Any, seconds: float = 10.0) -> None:
+    """Until the store holds a page's latest word, "in view" (its post is the page's first)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with store.read() as db:
+            said = db.execute(
+                text("SELECT visible_until FROM push_presence ORDER BY said_at DESC LIMIT 1")
+            ).scalar()
+        if said is not None and said > format_ts(datetime.now(UTC)):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the page never said it was in view")
 
 
 def app(site: dict[str, Any], name: str) -> BrowserContext:
@@ -217,7 +235,9 @@ def test_a_push_from_the_server_is_shown_and_opens_the_request(site: dict[str, A
             page.wait_for_url(site["served"].url + "/sessions")
             page.goto(site["served"].url + "/sessions/s-phone")
 
-        # While this page is in view, the operator is not pushed.
+        # While this page is in view, the operator is not pushed (once it has said so).
+        page.wait_for_function("() => document.visibilityState === 'visible'")
+        in_view(store)
         register(store, "s-seen")
         with store.write() as db:
             agent_writes.heartbeat(db=db, session_id="s-seen", waiting="asks a question")

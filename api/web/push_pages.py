@@ -38,6 +38,11 @@ from roundtable_console.store.safety.display import short_duration
 MAX_BODY = 8 * 1024
 
 
+# A page says when it spoke in its clock's milliseconds (Date.now()): JavaScript's largest safe
+# integer bounds it, and what a column of 64 bits holds.
+MOST_MILLISECONDS = 2**53
+
+
 def _decoded(body: bytes) -> dict[str, Any]:
     try:
         found = json.loads(body)
@@ -139,11 +144,19 @@ class WebPush:
 
     async def presence(self, request: Request) -> Response:
         def act(secret: str, fields: dict[str, Any]) -> dict[str, Any]:
-            visible = fields.get("visible")
+            visible, said_at = fields.get("visible"), fields.get("at")
             if not isinstance(visible, bool):
                 raise InvalidPushSubscription("Say whether the page is visible (true, false).")
+            if said_at is not None and not (
+                type(said_at) is int and 0 < said_at < MOST_MILLISECONDS
+            ):
+                raise InvalidPushSubscription("Say when, in milliseconds since 1970 (at).")
             mark_presence(
-                store=self.ctx.store, secret=secret, visible=visible, clock=self.ctx.clock
+                store=self.ctx.store,
+                secret=secret,
+                visible=visible,
+                said_at=said_at,
+                clock=self.ctx.clock,
             )
             return {"visible": visible}
 

@@ -335,6 +335,9 @@ class PushPresence(SQLModel, table=True):
     secret_hash: str = _text(primary_key=True, nullable=False)
     token_hash: str = Field(sa_type=Text, nullable=False, index=True)
     visible_until: str = _text(nullable=False)
+    # When the page said so, in the browser's milliseconds: an older word arriving later is not
+    # taken (migration 0017).
+    said_at: int | None = Field(default=None, sa_type=BigInteger, nullable=True)
 
 
 class PushSend(SQLModel, table=True):

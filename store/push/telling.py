@@ -40,10 +40,14 @@ MAX_URL = 600
 MAX_PAYLOAD = 3000
 HUMAN_ROLES = ("operator", "viewer")
 
+# A page's word arriving after a later one of the same sign-in is not taken.
 _PRESENT = text(
-    "INSERT INTO push_presence (secret_hash, token_hash, visible_until)"
-    " VALUES (:secret_hash, :token_hash, :until) ON CONFLICT (secret_hash)"
-    " DO UPDATE SET token_hash = excluded.token_hash, visible_until = excluded.visible_until"
+    "INSERT INTO push_presence (secret_hash, token_hash, visible_until, said_at)"
+    " VALUES (:secret_hash, :token_hash, :until, :said_at) ON CONFLICT (secret_hash)"
+    " DO UPDATE SET token_hash = excluded.token_hash, visible_until = excluded.visible_until,"
+    " said_at = excluded.said_at"
+    " WHERE push_presence.said_at IS NULL OR excluded.said_at IS NULL"
+    " OR excluded.said_at >= push_presence.said_at"
 )
 _RECIPIENTS = text(
     "SELECT s.id, s.endpoint, s.p256dh, s.auth, t.role, t.workspaces_json"
@@ -135,9 +139,17 @@ def notice_of(session: SessionFields, kind: str, at: str) -> Notice | None:
     )
 
 
-def mark_presence(*, store: Store, secret: str, visible: bool, clock: Clock = system_clock) -> bool:
+def mark_presence(
+    *,
+    store: Store,
+    secret: str,
+    visible: bool,
+    said_at: int | None = None,
+    clock: Clock = system_clock,
+) -> bool:
     """The page of this sign-in is visible (for ``PRESENCE_SECONDS``), or no longer; whether
-    the sign-in holds."""
+    the sign-in holds. ``said_at``: when the page said it (the browser's milliseconds); what
+    another page of the sign-in said later stands."""
     now = clock()
     until = now + timedelta(seconds=PRESENCE_SECONDS) if visible else now
     with store.write() as db:
@@ -146,7 +158,12 @@ def mark_presence(*, store: Store, secret: str, visible: bool, clock: Clock = sy
             return False
         db.execute(
             _PRESENT,
-            {"secret_hash": token_hash(secret), "token_hash": owner, "until": format_ts(until)},
+            {
+                "secret_hash": token_hash(secret),
+                "token_hash": owner,
+                "until": format_ts(until),
+                "said_at": said_at,
+            },
         )
     return True
 

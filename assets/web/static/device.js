@@ -51,14 +51,17 @@
   // -- in view -------------------------------------------------------------------------------
 
   const PRESENCE_MS = 30000;  // store.push.telling.PRESENCE_SECONDS is 45
+  // Each word carries when it was said: leaving one page and opening the next say "no longer"
+  // and "in view" at once, and the server keeps the later one whichever arrives last.
   function present() {
-    post("/actions/presence", {visible: document.visibilityState === "visible"},
+    post("/actions/presence", {visible: document.visibilityState === "visible", at: Date.now()},
          document.visibilityState !== "visible");
   }
   if (signedIn && csrf) {
     present();
     document.addEventListener("visibilitychange", present);
-    window.addEventListener("pagehide", () => post("/actions/presence", {visible: false}, true));
+    window.addEventListener("pagehide",
+      () => post("/actions/presence", {visible: false, at: Date.now()}, true));
     setInterval(() => { if (document.visibilityState === "visible") present(); }, PRESENCE_MS);
   }
 
