@@ -213,12 +213,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto`` (pyproject's addopts): one worker more than the cores, as a TUI test spends much
-    of its time waiting for the app to be idle (on two cores: 338 s with three, 435 s with two).
-    PYTEST_XDIST_AUTO_NUM_WORKERS still decides when set."""
+    """``-n auto`` (pyproject's addopts): twice the cores and one, as a TUI test spends much of its
+    time waiting for the app to be idle and a server test for its server (on two cores, the
+    whole suite: 500 s with three, 394 s with four, 388 s with five). PYTEST_XDIST_AUTO_NUM_WORKERS
+    still decides when set."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
-    return len(os.sched_getaffinity(0)) + 1
+    return 2 * len(os.sched_getaffinity(0)) + 1
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
