@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import sqlite3
 import threading
 import time
@@ -22,7 +24,6 @@ from roundtable_console.store.errors import DatabaseUnavailable, ReadOnly, Store
 from roundtable_console.store.safety.display import printable
 from roundtable_console.store.safety.redaction import redact_text
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 # How often a SQLite store waiting for a change reads its data version.
 SQLITE_WATCH_SECONDS = 0.2
 
@@ -50,7 +51,15 @@ def _normalise_url(url: str) -> URL:
 
 
 def _check_sqlite_file(database: str | None) -> None:
-    """Refuse paths that cannot hold a store, before SQLite can create or clobber anything."""
+    """Refuse paths that cannot hold a store, before SQLite can create anything.
+
+    An existing file is not opened here: SQLite's locks are POSIX advisory locks, which belong
+    to the process, and closing *any* descriptor of the file drops them all, those of every
+    store this process already has open on it included. Another process then takes the file
+    for its last user's: it checkpoints and deletes the ``-wal`` and ``-shm`` files under the
+    open stores, which go on reading the deleted ones and miss its later commits. SQLite
+    itself refuses a file that is not a database, before writing to it (``_not_a_database``);
+    its own descriptors it closes only when no lock of the process needs them."""
     if not database or database == ":memory:" or database.startswith("file:"):
         return
     if "\x00" in database:
@@ -61,13 +70,8 @@ def _check_sqlite_file(database: str | None) -> None:
     if path.is_dir():
         raise DatabaseUnavailable(f"{path} is a directory, not a SQLite database file.")
     if path.exists():
-        try:
-            with path.open("rb") as handle:
-                header = handle.read(len(SQLITE_MAGIC))
-        except OSError as error:
-            raise DatabaseUnavailable(f"Cannot read {path}: {error.strerror}.") from None
-        if header and header != SQLITE_MAGIC:
-            raise DatabaseUnavailable(f"{path} is not a SQLite database; it was left untouched.")
+        if not os.access(path, os.R_OK):
+            raise DatabaseUnavailable(f"Cannot read {path}: {os.strerror(errno.EACCES)}.")
         return
     parent = path.parent
     if parent.exists() and not parent.is_dir():
@@ -164,9 +168,31 @@ def _begin_write(connection: Connection, options: Mapping[str, Any]) -> None:
     _driver_sql(connection, "BEGIN IMMEDIATE")
 
 
-def _configure_sqlite(engine: Engine, *, read_only: bool = False) -> None:
+def _not_a_database(error: sqlite3.Error, database: str | None) -> DatabaseUnavailable | None:
+    """The refusal of a file SQLite found not to be a database (its header is not SQLite's);
+    None for any other error. SQLite says so on the first read, before it writes anything."""
+    if getattr(error, "sqlite_errorcode", None) != sqlite3.SQLITE_NOTADB:
+        return None
+    return DatabaseUnavailable(
+        f"{printable(database or '')} is not a SQLite database; it was left untouched."
+    )
+
+
+def _configure_sqlite(
+    engine: Engine, *, read_only: bool = False, database: str | None = None
+) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, record: Any) -> None:
+        try:
+            _set_up_connection(dbapi_connection, record)
+        except sqlite3.DatabaseError as error:
+            refused = _not_a_database(error, database)
+            if refused is None:
+                raise
+            dbapi_connection.close()
+            raise refused from None
+
+    def _set_up_connection(dbapi_connection: Any, record: Any) -> None:
         # Let SQLAlchemy's "begin" event issue BEGIN itself, so writers can take the lock up front.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
@@ -214,13 +240,14 @@ def create_store_engine(
     parsed = _normalise_url(url)
     if parsed.get_backend_name() == "sqlite":
         connect_args: dict[str, Any] = {"timeout": BUSY_TIMEOUT_MS / 1000}
+        database = parsed.database  # as given: a read-only engine's is a file: URI
         if read_only:
             parsed = _sqlite_read_only(parsed)
         else:
             _check_sqlite_file(parsed.database)
         pool = {"pool_size": pool_size} if pool_size is not None else {}
         engine = create_engine(parsed, connect_args=connect_args, **pool)
-        _configure_sqlite(engine, read_only=read_only)
+        _configure_sqlite(engine, read_only=read_only, database=database)
         return engine
     kwargs: dict[str, Any] = {"pool_pre_ping": True}
     if pool_size is not None:
