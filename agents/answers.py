@@ -1,6 +1,7 @@
-"""What a hook prints to answer its agent (``../shared/reference/agent-hooks.md``, observed from
-the real CLIs): a permission decision (Claude Code's and Codex's ``PermissionRequest`` hook
-output), and a reply that continues a finished turn (Claude Code's ``Stop`` hook)."""
+"""What a hook prints to answer its agent (``docs/reference/agent-facts.md#how-a-hook-answers``,
+observed from the real CLIs): a permission decision (Claude Code's and Codex's
+``PermissionRequest`` hook output), and a reply that continues a finished turn (Claude Code's
+``Stop`` hook)."""
 
 from __future__ import annotations
 

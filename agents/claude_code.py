@@ -1,5 +1,5 @@
 """Claude Code (``@anthropic-ai/claude-code``): its hook events, settings files and resume
-(``../shared/reference/agent-hooks.md``, observed from the real CLI)."""
+(``docs/reference/agent-facts.md``, observed from the real CLI)."""
 
 from __future__ import annotations
 

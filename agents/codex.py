@@ -1,5 +1,5 @@
 """Codex CLI (``@openai/codex``): its hook events, hooks files, the trust its hooks need to run,
-and resume (``../shared/reference/agent-hooks.md``, observed from the real CLI)."""
+and resume (``docs/reference/agent-facts.md``, observed from the real CLI)."""
 
 from __future__ import annotations
 

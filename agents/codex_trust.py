@@ -1,8 +1,8 @@
 """Codex runs no hook its user's ``config.toml`` does not trust (``codex exec`` skips them without a
 word): one ``[hooks.state."<hooks file>:<event>:<group>:<handler>"]`` table per handler, whose
 ``trusted_hash`` is the SHA-256 of the handler's compact JSON, keys sorted
-(``../shared/reference/agent-hooks.md``). The installer writes those of our handlers and takes them
-out again; every other line of the file stays as it was (tomlkit)."""
+(``docs/reference/agent-facts.md#codex-runs-only-trusted-hooks``). The installer writes those of
+our handlers and takes them out again; every other line of the file stays as it was (tomlkit)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-# What an event does to the session (DESIGN §10).
+# What an event does to the session (``docs/agents.md#connect-your-agents``).
 START = "start"  # register (again, on resume, clear or compact: started_at is kept)
 WORK = "work"  # a heartbeat: working
 WAIT = "wait"  # waiting for a human, with the agent's words

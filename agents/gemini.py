@@ -1,5 +1,5 @@
 """Gemini CLI (``@google/gemini-cli``): its hook events, settings files and resume
-(``../shared/reference/agent-hooks.md``, observed from the real CLI). Its hooks can deny a tool but
+(``docs/reference/agent-facts.md``, observed from the real CLI). Its hooks can deny a tool but
 not allow one."""
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """``roundtable hooks run AGENT``: one hook event on stdin, mapped onto the session it concerns.
 
-Never in the agent's way (DESIGN §10): whatever happens — a store locked, missing, corrupt or down,
-a server that refuses or does not answer, a payload it cannot read — it exits 0, says what went
-wrong in one line on stderr, and keeps what it could not write in the spool, which the next hook
-that can write replays first, in order and once. Every hook is a new process: this module imports
-only the standard library and the quick writes (no click, no SQLAlchemy) unless a store needs the
-full path.
+Never in the agent's way (``docs/agents.md#connect-your-agents``): whatever happens — a store
+locked, missing, corrupt or down, a server that refuses or does not answer, a payload it cannot read
+— it exits 0, says what went wrong in one line on stderr, and keeps what it could not write in the
+spool, which the next hook that can write replays first, in order and once. Every hook is a new
+process: this module imports only the standard library and the quick writes (no click, no
+SQLAlchemy) unless a store needs the full path.
 """
 
 from __future__ import annotations

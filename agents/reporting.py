@@ -16,7 +16,7 @@ from typing import Any
 from roundtable_console.agents.operations import IDLE, Operation
 
 # A burst of tool events writes one heartbeat row per session in this many seconds, unless the
-# status or the waiting reason changes (DESIGN §10).
+# status or the waiting reason changes (``docs/agents.md#connect-your-agents``).
 QUIET_SECONDS = 5.0
 # A locked store or an unreachable server is waited for this long, then the write is spooled.
 WAIT_SECONDS = 2.0

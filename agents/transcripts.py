@@ -1,8 +1,9 @@
 """What the agent is doing: its own transcript, read from the end (never whole), as entries of a
 conversation — prompts, the agent's words, each tool call with its input, a cut of each result —
-redacted and printable, for the console, the web console and the API (DESIGN §10).
+redacted and printable, for the console, the web console and the API
+(``docs/agents.md#connect-your-agents``).
 
-Where each agent keeps it (``../shared/reference/agent-hooks.md``): Claude Code
+Where each agent keeps it (``docs/reference/agent-facts.md#where-transcripts-live``): Claude Code
 ``…/.claude/projects/<dir>/<session id>.jsonl``, Codex
 ``…/sessions/YYYY/MM/DD/rollout-…-<id>.jsonl``,
 Gemini CLI ``…/.gemini/tmp/<project>/chats/session-…-<id8>.jsonl``. The path a session carries

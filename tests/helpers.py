@@ -1,5 +1,5 @@
 """Helpers shared by several test files: a session registered with everyday defaults, reads of
-raw rows and history, the error codes DESIGN.md names, and the CLI run in-process."""
+raw rows and history, every error code, and the CLI run in-process."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from roundtable_console.tui.cli import cli
 from roundtable_console.tui.cli.invocation import CliState
 from tests.conftest import FakeClock
 
-# DESIGN.md §5, "Error codes": the reference's names, then ours.
+# Every error code: the reference's names (``docs/reference/roundtable.md#errors``), then ours.
 DESIGN_ERROR_CODES = frozenset(
     {
         "invalid_session",

@@ -1,5 +1,6 @@
-"""Helpers of the hooks' tests: payloads as the agents send them (``../shared/reference/
-agent-hooks.md``), and a hook run in-process or as the process an agent starts."""
+"""Helpers of the hooks' tests: payloads as the agents send them
+(``docs/reference/agent-facts.md#the-payload-fields-we-read``), and a hook run in-process or as the
+process an agent starts."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
--- The reference Roundtable system's own SQLite schema, written by hand from
--- shared/reference/schema.md: its tables, columns and defaults, and its one index per table pair.
+-- The reference Roundtable system's own SQLite schema, written by hand from its store's facts
+-- (docs/reference/roundtable.md#the-store): its tables, columns and defaults, and its one index
+-- per table pair.
 -- No version column, no idempotency_keys, no alembic_version: this is what the Go system leaves.
 
 CREATE TABLE workspaces (

@@ -1,6 +1,6 @@
-"""What an agent is doing, in view (DESIGN §10): a turn done is said and ordered below a question,
-in the store, the CLI, the API and the web; the agent's transcript in the API (its wall kept), the
-web console (as text) and the console's Transcript tab."""
+"""What an agent is doing, in view (``docs/agents.md#connect-your-agents``): a turn done is said
+and ordered below a question, in the store, the CLI, the API and the web; the agent's transcript in
+the API (its wall kept), the web console (as text) and the console's Transcript tab."""
 
 from __future__ import annotations
 

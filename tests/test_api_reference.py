@@ -1,4 +1,4 @@
-"""The reference's own test scenarios (``reference/http-api.md``, "Its own tests"), against our
+"""The reference's own test scenarios (``docs/reference/roundtable.md#the-http-api``), against our
 server, on SQLite and PostgreSQL."""
 
 from __future__ import annotations

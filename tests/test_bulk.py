@@ -1,7 +1,7 @@
-"""Bulk lifecycle actions (store.writes.bulk, bulk_plan and bulk_run, DESIGN §8 "Bulk actions"):
-the plan, the run through the lifecycle functions, keys derived from the run's key, replays,
-refusals and their reasons, transactions, progress and cancelling. Every test runs on SQLite and
-on PostgreSQL.
+"""Bulk lifecycle actions (store.writes.bulk, bulk_plan and bulk_run,
+``docs/operators-guide.md#acting-on-many-sessions-in-the-console``): the plan, the run through the
+lifecycle functions, keys derived from the run's key, replays, refusals and their reasons,
+transactions, progress and cancelling. Every test runs on SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations

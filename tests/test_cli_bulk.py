@@ -1,7 +1,7 @@
-"""`roundtable sessions pause|stop|resume|terminate|heartbeat` on several sessions (issue 9 point
-5, DESIGN §8 "Bulk actions"): --session repeated, --all-matching with the list's filters,
---dry-run, run keys, the JSON shape, exit codes, and one --session printing what it always did.
-Run through the real CLI in-process, as tests/test_cli.py does.
+"""`roundtable sessions pause|stop|resume|terminate|heartbeat` on several sessions (issue 9 point 5,
+``docs/operators-guide.md#the-command-line``): --session repeated, --all-matching with the list's
+filters, --dry-run, run keys, the JSON shape, exit codes, and one --session printing what it always
+did. Run through the real CLI in-process, as tests/test_cli.py does.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Racing operators (DESIGN §5, no lost updates): many OS processes act on one session at once.
+"""Racing operators (no lost updates: ``docs/reference/roundtable.md#statuses-and-lifecycle``):
+many OS processes act on one session at once.
 
 Exactly one pause wins; every other racer is told why it lost; history holds one row per success.
 Runs on SQLite and on PostgreSQL through the ``store_url``/``store`` fixtures.

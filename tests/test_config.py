@@ -1,6 +1,6 @@
-"""Configuration (DESIGN.md §3, §5): config.toml in the platformdirs config dir, the workspace's
-config.yaml in the reference format, database URL resolution, the operator name — as functions
-and through the real CLI."""
+"""Configuration (``docs/getting-started.md#where-the-data-lives``): config.toml in the platformdirs
+config dir, the workspace's config.yaml in the reference format, database URL resolution, the
+operator name — as functions and through the real CLI."""
 
 from __future__ import annotations
 

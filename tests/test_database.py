@@ -1,5 +1,5 @@
-"""Database URLs and engines (DESIGN §3): SQLite settings, refusals as ``database_unavailable``,
-transactions, and schema currency on both backends."""
+"""Database URLs and engines (``docs/getting-started.md#where-the-data-lives``): SQLite settings,
+refusals as ``database_unavailable``, transactions, and schema currency on both backends."""
 
 from __future__ import annotations
 

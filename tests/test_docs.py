@@ -99,3 +99,57 @@ def test_the_readme_is_short_and_starts_with_the_two_commands() -> None:
     assert blocks[1].strip() == test_command
     assert test_command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "mkdocs serve" in readme and "'.[docs]'" in readme
+
+
+def _tracked(*, docs: bool = False) -> dict[str, bytes]:
+    """Every file git tracks (those under docs/ only with ``docs``), by path, as bytes (one
+    deleted meanwhile left out)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, timeout=60, check=True
+    ).stdout.decode()
+    found = {}
+    for name in filter(None, listed.split("\0")):
+        path = ROOT / name
+        if (docs or not name.startswith("docs/")) and path.is_file():
+            found[name] = path.read_bytes()
+    return found
+
+
+# Written so that this file does not match itself: a sibling directory, or the product design
+# document, which lives outside the repository (its name, then ".md" or a section sign).
+_OUTSIDE = re.compile(rb"\.\./shared/|shared[/]reference|DESIGN(?:[.]md\b| \xc2\xa7)")
+# A page of the docs, maybe with a section: ``docs/teams.md#a-team-deployment``. A path that
+# opens a string is data, not a citation (the demo's claims name files of a made-up project).
+_CITED = re.compile(rb"(?<![\"'])docs/((?:reference/)?[A-Za-z0-9_-]+)\.md(?:#([A-Za-z0-9_-]+))?")
+
+
+def test_nothing_cites_a_reference_outside_the_repository() -> None:
+    """What the code relies on about Roundtable, the agents and the product's own rules is stated
+    in docs/, in our words: no tracked file points at a sibling directory a clone does not have,
+    or cites the design document kept outside the repository."""
+    found = [
+        (name, content.count(b"\n", 0, match.start()) + 1)  # the file, the line
+        for name, content in _tracked(docs=True).items()
+        for match in _OUTSIDE.finditer(content)
+    ]
+    assert found == []
+
+
+def test_every_cited_reference_page_and_section_exists(site: Path) -> None:
+    """A page of docs/ a file cites (``docs/….md`` or ``docs/reference/….md``, maybe with
+    ``#section``) is a page of the site, with that section."""
+    cited = {
+        (match[1].decode(), (match[2] or b"").decode(), name)
+        for name, content in _tracked().items()
+        for match in _CITED.finditer(content)
+    }
+    pages = {page for page, _, _ in cited}
+    assert pages >= {"reference/agent-facts", "reference/roundtable", "agents", "development"}
+    missing = []
+    for page, section, name in sorted(cited):
+        built = site / ("" if page == "index" else page) / "index.html"
+        if not built.is_file():
+            missing.append(f"{name}: docs/{page}.md")
+        elif section and f'id="{section}"' not in built.read_text(encoding="utf-8"):
+            missing.append(f"{name}: docs/{page}.md#{section}")
+    assert missing == []

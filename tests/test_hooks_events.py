@@ -1,5 +1,5 @@
 """``roundtable hooks run``: each agent's events, read with its own names and fields, make the right
-change to the right session (DESIGN §10), on both engines."""
+change to the right session (``docs/agents.md#connect-your-agents``), on both engines."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """``roundtable hooks install|uninstall|status``: the agent's own settings merged (every other
 setting and hook kept), idempotent, reversible, refused in words when unreadable, written
-atomically with the file's mode; Codex's trust entries (DESIGN §10)."""
+atomically with the file's mode; Codex's trust entries
+(``docs/reference/agent-facts.md#codex-runs-only-trusted-hooks``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""A hook is never in its agent's way (DESIGN §10): it exits 0 in time whatever happens, says what
-went wrong in one line on stderr, and keeps what it could not write in a spool of its owner's only,
-which the next hook that can write replays in order and once. Each case runs the hook as the agent
-does: ``roundtable hooks run AGENT`` as a process."""
+"""A hook is never in its agent's way (``docs/agents.md#connect-your-agents``): it exits 0 in time
+whatever happens, says what went wrong in one line on stderr, and keeps what it could not write in a
+spool of its owner's only, which the next hook that can write replays in order and once. Each case
+runs the hook as the agent does: ``roundtable hooks run AGENT`` as a process."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The layers of DESIGN.md §2, kept by a check rather than by hope: arrows go tui → screens →
-store. store/ is the data layer (no UI, no CLI); screens/ never reach back into tui/. Each
-folder installs as a subpackage of the one import name, ``roundtable_console``."""
+"""The layers of ``docs/development.md#layers``, kept by a check rather than by hope: arrows go tui
+→ screens → store. store/ is the data layer (no UI, no CLI); screens/ never reach back into tui/.
+Each folder installs as a subpackage of the one import name, ``roundtable_console``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Lifecycle actions by a human operator (DESIGN §5): the actions table, actor, idempotency keys,
-compare-and-swap, the resume branch check, the terminate impact rule, history in one transaction,
-and the error codes. Every store test runs on SQLite and on PostgreSQL.
+"""Lifecycle actions by a human operator (``docs/reference/roundtable.md#statuses-and-lifecycle``):
+the actions table, actor, idempotency keys, compare-and-swap, the resume branch check, the terminate
+impact rule, history in one transaction, and the error codes. Every store test runs on SQLite and on
+PostgreSQL.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""Opening a database the reference Roundtable system wrote (DESIGN §3, compatibility).
+"""Opening a database the reference Roundtable system wrote, and keeping it compatible.
 
 The database is built with the reference's own DDL (tests/reference_ddl.sql, from
-reference/schema.md) through plain sqlite3, as the Go system would, with timestamps in all three
-forms it writes mixed in one table. Then the console opens it and works on it.
+docs/reference/roundtable.md#the-store) through plain sqlite3, as the Go system would, with
+timestamps in all three forms it writes mixed in one table. Then the console opens it and works
+on it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""An audit of DESIGN.md §3, §4, §5 and §7 against the code: the rules the other test files do not
-pin down yet — timestamps, built-in adapters, register's metadata and replacement through the CLI,
-reference CLI compatibility, every error code with its exit code, a locked database, import and
-export through files and stdin, and bad locations for every command."""
+"""An audit of the documented rules against the code (``docs/reference/roundtable.md``,
+``docs/getting-started.md#where-the-data-lives``, ``docs/operators-guide.md#the-command-line``): the
+rules the other test files do not pin down yet — timestamps, built-in adapters, register's metadata
+and replacement through the CLI, reference CLI compatibility, every error code with its exit code, a
+locked database, import and export through files and stdin, and bad locations for every command."""
 
 from __future__ import annotations
 

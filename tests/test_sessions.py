@@ -1,4 +1,5 @@
-"""Agent-facing session operations (DESIGN §5): register, heartbeat, end, list, lookup, history.
+"""Agent-facing session operations (``docs/reference/roundtable.md#the-references-own-commands``):
+register, heartbeat, end, list, lookup, history.
 
 Every test runs on SQLite and on PostgreSQL through the ``store`` fixture.
 """

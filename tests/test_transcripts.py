@@ -1,6 +1,6 @@
-"""What the agent is doing (DESIGN §10): its own transcript read from the end, never whole, as a
-conversation's entries — redacted, printable, paged — and only from where its agent keeps that
-session's transcript."""
+"""What the agent is doing (``docs/agents.md#connect-your-agents``): its own transcript read from
+the end, never whole, as a conversation's entries — redacted, printable, paged — and only from
+where its agent keeps that session's transcript."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Nothing fails silently: an unexpected exception in any worker is said in words, logged with
-its traceback, and leaves no screen or dialog stuck busy (DESIGN.md §6, STYLE.md)."""
+its traceback, and leaves no screen or dialog stuck busy (``docs/development.md``)."""
 
 from __future__ import annotations
 

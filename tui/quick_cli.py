@@ -27,7 +27,8 @@ from roundtable_console.tui import output
 from roundtable_console.tui.agent_output import print_session
 
 EXIT_REFUSED = 1
-# Read-only mode's variable (DESIGN §8): with it set, writes are the full path's to refuse.
+# Read-only mode's variable (``docs/teams.md#viewers-roles-and-the-audit-trail``): with it set,
+# writes are the full path's to refuse.
 READ_ONLY_VARIABLE = "ROUNDTABLE_READ_ONLY"
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -141,7 +142,7 @@ def run(argv: Sequence[str], *, clock: Callable[[], Any] | None = None) -> int |
     taken (nothing was written: tui.cli takes it from the start)."""
     command = parse(argv)
     if command is None or os.environ.get(READ_ONLY_VARIABLE, "").strip():
-        return None  # read-only mode (DESIGN §8) is the full path's to enforce
+        return None  # read-only mode is the full path's to enforce
     try:
         session = _write(command, clock)
     except KeyboardInterrupt:

@@ -1,7 +1,8 @@
-"""Who a request is, from its credential (DESIGN §9): a bearer token the store holds; a browser
-signed in to the web console with one (its cookie, ``store.access.web_sessions``; a write also
-carries its page's CSRF proof); or, on a lone loopback server whose store holds no token, the
-reference's header mode (the caller is whoever ``X-Actor-ID`` says; ``HeaderMode``).
+"""Who a request is, from its credential (``docs/teams.md#serving-sessions-over-http``): a bearer
+token the store holds; a browser signed in to the web console with one (its cookie,
+``store.access.web_sessions``; a write also carries its page's CSRF proof); or, on a lone loopback
+server whose store holds no token, the reference's header mode (the caller is whoever
+``X-Actor-ID`` says; ``HeaderMode``).
 
 With tokens, ``X-Actor-ID`` and ``X-Actor-Role`` are never read: the token decides who acts and
 what they may touch (the reference's "human" check trusted the headers, so an agent token with

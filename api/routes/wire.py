@@ -1,4 +1,5 @@
-"""The reference's JSON shapes (``http-api.md``), from the store's records.
+"""The reference's JSON shapes (``docs/reference/roundtable.md#the-http-api``), from the store's
+records.
 
 A session: ``id, agent_id, run_id, adapter, provider?, model?, external_session_id?,
 resume_command_template?, status, started_at, last_seen_at?, ended_at?`` (``?``: left out when

@@ -1,5 +1,5 @@
-"""The external session id masked wherever it shows (the briefing, the resume plan, the
-launch dialog) until ``v`` reveals it: it is sensitive (DESIGN §5)."""
+"""The external session id masked wherever it shows (the briefing, the resume plan, the launch
+dialog) until ``v`` reveals it: it is sensitive (``docs/reference/roundtable.md#sessions``)."""
 
 from __future__ import annotations
 

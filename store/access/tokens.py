@@ -1,4 +1,5 @@
-"""Tokens: the identities of ``roundtable serve`` (DESIGN §9), kept hashed in ``api_tokens``.
+"""Tokens: the identities of ``roundtable serve`` (``docs/teams.md#serving-sessions-over-http``),
+kept hashed in ``api_tokens``.
 
 A token is made from 32 random bytes and shown once, when it is made (``create_token``); the
 store keeps its SHA-256, never the token. ``identify`` finds a bearer's identity by that hash on

@@ -1,4 +1,5 @@
-"""SQLModel tables with the reference store's table and column names (reference/schema.md).
+"""SQLModel tables with the reference store's table and column names
+(docs/reference/roundtable.md#the-store).
 
 Everything the reference keeps as TEXT stays TEXT: timestamps are text in several forms, JSON lives
 in ``*_json`` columns. Our additions are ``agent_sessions.version`` and ``idempotency_keys``.

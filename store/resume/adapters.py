@@ -9,11 +9,11 @@ from typing import Any, NamedTuple
 BUILTIN_ADAPTERS: tuple[str, ...] = ("codex", "claude", "gemini", "opencode", "generic")
 PLACEHOLDER = "{{external_session_id}}"
 DEFAULT_EXTERNAL_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
-# The commands that continue an agent's own conversation (ours, DESIGN §10): a session that
-# ``roundtable hooks`` registered (its metadata says so) and whose stored resume command is one
-# of these resumes with it though its adapter is not configured. The pattern is ours, never the
-# stored text: a stored command can only choose which of these runs, with an id the pattern
-# check accepts.
+# The commands that continue an agent's own conversation (ours,
+# ``docs/reference/agent-facts.md#resuming-a-conversation``): a session that ``roundtable hooks``
+# registered (its metadata says so) and whose stored resume command is one of these resumes with
+# it though its adapter is not configured. The pattern is ours, never the stored text: a stored
+# command can only choose which of these runs, with an id the pattern check accepts.
 AGENT_RESUME_PATTERNS: dict[str, str] = {
     "claude": "claude --resume " + PLACEHOLDER,
     "codex": "codex resume " + PLACEHOLDER,

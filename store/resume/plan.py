@@ -1,4 +1,5 @@
-"""Whether a session can be resumed, and the argv that resumes it (DESIGN §5, resume plan).
+"""Whether a session can be resumed, and the argv that resumes it
+(``docs/operators-guide.md#resume-and-launch``).
 
 No store read: the list shows whether each row is resumable, and the console paints its first
 rows before the database layer is loaded.

@@ -19,14 +19,14 @@ one of them (``export`` alone is raw: it is the backup):
 every screen that shows store text through ``screens.text`` / ``store.safety.display`` are covered;
 JSON output (``tui.output.emit_json``) calls ``redact_output_value``.
 
-Why a list of patterns here rather than ``detect-secrets``' plugins (DESIGN §8 prefers a
-maintained detector): detect-secrets 1.5.0 (May 2024, its latest release) imports ``requests`` and
-its stack with its plugins (~160 ms, ~340 modules), reports a finding as a value that is not always
-the secret (``ghp`` for a GitHub token, the header line for a private key), so it cannot say what
-to hide, and misses ``github_pat_…``, ``sk-proj-…`` and ``sk-ant-…``; its fork bc-detect-secrets
-has fewer plugins still. The shapes below follow those plugins' and gitleaks' rules, anchored on
-each provider's documented prefix; each is tried only on text holding its prefix, so ordinary
-text costs a few substring tests (standard library only, compiled on first use).
+Why a list of patterns here rather than a maintained detector such as ``detect-secrets``' plugins:
+detect-secrets 1.5.0 (May 2024, its latest release) imports ``requests`` and its stack with its
+plugins (~160 ms, ~340 modules), reports a finding as a value that is not always the secret (``ghp``
+for a GitHub token, the header line for a private key), so it cannot say what to hide, and misses
+``github_pat_…``, ``sk-proj-…`` and ``sk-ant-…``; its fork bc-detect-secrets has fewer plugins
+still. The shapes below follow those plugins' and gitleaks' rules, anchored on each provider's
+documented prefix; each is tried only on text holding its prefix, so ordinary text costs a few
+substring tests (standard library only, compiled on first use).
 """
 
 from __future__ import annotations

@@ -50,8 +50,9 @@ Check = Callable[[Connection, AgentSession, str], dict[str, Any]]
 
 @dataclass(frozen=True)
 class Rule:
-    """What an action writes (DESIGN §5's table): its history event, the new status (None keeps
-    the current one), the columns set to now and those cleared, whether a key is required."""
+    """What an action writes (the table of ``docs/reference/roundtable.md#statuses-and-lifecycle``):
+    its history event, the new status (None keeps the current one), the columns set to now and those
+    cleared, whether a key is required."""
 
     action: str
     event_type: str

@@ -1,4 +1,5 @@
-"""Idempotency keys of requests over HTTP (DESIGN §9): a retried request gets the first answer.
+"""Idempotency keys of requests over HTTP (``docs/teams.md#serving-sessions-over-http``): a
+retried request gets the first answer.
 
 A key is bound to who sent it, to the request's method and path, and to its body: the record's
 key is a hash of the first three and the client's key, its outcome the body's hash and the

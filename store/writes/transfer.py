@@ -1,5 +1,5 @@
-"""Import and export (DESIGN.md §7): JSON Lines, one record a line, the table's column names as
-fields, ``kind`` naming the table.
+"""Import and export (``docs/operations.md#backups``): JSON Lines, one record a line, the table's
+column names as fields, ``kind`` naming the table.
 
 Export streams each table in id order, so a store of any size costs a batch of memory. Import runs
 in the caller's write transaction: entity kinds are upserted by id (a record replaces the row; an

@@ -1,6 +1,7 @@
-"""The ``roundtable`` command line (DESIGN.md §7): the root group, which turns every failure
-into a message and an exit code, the command tree, and ``main``, the full path of the console
-script (``tui.quick_cli`` reads the agents' plain writes first and hands the rest over here).
+"""The ``roundtable`` command line (``docs/operators-guide.md#the-command-line``): the root group,
+which turns every failure into a message and an exit code, the command tree, and ``main``, the full
+path of the console script (``tui.quick_cli`` reads the agents' plain writes first and hands the
+rest over here).
 
 Start-up time is a feature: agents run ``roundtable sessions heartbeat`` all day. So each module
 of this package imports only click, the standard library, ``tui.output``, ``tui.agent_output``,
