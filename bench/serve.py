@@ -17,7 +17,7 @@
 
 Usage: ``python bench/serve.py`` (the issue's sizes: 1,000,000 sessions, 30 s loads, both
 engines); ``--quick`` (a smoke run for CI); ``--big N``, ``--seconds S``, ``--engine``.
-Needs Debian's ``wrk`` (``.ci/run`` installs it).
+Needs Debian's ``wrk`` (the test suite brings it as it starts).
 """
 
 from __future__ import annotations

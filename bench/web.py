@@ -21,7 +21,7 @@ CPU, which no deployment does).
 
 Usage: ``python bench/web.py`` (the issue's sizes: 1,000,000 sessions, 30 s loads, SQLite);
 ``--quick`` (a smoke run for CI); ``--big N``, ``--seconds S``. Needs Chromium and ``wrk``
-(``.ci/run`` installs both).
+(the test suite brings both as it starts).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ async def screenshot(directory: Path) -> str:
     clock = fixed_clock(MOMENT)
     store = open_store(url)
     with store.write() as db:
-        seed_demo(db=db, clock=clock)
+        seed_demo(db=db, clock=clock, agent_home=directory / "demo-agents")
     app = build_app(
         url=url, settings=Settings(), operator="olivia", adapters={}, clock=clock, demo=True,
         store=store,

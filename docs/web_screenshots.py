@@ -28,7 +28,7 @@ from tests.serve_support import serving  # noqa: E402
 
 DOCS = Path(__file__).parent
 SIZES = {"": {"width": 1280, "height": 800}, "-phone": {"width": 390, "height": 844}}
-SESSION = "sess-00002"  # the demo's session waiting for a human, holding an expired claim
+SESSION = "sess-00002"  # the demo's Claude Code session asking a permission
 
 
 def main() -> int:
@@ -40,7 +40,7 @@ def main() -> int:
         url = f"sqlite:///{directory / 'demo.db'}"
         store = open_store(url)
         with store.write() as db:
-            seed_demo(db=db)
+            seed_demo(db=db, agent_home=directory / "demo-agents")
         token = create_token(store=store, name="olivia", role="operator").token
         store.dispose()
         with serving(url, directory / "home") as served, sync_playwright() as playwright:

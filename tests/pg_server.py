@@ -44,6 +44,39 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+# A cluster directory left by a run that was killed (its server gone, nothing written in it
+# for this long) is removed by the next run: on tmpfs it holds memory until then.
+STALE_CLUSTER_SECONDS = 15 * 60
+
+
+def clear_stale_clusters(directory: Path | None = None) -> list[Path]:
+    """Remove the ``rt-pg-*`` directories of ``directory`` (TMPDIR) that no server runs in and
+    that have not changed for ``STALE_CLUSTER_SECONDS``; returns them."""
+    import shutil
+    import time
+
+    removed = []
+    for base in Path(directory or tempfile.gettempdir()).glob("rt-pg-*"):
+        pid_file = base / "data" / "postmaster.pid"
+        try:
+            if pid_file.exists():
+                pid = int(pid_file.read_text().split()[0])
+                try:
+                    os.kill(pid, 0)
+                    continue  # a server runs there
+                except ProcessLookupError:
+                    pass
+                except PermissionError:
+                    continue
+            elif time.time() - base.stat().st_mtime < STALE_CLUSTER_SECONDS:
+                continue  # a cluster being made, or stopped a moment ago
+        except (OSError, ValueError, IndexError):
+            continue
+        shutil.rmtree(base, ignore_errors=True)
+        removed.append(base)
+    return removed
+
+
 class PostgresServer:
     """``durable``: fsync and synchronous commit on, as a production server runs (the suite turns
     them off for speed; a load bench must not)."""
@@ -99,6 +132,8 @@ class PostgresServer:
         options = f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.base} "
         if not self.durable:
             options += "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+            # The WAL recycled past 128 MB rather than 1 GB: the cluster lives on tmpfs.
+            options += "-c max_wal_size=128MB -c min_wal_size=32MB "
         options += "-c max_connections=200"
         logged = self.log.stat().st_size if self.log.exists() else 0
         result = self._run(

@@ -1,7 +1,7 @@
-"""The real agent CLIs from npm (tests/agent_clis, installed by .ci/run), their model API pointed
-at a loopback stand-in (tests/fake_models.py), with `roundtable hooks install` run for them: each
-run leaves its session (the agent's own id, its status changes, its history, its transcript), and
-the agent's own resume continues that conversation on the same session."""
+"""The real agent CLIs from npm (tests/agent_clis, which tests/provisioning.py brings), their
+model API pointed at a loopback stand-in (tests/fake_models.py), with `roundtable hooks install`
+run for them: each run leaves its session (the agent's own id, its status changes, its history,
+its transcript), and the agent's own resume continues that conversation on the same session."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ RUN_SECONDS = 180
 
 def _need(program: Path) -> Path:
     assert program.exists(), (
-        f"{program} is missing: run `npm ci --prefix tests/agent_clis` (.ci/run does)"
+        f"{program} is missing: run `npm ci --prefix tests/agent_clis` (the suite does)"
     )
     return program
 

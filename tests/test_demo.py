@@ -1,15 +1,20 @@
-"""The demo store: the cast, every status, stale rows, hostile text, briefing material,
-determinism and size — on SQLite and PostgreSQL."""
+"""The demo store: the cast, every status, stale rows, the agents' loop (a permission request,
+a finished turn, transcripts), no hostile text, briefing material, determinism and size — on
+SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
 
+from roundtable_console.agents.transcripts import read_page
+from roundtable_console.store.clock import format_ts
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import (
     Agent,
@@ -23,10 +28,13 @@ from roundtable_console.store.db.models import (
     Workspace,
 )
 from roundtable_console.store.reads.claims import active_claims
+from roundtable_console.store.reads.sessions import get_session
+from roundtable_console.store.requests.reads import list_requests
+from roundtable_console.store.requests.records import NOBODY_LISTENS
 from roundtable_console.store.resume.adapters import BUILTIN_ADAPTERS
 from roundtable_console.store.rules import ACTIVE_STATES
 from roundtable_console.store.writes.demo import has_sessions, seed_demo
-from roundtable_console.store.writes.demo_data import HOSTILE_TEXT
+from roundtable_console.store.writes.demo_agents import TURN_DONE
 from roundtable_console.store.writes.transfer import export_records
 from tests.conftest import FakeClock
 
@@ -45,9 +53,11 @@ STATUSES = {
 SESSIONS = AgentSession.__table__  # type: ignore[attr-defined]
 
 
-def seed(store: Store, clock: FakeClock, sessions: int = 24) -> dict[str, int]:
+def seed(
+    store: Store, clock: FakeClock, sessions: int = 24, agent_home: Path | None = None
+) -> dict[str, int]:
     with store.write() as db:
-        return seed_demo(db=db, clock=clock, sessions=sessions)
+        return seed_demo(db=db, clock=clock, sessions=sessions, agent_home=agent_home)
 
 
 def rows(store: Store, model: Any) -> list[Any]:
@@ -153,13 +163,82 @@ def test_tool_events_carry_tool_action_status(store: Store, clock: FakeClock) ->
     assert any(not e.type.startswith(("tool.", "session.")) for e in events)
 
 
-def test_hostile_session_is_present(store: Store, clock: FakeClock) -> None:
+# Rich markup, escape codes and bell as they would stand in the demo's JSON export.
+HOSTILE = re.compile(r"\[/?(bold|red|link)|\\u001b|\\u0007|\x1b")
+
+
+def test_no_markup_nor_escape_codes_in_the_demo(store: Store, clock: FakeClock) -> None:
+    """Hostile text is the tests' own: the newcomer's first screen shows none."""
+    seed(store, clock, sessions=200)
+    exported = "\n".join(export_text(store))
+    assert "sess-00001" in exported
+    assert not HOSTILE.search(exported)
+    [request] = list_requests(store=store, clock=clock)
+    assert not HOSTILE.search(request.tool_input_json + (request.suggestions_json or ""))
+
+
+def test_a_claude_code_session_asks_and_nobody_listens(
+    store: Store, clock: FakeClock, tmp_path: Path
+) -> None:
+    seed(store, clock, agent_home=tmp_path / "demo-agents")
+    [request] = list_requests(store=store, clock=clock)
+    assert request.session_id == "sess-00002" and request.agent == "claude-code"
+    assert request.answers == ("allow", "deny") and request.suggestions
+    assert request.reason == "asks to run Bash: rm -rf build/"
+    assert request.hook_pid is None and request.who_hears == NOBODY_LISTENS
+    assert request.is_open(format_ts(clock() + timedelta(hours=12)))
+    with store.read() as db:
+        asking = get_session(db=db, session_id="sess-00002")
+    assert asking.waiting is not None and asking.waiting.reason == request.reason
+    assert asking.waiting.since == request.asked_at
+    assert (asking.metadata_dict or {})["hooks"] == "claude-code"
+    history = [r.event_type for r in rows(store, AgentSessionEvent) if r.session_id == asking.id]
+    assert history[-1] == "permission_requested" and asking.version == len(history) - 1
+    page = read_page(asking)
+    assert [entry.kind for entry in page.entries][:2] == ["prompt", "agent"]
+    assert page.entries[-1].kind == "tool"
+    assert page.entries[-1].text.startswith("Bash: rm -rf build/")
+
+
+def test_a_claude_code_session_has_finished_its_turn(
+    store: Store, clock: FakeClock, tmp_path: Path
+) -> None:
+    seed(store, clock, agent_home=tmp_path / "demo-agents")
+    done = [s for s in all_sessions(store) if s.turn_done is not None]
+    assert [s.id for s in done] == ["sess-00010"]
+    assert done[0].turn_done == TURN_DONE and done[0].waiting is None
+    assert done[0].external_resume_command == f"claude --resume {done[0].external_session_id}"
+    entries = read_page(done[0]).entries
+    assert {"prompt", "tool", "result", "agent"} <= {entry.kind for entry in entries}
+    assert entries[-1].text == TURN_DONE
+    assert any(e.kind == "result" and e.text.startswith("error: --- FAIL") for e in entries)
+
+
+def test_transcripts_are_written_only_with_a_home_and_the_same_each_time(
+    store: Store, empty_store: Store, clock: FakeClock, tmp_path: Path
+) -> None:
     seed(store, clock)
-    hostile = [s for s in all_sessions(store) if s.status == HOSTILE_TEXT]
-    assert len(hostile) == 1
-    metadata = hostile[0].metadata_dict or {}
-    assert HOSTILE_TEXT in metadata["title"] and "\x1b" in metadata["title"]
-    assert "\x1b" in (hostile[0].provider or "")
+    assert not any("transcript_path" in (s.metadata_dict or {}) for s in all_sessions(store))
+    seed(store, clock, agent_home=tmp_path / "one")
+    seed(empty_store, clock, agent_home=tmp_path / "two")
+    one = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*.jsonl"))
+    two = sorted(p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*.jsonl"))
+    assert one == two and len(one) == 2
+    for path in one:
+        assert (tmp_path / "one" / path).read_bytes() == (tmp_path / "two" / path).read_bytes()
+        assert (tmp_path / "one" / path).stat().st_mode & 0o777 == 0o600
+
+
+def test_seeding_again_asks_again(store: Store, clock: FakeClock, tmp_path: Path) -> None:
+    from roundtable_console.store.requests.deciding import decide_request
+
+    seed(store, clock)
+    [request] = list_requests(store=store, clock=clock)
+    decide_request(store=store, request_id=request.id, decision="deny", actor="maria", clock=clock)
+    assert list_requests(store=store, clock=clock) == []
+    seed(store, clock)
+    [again] = list_requests(store=store, clock=clock)
+    assert again.id == request.id and again.decided_by is None
 
 
 def test_briefing_material_for_ada(store: Store, clock: FakeClock) -> None:
@@ -221,7 +300,7 @@ def test_sessions_n_gives_n_sessions(store: Store, clock: FakeClock, size: int) 
     if size >= 10:
         assert STATUSES <= {s.status for s in found}
         assert any(s.is_stale(clock(), STALE_AFTER) for s in found)
-        assert any(s.status == HOSTILE_TEXT for s in found)
+        assert any(s.turn_done for s in found) and any(s.waiting for s in found)
 
 
 def test_negative_size_is_refused(store: Store, clock: FakeClock) -> None:

@@ -28,7 +28,7 @@ from roundtable_console.store.db.database import open_store
 from roundtable_console.store.writes import agent_writes
 
 ROOT = Path(__file__).resolve().parents[1]
-# Debian's strace: .ci/run installs it; without it these tests fail rather than skip.
+# Debian's strace: the suite brings it (tests/provisioning.py); without it these fail, never skip.
 STRACE = shutil.which("strace")
 SYNC = re.compile(r"\b(fsync|fdatasync)\((\d+)<(?P<path>[^>]*)>\)")
 # A write to the standard output, as strace -y shows it (the test reads it through a pipe).

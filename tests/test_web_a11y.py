@@ -1,7 +1,7 @@
 """Every page and dialog of the web console checked by a rule suite nobody here wrote: Deque's
-axe-core (from npm, tests/axe, installed by .ci/run) run in Chromium against a real ``roundtable
-serve``, at desk and phone widths, in light and dark: no serious or critical violation; the
-moderate ones are printed. And every action by keyboard alone (issue 33)."""
+axe-core (from npm, tests/axe, which the suite brings: tests/provisioning.py) run in Chromium
+against a real ``roundtable serve``, at desk and phone widths, in light and dark: no serious or
+critical violation; the moderate ones are printed. And every action by keyboard alone (issue 33)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ CLAUDE_ID = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     assert Path(CHROMIUM).exists(), "Chromium is needed (apt-get install chromium)"
-    assert AXE.exists(), f"{AXE} is missing: run `npm ci --prefix tests/axe` (.ci/run does)"
+    assert AXE.exists(), f"{AXE} is missing: run `npm ci --prefix tests/axe` (the suite does)"
     home = tmp_path_factory.mktemp("web-a11y")
     url = f"sqlite:///{home / 'roundtable.db'}"
     store = open_store(url)

@@ -1,6 +1,6 @@
 """The web console in a real browser (issue 21 point 6): Debian's Chromium, headless, driven by
-Playwright, against a real ``roundtable serve`` on a free loopback port. ``.ci/run`` installs
-Chromium; without it these tests fail, never skip.
+Playwright, against a real ``roundtable serve`` on a free loopback port. The suite brings Chromium
+(tests/provisioning.py); without it these tests fail, never skip.
 
 Each test makes sessions of its own in the server's store (a SQLite file this process writes
 too, as an agent's CLI would), so the tests share one server per worker."""

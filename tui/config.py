@@ -102,6 +102,17 @@ def demo_database_path() -> Path:
     return data_dir() / "demo.db"
 
 
+def demo_agent_home(url: str) -> Path:
+    """Where the demo writes its agents' files (their transcripts): beside a SQLite store
+    (``demo.db`` → ``demo-agents/``), else in the user data directory."""
+    from roundtable_console.store.db.drivers import sqlite_path
+
+    path = sqlite_path(url)
+    if path is None:
+        return data_dir() / "demo-agents"
+    return path.parent / f"{path.stem}-agents"
+
+
 # A NamedTuple, not a dataclass: every heartbeat reads the settings, and building a dataclass
 # compiles its methods at start-up.
 class Settings(NamedTuple):

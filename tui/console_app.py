@@ -229,7 +229,7 @@ class RoundtableApp(App[int]):
         seeded, problem = 0, None
         if self.demo and not self.ctx.read_only:
             try:
-                seeded = seed_demo_if_empty(store, self.ctx.clock)
+                seeded = seed_demo_if_empty(store, self.ctx.clock, self.url)
             except StoreError as error:
                 problem = f"{error.message} [{error.code}]"
             except Exception as error:  # noqa: BLE001 - demo data is optional; the console opens
@@ -405,13 +405,9 @@ def store_exposure(url: str) -> str | None:
     return None if path is None else exposure(path)
 
 
-def seed_demo_if_empty(store: Store, clock: Clock) -> int:
-    """Seed the demo data once: a store that already has sessions is left as it is."""
-    from roundtable_console.store.writes import demo
+def seed_demo_if_empty(store: Store, clock: Clock, url: str) -> int:
+    """The demo seeded into an empty store, its transcripts beside the store ``url`` names."""
+    from roundtable_console.store.writes.demo import seed_if_empty
+    from roundtable_console.tui.config import demo_agent_home
 
-    with store.read() as db:
-        if demo.has_sessions(db=db):
-            return 0
-    with store.write() as db:
-        written = demo.seed_demo(db=db, clock=clock)
-    return int(written.get("session", 0))
+    return seed_if_empty(store, clock=clock, agent_home=demo_agent_home(url))

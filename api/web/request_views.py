@@ -127,7 +127,13 @@ def fleet_requests(ctx: ServerContext, caller: Caller) -> FleetRequests:
 
 
 def decided_words(record: PermissionRequestRecord) -> str:
-    """What the operator's decision did, for its notice."""
+    """What the operator's decision did, for its notice (and that nobody hears it, when no hook
+    asked)."""
+    said = _decided(record)
+    return said if record.hook_pid is not None else f"{said} {record.who_hears}"
+
+
+def _decided(record: PermissionRequestRecord) -> str:
     where = f"{record.tool_name} for {record.session_id}"
     if record.state == ALLOWED:
         index = record.accepted_suggestion

@@ -72,6 +72,8 @@ def request_text(record: PermissionRequestRecord, now: str | None = None) -> Tex
         text.append(f"\n⚠ {record.HIDDEN_WARNING}", style="bold")
     if record.input_cut:
         text.append("\n… (the input was cut: it is longer than the store keeps)", style="italic")
+    if record.hook_pid is None:
+        text.append(f"\n\n{record.who_hears}", style="italic")
     return text
 
 
@@ -203,4 +205,5 @@ def said(record: PermissionRequestRecord) -> str:
     extra = f", with the message {one_line(record.message, 80)!r}" if record.message else ""
     if record.accepted_suggestion is not None:
         extra += ", not asking again for the same"
-    return f"{record.state.capitalize()}{extra}: {one_line(record.reason, 100)}."
+    what = f"{record.state.capitalize()}{extra}: {one_line(record.reason, 100)}."
+    return what if record.hook_pid is not None else f"{what} {record.who_hears}"

@@ -39,7 +39,7 @@ REPLY_EVENT = "replied"
 LISTENING_EVENT = "reply_listening"
 LISTENING_ENDED_EVENT = "reply_listening_ended"
 
-# What each agent's hook protocol can deliver (../shared/reference/agent-hooks.md).
+# What each agent's hook protocol can deliver (docs/reference/agent-facts.md#how-a-hook-answers).
 ANSWERS_BY_AGENT = {"claude-code": (ALLOW, DENY), "codex": (ALLOW, DENY), "gemini": ()}
 WHY_NOT = {
     "gemini": (
@@ -47,6 +47,11 @@ WHY_NOT = {
         "answer: answer it in Gemini's own terminal."
     ),
 }
+
+
+NOBODY_LISTENS = (
+    "Nobody is listening: no hook asked for this answer (as in the demo), so no agent is told."
+)
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,9 @@ class PermissionRequestRecord:
     message: str | None
     accepted_suggestion: int | None
     delivered_at: str | None
+    # The hook that asked, waiting for the answer; none when nothing asked through a hook.
+    hook_host: str | None = None
+    hook_pid: int | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> PermissionRequestRecord:
@@ -94,6 +102,8 @@ class PermissionRequestRecord:
             message=values["message"],
             accepted_suggestion=values["accepted_suggestion"],
             delivered_at=values["delivered_at"],
+            hook_host=values["hook_host"],
+            hook_pid=values["hook_pid"],
         )
 
     def state_at(self, now: str) -> str:
@@ -135,6 +145,13 @@ class PermissionRequestRecord:
         "Parts of this input look like secrets and are hidden: what is shown is not all the "
         "agent would run."
     )
+
+    @property
+    def who_hears(self) -> str:
+        """Who is told of a decision, in words."""
+        if self.hook_pid is None:
+            return NOBODY_LISTENS
+        return "Its agent is told within a second."
 
     def why_not(self, decision: str) -> str | None:
         """Why ``decision`` cannot be delivered to this agent; None when it can."""

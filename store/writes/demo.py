@@ -4,34 +4,40 @@
 
 Everything is placed relative to the given clock and drawn from a seeded ``random.Random``, so the
 same clock gives the same store. Seeding again replaces the demo's own rows (same ids) and the
-history of its sessions and runs; nothing else in the store is touched.
+history of its sessions and runs; nothing else in the store is touched. With ``agent_home``, the
+Claude Code sessions' transcripts are written under it (``store.writes.demo_agents``).
 """
 
 from __future__ import annotations
 
 import json
 import random
+import uuid
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, delete, literal, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from roundtable_console.store.clock import Clock, format_ts, system_clock
+from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import HISTORY_KINDS, RECORD_TABLES
+from roundtable_console.store.writes import demo_agents
 from roundtable_console.store.writes.agent_writes import bulk_session_writes
 from roundtable_console.store.writes.demo_data import (
     ACTIVITY,
     AGENT_BY_ID,
     AGENTS,
+    ASKS,
     BRANCH,
     CLAIMS,
     DAY,
     DECISIONS,
     DEMO_ROOT,
+    DONE,
     FEATURED,
-    HOSTILE_TEXT,
     HOUR,
     MINUTE,
     OPERATORS,
@@ -51,14 +57,21 @@ SEED = 20260917
 BATCH = 1000
 
 
-def seed_demo(*, db: Connection, clock: Clock = system_clock, sessions: int = 24) -> dict[str, int]:
-    """Write the demo store in the caller's write transaction. Returns the rows written per kind
-    (the kinds of ``store.db.models.RECORD_TABLES``)."""
+def seed_demo(
+    *,
+    db: Connection,
+    clock: Clock = system_clock,
+    sessions: int = 24,
+    agent_home: Path | None = None,
+) -> dict[str, int]:
+    """Write the demo store in the caller's write transaction (and, with ``agent_home``, its
+    transcripts there). Returns the rows written per kind (the kinds of
+    ``store.db.models.RECORD_TABLES``)."""
     if sessions < 0:
         raise ValueError("sessions must not be negative")
     with bulk_session_writes(db=db):
         writer = _Writer(db)
-        builder = _Builder(clock(), random.Random(SEED))
+        builder = _Builder(clock(), random.Random(SEED), db, agent_home)
         session_ids = [_session_id(index) for index in range(1, sessions + 1)]
         _forget_history(db, session_ids, [run[0] for run in RUNS])
         writer.add_all("workspace", builder.workspaces())
@@ -76,6 +89,17 @@ def seed_demo(*, db: Connection, clock: Clock = system_clock, sessions: int = 24
             writer.add_all("event", run_events)
         writer.flush()
     return writer.counts
+
+
+def seed_if_empty(store: Store, *, clock: Clock, agent_home: Path | None) -> int:
+    """Seed the demo once: a store that already has sessions is left as it is. Returns the
+    sessions written."""
+    with store.read() as db:
+        if has_sessions(db=db):
+            return 0
+    with store.write() as db:
+        written = seed_demo(db=db, clock=clock, agent_home=agent_home)
+    return int(written.get("session", 0))
 
 
 def has_sessions(*, db: Connection) -> bool:
@@ -145,9 +169,13 @@ def _json(value: dict[str, Any]) -> str:
 class _Builder:
     """Makes the rows. Every timestamp is ``now`` minus a number of seconds."""
 
-    def __init__(self, now: datetime, rng: random.Random) -> None:
+    def __init__(
+        self, now: datetime, rng: random.Random, db: Connection, agent_home: Path | None
+    ) -> None:
         self.now = now
         self.rng = rng
+        self.db = db
+        self.agent_home = agent_home
 
     def ago(self, seconds: float) -> str:
         return format_ts(self.now - timedelta(seconds=seconds))
@@ -314,6 +342,9 @@ class _Builder:
         resume = (
             RESUME_COMMANDS.get(agent.adapter) if external and self.rng.random() < 0.7 else None
         )
+        if spec.loop:  # as Claude Code's hooks report it: its own id, its resume command
+            external = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+            resume = RESUME_COMMANDS[agent.adapter]
         ended = spec.status in TERMINAL
         row: dict[str, Any] = {
             "id": session_id,
@@ -337,14 +368,26 @@ class _Builder:
             "metadata_json": self._metadata(spec, ws_id),
             # Some sessions name their workspace only in metadata (the reference's fallback).
             "workspace_id": ws_id if self.rng.random() < 0.75 else None,
-            "waiting_reason": spec.waiting[1] if spec.waiting else None,
+            "waiting_reason": (
+                spec.waiting[1]
+                if spec.waiting
+                else demo_agents.TURN_DONE
+                if spec.loop == DONE
+                else None
+            ),
             "waiting_since": self.ago(spec.waiting[0]) if spec.waiting else None,
         }
-        if spec.hostile:
-            row["model"] = HOSTILE_TEXT
-            row["provider"] = "local \x1b[31mred\x1b[0m"
-            row["working_directory"] = f"{DEMO_ROOT}/{ws_name}/[bold]x[/]"
+        if spec.loop:
+            row["workspace_id"] = ws_id
+            row["metadata_json"] = self._loop_metadata(row, spec)
         history = self._history(row, spec)
+        if spec.loop == ASKS:
+            asked = self.now - timedelta(seconds=spec.waiting[0])  # type: ignore[index]
+            history.append(
+                demo_agents.ask(
+                    self.db, session_id=session_id, request=demo_agents.RELEASE_CLEANUP, asked=asked
+                )
+            )
         row["version"] = len(history) - 1
         run_events = [
             {
@@ -375,8 +418,31 @@ class _Builder:
             seen = self.rng.randint(min(started, 6 * MINUTE), started)  # stale
         return SessionSpec(agent, status, started, seen, external=self.rng.random() < 0.6)
 
+    def _loop_metadata(self, row: dict[str, Any], spec: SessionSpec) -> str:
+        """What the hooks write (``hooks``, ``transcript_path``) beside the demo's own, and
+        the transcript itself when the demo has a home for it."""
+        metadata = json.loads(row["metadata_json"] or "{}") | {"hooks": demo_agents.CLAUDE_CODE}
+        if self.agent_home is not None:
+            path = demo_agents.transcript_file(
+                self.agent_home, row["working_directory"], row["external_session_id"]
+            )
+            if spec.loop == ASKS:
+                turns, last = demo_agents.ASKING, spec.waiting[0]  # type: ignore[index]
+            else:
+                turns, last = demo_agents.FINISHED, spec.seen
+            demo_agents.write_transcript(
+                path,
+                external_id=row["external_session_id"],
+                cwd=row["working_directory"],
+                model=row["model"],
+                last=self.now - timedelta(seconds=last),
+                turns=turns,
+            )
+            metadata["transcript_path"] = str(path)
+        return _json(metadata)
+
     def _metadata(self, spec: SessionSpec, ws_id: str) -> str | None:
-        if not spec.hostile and spec.status != "starting" and self.rng.random() < 0.08:
+        if not spec.loop and spec.status != "starting" and self.rng.random() < 0.08:
             return None
         metadata: dict[str, Any] = {"branch": BRANCH[ws_id], "workspace_id": ws_id}
         if spec.status != "starting":
@@ -387,10 +453,6 @@ class _Builder:
                 "output_tokens": tokens_out,
                 "cost_usd": round((tokens_in * 3 + tokens_out * 15) / 1_000_000, 4),
             }
-        if spec.hostile:
-            metadata["title"] = f"{HOSTILE_TEXT} \x1b[2J\x1b[31mhijacked\x1b[0m \x07"
-            metadata["note"] = "[link=https://example.invalid]click me[/link]"
-            metadata["api_key"] = "sk-demo-not-a-real-key"
         return _json(metadata)
 
     def _history(self, row: dict[str, Any], spec: SessionSpec) -> list[dict[str, Any]]:
@@ -405,8 +467,11 @@ class _Builder:
             at = spec.started - (spec.started - spec.seen) * (number + 1) / (beats + 1)
             steps.append((at, "heartbeat", {"status": "active", "last_seen_at": self.ago(at)}))
         seen, last_seen = spec.seen, row["last_seen_at"]
-        if status in ("active", "running", "starting") or spec.hostile:
-            steps.append((seen, "heartbeat", {"status": status, "last_seen_at": last_seen}))
+        if status in ("active", "running", "starting"):
+            payload: dict[str, Any] = {"status": status, "last_seen_at": last_seen}
+            if spec.loop == DONE:
+                payload["waiting_reason"] = demo_agents.TURN_DONE
+            steps.append((seen, "heartbeat", payload))
         elif status == "paused":
             steps.append((seen, "paused", self._action("paused", "active", actor)))
         elif status == "resuming":

@@ -3,7 +3,9 @@ and agents, the hand-placed sessions and the status mix of the generated ones, t
 proposals, decisions, and the tools and fixed events of the activity stream.
 
 Times are seconds before the seeding clock's now (a claim's expiry: seconds after it, negative
-when past). Hostile text is here on purpose: the console must show it as text.
+when past). The agents' loop (a permission request, a finished turn, their transcripts) is
+``store.writes.demo_agents``'s. Hostile text (markup, escape codes) is the tests' own, never the
+demo's: a newcomer's first screen is not a test of it.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from roundtable_console.store.writes.demo_agents import RELEASE_CLEANUP
+
 DEMO_ROOT = "/tmp/roundtable-demo"
 STALE_AFTER = timedelta(seconds=300)
-HOSTILE_TEXT = "[bold red]x[/]"
 
 MINUTE = 60
 HOUR = 60 * MINUTE
@@ -93,13 +96,17 @@ class SessionSpec:
     started: int  # seconds ago
     seen: int  # seconds ago
     external: bool = False
-    hostile: bool = False
     # Waits for a human since this many seconds ago, for this reason.
     waiting: tuple[int, str] | None = None
+    # A Claude Code session as its hooks report it: ASKS a permission, or its turn is DONE.
+    loop: str | None = None
+
+
+ASKS, DONE = "asks", "done"
 
 
 # The hand-placed sessions, first in line so even a small demo shows every status, a stale row
-# and the hostile one. Terminal statuses are ended when last seen.
+# and the agents' loop. Terminal statuses are ended when last seen.
 FEATURED = (
     SessionSpec("ada", "active", 3 * HOUR, 20, external=True),
     SessionSpec(
@@ -108,7 +115,8 @@ FEATURED = (
         90 * MINUTE,
         45,
         external=True,
-        waiting=(4 * MINUTE, "approve deleting build/ before the release build"),
+        waiting=(4 * MINUTE, RELEASE_CLEANUP.reason),
+        loop=ASKS,
     ),
     SessionSpec("linus", "paused", 5 * HOUR, 25 * MINUTE, external=True),  # stale
     SessionSpec("hopper", "starting", 40, 5),
@@ -118,13 +126,13 @@ FEATURED = (
         2 * DAY,
         70,
         external=True,
-        waiting=(12 * MINUTE, "choose: keep the v1 API or migrate the callers"),
+        waiting=(3 * MINUTE, "choose: keep the v1 API or migrate the callers"),
     ),
     SessionSpec("ada", "stopped", DAY, 20 * HOUR, external=True),
     SessionSpec("grace", "ended", 2 * DAY, 30 * HOUR),
     SessionSpec("linus", "terminated", 3 * DAY, 2 * DAY, external=True),
     SessionSpec("hopper", "failed", 4 * DAY, 3 * DAY),
-    SessionSpec("turing", HOSTILE_TEXT, 6 * HOUR, 10 * MINUTE, hostile=True),
+    SessionSpec("grace", "active", 6 * HOUR, 3 * MINUTE, external=True, loop=DONE),
     SessionSpec("grace", "running", 8 * HOUR, 2 * HOUR, external=True),  # stale
     SessionSpec("knuth", "paused", 2 * DAY, DAY),  # stale, and its agent is disabled
 )
@@ -156,7 +164,7 @@ TASKS = (
     ("task-106", "Fix the flaky PostgreSQL fixture", "done", 15, "hopper", "normal",
      6 * DAY),
     ("task-107", "Investigate stale session alerts", "open", 25, None, "normal", DAY),
-    ("task-108", f"Render {HOSTILE_TEXT} and \x1b[31mESC\x1b[0m safely", "open", 35,
+    ("task-108", "Show agent output as plain text", "open", 35,
      "turing", "high", 10 * HOUR),
     ("task-109", "Retire the legacy dashboard", "cancelled", 90, "knuth", "low", 9 * DAY),
 )  # fmt: skip

@@ -18,15 +18,21 @@ if TYPE_CHECKING:
     from roundtable_console.store.writes.retention import PruneReport
 
 
-@click.command("demo", help="Seed the store with demo sessions, agents, tasks and claims.")
+@click.command(
+    "demo",
+    help="Seed the store with demo sessions, agents, tasks and claims (the demo's transcripts "
+    "beside a SQLite store, else in the user data directory).",
+)
 @click.option("--sessions", "count", type=click.IntRange(min=0), metavar="N")
 @with_invocation
 def demo_command(inv: Invocation, count: int | None) -> None:
     from roundtable_console.store.writes.demo import seed_demo
+    from roundtable_console.tui.config import demo_agent_home
 
     extra = {"sessions": count} if count is not None else {}
+    home = demo_agent_home(inv.url())
     with inv.store() as store, store.write() as db:
-        counts = seed_demo(db=db, clock=inv.clock, **extra)
+        counts = seed_demo(db=db, clock=inv.clock, agent_home=home, **extra)
     print_counts(counts, json_mode=inv.json_mode)
 
 

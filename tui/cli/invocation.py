@@ -80,11 +80,15 @@ class Invocation:
         return resolve_read_only(flag=self.read_only_flag, settings=self.settings)
 
     @contextmanager
-    def store(self, *, pool_size: int | None = None) -> Iterator[Store]:
+    def store(self, *, pool_size: int | None = None, url: str | None = None) -> Iterator[Store]:
+        """The store ``url`` names (the command's own, by default), open until the block ends."""
         from roundtable_console.store.db.database import open_store
 
         opened = open_store(
-            self.url(), progress=print_progress, read_only=self.read_only, pool_size=pool_size
+            url or self.url(),
+            progress=print_progress,
+            read_only=self.read_only,
+            pool_size=pool_size,
         )
         try:
             yield opened

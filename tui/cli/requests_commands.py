@@ -104,7 +104,7 @@ def _decide(
     rule = " and its suggestion taken" if record.accepted_suggestion is not None else ""
     output.echo_text(
         f"{record.state.capitalize()}{rule}{said}: {record.reason} "
-        f"({record.session_id}, by {record.decided_by}). Its agent is told within a second."
+        f"({record.session_id}, by {record.decided_by}). {record.who_hears}"
     )
 
 

@@ -34,6 +34,12 @@ flight finish, then exits 0."""
 @click.option("--keyfile", type=click.Path(exists=True, dir_okay=False), metavar="FILE")
 @click.option("--allow-remote", is_flag=True, help="Listen on a non-loopback address.")
 @click.option(
+    "--demo",
+    is_flag=True,
+    help="Serve the demo store (tui --demo's: demo.db in the user data directory, or the --db "
+    "URL given), seeded with demo sessions when empty.",
+)
+@click.option(
     "--behind-proxy",
     "proxies",
     is_flag=False,
@@ -125,6 +131,7 @@ def serve_command(
     certfile: str | None,
     keyfile: str | None,
     allow_remote: bool,
+    demo: bool,
     proxies: str | None,
     public_names: tuple[str, ...],
     origins: tuple[str, ...],
@@ -172,7 +179,20 @@ def serve_command(
             contact=checked_contact(push_contact),
         ),
     )
-    with inv.store(pool_size=POOL_SIZE) as store:
+    url = None
+    if demo:
+        from roundtable_console.tui.config import resolve_demo_url
+
+        url = resolve_demo_url(db=inv.db)
+    with inv.store(pool_size=POOL_SIZE, url=url) as store:
+        if demo and not inv.read_only:
+            from roundtable_console.store.writes.demo import seed_if_empty
+            from roundtable_console.tui.config import demo_agent_home
+
+            home = demo_agent_home(url)  # type: ignore[arg-type]
+            seeded = seed_if_empty(store, clock=inv.clock, agent_home=home)
+            if seeded:
+                output.echo_text(f"Seeded the demo store with {seeded} sessions.", err=True)
         try:
             return run(store, options, say=lambda line: output.echo_text(line, err=True))
         except Refused as refused:
