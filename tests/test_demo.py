@@ -200,6 +200,25 @@ def test_a_claude_code_session_asks_and_nobody_listens(
     assert page.entries[-1].text.startswith("Bash: rm -rf build/")
 
 
+def test_the_web_says_nobody_listens_only_where_no_hook_asked(
+    store: Store, clock: FakeClock
+) -> None:
+    from roundtable_console.api.web.request_views import request_view
+    from roundtable_console.store.clock import fixed_clock
+    from roundtable_console.store.requests.asking import open_request
+
+    seed(store, clock)
+    [demo] = list_requests(store=store, clock=clock)
+    asked = open_request(
+        store, session_id="sess-00001", agent="codex", tool_name="Bash",
+        tool_input={"command": "ls"}, suggestions=None, reason="asks to run Bash: ls",
+        wait_seconds=60, clock=fixed_clock(clock()),
+    )  # fmt: skip
+    assert asked.hook_pid is not None
+    assert request_view(demo, clock()).unheard == NOBODY_LISTENS
+    assert request_view(asked, clock()).unheard is None
+
+
 def test_a_claude_code_session_has_finished_its_turn(
     store: Store, clock: FakeClock, tmp_path: Path
 ) -> None:

@@ -56,6 +56,8 @@ class RequestView:
     # Redaction hid parts of the input: what is shown is not all the agent would run (an allow
     # says it knows: ``deciding``'s ``hidden_seen``).
     hidden: str | None
+    # No hook waits for the answer (nothing asked through one, as in the demo): said, in words.
+    unheard: str | None
     asked: Moment
     until: Moment
     # The decisions the agent's hooks can carry from here; why the others cannot.
@@ -88,6 +90,7 @@ def request_view(record: PermissionRequestRecord, now: datetime) -> RequestView:
         input_text=record.input_text,
         input_cut=record.input_cut,
         hidden=record.HIDDEN_WARNING if record.input_hidden else None,
+        unheard=record.who_hears if record.hook_pid is None else None,
         asked=moment(record.asked_at, now),
         until=moment(record.expires_at, now),
         allow=allow,
