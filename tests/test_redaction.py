@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from roundtable_console.store.safety.redaction import (
@@ -148,6 +148,10 @@ def test_redact_text_is_idempotent(text: str) -> None:
 
 
 @given(text_with_secrets())
+@example(("bearer token=Bearer ZZ0 ", ["ZZ0"]))  # found by this test: a prose "bearer" took
+@example(("bearer bearer ZZ2", ["ZZ2"]))  # the marker as its value and left the secret shown
+@example(("Authorization: Bearer bearer ZZ4", ["ZZ4"]))
+@example(("bearer access_token=Bearer ZZ0 ", ["ZZ0"]))
 @settings(max_examples=300)
 def test_no_planted_secret_survives_in_text(case: tuple[str, list[str]]) -> None:
     text, secrets = case
@@ -222,3 +226,21 @@ def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 @settings(max_examples=200)
 def test_json_without_sensitive_content_is_unchanged(value: Any) -> None:
     assert redact_json_value(value) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("bearer token=Bearer ZZ0 ", "bearer token=Bearer [REDACTED] "),
+        ("bearer token=ZZ0", "bearer token=[REDACTED]"),
+        ("bearer bearer ZZ2", "bearer bearer [REDACTED]"),
+        ("Authorization: Bearer bearer ZZ4", "Authorization: Bearer bearer [REDACTED]"),
+        ("password=token=abc", "password=token=[REDACTED]"),
+        ("bearer X-Token: abc", "bearer X-Token: [REDACTED]"),
+        ("password=abctoken=xyz", "password=[REDACTED]"),
+        ("Bearer abc token=ZZ1", "Bearer [REDACTED] token=[REDACTED]"),
+    ],
+)
+def test_a_value_is_never_a_bearer_nor_an_assignment(text: str, redacted: str) -> None:
+    assert redact_text(text) == redacted
+    assert redact_text(redacted) == redacted

@@ -31,9 +31,14 @@ _MARKER = "|".join(re.escape(marker) for marker in TEXT_MARKERS)
 @cache
 def _secret() -> re.Pattern[str]:
     # Markers match case-insensitively in ASCII only ((?a:...)), so e.g. "paſsword" is not one.
+    # A value is never a "bearer" or a marker's assignment (access_token=, X-Token:): taken as
+    # the value, it would leave the real value after it shown ("bearer token=Bearer X",
+    # "Authorization: Bearer bearer X"); the later one is matched on its own instead.
     return re.compile(
         rf"""(?P<prefix>(?a:{_MARKER})["']?[ \t]*[=:][ \t]*(?:(?a:bearer|basic|token)[ \t]+)?"""
-        rf"""|(?<![A-Za-z0-9_])(?a:bearer)[ \t]+)(?:{_VALUE})""",
+        rf"""|(?<![A-Za-z0-9_])(?a:bearer)[ \t]+)"""
+        rf"""(?!(?a:bearer)[ \t]|(?a:[A-Za-z0-9]*[_-])?(?a:{_MARKER})["']?[ \t]*[=:])"""
+        rf"""(?:{_VALUE})""",
         re.IGNORECASE,
     )
 
