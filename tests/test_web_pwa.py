@@ -182,7 +182,7 @@ def test_a_push_from_the_server_is_shown_and_opens_the_request(site: dict[str, A
         found: list[dict[str, Any]] = []
         cdp.on("ServiceWorker.workerRegistrationUpdated", lambda event: found.append(event))
         cdp.send("ServiceWorker.enable")
-        page.wait_for_function("true")
+        page.wait_for_function("() => true")
         for _ in range(50):
             if found:
                 break
@@ -191,7 +191,8 @@ def test_a_push_from_the_server_is_shown_and_opens_the_request(site: dict[str, A
             entry["registrationId"] for event in found for entry in event["registrations"]
             if not entry["isDeleted"]
         )  # fmt: skip
-        page.wait_for_function("navigator.serviceWorker.controller !== null")
+        # A function, not an expression: polling an expression evals it, which the CSP refuses.
+        page.wait_for_function("() => navigator.serviceWorker.controller !== null")
         shown: list[list[str]] = []
         for _ in range(5):  # a worker busy starting may miss one: the same tag replaces it
             cdp.send("ServiceWorker.deliverPushMessage", {
