@@ -248,6 +248,16 @@ def test_transcripts_are_written_only_with_a_home_and_the_same_each_time(
         assert (tmp_path / "one" / path).stat().st_mode & 0o777 == 0o600
 
 
+def test_a_home_that_cannot_be_written_leaves_a_demo_without_transcripts(
+    store: Store, clock: FakeClock, tmp_path: Path
+) -> None:
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("a file where the demo's home would go")
+    assert seed(store, clock, agent_home=blocked)["session"] == 24
+    assert not any("transcript_path" in (s.metadata_dict or {}) for s in all_sessions(store))
+    assert list_requests(store=store, clock=clock)  # the loop is there all the same
+
+
 def test_seeding_again_asks_again(store: Store, clock: FakeClock, tmp_path: Path) -> None:
     from roundtable_console.store.requests.deciding import decide_request
 

@@ -430,15 +430,18 @@ class _Builder:
                 turns, last = demo_agents.ASKING, spec.waiting[0]  # type: ignore[index]
             else:
                 turns, last = demo_agents.FINISHED, spec.seen
-            demo_agents.write_transcript(
-                path,
-                external_id=row["external_session_id"],
-                cwd=row["working_directory"],
-                model=row["model"],
-                last=self.now - timedelta(seconds=last),
-                turns=turns,
-            )
-            metadata["transcript_path"] = str(path)
+            try:
+                demo_agents.write_transcript(
+                    path,
+                    external_id=row["external_session_id"],
+                    cwd=row["working_directory"],
+                    model=row["model"],
+                    last=self.now - timedelta(seconds=last),
+                    turns=turns,
+                )
+                metadata["transcript_path"] = str(path)
+            except OSError:
+                pass  # a demo without transcripts: its sessions say none is known
         return _json(metadata)
 
     def _metadata(self, spec: SessionSpec, ws_id: str) -> str | None:

@@ -189,7 +189,7 @@ def serve_command(
             from roundtable_console.store.writes.demo import seed_if_empty
             from roundtable_console.tui.config import demo_agent_home
 
-            home = demo_agent_home(url)  # type: ignore[arg-type]
+            home = demo_agent_home(url or inv.url())
             seeded = seed_if_empty(store, clock=inv.clock, agent_home=home)
             if seeded:
                 output.echo_text(f"Seeded the demo store with {seeded} sessions.", err=True)
