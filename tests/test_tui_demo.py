@@ -5,7 +5,6 @@ the one whose turn is done says with m why no reply can go, and its transcript i
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from roundtable_console.tui.config import resolve_demo_url
 from tests.conftest import FakeClock
 from tests.serve_support import serving
 from tests.test_tui_requests import until
-from tests.test_tui_support import console, notifications, press, screen_text
+from tests.test_tui_support import FROZEN, console, notifications, press, screen_text
 
 pytestmark = pytest.mark.usefixtures("isolated_env")
 
@@ -38,8 +37,8 @@ def flat(text: str) -> str:
 
 
 async def test_the_demo_asks_finishes_a_turn_and_shows_a_transcript() -> None:
-    # The demo's request waits a day from the seeding clock; the dialog decides on the system's.
-    app = console(resolve_demo_url(db=None), demo=True, clock=FakeClock(datetime.now(UTC)))
+    # The console's own clock throughout: the demo is seeded, read and decided on it.
+    app = console(resolve_demo_url(db=None), demo=True, clock=FakeClock(FROZEN))
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: any("Seeded the demo" in n for n in notifications(app)))
         store = app.ctx.store

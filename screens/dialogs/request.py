@@ -35,7 +35,7 @@ def read_pending(ctx: ConsoleContext, session_id: str | None) -> list[Permission
 
     if ctx.store is None:
         raise DatabaseUnavailable("The store is still opening; the requests follow.")
-    return list_requests(store=ctx.store, session_id=session_id)
+    return list_requests(store=ctx.store, session_id=session_id, clock=ctx.clock)
 
 
 def decide(
@@ -58,6 +58,7 @@ def decide(
         message=message,
         suggestion=suggestion,
         hidden_seen=hidden_seen,
+        clock=ctx.clock,
     )
 
 
