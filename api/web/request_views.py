@@ -90,7 +90,7 @@ def request_view(record: PermissionRequestRecord, now: datetime) -> RequestView:
         input_text=record.input_text,
         input_cut=record.input_cut,
         hidden=record.HIDDEN_WARNING if record.input_hidden else None,
-        unheard=record.who_hears if record.hook_pid is None else None,
+        unheard=record.unheard,
         asked=moment(record.asked_at, now),
         until=moment(record.expires_at, now),
         allow=allow,
@@ -133,7 +133,7 @@ def decided_words(record: PermissionRequestRecord) -> str:
     """What the operator's decision did, for its notice (and that nobody hears it, when no hook
     asked)."""
     said = _decided(record)
-    return said if record.hook_pid is not None else f"{said} {record.who_hears}"
+    return f"{said} {record.unheard}" if record.unheard else said
 
 
 def _decided(record: PermissionRequestRecord) -> str:

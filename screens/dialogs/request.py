@@ -73,8 +73,8 @@ def request_text(record: PermissionRequestRecord, now: str | None = None) -> Tex
         text.append(f"\n⚠ {record.HIDDEN_WARNING}", style="bold")
     if record.input_cut:
         text.append("\n… (the input was cut: it is longer than the store keeps)", style="italic")
-    if record.hook_pid is None:
-        text.append(f"\n\n{record.who_hears}", style="italic")
+    if record.unheard:
+        text.append(f"\n\n{record.unheard}", style="italic")
     return text
 
 
@@ -207,4 +207,4 @@ def said(record: PermissionRequestRecord) -> str:
     if record.accepted_suggestion is not None:
         extra += ", not asking again for the same"
     what = f"{record.state.capitalize()}{extra}: {one_line(record.reason, 100)}."
-    return what if record.hook_pid is not None else f"{what} {record.who_hears}"
+    return f"{what} {record.unheard}" if record.unheard else what

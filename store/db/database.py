@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import errno
-import os
 import sqlite3
 import threading
 import time
@@ -19,9 +17,13 @@ from sqlalchemy.engine import URL, make_url
 from roundtable_console.store.db.drivers import BUSY_TIMEOUT_MS, unavailable_message
 from roundtable_console.store.db.notifications import ChangeListener
 from roundtable_console.store.db.permissions import refused_write
-from roundtable_console.store.db.private_files import create_private_if_missing
+from roundtable_console.store.db.sqlite_files import (
+    check_sqlite_file,
+    is_sqlite_file,
+    not_a_database,
+    sqlite_read_only,
+)
 from roundtable_console.store.errors import DatabaseUnavailable, ReadOnly, StoreError
-from roundtable_console.store.safety.display import printable
 from roundtable_console.store.safety.redaction import redact_text
 
 # How often a SQLite store waiting for a change reads its data version.
@@ -48,46 +50,6 @@ def _normalise_url(url: str) -> URL:
             "postgresql:// URL."
         )
     return parsed
-
-
-def _check_sqlite_file(database: str | None) -> None:
-    """Refuse paths that cannot hold a store, before SQLite can create anything.
-
-    An existing file is not opened here: SQLite's locks are POSIX advisory locks, which belong
-    to the process, and closing *any* descriptor of the file drops them all, those of every
-    store this process already has open on it included. Another process then takes the file
-    for its last user's: it checkpoints and deletes the ``-wal`` and ``-shm`` files under the
-    open stores, which go on reading the deleted ones and miss its later commits. SQLite
-    itself refuses a file that is not a database, before writing to it (``_not_a_database``);
-    its own descriptors it closes only when no lock of the process needs them."""
-    if not database or database == ":memory:" or database.startswith("file:"):
-        return
-    if "\x00" in database:
-        raise DatabaseUnavailable(
-            f"{printable(database)} cannot be a file name: it holds a NUL character."
-        )
-    path = Path(database)
-    if path.is_dir():
-        raise DatabaseUnavailable(f"{path} is a directory, not a SQLite database file.")
-    if path.exists():
-        if not os.access(path, os.R_OK):
-            raise DatabaseUnavailable(f"Cannot read {path}: {os.strerror(errno.EACCES)}.")
-        return
-    parent = path.parent
-    if parent.exists() and not parent.is_dir():
-        raise DatabaseUnavailable(f"{parent} is not a directory.")
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        create_private_if_missing(path)
-    except OSError as error:
-        raise DatabaseUnavailable(f"Cannot create {parent}: {error.strerror}.") from None
-
-
-def _is_sqlite_file(database: str | None) -> bool:
-    """A database another connection opens as the same file (not a private in-memory one)."""
-    if not database or database == ":memory:":
-        return False
-    return not (database.startswith("file:") and "mode=memory" in database)
 
 
 def use_wal(cursor: Any, *, wait_seconds: float | None = None) -> None:
@@ -168,16 +130,6 @@ def _begin_write(connection: Connection, options: Mapping[str, Any]) -> None:
     _driver_sql(connection, "BEGIN IMMEDIATE")
 
 
-def _not_a_database(error: sqlite3.Error, database: str | None) -> DatabaseUnavailable | None:
-    """The refusal of a file SQLite found not to be a database (its header is not SQLite's);
-    None for any other error. SQLite says so on the first read, before it writes anything."""
-    if getattr(error, "sqlite_errorcode", None) != sqlite3.SQLITE_NOTADB:
-        return None
-    return DatabaseUnavailable(
-        f"{printable(database or '')} is not a SQLite database; it was left untouched."
-    )
-
-
 def _configure_sqlite(
     engine: Engine, *, read_only: bool = False, database: str | None = None
 ) -> None:
@@ -186,7 +138,7 @@ def _configure_sqlite(
         try:
             _set_up_connection(dbapi_connection, record)
         except sqlite3.DatabaseError as error:
-            refused = _not_a_database(error, database)
+            refused = not_a_database(error, database)
             if refused is None:
                 raise
             dbapi_connection.close()
@@ -242,9 +194,9 @@ def create_store_engine(
         connect_args: dict[str, Any] = {"timeout": BUSY_TIMEOUT_MS / 1000}
         database = parsed.database  # as given: a read-only engine's is a file: URI
         if read_only:
-            parsed = _sqlite_read_only(parsed)
+            parsed = sqlite_read_only(parsed)
         else:
-            _check_sqlite_file(parsed.database)
+            check_sqlite_file(parsed.database)
         pool = {"pool_size": pool_size} if pool_size is not None else {}
         engine = create_engine(parsed, connect_args=connect_args, **pool)
         _configure_sqlite(engine, read_only=read_only, database=database)
@@ -268,25 +220,6 @@ def _configure_postgres_read_only(engine: Engine) -> None:
             # From here on every transaction of this session is read-only.
             cursor.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
         dbapi_connection.commit()
-
-
-def _sqlite_read_only(parsed: URL) -> URL:
-    """The URL of the same SQLite file as a read-only ``file:`` URI; a file that is not there
-    is refused (read-only, nothing may create it)."""
-    database = parsed.database or ""
-    if not _is_sqlite_file(database):
-        return parsed  # a private in-memory database: query_only alone keeps it unwritten
-    query = {**parsed.query, "mode": "ro", "uri": "true"}
-    if database.startswith("file:"):
-        return parsed.set(query=query)
-    path = Path(database)
-    if "\x00" in database or not path.is_file():
-        raise DatabaseUnavailable(
-            f"{printable(database)} is not a SQLite database file; a read-only open creates "
-            "nothing. Check the path, or open it once without --read-only to create it."
-        )
-    _check_sqlite_file(database)
-    return parsed.set(database=f"file:{path.resolve()}", query=query)
 
 
 def _is_unavailable(error: exc.DBAPIError) -> bool:
@@ -428,7 +361,7 @@ class Store:
         PostgreSQL the token counts the notifications migration 0005's triggers send."""
         if self.dialect == "postgresql":
             return self._listener.token()
-        if not _is_sqlite_file(self.engine.url.database):
+        if not is_sqlite_file(self.engine.url.database):
             return None
         with self._watch_lock:
             if self._watch_closed:

@@ -147,11 +147,14 @@ class PermissionRequestRecord:
     )
 
     @property
+    def unheard(self) -> str | None:
+        """Why no agent is told of a decision, when no hook asked for it; else None."""
+        return NOBODY_LISTENS if self.hook_pid is None else None
+
+    @property
     def who_hears(self) -> str:
         """Who is told of a decision, in words."""
-        if self.hook_pid is None:
-            return NOBODY_LISTENS
-        return "Its agent is told within a second."
+        return self.unheard or "Its agent is told within a second."
 
     def why_not(self, decision: str) -> str | None:
         """Why ``decision`` cannot be delivered to this agent; None when it can."""

@@ -379,7 +379,18 @@ class _Builder:
         }
         if spec.loop:
             row["workspace_id"] = ws_id
-            row["metadata_json"] = self._loop_metadata(row, spec)
+            asks = spec.loop == ASKS
+            ago = spec.waiting[0] if asks else spec.seen  # type: ignore[index]
+            metadata = json.loads(row["metadata_json"] or "{}")
+            row["metadata_json"] = _json(
+                demo_agents.as_hooks_report(
+                    row,
+                    metadata,
+                    asks=asks,
+                    last=self.now - timedelta(seconds=ago),
+                    home=self.agent_home,
+                )
+            )
         history = self._history(row, spec)
         if spec.loop == ASKS:
             asked = self.now - timedelta(seconds=spec.waiting[0])  # type: ignore[index]
@@ -417,32 +428,6 @@ class _Builder:
         else:
             seen = self.rng.randint(min(started, 6 * MINUTE), started)  # stale
         return SessionSpec(agent, status, started, seen, external=self.rng.random() < 0.6)
-
-    def _loop_metadata(self, row: dict[str, Any], spec: SessionSpec) -> str:
-        """What the hooks write (``hooks``, ``transcript_path``) beside the demo's own, and
-        the transcript itself when the demo has a home for it."""
-        metadata = json.loads(row["metadata_json"] or "{}") | {"hooks": demo_agents.CLAUDE_CODE}
-        if self.agent_home is not None:
-            path = demo_agents.transcript_file(
-                self.agent_home, row["working_directory"], row["external_session_id"]
-            )
-            if spec.loop == ASKS:
-                turns, last = demo_agents.ASKING, spec.waiting[0]  # type: ignore[index]
-            else:
-                turns, last = demo_agents.FINISHED, spec.seen
-            try:
-                demo_agents.write_transcript(
-                    path,
-                    external_id=row["external_session_id"],
-                    cwd=row["working_directory"],
-                    model=row["model"],
-                    last=self.now - timedelta(seconds=last),
-                    turns=turns,
-                )
-                metadata["transcript_path"] = str(path)
-            except OSError:
-                pass  # a demo without transcripts: its sessions say none is known
-        return _json(metadata)
 
     def _metadata(self, spec: SessionSpec, ws_id: str) -> str | None:
         if not spec.loop and spec.status != "starting" and self.rng.random() < 0.08:

@@ -126,6 +126,35 @@ def write_transcript(
         file.write("\n".join(lines) + "\n")
 
 
+def as_hooks_report(
+    row: dict[str, Any],
+    metadata: dict[str, Any],
+    *,
+    asks: bool,
+    last: datetime,
+    home: Path | None,
+) -> dict[str, Any]:
+    """``metadata`` with what the hooks add (``hooks``, ``transcript_path``), the session's
+    transcript (ASKING or FINISHED, its last line at ``last``) written under ``home``; with no
+    home, or one that cannot be written, no transcript (its sessions say none is known)."""
+    reported = {**metadata, "hooks": CLAUDE_CODE}
+    if home is None:
+        return reported
+    path = transcript_file(home, row["working_directory"], row["external_session_id"])
+    try:
+        write_transcript(
+            path,
+            external_id=row["external_session_id"],
+            cwd=row["working_directory"],
+            model=row["model"],
+            last=last,
+            turns=ASKING if asks else FINISHED,
+        )
+    except OSError:
+        return reported
+    return {**reported, "transcript_path": str(path)}
+
+
 def _assistant(model: str, block: dict[str, Any]) -> dict[str, Any]:
     return {"role": "assistant", "model": model, "content": [block]}
 
