@@ -206,10 +206,16 @@ async def test_a_stream_of_news_makes_a_notification_then_one_summary(
     app = console(sqlite_url(tmp_path))
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot)
-        for n in range(5):  # five agents failing one after another, each its own write
+        # Five agents failing one after another, each its own write: the first is told at once,
+        # the next four come within the quiet gap that notice opened (written as soon as it is
+        # shown, so a loaded machine's slow pauses cannot stretch them past the gap).
+        with db.write() as conn:
+            agent_writes.end(db=conn, session_id="s0", status="failed")
+        assert await wait_for(pilot, lambda: len(attention_notices(app)) >= 1)
+        for n in range(1, 5):
             with db.write() as conn:
                 agent_writes.end(db=conn, session_id=f"s{n}", status="failed")
-            await pilot.pause(0.3)
+            await pilot.pause(0.05)
         assert await wait_for(pilot, lambda: len(attention_notices(app)) >= 2)
         await pilot.pause(2.5)
         await settle(pilot)
