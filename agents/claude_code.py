@@ -24,8 +24,11 @@ from roundtable_console.agents.events import (
 )
 from roundtable_console.agents.spec import AgentSpec, HookEvent
 
-# Interactive sessions tell these while they wait on a human; the others are not a wait.
-_WAITING_NOTIFICATIONS = frozenset({"permission_prompt", "elicitation_dialog"})
+# Interactive sessions tell these while they wait on a human; the others are not a wait. A
+# permission prompt's notification is not among them: the PermissionRequest before it has made
+# the session wait in the agent's own words ("asks to run Bash: …"), and the notification, some
+# seconds later, would put its vaguer ones ("Claude needs your permission") in their place.
+_WAITING_NOTIFICATIONS = frozenset({"elicitation_dialog"})
 _QUESTION_TOOLS = frozenset({"AskUserQuestion"})
 
 

@@ -73,8 +73,8 @@ def _spool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
                 notification_type="permission_prompt",
                 message="Claude needs your permission to use Bash",
             ),
-            events.WAIT,
-            "Claude needs your permission to use Bash",
+            events.IGNORE,
+            None,
         ),
         (
             claude("Notification", notification_type="elicitation_dialog", message="Pick one"),
