@@ -20,6 +20,7 @@ from roundtable_console.store.db.database import Store
 from roundtable_console.store.reads.changes import Change
 from roundtable_console.store.service import perform_action
 from roundtable_console.store.writes import agent_writes
+from roundtable_console.tui import console_app
 from roundtable_console.tui.console_app import RoundtableApp
 from roundtable_console.tui.notices import desktop_sequence, notice_for
 from tests.conftest import FakeClock
@@ -199,16 +200,19 @@ async def test_twenty_changes_at_once_make_one_summary(tmp_path: Path, db: Store
 
 
 async def test_a_stream_of_news_makes_a_notification_then_one_summary(
-    tmp_path: Path, db: Store
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The quiet gap made long: on a loaded machine the change watcher's reads may lag by more
+    # than the two seconds the console waits, and news read after the gap is told apart (that
+    # is the rule working). The rule is the same whatever the gap.
+    monkeypatch.setattr(console_app, "NOTICE_GAP_SECONDS", 6.0)
     for n in range(5):
         add_session(db, f"s{n}", at=FROZEN - timedelta(minutes=10 - n))
     app = console(sqlite_url(tmp_path))
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot)
         # Five agents failing one after another, each its own write: the first is told at once,
-        # the next four come within the quiet gap that notice opened (written as soon as it is
-        # shown, so a loaded machine's slow pauses cannot stretch them past the gap).
+        # the next four come within the quiet gap that notice opened.
         with db.write() as conn:
             agent_writes.end(db=conn, session_id="s0", status="failed")
         assert await wait_for(pilot, lambda: len(attention_notices(app)) >= 1)
@@ -216,11 +220,10 @@ async def test_a_stream_of_news_makes_a_notification_then_one_summary(
             with db.write() as conn:
                 agent_writes.end(db=conn, session_id=f"s{n}", status="failed")
             await pilot.pause(0.05)
-        assert await wait_for(pilot, lambda: len(attention_notices(app)) >= 2)
-        await pilot.pause(2.5)
+        assert await wait_for(pilot, lambda: len(attention_notices(app)) >= 2, seconds=20.0)
         await settle(pilot)
         told = attention_notices(app)
-        assert len(told) == 2, told  # the first at once, the rest together after a gap
+        assert len(told) == 2, told  # the first at once, the rest together after the gap
 
         def named(title: str) -> int:
             return 1 if title == "A session needs attention" else int(title.split()[0])
