@@ -1,7 +1,9 @@
-"""MkDocs hooks: the reference pages that are generated, never hand-copied — the HTTP API from
-the OpenAPI document the server serves, the configuration from the code that reads it, the
-console's keys from its help screen — and the console's pictures from the suite's own snapshots
-(``pytest --snapshot-update`` makes them; docs/screenshot.py makes console.svg)."""
+"""The docs' generated pages and pictures: the HTTP API from the OpenAPI document the server
+serves, the configuration from the code that reads it, the console's keys from its help screen,
+and the console's pictures from the suite's own snapshots (``pytest --snapshot-update`` makes
+them; docs/screenshot.py makes console.svg). They are committed, so that the Markdown reads
+whole on GitHub as on the site: ``python docs/hooks.py`` writes them again, and
+tests/test_docs.py fails while one is out of date. The MkDocs hook adds SECURITY.md as a page."""
 
 from __future__ import annotations
 
@@ -26,15 +28,26 @@ PICTURES = (
 
 
 def on_files(files: Files, config: Any) -> Files:
-    for uri, content in generated_pages().items():
-        files.append(File.generated(config, uri, content=content))
-    for name in PICTURES:
-        files.append(
-            File.generated(
-                config, f"pictures/{name}.svg", abs_src_path=str(SNAPSHOTS / f"{name}.svg")
-            )
-        )
+    # The repository's SECURITY.md, as it is.
+    content = (ROOT / "SECURITY.md").read_text(encoding="utf-8")
+    files.append(File.generated(config, "reporting.md", content=content))
     return files
+
+
+def write_generated() -> list[Path]:
+    """Every generated page and picture written into docs/; the paths that changed."""
+    changed = []
+    wanted = {ROOT / "docs" / uri: text.encode() for uri, text in generated_pages().items()}
+    for name in PICTURES:
+        wanted[ROOT / "docs" / "pictures" / f"{name}.svg"] = (
+            SNAPSHOTS / f"{name}.svg"
+        ).read_bytes()
+    for path, content in wanted.items():
+        if not path.exists() or path.read_bytes() != content:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+            changed.append(path)
+    return changed
 
 
 def generated_pages() -> dict[str, str]:
@@ -42,8 +55,6 @@ def generated_pages() -> dict[str, str]:
         "reference/http-api.md": http_reference(),
         "reference/configuration.md": configuration_reference(),
         "reference/keys.md": keys_reference(),
-        # The repository's SECURITY.md, as it is.
-        "reporting.md": (ROOT / "SECURITY.md").read_text(encoding="utf-8"),
     }
 
 
@@ -155,3 +166,8 @@ def keys_reference() -> str:
         out += [f"| `{_cell(key)}` | {_cell(does)} |" for key, does in rows]
         out.append("")
     return "\n".join(out)
+
+
+if __name__ == "__main__":
+    for written in write_generated():
+        print(f"wrote {written.relative_to(ROOT)}")

@@ -4,11 +4,13 @@ command of the CLI and every route of the server."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -243,3 +245,21 @@ INTERNALS = re.compile(
 def test_a_user_page_names_no_source_file(page: str) -> None:
     text = re.sub(r"```.*?```", " ", (ROOT / page).read_text(encoding="utf-8"), flags=re.S)
     assert INTERNALS.findall(text) == []
+
+
+def _docs_hooks() -> Any:
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_generated_pages_and_pictures_committed_are_current() -> None:
+    """They are committed so that GitHub shows them; `python docs/hooks.py` writes them again."""
+    hooks = _docs_hooks()
+    for uri, text in hooks.generated_pages().items():
+        assert (ROOT / "docs" / uri).read_text(encoding="utf-8") == text, uri
+    for name in hooks.PICTURES:
+        made = (hooks.SNAPSHOTS / f"{name}.svg").read_bytes()
+        assert (ROOT / "docs" / "pictures" / f"{name}.svg").read_bytes() == made, name
