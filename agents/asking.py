@@ -1,6 +1,7 @@
-"""A permission request answered by a human: the hook records it, waits for a decision woken by
-the store's own change signal (PostgreSQL's LISTEN, SQLite's data version), and answers the agent
-in its own format. Never in the agent's way: it waits at most the install's bound, then answers
+"""A permission request answered by a human: the hook records it, waits for a decision — woken by
+the store's own change signal (PostgreSQL's LISTEN, SQLite's data version), or through
+``roundtable serve`` by a long wait the server wakes the same way — and answers the agent in its
+own format. Never in the agent's way: it waits at most the install's bound, then answers
 nothing (the agent asks in its own terminal) and the request has expired; if the agent's process
 goes away first, the request is withdrawn.
 
@@ -12,37 +13,104 @@ from __future__ import annotations
 import os
 import signal
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from roundtable_console.agents.events import AgentEvent, Ask
+
+if TYPE_CHECKING:
+    from roundtable_console.store.requests.records import PermissionRequestRecord
 
 # How often, at most, the hook looks whether its agent is still there between changes.
 PARENT_CHECK_SECONDS = 0.5
 
 
-def ask_human(
-    url: str, agent: str, session_id: str, event: AgentEvent, ask: Ask, wait_seconds: float
-) -> dict[str, Any] | None:
-    """Record ``ask`` for ``session_id`` and wait up to ``wait_seconds`` for a decision; the
-    agent's answer (its hook output) or None (nothing to say: expired or withdrawn)."""
-    from roundtable_console.agents.registry import spec_of
-    from roundtable_console.store.db.database import open_store
-    from roundtable_console.store.requests import asking
-    from roundtable_console.store.requests.records import EXPIRED, PENDING, WITHDRAWN
+class Asks(Protocol):
+    """Where a hook's permission request is recorded and its decision waited for: the store
+    itself (``StoreAsks``) or ``roundtable serve`` (``agents.over_server.ServerAsks``)."""
 
-    spec = spec_of(agent)
-    store = open_store(url)
-    parent = os.getppid()
-    stopped: list[int] = []  # the agent stopped the hook (a signal): the request is withdrawn
-    previous = on_stop_signals(stopped)
-    try:
-        record = asking.open_request(
-            store,
+    def open(self, *, session_id: str, agent: str, ask: Ask, reason: str,
+             wait_seconds: float) -> PermissionRequestRecord: ...  # fmt: skip
+
+    def current(self, request_id: str) -> PermissionRequestRecord:
+        """The request as it stands now."""
+
+    def wait(self, request_id: str, seconds: float) -> None:
+        """Until the request may have changed since ``current``, at most ``seconds``."""
+
+    def take(self, request_id: str) -> PermissionRequestRecord:
+        """The decision, marked delivered."""
+
+    def settle(self, request_id: str, state: str) -> bool:
+        """Expired or withdrawn; False when a decision came first."""
+
+    def close(self) -> None: ...
+
+
+class StoreAsks:
+    """The request in the store at ``url``, its wait woken by the store's change signal."""
+
+    def __init__(self, url: str) -> None:
+        from roundtable_console.store.db.database import open_store
+
+        self.store = open_store(url)
+        self._token: Any = None
+
+    def open(self, *, session_id: str, agent: str, ask: Ask, reason: str,
+             wait_seconds: float) -> PermissionRequestRecord:  # fmt: skip
+        from roundtable_console.store.requests import asking
+
+        return asking.open_request(
+            self.store,
             session_id=session_id,
             agent=agent,
             tool_name=ask.tool_name,
             tool_input=ask.tool_input,
             suggestions=ask.suggestions,
+            reason=reason,
+            wait_seconds=wait_seconds,
+        )
+
+    def current(self, request_id: str) -> PermissionRequestRecord:
+        from roundtable_console.store.requests import asking
+
+        self._token = self.store.change_token()
+        return asking.read_request(self.store, request_id)
+
+    def wait(self, request_id: str, seconds: float) -> None:
+        self.store.wait_for_change(self._token, seconds)
+
+    def take(self, request_id: str) -> PermissionRequestRecord:
+        from roundtable_console.store.requests import asking
+
+        return asking.take_decision(self.store, request_id)
+
+    def settle(self, request_id: str, state: str) -> bool:
+        from roundtable_console.store.requests import asking
+
+        return asking.settle(self.store, request_id, state)
+
+    def close(self) -> None:
+        self.store.dispose()
+
+
+def ask_human(
+    asks: Asks, agent: str, session_id: str, event: AgentEvent, ask: Ask, wait_seconds: float
+) -> dict[str, Any] | None:
+    """Record ``ask`` for ``session_id`` and wait up to ``wait_seconds`` for a decision; the
+    agent's answer (its hook output) or None (nothing to say: expired, withdrawn, or the server
+    it asked through went away)."""
+    from roundtable_console.agents.registry import spec_of
+    from roundtable_console.store.requests.records import EXPIRED, PENDING, WITHDRAWN
+
+    spec = spec_of(agent)
+    parent = os.getppid()
+    stopped: list[int] = []  # the agent stopped the hook (a signal): the request is withdrawn
+    previous = on_stop_signals(stopped)
+    try:
+        record = asks.open(
+            session_id=session_id,
+            agent=agent,
+            ask=ask,
             reason=event.reason or f"asks to run {ask.tool_name}",
             wait_seconds=wait_seconds,
         )
@@ -50,26 +118,24 @@ def ask_human(
             return None  # shown, but nothing from here reaches the agent (Gemini CLI)
         deadline = time.monotonic() + wait_seconds
         while True:
-            token = store.change_token()
-            record = asking.read_request(store, record.id)
+            record = asks.current(record.id)
             if record.state in ("allowed", "denied"):
-                record = asking.take_decision(store, record.id)
-                return spec.answer_permission(_as_offered(record, ask))
+                return spec.answer_permission(_as_offered(asks.take(record.id), ask))
             if record.state != PENDING:
                 return None
             left = deadline - time.monotonic()
             if left <= 0:
-                if asking.settle(store, record.id, EXPIRED):
+                if asks.settle(record.id, EXPIRED):
                     return None
                 continue  # decided at the last moment: read it
             if stopped or os.getppid() != parent:
-                if asking.settle(store, record.id, WITHDRAWN):
+                if asks.settle(record.id, WITHDRAWN):
                     return None
                 continue
-            store.wait_for_change(token, min(left, PARENT_CHECK_SECONDS))
+            asks.wait(record.id, min(left, PARENT_CHECK_SECONDS))
     finally:
         restore_signals(previous)
-        store.dispose()
+        asks.close()
 
 
 def on_stop_signals(stopped: list[int]) -> dict[int, Any]:

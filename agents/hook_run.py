@@ -106,14 +106,14 @@ def run(argv: Sequence[str], stdin: Any) -> None:
         return
     reporter = reporter_for(options)
     written = deliver(operation, reporter, options.get("spool"))
-    if written is None or options.get("server"):
+    if written is None:
         return
     if event.ask is not None:
         wait = waited_seconds(options, "permission_wait")
         if wait > 0:
             from roundtable_console.agents.asking import ask_human
 
-            answer(ask_human(reporter.url, spec.name, written, event, event.ask, wait))
+            answer(ask_human(asks_through(reporter), spec.name, written, event, event.ask, wait))
     elif operation.op == "end" or operation.fields.get("turn"):
         reporter.withdraw_requests(written)
         if operation.op == "end":
@@ -122,7 +122,7 @@ def run(argv: Sequence[str], stdin: Any) -> None:
         if wait > 0 and listens(spec, event.name):
             from roundtable_console.agents.listening import listen_for_reply
 
-            answer(listen_for_reply(reporter.url, spec.name, written, wait))
+            answer(listen_for_reply(listens_through(reporter), spec.name, written, wait))
 
 
 def answer(output: dict[str, Any] | None) -> None:
@@ -173,6 +173,32 @@ def reporter_for(options: dict[str, str]) -> Any:
     if not url:
         raise ValueError("no store: the hook was installed without --db (reinstall it)")
     return LocalReporter(url)
+
+
+def asks_through(reporter: Any) -> Any:
+    """Where a permission request waits: the reporter's store, or its server."""
+    from roundtable_console.agents.reporting import ServerReporter
+
+    if isinstance(reporter, ServerReporter):
+        from roundtable_console.agents.over_server import ServerAsks
+
+        return ServerAsks(reporter)
+    from roundtable_console.agents.asking import StoreAsks
+
+    return StoreAsks(reporter.url)
+
+
+def listens_through(reporter: Any) -> Any:
+    """Where a finished turn's hook listens: the reporter's store, or its server."""
+    from roundtable_console.agents.reporting import ServerReporter
+
+    if isinstance(reporter, ServerReporter):
+        from roundtable_console.agents.over_server import ServerListens
+
+        return ServerListens(reporter)
+    from roundtable_console.agents.listening import StoreListens
+
+    return StoreListens(reporter.url)
 
 
 def deliver(operation: Any, reporter: Any, spool_file: str | None = None) -> str | None:

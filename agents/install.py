@@ -44,11 +44,10 @@ def hook_command(program: str, spec: AgentSpec, target: Target) -> str:
     ):
         if value:
             words += [flag, value]
-    if not target.server:  # over --server: nothing is waited for (yet)
-        if target.permission_wait:
-            words += ["--permission-wait", str(target.permission_wait)]
-        if target.reply_wait and spec.continue_turn is not None:
-            words += ["--reply-wait", str(target.reply_wait)]
+    if target.permission_wait:
+        words += ["--permission-wait", str(target.permission_wait)]
+    if target.reply_wait and spec.continue_turn is not None:
+        words += ["--reply-wait", str(target.reply_wait)]
     return shlex.join(words)
 
 

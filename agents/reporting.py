@@ -20,6 +20,8 @@ from roundtable_console.agents.operations import IDLE, Operation
 QUIET_SECONDS = 5.0
 # A locked store or an unreachable server is waited for this long, then the write is spooled.
 WAIT_SECONDS = 2.0
+# The most of a server's answer read (a permission request, its input and suggestions included).
+MAX_ANSWER_BYTES = 1024 * 1024
 
 
 class Retry(Exception):
@@ -209,7 +211,7 @@ class ServerReporter:
             op = op.for_itself()
         fields = op.fields
         if op.op == "end":
-            status, _ = self._call(
+            status, _ = self.call(
                 "POST", op.session_id, "/end", {"status": fields["status"]}, op.key
             )
             if status not in (200, 404):
@@ -218,7 +220,7 @@ class ServerReporter:
         if op.op == "start":
             if op.given_session:
                 body = {"external_session_id": fields["external_session_id"]}
-                status, _ = self._call(
+                status, _ = self.call(
                     "POST", op.session_id, f"/heartbeat?status={IDLE}", body, op.key
                 )
                 if status == 200:
@@ -232,10 +234,10 @@ class ServerReporter:
         if self._quiet(said, op.at):
             return op.session_id
         beat = f"/heartbeat?status={quote(fields['status'])}"
-        status, _ = self._call("POST", op.session_id, beat, body, op.key)
+        status, _ = self.call("POST", op.session_id, beat, body, op.key)
         if status == 404:
             self._register(op.session_id, fields["start"], op.key + ":start")
-            status, _ = self._call("POST", op.session_id, beat, body, op.key + ":beat")
+            status, _ = self.call("POST", op.session_id, beat, body, op.key + ":beat")
         if status != 200:
             self._refuse(status)
         self._sent(said, op.at)
@@ -244,6 +246,17 @@ class ServerReporter:
     @property
     def target(self) -> str:
         return _digest(f"{self.base} {self.workspace_id}")
+
+    def withdraw_requests(self, session_id: str) -> None:
+        """Its agent moved on: the session's pending permission requests, and a hook still
+        listening for a reply to its last turn, are withdrawn (said, not retried, when the
+        server does not answer: they expire anyway)."""
+        try:
+            status, _ = self.call("POST", session_id, "/withdraw-waits", {}, None)
+        except Retry as retry:
+            raise Refused(f"pending requests not withdrawn ({retry})") from None
+        if status != 200:
+            raise Refused(f"pending requests not withdrawn ({self.base} answered {status})")
 
     def _beat_file(self, session_id: str) -> Path | None:
         import hashlib
@@ -278,12 +291,12 @@ class ServerReporter:
     def _register(self, session_id: str, fields: dict[str, Any], key: str) -> None:
         body = {name: value for name, value in fields.items() if value is not None}
         body["metadata"] = {k: v for k, v in fields["metadata"].items() if k != "workspace_id"}
-        status, _ = self._call("PUT", session_id, "", body, key)
+        status, _ = self.call("PUT", session_id, "", body, key)
         if status not in (200, 201):
             self._refuse(status)
 
     def _given_is_ours(self, op: Operation) -> bool:
-        status, body = self._call("GET", op.session_id, "", None, None)
+        status, body = self.call("GET", op.session_id, "", None, None)
         if status != 200:
             return True  # not there (registered as given), or said by the write itself
         try:
@@ -299,13 +312,15 @@ class ServerReporter:
             raise Retry(f"{self.base} answered {status}")
         raise Refused(f"{self.base} answered {status}")
 
-    def _call(
+    def call(
         self,
         method: str,
         session_id: str,
         suffix: str,
         body: dict[str, Any] | None,
         key: str | None,
+        *,
+        timeout: float = WAIT_SECONDS,
     ) -> tuple[int, bytes]:
         import urllib.error
         import urllib.request
@@ -333,8 +348,8 @@ class ServerReporter:
 
         opener = urllib.request.build_opener(NoRedirects)
         try:
-            with opener.open(request, timeout=WAIT_SECONDS) as response:
-                return response.status, response.read(65536)
+            with opener.open(request, timeout=timeout) as response:
+                return response.status, response.read(MAX_ANSWER_BYTES)
         except urllib.error.HTTPError as error:
             return error.code, b""
         except (urllib.error.URLError, OSError, ValueError) as error:

@@ -5,9 +5,10 @@ ahead of the framework's router."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
@@ -24,7 +25,7 @@ from roundtable_console.api.routes import wire
 from roundtable_console.store.db.database import WriteBusy
 from roundtable_console.store.errors import StoreError
 
-Operation = Callable[..., Answer]
+Operation = Callable[..., Answer | Awaitable[Answer]]
 
 
 def call_of(scope: Scope, body: bytes, request_id: str) -> Call:
@@ -94,17 +95,22 @@ async def reply_to(
     operation: Operation,
     params: dict[str, str],
 ) -> Reply:
-    """One request's reply: its work in a worker thread (or at once), its answer or refusal.
-    ``body`` is None when it was over the limit."""
+    """One request's reply: its work in a worker thread (at once, or awaited), its answer or its
+    refusal. ``body`` is None when it was over the limit."""
     if body is None:
         return refused(scope, Problem("request_too_large", TOO_LARGE))
     call = call_of(scope, body, scope["state"]["request_id"])
     if any("\x00" in value for values in call.query.values() for value in values):
         return refused(scope, Problem("invalid_request", "A query value holds a NUL character."))
     try:
-        answer = _at_once(ctx, operation, call, params)
-        if answer is None:
-            answer = await ctx.in_worker(operation, ctx, call, **params)
+        if inspect.iscoroutinefunction(operation):
+            # A long wait (``api.routes.hook_waits``): awaited on the loop; its store work is
+            # in workers of its own.
+            answer = await operation(ctx, call, **params)
+        else:
+            answer = _at_once(ctx, operation, call, params)
+            if answer is None:
+                answer = await ctx.in_worker(operation, ctx, call, **params)
     except Problem as problem:
         return refused(scope, problem)
     except StoreError as error:

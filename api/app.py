@@ -16,10 +16,7 @@ from starlette.routing import Match
 
 from roundtable_console.api.answering import (
     HotRoutes,
-    Operation,
-    answer,
     call_of,
-    path_names,
     refusal,
     run,
 )
@@ -27,12 +24,13 @@ from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.middleware import Guard
 from roundtable_console.api.problems import MEDIA_TYPE, STATUSES, Problem
 from roundtable_console.api.routes import actions as action_ops
-from roundtable_console.api.routes import bodies, schemas, wire
+from roundtable_console.api.routes import bodies, hook_waits, schemas, wire
 from roundtable_console.api.routes import details as detail_ops
 from roundtable_console.api.routes import replies as reply_ops
 from roundtable_console.api.routes import requests as request_ops
 from roundtable_console.api.routes import sessions as session_ops
 from roundtable_console.api.routes import transcripts as transcript_ops
+from roundtable_console.api.routes.documented import PATH_ID, operation, responses
 from roundtable_console.api.streams import events as streams
 from roundtable_console.api.web.routes import install as install_web
 from roundtable_console.store.access.tokens import ROLES
@@ -42,78 +40,10 @@ API = "/api/v1"
 SESSIONS = API + "/workspaces/{workspace_id}/sessions"
 ONE = SESSIONS + "/{session_id}"
 
-
-def _responses(
-    successes: tuple[int, ...], model: type | None, *errors: int
-) -> dict[int | str, Any]:
-    documented: dict[int | str, Any] = {
-        status: {"model": schemas.Problem, "description": "A problem (RFC 7807)."}
-        for status in sorted({400, 401, 403, 404, 413, 429, 500, 503, *errors})
-    }
-    for success in successes:
-        documented[success] = (
-            {"model": model, "description": "Done."} if model else {"description": "Done."}
-        )
-    return documented
-
-
 # Answered ahead of the router (api.answering.HotRoutes); each is also routed, for its document.
 HOT_ROUTES = [("POST", ONE + "/heartbeat", action_ops.heartbeat)]
 
 
-def _operation(
-    app: FastAPI,
-    method: str,
-    path: str,
-    operation: Operation,
-    *,
-    name: str,
-    summary: str,
-    success: int = 200,
-    also: tuple[int, ...] = (),
-    model: type | None = None,
-    errors: tuple[int, ...] = (),
-    parameters: list[dict[str, Any]] | None = None,
-    body: dict[str, Any] | None = None,
-    body_required: bool = False,
-) -> None:
-    names = path_names(path)
-
-    async def endpoint(request: Request) -> Response:
-        return await answer(request, operation, names)
-
-    extra: dict[str, Any] = {}
-    path_parameters = [PATH_ID | {"name": key} for key in names]
-    extra["parameters"] = [*path_parameters, *(parameters or [])]
-    if body is not None:
-        extra["requestBody"] = {
-            "required": body_required,
-            "content": {"application/json": {"schema": body}},
-        }
-    app.add_api_route(
-        path,
-        endpoint,
-        methods=[method],
-        name=name,
-        summary=summary,
-        status_code=success,
-        responses=_responses((success, *also), model, *errors),
-        openapi_extra=extra,
-    )
-
-
-# Ids in a path: printable, at most 256 characters, no "/" (even encoded, it ends a path's
-# part); an id no store holds answers as not found.
-PATH_ID = {
-    "in": "path",
-    "required": True,
-    "schema": {
-        "type": "string",
-        "format": schemas.PRINTABLE,
-        "maxLength": 256,
-        "pattern": "^[^/]+$",
-    },
-}
 TEXT_QUERY = {"type": "string", "format": schemas.TEXT, "maxLength": 1024}
 LIST_PARAMETERS = [
     schemas.LIMIT,
@@ -219,7 +149,7 @@ def _streams(app: FastAPI) -> None:
         name="session_changes",
         summary="The workspace's session changes as server-sent events (what watch prints).",
         responses={
-            **_responses((), None),
+            **responses((), None),
             200: {
                 "description": "An endless text/event-stream: ready, then one event a change.",
                 "content": {"text/event-stream": {"schema": {"type": "string"}}},
@@ -241,18 +171,18 @@ def _streams(app: FastAPI) -> None:
 
 def _routes(app: FastAPI) -> None:
     _streams(app)  # before the session routes: "changes" is not a session id
-    _operation(app, "GET", SESSIONS, session_ops.list_page, name="list_sessions",
+    operation(app, "GET", SESSIONS, session_ops.list_page, name="list_sessions",
                summary="A page of the workspace's sessions.", model=schemas.SessionPage,
                parameters=LIST_PARAMETERS)  # fmt: skip
-    _operation(app, "POST", SESSIONS, session_ops.create, name="create_session",
+    operation(app, "POST", SESSIONS, session_ops.create, name="create_session",
                summary="Create a session (a human's; an Idempotency-Key is required).",
                success=201, model=schemas.Session, errors=(409,),
                parameters=[schemas.idempotency(True)],
                body=schemas.body_schema(bodies.CREATE_FIELDS, ("agent_id", "run_id", "adapter")),
                body_required=True)  # fmt: skip
-    _operation(app, "GET", ONE, session_ops.read_one, name="get_session",
+    operation(app, "GET", ONE, session_ops.read_one, name="get_session",
                summary="One session.", model=schemas.Session)  # fmt: skip
-    _operation(app, "PUT", ONE, session_ops.register, name="register_session",
+    operation(app, "PUT", ONE, session_ops.register, name="register_session",
                summary="Register a session (an agent's upsert; 201 new, 200 replaced).",
                also=(201,), model=schemas.Session, errors=(409,),
                parameters=[schemas.idempotency(False)],
@@ -261,21 +191,21 @@ def _routes(app: FastAPI) -> None:
                    ("agent_id", "run_id", "adapter", "working_directory"),
                    objects=("metadata",),
                ), body_required=True)  # fmt: skip
-    _operation(app, "POST", ONE + "/end", session_ops.end, name="end_session",
+    operation(app, "POST", ONE + "/end", session_ops.end, name="end_session",
                summary="Record that the session ended.", model=schemas.Session, errors=(409,),
                parameters=[schemas.idempotency(False)],
                body=schemas.body_schema(bodies.END_FIELDS))  # fmt: skip
-    _operation(app, "POST", ONE + "/heartbeat", action_ops.heartbeat, name="heartbeat_session",
+    operation(app, "POST", ONE + "/heartbeat", action_ops.heartbeat, name="heartbeat_session",
                summary="Heartbeat (an agent's: its external id and whether it waits too).",
                model=schemas.Session, errors=(409,),
                parameters=[STATUS_PARAMETER, schemas.idempotency(False)],
                body=schemas.body_schema(bodies.HEARTBEAT_FIELDS))  # fmt: skip
     for action, required in (("pause", False), ("stop", False), ("resume", True)):
-        _operation(app, "POST", f"{ONE}/{action}", getattr(action_ops, action),
+        operation(app, "POST", f"{ONE}/{action}", getattr(action_ops, action),
                    name=f"{action}_session", summary=f"{action.capitalize()} (a human's).",
                    model=schemas.Session, errors=(409,),
                    parameters=[schemas.idempotency(required), IF_MATCH])  # fmt: skip
-    _operation(app, "POST", ONE + "/terminate", action_ops.terminate, name="terminate_session",
+    operation(app, "POST", ONE + "/terminate", action_ops.terminate, name="terminate_session",
                summary="Terminate (a human's; impact details when the agent holds claims).",
                model=schemas.Session, errors=(409,),
                parameters=[schemas.idempotency(True), IF_MATCH],
@@ -286,34 +216,35 @@ def _routes(app: FastAPI) -> None:
         ("claims", schemas.ClaimPage),
         ("proposals", schemas.ProposalPage),
     ):
-        _operation(app, "GET", f"{ONE}/{name}", detail_ops.page_of(name),
+        operation(app, "GET", f"{ONE}/{name}", detail_ops.page_of(name),
                    name=f"session_{name.replace('-', '_')}", summary=f"A page of {name}.",
                    model=model, parameters=[schemas.LIMIT, schemas.CURSOR])  # fmt: skip
-    _operation(app, "GET", f"{ONE}/transcript", transcript_ops.transcript,
+    operation(app, "GET", f"{ONE}/transcript", transcript_ops.transcript,
                name="session_transcript",
                summary="What the agent is doing: a page of its own transcript, newest last.",
                model=schemas.Transcript, parameters=[schemas.LIMIT, schemas.BEFORE])  # fmt: skip
-    _operation(app, "GET", f"{ONE}/requests", request_ops.session_requests,
+    operation(app, "GET", f"{ONE}/requests", request_ops.session_requests,
                name="session_requests",
                summary="The session's permission requests: pending, oldest first (all=true: "
                "every state, newest first).",
                parameters=[ALL_STATES])  # fmt: skip
-    _operation(app, "POST", f"{ONE}/requests/{{request_id}}/decision", request_ops.decide,
+    operation(app, "POST", f"{ONE}/requests/{{request_id}}/decision", request_ops.decide,
                name="decide_request",
                summary="Allow or deny a permission request (an operator's; an Idempotency-Key "
                "is required; a request decided, expired or withdrawn already answers 409).",
                errors=(409,), parameters=[schemas.idempotency(True)],
                body=DECISION_BODY, body_required=True)  # fmt: skip
-    _operation(app, "GET", f"{ONE}/reply", reply_ops.reply_way, name="reply_route",
+    operation(app, "GET", f"{ONE}/reply", reply_ops.reply_way, name="reply_route",
                summary="What can carry a reply to the session's agent now (its hook, its tmux "
                "pane) or, in words, why nothing can.")  # fmt: skip
-    _operation(app, "POST", f"{ONE}/reply", reply_ops.send, name="send_reply",
+    operation(app, "POST", f"{ONE}/reply", reply_ops.send, name="send_reply",
                summary="Reply to the session's agent, which waits for a prompt (an operator's; "
                "an Idempotency-Key is required; nothing that can carry it answers 409).",
                errors=(409,), parameters=[schemas.idempotency(True)],
                body=REPLY_BODY, body_required=True)  # fmt: skip
+    hook_waits.add_routes(app, ONE)
     for name, model in (("metrics", schemas.Metrics), ("environment", schemas.Environment)):
-        _operation(app, "GET", f"{ONE}/{name}", detail_ops.record_of(name),
+        operation(app, "GET", f"{ONE}/{name}", detail_ops.record_of(name),
                    name=f"session_{name}", summary=f"The session's {name}.",
                    model=model)  # fmt: skip
 
@@ -403,7 +334,7 @@ def _server(ctx: ServerContext, *, read_only: bool) -> FastAPI:
         methods=["GET"],
         name="security_capabilities",
         summary="How this server authenticates and what it allows.",
-        responses=_responses((200,), schemas.Capabilities, 503),
+        responses=responses((200,), schemas.Capabilities, 503),
     )
 
     @app.exception_handler(StarletteHTTPException)
@@ -452,10 +383,10 @@ def _document(app: FastAPI) -> dict[str, Any]:
         title=app.title, version=app.version, description=app.description, routes=app.routes
     )
     for item in document.get("paths", {}).values():
-        for operation in item.values():
-            responses = operation.get("responses", {})
-            responses.pop("422", None)
-            for status, response in responses.items():
+        for documented in item.values():
+            answers = documented.get("responses", {})
+            answers.pop("422", None)
+            for status, response in answers.items():
                 content = response.get("content", {})
                 if int(status) >= 400 and "application/json" in content:
                     response["content"] = {MEDIA_TYPE.split(";")[0]: content["application/json"]}

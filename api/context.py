@@ -28,6 +28,7 @@ from roundtable_console.api.edge.identity import (
 from roundtable_console.api.edge.middleware import UNSAFE_METHODS
 from roundtable_console.api.notify.notifier import Notifier, NotifySettings
 from roundtable_console.api.problems import Problem
+from roundtable_console.api.streams.awaited import Awaited
 from roundtable_console.api.streams.change_hub import ChangeHub
 from roundtable_console.api.streams.slots import Opening, StreamSlots
 from roundtable_console.store.clock import Clock, system_clock
@@ -111,6 +112,8 @@ class ServerContext:
     notifier: Notifier = field(init=False)
     # The open streams: how many each caller holds, and which must end (api.streams.slots).
     streams: StreamSlots = field(init=False)
+    # The long waits of hooks asking or listening through the server (api.streams.awaited).
+    awaited: Awaited = field(init=False)
     # The threads a request's store work runs in: a few. SQLite takes one writer at a time
     # and every thread shares one interpreter lock, so more threads only queue longer.
     workers: ThreadPoolExecutor = field(init=False)
@@ -131,6 +134,7 @@ class ServerContext:
             closing=self.hub.closing,
         )
         self.workers = ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="roundtable-api")
+        self.awaited = Awaited(self.store, self.hub, self.in_worker)
 
     async def in_worker(self, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``work`` in a worker thread, awaited: no store I/O on the event loop."""

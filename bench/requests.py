@@ -2,10 +2,11 @@
 
 Each request is a real hook process (``roundtable hooks run claude-code --permission-wait``) that
 records the request and waits on the store's change signal; the decision is taken the way the
-console and the CLI take it (``decide_request``) and, on SQLite, over HTTP from a real
-``roundtable serve`` with an operator token. The time is from the decision's call to the hook's
-answer read on its stdout: median and p95 against the issue's bounds (0.5 s, 1 s), on SQLite and
-PostgreSQL (a throwaway cluster). Then 50 agents asking at once: every request recorded, every
+console and the CLI take it (``decide_request``) and over HTTP from a real ``roundtable serve``
+with an operator token; a third path has the hook ask through that server (``--server`` with an
+agent token: issue 41). The time is from the decision's call to the hook's answer read on its
+stdout: median and p95 against the issue's bounds (0.5 s, 1 s), on SQLite and PostgreSQL (a
+throwaway cluster). Then 50 agents asking at once: every request recorded, every
 decision delivered once, and each to its own agent.
 
 Usage: ``python bench/requests.py`` (20 decisions per path, 50 agents); ``--quick`` (CI).
@@ -23,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,10 +44,17 @@ def _payload(external: str, event: str, cwd: Path, **fields: object) -> bytes:
     ).encode()
 
 
-def _start(url: str, external: str, directory: Path, command: str) -> subprocess.Popen[bytes]:
+def _start(
+    url: str, external: str, directory: Path, command: str, through: Served | None = None
+) -> subprocess.Popen[bytes]:
+    """A hook asking, on the store at ``url`` or (``through``) through a server."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROUNDTABLE_")}
     env["ROUNDTABLE_HOOK_SPOOL"] = str(directory / "spool.jsonl")
-    hook = [*roundtable_command(), "hooks", "run", "claude-code", "--db", url,
+    where = ["--db", url]
+    if through is not None:
+        where = ["--server", through.url, "--token-env", "RT_BENCH_TOKEN"]
+        env["RT_BENCH_TOKEN"] = through.agent_token
+    hook = [*roundtable_command(), "hooks", "run", "claude-code", *where,
             "--workspace", "ws-bench"]  # fmt: skip
     subprocess.run(hook, input=_payload(external, "SessionStart", directory), env=env,
                    check=True, capture_output=True)  # fmt: skip
@@ -74,13 +83,15 @@ def _pending(store: Store, count: int, seconds: float = 120) -> list:  # noqa: A
         time.sleep(0.02)
 
 
-def decision_latencies(url: str, directory: Path, rounds: int, decide: object) -> list[float]:
+def decision_latencies(
+    url: str, directory: Path, rounds: int, decide: object, through: Served | None = None
+) -> list[float]:
     """``rounds`` requests one after another: from the decision to the hook's answer."""
     store = open_store(url)
     seconds = []
     try:
         for index in range(rounds):
-            process = _start(url, SESSION, directory, f"make step-{index}")
+            process = _start(url, SESSION, directory, f"make step-{index}", through)
             [request] = _pending(store, 1)
             started = time.monotonic()
             decide(store, request)  # type: ignore[operator]
@@ -148,11 +159,15 @@ def many_at_once(url: str, directory: Path, agents: int) -> tuple[int, int, floa
 
 
 def figures_for(engine: str, url: str, directory: Path, rounds: int, agents: int,
-                http: object | None) -> list[Figure]:  # fmt: skip
+                served: Served) -> list[Figure]:  # fmt: skip
     out: list[Figure] = []
-    paths = [("console/CLI", in_store)] + ([("API", http)] if http is not None else [])
-    for name, decide in paths:
-        seconds = decision_latencies(url, directory, rounds, decide)
+    paths = [
+        ("console/CLI", in_store, None),
+        ("API", served.decide, None),
+        ("API, hook through serve", served.decide, served),
+    ]
+    for name, decide, through in paths:
+        seconds = decision_latencies(url, directory, rounds, decide, through)
         out.append(Figure(f"decision -> hook answers, {name} ({engine}) p50",
                           statistics.median(seconds), limit=0.5))  # fmt: skip
         out.append(Figure(f"decision -> hook answers, {name} ({engine}) p95",
@@ -165,10 +180,20 @@ def figures_for(engine: str, url: str, directory: Path, rounds: int, agents: int
     return out
 
 
+@dataclass
+class Served:
+    """A real ``roundtable serve`` on the bench's store: its URL, a decision over HTTP with an
+    operator token, and the agent token of hooks that ask through it."""
+
+    url: str
+    decide: object
+    agent_token: str
+
+
 @contextmanager
-def served_decisions(url: str, directory: Path) -> Iterator[object]:
-    """A real ``roundtable serve`` on the store, and a decision over HTTP with an operator
-    token, for the workspace the bench's hooks register their sessions in."""
+def served_decisions(url: str, directory: Path) -> Iterator[Served]:
+    """A real ``roundtable serve`` on the store, for the workspace the bench's hooks register
+    their sessions in."""
     from roundtable_console.store.access.tokens import create_token
     from tests.api_support import seed_workspace
     from tests.serve_support import serving
@@ -176,11 +201,12 @@ def served_decisions(url: str, directory: Path) -> Iterator[object]:
     store = open_store(url)
     seed_workspace(store, "ws-bench")
     token = create_token(store=store, name="bench-ops", role="operator").token
+    agent = create_token(store=store, name="bench-hooks", role="agent", agent_id="claude-code")
     store.dispose()
-    home = directory / "home"
+    home = directory / f"home-{len(list(directory.glob('home-*')))}"
     home.mkdir(exist_ok=True)
     with serving(url, home) as served:
-        yield over_http(served.url, token)
+        yield Served(served.url, over_http(served.url, token), agent.token)
 
 
 def main() -> int:
@@ -193,13 +219,14 @@ def main() -> int:
         directory = Path(scratch)
         url = f"sqlite:///{directory / 'requests.db'}"
         open_store(url).dispose()
-        with served_decisions(url, directory) as decide:
-            figures += figures_for("SQLite", url, directory, rounds, agents, decide)
+        with served_decisions(url, directory) as served:
+            figures += figures_for("SQLite", url, directory, rounds, agents, served)
         from bench.serve import postgres_url
 
         with postgres_url(directory) as pg:
             open_store(pg).dispose()
-            figures += figures_for("PostgreSQL", pg, directory, rounds, agents, None)
+            with served_decisions(pg, directory) as served:
+                figures += figures_for("PostgreSQL", pg, directory, rounds, agents, served)
     print_table(figures)
     print(json.dumps({"missed": [f.name for f in figures if f.verdict() == "MISS"]}))
     return 0

@@ -142,11 +142,19 @@ def test_server_mode_names_the_server_and_the_variable_never_the_token(
         "RT_AGENT_TOKEN",
         "--workspace",
         "ws-a",
+        "--reply-wait",
+        "300",
     )
     assert result.exit_code == 0, result.output
     text = (home / ".claude" / "settings.json").read_text()
     assert "--server http://127.0.0.1:8080 --token-env RT_AGENT_TOKEN --workspace ws-a" in text
     assert "rt_secret_value" not in text and "--db" not in text
+    # Through the server, as against a store: the waits, and the agent's timeouts above them.
+    settings = json.loads(text)
+    [asked] = settings["hooks"]["PermissionRequest"][0]["hooks"]
+    assert "--permission-wait 120" in asked["command"] and asked["timeout"] > 120
+    [stop] = settings["hooks"]["Stop"][0]["hooks"]
+    assert "--reply-wait 300" in stop["command"] and stop["timeout"] > 300
     refused = rt("hooks", "install", "codex", "--server", "http://127.0.0.1:8080")
     assert refused.exit_code != 0 and "--workspace" in refused.output
 

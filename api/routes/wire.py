@@ -140,9 +140,17 @@ def cursor(raw: str | None) -> str | None:
     return raw
 
 
+_NOT_FOUND = {
+    "workspace": "workspace_not_found",
+    "request": "request_not_found",
+    "listener": "listener_not_found",
+}
+_NAMED = {"request": "permission request", "listener": "reply listener"}
+
+
 def path_id(value: str, *, what: str) -> str:
     """A workspace or session id from the path; one no store holds answers as not found."""
     if not _ID.match(value) or has_control_characters(value):
-        code = "workspace_not_found" if what == "workspace" else "session_not_found"
-        raise Problem(code, f"No {what} has that id.")
+        code = _NOT_FOUND.get(what, "session_not_found")
+        raise Problem(code, f"No {_NAMED.get(what, what)} has that id.")
     return value

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, bindparam, text
 
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
@@ -46,6 +46,9 @@ _TAKE = text(
     "UPDATE reply_listeners SET state = 'delivered', delivered_at = :now"
     " WHERE id = :id AND state = 'replied'"
 )
+_ENDED_AMONG = text(
+    "SELECT id FROM reply_listeners WHERE id IN :ids AND state <> 'listening'"
+).bindparams(bindparam("ids", expanding=True))
 _LISTENING_OF_SESSION = text(
     "SELECT * FROM reply_listeners WHERE session_id = :session_id AND state = 'listening'"
     " AND expires_at > :now ORDER BY opened_at DESC LIMIT 1"
@@ -75,6 +78,24 @@ class ReplyListenerRecord:
         hook could not say so."""
         return EXPIRED if self.state == LISTENING and self.expires_at <= now else self.state
 
+    def to_json(self, now: str, *, with_message: bool = False) -> dict[str, Any]:
+        """As the API answers it; the reply's text only to the hook it is for
+        (``with_message``), once it took it."""
+        shown: dict[str, Any] = {
+            "id": self.id,
+            "session_id": self.session_id,
+            "agent": self.agent,
+            "opened_at": self.opened_at,
+            "expires_at": self.expires_at,
+            "state": self.state_at(now),
+            "replied_by": self.replied_by,
+            "replied_at": self.replied_at,
+            "delivered_at": self.delivered_at,
+        }
+        if with_message:
+            shown["message"] = self.message
+        return shown
+
 
 def get_listener(db: Connection, listener_id: str) -> ReplyListenerRecord:
     row = db.execute(_ONE, {"id": listener_id}).one_or_none()
@@ -96,9 +117,13 @@ def open_listener(
     agent: str,
     wait_seconds: float,
     clock: Clock = system_clock,
+    hook_host: str | None = None,
+    hook_pid: int | None = None,
 ) -> ReplyListenerRecord:
     """``session_id``'s hook listens for ``wait_seconds`` (an older listening row of the
-    session, whose hook went away unseen, is withdrawn: this turn is the one to reply to)."""
+    session, whose hook went away unseen, is withdrawn: this turn is the one to reply to). The
+    hook is ``hook_pid`` on ``hook_host`` (default: this process; a server records the hook
+    that listens through it)."""
     import socket
 
     moment = clock()
@@ -109,8 +134,8 @@ def open_listener(
         "agent": agent,
         "opened_at": now,
         "expires_at": format_ts(moment + timedelta(seconds=min(wait_seconds, MAX_LISTEN_SECONDS))),
-        "hook_host": socket.gethostname(),
-        "hook_pid": os.getpid(),
+        "hook_host": socket.gethostname() if hook_host is None else hook_host[:255],
+        "hook_pid": os.getpid() if hook_pid is None else hook_pid,
     }
     with store.write() as db:
         get_session(db=db, session_id=session_id)
@@ -159,3 +184,32 @@ def end_listener(store: Store, listener_id: str, state: str, clock: Clock = syst
             now=now,
         )
         return True
+
+
+def ended_among(db: Connection, listener_ids: list[str]) -> set[str]:
+    """Which of ``listener_ids`` no longer listen (replied, delivered, expired, withdrawn), in
+    one read per change for every hook listening through a server."""
+    from roundtable_console.store.requests.reads import IDS_PER_STATEMENT
+
+    ended: set[str] = set()
+    for start in range(0, len(listener_ids), IDS_PER_STATEMENT):
+        chunk = listener_ids[start : start + IDS_PER_STATEMENT]
+        ended.update(row[0] for row in db.execute(_ENDED_AMONG, {"ids": chunk}))
+    return ended
+
+
+def withdraw_listening(store: Store, session_id: str, clock: Clock = system_clock) -> int:
+    """The session's agent moved on (a new turn, its end): a hook still listening for a reply
+    to its last turn is withdrawn. Returns how many were."""
+    with store.read() as db:
+        listening = [
+            row[0]
+            for row in db.execute(
+                text(
+                    "SELECT id FROM reply_listeners WHERE session_id = :session_id"
+                    " AND state = 'listening'"
+                ),
+                {"session_id": session_id},
+            )
+        ]
+    return sum(end_listener(store, listener_id, WITHDRAWN, clock) for listener_id in listening)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -101,8 +102,14 @@ def open_request(
     reason: str,
     wait_seconds: float,
     clock: Clock = system_clock,
+    hook_host: str | None = None,
+    hook_pid: int | None = None,
+    within: Callable[[Connection, PermissionRequestRecord], None] | None = None,
 ) -> PermissionRequestRecord:
-    """Record the request of ``session_id``'s agent, pending for ``wait_seconds``."""
+    """Record the request of ``session_id``'s agent, pending for ``wait_seconds``, asked by
+    the hook ``hook_pid`` on ``hook_host`` (default: this process, for a hook that writes the
+    store itself; a server records the hook that asked through it). ``within``: more of the
+    same transaction (a server's idempotency record)."""
     import socket
 
     moment = clock()
@@ -120,8 +127,8 @@ def open_request(
         "reason": redact_output_text(reason),
         "asked_at": format_ts(moment),
         "expires_at": format_ts(moment + timedelta(seconds=wait_seconds)),
-        "hook_host": socket.gethostname(),
-        "hook_pid": os.getpid(),
+        "hook_host": socket.gethostname() if hook_host is None else hook_host[:255],
+        "hook_pid": os.getpid() if hook_pid is None else hook_pid,
     }
     with store.write() as db:
         get_session(db=db, session_id=session_id)
@@ -133,7 +140,10 @@ def open_request(
             payload={"request_id": values["id"], "tool_name": values["tool_name"]},
             now=values["asked_at"],
         )
-        return get_request(db, values["id"])
+        record = get_request(db, values["id"])
+        if within is not None:
+            within(db, record)
+        return record
 
 
 def read_request(store: Store, request_id: str) -> PermissionRequestRecord:

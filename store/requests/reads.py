@@ -3,7 +3,7 @@ longest-waiting agent first), and one session's, newest first."""
 
 from __future__ import annotations
 
-from sqlalchemy import text
+from sqlalchemy import Connection, bindparam, text
 
 from roundtable_console.store.access.walls import OPEN, Wall
 from roundtable_console.store.clock import Clock, format_ts, system_clock
@@ -17,6 +17,11 @@ _PENDING = text(
     "SELECT * FROM permission_requests WHERE state = 'pending' AND expires_at > :now"
     " ORDER BY asked_at, id LIMIT :limit"
 )
+_SETTLED_AMONG = text(
+    "SELECT id FROM permission_requests WHERE id IN :ids AND state <> 'pending'"
+).bindparams(bindparam("ids", expanding=True))
+# At most this many ids in one statement (SQLite's default bound on variables is 32,766).
+IDS_PER_STATEMENT = 500
 _NEWEST = text("SELECT * FROM permission_requests ORDER BY asked_at DESC, id DESC LIMIT :limit")
 _OF_SESSION = text(
     "SELECT * FROM permission_requests WHERE session_id = :session_id"
@@ -58,3 +63,13 @@ def list_requests(
             for record in records
             if record.session_id in sessions and wall.admits(sessions[record.session_id])
         ]
+
+
+def settled_among(db: Connection, request_ids: list[str]) -> set[str]:
+    """Which of ``request_ids`` are no longer pending (decided, expired, withdrawn): the long
+    waits of hooks asking through a server learn it in one read per change, however many."""
+    settled: set[str] = set()
+    for start in range(0, len(request_ids), IDS_PER_STATEMENT):
+        chunk = request_ids[start : start + IDS_PER_STATEMENT]
+        settled.update(row[0] for row in db.execute(_SETTLED_AMONG, {"ids": chunk}))
+    return settled

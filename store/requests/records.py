@@ -106,6 +106,32 @@ class PermissionRequestRecord:
             hook_pid=values["hook_pid"],
         )
 
+    @classmethod
+    def from_json(cls, shown: dict[str, Any]) -> PermissionRequestRecord:
+        """A request as the API answered it (``to_json``): what a hook asking through a server
+        reads of it."""
+        suggestions = shown.get("suggestions") or []
+        return cls(
+            id=str(shown["id"]),
+            session_id=str(shown["session_id"]),
+            agent=str(shown["agent"]),
+            tool_name=str(shown["tool_name"]),
+            tool_input_json=json.dumps(shown.get("tool_input"), ensure_ascii=False),
+            input_cut=bool(shown.get("input_cut")),
+            input_hidden=bool(shown.get("input_hidden")),
+            suggestions_json=json.dumps(suggestions, ensure_ascii=False) if suggestions else None,
+            answers=tuple(str(answer) for answer in shown.get("answers") or ()),
+            reason=str(shown.get("reason") or ""),
+            asked_at=str(shown["asked_at"]),
+            expires_at=str(shown["expires_at"]),
+            state=str(shown["state"]),
+            decided_by=shown.get("decided_by"),
+            decided_at=shown.get("decided_at"),
+            message=shown.get("message"),
+            accepted_suggestion=shown.get("accepted_suggestion"),
+            delivered_at=shown.get("delivered_at"),
+        )
+
     def state_at(self, now: str) -> str:
         """The state as it stands at ``now``: a pending request past its wait has expired,
         even when its hook could not say so (the store was down)."""

@@ -211,6 +211,8 @@ def install_command(
             run=run_id,
             workspace=workspace,
             spool=str(default_spool_path()),
+            permission_wait=permission_wait,
+            reply_wait=reply_wait,
         )
     else:
         written, had_password = _without_password(url)
@@ -227,7 +229,7 @@ def install_command(
     command = install.hook_command(_program(), spec, target)
     from roundtable_console.agents.settings_files import Waits
 
-    waits = Waits() if server else Waits(permission_wait, reply_wait)
+    waits = Waits(permission_wait, reply_wait)
     changes = _planned(install, spec, project, command, waits)
     if not dry_run:
         install.apply(changes)

@@ -1,0 +1,416 @@
+"""Ours: what an agent's hook does through the server when it waits for a human
+(``agents.over_server``), as it does against the store itself (``agents.asking``,
+``agents.listening``): a permission request opened, its decision awaited and taken, or the request
+settled (expired, withdrawn); a finished turn's listener opened, its reply awaited and taken, or
+ended; and, when the agent moves on, whatever of its session still waits withdrawn.
+
+Writing: whoever may write the session (``Caller.require_writer_of``: an agent token for that
+session's agent only; never a viewer). Reading and awaiting: whoever may read the session (an
+agent token: its own agent's sessions only). A wait (``?wait=SECONDS``, at most
+``MAX_LONG_WAIT``) is a coroutine on the server's loop woken by ``api.streams.awaited``, never a
+thread: the hook comes back for more until its own bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Connection
+
+from roundtable_console.api.context import Answer, Call, ServerContext
+from roundtable_console.api.edge.identity import Caller
+from roundtable_console.api.problems import Problem
+from roundtable_console.api.routes import bodies
+from roundtable_console.store.clock import format_ts, parse_ts
+from roundtable_console.store.errors import RequestNotFound
+from roundtable_console.store.replies import listeners
+from roundtable_console.store.replies.listeners import MAX_LISTEN_SECONDS, ReplyListenerRecord
+from roundtable_console.store.requests import asking
+from roundtable_console.store.requests.records import (
+    ANSWERS_BY_AGENT,
+    EXPIRED,
+    MAX_WAIT_SECONDS,
+    WITHDRAWN,
+    PermissionRequestRecord,
+)
+from roundtable_console.store.validation import has_control_characters
+
+# One long wait holds at most this long (below the idle timeouts of common proxies).
+MAX_LONG_WAIT = 30.0
+ASK_FIELDS = (
+    "agent", "tool_name", "tool_input", "suggestions", "reason",
+    "wait_seconds", "hook_host", "hook_pid",
+)  # fmt: skip
+LISTEN_FIELDS = ("agent", "wait_seconds", "hook_host", "hook_pid")
+SETTLE_FIELDS = ("state",)
+ENDINGS = (EXPIRED, WITHDRAWN)
+
+
+def _reached(
+    ctx: ServerContext, db: Connection, caller: Caller, workspace_id: str, session_id: str,
+    *, write: bool,
+) -> None:  # fmt: skip
+    session = ctx.session_in(db, caller, workspace_id, session_id)
+    if write:
+        caller.require_writer_of(session.agent_id)
+    elif caller.role == "agent" and caller.agent_id not in (None, session.agent_id):
+        raise Problem(
+            "forbidden",
+            f"The token {caller.name!r} acts for agent {caller.agent_id!r}: it reads only that "
+            "agent's sessions.",
+        )
+
+
+def _text(body: dict[str, Any], name: str, *, limit: int, required: bool = False) -> str | None:
+    value = body.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > limit:
+        raise Problem("invalid_request_body", f'The field "{name}" is text of 1 to {limit} '
+                      "characters.")  # fmt: skip
+    if has_control_characters(value):
+        raise Problem("invalid_request_body", f'The field "{name}" holds a control character.')
+    return value
+
+
+def _waits(body: dict[str, Any], most: float) -> float:
+    value = body.get("wait_seconds")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 < value <= most
+    ):
+        raise Problem("invalid_wait", f'The field "wait_seconds" is a number of seconds, '
+                      f"above 0 and at most {most:g}.")  # fmt: skip
+    return float(value)
+
+
+def _hook(body: dict[str, Any]) -> tuple[str, int, str]:
+    """The agent, and the hook that waits: its machine and process (as it says)."""
+    agent = body.get("agent")
+    if agent not in ANSWERS_BY_AGENT:
+        raise Problem("invalid_request_body", 'The field "agent" is one of '
+                      f"{', '.join(ANSWERS_BY_AGENT)}.")  # fmt: skip
+    host = _text(body, "hook_host", limit=255) or "?"
+    pid = body.get("hook_pid", 0)
+    if isinstance(pid, bool) or not isinstance(pid, int) or not 0 <= pid < 2**31:
+        raise Problem("invalid_request_body", 'The field "hook_pid" is a process id.')
+    return host, pid, agent
+
+
+def _long_wait(call: Call) -> float:
+    raw = call.arg("wait")
+    if raw is None or raw == "":
+        return 0.0
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_LONG_WAIT:
+        raise Problem("invalid_wait", f"wait is a number of seconds from 0 to {MAX_LONG_WAIT:g}.")
+    return seconds
+
+
+def _written(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Caller:
+    """The caller, once it is seen to be one that may write the session."""
+    caller = ctx.caller(call)
+    with ctx.store.read() as db:
+        _reached(ctx, db, caller, workspace_id, session_id, write=True)
+    return caller
+
+
+# ------------------------------------------------------------------ permission requests
+
+
+def ask(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
+    """The agent's permission request, pending for its hook's wait."""
+    caller = _written(ctx, call, workspace_id, session_id)
+    key = ctx.request_key(call, caller, required=False)
+    body = bodies.decoded_object(
+        call.body, fields=ASK_FIELDS, code="invalid_request_body", optional=False
+    )
+    host, pid, agent = _hook(body)
+    tool_name = _text(body, "tool_name", limit=200, required=True)
+    reason = _text(body, "reason", limit=1000) or f"asks to run {tool_name}"
+    wait_seconds = _waits(body, MAX_WAIT_SECONDS)
+
+    def write(
+        within: Callable[[Connection, PermissionRequestRecord], None] | None,
+    ) -> PermissionRequestRecord:
+        return asking.open_request(
+            ctx.store,
+            session_id=session_id,
+            agent=agent,
+            tool_name=str(tool_name),
+            tool_input=body.get("tool_input"),
+            suggestions=body.get("suggestions"),
+            reason=reason,
+            wait_seconds=wait_seconds,
+            clock=ctx.clock,
+            hook_host=host,
+            hook_pid=pid,
+            within=within,
+        )
+
+    return ctx.write_once(
+        call,
+        key,
+        write=write,
+        answer=lambda record: Answer(201, record.to_json(format_ts(ctx.clock()))),
+        session_of=lambda record: record.session_id,
+    )
+
+
+def _request(
+    ctx: ServerContext, call: Call, workspace_id: str, session_id: str, request_id: str,
+    *, write: bool = False,
+) -> PermissionRequestRecord:  # fmt: skip
+    caller = ctx.caller(call)
+    with ctx.store.read() as db:
+        _reached(ctx, db, caller, workspace_id, session_id, write=write)
+        record = asking.get_request(db, request_id)
+    if record.session_id != session_id:
+        raise RequestNotFound(f"No permission request has the id {request_id!r}.")
+    return record
+
+
+async def request(
+    ctx: ServerContext, call: Call, workspace_id: str, session_id: str, request_id: str
+) -> Answer:
+    """One request; with ``wait``, once it is no longer pending or the wait is over."""
+    wait = _long_wait(call)
+    ids = (ctx, call, workspace_id, session_id, request_id)
+    record = await ctx.in_worker(_request, *ids)
+    if wait > 0 and record.is_open(format_ts(ctx.clock())):
+        async with ctx.awaited.watching("request", request_id) as moved:
+            record = await ctx.in_worker(_request, *ids)  # again, now that a change wakes it
+            await _until(moved, wait, record.expires_at, ctx, record.is_open)
+        record = await ctx.in_worker(_request, *ids)
+    return Answer(200, record.to_json(format_ts(ctx.clock())))
+
+
+def delivered(
+    ctx: ServerContext, call: Call, workspace_id: str, session_id: str, request_id: str
+) -> Answer:
+    """The decision as the hook takes it (marked delivered, once; again: the same answer)."""
+    _request(ctx, call, workspace_id, session_id, request_id, write=True)
+    record = asking.take_decision(ctx.store, request_id, clock=ctx.clock)
+    return Answer(200, record.to_json(format_ts(ctx.clock())))
+
+
+def settle(
+    ctx: ServerContext, call: Call, workspace_id: str, session_id: str, request_id: str
+) -> Answer:
+    """The hook stops waiting: the request expired or withdrawn, unless a decision came first
+    (``settled`` false: the hook reads it)."""
+    _request(ctx, call, workspace_id, session_id, request_id, write=True)
+    state = _ending(call)
+    done = asking.settle(ctx.store, request_id, state, clock=ctx.clock)
+    with ctx.store.read() as db:
+        record = asking.get_request(db, request_id)
+    return Answer(200, {"settled": done, "request": record.to_json(format_ts(ctx.clock()))})
+
+
+def _ending(call: Call) -> str:
+    body = bodies.decoded_object(
+        call.body, fields=SETTLE_FIELDS, code="invalid_request_body", optional=False
+    )
+    state = body.get("state")
+    if state not in ENDINGS:
+        raise Problem("invalid_request_body", 'The field "state" is "expired" or "withdrawn".')
+    return str(state)
+
+
+def withdraw(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
+    """The agent moved on (its turn is done, it ended): its pending requests and a hook still
+    listening for a reply to its last turn are withdrawn."""
+    _written(ctx, call, workspace_id, session_id)
+    requests = asking.withdraw_pending(ctx.store, session_id, clock=ctx.clock)
+    listening = listeners.withdraw_listening(ctx.store, session_id, clock=ctx.clock)
+    return Answer(200, {"requests": requests, "listeners": listening})
+
+
+# ------------------------------------------------------------------ reply listeners
+
+
+def listen(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
+    """A finished turn's hook listens for a reply for its wait."""
+    _written(ctx, call, workspace_id, session_id)
+    body = bodies.decoded_object(
+        call.body, fields=LISTEN_FIELDS, code="invalid_request_body", optional=False
+    )
+    host, pid, agent = _hook(body)
+    record = listeners.open_listener(
+        ctx.store,
+        session_id=session_id,
+        agent=agent,
+        wait_seconds=_waits(body, MAX_LISTEN_SECONDS),
+        clock=ctx.clock,
+        hook_host=host,
+        hook_pid=pid,
+    )
+    return Answer(201, record.to_json(format_ts(ctx.clock())))
+
+
+def _listener(
+    ctx: ServerContext, call: Call, workspace_id: str, session_id: str, listener_id: str,
+    *, write: bool = False,
+) -> ReplyListenerRecord:  # fmt: skip
+    caller = ctx.caller(call)
+    with ctx.store.read() as db:
+        _reached(ctx, db, caller, workspace_id, session_id, write=write)
+        try:
+            record = listeners.get_listener(db, listener_id)
+        except LookupError:
+            record = None
+    if record is None or record.session_id != session_id:
+        raise Problem("listener_not_found", "No reply listener has that id.")
+    return record
+
+
+def _listening(record: ReplyListenerRecord, now: str) -> bool:
+    return record.state_at(now) == listeners.LISTENING
+
+
+async def listener(
+    ctx: ServerContext, call: Call, workspace_id: str, session_id: str, listener_id: str
+) -> Answer:
+    """One listener (never the reply's text); with ``wait``, once it no longer listens or the
+    wait is over."""
+    wait = _long_wait(call)
+    ids = (ctx, call, workspace_id, session_id, listener_id)
+    record = await ctx.in_worker(_listener, *ids)
+    if wait > 0 and _listening(record, format_ts(ctx.clock())):
+        async with ctx.awaited.watching("listener", listener_id) as moved:
+            record = await ctx.in_worker(_listener, *ids)
+            await _until(moved, wait, record.expires_at, ctx,
+                         lambda now, found=record: _listening(found, now))  # fmt: skip
+        record = await ctx.in_worker(_listener, *ids)
+    return Answer(200, record.to_json(format_ts(ctx.clock())))
+
+
+def reply_taken(
+    ctx: ServerContext, call: Call, workspace_id: str, session_id: str, listener_id: str
+) -> Answer:
+    """The reply as its hook takes it, with its text (marked delivered once; taken again: the
+    same text, for a hook whose first answer was lost on the way)."""
+    _listener(ctx, call, workspace_id, session_id, listener_id, write=True)
+    listeners.take_reply(ctx.store, listener_id, clock=ctx.clock)
+    with ctx.store.read() as db:
+        record = listeners.get_listener(db, listener_id)
+    now = format_ts(ctx.clock())
+    return Answer(200, record.to_json(now, with_message=record.state == listeners.DELIVERED))
+
+
+def stop_listening(
+    ctx: ServerContext, call: Call, workspace_id: str, session_id: str, listener_id: str
+) -> Answer:
+    """The hook stops listening (expired, withdrawn), unless a reply came first (``ended``
+    false: the hook takes it)."""
+    _listener(ctx, call, workspace_id, session_id, listener_id, write=True)
+    done = listeners.end_listener(ctx.store, listener_id, _ending(call), clock=ctx.clock)
+    with ctx.store.read() as db:
+        record = listeners.get_listener(db, listener_id)
+    return Answer(200, {"ended": done, "listener": record.to_json(format_ts(ctx.clock()))})
+
+
+async def _until(
+    moved: asyncio.Event, wait: float, expires_at: str, ctx: ServerContext,
+    still_waiting: Callable[[str], bool],
+) -> None:  # fmt: skip
+    """Until ``moved`` is set, the row's own expiry, or ``wait`` seconds."""
+    now = ctx.clock()
+    if not still_waiting(format_ts(now)):
+        return
+    expires = parse_ts(expires_at)
+    left = wait if expires is None else (expires - now).total_seconds()
+    try:
+        await asyncio.wait_for(moved.wait(), timeout=max(0.0, min(wait, left)))
+    except TimeoutError:
+        pass
+
+
+# ------------------------------------------------------------------ the routes and their document
+
+HOOK = {"type": "string", "maxLength": 255, "description": "The waiting hook's machine."}
+PID = {"type": "integer", "minimum": 0, "description": "The waiting hook's process id."}
+AGENT = {"enum": list(ANSWERS_BY_AGENT)}
+ASK_BODY = {
+    "type": "object",
+    "properties": {
+        "agent": AGENT,
+        "tool_name": {"type": "string", "minLength": 1, "maxLength": 200},
+        "tool_input": {"description": "The tool's input as the agent gave it (stored redacted)."},
+        "suggestions": {"description": "The agent's own suggestions, as it gave them."},
+        "reason": {"type": "string", "minLength": 1, "maxLength": 1000},
+        "wait_seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_WAIT_SECONDS},
+        "hook_host": HOOK,
+        "hook_pid": PID,
+    },
+    "required": ["agent", "tool_name", "wait_seconds"],
+    "additionalProperties": False,
+}
+LISTEN_BODY = {
+    "type": "object",
+    "properties": {
+        "agent": AGENT,
+        "wait_seconds": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_LISTEN_SECONDS},
+        "hook_host": HOOK,
+        "hook_pid": PID,
+    },
+    "required": ["agent", "wait_seconds"],
+    "additionalProperties": False,
+}
+ENDING_BODY = {
+    "type": "object",
+    "properties": {"state": {"enum": list(ENDINGS)}},
+    "required": ["state"],
+    "additionalProperties": False,
+}
+WAIT = {
+    "name": "wait",
+    "in": "query",
+    "schema": {"type": "number", "minimum": 0, "maximum": MAX_LONG_WAIT},
+    "description": "Seconds to wait, at most, while it still waits itself (a long poll).",
+}
+
+
+def add_routes(app: Any, one: str) -> None:
+    """The hooks' routes under ``one`` (a session's path)."""
+    from roundtable_console.api.routes import schemas
+    from roundtable_console.api.routes.documented import operation
+
+    key = [schemas.idempotency(False)]
+    request_path = f"{one}/requests/{{request_id}}"
+    listener_path = f"{one}/listeners/{{listener_id}}"
+    operation(app, "POST", f"{one}/requests", ask, name="ask_permission",
+              summary="An agent's hook asks a human for a permission (an agent token for the "
+              "session's agent).", success=201, parameters=key,
+              body=ASK_BODY, body_required=True)  # fmt: skip
+    operation(app, "GET", request_path, request, name="get_request",
+              summary="One permission request; with wait, answered once it is no longer "
+              "pending (or the wait ends).", parameters=[WAIT])  # fmt: skip
+    operation(app, "POST", f"{request_path}/delivered", delivered, name="take_decision",
+              summary="The asking hook takes the decision (marked delivered).")  # fmt: skip
+    operation(app, "POST", f"{request_path}/settle", settle, name="settle_request",
+              summary="The asking hook stops waiting: expired or withdrawn, unless decided "
+              "first (settled: false).", body=ENDING_BODY, body_required=True)  # fmt: skip
+    operation(app, "POST", f"{one}/withdraw-waits", withdraw, name="withdraw_waits",
+              summary="The agent moved on: its pending requests and a listening hook are "
+              "withdrawn.")  # fmt: skip
+    operation(app, "POST", f"{one}/listeners", listen, name="listen_for_reply",
+              summary="A finished turn's hook listens for a human's reply.", success=201,
+              body=LISTEN_BODY, body_required=True)  # fmt: skip
+    operation(app, "GET", listener_path, listener, name="get_listener",
+              summary="One reply listener (never the reply's text); with wait, answered once "
+              "it no longer listens (or the wait ends).", parameters=[WAIT])  # fmt: skip
+    operation(app, "POST", f"{listener_path}/delivered", reply_taken, name="take_reply",
+              summary="The listening hook takes the reply, with its text (marked "
+              "delivered).")  # fmt: skip
+    operation(app, "POST", f"{listener_path}/end", stop_listening, name="stop_listening",
+              summary="The listening hook stops: expired or withdrawn, unless a reply came "
+              "first (ended: false).", body=ENDING_BODY, body_required=True)  # fmt: skip
