@@ -161,7 +161,8 @@ def restore_signals(previous: dict[int, Any]) -> None:
 
 def _as_offered(record: Any, ask: Ask) -> Any:
     """The decision with the accepted suggestion only if it is, as stored, exactly one the agent
-    offered this hook (a row changed by anyone who can write the store grants nothing more)."""
+    offered this hook, and never one that switches every later question off (a row changed by
+    anyone who can write the store, or a server's answer, grants nothing more)."""
     from dataclasses import replace
 
     index = record.accepted_suggestion
@@ -169,6 +170,18 @@ def _as_offered(record: Any, ask: Ask) -> Any:
     stored = record.suggestions
     if index is None:
         return record
-    if index < len(offered) and index < len(stored) and offered[index] == stored[index]:
+    if (
+        isinstance(index, int)
+        and not isinstance(index, bool)
+        and 0 <= index < min(len(offered), len(stored))
+        and offered[index] == stored[index]
+        and not _switches_asking_off(offered[index])
+    ):
         return record
     return replace(record, accepted_suggestion=None)
+
+
+def _switches_asking_off(suggestion: Any) -> bool:
+    return isinstance(suggestion, dict) and str(suggestion.get("mode", "")).lower() == (
+        "bypasspermissions"
+    )

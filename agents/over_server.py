@@ -156,6 +156,7 @@ class ServerAsks:
         self.reporter = reporter
         self.session_id = ""
         self.follow: LongWait | None = None
+        self._said_expired = False
 
     def open(self, *, session_id: str, agent: str, ask: Ask, reason: str,
              wait_seconds: float) -> PermissionRequestRecord:  # fmt: skip
@@ -182,9 +183,17 @@ class ServerAsks:
         return self.follow
 
     def current(self, request_id: str) -> PermissionRequestRecord:
-        from roundtable_console.store.requests.records import PermissionRequestRecord
+        from roundtable_console.store.requests.records import EXPIRED, PermissionRequestRecord
 
-        return PermissionRequestRecord.from_json(self._followed().current())
+        shown = self._followed().current()
+        if shown.get("state") == EXPIRED and not self._said_expired:
+            # The server shows a request past its wait as expired before its hook says so:
+            # said once here, as a hook on the store says it (a decision at the last moment
+            # wins, and is read instead).
+            self._said_expired = True
+            self.settle(request_id, EXPIRED)
+            shown = self._followed().latest
+        return PermissionRequestRecord.from_json(shown)
 
     def wait(self, request_id: str, seconds: float) -> None:
         self._followed().wait(seconds)
@@ -228,6 +237,7 @@ class ServerListens:
         self.reporter = reporter
         self.session_id = ""
         self.follow: LongWait | None = None
+        self._said_expired = False
 
     def open(self, *, session_id: str, agent: str, wait_seconds: float) -> Listener:
         from roundtable_console.store.replies.listeners import LISTENING
@@ -246,7 +256,14 @@ class ServerListens:
         return self.follow
 
     def current(self, listener_id: str) -> Listener:
-        return Listener(self._followed().current())
+        from roundtable_console.store.replies.listeners import EXPIRED
+
+        shown = self._followed().current()
+        if shown.get("state") == EXPIRED and not self._said_expired:
+            self._said_expired = True  # said once, as ServerAsks does
+            self.end(listener_id, EXPIRED)
+            shown = self._followed().latest
+        return Listener(shown)
 
     def wait(self, listener_id: str, seconds: float) -> None:
         self._followed().wait(seconds)

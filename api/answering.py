@@ -5,6 +5,7 @@ ahead of the framework's router."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import re
@@ -119,14 +120,28 @@ async def reply_to(
 
 
 async def run(request: Request, operation: Operation, **params: str) -> Response:
-    """One request through the router: ``reply_to`` as a Starlette response."""
+    """One request through the router: ``reply_to`` as a Starlette response. A long wait ends
+    when its client goes away (uvicorn does not end it): nothing would read its answer."""
     try:
         body: bytes | None = await request.body() if request.method in UNSAFE_METHODS else b""
     except BodyTooLarge:
         body = None
-    return as_response(
-        await reply_to(request.app.state.ctx, request.scope, body, operation, params)
-    )
+    replying = reply_to(request.app.state.ctx, request.scope, body, operation, params)
+    if not inspect.iscoroutinefunction(operation):
+        return as_response(await replying)
+    work = asyncio.ensure_future(replying)
+    gone = asyncio.ensure_future(_disconnected(request))
+    await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+    gone.cancel()
+    if not work.done():
+        work.cancel()
+        return Response(status_code=499)  # the client has gone: written nowhere
+    return as_response(work.result())
+
+
+async def _disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 # Short writes an agent sends all day: on SQLite they run where the request is read when the

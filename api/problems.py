@@ -62,6 +62,7 @@ CODES: dict[str, tuple[int, str]] = {
     "request_too_large": (413, "Request body too large"),
     "unsupported_media_type": (415, "Unsupported media type"),
     "too_many_requests": (429, "Too many requests"),
+    "too_many_pending_requests": (429, "Too many pending requests"),
     "request_header_fields_too_large": (431, "Request header fields too large"),
     "internal_error": (500, "Internal error"),
     "store_unavailable": (503, "Store unavailable"),

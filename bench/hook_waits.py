@@ -42,6 +42,7 @@ from roundtable_console.store.writes import agent_writes  # noqa: E402
 from tests.serve_support import serving  # noqa: E402
 
 WAITER = "waiting-agent"
+WAITERS = 10
 COST_LIMIT_MIB = 50.0
 # The server's pool of store workers and its change watch, started at most: never one a wait.
 THREADS_LIMIT = WORKER_THREADS + 2
@@ -55,16 +56,23 @@ def threads_of(pid: int) -> int:
     raise RuntimeError("no Threads")
 
 
-def asked_requests(store: Store, count: int) -> list[tuple[str, str]]:
-    """``count`` sessions of the waiting agent, each with a pending request: (session, id)."""
+def asked_requests(store: Store, count: int) -> list[tuple[str, str, str]]:
+    """``count`` sessions, each with a pending request, of ``WAITERS`` agents with a token each
+    (a machine's agents have tokens of their own; one holds at most 256 waits):
+    (token, session, request)."""
+    tokens = [
+        create_token(store=store, name=f"waiter-{n}", role="agent", agent_id=f"{WAITER}-{n}").token
+        for n in range(WAITERS)
+    ]
     with store.write() as db:
         for number in range(count):
             agent_writes.register(
-                db=db, session_id=f"wait-{number:04d}", agent_id=WAITER, run_id="run-1",
-                adapter="claude-code", working_directory="/w", workspace_id=WORKSPACE,
+                db=db, session_id=f"wait-{number:04d}", agent_id=f"{WAITER}-{number % WAITERS}",
+                run_id="run-1", adapter="claude-code", working_directory="/w",
+                workspace_id=WORKSPACE,
             )  # fmt: skip
     return [
-        (f"wait-{number:04d}", asking.open_request(
+        (tokens[number % WAITERS], f"wait-{number:04d}", asking.open_request(
             store, session_id=f"wait-{number:04d}", agent="claude-code", tool_name="Bash",
             tool_input={"command": f"make {number}"}, suggestions=None, reason="bench",
             wait_seconds=600, hook_host="bench", hook_pid=number + 1,
@@ -76,11 +84,10 @@ def asked_requests(store: Store, count: int) -> list[tuple[str, str]]:
 class Waits:
     """Each request's long wait on a connection of its own, asked again while it is pending."""
 
-    def __init__(self, base: str, token: str, requests: list[tuple[str, str]]) -> None:
+    def __init__(self, base: str, requests: list[tuple[str, str, str]]) -> None:
         match = re.match(r"http://([^:/]+):(\d+)", base)
         assert match is not None
         self.host, self.port = match.group(1), int(match.group(2))
-        self.token = token
         self.requests = requests
         self.opened = 0
         self.answers: dict[str, tuple[float, str]] = {}
@@ -90,13 +97,13 @@ class Waits:
 
     def start(self) -> None:
         self.thread.start()
-        for session, request in self.requests:
-            asyncio.run_coroutine_threadsafe(self._wait(session, request), self.loop)
+        for token, session, request in self.requests:
+            asyncio.run_coroutine_threadsafe(self._wait(token, session, request), self.loop)
 
-    async def _wait(self, session: str, request: str) -> None:
+    async def _wait(self, token: str, session: str, request: str) -> None:
         path = f"/api/v1/workspaces/{WORKSPACE}/sessions/{session}/requests/{request}?wait=30"
         head = (f"GET {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
-                f"Authorization: Bearer {self.token}\r\n\r\n").encode()  # fmt: skip
+                f"Authorization: Bearer {token}\r\n\r\n").encode()  # fmt: skip
         try:
             reader, writer = await asyncio.open_connection(self.host, self.port)
             self.opened += 1
@@ -127,12 +134,11 @@ def bench_waits(directory: Path, count: int, seconds: float) -> list[Figure]:
     store = fleet(url, pairs)
     try:
         requests = asked_requests(store, count)
-        token = create_token(store=store, name="waiter", role="agent", agent_id=WAITER).token
         with serving(url, directory / "home", "--max-connections", str(count + 500)) as served:
             pid = served.process.pid
             paced_load(served.url, pairs, 2.0)  # warm: the server as it is with agents beating
             rss_before, threads_before = rss_mib(pid), threads_of(pid)
-            waits = Waits(served.url, token, requests)
+            waits = Waits(served.url, requests)
             waits.start()
             deadline = time.monotonic() + 60
             while waits.opened < count and time.monotonic() < deadline:
@@ -141,7 +147,7 @@ def bench_waits(directory: Path, count: int, seconds: float) -> list[Figure]:
             rss_waiting, threads_waiting = rss_mib(pid), threads_of(pid)
             latencies, _ok, bad = paced_load(served.url, pairs, seconds)
             rss_after = rss_mib(pid)
-            for _session, request in requests:
+            for _token, _session, request in requests:
                 decide_request(store=store, request_id=request, decision="allow", actor="bench")
             last_decision = time.monotonic()
             deadline = last_decision + 60

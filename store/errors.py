@@ -92,6 +92,10 @@ RequestNotFound = _error("request_not_found", "No permission request has that id
 RequestAlreadySettled = _error(
     "request_already_settled", "The permission request was decided, expired or withdrawn already."
 )
+TooManyPending = _error(
+    "too_many_pending_requests",
+    "The session, or its agent, has as many permission requests pending as it may.",
+)
 InvalidDecision = _error("invalid_decision", "A decision is allow or deny, with what it may carry.")
 NotDeliverable = _error(
     "not_deliverable", "The agent's hooks cannot deliver that answer (say how it can be answered)."

@@ -57,6 +57,7 @@ class Api:
     client: TestClient
     clock: Clock = system_clock
     tokens: dict[str, str] = field(default_factory=dict)
+    context: ServerContext | None = None
 
     def token(self, name: str, role: str, **options: Any) -> dict[str, str]:
         """A new token's Authorization header."""
@@ -80,8 +81,10 @@ class Api:
 
 
 def make_api(store: Store, *, clock: Clock = system_clock, read_only: bool = False) -> Api:
-    app = create_app(ServerContext(store=store, clock=clock), read_only=read_only)
-    return Api(store=store, client=TestClient(app, base_url="http://127.0.0.1:8080"), clock=clock)
+    context = ServerContext(store=store, clock=clock)
+    app = create_app(context, read_only=read_only)
+    client = TestClient(app, base_url="http://127.0.0.1:8080")
+    return Api(store=store, client=client, clock=clock, context=context)
 
 
 @contextmanager

@@ -303,3 +303,104 @@ def test_many_long_waits_are_woken_by_one_read_each_change(api: Api, hooks: dict
     states = [found["answer"].json()["state"] for _thread, found in waits]
     assert states[7] == "allowed" and seconds[7] < 2.5
     assert states.count("pending") == 19 and min(s for i, s in enumerate(seconds) if i != 7) >= 2.9
+
+
+def test_an_operator_or_a_viewer_is_not_a_hook(api: Api, hooks: dict[str, str]) -> None:
+    """Operators decide and reply; only the agent's hook asks, waits, takes or withdraws."""
+    shown = asked(api, hooks)
+    operator = api.token("ops", "operator")
+    viewer = api.token("watcher", "viewer")
+    request_path = f"{BASE}/{SID}/requests/{shown['id']}"
+    for headers in (operator, viewer):
+        for method, path, body in (
+            ("POST", f"{BASE}/{SID}/requests", ASK),
+            ("POST", f"{BASE}/{SID}/listeners", LISTEN),
+            ("POST", f"{request_path}/delivered", None),
+            ("POST", f"{request_path}/settle", {"state": "withdrawn"}),
+            ("POST", f"{BASE}/{SID}/withdraw-waits", None),
+            ("GET", f"{request_path}?wait=5", None),
+        ):
+            refused = api.client.request(method, path, json=body, headers=headers)
+            assert_problem(refused, 403, "forbidden")
+        assert api.client.get(request_path, headers=headers).json()["state"] == "pending"
+    assert asking.read_request(api.store, shown["id"]).state == "pending"
+
+
+def test_the_sessions_own_agent_answers_whatever_the_body_says(
+    api: Api, hooks: dict[str, str]
+) -> None:
+    shown = asked(api, hooks, agent="gemini")  # the session is a Codex one (its adapter)
+    assert shown["agent"] == "codex" and shown["answers"] == ["allow", "deny"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"x": NaN}',
+        b'{"x": Infinity}',
+        b'{"x": -Infinity}',
+        b'"\\ud800"',
+        b"[" * 900 + b"]" * 900,
+    ],
+    ids=["nan", "infinity", "minus-infinity", "lone-surrogate", "deep"],
+)
+def test_an_input_that_could_not_be_shown_again_is_refused(
+    api: Api, hooks: dict[str, str], raw: bytes
+) -> None:
+    body = b'{"agent": "claude-code", "tool_name": "Bash", "wait_seconds": 60, "tool_input": '
+    refused = api.client.post(f"{BASE}/{SID}/requests", content=body + raw + b"}", headers=hooks)
+    assert_problem(refused, 400, "invalid_request_body")
+    assert api.client.get(f"{BASE}/{SID}/requests?all=true", headers=hooks).status_code == 200
+    assert api.client.get(f"{BASE}/{SID}/requests", headers=hooks).json()["items"] == []
+
+
+def test_a_flood_of_requests_is_bounded_per_session_and_per_agent(
+    api: Api, hooks: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for _ in range(asking.MAX_PENDING_PER_SESSION):
+        asked(api, hooks)
+    refused = api.client.post(f"{BASE}/{SID}/requests", json=ASK, headers=hooks)
+    assert_problem(refused, 429, "too_many_pending_requests")
+    assert "20 permission requests pending" in refused.json()["detail"]
+    # The agent's other sessions count too: a flood spread over many sessions is bounded.
+    monkeypatch.setattr(asking, "MAX_PENDING_PER_AGENT", 22)
+    for number in range(3):
+        assert api.register(f"s-more-{number}", headers=hooks).status_code == 201
+    for number in range(2):
+        opened = api.client.post(f"{BASE}/s-more-{number}/requests", json=ASK, headers=hooks)
+        assert opened.status_code == 201, opened.text
+    refused = api.client.post(f"{BASE}/s-more-2/requests", json=ASK, headers=hooks)
+    assert_problem(refused, 429, "too_many_pending_requests")
+    # Answered or expired, they no longer count.
+    first = api.client.get(f"{BASE}/{SID}/requests", headers=hooks).json()["items"][0]
+    decide_request(store=api.store, request_id=first["id"], decision="deny", actor="alice")
+    assert api.client.post(f"{BASE}/s-more-2/requests", json=ASK, headers=hooks).status_code == 201
+
+
+def test_one_caller_holds_a_bounded_number_of_long_waits(api: Api, hooks: dict[str, str]) -> None:
+    assert api.context is not None
+    awaited = api.context.awaited
+    awaited.per_holder = 2
+    shown = [asked(api, hooks) for _ in range(3)]
+    waits = [
+        in_thread(lambda one=one: api.client.get(
+            f"{BASE}/{SID}/requests/{one['id']}?wait=3", headers=hooks))
+        for one in shown[:2]
+    ]  # fmt: skip
+    time.sleep(0.5)
+    assert awaited.waiting == 2
+    refused = api.client.get(f"{BASE}/{SID}/requests/{shown[2]['id']}?wait=3", headers=hooks)
+    assert_problem(refused, 429, "too_many_requests")
+    assert refused.headers["retry-after"] == "5"
+    # Another caller is not held up by this one's waits.
+    seed_agent(api.store, "someone")
+    other = api.token("other", "agent", agent_id="someone")
+    assert api.register("s-someone", headers=other, agent_id="someone").status_code == 201
+    theirs = api.client.post(f"{BASE}/s-someone/requests", json=ASK, headers=other).json()
+    answer = api.client.get(f"{BASE}/s-someone/requests/{theirs['id']}?wait=0.2", headers=other)
+    assert answer.status_code == 200 and answer.json()["state"] == "pending"
+    for thread, _found in waits:
+        thread.join(20)
+    assert awaited.waiting == 0  # ended, they are given back
+    again = api.client.get(f"{BASE}/{SID}/requests/{shown[2]['id']}?wait=0.1", headers=hooks)
+    assert again.status_code == 200 and again.json()["state"] == "pending"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -323,3 +324,33 @@ def test_codex_takes_an_allow_and_a_deny_in_its_own_format(
         assert answer_of(process) == {
             "hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": expected}
         }
+
+
+def test_a_hook_never_hands_back_a_rule_that_switches_asking_off() -> None:
+    """Whatever the store or a server says was accepted, the hook answers with a suggestion
+    only if the agent offered it, as offered, and never one that turns every question off."""
+    from roundtable_console.agents.asking import _as_offered
+    from roundtable_console.agents.events import Ask
+    from roundtable_console.store.requests.records import PermissionRequestRecord
+
+    bypass = {"type": "setMode", "mode": "bypassPermissions", "destination": "session"}
+    offered = [*SUGGESTIONS, bypass]
+    record = PermissionRequestRecord.from_json({
+        "id": "req-1", "session_id": SID, "agent": "claude-code", "tool_name": "Bash",
+        "tool_input": {}, "suggestions": offered, "answers": ["allow", "deny"],
+        "asked_at": "2026-12-06T00:00:00Z", "expires_at": "2026-12-06T00:02:00Z",
+        "state": "allowed", "accepted_suggestion": 0,
+    })  # fmt: skip
+    ask = Ask(tool_name="Bash", tool_input={}, suggestions=offered)
+    assert _as_offered(record, ask).accepted_suggestion == 0
+    for index in (2, 3, -1, True, "0", 1.5):
+        changed = replace(record, accepted_suggestion=index)
+        assert _as_offered(changed, ask).accepted_suggestion is None, index
+    other = Ask(tool_name="Bash", tool_input={}, suggestions=SUGGESTIONS[1:])
+    assert _as_offered(record, other).accepted_suggestion is None
+
+
+def test_an_input_with_nan_is_kept_as_json_every_surface_can_show() -> None:
+    input_json, cut, hidden = asking.kept_input({"x": float("nan"), "y": [float("inf"), 1.5]})
+    assert json.loads(input_json) == {"x": "nan", "y": ["inf", 1.5]} and not cut and not hidden
+    assert asking.kept_suggestions([{"type": "x", "n": float("nan")}]) is None

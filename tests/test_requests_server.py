@@ -193,3 +193,26 @@ def test_codex_is_answered_through_the_server(store: Store, team: Team) -> None:
     refused = httpx.get(team.api(f"codex-{CODEX_ID}", f"/requests/{request['id']}?wait=1"),
                         headers=other)  # fmt: skip
     assert refused.status_code == 403 and refused.json()["code"] == "forbidden"
+
+
+def test_waits_whose_client_went_away_are_given_back(team: Team) -> None:
+    """A hook killed mid-wait leaves a connection closed: the server ends its wait at once, so
+    a caller's bound of long waits (256) is never held by hooks that are gone."""
+    import socket
+
+    process = asked(team, "make e")
+    [request] = team.pending()
+    host, port = team.served.url.removeprefix("http://").split(":")
+    path = f"/api/v1/workspaces/{WORKSPACE}/sessions/{SID}/requests/{request['id']}?wait=30"
+    head = (f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            f"Authorization: Bearer {team.token}\r\n\r\n").encode()  # fmt: skip
+    for _ in range(300):
+        with socket.create_connection((host, int(port))) as gone:
+            gone.sendall(head)
+    time.sleep(1.0)
+    answer = httpx.get(team.api(SID, f"/requests/{request['id']}?wait=0.5"),
+                       headers={"Authorization": f"Bearer {team.token}"}, timeout=10)  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["state"] == "pending"
+    team.decide(SID, request["id"], decision="allow")
+    assert answer_of(process) is not None  # the hook's own wait was never disturbed

@@ -56,6 +56,11 @@ def read_object(
     return decoded
 
 
+def _not_finite(constant: str) -> Any:
+    # Python's JSON reads NaN and Infinity, which JSON has not: stored, no answer could show them.
+    raise Problem("invalid_request_body", f"The body holds {constant}: JSON numbers are finite.")
+
+
 def decoded_object(
     raw: bytes, *, fields: tuple[str, ...], code: str, optional: bool
 ) -> dict[str, Any]:
@@ -65,7 +70,7 @@ def decoded_object(
             return {}
         raise Problem(code, "The request needs a JSON object as its body.")
     try:
-        decoded = json.loads(raw.decode("utf-8"))
+        decoded = json.loads(raw.decode("utf-8"), parse_constant=_not_finite)
     except UnicodeDecodeError:
         raise Problem("invalid_request_body", "The body is not UTF-8 text.") from None
     except RecursionError:

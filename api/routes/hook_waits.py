@@ -14,6 +14,7 @@ thread: the hook comes back for more until its own bound.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +26,7 @@ from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes import bodies
 from roundtable_console.store.clock import format_ts, parse_ts
+from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.errors import RequestNotFound
 from roundtable_console.store.replies import listeners
 from roundtable_console.store.replies.listeners import MAX_LISTEN_SECONDS, ReplyListenerRecord
@@ -36,6 +38,7 @@ from roundtable_console.store.requests.records import (
     WITHDRAWN,
     PermissionRequestRecord,
 )
+from roundtable_console.store.safety.credentials import redact_output_value
 from roundtable_console.store.validation import has_control_characters
 
 # One long wait holds at most this long (below the idle timeouts of common proxies).
@@ -52,9 +55,19 @@ ENDINGS = (EXPIRED, WITHDRAWN)
 def _reached(
     ctx: ServerContext, db: Connection, caller: Caller, workspace_id: str, session_id: str,
     *, write: bool,
-) -> None:  # fmt: skip
+) -> AgentSession:  # fmt: skip
+    """The session, once the caller is seen to reach it: to read it (an agent token: its own
+    agent's only), or (``write``) as its agent's hook: an agent token for its agent, or a
+    caller of header mode. An operator decides and replies; it does not ask, wait, take an
+    answer meant for a hook or withdraw one."""
     session = ctx.session_in(db, caller, workspace_id, session_id)
     if write:
+        if caller.role != "agent" and caller.mode != "header":
+            raise Problem(
+                "forbidden",
+                f"The token {caller.name!r} is not an agent's: only the agent's hook asks and "
+                "waits for a human (roundtable tokens create --role agent --agent ID).",
+            )
         caller.require_writer_of(session.agent_id)
     elif caller.role == "agent" and caller.agent_id not in (None, session.agent_id):
         raise Problem(
@@ -62,6 +75,7 @@ def _reached(
             f"The token {caller.name!r} acts for agent {caller.agent_id!r}: it reads only that "
             "agent's sessions.",
         )
+    return session
 
 
 def _text(body: dict[str, Any], name: str, *, limit: int, required: bool = False) -> str | None:
@@ -102,6 +116,16 @@ def _hook(body: dict[str, Any]) -> tuple[str, int, str]:
     return host, pid, agent
 
 
+def _holder(call: Call) -> str:
+    """Whose waits a wait counts among (``Awaited``): its credential's, else its address's."""
+    import hashlib
+
+    credential = call.headers.get("authorization") or ""
+    if not credential:
+        return f"address {call.address}"
+    return hashlib.sha256(credential.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
 def _long_wait(call: Call) -> float:
     raw = call.arg("wait")
     if raw is None or raw == "":
@@ -115,12 +139,33 @@ def _long_wait(call: Call) -> float:
     return seconds
 
 
-def _written(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Caller:
-    """The caller, once it is seen to be one that may write the session."""
+def _written(
+    ctx: ServerContext, call: Call, workspace_id: str, session_id: str
+) -> tuple[Caller, AgentSession]:
+    """The caller and the session, once it is seen to be its agent's hook."""
     caller = ctx.caller(call)
     with ctx.store.read() as db:
-        _reached(ctx, db, caller, workspace_id, session_id, write=True)
-    return caller
+        return caller, _reached(ctx, db, caller, workspace_id, session_id, write=True)
+
+
+def _agent_json(body: dict[str, Any], name: str) -> Any:
+    """What the agent gave as ``name``, if it can be stored and shown again as JSON."""
+    value = body.get(name)
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        redact_output_value(value)
+    except (ValueError, RecursionError, UnicodeEncodeError):
+        raise Problem(
+            "invalid_request_body",
+            f'The field "{name}" cannot be kept: it is nested too deeply, or holds text that is '
+            "not Unicode.",
+        ) from None
+    return value
+
+
+def _agent_of(session: AgentSession, body: dict[str, Any]) -> str:
+    """Which agent's protocol answers: the session's own when it is one we know."""
+    return session.adapter if session.adapter in ANSWERS_BY_AGENT else str(body["agent"])
 
 
 # ------------------------------------------------------------------ permission requests
@@ -128,12 +173,15 @@ def _written(ctx: ServerContext, call: Call, workspace_id: str, session_id: str)
 
 def ask(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
     """The agent's permission request, pending for its hook's wait."""
-    caller = _written(ctx, call, workspace_id, session_id)
+    caller, session = _written(ctx, call, workspace_id, session_id)
     key = ctx.request_key(call, caller, required=False)
     body = bodies.decoded_object(
         call.body, fields=ASK_FIELDS, code="invalid_request_body", optional=False
     )
-    host, pid, agent = _hook(body)
+    host, pid, _ = _hook(body)
+    agent = _agent_of(session, body)
+    tool_input = _agent_json(body, "tool_input")
+    suggestions = _agent_json(body, "suggestions")
     tool_name = _text(body, "tool_name", limit=200, required=True)
     reason = _text(body, "reason", limit=1000) or f"asks to run {tool_name}"
     wait_seconds = _waits(body, MAX_WAIT_SECONDS)
@@ -146,8 +194,8 @@ def ask(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> A
             session_id=session_id,
             agent=agent,
             tool_name=str(tool_name),
-            tool_input=body.get("tool_input"),
-            suggestions=body.get("suggestions"),
+            tool_input=tool_input,
+            suggestions=suggestions,
             reason=reason,
             wait_seconds=wait_seconds,
             clock=ctx.clock,
@@ -181,12 +229,13 @@ def _request(
 async def request(
     ctx: ServerContext, call: Call, workspace_id: str, session_id: str, request_id: str
 ) -> Answer:
-    """One request; with ``wait``, once it is no longer pending or the wait is over."""
+    """One request; with ``wait`` (its hook's: a caller that may write it), once it is no
+    longer pending or the wait is over."""
     wait = _long_wait(call)
     ids = (ctx, call, workspace_id, session_id, request_id)
-    record = await ctx.in_worker(_request, *ids)
+    record = await ctx.in_worker(_request, *ids, write=wait > 0)
     if wait > 0 and record.is_open(format_ts(ctx.clock())):
-        async with ctx.awaited.watching("request", request_id) as moved:
+        async with ctx.awaited.watching("request", request_id, _holder(call)) as moved:
             record = await ctx.in_worker(_request, *ids)  # again, now that a change wakes it
             await _until(moved, wait, record.expires_at, ctx, record.is_open)
         record = await ctx.in_worker(_request, *ids)
@@ -239,15 +288,15 @@ def withdraw(ctx: ServerContext, call: Call, workspace_id: str, session_id: str)
 
 def listen(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
     """A finished turn's hook listens for a reply for its wait."""
-    _written(ctx, call, workspace_id, session_id)
+    _, session = _written(ctx, call, workspace_id, session_id)
     body = bodies.decoded_object(
         call.body, fields=LISTEN_FIELDS, code="invalid_request_body", optional=False
     )
-    host, pid, agent = _hook(body)
+    host, pid, _ = _hook(body)
     record = listeners.open_listener(
         ctx.store,
         session_id=session_id,
-        agent=agent,
+        agent=_agent_of(session, body),
         wait_seconds=_waits(body, MAX_LISTEN_SECONDS),
         clock=ctx.clock,
         hook_host=host,
@@ -283,9 +332,9 @@ async def listener(
     wait is over."""
     wait = _long_wait(call)
     ids = (ctx, call, workspace_id, session_id, listener_id)
-    record = await ctx.in_worker(_listener, *ids)
+    record = await ctx.in_worker(_listener, *ids, write=wait > 0)
     if wait > 0 and _listening(record, format_ts(ctx.clock())):
-        async with ctx.awaited.watching("listener", listener_id) as moved:
+        async with ctx.awaited.watching("listener", listener_id, _holder(call)) as moved:
             record = await ctx.in_worker(_listener, *ids)
             await _until(moved, wait, record.expires_at, ctx,
                          lambda now, found=record: _listening(found, now))  # fmt: skip

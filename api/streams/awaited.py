@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
+from roundtable_console.api.problems import Problem
 from roundtable_console.api.streams.change_hub import ChangeHub
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.replies.listeners import ended_among
@@ -25,14 +26,31 @@ Kind = Literal["request", "listener"]
 InWorker = Callable[..., Awaitable[Any]]
 
 
+# Long waits open at once, per credential (or address) and in all: past them, 429 and 503. A
+# stolen token cannot hold every connection the server takes (``--max-connections``).
+WAITS_PER_HOLDER = 256
+WAITS_IN_ALL = 4096
+
+
 class Awaited:
     """The rows the open long waits are for, and the one task that wakes them."""
 
-    def __init__(self, store: Store, hub: ChangeHub, in_worker: InWorker) -> None:
+    def __init__(
+        self,
+        store: Store,
+        hub: ChangeHub,
+        in_worker: InWorker,
+        *,
+        per_holder: int = WAITS_PER_HOLDER,
+        in_all: int = WAITS_IN_ALL,
+    ) -> None:
         self.store = store
         self.hub = hub
         self.in_worker = in_worker
+        self.per_holder = per_holder
+        self.in_all = in_all
         self._waits: dict[tuple[Kind, str], set[asyncio.Event]] = {}
+        self._holders: dict[str, int] = {}
         self._task: asyncio.Task[None] | None = None
         self._woken: asyncio.Event | None = None
 
@@ -42,13 +60,20 @@ class Awaited:
         return sum(len(events) for events in self._waits.values())
 
     @asynccontextmanager
-    async def watching(self, kind: Kind, row_id: str) -> AsyncIterator[asyncio.Event]:
+    async def watching(self, kind: Kind, row_id: str, holder: str) -> AsyncIterator[asyncio.Event]:
         """An event set when the row ``row_id`` may have left its waiting state (or the server
-        stops). Read the row after entering, then wait: a change between the read and the wait
-        still sets it."""
+        stops), for a wait of ``holder``'s (``Problem`` past the limits). Read the row after
+        entering, then wait: a change between the read and the wait still sets it."""
+        if self.waiting >= self.in_all:
+            raise Problem("server_busy", f"The server holds {self.in_all} long waits, its most; "
+                          "retry in a moment.", headers={"Retry-After": "5"})  # fmt: skip
+        if self._holders.get(holder, 0) >= self.per_holder:
+            raise Problem("too_many_requests", f"{self.per_holder} long waits are open for "
+                          "this caller, its most.", headers={"Retry-After": "5"})  # fmt: skip
         moved = asyncio.Event()
         key = (kind, row_id)
         self._waits.setdefault(key, set()).add(moved)
+        self._holders[holder] = self._holders.get(holder, 0) + 1
         self._start()
         try:
             yield moved
@@ -58,6 +83,9 @@ class Awaited:
                 events.discard(moved)
                 if not events:
                     del self._waits[key]
+            self._holders[holder] -= 1
+            if not self._holders[holder]:
+                del self._holders[holder]
 
     def _start(self) -> None:
         if self._task is None or self._task.done():

@@ -8,6 +8,7 @@ Each is one transaction. The hook waits between them on the store's change signa
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable
 from datetime import timedelta
@@ -17,7 +18,7 @@ from sqlalchemy import Connection, text
 
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
-from roundtable_console.store.errors import RequestNotFound
+from roundtable_console.store.errors import RequestNotFound, TooManyPending
 from roundtable_console.store.reads.sessions import get_session
 from roundtable_console.store.requests.records import (
     ANSWERS_BY_AGENT,
@@ -48,6 +49,19 @@ _DELIVERED = text(
     "UPDATE permission_requests SET delivered_at = :now"
     " WHERE id = :id AND state IN ('allowed', 'denied') AND delivered_at IS NULL"
 )
+_PENDING_COUNT_OF_SESSION = text(
+    "SELECT count(*) FROM permission_requests WHERE session_id = :session_id"
+    " AND state = 'pending' AND expires_at > :now"
+)
+_PENDING_COUNT_OF_AGENT = text(
+    "SELECT count(*) FROM permission_requests JOIN agent_sessions"
+    " ON agent_sessions.id = permission_requests.session_id"
+    " WHERE agent_sessions.agent_id = :agent_id AND permission_requests.state = 'pending'"
+    " AND permission_requests.expires_at > :now"
+)
+# At most this many requests pending at once, of one session and of one agent's sessions.
+MAX_PENDING_PER_SESSION = 20
+MAX_PENDING_PER_AGENT = 200
 _PENDING_OF_SESSION = text(
     "SELECT id FROM permission_requests WHERE session_id = :session_id AND state = 'pending'"
 )
@@ -63,10 +77,24 @@ def kept_input(tool_input: Any) -> tuple[str, bool, bool]:
     reads is not all the agent would run: ``deciding`` asks for that to be acknowledged)."""
     redacted = redact_output_value(tool_input)
     hidden = redacted != tool_input
-    whole = json.dumps(redacted, ensure_ascii=False)
+    try:
+        whole = json.dumps(redacted, ensure_ascii=False, allow_nan=False)
+    except ValueError:  # NaN or Infinity, which an agent's JSON may hold and JSON has not
+        whole = json.dumps(_finite(redacted), ensure_ascii=False)
     if len(whole) <= MAX_INPUT_CHARACTERS:
         return whole, False, hidden
     return json.dumps(whole[:MAX_INPUT_CHARACTERS], ensure_ascii=False), True, hidden
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with each NaN or infinite number written as text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
 
 
 def kept_suggestions(suggestions: Any) -> str | None:
@@ -80,7 +108,10 @@ def kept_suggestions(suggestions: Any) -> str | None:
         return None  # one click would switch every later question off: not offered from here
     if redact_output_value(suggestions) != suggestions:
         return None  # a rule redaction changed would not be the rule the agent offered
-    kept = json.dumps(redact_output_value(suggestions), ensure_ascii=False)
+    try:
+        kept = json.dumps(redact_output_value(suggestions), ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return None  # NaN or Infinity: not a rule the agent could be handed back
     return kept if len(kept) <= MAX_SUGGESTIONS_CHARACTERS else None
 
 
@@ -131,7 +162,8 @@ def open_request(
         "hook_pid": os.getpid() if hook_pid is None else hook_pid,
     }
     with store.write() as db:
-        get_session(db=db, session_id=session_id)
+        session = get_session(db=db, session_id=session_id)
+        _within_bounds(db, session_id, session.agent_id, values["asked_at"])
         db.execute(_INSERT, values)
         append_session_event(
             db,
@@ -144,6 +176,24 @@ def open_request(
         if within is not None:
             within(db, record)
         return record
+
+
+def _within_bounds(db: Connection, session_id: str, agent_id: str, now: str) -> None:
+    """A session asks a few things at once, never dozens: past ``MAX_PENDING_PER_SESSION``
+    pending requests of the session, or ``MAX_PENDING_PER_AGENT`` of its agent's sessions, a new
+    one is refused (a flood would bury every other agent's questions, oldest first)."""
+    of_session = db.execute(_PENDING_COUNT_OF_SESSION, {"session_id": session_id, "now": now})
+    if of_session.scalar_one() >= MAX_PENDING_PER_SESSION:
+        raise TooManyPending(
+            f"The session has {MAX_PENDING_PER_SESSION} permission requests pending, its most: "
+            "answer or let them expire first."
+        )
+    of_agent = db.execute(_PENDING_COUNT_OF_AGENT, {"agent_id": agent_id, "now": now})
+    if of_agent.scalar_one() >= MAX_PENDING_PER_AGENT:
+        raise TooManyPending(
+            f"The agent {agent_id!r} has {MAX_PENDING_PER_AGENT} permission requests pending, "
+            "its most: answer or let them expire first."
+        )
 
 
 def read_request(store: Store, request_id: str) -> PermissionRequestRecord:
