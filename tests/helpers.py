@@ -57,6 +57,8 @@ DESIGN_ERROR_CODES = frozenset(
         "not_deliverable",
         "no_reply_path",
         "invalid_reply",
+        # Hooks asking through the server (issue 41).
+        "too_many_pending_requests",
     }
 )
 

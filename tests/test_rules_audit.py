@@ -620,6 +620,7 @@ SERVER_CODES = frozenset(
         "workspace_not_found",
         "session_create_conflict",
         "invalid_event_cursor",
+        "too_many_pending_requests",
     }
 )
 
