@@ -14,6 +14,7 @@ _SESSION_CHARACTERS = frozenset(
 )
 ENV_SESSION = "ROUNDTABLE_SESSION_ID"
 ENV_AGENT = "ROUNDTABLE_AGENT"
+ENV_HOST = "ROUNDTABLE_HOST"
 ENV_RUN = "ROUNDTABLE_RUN"
 WORKING = "running"
 IDLE = "active"
@@ -137,4 +138,13 @@ def start_fields(spec: AgentSpec, event: events.AgentEvent, where: Where) -> dic
         "resume_command": resume_command(spec, event.external_id),
         "status": IDLE,
         "metadata": metadata,
+        "host": machine_name(),
     }
+
+
+def machine_name() -> str | None:
+    """The machine a session runs on: ``ROUNDTABLE_HOST`` (a machine's name in the team, which
+    its host is given too), else its own name."""
+    import socket
+
+    return (os.environ.get(ENV_HOST, "").strip() or socket.gethostname() or "")[:255] or None

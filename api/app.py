@@ -51,6 +51,7 @@ LIST_PARAMETERS = [
     {"name": "status", "in": "query", "schema": TEXT_QUERY, "description": "Repeatable."},
     {"name": "agent_id", "in": "query", "schema": TEXT_QUERY},
     {"name": "run_id", "in": "query", "schema": TEXT_QUERY},
+    {"name": "host", "in": "query", "schema": TEXT_QUERY, "description": "A machine's name."},
     {"name": "stale", "in": "query", "schema": {"type": "boolean"}},
     {"name": "waiting", "in": "query", "schema": {"type": "boolean"}},
     {"name": "q", "in": "query", "schema": TEXT_QUERY, "description": "Text filter."},

@@ -38,6 +38,7 @@ SESSION_COLUMNS: tuple[str, ...] = (
     "version",
     "waiting_reason",
     "waiting_since",
+    "host",
 )
 # A session in JSON: its column names as keys, with ``metadata`` decoded in place of
 # ``metadata_json`` and ``waiting`` in place of the two waiting columns; ``version`` comes last.
@@ -81,6 +82,7 @@ class SessionFields:
         version: int
         waiting_reason: str | None
         waiting_since: str | None
+        host: str | None
 
     @property
     def metadata_dict(self) -> dict[str, Any] | None:

@@ -38,6 +38,22 @@ def optional(value: str | None) -> str | None:
     return cleaned or None
 
 
+MAX_HOST_LENGTH = 255
+
+
+def host(value: str | None) -> str | None:
+    """A machine's name (ours): printable, at most ``MAX_HOST_LENGTH`` characters; blank or
+    omitted: none."""
+    cleaned = optional(value)
+    if cleaned is None:
+        return None
+    if len(cleaned) > MAX_HOST_LENGTH or has_control_characters(cleaned):
+        raise InvalidSession(
+            f"A host is a machine's name: printable, at most {MAX_HOST_LENGTH} characters."
+        )
+    return cleaned
+
+
 def status(value: str) -> str:
     """Any printable string up to 64 characters (ref: a free string)."""
     cleaned = value.strip()

@@ -56,6 +56,7 @@ SESSION_KEYS = {
     "metadata",
     "waiting",
     "turn_done",
+    "host",
     "version",
 }
 RESUMABLE_CONFIG = (

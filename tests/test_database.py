@@ -394,7 +394,7 @@ def test_a_store_at_the_baseline_is_brought_to_head(tmp_path: Path):
             (HEAD_REVISION,)
         ]
         columns = [c[1] for c in conn.execute("PRAGMA table_info(agent_sessions)")]
-        assert columns[-3:] == ["version", "waiting_reason", "waiting_since"]
+        assert columns[-4:] == ["version", "waiting_reason", "waiting_since", "host"]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         assert "idempotency_keys" in tables
 

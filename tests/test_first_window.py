@@ -526,6 +526,7 @@ def test_a_record_behaves_as_the_table_row_with_the_same_values() -> None:
         "version": 4,
         "waiting_reason": "approve",
         "waiting_since": "2026-09-17 17:05:00",
+        "host": "laptop-7",
     }
     record, row = SessionRecord(values), AgentSession(**values)
     assert record.to_json() == row.to_json()

@@ -104,6 +104,7 @@ def rows(draw: st.DrawFn) -> dict[str, Any]:
         "metadata_json": draw(metadata_texts()),
         "workspace_id": draw(st.one_of(st.none(), st.just(""), POOL)),
         "waiting_since": draw(st.one_of(st.none(), timestamps())),
+        "host": draw(st.one_of(st.none(), POOL)),
     }
 
 
@@ -116,6 +117,7 @@ def filters(draw: st.DrawFn) -> SessionFilter:
         agent_id=draw(st.one_of(st.none(), POOL)),
         run_id=draw(st.one_of(st.none(), POOL)),
         workspace_id=draw(st.one_of(st.none(), POOL)),
+        host=draw(st.one_of(st.none(), POOL)),
         active_only=draw(st.booleans()),
         stale_before=stale,
         text=draw(st.one_of(st.none(), st.just("  "), WORDS)),
@@ -128,6 +130,7 @@ ONE_FIELD = st.one_of(
     st.builds(SessionFilter, text=WORDS),
     st.builds(SessionFilter, stale_before=OFFSETS.map(lambda offset: BASE + offset)),
     st.builds(SessionFilter, workspace_id=POOL),
+    st.builds(SessionFilter, host=POOL),
     st.builds(SessionFilter, statuses=st.lists(STATUSES, max_size=2).map(tuple)),
     st.builds(SessionFilter, waiting=st.just(True)),
 )

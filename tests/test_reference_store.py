@@ -191,7 +191,7 @@ def table_info(path: Path) -> dict[str, list[tuple[Any, ...]]]:
 
 
 # The columns our migrations add to agent_sessions.
-OUR_SESSION_COLUMNS = ("version", "waiting_reason", "waiting_since")
+OUR_SESSION_COLUMNS = ("version", "waiting_reason", "waiting_since", "host")
 # Migration 0009's on agent_session_events.
 OUR_HISTORY_COLUMNS = ("actor", "db_user")
 
@@ -266,10 +266,11 @@ def test_opening_keeps_every_reference_column_and_index(reference_path: Path):
     for table in REFERENCE_TABLES:
         if table == "agent_sessions":
             assert after[table][: len(before[table])] == before[table]
-            version, reason, since = after[table][len(before[table]) :]
+            version, reason, since, host = after[table][len(before[table]) :]
             assert version[1:] == ("version", "INTEGER", 1, "0", 0)
             assert reason[1:] == ("waiting_reason", "TEXT", 0, None, 0)
             assert since[1:] == ("waiting_since", "TEXT", 0, None, 0)
+            assert host[1:] == ("host", "TEXT", 0, None, 0)  # migration 0018: nullable
         elif table == "agent_session_events":
             # Migration 0009: who acted, nullable, so the reference keeps writing its rows.
             assert after[table][: len(before[table])] == before[table]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -99,6 +100,7 @@ def test_an_allow_and_a_deny_reach_the_agent_through_the_server(team: Team) -> N
     stored = asking.read_request(team.store, request["id"])
     assert stored.hook_pid == process.pid and stored.unheard is None  # this hook hears it
     assert session(team.url, SID).waiting_reason == "asks to run Bash: make deploy"
+    assert session(team.url, SID).host == socket.gethostname()  # its machine, said over HTTP
 
     decided = team.decide(SID, request["id"], decision="allow", suggestion=0)
     assert decided.status_code == 200, decided.text

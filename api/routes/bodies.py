@@ -28,13 +28,16 @@ REGISTER_FIELDS = (
     "mcp_socket",
     "status",
     "metadata",
+    "host",
 )
 HEARTBEAT_FIELDS = ("external_session_id", "waiting", "turn_done")
 END_FIELDS = ("status",)
 TERMINATE_FIELDS = ("impact_details",)
 OBJECT_FIELDS = frozenset({"metadata"})
 # Names and states: printable text (every other text field: anything but NUL).
-PRINTABLE_FIELDS = frozenset({"agent_id", "run_id", "adapter", "status", "waiting", "turn_done"})
+PRINTABLE_FIELDS = frozenset(
+    {"agent_id", "run_id", "adapter", "status", "waiting", "turn_done", "host"}
+)
 
 
 def read_object(

@@ -33,6 +33,7 @@ class Session(BaseModel):
     last_seen_at: str | None = None
     ended_at: str | None = None
     workspace_id: str | None = None
+    host: str | None = None
     waiting: Waiting | None = None
     turn_done: TurnDone | None = None
     version: int

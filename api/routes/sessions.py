@@ -47,7 +47,7 @@ def _order(call: Call, ctx: ServerContext) -> SessionOrder:
 
 def list_page(ctx: ServerContext, call: Call, workspace_id: str) -> Answer:
     """A keyset page of the workspace's sessions, in the reference's order (start, then id) or
-    ours (``sort``, ``order``), filtered (ours: ``status``, ``agent_id``, ``run_id``,
+    ours (``sort``, ``order``), filtered (ours: ``status``, ``agent_id``, ``run_id``, ``host``,
     ``stale``, ``waiting``, ``q``)."""
     caller = ctx.caller(call)
     size = wire.limit(call.arg("limit"))
@@ -58,6 +58,7 @@ def list_page(ctx: ServerContext, call: Call, workspace_id: str) -> Answer:
         statuses=tuple(value for value in call.query.get("status", []) if value.strip()),
         agent_id=(call.arg("agent_id") or "").strip() or None,
         run_id=(call.arg("run_id") or "").strip() or None,
+        host=(call.arg("host") or "").strip() or None,
         workspace_id=workspace_id,
         stale_before=order.stale_before if stale else None,
         text=(call.arg("q") or "").strip() or None,
@@ -154,6 +155,7 @@ def register(ctx: ServerContext, call: Call, workspace_id: str, session_id: str)
                 metadata=body.get("metadata"),
                 workspace_id=workspace_id,
                 clock=ctx.clock,
+                host=body.get("host"),
             )
             result = (session, existing is None)
             if callable(within):

@@ -46,6 +46,8 @@ def session(record: SessionFields) -> dict[str, Any]:
     workspace = record.effective_workspace_id
     if workspace is not None:
         body["workspace_id"] = workspace
+    if record.host:
+        body["host"] = record.host  # ours: the machine it runs on, as its hooks said
     waiting = record.waiting
     if waiting is not None:
         body["waiting"] = waiting._asdict()

@@ -24,6 +24,7 @@ ADDED_COLUMNS: dict[str, dict[str, str]] = {
         "version": "0",
         "waiting_reason": "NULL",
         "waiting_since": "NULL",
+        "host": "NULL",
     },
     "agent_session_events": {
         "actor": (
@@ -125,6 +126,8 @@ POSTGRES_READABLE_BEHIND = frozenset(
         "0013_web_sign_ins",
         "0014_permission_requests",
         "0015_reply_listeners",
+        "0016_web_push",
+        "0017_presence_order",
     }
 )
 # Tables of ours a PostgreSQL store behind may lack, as views.
@@ -137,6 +140,7 @@ POSTGRES_ADDED_TABLES: dict[str, str] = {
 # Our compact payloads ({"actor":"…", …}) name the actor so; a view may not fail on a payload
 # that is not JSON, so it is read as text.
 POSTGRES_ADDED_COLUMNS: dict[str, dict[str, str]] = {
+    "agent_sessions": {"host": "NULL::text"},
     "agent_session_events": {
         "actor": (
             "CASE WHEN event_type IN "

@@ -156,6 +156,8 @@ class AgentSession(SQLModel, SessionFields, table=True):
     version: int = Field(default=0, sa_type=Integer, nullable=False)
     waiting_reason: str | None = _text()
     waiting_since: str | None = _text()
+    # The machine the session runs on, as its hook said (migration 0018).
+    host: str | None = _text()
 
 
 class AgentSessionEvent(SQLModel, table=True):

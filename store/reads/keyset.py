@@ -60,6 +60,8 @@ def filter_conditions(
         found.append(_C.agent_id == filters.agent_id)
     if filters.run_id is not None:
         found.append(_C.run_id == filters.run_id)
+    if filters.host is not None:
+        found.append(_C.host == filters.host)
     if filters.workspace_id is not None:
         found.append(effective_workspace() == filters.workspace_id)
     if filters.without_workspace:

@@ -46,6 +46,8 @@ class SessionFilter:
     waiting: bool = False
     # Only sessions without a workspace (neither the column nor the metadata names one).
     without_workspace: bool = False
+    # Only sessions on this machine (the host their hooks named).
+    host: str | None = None
 
 
 def group_filter(filters: SessionFilter, grouping: str, key: str | None) -> SessionFilter:
@@ -87,7 +89,8 @@ def countable_total(filters: SessionFilter, counts: Mapping[str, int]) -> int | 
     """How many sessions ``filters`` lets through, when the counts by status say it (no filter,
     statuses, active only); None when only a count in SQL can say."""
     narrowed = filters.without_workspace or any(
-        value is not None for value in (filters.agent_id, filters.run_id, filters.workspace_id)
+        value is not None
+        for value in (filters.agent_id, filters.run_id, filters.workspace_id, filters.host)
     )
     if (
         narrowed

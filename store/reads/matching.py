@@ -72,6 +72,8 @@ def filter_admits(filters: SessionFilter, session: SessionFields) -> bool | None
         return False
     if filters.run_id is not None and session.run_id != filters.run_id:
         return False
+    if filters.host is not None and session.host != filters.host:
+        return False
     active_only = filters.active_only or filters.stale_before is not None or filters.waiting
     if active_only and session.status not in ACTIVE_STATES:
         return False

@@ -57,6 +57,7 @@ def register(
     adapters: Mapping[str, AdapterConfig] | None = None,
     workspace_id: str | None = None,
     clock: Clock = system_clock,
+    host: str | None = None,
 ) -> AgentSession:
     """Upsert keyed by the caller's id: an existing session is replaced, not merged (ref).
     ``workspace_id`` (a register over HTTP: the workspace of its path) sets the session's
@@ -75,6 +76,7 @@ def register(
         status=status,
         metadata=metadata,
         adapters=adapters,
+        host=host,
     )
     if workspace_id is not None:
         values["workspace_id"] = workspace_id

@@ -78,6 +78,7 @@ _REGISTERED = (
     "mcp_socket",
     "status",
     "metadata_json",
+    "host",
 )
 _REGISTER = f"""
 INSERT INTO agent_sessions

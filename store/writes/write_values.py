@@ -39,9 +39,11 @@ def register_values(
     status: str | None = None,
     metadata: str | dict[str, Any] | None = None,
     adapters: Mapping[str, AdapterConfig] | None = None,
+    host: str | None = None,
 ) -> dict[str, Any]:
     """The columns a register writes (all but the times), by name; ``InvalidSession`` or
-    ``InvalidSessionStatus`` before anything is written."""
+    ``InvalidSessionStatus`` before anything is written. ``host`` (ours): the machine the
+    session runs on, as its hook says."""
     values: dict[str, Any] = {
         "id": validation.required("Session id", session_id),
         "agent_id": validation.required("Agent", agent_id),
@@ -55,6 +57,7 @@ def register_values(
         "mcp_socket": validation.optional(mcp_socket),
         "status": validation.status(status) if status and status.strip() else "active",
         "metadata_json": validation.metadata(metadata),
+        "host": validation.host(host),
     }
     if values["external_resume_command"] is None and values["external_session_id"]:
         values["external_resume_command"] = resolve(adapters, values["adapter"]).expand(

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 @click.option("--mcp-socket", metavar="PATH")
 @click.option("--status", metavar="ST", help="Default: active.")
 @click.option("--metadata", metavar="JSON", help="A JSON object.")
+@click.option("--host", metavar="NAME", help="The machine the session runs on (ours).")
 @with_invocation
 def register_command(inv: Invocation, **values: Any) -> None:
     """``values``: the options, by the names of ``store.writes.agent_writes.register``'s

@@ -40,6 +40,11 @@ FILTERS: tuple[tuple[str, str, Callable[[Callable[..., Any]], Callable[..., Any]
         click.option("--run", "run_id", metavar="R", help="Only sessions of this run."),
     ),
     (
+        "host",
+        "--host",
+        click.option("--host", metavar="NAME", help="Only sessions on this machine."),
+    ),
+    (
         "workspace_id",
         "--workspace",
         click.option(

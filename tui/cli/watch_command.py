@@ -20,7 +20,7 @@ SIGINT or SIGTERM ends it with exit 0."""
 
 
 @click.command("watch", help=WATCH_HELP)
-@filter_options(besides=("active_only", "stale", "waiting", "text"))
+@filter_options(besides=("active_only", "stale", "waiting", "text", "host"))
 @click.option("--heartbeats", is_flag=True, help="Print heartbeats too.")
 @with_invocation
 def watch_command(
