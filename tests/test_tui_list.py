@@ -325,3 +325,27 @@ async def test_claims_released_elsewhere_leave_the_claims_column(tmp_path: Path,
             conn.execute(text("UPDATE claims SET status = 'released'"))
         await press(pilot, "ctrl+r")
         assert cell(app, "s1", "claims") == "0"
+
+
+async def test_the_host_column_and_the_text_filter_name_the_machine(
+    tmp_path: Path, db: Store
+) -> None:
+    """Issue 41: the machine each session runs on, in its own column (dropped first when the
+    terminal is narrow) and found by the text filter."""
+    add_session(db, "on-laptop", host="laptop-7")
+    add_session(db, "on-box", host="build-box")
+    add_session(db, "nowhere")
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot)
+        shown = screen_text(app)
+        assert any("Host" in line and "Session" in line for line in shown.splitlines())
+        lines = {line.split()[0]: line for line in shown.splitlines() if line.split()[:1]
+                 and line.split()[0] in ("on-laptop", "on-box", "nowhere")}  # fmt: skip
+        assert "laptop-7" in lines["on-laptop"] and "build-box" in lines["on-box"]
+        await press(pilot, "slash", "l", "a", "p", "t")
+        assert row_ids(app) == ["on-laptop"]
+    narrow = console(sqlite_url(tmp_path))
+    async with narrow.run_test(size=(100, 40)) as pilot:
+        await settle(pilot)
+        assert "laptop-7" not in screen_text(narrow)  # the first column a narrow list drops

@@ -255,6 +255,7 @@ def test_a_row_out_of_view_is_read_again_soon_and_one_in_view_at_once(
     expect(page.locator("#live-state")).to_have_text("Live")
     ids = page.locator("tr.row").evaluate_all("rows => rows.map(r => r.dataset.session)")
     top, bottom = ids[0], ids[-1]
+    row(page, top).scroll_into_view_if_needed()  # below the filters on a phone: brought up
     assert not row(page, bottom).is_visible() or row(page, bottom).bounding_box()["y"] > 844
     cli(site, "sessions", "pause", "--session", top)
     cli(site, "sessions", "pause", "--session", bottom)

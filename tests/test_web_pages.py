@@ -330,3 +330,19 @@ def test_every_page_is_strict_about_what_it_loads(store: Store) -> None:
         assert site.client.get("/static/app.js").status_code == 404
         assert not re.search(r'(?:src|href)="(?:https?:)?//', page.text)
         assert len(page.content) < 200_000
+
+
+def test_the_host_is_a_column_a_field_and_a_filter(store: Store) -> None:
+    register(store, "on-laptop", host="laptop-7")
+    register(store, "on-box", host="build-box")
+    with web(store) as site:
+        site.sign_in(tokens(store)["viewer"])
+        page = site.client.get("/sessions")
+        assert '<th scope="col">Host</th>' in page.text
+        assert '<td data-label="Host">laptop-7</td>' in page.text
+        narrowed = site.client.get("/sessions?host=build-box")
+        assert shown_ids(narrowed.text) == ["on-box"] and 'value="build-box"' in narrowed.text
+        detail = site.client.get("/sessions/on-laptop")
+        assert "Host" in detail.text and "laptop-7" in detail.text
+        bad = site.client.get("/sessions?host=%1bx")
+        assert bad.status_code == 400

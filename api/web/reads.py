@@ -66,6 +66,7 @@ class SessionsQuery:
     agent: str = ""
     run: str = ""
     workspace: str = ""
+    host: str = ""
     stale: bool = False
     waiting: bool = False
     text: str = ""
@@ -94,6 +95,7 @@ class SessionsQuery:
             agent=value("agent"),
             run=value("run"),
             workspace=value("workspace"),
+            host=value("host"),
             stale=value("stale").lower() in _TRUE,
             waiting=value("waiting").lower() in _TRUE,
             text=value("q"),
@@ -109,6 +111,7 @@ class SessionsQuery:
             "agent": chosen.agent,
             "run": chosen.run,
             "workspace": chosen.workspace,
+            "host": chosen.host,
             "stale": chosen.stale,
             "waiting": chosen.waiting,
             "q": chosen.text,
@@ -117,8 +120,8 @@ class SessionsQuery:
 
     @property
     def filtering(self) -> bool:
-        return any((self.status, self.agent, self.run, self.workspace, self.stale, self.waiting,
-                    self.text))  # fmt: skip
+        return any((self.status, self.agent, self.run, self.workspace, self.host, self.stale,
+                    self.waiting, self.text))  # fmt: skip
 
     def filters(self, caller: Caller, stale_before: datetime) -> SessionFilter:
         workspace = self.workspace or None
@@ -130,6 +133,7 @@ class SessionsQuery:
             agent_id=self.agent or None,
             run_id=self.run or None,
             workspace_id=workspace,
+            host=self.host or None,
             stale_before=stale_before if self.stale else None,
             text=self.text or None,
             waiting=self.waiting,

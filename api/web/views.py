@@ -65,6 +65,7 @@ class SessionRow:
     workspace: str | None
     adapter: str
     agent: str
+    host: str | None
     model: str
     status: str
     # The attention tier's name (the row's class), and what the status is flagged with.
@@ -103,6 +104,7 @@ def session_row(
         workspace=session.effective_workspace_id,
         adapter=session.adapter,
         agent=session.agent_id,
+        host=session.host,
         model=model,
         status=session.status,
         tier="stale" if stale and tier == LIVE_TIER else TIER_NAMES[tier],
@@ -146,6 +148,7 @@ def session_fields(session: SessionFields, now: datetime) -> list[Field]:
     return [
         text("Session", session.id),
         text("Agent", session.agent_id),
+        text("Host", session.host),
         text("Run", session.run_id),
         text("Workspace", session.effective_workspace_id),
         text("Adapter", session.adapter),

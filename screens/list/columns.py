@@ -58,16 +58,18 @@ COLUMNS: tuple[Column, ...] = (
     Column("mark", "", 1),
     Column("id", "Session", 10, weight=1),
     Column("agent", "Agent", 6, weight=1, sort="agent"),
-    Column("run", "Run", 8, weight=3, drop_rank=2),
-    Column("workspace", "Workspace", 9, weight=1, drop_rank=4),
-    Column("adapter", "Adapter", 8, drop_rank=1),
-    Column("model", "Model", 10, weight=3, drop_rank=3),
+    # The machine it runs on, as its hooks said (issue 41).
+    Column("host", "Host", 9, weight=2, drop_rank=1),
+    Column("run", "Run", 8, weight=3, drop_rank=3),
+    Column("workspace", "Workspace", 9, weight=1, drop_rank=5),
+    Column("adapter", "Adapter", 8, drop_rank=2),
+    Column("model", "Model", 10, weight=3, drop_rank=4),
     Column("status", "Status", 18, sort="status"),
-    Column("attention", "Attention", 24, weight=6, drop_rank=6, sort="attention"),
+    Column("attention", "Attention", 24, weight=6, drop_rank=7, sort="attention"),
     Column("claims", "Claims", 6),
     Column("resume", "Resume", 6),
     Column("seen", "Seen", 9, sort="last_seen"),
-    Column("started", "Started", 11, drop_rank=5, sort="started"),
+    Column("started", "Started", 11, drop_rank=6, sort="started"),
 )
 COLUMN_BY_KEY: dict[str, Column] = {column.key: column for column in COLUMNS}
 # The grid's vertical scrollbar.
@@ -174,6 +176,7 @@ def row_cells(
         "mark": lambda: mark_cell(marked),
         "id": lambda: plain(session.id, width("id")),
         "agent": lambda: plain(session.agent_id, width("agent")),
+        "host": lambda: plain(session.host, width("host")),
         "run": lambda: plain(session.run_id, width("run")),
         "workspace": lambda: plain(session.effective_workspace_id, width("workspace")),
         "adapter": lambda: plain(session.adapter, width("adapter")),

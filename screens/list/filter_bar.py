@@ -67,7 +67,8 @@ class FilterBar(Widget):
 
     def compose(self) -> ComposeResult:
         text = Input(
-            placeholder="Filter by id, agent, run, adapter, model, status, workspace…", id="filter"
+            placeholder="Filter by id, agent, host, run, adapter, model, status, workspace…",
+            id="filter",
         )
         text.cursor_blink = self.cursor_blink
         yield text

@@ -74,6 +74,7 @@ def fields_table(ctx: ConsoleContext, session: AgentSession, *, revealed: bool) 
     rows: list[tuple[str, Text]] = [
         ("Session id", plain(session.id)),
         ("Agent", plain(session.agent_id)),
+        ("Host", plain(session.host)),
         ("Run", plain(session.run_id)),
         ("Workspace", workspace),
         ("Adapter", plain(session.adapter)),

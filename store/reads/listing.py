@@ -26,6 +26,7 @@ TEXT_COLUMNS: tuple[str, ...] = (
     "model",
     "status",
     "workspace_id",
+    "host",
 )
 
 
