@@ -25,6 +25,7 @@ from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes import bodies
+from roundtable_console.api.streams.awaited import Kind
 from roundtable_console.store.clock import format_ts, parse_ts
 from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.errors import RequestNotFound
@@ -231,15 +232,13 @@ async def request(
 ) -> Answer:
     """One request; with ``wait`` (its hook's: a caller that may write it), once it is no
     longer pending or the wait is over."""
-    wait = _long_wait(call)
     ids = (ctx, call, workspace_id, session_id, request_id)
-    record = await ctx.in_worker(_request, *ids, write=wait > 0)
-    if wait > 0 and record.is_open(format_ts(ctx.clock())):
-        async with ctx.awaited.watching("request", request_id, _holder(call)) as moved:
-            record = await ctx.in_worker(_request, *ids)  # again, now that a change wakes it
-            await _until(moved, wait, record.expires_at, ctx, record.is_open)
-        record = await ctx.in_worker(_request, *ids)
+    record = await _after_wait(ctx, call, "request", _request, ids, _pending)
     return Answer(200, record.to_json(format_ts(ctx.clock())))
+
+
+def _pending(record: PermissionRequestRecord, now: str) -> bool:
+    return record.is_open(now)
 
 
 def delivered(
@@ -330,15 +329,8 @@ async def listener(
 ) -> Answer:
     """One listener (never the reply's text); with ``wait``, once it no longer listens or the
     wait is over."""
-    wait = _long_wait(call)
     ids = (ctx, call, workspace_id, session_id, listener_id)
-    record = await ctx.in_worker(_listener, *ids, write=wait > 0)
-    if wait > 0 and _listening(record, format_ts(ctx.clock())):
-        async with ctx.awaited.watching("listener", listener_id, _holder(call)) as moved:
-            record = await ctx.in_worker(_listener, *ids)
-            await _until(moved, wait, record.expires_at, ctx,
-                         lambda now, found=record: _listening(found, now))  # fmt: skip
-        record = await ctx.in_worker(_listener, *ids)
+    record = await _after_wait(ctx, call, "listener", _listener, ids, _listening)
     return Answer(200, record.to_json(format_ts(ctx.clock())))
 
 
@@ -367,20 +359,31 @@ def stop_listening(
     return Answer(200, {"ended": done, "listener": record.to_json(format_ts(ctx.clock()))})
 
 
-async def _until(
-    moved: asyncio.Event, wait: float, expires_at: str, ctx: ServerContext,
-    still_waiting: Callable[[str], bool],
-) -> None:  # fmt: skip
-    """Until ``moved`` is set, the row's own expiry, or ``wait`` seconds."""
-    now = ctx.clock()
-    if not still_waiting(format_ts(now)):
-        return
-    expires = parse_ts(expires_at)
-    left = wait if expires is None else (expires - now).total_seconds()
-    try:
-        await asyncio.wait_for(moved.wait(), timeout=max(0.0, min(wait, left)))
-    except TimeoutError:
-        pass
+async def _after_wait(
+    ctx: ServerContext,
+    call: Call,
+    kind: Kind,
+    read: Callable[..., Any],
+    ids: tuple[Any, ...],
+    waiting: Callable[[Any, str], bool],
+) -> Any:
+    """The row ``read(*ids)`` gives, read again once it no longer waits (``waiting``), its own
+    expiry passed, or the caller's ``wait`` ended: a coroutine woken by ``ctx.awaited``."""
+    wait = _long_wait(call)
+    record = await ctx.in_worker(read, *ids, write=wait > 0)
+    if wait <= 0 or not waiting(record, format_ts(ctx.clock())):
+        return record
+    async with ctx.awaited.watching(kind, ids[-1], _holder(call)) as moved:
+        record = await ctx.in_worker(read, *ids)  # again, now that a change wakes it
+        now = ctx.clock()
+        if waiting(record, format_ts(now)):
+            expires = parse_ts(record.expires_at)
+            left = wait if expires is None else (expires - now).total_seconds()
+            try:
+                await asyncio.wait_for(moved.wait(), timeout=max(0.0, min(wait, left)))
+            except TimeoutError:
+                pass
+    return await ctx.in_worker(read, *ids)
 
 
 # ------------------------------------------------------------------ the routes and their document
