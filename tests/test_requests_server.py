@@ -148,6 +148,8 @@ def test_a_new_turn_withdraws_the_waiting_request(team: Team) -> None:
     assert asking.read_request(team.store, request["id"]).state == "withdrawn"
 
 
+# The hook's side alone (the store is not reached once the server is gone): one engine.
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
 def test_a_server_gone_mid_wait_leaves_the_agent_to_ask(team: Team) -> None:
     process = asked(team, "make d", wait="120")
     team.pending()

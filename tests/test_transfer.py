@@ -63,6 +63,7 @@ def populate(store: Store, clock: FakeClock) -> None:
             status="running",
             metadata={"branch": "main", "title": "[bold]x[/] ünïcödé", "sep": "a\u2028b\x85c"},
             clock=clock,
+            host="zoë's-laptop",
         )
         db.execute(
             insert(SESSIONS),
