@@ -19,7 +19,7 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("↑ ↓ pgup pgdn", "move; the scrollbar is your place in the whole list (drag it)"),
             ("home / end", "the first / the last session of the whole list"),
             ("click", "select a row; a click on a header sorts by that column"),
-            ("/", "filter by text (id, agent, run, adapter, model, status, workspace)"),
+            ("/", "filter by text (id, agent, host, run, adapter, model, status, workspace)"),
             ("f", "cycle the status filter"),
             ("a", "show or hide ended sessions (stopped, ended, terminated, …)"),
             ("S", "show only stale sessions (active, not seen for too long)"),
@@ -59,7 +59,7 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             ("h", "heartbeat as the operator (active sessions)"),
             ("p", "pause (active, not already paused)"),
             ("s", "stop — asks y/n first (active sessions)"),
-            ("r", "resume — asks y/n first (paused or stopped sessions)"),
+            ("r", "resume — asks y/n first (paused, stopped or ended sessions)"),
             ("t", "terminate — shows the agent's claims and asks for the impact"),
             (
                 "y / n",

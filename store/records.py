@@ -95,6 +95,13 @@ class SessionFields:
         return decoded if isinstance(decoded, dict) else None
 
     @property
+    def reported_by_hooks(self) -> bool:
+        """Whether ``roundtable hooks`` registered it: its metadata names the agent CLI whose
+        hooks report it (``hooks``)."""
+        hooks = (self.metadata_dict or {}).get("hooks")
+        return isinstance(hooks, str) and bool(hooks)
+
+    @property
     def is_active(self) -> bool:
         return self.status in ACTIVE_STATES
 

@@ -25,7 +25,13 @@ ALLOWED_FROM: dict[str, tuple[frozenset[str], str]] = {
     "heartbeat": (_ACTIVE, _ACTIVE_TEXT),
     "pause": (_ACTIVE - {"paused"}, "from an active state other than 'paused'"),
     "stop": (_ACTIVE, _ACTIVE_TEXT),
-    "resume": (frozenset({"paused", "stopped"}), "only from 'paused' or 'stopped'"),
+    # Ours: also from 'ended' (an agent that exited is the common case, and its own resume
+    # continues the conversation, its hooks bringing the same session back); the reference
+    # resumes only a paused or stopped one. 'terminated' stays final.
+    "resume": (
+        frozenset({"paused", "stopped", "ended"}),
+        "only from 'paused', 'stopped' or 'ended'",
+    ),
     "terminate": (_ACTIVE, _ACTIVE_TEXT),
 }
 

@@ -232,7 +232,7 @@ def test_skip_reasons_use_the_rules_words() -> None:
         "status 'ended': pause is allowed from an active state other than 'paused'"
     )
     assert skip_reason("resume", "active") == (
-        "status 'active': resume is allowed only from 'paused' or 'stopped'"
+        "status 'active': resume is allowed only from 'paused', 'stopped' or 'ended'"
     )
     assert (
         skip_reason("heartbeat", "ended")

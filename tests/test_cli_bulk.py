@@ -431,12 +431,14 @@ def test_resume_of_several_checks_each_agent(fleet: Cli) -> None:
         "sessions", "resume", "--session", "s1", "--session", "s3", "--session", "s4",
         "--idempotency-key", "r1", "--json",
     )  # fmt: skip
+    # s4 ended (an agent that exited is resumed too), but its agent a2 is not in the store.
     assert outcomes(bulk_json(result)) == [
         ("s1", "done", None),
         ("s3", "done", None),
-        ("s4", "skipped", "illegal_session_transition"),
+        ("s4", "failed", "agent_not_found"),
     ]
-    assert result.exit_code == 0
+    assert result.exit_code == 1
+    assert fleet.session("s4").status == "ended"
 
 
 def test_terminate_of_several_needs_impact_details_where_claims_are_held(fleet: Cli) -> None:

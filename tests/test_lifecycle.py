@@ -56,7 +56,7 @@ ALLOWED_FROM = {
     "heartbeat": set(ACTIVE_STATES),
     "pause": set(ACTIVE_STATES) - {"paused"},
     "stop": set(ACTIVE_STATES),
-    "resume": {"paused", "stopped"},
+    "resume": {"paused", "stopped", "ended"},  # ours: an agent that exited is resumed too
     "terminate": set(ACTIVE_STATES),
 }
 RESULT_STATUS = {
@@ -344,6 +344,30 @@ def test_resume_needs_the_agent_in_the_store(store: Store, clock: FakeClock):
     assert raised.value.code == "agent_not_found"
     assert "agent-1" in raised.value.message
     assert snapshot(store) == before
+
+
+def test_an_agent_that_exited_is_resumed_by_its_hooks_session_without_an_agents_row(
+    store: Store, clock: FakeClock
+):
+    """Ours: a session its agent's own hooks registered (Claude Code that exited: ``ended``)
+    resumes with no row in the reference's agents table; its agent disabled there still
+    refuses; terminated stays final."""
+    seed(store, clock, "hooked", status="ended", with_agent=False,
+         metadata={"hooks": "claude-code"})  # fmt: skip
+    resumed = act(store, clock, "resume", "hooked")
+    assert resumed.session.status == "resuming" and resumed.session.ended_at is None
+    seed(store, clock, "hooked-off", status="ended", agent_id="off", enabled=False,
+         metadata={"hooks": "claude-code"})  # fmt: skip
+    with pytest.raises(AgentUnavailable):
+        act(store, clock, "resume", "hooked-off")
+    seed(store, clock, "hooked-final", status="terminated", with_agent=False,
+         metadata={"hooks": "claude-code"})  # fmt: skip
+    with pytest.raises(IllegalSessionTransition):
+        act(store, clock, "resume", "hooked-final")
+    # A session registered otherwise still needs its agent in the store.
+    seed(store, clock, "plain", status="ended", agent_id="nobody", with_agent=False)
+    with pytest.raises(AgentNotFound):
+        act(store, clock, "resume", "plain")
 
 
 def test_resume_needs_an_enabled_agent(store: Store, clock: FakeClock):

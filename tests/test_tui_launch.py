@@ -258,8 +258,8 @@ async def test_r_on_a_session_that_cannot_resume_says_why_and_opens_nothing(
         await press(pilot, "R")
         assert not isinstance(app.screen, LaunchDialog)
         assert notifications(app)[-1] == (
-            "Cannot resume s1: its status is 'active'; resume is allowed only from 'paused' "
-            "or 'stopped'."
+            "Cannot resume s1: its status is 'active'; resume is allowed only from 'paused', "
+            "'stopped' or 'ended'."
         )
 
 

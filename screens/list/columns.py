@@ -59,7 +59,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("id", "Session", 10, weight=1),
     Column("agent", "Agent", 6, weight=1, sort="agent"),
     # The machine it runs on, as its hooks said (issue 41).
-    Column("host", "Host", 9, weight=2, drop_rank=1),
+    Column("host", "Host", 8, weight=1, drop_rank=1),
     Column("run", "Run", 8, weight=3, drop_rank=3),
     Column("workspace", "Workspace", 9, weight=1, drop_rank=5),
     Column("adapter", "Adapter", 8, drop_rank=2),

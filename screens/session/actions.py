@@ -53,7 +53,9 @@ ACTION_BINDINGS: list[BindingType] = [
     Binding("h", "heartbeat", "Heartbeat", tooltip="Record a heartbeat as the operator"),
     Binding("p", "pause", "Pause"),
     Binding("s", "stop", "Stop", tooltip="Stop the session (asks first)"),
-    Binding("r", "resume", "Resume", tooltip="Resume a paused or stopped session (asks first)"),
+    Binding(
+        "r", "resume", "Resume", tooltip="Resume a paused, stopped or ended session (asks first)"
+    ),
     Binding("t", "terminate", "Terminate", tooltip="Terminate, after reading the impact"),
     # When an action does not apply, its key explains why instead of doing nothing.
     *(

@@ -46,8 +46,7 @@ def _captured_command(session: SessionFields) -> str | None:
     command = session.external_resume_command
     if not command or session.adapter not in AGENT_RESUME_PATTERNS:
         return None
-    hooks = (session.metadata_dict or {}).get("hooks")
-    return command if isinstance(hooks, str) and hooks else None
+    return command if session.reported_by_hooks else None
 
 
 def resume_blocker(

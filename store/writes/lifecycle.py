@@ -327,12 +327,14 @@ def resume(
         enabled = db.execute(
             select(_AGENTS.c.is_enabled).where(_AGENTS.c.id == session.agent_id)
         ).one_or_none()
-        if enabled is None:
+        if enabled is None and not session.reported_by_hooks:
+            # Ours: a session its agent's own hooks registered (Claude Code, Codex, Gemini CLI)
+            # names a program, not an agent of the Roundtable system: it needs no agents row.
             raise errors.AgentNotFound(
                 f"Session {session.id!r} belongs to agent {session.agent_id!r}, "
                 "which is not in the store; register the agent before resuming."
             )
-        if not enabled.is_enabled:
+        if enabled is not None and not enabled.is_enabled:
             raise errors.AgentUnavailable(
                 f"Agent {session.agent_id!r} is disabled; enable it before resuming its session."
             )
