@@ -177,6 +177,7 @@ PRINTABLE_LENGTHS = {
     "status": 64,
     "waiting": 500,
     "turn_done": 500,
+    "host": 255,
 }
 
 
