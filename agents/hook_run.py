@@ -115,7 +115,10 @@ def run(argv: Sequence[str], stdin: Any) -> None:
 
             answer(ask_human(asks_through(reporter), spec.name, written, event, event.ask, wait))
     elif operation.op == "end" or operation.fields.get("turn"):
-        reporter.withdraw_requests(written)
+        # Through a server, only hooks installed to wait could have left something waiting (an
+        # install gives every event the same options): others cost the server nothing more.
+        if not options.get("server") or "permission_wait" in options or "reply_wait" in options:
+            reporter.withdraw_requests(written)
         if operation.op == "end":
             return
         wait = waited_seconds(options, "reply_wait")

@@ -142,7 +142,9 @@ def test_a_new_turn_withdraws_the_waiting_request(team: Team) -> None:
     [request] = team.pending()
     # The user answered in Claude's own terminal and the turn went on to its end: the hook of
     # that turn's end withdraws the request, whose hook then answers nothing.
-    done = team.hook("claude-code", claude("Stop", stop_hook_active=False))
+    done = team.hook(
+        "claude-code", claude("Stop", stop_hook_active=False), "--permission-wait", "30"
+    )
     assert answer_of(done) is None
     assert answer_of(process) is None
     assert asking.read_request(team.store, request["id"]).state == "withdrawn"
