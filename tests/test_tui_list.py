@@ -334,7 +334,7 @@ async def test_the_host_column_and_the_text_filter_name_the_machine(
     terminal is narrow) and found by the text filter."""
     add_session(db, "on-laptop", host="laptop-7")
     add_session(db, "on-box", host="build-box")
-    add_session(db, "nowhere")
+    add_session(db, "nowhere", host="[bold]x[/]")
     app = console(sqlite_url(tmp_path))
     async with app.run_test(size=(200, 40)) as pilot:
         await settle(pilot)
@@ -343,6 +343,7 @@ async def test_the_host_column_and_the_text_filter_name_the_machine(
         lines = {line.split()[0]: line for line in shown.splitlines() if line.split()[:1]
                  and line.split()[0] in ("on-laptop", "on-box", "nowhere")}  # fmt: skip
         assert "laptop-7" in lines["on-laptop"] and "build-box" in lines["on-box"]
+        assert "[bold]x[/]" in lines["nowhere"]  # store data, never markup
         await press(pilot, "slash", "l", "a", "p", "t")
         assert row_ids(app) == ["on-laptop"]
     narrow = console(sqlite_url(tmp_path))

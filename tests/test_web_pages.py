@@ -344,5 +344,9 @@ def test_the_host_is_a_column_a_field_and_a_filter(store: Store) -> None:
         assert shown_ids(narrowed.text) == ["on-box"] and 'value="build-box"' in narrowed.text
         detail = site.client.get("/sessions/on-laptop")
         assert "Host" in detail.text and "laptop-7" in detail.text
+        register(store, "on-markup", host="[bold]x[/]<script>")
+        hostile = site.client.get("/sessions?host=%5Bbold%5Dx%5B%2F%5D%3Cscript%3E")
+        assert shown_ids(hostile.text) == ["on-markup"] and "<script>" not in hostile.text
+        assert "[bold]x[/]&lt;script&gt;" in hostile.text
         bad = site.client.get("/sessions?host=%1bx")
         assert bad.status_code == 400

@@ -216,11 +216,14 @@ def ask(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> A
 
 def _request(
     ctx: ServerContext, call: Call, workspace_id: str, session_id: str, request_id: str,
-    *, write: bool = False,
+    *, write: bool = False, checked: bool = True,
 ) -> PermissionRequestRecord:  # fmt: skip
-    caller = ctx.caller(call)
+    """The request, once the caller is seen to reach it (``checked`` False: seen already, in
+    this same call)."""
+    caller = ctx.caller(call) if checked else None
     with ctx.store.read() as db:
-        _reached(ctx, db, caller, workspace_id, session_id, write=write)
+        if caller is not None:
+            _reached(ctx, db, caller, workspace_id, session_id, write=write)
         record = asking.get_request(db, request_id)
     if record.session_id != session_id:
         raise RequestNotFound(f"No permission request has the id {request_id!r}.")
@@ -306,11 +309,13 @@ def listen(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -
 
 def _listener(
     ctx: ServerContext, call: Call, workspace_id: str, session_id: str, listener_id: str,
-    *, write: bool = False,
+    *, write: bool = False, checked: bool = True,
 ) -> ReplyListenerRecord:  # fmt: skip
-    caller = ctx.caller(call)
+    """The listener, once the caller is seen to reach it (``checked`` as ``_request``'s)."""
+    caller = ctx.caller(call) if checked else None
     with ctx.store.read() as db:
-        _reached(ctx, db, caller, workspace_id, session_id, write=write)
+        if caller is not None:
+            _reached(ctx, db, caller, workspace_id, session_id, write=write)
         try:
             record = listeners.get_listener(db, listener_id)
         except LookupError:
@@ -374,7 +379,9 @@ async def _after_wait(
     if wait <= 0 or not waiting(record, format_ts(ctx.clock())):
         return record
     async with ctx.awaited.watching(kind, ids[-1], _holder(call)) as moved:
-        record = await ctx.in_worker(read, *ids)  # again, now that a change wakes it
+        # Again, now that a change wakes it (the caller was checked a moment ago; it is again
+        # at the end, so a token revoked meanwhile gets no answer).
+        record = await ctx.in_worker(read, *ids, checked=False)
         now = ctx.clock()
         if waiting(record, format_ts(now)):
             expires = parse_ts(record.expires_at)
