@@ -346,16 +346,17 @@ async def test_a_change_read_waits_while_the_operator_moves_through_the_list(
     tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Keys first: a change that arrives while the operator presses keys is read once they
-    pause (here for a second), not between their key presses."""
+    pause (here for two seconds), not between their key presses."""
     for number in range(10):
         add_session(db, f"s{number:02d}")
-    monkeypatch.setattr(context, "INPUT_QUIET_SECONDS", 1.0)
+    monkeypatch.setattr(context, "INPUT_QUIET_SECONDS", 2.0)
     monkeypatch.setattr(list_reading, "INPUT_HOLD_SECONDS", 60.0)
     spy = Spy(monkeypatch)
     app = console(sqlite_url(tmp_path), refresh_seconds=3600)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         spy.reset()
+        await pilot.press("down", "up")  # keys already going when the change arrives
         add_session(db, "from-outside")
         for _ in range(10):  # about two seconds of keys, far apart enough to hear the change
             await pilot.press("down", "up")
