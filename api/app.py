@@ -22,6 +22,7 @@ from roundtable_console.api.answering import (
 )
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.middleware import Guard
+from roundtable_console.api.hosts import listing as host_ops
 from roundtable_console.api.problems import MEDIA_TYPE, STATUSES, Problem
 from roundtable_console.api.routes import actions as action_ops
 from roundtable_console.api.routes import bodies, hook_waits, schemas, wire
@@ -34,6 +35,7 @@ from roundtable_console.api.routes.documented import PATH_ID, operation, respons
 from roundtable_console.api.streams import events as streams
 from roundtable_console.api.web.routes import install as install_web
 from roundtable_console.store.access.tokens import ROLES
+from roundtable_console.store.hosts.protocol import CONNECT_PATH
 from roundtable_console.store.rules import ACTIVE_STATES
 
 API = "/api/v1"
@@ -244,6 +246,10 @@ def _routes(app: FastAPI) -> None:
                errors=(409,), parameters=[schemas.idempotency(True)],
                body=REPLY_BODY, body_required=True)  # fmt: skip
     hook_waits.add_routes(app, ONE)
+    operation(app, "GET", API + "/hosts", host_ops.hosts_page, name="list_hosts",
+               summary="The machines that run agents (roundtable host run): what each found, "
+               "whether it is online, its sessions. For callers bound to no workspace.",
+               model=schemas.HostList)  # fmt: skip
     for name, model in (("metrics", schemas.Metrics), ("environment", schemas.Environment)):
         operation(app, "GET", f"{ONE}/{name}", detail_ops.record_of(name),
                    name=f"session_{name}", summary=f"The session's {name}.",
@@ -359,6 +365,10 @@ def _server(ctx: ServerContext, *, read_only: bool) -> FastAPI:
             ),
         )
 
+    async def host_connects(websocket: WebSocket) -> None:
+        await host_ops.host_socket(websocket, read_only=read_only)
+
+    app.add_api_websocket_route(CONNECT_PATH, host_connects)
     install_web(app, ctx, read_only=read_only)
     app.openapi = lambda: _document(app)  # type: ignore[method-assign]
     return app

@@ -26,6 +26,7 @@ from roundtable_console.api.edge.identity import (
     authenticate,
 )
 from roundtable_console.api.edge.middleware import UNSAFE_METHODS
+from roundtable_console.api.hosts.links import HostLinks
 from roundtable_console.api.notify.notifier import Notifier, NotifySettings
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.streams.awaited import Awaited
@@ -114,6 +115,8 @@ class ServerContext:
     streams: StreamSlots = field(init=False)
     # The long waits of hooks asking or listening through the server (api.streams.awaited).
     awaited: Awaited = field(init=False)
+    # The hosts connected to this server (api.hosts.links).
+    hosts: HostLinks = field(init=False)
     # The threads a request's store work runs in: a few. SQLite takes one writer at a time
     # and every thread shares one interpreter lock, so more threads only queue longer.
     workers: ThreadPoolExecutor = field(init=False)
@@ -135,16 +138,18 @@ class ServerContext:
         )
         self.workers = ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="roundtable-api")
         self.awaited = Awaited(self.store, self.hub, self.in_worker)
+        self.hosts = HostLinks(self.store, self.in_worker, self.recheck, self.hub.closing)
 
     async def in_worker(self, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``work`` in a worker thread, awaited: no store I/O on the event loop."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.workers, partial(work, *args, **kwargs))
 
-    def caller(self, call: Call, db: Connection | None = None) -> Caller:
+    def caller(self, call: Call, db: Connection | None = None, *, host: bool = False) -> Caller:
         """Who ``call`` is; read in ``db``'s transaction when given (one transaction for the
-        whole request), else in one of its own."""
-        return authenticate(
+        whole request), else in one of its own. A host's token is refused everywhere but where
+        a host connects (``host``): stolen, it reads and writes nothing."""
+        caller = authenticate(
             db or self.store,
             headers=call.headers,
             address=call.address,
@@ -154,6 +159,16 @@ class ServerContext:
             browser=call.cookie(BROWSER_COOKIE),
             writes=call.method in UNSAFE_METHODS,
         )
+        if (caller.role == "host") != host and caller.mode != "header":
+            raise Problem(
+                "forbidden",
+                f"The token {caller.name!r} is a host's: it connects its machine (roundtable "
+                "host run) and does nothing else."
+                if caller.role == "host"
+                else "Only a host's token connects a host: roundtable tokens create --role host "
+                "--name NAME.",
+            )
+        return caller
 
     async def recheck(self, calls: list[Opening]) -> list[str | None]:
         """The credentials of open streams' requests checked again, in one read: for each,

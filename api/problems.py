@@ -59,6 +59,7 @@ CODES: dict[str, tuple[int, str]] = {
     "not_deliverable": (409, "Answer not deliverable"),
     "no_reply_path": (409, "No way to reply"),
     "invalid_reply": (400, "Invalid reply"),
+    "invalid_host": (400, "Invalid host"),
     "request_too_large": (413, "Request body too large"),
     "unsupported_media_type": (415, "Unsupported media type"),
     "too_many_requests": (429, "Too many requests"),

@@ -181,6 +181,7 @@ def run(
     def on_exit() -> None:
         ctx.notifier.close()
         ctx.hub.close()
+        ctx.hosts.close_all()
 
     server = _Server(config, on_exit=on_exit)
     address = f"{options.scheme}://{_shown_host(options.host)}:{options.port}"

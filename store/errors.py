@@ -17,6 +17,7 @@ BAD_INPUT_CODES = frozenset(
         "invalid_event_cursor",
         "invalid_decision",
         "invalid_reply",
+        "invalid_host",
     }
 )
 
@@ -102,3 +103,6 @@ NotDeliverable = _error(
 )
 NoReplyPath = _error("no_reply_path", "The session's agent cannot be sent a reply from here.")
 InvalidReply = _error("invalid_reply", "A reply is 1…4000 printable characters.")
+InvalidHost = _error(
+    "invalid_host", "A host's name or what it says it found is malformed (store.hosts.facts)."
+)

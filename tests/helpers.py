@@ -57,8 +57,9 @@ DESIGN_ERROR_CODES = frozenset(
         "not_deliverable",
         "no_reply_path",
         "invalid_reply",
-        # Hooks asking through the server (issue 41).
+        # Hooks asking through the server, and hosts (issue 41).
         "too_many_pending_requests",
+        "invalid_host",
     }
 )
 

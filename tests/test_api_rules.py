@@ -82,7 +82,7 @@ def test_capabilities_say_how_the_server_authenticates(api: Api) -> None:
     header_mode = api.client.get("/api/v1/security/capabilities").json()
     assert header_mode["authentication"] == "local-header-development"
     assert header_mode["default_bind"] == "127.0.0.1" and header_mode["roles"] == [
-        "viewer", "operator", "agent",
+        "viewer", "operator", "agent", "host",
     ]  # fmt: skip
     assert header_mode["allowed_origins"] == []  # not the reference's development origins
     api.token("ops", "operator")

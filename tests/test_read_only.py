@@ -32,6 +32,7 @@ WRITING: tuple[tuple[str, ...], ...] = (
     ("demo", "--sessions", "3"),
     ("db", "upgrade"),
     ("import", "-"),
+    ("host", "run", "--name", "laptop"),
 )  # fmt: skip
 
 
@@ -244,6 +245,7 @@ def _one_revision_behind(store_url: str) -> None:
                     db.execute(text(f"DROP TRIGGER {trigger} ON agent_session_events"))
             db.execute(text("ALTER TABLE agent_session_events DROP COLUMN actor"))
             db.execute(text("ALTER TABLE agent_session_events DROP COLUMN db_user"))
+            db.execute(text("DROP TABLE hosts"))  # migration 0019's, long after
             db.execute(text("UPDATE alembic_version SET version_num = '0008_session_groups'"))
     finally:
         store.dispose()
@@ -262,6 +264,7 @@ def test_a_store_one_revision_behind_is_read_on_both_backends(both: Cli) -> None
         ("ann", "pause", None)
     ]
     assert both.json("sessions", "logs", "--session", "s1", "--read-only")["items"]
+    assert both.json("hosts", "--read-only")["items"] == []
     store = open_store(both.url, upgrade=False)
     try:
         with store.read() as db:

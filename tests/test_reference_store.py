@@ -296,6 +296,7 @@ def test_opening_keeps_every_reference_column_and_index(reference_path: Path):
         "push_subscriptions",
         "push_presence",
         "push_sends",
+        "hosts",
         "alembic_version",
     }
     assert tables == {*REFERENCE_TABLES, "sqlite_sequence", *ours}

@@ -578,6 +578,8 @@ def scenario(code: str, rt: Cli, tmp_path: Path) -> tuple[list[str], str | None]
     if code == "no_reply_path":
         rt.register("s1")  # its agent waits for nothing
         return ["reply", "s1", "go on"], None
+    if code == "invalid_host":
+        return ["host", "run", "--name", "not a name"], None
     raise AssertionError(code)
 
 
@@ -610,6 +612,7 @@ EXPECTED_EXIT = {
     "not_deliverable": 1,
     "invalid_reply": 2,
     "no_reply_path": 1,
+    "invalid_host": 2,
 }
 
 
@@ -725,7 +728,8 @@ CHECKED_COMMANDS = sorted(path for path in COMMANDS if path != ("tui",))
 OPENING_COMMANDS = [
     path
     for path in CHECKED_COMMANDS
-    if path not in (("db", "grants"), ("hooks", "status"), ("hooks", "uninstall"))
+    if path
+    not in (("db", "grants"), ("hooks", "status"), ("hooks", "uninstall"), ("host", "service"))
 ]
 
 
@@ -1009,10 +1013,12 @@ def json_ready(rt: Cli) -> Cli:
     return rt
 
 
-# `watch` and `serve` answer until they are signalled: watch's JSON lines are checked in a
-# child process (tests/test_cli_watch.py), serve's answers on a real server
-# (tests/test_api_live.py).
-ANSWERING_COMMANDS = [path for path in CHECKED_COMMANDS if path not in (("watch",), ("serve",))]
+# `watch`, `serve` and `host run` answer until they are signalled: watch's JSON lines are
+# checked in a child process (tests/test_cli_watch.py), serve's answers on a real server
+# (tests/test_api_live.py), a host's in tests/test_hosts_server.py.
+ANSWERING_COMMANDS = [
+    path for path in CHECKED_COMMANDS if path not in (("watch",), ("serve",), ("host", "run"))
+]
 
 
 @pytest.mark.parametrize("path", ANSWERING_COMMANDS, ids=" ".join)

@@ -142,6 +142,30 @@ class Environment(BaseModel):
     note: str
 
 
+class AgentFound(BaseModel):
+    name: str
+    version: str | None = None
+
+
+class Host(BaseModel):
+    name: str
+    agents: list[AgentFound]
+    tmux: str | None = None
+    projects: list[str]
+    version: str | None = None
+    platform: str | None = None
+    online: bool
+    connected_at: str | None = None
+    last_seen_at: str | None = None
+    first_seen_at: str
+    sessions: int
+    active_sessions: int
+
+
+class HostList(BaseModel):
+    hosts: list[Host]
+
+
 class Capabilities(BaseModel):
     authentication: str
     agent_boundary: str

@@ -94,15 +94,15 @@ async def changes_stream(request: Request, call: Call, workspace_id: str) -> Res
     try:
         caller, feed = await ctx.in_worker(open_feed, ctx, call, workspace_id)
     except Problem as problem:
-        return _refused(call, problem)
+        return refused(call, problem)
     except StoreError as error:
-        return _refused(call, from_store_error(error))
+        return refused(call, from_store_error(error))
     woken = hub.subscribe()
     try:
         slot = ctx.streams.take(call, caller, lambda _code: woken.set())
     except Problem as problem:
         hub.unsubscribe(woken)
-        return _refused(call, problem)
+        return refused(call, problem)
 
     def release() -> None:
         hub.unsubscribe(woken)
@@ -168,7 +168,7 @@ def sse_response(events: AsyncIterator[str], release: Callable[[], None]) -> Str
     return _Stream(events, release)
 
 
-def _refused(call: Call, problem: Problem) -> Response:
+def refused(call: Call, problem: Problem) -> Response:
     return problem_response(
         problem.code,
         problem.detail,
@@ -182,7 +182,7 @@ def _refused(call: Call, problem: Problem) -> Response:
 # ------------------------------------------------------------------ the reference's WebSocket
 
 
-def _ws_call(websocket: WebSocket) -> Call:
+def ws_call(websocket: WebSocket) -> Call:
     query: dict[str, list[str]] = {}
     for name, value in websocket.query_params.multi_items():
         query.setdefault(name, []).append(value)
@@ -233,19 +233,19 @@ def read_events(
 async def events_socket(websocket: WebSocket, workspace_id: str) -> None:
     ctx: ServerContext = websocket.app.state.ctx
     hub = ctx.hub
-    call = _ws_call(websocket)
+    call = ws_call(websocket)
     try:
         caller, current, last = await ctx.in_worker(open_events, ctx, call, workspace_id)
     except (Problem, StoreError) as error:
         problem = error if isinstance(error, Problem) else from_store_error(error)
-        await websocket.send_denial_response(_refused(call, problem))
+        await websocket.send_denial_response(refused(call, problem))
         return
     woken = hub.subscribe()
     try:
         slot = ctx.streams.take(call, caller, lambda _code: woken.set())
     except Problem as problem:
         hub.unsubscribe(woken)
-        await websocket.send_denial_response(_refused(call, problem))
+        await websocket.send_denial_response(refused(call, problem))
         return
     try:
         await _follow(websocket, ctx, workspace_id, current, last, woken, slot)

@@ -66,6 +66,7 @@ class StreamSlots:
     in_all: int
     recheck: Recheck
     closing: threading.Event
+    check_seconds: float = CHECK_SECONDS
     slots: set[Slot] = field(default_factory=set)
     _watcher: asyncio.Task[None] | None = None
 
@@ -101,7 +102,7 @@ class StreamSlots:
 
     async def _watching(self) -> None:
         while self.slots and not self.closing.is_set():
-            await asyncio.sleep(CHECK_SECONDS)
+            await asyncio.sleep(self.check_seconds)
             by_credential: dict[tuple[str | None, str | None], list[Slot]] = {}
             for slot in list(self.slots):
                 by_credential.setdefault(slot.credential, []).append(slot)

@@ -34,7 +34,8 @@ _SUBSCRIPTIONS = PushSubscription.__table__  # type: ignore[attr-defined]
 
 # viewer: reads. operator: the human authorization (create, pause, stop, resume, terminate,
 # bulk), and reads. agent: registers, beats and ends its own agent's sessions, and reads.
-ROLES = ("viewer", "operator", "agent")
+# host: connects the one host of its own name (roundtable host run) and does nothing else.
+ROLES = ("viewer", "operator", "agent", "host")
 TOKEN_PREFIX = "rt_"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 _WORKSPACE = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")

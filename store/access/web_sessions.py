@@ -36,6 +36,7 @@ from roundtable_console.store.db.models import (
     PushPresence,
     PushSubscription,
 )
+from roundtable_console.store.errors import InvalidToken
 from roundtable_console.store.writes.history import Prepared
 
 _TOKENS = ApiToken.__table__  # type: ignore[attr-defined]
@@ -67,6 +68,11 @@ def sign_in(
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
     with store.write(durable=True) as db:
         identity = identify(db, token.strip(), clock=clock)
+        if identity.role == "host":
+            raise InvalidToken(
+                f"The token {identity.name!r} is a host's: it connects its machine (roundtable "
+                "host run) and signs in nowhere."
+            )
         token_ends = db.execute(
             select(_TOKENS.c.expires_at).where(_TOKENS.c.token_hash == token_hash(token.strip()))
         ).scalar_one()

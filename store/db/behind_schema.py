@@ -65,6 +65,12 @@ _NO_LISTENERS = (
     "NULL AS replied_at, NULL AS delivered_at, NULL AS ended_at, NULL AS hook_host, "
     "NULL AS hook_pid WHERE 1 = 0"
 )
+# Nor a host (migration 0019).
+_NO_HOSTS = (
+    "SELECT NULL AS name, NULL AS connection_id, NULL AS connected_at, NULL AS last_seen_at, "
+    "NULL AS first_seen_at, NULL AS agents_json, NULL AS projects_json, NULL AS tmux, "
+    "NULL AS version, NULL AS platform WHERE 1 = 0"
+)
 # Tables of ours, as views of the reference's tables.
 ADDED_TABLES: dict[str, str] = {
     "session_status_counts": (
@@ -84,6 +90,7 @@ ADDED_TABLES: dict[str, str] = {
     "api_web_sessions": _NO_BROWSERS,
     "permission_requests": _NO_REQUESTS,
     "reply_listeners": _NO_LISTENERS,
+    "hosts": _NO_HOSTS,
 }
 
 
@@ -128,6 +135,7 @@ POSTGRES_READABLE_BEHIND = frozenset(
         "0015_reply_listeners",
         "0016_web_push",
         "0017_presence_order",
+        "0018_session_host",
     }
 )
 # Tables of ours a PostgreSQL store behind may lack, as views.
@@ -136,6 +144,7 @@ POSTGRES_ADDED_TABLES: dict[str, str] = {
     "api_web_sessions": _NO_BROWSERS,
     "permission_requests": _NO_REQUESTS,
     "reply_listeners": _NO_LISTENERS,
+    "hosts": _NO_HOSTS,
 }
 # Our compact payloads ({"actor":"…", …}) name the actor so; a view may not fail on a payload
 # that is not JSON, so it is read as text.

@@ -351,3 +351,19 @@ class PushSend(SQLModel, table=True):
     receiver: str = _text(primary_key=True, nullable=False)
     session_id: str = _text(primary_key=True, nullable=False)
     sent_at: str = _text(nullable=False)
+
+
+class Host(SQLModel, table=True):
+    """A machine that runs agents for the console (migration 0019; ``store.hosts``)."""
+
+    __tablename__ = "hosts"
+    name: str = _text(primary_key=True, nullable=False)
+    connection_id: str | None = _text()
+    connected_at: str | None = _text()
+    last_seen_at: str | None = _text()
+    first_seen_at: str = _text(nullable=False)
+    agents_json: str = _text(nullable=False)
+    projects_json: str = _text(nullable=False)
+    tmux: str | None = _text()
+    version: str | None = _text()
+    platform: str | None = _text()

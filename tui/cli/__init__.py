@@ -49,6 +49,7 @@ from roundtable_console.tui.cli.db_commands import (
     import_command,
 )
 from roundtable_console.tui.cli.hooks_commands import hooks_group
+from roundtable_console.tui.cli.host_commands import host_group, hosts_command
 from roundtable_console.tui.cli.invocation import CliState
 from roundtable_console.tui.cli.lifecycle_commands import LIFECYCLE_COMMANDS
 from roundtable_console.tui.cli.printing import (
@@ -212,6 +213,8 @@ for _command in (
     hooks_group,
     requests_group,
     reply_command,
+    host_group,
+    hosts_command,
 ):
     cli.add_command(_command)
 

@@ -67,7 +67,7 @@ def _without_password(url: str) -> tuple[str, bool]:
     return urlunsplit(parts._replace(netloc=netloc)), True
 
 
-def _checked_server(server: str) -> None:
+def checked_server(server: str) -> None:
     """The agent token goes to ``server`` in every request: in clear text only on this machine."""
     from urllib.parse import urlsplit
 
@@ -196,7 +196,7 @@ def install_command(
     if token_env and not server:
         raise click.UsageError("--token-env goes with --server.")
     if server:
-        _checked_server(server)
+        checked_server(server)
     if not server and not dry_run:  # the store exists, at its current schema, before any hook
         with inv.store():
             pass

@@ -139,6 +139,7 @@ WRITING_COMMANDS = frozenset(
         "tokens revoke",
         "requests allow",
         "requests deny",
+        "host run",
     }
 )
 

@@ -25,8 +25,9 @@ def tokens_group() -> None:
 @click.option(
     "--role",
     required=True,
-    type=click.Choice(["viewer", "operator", "agent"]),
-    help="viewer reads; operator acts as a human; agent writes only its agent's sessions.",
+    type=click.Choice(["viewer", "operator", "agent", "host"]),
+    help="viewer reads; operator acts as a human; agent writes only its agent's sessions; "
+    "host connects the machine of its name (roundtable host run) and nothing else.",
 )
 @click.option("--workspace", "workspaces", multiple=True, metavar="W", help="Only these (repeat).")
 @click.option("--agent", "agent_id", metavar="A", help="The agent an agent token acts for.")

@@ -1,0 +1,237 @@
+"""The hosts this server holds: one WebSocket each, opened by the host (``store.hosts.protocol``).
+
+A link costs a coroutine, no thread. It is counted and its token checked again every
+``CHECK_SECONDS`` (``api.streams.slots``: a revoked host token is let go within that); every
+``SEEN_EVERY_SECONDS`` one statement marks all of this server's hosts seen, and tells which were
+taken over by a newer connection (on this server or another of the same store), which are
+closed. Nothing runs while no host is connected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
+
+from roundtable_console.api.edge.identity import Caller
+from roundtable_console.api.problems import Problem
+from roundtable_console.api.streams.slots import Recheck, Slot, StreamSlots
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.errors import StoreError
+from roundtable_console.store.hosts import protocol, registry
+from roundtable_console.store.hosts.facts import HostFacts
+
+log = logging.getLogger("roundtable.hosts")
+
+HOSTS_IN_ALL = 10_000
+CHECK_SECONDS = 10.0
+InWorker = Callable[..., Awaitable[Any]]
+
+
+@dataclass(eq=False)
+class Link:
+    name: str
+    connection_id: str
+    websocket: WebSocket
+    slot: Slot
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    close_code: int = 1000
+    close_reason: str = ""
+
+    def end(self, code: int, reason: str) -> None:
+        if not self.ended.is_set():
+            self.close_code, self.close_reason = code, reason
+            self.ended.set()
+
+
+class HostLinks:
+    def __init__(
+        self,
+        store: Store,
+        in_worker: InWorker,
+        recheck: Recheck,
+        closing: threading.Event,
+        *,
+        in_all: int = HOSTS_IN_ALL,
+        seen_every: float = registry.SEEN_EVERY_SECONDS,
+    ) -> None:
+        self.store = store
+        self.in_worker = in_worker
+        self.closing = closing
+        self.seen_every = seen_every
+        # One link a host on this server: a newer one replaces it before it takes its slot.
+        self.slots = StreamSlots(
+            per_holder=1,
+            in_all=in_all,
+            recheck=recheck,
+            closing=closing,
+            check_seconds=CHECK_SECONDS,
+        )
+        self.links: dict[str, Link] = {}
+        self._seeing: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def held(self) -> list[str]:
+        return sorted(self.links)
+
+    async def serve(self, websocket: WebSocket, caller: Caller, call: Any) -> None:
+        """Hold the host's connection until it goes, is replaced, or its token ends."""
+        self._loop = asyncio.get_running_loop()
+        await websocket.accept()
+        try:
+            facts = await self._hello(websocket, caller)
+        except Problem as problem:
+            await _refuse(websocket, problem.code, problem.detail)
+            return
+        except StoreError as error:
+            await _refuse(websocket, error.code, error.message)
+            return
+        except (WebSocketDisconnect, TimeoutError, RuntimeError):
+            await _close(websocket, 1008, "no hello")
+            return
+        older = self.links.get(facts.name)
+        if older is not None:
+            older.end(protocol.CLOSE_REPLACED, "replaced by a newer connection")
+            self.slots.give_back(older.slot)
+            del self.links[facts.name]
+        link: Link | None = None
+
+        def token_ended(code: str) -> None:
+            if link is not None:
+                link.end(protocol.CLOSE_TOKEN_ENDED, code)
+
+        try:
+            slot = self.slots.take(call, caller, token_ended)
+        except Problem as problem:
+            await _close(websocket, 1013, problem.detail[:120])
+            return
+        link = Link(facts.name, secrets.token_hex(12), websocket, slot)
+        try:
+            await self.in_worker(self._connect, facts, link.connection_id)
+        except StoreError as error:
+            self.slots.give_back(slot)
+            await _close(websocket, 1011, error.message[:120])
+            return
+        self.links[facts.name] = link
+        self._see()
+        log.info("host %s connected", facts.name)
+        try:
+            await websocket.send_json(
+                {
+                    "kind": protocol.WELCOME,
+                    "name": facts.name,
+                    "connection_id": link.connection_id,
+                    "seen_every": self.seen_every,
+                }
+            )
+            await self._hold(link)
+        finally:
+            if self.links.get(facts.name) is link:
+                del self.links[facts.name]
+            self.slots.give_back(slot)
+            try:
+                await self.in_worker(self._disconnect, facts.name, link.connection_id)
+            except StoreError:
+                pass  # offline by itself once it is not seen for registry.ONLINE_SECONDS
+            log.info("host %s gone", facts.name)
+
+    async def _hello(self, websocket: WebSocket, caller: Caller) -> HostFacts:
+        raw = await asyncio.wait_for(websocket.receive_text(), protocol.HELLO_SECONDS)
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            raise Problem("invalid_request", "The hello is one JSON object.") from None
+        if not isinstance(message, dict) or message.get("kind") != protocol.HELLO:
+            raise Problem("invalid_request", 'The first message is {"kind": "hello", …}.')
+        facts = HostFacts.from_json(message)
+        if caller.mode != "header" and facts.name != caller.name:
+            raise Problem(
+                "forbidden",
+                f"The token {caller.name!r} connects the host {caller.name!r}, not {facts.name!r}.",
+            )
+        return facts
+
+    async def _hold(self, link: Link) -> None:
+        async def listen() -> None:
+            try:
+                while True:
+                    message = await link.websocket.receive()
+                    if message["type"] == "websocket.disconnect":
+                        break
+            except (WebSocketDisconnect, RuntimeError):
+                pass
+            finally:
+                link.end(1000, "")
+
+        listener = asyncio.create_task(listen())
+        try:
+            if self.closing.is_set():
+                link.end(1001, "the server stops")
+            await link.ended.wait()
+        finally:
+            listener.cancel()
+            await _close(link.websocket, link.close_code, link.close_reason)
+
+    def close_all(self) -> None:
+        """The server stops: every link ends (from any thread, a signal handler's too)."""
+        if self._loop is None or self._loop.is_closed():
+            return
+        self._loop.call_soon_threadsafe(self._end_all)
+
+    def _end_all(self) -> None:
+        for link in list(self.links.values()):
+            link.end(1001, "the server stops")
+
+    def _connect(self, facts: HostFacts, connection_id: str) -> None:
+        with self.store.write() as db:
+            registry.connect(db, facts, connection_id=connection_id)
+
+    def _disconnect(self, name: str, connection_id: str) -> None:
+        with self.store.write() as db:
+            registry.disconnect(db, name, connection_id=connection_id)
+
+    def _mark_seen(self, connection_ids: list[str]) -> set[str]:
+        with self.store.write() as db:
+            return registry.seen(db, connection_ids)
+
+    def _see(self) -> None:
+        if self._seeing is None or self._seeing.done():
+            self._seeing = asyncio.get_running_loop().create_task(self._seeing_loop())
+
+    async def _seeing_loop(self) -> None:
+        while self.links and not self.closing.is_set():
+            await asyncio.sleep(self.seen_every)
+            links = list(self.links.values())
+            if not links:
+                break
+            try:
+                held = await self.in_worker(self._mark_seen, [link.connection_id for link in links])
+            except StoreError:
+                continue  # not seen this time: online still, until registry.ONLINE_SECONDS
+            for link in links:
+                if link.connection_id not in held:
+                    link.end(protocol.CLOSE_REPLACED, "replaced by a newer connection")
+
+
+async def _refuse(websocket: WebSocket, code: str, detail: str) -> None:
+    try:
+        await websocket.send_json({"kind": protocol.REFUSED, "code": code, "detail": detail})
+    except (WebSocketDisconnect, RuntimeError):
+        pass
+    await _close(websocket, protocol.CLOSE_REFUSED, code)
+
+
+async def _close(websocket: WebSocket, code: int, reason: str) -> None:
+    if websocket.client_state == WebSocketState.DISCONNECTED:
+        return
+    try:
+        await websocket.close(code=code, reason=reason)
+    except (WebSocketDisconnect, RuntimeError):
+        pass

@@ -1,0 +1,157 @@
+"""The host's one connection to ``roundtable serve``: opened from this machine (no port is
+opened here: NAT and laptops are fine), said hello on, held, and opened again when it drops,
+after a wait that grows (1 s, 2 s, 4 s … at most ``BACKOFF_MAX_SECONDS``) with jitter, so a
+fleet of hosts does not come back at one instant after a server restarts.
+
+Idle, it costs nothing but the WebSocket's own ping every ``PING_SECONDS``: nothing polls.
+What cannot be mended by trying again ends the process (exit 1) with one sentence: a token the
+server refuses, a hello it refuses, another process connected under the same name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+
+from roundtable_console.store.hosts import protocol
+from roundtable_console.store.hosts.facts import HostFacts
+
+BACKOFF_MAX_SECONDS = 60.0
+PING_SECONDS = 20.0
+OPEN_SECONDS = 10.0
+MAX_MESSAGE_BYTES = 1 << 20
+
+
+class LinkEnded(Exception):
+    """The connection cannot be made again by trying: why, in one sentence."""
+
+
+@dataclass(frozen=True)
+class Target:
+    server: str  # http(s)://host:port, as hooks are given it
+    token: str | None  # None: a lone loopback server in header mode
+
+    @property
+    def url(self) -> str:
+        parts = urlsplit(self.server.rstrip("/"))
+        scheme = "wss" if parts.scheme == "https" else "ws"
+        return urlunsplit((scheme, parts.netloc, parts.path + protocol.CONNECT_PATH, "", ""))
+
+
+def backoff(attempt: int, *, jitter: Callable[[], float] = random.random) -> float:
+    """The wait before trying again after ``attempt`` failures in a row (0: the first)."""
+    return min(BACKOFF_MAX_SECONDS, 2.0**attempt) * (0.5 + jitter() / 2)
+
+
+async def run(
+    target: Target, facts: HostFacts, *, say: Callable[[str], None], stop: asyncio.Event
+) -> None:
+    """Hold the connection until ``stop``; ``LinkEnded`` when it cannot be held."""
+    attempt = 0
+    told: str | None = None
+    while not stop.is_set():
+        try:
+            async with connect(
+                target.url,
+                additional_headers=_headers(target),
+                open_timeout=OPEN_SECONDS,
+                ping_interval=PING_SECONDS,
+                ping_timeout=PING_SECONDS,
+                max_size=MAX_MESSAGE_BYTES,
+                user_agent_header="roundtable-host",
+            ) as connection:
+                await _hello(connection, facts)
+                say(f"Connected to {target.server} as host {facts.name!r}.")
+                attempt, told = 0, None
+                await _hold(connection, stop)
+                if stop.is_set():
+                    return
+                code, reason = connection.close_code, connection.close_reason
+            _ends(code, reason, facts)
+            problem = f"the connection closed ({code or 'no code'})"
+        except InvalidStatus as refused:
+            status = refused.response.status_code
+            detail = _detail(refused.response.body)
+            if status in (401, 403, 404):
+                raise LinkEnded(f"The server refused this host ({status}): {detail}") from None
+            problem = f"the server answered {status}: {detail}"
+        except ConnectionClosed as closed:
+            code = closed.rcvd.code if closed.rcvd else None
+            _ends(code, closed.rcvd.reason if closed.rcvd else "", facts)
+            problem = f"the connection closed ({code or 'no code'})"
+        except (OSError, TimeoutError, InvalidHandshake) as error:
+            problem = f"cannot reach it ({error.__class__.__name__}: {error})"
+        wait = backoff(attempt)
+        attempt += 1
+        if problem != told:  # said once while it lasts, not at every try
+            say(f"{target.server}: {problem}; trying again (in {wait:.0f} s, then less often).")
+            told = problem
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=wait)
+        except TimeoutError:
+            pass
+
+
+def _ends(code: int | None, reason: str | None, facts: HostFacts) -> None:
+    """``LinkEnded`` for a close that trying again cannot mend."""
+    if code == protocol.CLOSE_REPLACED:
+        raise LinkEnded(f"Another host connected as {facts.name!r}; this one stops.")
+    if code in (protocol.CLOSE_REFUSED, protocol.CLOSE_TOKEN_ENDED):
+        raise LinkEnded(f"The server ended this host: {reason or code}.")
+
+
+def _headers(target: Target) -> dict[str, str]:
+    return {"Authorization": f"Bearer {target.token}"} if target.token else {}
+
+
+async def _hello(connection: ClientConnection, facts: HostFacts) -> None:
+    await connection.send(json.dumps({"kind": protocol.HELLO, **facts.to_json()}))
+    raw = await asyncio.wait_for(connection.recv(), timeout=protocol.HELLO_SECONDS)
+    try:
+        answer = json.loads(raw)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise LinkEnded("The server answered the hello with something else than JSON.")
+    if answer.get("kind") == protocol.REFUSED:
+        raise LinkEnded(f"The server refused this host: {str(answer.get('detail'))[:300]}")
+    if answer.get("kind") != protocol.WELCOME:
+        raise LinkEnded("The server answered the hello with something else than a welcome.")
+
+
+async def _hold(connection: ClientConnection, stop: asyncio.Event) -> None:
+    stopping = asyncio.create_task(stop.wait())
+    closed = asyncio.create_task(connection.wait_closed())
+    receiving = asyncio.create_task(_drain(connection))
+    try:
+        await asyncio.wait({stopping, closed}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (stopping, closed, receiving):
+            task.cancel()
+    if stop.is_set():
+        await connection.close()
+
+
+async def _drain(connection: ClientConnection) -> None:
+    """Messages the server sends a host (the operations of later versions): none are acted on
+    yet; they are read so the connection keeps flowing."""
+    try:
+        async for _message in connection:
+            pass
+    except ConnectionClosed:
+        pass
+
+
+def _detail(body: bytes | None) -> str:
+    try:
+        problem = json.loads(body or b"")
+        return str(problem.get("detail") or problem.get("title"))[:300]
+    except (ValueError, AttributeError):
+        return "no detail"

@@ -1,0 +1,25 @@
+"""The messages of a host's connection to ``roundtable serve`` (one WebSocket, opened by the
+host: no port is opened on its machine). Plain JSON shapes, shared by the server (``api.hosts``)
+and the host (``hosts``); no transport here.
+
+1. The host opens ``CONNECT_PATH`` with its token (``Authorization: Bearer``, role ``host``).
+2. It sends ``{"kind": "hello", …HostFacts}`` within ``HELLO_SECONDS``.
+3. The server answers ``{"kind": "welcome", "name", "connection_id", "seen_every"}``, or
+   ``{"kind": "refused", "code", "detail"}`` and closes (``CLOSE_REFUSED``: the host does not
+   retry what it was refused, a bad name say; every other close it retries).
+4. The connection stays open; the WebSocket's own pings keep it and find it gone. A newer
+   connection of the same host replaces it (``CLOSE_REPLACED``).
+"""
+
+from __future__ import annotations
+
+CONNECT_PATH = "/api/v1/hosts/connect"
+HELLO = "hello"
+WELCOME = "welcome"
+REFUSED = "refused"
+HELLO_SECONDS = 10.0
+# WebSocket close codes (the private-use range): refused for good, replaced by a newer
+# connection of the same host, or its token no longer holds.
+CLOSE_REFUSED = 4400
+CLOSE_REPLACED = 4409
+CLOSE_TOKEN_ENDED = 4401
