@@ -135,6 +135,11 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                 "pending permission requests across the fleet, the longest-waiting first (y "
                 "allow, n deny, 1…9 with an allow: the agent's own suggestion, not asked again)",
             ),
+            (
+                "H",
+                "the hosts: each machine that runs agents, online or not, its agents, sessions "
+                "and projects",
+            ),
             ("ctrl+p", "command palette: actions for the selected session, open a session, theme"),
             ("j", "after a notification of a session needing attention: jump to it"),
             ("?", "this help"),

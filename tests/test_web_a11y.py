@@ -17,6 +17,9 @@ from sqlalchemy import text
 
 from roundtable_console.store.access.tokens import create_token
 from roundtable_console.store.db.database import open_store
+from roundtable_console.store.hosts.facts import AgentFound, HostFacts
+from roundtable_console.store.hosts.registry import connect as connect_host
+from roundtable_console.store.hosts.registry import disconnect as disconnect_host
 from roundtable_console.store.replies import listeners
 from roundtable_console.store.requests.asking import open_request
 from roundtable_console.store.writes.agent_writes import heartbeat
@@ -78,6 +81,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     )  # fmt: skip
     # a-done's turn is done and its Stop hook listens: its page offers a reply.
     listeners.open_listener(store, session_id="a-done", agent="claude-code", wait_seconds=3600)
+    with store.write() as db:  # a host online with its agents, one offline with none
+        for name, agents in (("laptop", (AgentFound("claude-code", "2.1.328"),)), ("ci", ())):
+            connect_host(db, HostFacts(name=name, agents=agents, projects=("/srv/api",)),
+                         connection_id=name)  # fmt: skip
+        disconnect_host(db, "ci", connection_id="ci")
     made = {
         role: create_token(store=store, name=name, role=role).token
         for role, name in (("operator", "olivia"), ("viewer", "vic"))
@@ -147,6 +155,7 @@ PAGES = [
     ("transcript", "viewer", "/sessions/a-done/transcript"),
     ("overview", "viewer", "/overview"),
     ("audit", "operator", "/audit"),
+    ("hosts", "viewer", "/hosts"),
     ("requests", "operator", "/requests"),
     ("requests (viewer)", "viewer", "/requests"),
     ("notifications", "operator", "/notifications"),

@@ -78,6 +78,7 @@ class RoundtableApp(App[int]):
         Binding("question_mark", "help", "Help"),
         Binding("A", "audit", "Audit", show=False),
         Binding("P", "requests", "Requests", show=False, tooltip="Pending permission requests"),
+        Binding("H", "hosts", "Hosts", show=False, tooltip="The machines that run agents"),
         Binding("j", "jump", "Jump", tooltip="Open the session the last notification named"),
     ]
 
@@ -361,7 +362,7 @@ class RoundtableApp(App[int]):
             from roundtable_console.screens.fleet.audit import AuditScreen
 
             return not isinstance(self.screen, AuditScreen | ModalScreen)
-        if action == "requests":
+        if action in ("requests", "hosts"):
             return not isinstance(self.screen, ModalScreen)
         if action == "jump":
             return self.jump_to is not None and time.monotonic() < self.jump_until
@@ -386,6 +387,13 @@ class RoundtableApp(App[int]):
 
         if not isinstance(self.screen, RequestsScreen):
             self.push_screen(RequestsScreen(self.ctx))
+
+    def action_hosts(self) -> None:
+        """The machines that run agents (H)."""
+        from roundtable_console.screens.fleet.hosts import HostsScreen
+
+        if not isinstance(self.screen, HostsScreen):
+            self.push_screen(HostsScreen(self.ctx))
 
     def on_unmount(self) -> None:
         if self.change_watcher is not None:

@@ -38,6 +38,7 @@ from roundtable_console.store.access.tokens import holds_tokens
 from roundtable_console.store.access.web_sessions import csrf_proof
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.audit import AuditFilter, audit_page
+from roundtable_console.store.hosts.registry import list_hosts
 from roundtable_console.store.reads.overview import read_overview
 from roundtable_console.store.resume.launch import shell_line
 from roundtable_console.store.service import read_briefing
@@ -284,6 +285,29 @@ class WebPages:
             )
 
         return await self.signed_in(request, "overview", work)
+
+    async def hosts(self, request: Request) -> Response:
+        async def work(call: Call, caller: Caller) -> Response:
+            if caller.workspaces is not None:
+                raise Problem(
+                    "forbidden",
+                    "The hosts are the whole team's machines: a token bound to some workspaces "
+                    "does not see them.",
+                )
+
+            def read() -> Any:
+                with self.ctx.store.read() as db:
+                    return list_hosts(db, clock=self.ctx.clock)
+
+            hosts = await self.ctx.in_worker(read)
+            return self.pages.page(
+                "hosts.html",
+                hosts=hosts,
+                online=sum(1 for host in hosts if host.online),
+                **self.common(call, caller, "overview"),
+            )
+
+        return await self.signed_in(request, "hosts", work)
 
     async def audit(self, request: Request) -> Response:
         async def work(call: Call, caller: Caller) -> Response:

@@ -49,6 +49,7 @@ def install(app: FastAPI, ctx: ServerContext, *, read_only: bool) -> None:
         ("/sessions/{session_id}/transcript", page.transcript, "GET"),
         ("/overview", page.overview, "GET"),
         ("/audit", page.audit, "GET"),
+        ("/hosts", page.hosts, "GET"),
         ("/requests", asked.requests, "GET"),
         ("/notifications", told.notifications, "GET"),
         ("/manifest.webmanifest", shell.manifest_file, "GET"),
