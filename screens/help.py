@@ -138,7 +138,7 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             (
                 "H",
                 "the hosts: each machine that runs agents, online or not, its agents, sessions "
-                "and projects",
+                "and projects (enter: the list shows that host's sessions; a: every host's)",
             ),
             ("ctrl+p", "command palette: actions for the selected session, open a session, theme"),
             ("j", "after a notification of a session needing attention: jump to it"),

@@ -44,6 +44,11 @@ def connect(db: Store, facts: HostFacts, *, minutes_ago: float = 0) -> None:
         )  # fmt: skip
 
 
+def listed(app: Any) -> list[str]:
+    """The sessions the list holds, whichever screen is on top."""
+    return [session.id for session in app.list_screen.model.sessions()]
+
+
 async def until(pilot: Any, check: Any, seconds: float = 15) -> None:
     deadline = time.monotonic() + seconds
     while not check() and time.monotonic() < deadline:
@@ -99,3 +104,28 @@ def test_hosts_screen_snapshot(snap_compare: Any, tmp_path: Path, db: Store) -> 
     app = console(sqlite_url(tmp_path), clock=FakeClock(FROZEN))
     app.ctx.description = SNAPSHOT_DESCRIPTION
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+async def test_enter_on_a_host_shows_its_sessions_and_a_shows_every_hosts(
+    tmp_path: Path, db: Store
+) -> None:
+    seed(db)
+    connect(db, LAPTOP)
+    with db.write() as conn:
+        register_session(conn, "on-laptop", host="laptop", status="running")
+    app = console(sqlite_url(tmp_path), clock=FakeClock(FROZEN))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        everyone = listed(app)
+        assert "on-laptop" in everyone and len(everyone) > 1
+        await press(pilot, "H")
+        await until(pilot, lambda: "1 of 1 online" in screen_text(app))
+        await press(pilot, "enter")
+        await until(pilot, lambda: listed(app) == ["on-laptop"])
+        assert listed(app) == ["on-laptop"]
+        assert "host laptop (H)" in screen_text(app)
+        await press(pilot, "H")
+        await until(pilot, lambda: "1 of 1 online" in screen_text(app))
+        await press(pilot, "a")
+        await until(pilot, lambda: listed(app) == everyone)
+        assert listed(app) == everyone and "host laptop" not in screen_text(app)

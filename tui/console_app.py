@@ -17,6 +17,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,6 +43,7 @@ from roundtable_console.tui.heap import QuietCollector
 from roundtable_console.tui.notices import desktop_sequence, notice_for, write_to_terminal
 
 if TYPE_CHECKING:
+    from roundtable_console.screens.fleet.hosts import HostChosen
     from roundtable_console.store.db.database import Store
     from roundtable_console.store.reads.changes import Change
 
@@ -393,7 +395,16 @@ class RoundtableApp(App[int]):
         from roundtable_console.screens.fleet.hosts import HostsScreen
 
         if not isinstance(self.screen, HostsScreen):
-            self.push_screen(HostsScreen(self.ctx))
+            self.push_screen(HostsScreen(self.ctx), self._host_chosen)
+
+    def _host_chosen(self, chosen: HostChosen | None) -> None:
+        """The list shows the chosen host's sessions, or every host's."""
+        if chosen is None:
+            return
+        state = self.list_screen.state
+        self.list_screen.filters.change(replace(state, host=chosen.name))
+        while len(self.screen_stack) > 1 and self.screen is not self.list_screen:
+            self.pop_screen()
 
     def on_unmount(self) -> None:
         if self.change_watcher is not None:

@@ -37,8 +37,8 @@ from roundtable_console.api.web.signin import (
 from roundtable_console.store.access.tokens import holds_tokens
 from roundtable_console.store.access.web_sessions import csrf_proof
 from roundtable_console.store.errors import StoreError
-from roundtable_console.store.reads.audit import AuditFilter, audit_page
 from roundtable_console.store.hosts.registry import list_hosts
+from roundtable_console.store.reads.audit import AuditFilter, audit_page
 from roundtable_console.store.reads.overview import read_overview
 from roundtable_console.store.resume.launch import shell_line
 from roundtable_console.store.service import read_briefing

@@ -4,6 +4,7 @@ changes. What a host says of itself is shown as text, never as markup."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
 from rich.text import Text
@@ -45,10 +46,19 @@ def state_of(host: HostRow) -> Text:
     return Text("online", style="bold green") if host.online else Text("offline", style="dim")
 
 
-class HostsScreen(ReportsFailures, Screen[None]):
+@dataclass(frozen=True)
+class HostChosen:
+    """The list is to show this host's sessions (None: every host's)."""
+
+    name: str | None
+
+
+class HostsScreen(ReportsFailures, Screen[HostChosen | None]):
     AUTO_FOCUS = "#hosts"
     BINDINGS = [
         Binding("escape", "back", "Back"),
+        Binding("enter", "choose", "Its sessions", tooltip="The list shows this host's only"),
+        Binding("a", "every_host", "All hosts", tooltip="The list shows every host's"),
         Binding("ctrl+r", "reload", "Refresh", show=False),
     ]
 
@@ -82,6 +92,22 @@ class HostsScreen(ReportsFailures, Screen[None]):
 
     def action_back(self) -> None:
         self.dismiss(None)
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        self.action_choose()
+
+    def action_choose(self) -> None:
+        table: DataTable[Text] = self.query_one("#hosts", DataTable)
+        if table.row_count == 0:
+            return
+        row_key, _column = table.coordinate_to_cell_key(table.cursor_coordinate)
+        if row_key.value is not None:
+            self.dismiss(HostChosen(str(row_key.value)))
+
+    def action_every_host(self) -> None:
+        self.dismiss(HostChosen(None))
 
     def action_reload(self) -> None:
         self.read()
@@ -123,7 +149,8 @@ class HostsScreen(ReportsFailures, Screen[None]):
             )
         online = sum(1 for host in hosts if host.online)
         status = (
-            f"{online} of {len(hosts)} online · sessions: active of all that name the host"
+            f"{online} of {len(hosts)} online · sessions: active of all that name the host · "
+            "enter: the list shows that host's · a: every host's"
             if hosts
             else "No host yet: run roundtable host run on each machine that runs agents "
             "(docs: Agents on several machines)."

@@ -35,6 +35,8 @@ class ListState:
     stale_only: bool = False
     order: SessionOrder = field(default_factory=lambda: SessionOrder("attention"))
     group: str | None = None
+    # Only the sessions of this machine (chosen on the hosts screen, H).
+    host: str | None = None
 
     @property
     def shown_order(self) -> SessionOrder:
@@ -101,6 +103,7 @@ class ListState:
             active_only=not self.show_ended,
             stale_before=now - stale_after if self.stale_only else None,
             text=self.text.strip() or None,
+            host=self.host,
         )
 
     def empty_text(self, *, store_open: bool) -> Text:
@@ -129,6 +132,10 @@ class ListState:
         else:
             text.append("stale too", style="bold")
         text.append(" (S) · ")
+        if self.host is not None:
+            text.append("host ")
+            text.append(one_line(self.host, 40), style="bold")
+            text.append(" (H) · ")
         if self.text.strip():
             text.append("text ")
             text.append(repr(one_line(self.text.strip(), 40)), style="bold")

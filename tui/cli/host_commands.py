@@ -105,9 +105,7 @@ def run_command(
 
         raise SystemExit(
             _until_stopped(
-                lambda say, stop: link.run(
-                    link.Target(server, token), facts, say=say, stop=stop
-                )
+                lambda say, stop: link.run(link.Target(server, token), facts, say=say, stop=stop)
             )
         )
     from roundtable_console.hosts import on_store
