@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -209,15 +210,19 @@ def capture_heartbeat(store: Store, session_id: str) -> tuple[list[Captured], st
     from roundtable_console.store.writes.history import Prepared
 
     captured: list[Captured] = []
+    # Only this thread's: the spies below are the process's, and another thread (a store's
+    # change watch, say) may send its own statements meanwhile.
+    ours = threading.get_ident()
 
     def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
-        captured.append(Captured(statement, parameters))
+        if threading.get_ident() == ours:
+            captured.append(Captured(statement, parameters))
 
     send = Prepared.execute
 
     def spy(prepared: Prepared, db: Any, values: Any) -> Any:
         form = prepared.form_for(db.dialect)
-        if form is not None:
+        if form is not None and threading.get_ident() == ours:
             captured.append(Captured(form.sql, form.parameters(values)))
         return send(prepared, db, values)
 
@@ -225,7 +230,7 @@ def capture_heartbeat(store: Store, session_id: str) -> tuple[list[Captured], st
     send_driver_sql = database._driver_sql
 
     def spy_driver_sql(connection: Any, sql: str) -> None:
-        if not sql.startswith("PRAGMA"):
+        if not sql.startswith("PRAGMA") and threading.get_ident() == ours:
             captured.append(Captured(sql, ()))
         send_driver_sql(connection, sql)
 
