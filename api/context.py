@@ -138,7 +138,13 @@ class ServerContext:
         )
         self.workers = ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="roundtable-api")
         self.awaited = Awaited(self.store, self.hub, self.in_worker)
-        self.hosts = HostLinks(self.store, self.in_worker, self.recheck, self.hub.closing)
+        self.hosts = HostLinks(
+            self.store,
+            self.in_worker,
+            self.recheck,
+            self.hub.closing,
+            in_all=self.exposure.hosts_in_all,
+        )
 
     async def in_worker(self, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``work`` in a worker thread, awaited: no store I/O on the event loop."""

@@ -147,6 +147,7 @@ def run(
         proxies=options.proxies,
         tls=options.tls,
         streams_in_all=options.max_streams,
+        hosts_in_all=max(1, options.limits.max_connections * 3 // 4),
     )
     ctx = ServerContext(
         store=store,

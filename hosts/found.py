@@ -76,7 +76,7 @@ def facts_of(name: str, projects: Iterable[str]) -> HostFacts:
         ours: str | None = version("roundtable-console")
     except PackageNotFoundError:
         ours = None
-    return HostFacts(
+    found = HostFacts(
         name=name,
         agents=agents_found(),
         tmux=tmux_found(),
@@ -84,3 +84,4 @@ def facts_of(name: str, projects: Iterable[str]) -> HostFacts:
         version=ours,
         platform=f"{platform.system()} {platform.machine()}"[:64],
     )
+    return HostFacts.from_json(found.to_json())  # checked here as the server checks it

@@ -5,7 +5,8 @@ fleet of hosts does not come back at one instant after a server restarts.
 
 Idle, it costs nothing but the WebSocket's own ping every ``PING_SECONDS``: nothing polls.
 What cannot be mended by trying again ends the process (exit 1) with one sentence: a token the
-server refuses, a hello it refuses, another process connected under the same name.
+server refuses, a hello it refuses. A host another connection holds (a second process of the
+same name) is tried again, and taken once the holder is gone.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ async def run(
                     return
                 code, reason = connection.close_code, connection.close_reason
             _ends(code, reason, facts)
-            problem = f"the connection closed ({code or 'no code'})"
+            problem = _closed(code, facts)
         except InvalidStatus as refused:
             status = refused.response.status_code
             detail = _detail(refused.response.body)
@@ -85,7 +86,7 @@ async def run(
         except ConnectionClosed as closed:
             code = closed.rcvd.code if closed.rcvd else None
             _ends(code, closed.rcvd.reason if closed.rcvd else "", facts)
-            problem = f"the connection closed ({code or 'no code'})"
+            problem = _closed(code, facts)
         except (OSError, TimeoutError, InvalidHandshake) as error:
             problem = f"cannot reach it ({error.__class__.__name__}: {error})"
         wait = backoff(attempt)
@@ -100,11 +101,19 @@ async def run(
 
 
 def _ends(code: int | None, reason: str | None, facts: HostFacts) -> None:
-    """``LinkEnded`` for a close that trying again cannot mend."""
-    if code == protocol.CLOSE_REPLACED:
-        raise LinkEnded(f"Another host connected as {facts.name!r}; this one stops.")
+    """``LinkEnded`` for a close that trying again cannot mend (a host held by another
+    connection is tried again: it is this one's once the other is gone)."""
     if code in (protocol.CLOSE_REFUSED, protocol.CLOSE_TOKEN_ENDED):
         raise LinkEnded(f"The server ended this host: {reason or code}.")
+
+
+def _closed(code: int | None, facts: HostFacts) -> str:
+    if code == protocol.CLOSE_HELD:
+        return (
+            f"another connection holds the host {facts.name!r} (another host run of this "
+            "name, or the last one not yet gone)"
+        )
+    return f"the connection closed ({code or 'no code'})"
 
 
 def _headers(target: Target) -> dict[str, str]:

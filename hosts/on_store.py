@@ -8,7 +8,6 @@ import asyncio
 import secrets
 from collections.abc import Callable
 
-from roundtable_console.hosts.link import LinkEnded
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.hosts import registry
@@ -25,9 +24,9 @@ async def run(
 ) -> None:
     connection_id = secrets.token_hex(12)
 
-    def connect() -> None:
+    def connect() -> bool:
         with store.write() as db:
-            registry.connect(db, facts, connection_id=connection_id)
+            return registry.connect(db, facts, connection_id=connection_id)
 
     def still_held() -> bool:
         with store.write() as db:
@@ -37,24 +36,51 @@ async def run(
         with store.write() as db:
             registry.disconnect(db, facts.name, connection_id=connection_id)
 
-    await asyncio.to_thread(connect)
-    say(f"Host {facts.name!r} is on {store.description}.")
-    try:
-        while not stop.is_set():
+    told = False
+    while not stop.is_set():
+        try:
+            held = await asyncio.to_thread(connect)
+        except StoreError as error:
+            say(f"The store cannot be written now ({error.message}); trying again.")
+            held = False
+        if held:
+            say(f"Host {facts.name!r} is on {store.description}.")
+            try:
+                await _hold(still_held, stop, seen_every, say)
+            finally:
+                try:
+                    await asyncio.to_thread(let_go)
+                except StoreError:
+                    pass  # offline by itself once not seen for registry.ONLINE_SECONDS
+            told = False
+        elif not told:
+            say(f"Another connection holds the host {facts.name!r}; trying again.")
+            told = True
+        if not stop.is_set():
             try:
                 await asyncio.wait_for(stop.wait(), timeout=seen_every)
-                break
             except TimeoutError:
                 pass
-            try:
-                held = await asyncio.to_thread(still_held)
-            except StoreError as error:
-                say(f"The store cannot be written now ({error.message}); trying again.")
-                continue
-            if not held:
-                raise LinkEnded(f"Another host connected as {facts.name!r}; this one stops.")
-    finally:
+
+
+async def _hold(
+    still_held: Callable[[], bool],
+    stop: asyncio.Event,
+    seen_every: float,
+    say: Callable[[str], None],
+) -> None:
+    """Say the host is still here every ``seen_every`` until ``stop``, or until another
+    connection holds it (its row was not seen for a while: the store was out of reach)."""
+    while not stop.is_set():
         try:
-            await asyncio.to_thread(let_go)
-        except StoreError:
-            pass  # offline by itself once not seen for registry.ONLINE_SECONDS
+            await asyncio.wait_for(stop.wait(), timeout=seen_every)
+            return
+        except TimeoutError:
+            pass
+        try:
+            held = await asyncio.to_thread(still_held)
+        except StoreError as error:
+            say(f"The store cannot be written now ({error.message}); trying again.")
+            continue
+        if not held:
+            return

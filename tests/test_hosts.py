@@ -17,7 +17,7 @@ from roundtable_console.hosts.link import BACKOFF_MAX_SECONDS, Target, backoff
 from roundtable_console.store.access.tokens import create_token
 from roundtable_console.store.access.web_sessions import sign_in
 from roundtable_console.store.db.database import Store
-from roundtable_console.store.errors import InvalidHost, InvalidToken
+from roundtable_console.store.errors import InvalidHost, InvalidToken, InvalidTokenRequest
 from roundtable_console.store.hosts import registry
 from roundtable_console.store.hosts.facts import MAX_AGENTS, MAX_PROJECTS, AgentFound, HostFacts
 from tests.conftest import FakeClock
@@ -63,20 +63,36 @@ def test_a_host_is_online_while_held_and_seen_and_offline_after(
     assert gone.last_seen_at is not None and gone.first_seen_at is not None
 
 
-def test_a_newer_connection_takes_the_host_over_and_the_older_cannot_let_it_go(
+def test_a_host_held_is_not_taken_by_another_connection_until_the_holder_goes(
     store: Store, clock: FakeClock
 ) -> None:
     with store.write() as db:
-        registry.connect(db, FACTS, connection_id="old", clock=clock)
+        assert registry.connect(db, FACTS, connection_id="first", clock=clock)
     clock.advance(seconds=5)
-    newer = HostFacts(name="laptop", projects=("/srv/other",))
-    with store.write() as db:
-        registry.connect(db, newer, connection_id="new", clock=clock)
-        assert registry.seen(db, ["old", "new"], clock=clock) == {"new"}
-        assert not registry.disconnect(db, "laptop", connection_id="old", clock=clock)
+    other = HostFacts(name="laptop", projects=("/attacker/controlled",))
+    with store.write() as db:  # a second process, or a stolen token: it waits
+        assert not registry.connect(db, other, connection_id="second", clock=clock)
+        assert registry.seen(db, ["first", "second"], clock=clock) == {"first"}
+    assert _hosts(store, clock)["laptop"].facts == FACTS
+    with store.write() as db:  # the holder goes: the next one takes it
+        assert registry.disconnect(db, "laptop", connection_id="first", clock=clock)
+        assert registry.connect(db, other, connection_id="second", clock=clock)
+        assert not registry.disconnect(db, "laptop", connection_id="first", clock=clock)
     host = _hosts(store, clock)["laptop"]
-    assert host.online and host.facts.projects == ("/srv/other",) and host.facts.agents == ()
+    assert host.online and host.facts.projects == ("/attacker/controlled",)
     assert host.first_seen_at < host.last_seen_at  # first seen kept, the rest replaced
+
+
+def test_a_holder_not_seen_for_long_is_taken_over(store: Store, clock: FakeClock) -> None:
+    with store.write() as db:
+        assert registry.connect(db, FACTS, connection_id="silent", clock=clock)
+    clock.advance(seconds=registry.ONLINE_SECONDS - 1)
+    with store.write() as db:
+        assert not registry.connect(db, FACTS, connection_id="next", clock=clock)
+    clock.advance(seconds=2)  # its server stopped without a word
+    with store.write() as db:
+        assert registry.connect(db, FACTS, connection_id="next", clock=clock)
+        assert registry.seen(db, ["silent", "next"], clock=clock) == {"next"}
 
 
 def test_a_host_counts_the_sessions_that_name_it(store: Store, clock: FakeClock) -> None:
@@ -98,10 +114,12 @@ def test_a_host_counts_the_sessions_that_name_it(store: Store, clock: FakeClock)
         ({"name": "two words"}, "host's name"),
         ({"name": "-leading"}, "host's name"),
         ({"name": "x" * 65}, "host's name"),
+        ({"name": "laptop\n"}, "host's name"),
         ({"name": 7}, "host's name"),
         ({"agents": "claude"}, "agents is a list"),
         ({"agents": [{"name": "a"}] * (MAX_AGENTS + 1)}, "agents is a list"),
         ({"agents": [{"name": "Claude Code"}]}, "agent's name"),
+        ({"agents": [{"name": "codex\n"}]}, "agent's name"),
         ({"agents": [{"name": "codex"}, {"name": "codex"}]}, "named once"),
         ({"agents": [{"name": "codex", "version": "1\x1b[2J"}]}, "version"),
         ({"agents": ["codex"]}, "Each agent"),
@@ -122,10 +140,12 @@ def test_what_a_host_says_comes_back_as_it_was() -> None:
     assert HostFacts.from_json(json.loads(json.dumps(FACTS.to_json()))) == FACTS
 
 
-def test_a_hosts_token_signs_in_nowhere(store: Store) -> None:
+def test_a_hosts_token_signs_in_nowhere_and_reaches_no_workspace(store: Store) -> None:
     token = create_token(store=store, name="laptop", role="host").token
     with pytest.raises(InvalidToken, match="host's"):
         sign_in(store=store, token=token)
+    with pytest.raises(InvalidTokenRequest, match="reaches no workspace"):
+        create_token(store=store, name="bound-host", role="host", workspaces=("ws-1",))
 
 
 def test_projects_are_real_directories_given_once(tmp_path: Path) -> None:

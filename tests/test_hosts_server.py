@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -223,19 +224,81 @@ def test_a_host_under_another_name_than_its_tokens_is_refused_and_stops(
     assert "Traceback" not in said and sqlite_team.hosts() == {}
 
 
-def test_a_newer_host_of_the_same_name_replaces_the_older_which_stops(sqlite_team: Team) -> None:
+def test_a_second_host_of_a_held_name_waits_and_takes_over_when_the_first_stops(
+    sqlite_team: Team,
+) -> None:
+    """A second process of the name (or a stolen token) never pushes the holder out."""
     team = sqlite_team
     first = team.host("--project", "/")
     wait_until(lambda: team.online("laptop"), "the first host online")
     second = team.host("--project", str(ROOT))
     try:
-        code, said = ended(first)
-        assert code == 1 and "Another host connected as 'laptop'; this one stops." in said
-        wait_until(lambda: team.hosts()["laptop"]["projects"] == [str(ROOT)], "the second")
-        assert team.online("laptop")
+        wait_until(lambda: _said(second, "another connection holds"), "the second told to wait")
+        assert first.poll() is None and team.hosts()["laptop"]["projects"] == ["/"]
+        first.send_signal(signal.SIGTERM)
+        assert ended(first)[0] == 0
+        wait_until(lambda: team.hosts()["laptop"]["projects"] == [str(ROOT)], "the second's")
+        assert team.online("laptop") and second.poll() is None
     finally:
         second.send_signal(signal.SIGTERM)
-    assert ended(second)[0] == 0
+    code, said = ended(second)
+    assert code == 0 and "Connected to" in said
+
+
+def _said(process: subprocess.Popen[str], words: str) -> bool:
+    """Whether ``process`` said ``words`` on stderr by now (read without blocking)."""
+    import select
+
+    assert process.stderr is not None
+    found = getattr(process, "said_so_far", "")
+    while select.select([process.stderr], [], [], 0)[0]:
+        line = process.stderr.readline()
+        if not line:
+            break
+        found += line
+    process.said_so_far = found  # type: ignore[attr-defined]
+    return words in found
+
+
+def test_a_hosts_connection_is_bounded(sqlite_store: Store, tmp_path: Path) -> None:
+    """Hosts take three quarters of --max-connections at most, refused before they are
+    accepted; a binary hello is refused; a host that says more after its hello is closed; a
+    token in the URL is refused; in header mode two hosts of one address both connect."""
+    home = tmp_path / "home"
+    with (
+        serving(_sqlite_url(tmp_path), home, "--max-connections", "4") as served,
+        ExitStack() as stack,
+    ):
+        url = served.url.replace("http", "ws", 1) + protocol.CONNECT_PATH
+        held = []
+        for name in ("one", "two", "three"):  # 4 * 3 // 4
+            socket = stack.enter_context(connect(url))
+            socket.send(_hello(name=name))
+            assert json.loads(socket.recv(timeout=10))["kind"] == "welcome"
+            held.append(socket)
+        with pytest.raises(InvalidStatus) as refused:
+            connect(url).close()
+        assert refused.value.response.status_code == 503
+        assert "holds 3 hosts, its most" in refused.value.response.body.decode()
+        held.pop().close()
+        with connect(url) as socket:
+            socket.send(b"\x00binary")
+            answer = json.loads(socket.recv(timeout=10))
+            assert answer["code"] == "invalid_request" and "text frame" in answer["detail"]
+        with connect(url) as socket:
+            socket.send(_hello(name="chatty"))
+            assert json.loads(socket.recv(timeout=10))["kind"] == "welcome"
+            socket.send("more")
+            with pytest.raises(ConnectionClosed):
+                socket.recv(timeout=10)
+            assert socket.close_code == 1008
+        with pytest.raises(InvalidStatus) as refused:
+            connect(url + "?access_token=rt_x").close()
+        assert refused.value.response.status_code == 400
+        for socket in held:
+            socket.close()
+        log = served.log.read_text() if served.log else ""
+    assert "Traceback" not in log
 
 
 def test_a_revoked_host_token_ends_its_host(sqlite_team: Team) -> None:
@@ -272,6 +335,13 @@ def test_a_host_comes_back_by_itself_when_the_server_restarts(
     assert said.count("Connected to") == 2 and "trying again" in said
 
 
+def _online_count(store: Store) -> int:
+    from roundtable_console.store.hosts.registry import list_hosts
+
+    with store.read() as db:
+        return sum(1 for host in list_hosts(db) if host.online)
+
+
 def _online_in_store(store: Store) -> bool:
     from roundtable_console.store.hosts.registry import list_hosts
 
@@ -293,12 +363,16 @@ def test_a_lone_loopback_server_without_tokens_takes_a_host_at_its_word(
 ) -> None:
     home = tmp_path / "home"
     with serving(_sqlite_url(tmp_path), home) as served:
-        process = host_started(home, "--name", "devbox", "--server", served.url)
+        processes = [
+            host_started(home, "--name", name, "--server", served.url)
+            for name in ("devbox", "devbox2")  # one address, two hosts
+        ]
         try:
-            wait_until(lambda: _online_in_store(sqlite_store), "the host online")
+            wait_until(lambda: _online_count(sqlite_store) == 2, "both hosts online")
         finally:
-            process.send_signal(signal.SIGTERM)
-        assert ended(process)[0] == 0
+            for process in processes:
+                process.send_signal(signal.SIGTERM)
+        assert [ended(process)[0] for process in processes] == [0, 0]
 
 
 def test_a_host_on_the_store_itself(store: Store, store_url: str, tmp_path: Path) -> None:

@@ -78,6 +78,9 @@ class Exposure:
     # Streams open at once, per token and in all (api.streams.slots).
     streams_per_token: int = 32
     streams_in_all: int = 512
+    # Hosts held at once (api.hosts.links): three quarters of the connections at most, so
+    # hosts never lock operators, agents and browsers out.
+    hosts_in_all: int = 750
 
     @classmethod
     def of(

@@ -18,10 +18,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from roundtable_console.api.edge.identity import Caller
-from roundtable_console.api.problems import Problem
+from roundtable_console.api.problems import Problem, problem_response
 from roundtable_console.api.streams.slots import Recheck, Slot, StreamSlots
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import StoreError
@@ -82,8 +83,13 @@ class HostLinks:
         return sorted(self.links)
 
     async def serve(self, websocket: WebSocket, caller: Caller, call: Any) -> None:
-        """Hold the host's connection until it goes, is replaced, or its token ends."""
+        """Hold the host's connection until it goes, its token ends or the server stops. A
+        host already held (here, or by another server of the store) keeps its connection: this
+        one is closed with ``CLOSE_HELD`` and tries again later."""
         self._loop = asyncio.get_running_loop()
+        if self.slots.full:  # before accepting: nothing more is spent on it
+            await websocket.send_denial_response(_busy(call, self.slots.in_all))
+            return
         await websocket.accept()
         try:
             facts = await self._hello(websocket, caller)
@@ -93,14 +99,12 @@ class HostLinks:
         except StoreError as error:
             await _refuse(websocket, error.code, error.message)
             return
-        except (WebSocketDisconnect, TimeoutError, RuntimeError):
+        except (WebSocketDisconnect, TimeoutError, RuntimeError, OSError):
             await _close(websocket, 1008, "no hello")
             return
-        older = self.links.get(facts.name)
-        if older is not None:
-            older.end(protocol.CLOSE_REPLACED, "replaced by a newer connection")
-            self.slots.give_back(older.slot)
-            del self.links[facts.name]
+        if facts.name in self.links:
+            await _close(websocket, protocol.CLOSE_HELD, "held by another connection")
+            return
         link: Link | None = None
 
         def token_ended(code: str) -> None:
@@ -108,18 +112,25 @@ class HostLinks:
                 link.end(protocol.CLOSE_TOKEN_ENDED, code)
 
         try:
-            slot = self.slots.take(call, caller, token_ended)
+            slot = self.slots.take(call, caller, token_ended, holder=f"host {facts.name}")
         except Problem as problem:
             await _close(websocket, 1013, problem.detail[:120])
             return
         link = Link(facts.name, secrets.token_hex(12), websocket, slot)
+        self.links[facts.name] = link  # held here from now: a second one waits
         try:
-            await self.in_worker(self._connect, facts, link.connection_id)
+            taken = await self.in_worker(self._connect, facts, link.connection_id)
         except StoreError as error:
+            taken = False
+            reason = error.message[:120]
+        else:
+            reason = "held by another connection"
+        if not taken:
+            del self.links[facts.name]
             self.slots.give_back(slot)
-            await _close(websocket, 1011, error.message[:120])
+            await _close(websocket, protocol.CLOSE_HELD if reason.startswith("held") else 1011,
+                         reason)  # fmt: skip
             return
-        self.links[facts.name] = link
         self._see()
         log.info("host %s connected", facts.name)
         try:
@@ -132,6 +143,8 @@ class HostLinks:
                 }
             )
             await self._hold(link)
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            pass  # it went as it was welcomed: let go below
         finally:
             if self.links.get(facts.name) is link:
                 del self.links[facts.name]
@@ -143,14 +156,19 @@ class HostLinks:
             log.info("host %s gone", facts.name)
 
     async def _hello(self, websocket: WebSocket, caller: Caller) -> HostFacts:
-        raw = await asyncio.wait_for(websocket.receive_text(), protocol.HELLO_SECONDS)
+        message = await asyncio.wait_for(websocket.receive(), protocol.HELLO_SECONDS)
+        if message["type"] == "websocket.disconnect":
+            raise WebSocketDisconnect(message.get("code", 1000))
+        raw = message.get("text")
+        if raw is None:
+            raise Problem("invalid_request", "The hello is a text frame of JSON.")
         try:
-            message = json.loads(raw)
+            hello = json.loads(raw)
         except ValueError:
             raise Problem("invalid_request", "The hello is one JSON object.") from None
-        if not isinstance(message, dict) or message.get("kind") != protocol.HELLO:
+        if not isinstance(hello, dict) or hello.get("kind") != protocol.HELLO:
             raise Problem("invalid_request", 'The first message is {"kind": "hello", …}.')
-        facts = HostFacts.from_json(message)
+        facts = HostFacts.from_json(hello)
         if caller.mode != "header" and facts.name != caller.name:
             raise Problem(
                 "forbidden",
@@ -165,7 +183,10 @@ class HostLinks:
                     message = await link.websocket.receive()
                     if message["type"] == "websocket.disconnect":
                         break
-            except (WebSocketDisconnect, RuntimeError):
+                    # A host says nothing after its hello (yet): anything it sends ends it.
+                    link.end(1008, "a host sends nothing after its hello")
+                    break
+            except (WebSocketDisconnect, RuntimeError, OSError):
                 pass
             finally:
                 link.end(1000, "")
@@ -189,9 +210,9 @@ class HostLinks:
         for link in list(self.links.values()):
             link.end(1001, "the server stops")
 
-    def _connect(self, facts: HostFacts, connection_id: str) -> None:
+    def _connect(self, facts: HostFacts, connection_id: str) -> bool:
         with self.store.write() as db:
-            registry.connect(db, facts, connection_id=connection_id)
+            return registry.connect(db, facts, connection_id=connection_id)
 
     def _disconnect(self, name: str, connection_id: str) -> None:
         with self.store.write() as db:
@@ -217,7 +238,17 @@ class HostLinks:
                 continue  # not seen this time: online still, until registry.ONLINE_SECONDS
             for link in links:
                 if link.connection_id not in held:
-                    link.end(protocol.CLOSE_REPLACED, "replaced by a newer connection")
+                    link.end(protocol.CLOSE_HELD, "held by another connection")
+
+
+def _busy(call: Any, most: int) -> Response:
+    return problem_response(
+        "server_busy",
+        f"The server holds {most} hosts, its most; connect to another, or retry later.",
+        instance=call.path,
+        request_id=call.request_id,
+        headers={"Retry-After": "30"},
+    )
 
 
 async def _refuse(websocket: WebSocket, code: str, detail: str) -> None:

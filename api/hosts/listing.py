@@ -36,6 +36,8 @@ async def host_socket(websocket: WebSocket, *, read_only: bool) -> None:
     try:
         if read_only:
             raise Problem("read_only", "A read-only server holds no host: connect to another.")
+        if "access_token" in call.query:  # a URL is logged by proxies: a header, never a query
+            raise Problem("invalid_request", "A host gives its token as Authorization: Bearer.")
         caller = await ctx.in_worker(ctx.caller, call, host=True)
     except (Problem, StoreError) as error:
         problem = error if isinstance(error, Problem) else from_store_error(error)

@@ -70,9 +70,19 @@ class StreamSlots:
     slots: set[Slot] = field(default_factory=set)
     _watcher: asyncio.Task[None] | None = None
 
-    def take(self, call: Opening, caller: Caller, on_end: Callable[[str], None]) -> Slot:
-        """A slot for a stream ``caller`` opens with ``call``; ``Problem`` past a limit."""
-        holder = caller.name if caller.mode != "header" else f"address {call.address}"
+    def take(
+        self,
+        call: Opening,
+        caller: Caller,
+        on_end: Callable[[str], None],
+        *,
+        holder: str | None = None,
+    ) -> Slot:
+        """A slot for a stream ``caller`` opens with ``call``; ``Problem`` past a limit.
+        ``holder``: whose it counts as (default: the token's name; in header mode, the
+        address's)."""
+        if holder is None:
+            holder = caller.name if caller.mode != "header" else f"address {call.address}"
         if len(self.slots) >= self.in_all:
             raise Problem(
                 "server_busy",
@@ -93,6 +103,10 @@ class StreamSlots:
 
     def give_back(self, slot: Slot) -> None:
         self.slots.discard(slot)
+
+    @property
+    def full(self) -> bool:
+        return len(self.slots) >= self.in_all
 
     def _watch(self) -> None:
         loop = asyncio.get_running_loop()

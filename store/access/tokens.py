@@ -137,6 +137,10 @@ def create_token(
         raise errors.InvalidTokenRequest("An agent token acts for one agent: give --agent A.")
     if role != "agent" and agent is not None:
         raise errors.InvalidTokenRequest("Only an agent token acts for an agent (--role agent).")
+    if role == "host" and workspaces:
+        raise errors.InvalidTokenRequest(
+            "A host token reaches no workspace: it connects its machine only (drop --workspace)."
+        )
     chosen = tuple(dict.fromkeys(workspace.strip() for workspace in workspaces))
     bad = [workspace for workspace in chosen if not _WORKSPACE.match(workspace)]
     if bad:

@@ -16,8 +16,8 @@ from typing import Any
 from roundtable_console.store.errors import InvalidHost
 from roundtable_console.store.validation import has_control_characters
 
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
-_AGENT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+_AGENT = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 MAX_AGENTS = 16
 MAX_PROJECTS = 64
 MAX_PATH_LENGTH = 1024
@@ -87,7 +87,7 @@ class HostFacts:
 
 
 def host_name(value: Any) -> str:
-    if not isinstance(value, str) or not NAME.match(value):
+    if not isinstance(value, str) or not NAME.fullmatch(value):
         raise InvalidHost(
             "A host's name is 1–64 letters, digits, '.', '_', '@' or '-', starting with a "
             f"letter or digit (as a token's name): not {str(value)[:80]!r}."
@@ -96,7 +96,7 @@ def host_name(value: Any) -> str:
 
 
 def agent_name(value: Any) -> str:
-    if not isinstance(value, str) or not _AGENT.match(value):
+    if not isinstance(value, str) or not _AGENT.fullmatch(value):
         raise InvalidHost(f"An agent's name is a short lowercase word: not {str(value)[:40]!r}.")
     return value
 

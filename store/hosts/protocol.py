@@ -7,8 +7,9 @@ and the host (``hosts``); no transport here.
 3. The server answers ``{"kind": "welcome", "name", "connection_id", "seen_every"}``, or
    ``{"kind": "refused", "code", "detail"}`` and closes (``CLOSE_REFUSED``: the host does not
    retry what it was refused, a bad name say; every other close it retries).
-4. The connection stays open; the WebSocket's own pings keep it and find it gone. A newer
-   connection of the same host replaces it (``CLOSE_REPLACED``).
+4. The connection stays open; the WebSocket's own pings keep it and find it gone. While it
+   holds its host, another connection of the same name is closed with ``CLOSE_HELD`` (a second
+   process, a stolen token): it tries again later, and takes the host once the holder is gone.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ HELLO = "hello"
 WELCOME = "welcome"
 REFUSED = "refused"
 HELLO_SECONDS = 10.0
-# WebSocket close codes (the private-use range): refused for good, replaced by a newer
-# connection of the same host, or its token no longer holds.
+# WebSocket close codes (the private-use range): refused for good, the host held by another
+# connection (try again later), or its token no longer holds.
 CLOSE_REFUSED = 4400
-CLOSE_REPLACED = 4409
+CLOSE_HELD = 4409
 CLOSE_TOKEN_ENDED = 4401

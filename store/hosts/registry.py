@@ -3,8 +3,9 @@ for every host a server holds) and as it goes (``disconnect``); read by every su
 (``list_hosts``). Each write is one transaction of the caller's.
 
 Several servers may share a store: each connection has an id of its own, and a write names it,
-so a server never marks gone a host that has since connected to another one (the newest
-connection holds the row; ``seen`` tells an older one it was replaced).
+so a server never marks gone a host another connection holds. The connection that holds a host
+keeps it while it is seen: another of the same name (a second process, a stolen token) waits,
+``connect`` saying False, until the holder goes or is not seen for ``ONLINE_SECONDS``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from roundtable_console.store.rules import ACTIVE_STATES
 SEEN_EVERY_SECONDS = 30
 ONLINE_SECONDS = 90
 
+# A host is taken only when no live connection holds it: none does, or the one that did was
+# not seen for ONLINE_SECONDS (its server stopped without a word). A second process of the
+# same name, or a stolen token, waits; it never pushes the holder out.
 _CONNECT = text(
     "INSERT INTO hosts (name, connection_id, connected_at, last_seen_at, first_seen_at,"
     " agents_json, projects_json, tmux, version, platform) VALUES (:name, :connection_id, :now,"
@@ -35,7 +39,10 @@ _CONNECT = text(
     " connected_at = excluded.connected_at, last_seen_at = excluded.last_seen_at,"
     " agents_json = excluded.agents_json, projects_json = excluded.projects_json,"
     " tmux = excluded.tmux, version = excluded.version, platform = excluded.platform"
+    " WHERE hosts.connection_id IS NULL OR hosts.last_seen_at IS NULL"
+    " OR hosts.last_seen_at < :stale_before"
 )
+_HOLDER = text("SELECT connection_id FROM hosts WHERE name = :name")
 _SEEN = text("UPDATE hosts SET last_seen_at = :now WHERE connection_id IN :ids").bindparams(
     bindparam("ids", expanding=True)
 )
@@ -86,14 +93,17 @@ class HostRow:
 
 def connect(
     db: Connection, facts: HostFacts, *, connection_id: str, clock: Clock = system_clock
-) -> None:
-    """The host is held by ``connection_id`` from now (any older connection is replaced)."""
+) -> bool:
+    """Whether the host is held by ``connection_id`` from now: False while another live
+    connection holds it (nothing written)."""
+    now = clock()
     db.execute(
         _CONNECT,
         {
             "name": facts.name,
             "connection_id": connection_id,
-            "now": format_ts(clock()),
+            "now": format_ts(now),
+            "stale_before": format_ts(now - timedelta(seconds=ONLINE_SECONDS)),
             "agents_json": json.dumps([agent.to_json() for agent in facts.agents]),
             "projects_json": json.dumps(list(facts.projects)),
             "tmux": facts.tmux,
@@ -101,6 +111,7 @@ def connect(
             "platform": facts.platform,
         },
     )
+    return db.execute(_HOLDER, {"name": facts.name}).scalar() == connection_id
 
 
 def seen(
