@@ -13,15 +13,23 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "roundtable_console"
 # Each product folder, by the name it installs under.
 PRODUCT_PACKAGES = {
-    folder: f"{PACKAGE}.{folder}" for folder in ("store", "screens", "tui", "api", "agents")
+    folder: f"{PACKAGE}.{folder}"
+    for folder in ("store", "screens", "tui", "api", "agents", "hosts")
 }
-WEB = ("fastapi", "starlette", "uvicorn", "jinja2", "markupsafe")
+WEB = ("fastapi", "starlette", "uvicorn", "jinja2", "markupsafe", "websockets")
 STORE_MUST_NOT_IMPORT = (
     "textual", "rich", "click", *WEB, f"{PACKAGE}.screens", f"{PACKAGE}.tui", f"{PACKAGE}.api",
+    f"{PACKAGE}.hosts",
 )  # fmt: skip
 SCREENS_MUST_NOT_IMPORT = (f"{PACKAGE}.tui", f"{PACKAGE}.api", *WEB)
 # The server calls the store's functions; the console and the command line are not its.
 API_MUST_NOT_IMPORT = ("textual", "rich", "click", f"{PACKAGE}.screens", f"{PACKAGE}.tui")
+# The host (roundtable host run) is a front end of its own over the service layer: it speaks to
+# the server over the wire only (its messages are store.hosts.protocol's), never through its code.
+HOSTS_MUST_NOT_IMPORT = (
+    "textual", "rich", "click", "fastapi", "starlette", "uvicorn", "jinja2", "markupsafe",
+    f"{PACKAGE}.screens", f"{PACKAGE}.tui", f"{PACKAGE}.api",
+)  # fmt: skip
 # The agents' formats sit over the service layer: no console, command line or server in them.
 AGENTS_MUST_NOT_IMPORT = (
     "textual", "rich", "click", *WEB, f"{PACKAGE}.screens", f"{PACKAGE}.tui", f"{PACKAGE}.api",
@@ -71,6 +79,11 @@ def test_the_server_imports_only_the_store(path: Path) -> None:
 @pytest.mark.parametrize("path", modules("agents"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_the_agents_import_only_the_store(path: Path) -> None:
     assert offending(path, AGENTS_MUST_NOT_IMPORT) == []
+
+
+@pytest.mark.parametrize("path", modules("hosts"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_host_imports_only_the_store(path: Path) -> None:
+    assert offending(path, HOSTS_MUST_NOT_IMPORT) == []
 
 
 def test_the_store_imports_no_agent() -> None:
