@@ -123,6 +123,10 @@ class HostLinks:
         except StoreError as error:
             taken = False
             reason = error.message[:120]
+        except BaseException:  # never leave the name held here by a link that is not
+            del self.links[facts.name]
+            self.slots.give_back(slot)
+            raise
         else:
             reason = "held by another connection"
         if not taken:
