@@ -133,6 +133,18 @@ def problem_response(
     return JSONResponse(body, status_code=body["status"], media_type=MEDIA_TYPE, headers=headers)
 
 
+def refusal_of(call: Any, problem: Problem) -> JSONResponse:
+    """``problem`` as the answer to ``call`` (a request's ``Call``: its path and id)."""
+    return problem_response(
+        problem.code,
+        problem.detail,
+        instance=call.path,
+        request_id=call.request_id,
+        metadata=problem.metadata,
+        headers=problem.headers,
+    )
+
+
 def from_store_error(error: StoreError) -> Problem:
     code = WIRE_CODES.get(error.code, error.code)
     if code not in CODES:

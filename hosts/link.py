@@ -75,8 +75,7 @@ async def run(
                 if stop.is_set():
                     return
                 code, reason = connection.close_code, connection.close_reason
-            _ends(code, reason, facts)
-            problem = _closed(code, facts)
+            problem = _after_close(code, reason, facts)
         except InvalidStatus as refused:
             status = refused.response.status_code
             detail = _detail(refused.response.body)
@@ -84,9 +83,8 @@ async def run(
                 raise LinkEnded(f"The server refused this host ({status}): {detail}") from None
             problem = f"the server answered {status}: {detail}"
         except ConnectionClosed as closed:
-            code = closed.rcvd.code if closed.rcvd else None
-            _ends(code, closed.rcvd.reason if closed.rcvd else "", facts)
-            problem = _closed(code, facts)
+            rcvd = closed.rcvd
+            problem = _after_close(rcvd.code if rcvd else None, rcvd.reason if rcvd else "", facts)
         except (OSError, TimeoutError, InvalidHandshake) as error:
             problem = f"cannot reach it ({error.__class__.__name__}: {error})"
         wait = backoff(attempt)
@@ -100,14 +98,12 @@ async def run(
             pass
 
 
-def _ends(code: int | None, reason: str | None, facts: HostFacts) -> None:
-    """``LinkEnded`` for a close that trying again cannot mend (a host held by another
-    connection is tried again: it is this one's once the other is gone)."""
+def _after_close(code: int | None, reason: str | None, facts: HostFacts) -> str:
+    """What to say of a closed connection before trying again; ``LinkEnded`` for a close that
+    trying again cannot mend (a host held by another connection is tried again: it is this
+    one's once the other is gone)."""
     if code in (protocol.CLOSE_REFUSED, protocol.CLOSE_TOKEN_ENDED):
         raise LinkEnded(f"The server ended this host: {reason or code}.")
-
-
-def _closed(code: int | None, facts: HostFacts) -> str:
     if code == protocol.CLOSE_HELD:
         return (
             f"another connection holds the host {facts.name!r} (another host run of this "

@@ -2,9 +2,9 @@
 
 A link costs a coroutine, no thread. It is counted and its token checked again every
 ``CHECK_SECONDS`` (``api.streams.slots``: a revoked host token is let go within that); every
-``SEEN_EVERY_SECONDS`` one statement marks all of this server's hosts seen, and tells which were
-taken over by a newer connection (on this server or another of the same store), which are
-closed. Nothing runs while no host is connected.
+``SEEN_EVERY_SECONDS`` one statement marks all of this server's hosts seen. A host held (here, or
+by another server of the store) keeps its link: another connection of its name is closed with
+``CLOSE_HELD`` and tries again later. Nothing runs while no host is connected.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from roundtable_console.api.edge.identity import Caller
-from roundtable_console.api.problems import Problem, problem_response
+from roundtable_console.api.problems import Problem, refusal_of
 from roundtable_console.api.streams.slots import Recheck, Slot, StreamSlots
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import StoreError
@@ -31,7 +31,6 @@ from roundtable_console.store.hosts.facts import HostFacts
 
 log = logging.getLogger("roundtable.hosts")
 
-HOSTS_IN_ALL = 10_000
 CHECK_SECONDS = 10.0
 InWorker = Callable[..., Awaitable[Any]]
 
@@ -60,14 +59,14 @@ class HostLinks:
         recheck: Recheck,
         closing: threading.Event,
         *,
-        in_all: int = HOSTS_IN_ALL,
+        in_all: int,
         seen_every: float = registry.SEEN_EVERY_SECONDS,
     ) -> None:
         self.store = store
         self.in_worker = in_worker
         self.closing = closing
         self.seen_every = seen_every
-        # One link a host on this server: a newer one replaces it before it takes its slot.
+        # Counted and checked again as streams are (one a host), apart from the streams.
         self.slots = StreamSlots(
             per_holder=1,
             in_all=in_all,
@@ -79,13 +78,8 @@ class HostLinks:
         self._seeing: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def held(self) -> list[str]:
-        return sorted(self.links)
-
     async def serve(self, websocket: WebSocket, caller: Caller, call: Any) -> None:
-        """Hold the host's connection until it goes, its token ends or the server stops. A
-        host already held (here, or by another server of the store) keeps its connection: this
-        one is closed with ``CLOSE_HELD`` and tries again later."""
+        """Hold the host's connection until it goes, its token ends or the server stops."""
         self._loop = asyncio.get_running_loop()
         if self.slots.full:  # before accepting: nothing more is spent on it
             await websocket.send_denial_response(_busy(call, self.slots.in_all))
@@ -118,22 +112,18 @@ class HostLinks:
             return
         link = Link(facts.name, secrets.token_hex(12), websocket, slot)
         self.links[facts.name] = link  # held here from now: a second one waits
+        taken = False
+        code, reason = protocol.CLOSE_HELD, "held by another connection"
         try:
             taken = await self.in_worker(self._connect, facts, link.connection_id)
         except StoreError as error:
-            taken = False
-            reason = error.message[:120]
-        except BaseException:  # never leave the name held here by a link that is not
-            del self.links[facts.name]
-            self.slots.give_back(slot)
-            raise
-        else:
-            reason = "held by another connection"
+            code, reason = 1011, error.message[:120]
+        finally:
+            if not taken:  # never leave the name held here by no link (whatever was raised)
+                del self.links[facts.name]
+                self.slots.give_back(slot)
         if not taken:
-            del self.links[facts.name]
-            self.slots.give_back(slot)
-            await _close(websocket, protocol.CLOSE_HELD if reason.startswith("held") else 1011,
-                         reason)  # fmt: skip
+            await _close(websocket, code, reason)
             return
         self._see()
         log.info("host %s connected", facts.name)
@@ -246,19 +236,20 @@ class HostLinks:
 
 
 def _busy(call: Any, most: int) -> Response:
-    return problem_response(
-        "server_busy",
-        f"The server holds {most} hosts, its most; connect to another, or retry later.",
-        instance=call.path,
-        request_id=call.request_id,
-        headers={"Retry-After": "30"},
+    return refusal_of(
+        call,
+        Problem(
+            "server_busy",
+            f"The server holds {most} hosts, its most; connect to another, or retry later.",
+            headers={"Retry-After": "30"},
+        ),
     )
 
 
 async def _refuse(websocket: WebSocket, code: str, detail: str) -> None:
     try:
         await websocket.send_json({"kind": protocol.REFUSED, "code": code, "detail": detail})
-    except (WebSocketDisconnect, RuntimeError):
+    except (WebSocketDisconnect, RuntimeError, OSError):
         pass
     await _close(websocket, protocol.CLOSE_REFUSED, code)
 
@@ -268,5 +259,5 @@ async def _close(websocket: WebSocket, code: int, reason: str) -> None:
         return
     try:
         await websocket.close(code=code, reason=reason)
-    except (WebSocketDisconnect, RuntimeError):
+    except (WebSocketDisconnect, RuntimeError, OSError):
         pass

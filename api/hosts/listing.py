@@ -11,8 +11,8 @@ from __future__ import annotations
 from starlette.websockets import WebSocket
 
 from roundtable_console.api.context import Answer, Call, ServerContext
-from roundtable_console.api.problems import Problem, from_store_error
-from roundtable_console.api.streams.events import refused, ws_call
+from roundtable_console.api.problems import Problem, from_store_error, refusal_of
+from roundtable_console.api.streams.events import ws_call
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.hosts.registry import list_hosts
 
@@ -41,6 +41,6 @@ async def host_socket(websocket: WebSocket, *, read_only: bool) -> None:
         caller = await ctx.in_worker(ctx.caller, call, host=True)
     except (Problem, StoreError) as error:
         problem = error if isinstance(error, Problem) else from_store_error(error)
-        await websocket.send_denial_response(refused(call, problem))
+        await websocket.send_denial_response(refusal_of(call, problem))
         return
     await ctx.hosts.serve(websocket, caller, call)

@@ -23,7 +23,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from roundtable_console.api.context import Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
-from roundtable_console.api.problems import Problem, from_store_error, problem_response
+from roundtable_console.api.problems import Problem, from_store_error, refusal_of
 from roundtable_console.api.routes import wire
 from roundtable_console.api.streams.slots import Slot
 from roundtable_console.store.errors import StoreError
@@ -94,15 +94,15 @@ async def changes_stream(request: Request, call: Call, workspace_id: str) -> Res
     try:
         caller, feed = await ctx.in_worker(open_feed, ctx, call, workspace_id)
     except Problem as problem:
-        return refused(call, problem)
+        return refusal_of(call, problem)
     except StoreError as error:
-        return refused(call, from_store_error(error))
+        return refusal_of(call, from_store_error(error))
     woken = hub.subscribe()
     try:
         slot = ctx.streams.take(call, caller, lambda _code: woken.set())
     except Problem as problem:
         hub.unsubscribe(woken)
-        return refused(call, problem)
+        return refusal_of(call, problem)
 
     def release() -> None:
         hub.unsubscribe(woken)
@@ -168,17 +168,6 @@ def sse_response(events: AsyncIterator[str], release: Callable[[], None]) -> Str
     return _Stream(events, release)
 
 
-def refused(call: Call, problem: Problem) -> Response:
-    return problem_response(
-        problem.code,
-        problem.detail,
-        instance=call.path,
-        request_id=call.request_id,
-        metadata=problem.metadata,
-        headers=problem.headers,
-    )
-
-
 # ------------------------------------------------------------------ the reference's WebSocket
 
 
@@ -238,14 +227,14 @@ async def events_socket(websocket: WebSocket, workspace_id: str) -> None:
         caller, current, last = await ctx.in_worker(open_events, ctx, call, workspace_id)
     except (Problem, StoreError) as error:
         problem = error if isinstance(error, Problem) else from_store_error(error)
-        await websocket.send_denial_response(refused(call, problem))
+        await websocket.send_denial_response(refusal_of(call, problem))
         return
     woken = hub.subscribe()
     try:
         slot = ctx.streams.take(call, caller, lambda _code: woken.set())
     except Problem as problem:
         hub.unsubscribe(woken)
-        await websocket.send_denial_response(refused(call, problem))
+        await websocket.send_denial_response(refusal_of(call, problem))
         return
     try:
         await _follow(websocket, ctx, workspace_id, current, last, woken, slot)
