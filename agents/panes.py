@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from roundtable_console.agents.transcripts import (
+    PANE,
     Entry,
     Page,
     TranscriptUnavailable,
@@ -87,7 +88,7 @@ def read_pane(launch: Mapping[str, Any]) -> Page:
             lines.append(line)
     while lines and not lines[-1]:
         lines.pop()
-    entries = [Entry("pane", line) for line in lines[-PANE_LINES:]]
+    entries = [Entry(PANE, line) for line in lines[-PANE_LINES:]]
     return Page(entries, None, len(text))
 
 

@@ -32,9 +32,12 @@ READ_BUDGET = 8 * 1024 * 1024  # a page reads at most this much of the file
 MESSAGE_CUT = 4000
 RESULT_CUT = 1200
 MAX_LIMIT = 200
+PAGE_MOST = 4 * MAX_LIMIT  # the oldest line read may add a few entries (read_page)
 _EXTERNAL_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 
 PROMPT, AGENT, TOOL, RESULT, NOTE = "prompt", "agent", "tool", "result", "note"
+PANE = "pane"  # a line of the tmux pane the agent runs in (agents.panes)
+KINDS = frozenset({PROMPT, AGENT, TOOL, RESULT, NOTE, PANE})
 
 
 class Entry(NamedTuple):
@@ -61,6 +64,32 @@ class Page(NamedTuple):
             "next_before": self.before,
             "size": self.size,
         }
+
+    @classmethod
+    def from_json(cls, body: Any) -> Page:
+        """A page another process read (a host, ``hosts.operations``), taken as untrusted:
+        its shape checked, each entry made printable, redacted and cut again, as a page read
+        here is. ``ValueError`` when it is not a page."""
+        if not isinstance(body, Mapping) or not isinstance(body.get("items"), list):
+            raise ValueError("not a page")
+        before, size = body.get("next_before"), body.get("size")
+        if before is not None and (type(before) is not int or before < 0):
+            raise ValueError("next_before is not an offset")
+        if type(size) is not int or size < 0:
+            raise ValueError("size is not a size")
+        entries: list[Entry] = []
+        for item in body["items"][:PAGE_MOST]:
+            if not isinstance(item, Mapping) or item.get("kind") not in KINDS:
+                raise ValueError("an entry is not an entry")
+            text, at = item.get("text"), item.get("at")
+            if not isinstance(text, str) or not (at is None or isinstance(at, str)):
+                raise ValueError("an entry is not an entry")
+            if item["kind"] == PANE:  # a screen's line keeps its indent
+                shown = printable(redact_output_text(text)).rstrip()[:MESSAGE_CUT]
+            else:
+                shown = _clean(text, RESULT_CUT if item["kind"] == RESULT else MESSAGE_CUT)
+            entries.append(Entry(item["kind"], shown, None if at is None else at[:40]))
+        return cls(entries, before, size)
 
 
 class TranscriptUnavailable(Exception):

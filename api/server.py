@@ -33,11 +33,13 @@ from roundtable_console.api.edge.identity import HeaderMode
 from roundtable_console.api.notify.notifier import NotifySettings
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
+from roundtable_console.store.hosts import protocol
 from roundtable_console.store.resume.adapters import AdapterConfig
 
 GRACE_SECONDS = 5
-# The largest message a WebSocket client may send (the reference's socket only reads closes).
-WS_MAX_BYTES = 64 * 1024
+# The largest message a WebSocket client may send: a host's answer (a transcript page) is the
+# largest (the reference's socket only reads closes).
+WS_MAX_BYTES = protocol.MESSAGE_MOST_BYTES
 # The store's connections kept open: one for each worker thread, and a few for the streams.
 POOL_SIZE = WORKER_THREADS + 4
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost", "ip6-loopback"})

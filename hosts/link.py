@@ -16,18 +16,21 @@ import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
+from roundtable_console.hosts import operations
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.hosts.facts import HostFacts
 
 BACKOFF_MAX_SECONDS = 60.0
 PING_SECONDS = 20.0
 OPEN_SECONDS = 10.0
-MAX_MESSAGE_BYTES = 1 << 20
+MAX_MESSAGE_BYTES = protocol.MESSAGE_MOST_BYTES
+CALLS_AT_ONCE = 4  # answered at once; more wait their turn
 
 
 class LinkEnded(Exception):
@@ -71,7 +74,7 @@ async def run(
                 await _hello(connection, facts)
                 say(f"Connected to {target.server} as host {facts.name!r}.")
                 attempt, told = 0, None
-                await _hold(connection, stop)
+                await _hold(connection, stop, facts.name)
                 if stop.is_set():
                     return
                 code, reason = connection.close_code, connection.close_reason
@@ -131,10 +134,10 @@ async def _hello(connection: ClientConnection, facts: HostFacts) -> None:
         raise LinkEnded("The server answered the hello with something else than a welcome.")
 
 
-async def _hold(connection: ClientConnection, stop: asyncio.Event) -> None:
+async def _hold(connection: ClientConnection, stop: asyncio.Event, name: str) -> None:
     stopping = asyncio.create_task(stop.wait())
     closed = asyncio.create_task(connection.wait_closed())
-    receiving = asyncio.create_task(_drain(connection))
+    receiving = asyncio.create_task(_answer_calls(connection, name))
     try:
         await asyncio.wait({stopping, closed}, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -144,14 +147,39 @@ async def _hold(connection: ClientConnection, stop: asyncio.Event) -> None:
         await connection.close()
 
 
-async def _drain(connection: ClientConnection) -> None:
-    """Messages the server sends a host (the operations of later versions): none are acted on
-    yet; they are read so the connection keeps flowing."""
-    try:
-        async for _message in connection:
+async def _answer_calls(connection: ClientConnection, name: str) -> None:
+    """Each call the server sends, answered (``hosts.operations``: the fixed operations, for
+    this host's sessions); its work, reading files and asking tmux, in a thread, a few at
+    once. Anything else the server sends is let go."""
+    working: set[asyncio.Task[None]] = set()
+    at_once = asyncio.Semaphore(CALLS_AT_ONCE)
+
+    async def one(call_id: int, op: Any, args: Any) -> None:
+        async with at_once:
+            body = await asyncio.to_thread(operations.answer, name, op, args)
+        try:
+            await connection.send(operations.encoded(call_id, body))
+        except ConnectionClosed:
             pass
+
+    try:
+        async for raw in connection:
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                continue
+            if not isinstance(message, dict) or message.get("kind") != protocol.CALL:
+                continue
+            if type(message.get("id")) is not int:
+                continue
+            task = asyncio.create_task(one(message["id"], message.get("op"), message.get("args")))
+            working.add(task)
+            task.add_done_callback(working.discard)
     except ConnectionClosed:
         pass
+    finally:
+        for task in working:
+            task.cancel()
 
 
 def _detail(body: bytes | None) -> str:

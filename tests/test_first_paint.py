@@ -88,11 +88,25 @@ console_app.RoundtableApp.on_session_list_screen_first_rows_shown = recording
 
 
 async def pilot(pilot):
+    try:
+        await follow(pilot)
+    except BaseException:
+        import traceback
+        report["pilot_error"] = traceback.format_exc()
+        raise
+
+
+async def follow(pilot):
     app = pilot.app
     deadline = time.monotonic() + 30
     while "first_paint" not in report:
         await asyncio.sleep(0.005)
-    while seen(app)["kinds"] != ["AgentSession"] and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        try:  # a frame in between may hold no list (said in "between" if it lasts)
+            if seen(app)["kinds"] == ["AgentSession"]:
+                break
+        except Exception as error:
+            report["between"] = repr(error)
         await pilot.pause(0.02)
     report["ready"] = seen(app)
     # The GIL hand-over is shortened once the list is read from the store (tui.console_app).
@@ -132,6 +146,7 @@ def first_paint_report(url: str, tmp_path: Path) -> dict[str, Any]:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     report: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    assert "ready" in report, (report, result.stderr[-3000:])
     return report
 
 

@@ -12,9 +12,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,98 +26,18 @@ from roundtable_console.api.server import free_port
 from roundtable_console.store.access.tokens import create_token, revoke_token
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import protocol
-from tests.api_support import seed_workspace
-from tests.serve_support import ROOT, Served, serve_env, serving
-
-WAIT_SECONDS = 30.0
-
-
-def wait_until(check: Callable[[], Any], what: str, seconds: float = WAIT_SECONDS) -> Any:
-    deadline = time.monotonic() + seconds
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {seconds} s: {what}")
-        time.sleep(0.05)
-
-
-def host_started(home: Path, *args: str, token: str | None = None) -> subprocess.Popen[str]:
-    """``roundtable host run`` as a machine runs it: a process of its own."""
-    env = serve_env(home)
-    if token is not None:
-        env["RT_HOST_TOKEN"] = token
-        args = (*args, "--token-env", "RT_HOST_TOKEN")
-    return subprocess.Popen(
-        [sys.executable, "-m", "roundtable_console", "host", "run", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env=env,
-    )
-
-
-def ended(process: subprocess.Popen[str], seconds: float = WAIT_SECONDS) -> tuple[int, str]:
-    _out, err = process.communicate(timeout=seconds)
-    return process.returncode, err
-
-
-@dataclass
-class Team:
-    served: Served
-    store: Store
-    url: str  # the store's
-    home: Path
-    tokens: dict[str, str]
-
-    def bearer(self, name: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.tokens[name]}"}
-
-    def hosts(self, as_name: str = "ops") -> dict[str, dict[str, Any]]:
-        answer = httpx.get(f"{self.served.url}/api/v1/hosts", headers=self.bearer(as_name))
-        assert answer.status_code == 200, answer.text
-        return {host["name"]: host for host in answer.json()["hosts"]}
-
-    def online(self, name: str) -> bool:
-        host = self.hosts().get(name)
-        return bool(host and host["online"])
-
-    def host(self, *args: str, name: str = "laptop", token: str = "laptop") -> Any:
-        return host_started(
-            self.home, "--name", name, "--server", self.served.url, *args,
-            token=self.tokens[token],
-        )  # fmt: skip
-
-
-def _team(store: Store, store_url: str, home: Path, *extra: str) -> Iterator[Team]:
-    seed_workspace(store, "ws-1")
-    tokens = {
-        name: create_token(store=store, name=name, role=role, **kwargs).token
-        for name, role, kwargs in (
-            ("laptop", "host", {}),
-            ("buildbox", "host", {}),
-            ("ops", "operator", {}),
-            ("vic", "viewer", {}),
-            ("bound", "viewer", {"workspaces": ["ws-1"]}),
-            ("hooks", "agent", {"agent_id": "claude-code"}),
-        )
-    }
-    with serving(store_url, home, *extra) as served:
-        yield Team(served, store, store_url, home, tokens)
-        log = served.log.read_text() if served.log else ""
-        assert not any(token in log for token in tokens.values())
+from tests.hosts_support import Team, ended, host_started, team_serving, wait_until
+from tests.serve_support import ROOT, serve_env, serving
 
 
 @pytest.fixture
 def team(store: Store, store_url: str, tmp_path: Path) -> Iterator[Team]:
-    yield from _team(store, store_url, tmp_path / "home")
+    yield from team_serving(store, store_url, tmp_path / "home")
 
 
 @pytest.fixture
 def sqlite_team(sqlite_store: Store, tmp_path: Path) -> Iterator[Team]:
-    yield from _team(sqlite_store, _sqlite_url(tmp_path), tmp_path / "home")
+    yield from team_serving(sqlite_store, _sqlite_url(tmp_path), tmp_path / "home")
 
 
 def _sqlite_url(tmp_path: Path) -> str:

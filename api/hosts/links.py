@@ -28,6 +28,7 @@ from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.hosts import protocol, registry
 from roundtable_console.store.hosts.facts import HostFacts
+from roundtable_console.store.safety.display import printable
 
 log = logging.getLogger("roundtable.hosts")
 
@@ -44,11 +45,38 @@ class Link:
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     close_code: int = 1000
     close_reason: str = ""
+    # The calls sent and not yet answered, by id (``HostLinks.call``).
+    pending: dict[int, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
+    last_id: int = 0
 
     def end(self, code: int, reason: str) -> None:
         if not self.ended.is_set():
             self.close_code, self.close_reason = code, reason
             self.ended.set()
+        for waiting in self.pending.values():
+            if not waiting.done():
+                waiting.set_exception(HostUnreachable(f"The host {self.name} went away."))
+
+    def answered(self, message: Any) -> bool:
+        """Take an answer in; False for anything else (a host sends only answers). An answer
+        to a call no longer awaited (it took too long) is let go."""
+        if not isinstance(message, dict) or message.get("kind") != protocol.ANSWER:
+            return False
+        call_id = message.get("id")
+        if type(call_id) is not int:
+            return False
+        waiting = self.pending.get(call_id)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(message)
+        return True
+
+
+class HostUnreachable(Exception):
+    """The host cannot be asked, or did not answer: why, in one sentence."""
+
+
+class HostRefused(Exception):
+    """The host would not do what it was asked (not its session, say): its words."""
 
 
 class HostLinks:
@@ -170,6 +198,41 @@ class HostLinks:
             )
         return facts
 
+    async def call(
+        self, name: str, op: str, args: dict[str, Any], *, timeout: float = protocol.CALL_SECONDS
+    ) -> dict[str, Any]:
+        """What the host ``name`` held here answers to ``op`` (``store.hosts.protocol``): its
+        ``ok`` part; else ``HostUnreachable`` (not held here, gone, too slow, too busy, or the
+        host says it cannot) or ``HostRefused`` (the host would not), in words."""
+        link = self.links.get(name)
+        if link is None or link.ended.is_set():
+            raise HostUnreachable(f"The host {name} is not connected to this server.")
+        if len(link.pending) >= protocol.CALLS_AT_ONCE:
+            raise HostUnreachable(f"The host {name} is busy answering; try again in a moment.")
+        link.last_id += 1
+        call_id = link.last_id
+        waiting: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        link.pending[call_id] = waiting
+        try:
+            await link.websocket.send_json(
+                {"kind": protocol.CALL, "id": call_id, "op": op, "args": args}
+            )
+            answer = await asyncio.wait_for(waiting, timeout)
+        except TimeoutError:
+            raise HostUnreachable(
+                f"The host {name} did not answer within {timeout:.0f} s."
+            ) from None
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            raise HostUnreachable(f"The host {name} went away.") from None
+        finally:
+            link.pending.pop(call_id, None)
+        if isinstance(answer.get("ok"), dict):
+            return answer["ok"]
+        for key, error in (("unavailable", HostUnreachable), ("refused", HostRefused)):
+            if isinstance(answer.get(key), str):
+                raise error(printable(answer[key])[:500])
+        raise HostUnreachable(f"The host {name} answered with something this server cannot read.")
+
     async def _hold(self, link: Link) -> None:
         async def listen() -> None:
             try:
@@ -177,9 +240,10 @@ class HostLinks:
                     message = await link.websocket.receive()
                     if message["type"] == "websocket.disconnect":
                         break
-                    # A host says nothing after its hello (yet): anything it sends ends it.
-                    link.end(1008, "a host sends nothing after its hello")
-                    break
+                    if not link.answered(_json_of(message)):
+                        # A host sends answers only: anything else ends it.
+                        link.end(1008, "a host sends only answers to calls")
+                        break
             except (WebSocketDisconnect, RuntimeError, OSError):
                 pass
             finally:
@@ -233,6 +297,16 @@ class HostLinks:
             for link in links:
                 if link.connection_id not in held:
                     link.end(protocol.CLOSE_HELD, "held by another connection")
+
+
+def _json_of(message: Any) -> Any:
+    raw = message.get("text")
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
 
 
 def _busy(call: Any, most: int) -> Response:

@@ -6,16 +6,34 @@ error: ``{"available": false, "reason"}``."""
 
 from __future__ import annotations
 
-from roundtable_console.agents.panes import read_activity
 from roundtable_console.agents.transcripts import TranscriptUnavailable
 from roundtable_console.api.context import Answer, Call, ServerContext
+from roundtable_console.api.hosts import activity
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes import wire
-from roundtable_console.store.service import last_launch
 from roundtable_console.store.validation import whole_number
 
 
-def transcript(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
+async def transcript(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
+    source, before, size = await ctx.in_worker(_source, ctx, call, workspace_id, session_id)
+    try:
+        page = await activity.read(ctx, source, before=before, limit=size)
+    except TranscriptUnavailable as unavailable:
+        body = {
+            "available": False,
+            "reason": str(unavailable),
+            "items": [],
+            "next_before": None,
+            "size": None,
+        }
+        return Answer(200, body)
+    return Answer(200, {"available": True, "reason": None, **page.to_json()})
+
+
+def _source(
+    ctx: ServerContext, call: Call, workspace_id: str, session_id: str
+) -> tuple[activity.Source, int | None, int]:
+    """Who asks (first), what they ask, and where the session's activity is read."""
     caller = ctx.caller(call)
     size = wire.limit(call.arg("limit"))
     raw = call.arg("before")
@@ -34,16 +52,4 @@ def transcript(ctx: ServerContext, call: Call, workspace_id: str, session_id: st
                 f"The token {caller.name!r} acts for agent {caller.agent_id!r}: it reads only "
                 "that agent's transcripts.",
             )
-        launch = last_launch(db, session.id)
-    try:
-        page = read_activity(session, launch, before=before, limit=size)
-    except TranscriptUnavailable as unavailable:
-        body = {
-            "available": False,
-            "reason": str(unavailable),
-            "items": [],
-            "next_before": None,
-            "size": None,
-        }
-        return Answer(200, body)
-    return Answer(200, {"available": True, "reason": None, **page.to_json()})
+        return activity.Source(db, session), before, size

@@ -202,9 +202,7 @@ class WebFragments:
 
         async def work(call: Call, caller: Caller) -> Response:
             session_id = wire.path_id(request.path_params["session_id"], what="session")
-            view = await self.ctx.in_worker(
-                reads.read_transcript, self.ctx, caller, session_id, None
-            )
+            view = await reads.read_transcript(self.ctx, caller, session_id, None)
             html = self.pages.html("_transcript.html", view=view)
             return _json({"html": html, "size": view.size, "reason": view.reason})
 

@@ -239,9 +239,7 @@ class WebPages:
             session_id = wire.path_id(request.path_params["session_id"], what="session")
             raw = call.arg("before")
             before = whole_number(raw) if raw else None
-            view = await self.ctx.in_worker(
-                reads.read_transcript, self.ctx, caller, session_id, before
-            )
+            view = await reads.read_transcript(self.ctx, caller, session_id, before)
             return self.pages.page(
                 "transcript.html",
                 view=view,

@@ -363,20 +363,21 @@ class TranscriptView(NamedTuple):
     reason: str | None
 
 
-def read_transcript(
+async def read_transcript(
     ctx: ServerContext, caller: Caller, session_id: str, before: int | None
 ) -> TranscriptView:
-    """The session (when the caller reaches it), then its transcript's page: a file read, in
-    the worker this runs in."""
-    from roundtable_console.agents.panes import read_activity
+    """The session (when the caller reaches it, read in a worker), then its transcript's
+    page: read here, or asked of its machine's host (``api.hosts.activity``)."""
     from roundtable_console.agents.transcripts import TranscriptUnavailable
-    from roundtable_console.store.service import last_launch
+    from roundtable_console.api.hosts import activity
 
-    with ctx.store.read() as db:
-        session = reached(db, caller, session_id)
-        launch = last_launch(db, session.id)
+    def source() -> activity.Source:
+        with ctx.store.read() as db:
+            return activity.Source(db, reached(db, caller, session_id))
+
+    found = await ctx.in_worker(source)
     try:
-        page = read_activity(session, launch, before=before, limit=TRANSCRIPT_ENTRIES)
+        page = await activity.read(ctx, found, before=before, limit=TRANSCRIPT_ENTRIES)
     except TranscriptUnavailable as unavailable:
         return TranscriptView(session_id, [], None, None, str(unavailable))
     return TranscriptView(session_id, page.entries, page.before, page.size, None)

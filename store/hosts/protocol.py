@@ -24,3 +24,16 @@ HELLO_SECONDS = 10.0
 CLOSE_REFUSED = 4400
 CLOSE_HELD = 4409
 CLOSE_TOKEN_ENDED = 4401
+
+# 5. The server asks; the host answers. ``{"kind": "call", "id", "op", "args"}`` names one of
+#    the fixed ``OPERATIONS`` (a host runs nothing else, whatever it is sent); the host answers
+#    ``{"kind": "answer", "id", "ok": {…}}``, or ``{"kind": "answer", "id", "unavailable":
+#    REASON}`` (said to the reader as it is), or ``"refused": REASON`` (not for this host). An
+#    answer comes within ``CALL_SECONDS`` or the server stops waiting for it.
+CALL = "call"
+ANSWER = "answer"
+ACTIVITY = "activity"  # a page of the session's transcript, else of its tmux pane
+OPERATIONS = frozenset({ACTIVITY})
+CALL_SECONDS = 10.0
+CALLS_AT_ONCE = 16  # per host: more wait for none, they are refused
+MESSAGE_MOST_BYTES = 1 << 20  # a message either way: a page that would be longer is shortened

@@ -1,0 +1,74 @@
+"""What the agent is doing, read where the agent runs: a session whose machine runs a host
+(``roundtable host run``) is read through that host's link; any other, here, as before.
+
+A session names its machine (``host``). When the store knows a host of that name, the
+transcript or pane is on that machine, not on this server's disk: it is asked of the host when
+this server holds its link, and otherwise said in one sentence (offline, or held by another
+server of the store). A session of a machine that runs no host is read here: an agent on the
+server's own machine, as before hosts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import Connection
+
+from roundtable_console.agents.panes import read_activity
+from roundtable_console.agents.transcripts import Page, TranscriptUnavailable
+from roundtable_console.api.context import ServerContext
+from roundtable_console.api.hosts.links import HostRefused, HostUnreachable
+from roundtable_console.store.hosts import protocol
+from roundtable_console.store.hosts.registry import HostRow, get_host
+from roundtable_console.store.records import SessionFields
+from roundtable_console.store.safety.display import printable
+from roundtable_console.store.service import last_launch
+
+
+class Source:
+    """Where a session's activity is read: its launch (``R``'s pane) and its machine's host,
+    read in the caller's transaction with the session."""
+
+    __slots__ = ("host", "launch", "session")
+
+    def __init__(self, db: Connection, session: SessionFields) -> None:
+        self.session = session
+        self.launch: Mapping[str, Any] | None = last_launch(db, session.id)
+        self.host: HostRow | None = get_host(db, session.host) if session.host else None
+
+
+async def read(ctx: ServerContext, source: Source, *, before: int | None, limit: int) -> Page:
+    """A page of the session's activity; ``TranscriptUnavailable`` saying why there is none."""
+    host = source.host
+    if host is None:
+        return await ctx.in_worker(
+            read_activity, source.session, source.launch, before=before, limit=limit
+        )
+    name = printable(host.name)
+    if host.name not in ctx.hosts.links:
+        if host.online:
+            raise TranscriptUnavailable(
+                f"The session runs on {name}, whose host is connected to another server of this "
+                "store: read it there."
+            )
+        raise TranscriptUnavailable(
+            f"The session runs on {name}, whose host is offline (last seen "
+            f"{host.last_seen_at or 'never'}): its transcript is read through it."
+        )
+    args = {
+        "session": source.session.column_values(),
+        "launch": dict(source.launch) if source.launch else None,
+        "before": before,
+        "limit": limit,
+    }
+    try:
+        body = await ctx.hosts.call(host.name, protocol.ACTIVITY, args)
+    except (HostUnreachable, HostRefused) as error:
+        raise TranscriptUnavailable(str(error)) from None
+    try:
+        return Page.from_json(body)
+    except ValueError:
+        raise TranscriptUnavailable(
+            f"The host {name} answered with something that is not a transcript page."
+        ) from None

@@ -1,0 +1,76 @@
+"""What a host does when its server asks (``store.hosts.protocol``): the fixed operations and
+nothing else, for sessions of this host only.
+
+Every argument is untrusted: a server's store can hold a forged row (an agent token writes the
+rows of its sessions), and a stolen operator token asks whatever it likes. So a call names a
+session, and the host acts only when that session says it runs here (its ``host`` is this
+host's name); what it then reads goes through the same checks as a read on the agent's own
+machine: a transcript only where its agent keeps that session's transcript, a regular file of
+this user reached by no link (``agents.transcripts``); a pane only in this machine's tmux
+server that was started for the session (``agents.panes``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from roundtable_console.agents.panes import read_activity
+from roundtable_console.agents.transcripts import MAX_LIMIT, TranscriptUnavailable
+from roundtable_console.store.hosts import protocol
+from roundtable_console.store.records import SESSION_COLUMNS, SessionRecord
+
+
+class Refused(Exception):
+    """Not this host's to do: said to the server as ``refused``."""
+
+
+def answer(own_name: str, op: Any, args: Any) -> dict[str, Any]:
+    """The answer's body (``ok``, ``unavailable`` or ``refused``) to one call."""
+    try:
+        if op not in protocol.OPERATIONS:
+            raise Refused(f"A host does not do {str(op)[:40]!r}.")
+        if not isinstance(args, Mapping):
+            raise Refused("The call's arguments are not an object.")
+        return {"ok": activity(own_name, args)}
+    except Refused as refused:
+        return {"refused": str(refused)}
+    except TranscriptUnavailable as unavailable:
+        return {"unavailable": str(unavailable)}
+
+
+def encoded(call_id: int, body: dict[str, Any]) -> str:
+    """The answer as sent (``activity`` keeps a page within the message's bound)."""
+    return json.dumps({"kind": protocol.ANSWER, "id": call_id, **body}, ensure_ascii=False)
+
+
+def session_of(own_name: str, args: Mapping[str, Any]) -> SessionRecord:
+    """The session a call is for, as the server sent it, when it runs on this host."""
+    values = args.get("session")
+    if not isinstance(values, Mapping) or any(name not in values for name in SESSION_COLUMNS):
+        raise Refused("The call names no session.")
+    if values["host"] != own_name:
+        raise Refused(f"The session does not run on the host {own_name}.")
+    for name in SESSION_COLUMNS:
+        value = values[name]
+        if value is not None and not isinstance(value, str | int):
+            raise Refused(f"The session's {name} is not a column's value.")
+    return SessionRecord(values)
+
+
+def activity(own_name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """A page of the session's transcript, else of the pane it was started in."""
+    session = session_of(own_name, args)
+    before, limit, launch = args.get("before"), args.get("limit"), args.get("launch")
+    if before is not None and (type(before) is not int or before < 0):
+        raise Refused("before is a byte offset.")
+    if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:
+        raise Refused(f"limit is a whole number from 1 to {MAX_LIMIT}.")
+    if launch is not None and not isinstance(launch, Mapping):
+        raise Refused("The launch is not an object.")
+    while True:  # fewer entries until the page fits in one message (older ones: next page)
+        page = read_activity(session, launch, before=before, limit=limit).to_json()
+        if limit == 1 or len(json.dumps(page).encode()) < protocol.MESSAGE_MOST_BYTES - 4096:
+            return page
+        limit //= 2

@@ -1,0 +1,243 @@
+"""What needs the agent's machine goes through its host (issue 41 point 4): a session whose
+machine runs a host has its transcript read by that host, through the link the host opened —
+through a real ``roundtable serve`` and a real ``roundtable host run``; a host that is gone is
+said; what a host answers is checked by the server as untrusted input; and the host does its
+fixed operations only, for its own sessions only (point 5)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from websockets.sync.client import connect
+
+from roundtable_console.agents import transcripts
+from roundtable_console.hosts import operations
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.hosts import protocol
+from roundtable_console.store.records import SESSION_COLUMNS
+from tests.helpers import register_session
+from tests.hosts_support import Team, ended, team_serving, wait_until
+
+CLAUDE_ID = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
+
+
+@pytest.fixture
+def team(sqlite_store: Store, tmp_path: Path) -> Iterator[Team]:
+    url = f"sqlite:///{tmp_path / 'roundtable.db'}"
+    yield from team_serving(sqlite_store, url, tmp_path / "server-home")
+
+
+def transcript_on(home: Path, *words: str) -> Path:
+    """A Claude Code transcript where Claude Code keeps it on the machine of ``home``."""
+    path = home / ".claude" / "projects" / "-w" / f"{CLAUDE_ID}.jsonl"
+    path.parent.mkdir(parents=True)
+    lines = [{"type": "user", "message": {"role": "user", "content": word}} for word in words]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def register_on(store: Store, session_id: str, host: str, transcript: Path) -> None:
+    with store.write() as db:
+        register_session(
+            db, session_id, adapter="claude", host=host, workspace_id="ws-1",
+            external_session_id=CLAUDE_ID,
+            metadata={"hooks": "claude-code", "transcript_path": str(transcript)},
+        )  # fmt: skip
+
+
+def read(team: Team, session_id: str, token: str = "ops", **params: Any) -> dict[str, Any]:
+    answer = httpx.get(
+        f"{team.served.url}/api/v1/workspaces/ws-1/sessions/{session_id}/transcript",
+        params=params, headers=team.bearer(token), timeout=30,
+    )  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def test_a_sessions_transcript_is_read_through_its_host_and_its_absence_said(
+    team: Team, tmp_path: Path
+) -> None:
+    transcript = transcript_on(tmp_path / "laptop-home", "first prompt", "second prompt")
+    register_on(team.store, "on-laptop", "laptop", transcript)
+    host = team.host()
+    try:
+        wait_until(lambda: team.online("laptop"), "the host online")
+        page = read(team, "on-laptop", limit=1)
+        assert page["available"] is True, page
+        assert [item["text"] for item in page["items"]] == ["second prompt"]
+        older = read(team, "on-laptop", before=page["next_before"], token="vic")
+        assert [item["text"] for item in older["items"]] == ["first prompt"]
+        assert older["next_before"] is None
+    finally:
+        host.send_signal(signal.SIGTERM)
+    assert ended(host)[0] == 0
+    wait_until(lambda: not team.online("laptop"), "the host offline")
+    gone = read(team, "on-laptop")
+    # The file is on this disk too (one machine plays both): the server does not read it, for
+    # the session's machine runs a host, and that host is offline.
+    assert gone["available"] is False and gone["items"] == []
+    assert "runs on laptop, whose host is offline" in gone["reason"], gone
+
+
+def test_a_session_of_a_machine_with_no_host_is_read_here_as_before(
+    team: Team, tmp_path: Path
+) -> None:
+    transcript = transcript_on(tmp_path / "server-home", "read here")
+    register_on(team.store, "on-server", "the-server", transcript)
+    page = read(team, "on-server")
+    assert page["available"] is True and page["items"][-1]["text"] == "read here"
+
+
+@contextmanager
+def _connected(team: Team) -> Iterator[Any]:
+    """A host of our own making, said hello for: what it is sent and answers is the test's."""
+    with connect(
+        team.served.url.replace("http", "ws", 1) + protocol.CONNECT_PATH,
+        additional_headers=team.bearer("laptop"),
+    ) as socket:
+        _hello(socket)
+        yield socket
+
+
+def _hello(socket: Any) -> None:
+    facts = {"name": "laptop", "agents": [], "projects": [], "tmux": None, "version": "t"}
+    socket.send(json.dumps({"kind": protocol.HELLO, **facts, "platform": "t"}))
+    assert json.loads(socket.recv(10))["kind"] == protocol.WELCOME
+
+
+def _answering(socket: Any, answer: Any) -> dict[str, Any]:
+    """Receive one call; answer it with ``answer(call)``; the call as it came."""
+    call = json.loads(socket.recv(30))
+    socket.send(json.dumps(answer(call)))
+    return call
+
+
+@pytest.mark.parametrize(
+    ("ok", "expected"),
+    [
+        # The host's page is made printable and redacted again, as a page read here is.
+        (
+            {
+                "items": [{"kind": "agent", "text": "\x1b[2Jdone api_key=sk-live-123", "at": None}],
+                "next_before": None,
+                "size": 10,
+            },
+            {"available": True, "text": "done api_key=[REDACTED]"},
+        ),  # fmt: skip
+        ({"items": "no", "size": 1}, {"available": False, "reason": "not a transcript page"}),
+        (
+            {"items": [{"kind": "shell", "text": "rm -rf /"}], "size": 1},
+            {"available": False, "reason": "not a transcript page"},
+        ),
+        (
+            {"items": [], "next_before": -5, "size": 1},
+            {"available": False, "reason": "not a transcript page"},
+        ),
+    ],
+)
+def test_what_a_host_answers_is_checked_by_the_server(
+    team: Team, tmp_path: Path, ok: Any, expected: dict[str, Any]
+) -> None:
+    register_on(team.store, "on-laptop", "laptop", tmp_path / "nowhere.jsonl")
+    with _connected(team) as socket:
+        result: dict[str, Any] = {}
+        reading = threading.Thread(target=lambda: result.update(read(team, "on-laptop")))
+        reading.start()
+        call = _answering(socket, lambda call: {"kind": "answer", "id": call["id"], "ok": ok})
+        reading.join(30)
+    assert call["op"] == protocol.ACTIVITY
+    assert call["args"]["session"]["id"] == "on-laptop" and call["args"]["limit"] == 50
+    assert result["available"] is expected["available"], result
+    if expected["available"]:
+        shown = result["items"][0]["text"]
+        assert "\x1b" not in shown and shown.endswith(expected["text"]), shown
+    else:
+        assert expected["reason"] in result["reason"]
+
+
+def test_a_host_that_sends_anything_but_answers_is_let_go(team: Team, tmp_path: Path) -> None:
+    register_on(team.store, "on-laptop", "laptop", tmp_path / "nowhere.jsonl")
+    with _connected(team) as socket:
+        result: dict[str, Any] = {}
+        reading = threading.Thread(target=lambda: result.update(read(team, "on-laptop")))
+        reading.start()
+        json.loads(socket.recv(30))  # the call, not answered: something else instead
+        socket.send(json.dumps({"kind": "call", "id": 1, "op": "activity", "args": {}}))
+        reading.join(30)
+        assert result["available"] is False and "went away" in result["reason"], result
+    # The link was ended: the host is not held here any more.
+    wait_until(lambda: not team.online("laptop"), "the host let go", 10)
+
+
+# ------------------------------------------------------------------ the host's own checks
+
+
+def _args(session_id: str = "s1", **session: Any) -> dict[str, Any]:
+    values: dict[str, Any] = dict.fromkeys(SESSION_COLUMNS)
+    values.update(
+        id=session_id, agent_id="a", run_id="r", adapter="claude", working_directory="/w",
+        status="active", started_at="2026-12-05T06:00:00.000000Z", version=0, host="laptop",
+        external_session_id=CLAUDE_ID,
+    )  # fmt: skip
+    values.update(session)
+    return {"session": values, "launch": None, "before": None, "limit": 50}
+
+
+def test_a_host_does_its_fixed_operations_only_for_its_own_sessions(tmp_path: Path) -> None:
+    transcript = transcript_on(tmp_path, "mine")
+    meta = json.dumps({"transcript_path": str(transcript)})
+    assert operations.answer("laptop", "activity", _args(metadata_json=meta))["ok"]["items"]
+    refusals = {
+        "an operation it does not do": operations.answer("laptop", "run", {"argv": ["sh"]}),
+        "a session of another host": operations.answer(
+            "laptop", "activity", _args(metadata_json=meta, host="buildbox")
+        ),
+        "a session of no host": operations.answer(
+            "laptop", "activity", _args(metadata_json=meta, host=None)
+        ),
+        "no session": operations.answer("laptop", "activity", {"limit": 5}),
+        "a column that is not a value": operations.answer(
+            "laptop", "activity", _args(metadata_json={"transcript_path": str(transcript)})
+        ),
+        "arguments that are not an object": operations.answer("laptop", "activity", ["x"]),
+        "a limit out of range": operations.answer(
+            "laptop", "activity", {**_args(metadata_json=meta), "limit": 10_000}
+        ),
+        "a negative offset": operations.answer(
+            "laptop", "activity", {**_args(metadata_json=meta), "before": -1}
+        ),
+    }
+    for what, answer in refusals.items():
+        assert set(answer) == {"refused"}, what
+
+
+def test_a_host_reads_only_where_the_agent_keeps_that_sessions_transcript(
+    tmp_path: Path,
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text(json.dumps({"type": "user", "message": {"content": "SECRET"}}) + "\n")
+    for path in (str(secret), "/etc/passwd", f"/x/.claude/projects/../../etc/{CLAUDE_ID}.jsonl"):
+        meta = json.dumps({"transcript_path": path})
+        answer = operations.answer("laptop", "activity", _args(metadata_json=meta))
+        assert set(answer) == {"unavailable"} and "SECRET" not in json.dumps(answer), path
+
+
+def test_a_page_too_long_for_one_message_is_shortened_not_refused(tmp_path: Path) -> None:
+    long = "é" * (transcripts.MESSAGE_CUT - 10)  # 200 of them: more than a message holds
+    transcript = transcript_on(tmp_path, *[f"{n} {long}" for n in range(400)])
+    meta = json.dumps({"transcript_path": str(transcript)})
+    args = {**_args(metadata_json=meta), "limit": transcripts.MAX_LIMIT}
+    body = operations.answer("laptop", "activity", args)
+    sent = operations.encoded(7, body)
+    assert len(sent.encode()) < protocol.MESSAGE_MOST_BYTES
+    items = body["ok"]["items"]
+    assert 0 < len(items) < transcripts.MAX_LIMIT and items[-1]["text"].startswith("399 ")
+    assert body["ok"]["next_before"] > 0  # the older entries are the next page's
