@@ -22,6 +22,7 @@ from roundtable_console.api.answering import (
 )
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.middleware import Guard
+from roundtable_console.api.hosts import launch as host_launch
 from roundtable_console.api.hosts import listing as host_ops
 from roundtable_console.api.problems import MEDIA_TYPE, STATUSES, Problem
 from roundtable_console.api.routes import actions as action_ops
@@ -222,6 +223,10 @@ def _routes(app: FastAPI) -> None:
         operation(app, "GET", f"{ONE}/{name}", detail_ops.page_of(name),
                    name=f"session_{name.replace('-', '_')}", summary=f"A page of {name}.",
                    model=model, parameters=[schemas.LIMIT, schemas.CURSOR])  # fmt: skip
+    operation(app, "POST", f"{ONE}/launch", host_launch.launch, name="launch_session",
+               summary="Resume, then start the agent on its machine's host (an operator's).",
+               model=schemas.Launched, errors=(409,),
+               parameters=[schemas.idempotency(True), IF_MATCH])  # fmt: skip
     operation(app, "GET", f"{ONE}/transcript", transcript_ops.transcript,
                name="session_transcript",
                summary="What the agent is doing: a page of its own transcript, newest last.",

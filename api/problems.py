@@ -58,6 +58,8 @@ CODES: dict[str, tuple[int, str]] = {
     "request_already_settled": (409, "Permission request already settled"),
     "not_deliverable": (409, "Answer not deliverable"),
     "no_reply_path": (409, "No way to reply"),
+    "not_launchable": (409, "Not launchable"),
+    "host_unavailable": (409, "Host unavailable"),
     "invalid_reply": (400, "Invalid reply"),
     "invalid_host": (400, "Invalid host"),
     "request_too_large": (413, "Request body too large"),

@@ -74,7 +74,7 @@ async def run(
                 await _hello(connection, facts)
                 say(f"Connected to {target.server} as host {facts.name!r}.")
                 attempt, told = 0, None
-                await _hold(connection, stop, facts.name)
+                await _hold(connection, stop, facts)
                 if stop.is_set():
                     return
                 code, reason = connection.close_code, connection.close_reason
@@ -134,10 +134,10 @@ async def _hello(connection: ClientConnection, facts: HostFacts) -> None:
         raise LinkEnded("The server answered the hello with something else than a welcome.")
 
 
-async def _hold(connection: ClientConnection, stop: asyncio.Event, name: str) -> None:
+async def _hold(connection: ClientConnection, stop: asyncio.Event, facts: HostFacts) -> None:
     stopping = asyncio.create_task(stop.wait())
     closed = asyncio.create_task(connection.wait_closed())
-    receiving = asyncio.create_task(_answer_calls(connection, name))
+    receiving = asyncio.create_task(_answer_calls(connection, facts))
     try:
         await asyncio.wait({stopping, closed}, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -147,7 +147,7 @@ async def _hold(connection: ClientConnection, stop: asyncio.Event, name: str) ->
         await connection.close()
 
 
-async def _answer_calls(connection: ClientConnection, name: str) -> None:
+async def _answer_calls(connection: ClientConnection, facts: HostFacts) -> None:
     """Each call the server sends, answered (``hosts.operations``: the fixed operations, for
     this host's sessions); its work, reading files and asking tmux, in a thread, a few at
     once. Anything else the server sends is let go."""
@@ -156,7 +156,7 @@ async def _answer_calls(connection: ClientConnection, name: str) -> None:
 
     async def one(call_id: int, op: Any, args: Any) -> None:
         async with at_once:
-            body = await asyncio.to_thread(operations.answer, name, op, args)
+            body = await asyncio.to_thread(operations.answer, facts, op, args)
         try:
             await connection.send(operations.encoded(call_id, body))
         except ConnectionClosed:

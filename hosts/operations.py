@@ -6,37 +6,41 @@ rows of its sessions), and a stolen operator token asks whatever it likes. So a 
 session, and the host acts only when that session says it runs here (its ``host`` is this
 host's name); what it then reads goes through the same checks as a read on the agent's own
 machine: a transcript only where its agent keeps that session's transcript, a regular file of
-this user reached by no link (``agents.transcripts``); a pane only in this machine's tmux
-server that was started for the session (``agents.panes``).
+this user reached by no link (``agents.transcripts``); a pane only in the host's own tmux
+server (``hosts.launching``: where it starts agents), as the session's launch names it
+(``agents.panes``). It starts agents as ``hosts.launching`` says.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from roundtable_console.agents.panes import read_activity
 from roundtable_console.agents.transcripts import MAX_LIMIT, TranscriptUnavailable
+from roundtable_console.hosts import launching
+from roundtable_console.hosts.refusals import Failed, Refused
 from roundtable_console.store.hosts import protocol
+from roundtable_console.store.hosts.facts import HostFacts
 from roundtable_console.store.records import SESSION_COLUMNS, SessionRecord
 
 
-class Refused(Exception):
-    """Not this host's to do: said to the server as ``refused``."""
-
-
-def answer(own_name: str, op: Any, args: Any) -> dict[str, Any]:
+def answer(facts: HostFacts, op: Any, args: Any) -> dict[str, Any]:
     """The answer's body (``ok``, ``unavailable`` or ``refused``) to one call."""
     try:
         if op not in protocol.OPERATIONS:
             raise Refused(f"A host does not do {str(op)[:40]!r}.")
         if not isinstance(args, Mapping):
             raise Refused("The call's arguments are not an object.")
-        return {"ok": activity(own_name, args)}
+        session = session_of(facts.name, args)
+        if op == protocol.LAUNCH:
+            return {"ok": launching.launch(facts, session, args)}
+        return {"ok": activity(session, args)}
     except Refused as refused:
         return {"refused": str(refused)}
-    except TranscriptUnavailable as unavailable:
+    except (TranscriptUnavailable, Failed) as unavailable:
         return {"unavailable": str(unavailable)}
 
 
@@ -59,9 +63,9 @@ def session_of(own_name: str, args: Mapping[str, Any]) -> SessionRecord:
     return SessionRecord(values)
 
 
-def activity(own_name: str, args: Mapping[str, Any]) -> dict[str, Any]:
-    """A page of the session's transcript, else of the pane it was started in."""
-    session = session_of(own_name, args)
+def activity(session: SessionRecord, args: Mapping[str, Any]) -> dict[str, Any]:
+    """A page of the session's transcript, else of the pane it was started in (in the host's
+    own tmux server only: a launch naming another one is not read)."""
     before, limit, launch = args.get("before"), args.get("limit"), args.get("launch")
     if before is not None and (type(before) is not int or before < 0):
         raise Refused("before is a byte offset.")
@@ -69,8 +73,15 @@ def activity(own_name: str, args: Mapping[str, Any]) -> dict[str, Any]:
         raise Refused(f"limit is a whole number from 1 to {MAX_LIMIT}.")
     if launch is not None and not isinstance(launch, Mapping):
         raise Refused("The launch is not an object.")
+    if launch is not None and not _own_tmux(launch.get("tmux_socket")):
+        launch = None
     while True:  # fewer entries until the page fits in one message (older ones: next page)
         page = read_activity(session, launch, before=before, limit=limit).to_json()
         if limit == 1 or len(json.dumps(page).encode()) < protocol.MESSAGE_MOST_BYTES - 4096:
             return page
         limit //= 2
+
+
+def _own_tmux(socket: Any) -> bool:
+    own = launching.tmux_socket()
+    return isinstance(socket, str) and os.path.realpath(socket) == os.path.realpath(own)

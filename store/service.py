@@ -116,17 +116,22 @@ def record_launch(
     actor: str,
     tmux_server_pid: str | None = None,
     clock: Clock = system_clock,
+    machine: str | None = None,
+    via_host: str | None = None,
 ) -> None:
     """That an operator started the session's agent in tmux pane ``tmux_pane`` (of the tmux
-    server at ``tmux_socket``, whose process is ``tmux_server_pid``, on this host): a
-    ``launched`` history row with its actor, which the console reads to show the pane
-    (``last_launch``) while that very server runs (pane ids start again with a new one)."""
+    server at ``tmux_socket``, whose process is ``tmux_server_pid``, on the machine named
+    ``machine``: this one unless a host, ``via_host``, started it there): a ``launched``
+    history row with its actor, which the console reads to show the pane (``last_launch``)
+    while that very server runs (pane ids start again with a new one)."""
     import socket
 
     from roundtable_console.store.clock import format_ts
     from roundtable_console.store.writes.history import append_session_event
 
-    payload: dict[str, Any] = {"tmux_pane": tmux_pane, "host": socket.gethostname()}
+    payload: dict[str, Any] = {"tmux_pane": tmux_pane, "host": machine or socket.gethostname()}
+    if via_host:
+        payload["via_host"] = via_host
     if tmux_socket:
         payload["tmux_socket"] = tmux_socket
     if tmux_server_pid:

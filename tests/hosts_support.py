@@ -32,9 +32,12 @@ def wait_until(check: Callable[[], Any], what: str, seconds: float = WAIT_SECOND
         time.sleep(0.05)
 
 
-def host_started(home: Path, *args: str, token: str | None = None) -> subprocess.Popen[str]:
-    """``roundtable host run`` as a machine runs it: a process of its own."""
-    env = serve_env(home)
+def host_started(
+    home: Path, *args: str, token: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """``roundtable host run`` as a machine runs it: a process of its own (``env``: what its
+    machine's environment has besides)."""
+    env = {**serve_env(home), **(env or {})}
     if token is not None:
         env["RT_HOST_TOKEN"] = token
         args = (*args, "--token-env", "RT_HOST_TOKEN")
@@ -73,10 +76,16 @@ class Team:
         host = self.hosts().get(name)
         return bool(host and host["online"])
 
-    def host(self, *args: str, name: str = "laptop", token: str = "laptop") -> Any:
+    def host(
+        self,
+        *args: str,
+        name: str = "laptop",
+        token: str = "laptop",
+        env: dict[str, str] | None = None,
+    ) -> Any:
         return host_started(
             self.home, "--name", name, "--server", self.served.url, *args,
-            token=self.tokens[token],
+            token=self.tokens[token], env=env,
         )  # fmt: skip
 
 

@@ -22,11 +22,13 @@ from roundtable_console.agents import transcripts
 from roundtable_console.hosts import operations
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import protocol
+from roundtable_console.store.hosts.facts import HostFacts
 from roundtable_console.store.records import SESSION_COLUMNS
 from tests.helpers import register_session
 from tests.hosts_support import Team, ended, team_serving, wait_until
 
 CLAUDE_ID = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
+LAPTOP = HostFacts(name="laptop")
 
 
 @pytest.fixture
@@ -194,25 +196,25 @@ def _args(session_id: str = "s1", **session: Any) -> dict[str, Any]:
 def test_a_host_does_its_fixed_operations_only_for_its_own_sessions(tmp_path: Path) -> None:
     transcript = transcript_on(tmp_path, "mine")
     meta = json.dumps({"transcript_path": str(transcript)})
-    assert operations.answer("laptop", "activity", _args(metadata_json=meta))["ok"]["items"]
+    assert operations.answer(LAPTOP, "activity", _args(metadata_json=meta))["ok"]["items"]
     refusals = {
-        "an operation it does not do": operations.answer("laptop", "run", {"argv": ["sh"]}),
+        "an operation it does not do": operations.answer(LAPTOP, "run", {"argv": ["sh"]}),
         "a session of another host": operations.answer(
-            "laptop", "activity", _args(metadata_json=meta, host="buildbox")
+            LAPTOP, "activity", _args(metadata_json=meta, host="buildbox")
         ),
         "a session of no host": operations.answer(
-            "laptop", "activity", _args(metadata_json=meta, host=None)
+            LAPTOP, "activity", _args(metadata_json=meta, host=None)
         ),
-        "no session": operations.answer("laptop", "activity", {"limit": 5}),
+        "no session": operations.answer(LAPTOP, "activity", {"limit": 5}),
         "a column that is not a value": operations.answer(
-            "laptop", "activity", _args(metadata_json={"transcript_path": str(transcript)})
+            LAPTOP, "activity", _args(metadata_json={"transcript_path": str(transcript)})
         ),
-        "arguments that are not an object": operations.answer("laptop", "activity", ["x"]),
+        "arguments that are not an object": operations.answer(LAPTOP, "activity", ["x"]),
         "a limit out of range": operations.answer(
-            "laptop", "activity", {**_args(metadata_json=meta), "limit": 10_000}
+            LAPTOP, "activity", {**_args(metadata_json=meta), "limit": 10_000}
         ),
         "a negative offset": operations.answer(
-            "laptop", "activity", {**_args(metadata_json=meta), "before": -1}
+            LAPTOP, "activity", {**_args(metadata_json=meta), "before": -1}
         ),
     }
     for what, answer in refusals.items():
@@ -226,7 +228,7 @@ def test_a_host_reads_only_where_the_agent_keeps_that_sessions_transcript(
     secret.write_text(json.dumps({"type": "user", "message": {"content": "SECRET"}}) + "\n")
     for path in (str(secret), "/etc/passwd", f"/x/.claude/projects/../../etc/{CLAUDE_ID}.jsonl"):
         meta = json.dumps({"transcript_path": path})
-        answer = operations.answer("laptop", "activity", _args(metadata_json=meta))
+        answer = operations.answer(LAPTOP, "activity", _args(metadata_json=meta))
         assert set(answer) == {"unavailable"} and "SECRET" not in json.dumps(answer), path
 
 
@@ -235,9 +237,50 @@ def test_a_page_too_long_for_one_message_is_shortened_not_refused(tmp_path: Path
     transcript = transcript_on(tmp_path, *[f"{n} {long}" for n in range(400)])
     meta = json.dumps({"transcript_path": str(transcript)})
     args = {**_args(metadata_json=meta), "limit": transcripts.MAX_LIMIT}
-    body = operations.answer("laptop", "activity", args)
+    body = operations.answer(LAPTOP, "activity", args)
     sent = operations.encoded(7, body)
     assert len(sent.encode()) < protocol.MESSAGE_MOST_BYTES
     items = body["ok"]["items"]
     assert 0 < len(items) < transcripts.MAX_LIMIT and items[-1]["text"].startswith("399 ")
     assert body["ok"]["next_before"] > 0  # the older entries are the next page's
+
+
+def test_a_host_reads_no_pane_but_its_own_tmux_servers(tmp_path: Path) -> None:
+    """A launch row naming a pane of another tmux server (another user's, the operator's own)
+    is not read: the host reads panes in the tmux server it starts agents in only."""
+    import socket as sockets
+
+    launch = {"tmux_pane": "%0", "tmux_socket": str(tmp_path / "other"),
+              "tmux_server_pid": "1", "host": sockets.gethostname()}  # fmt: skip
+    answer = operations.answer(LAPTOP, "activity", {**_args(), "launch": launch})
+    assert set(answer) == {"unavailable"} and "No transcript is known" in answer["unavailable"]
+
+
+def test_a_host_builds_the_agents_command_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a launch runs is the host's own resume of a found agent, the briefing one argument:
+    an argv, a program or a shell line in the call is never run."""
+    from roundtable_console.hosts import launching
+    from roundtable_console.store.hosts.facts import AgentFound
+    from roundtable_console.store.records import SessionRecord
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text("#!/bin/sh\n")
+    (bin_dir / "claude").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    facts = HostFacts(
+        name="laptop", agents=(AgentFound("claude-code", "2.1"),), projects=(str(tmp_path),)
+    )
+    session = SessionRecord(_args(working_directory=str(tmp_path))["session"])
+    started, name = launching.command(facts, session, "$(rm -rf ~); `reboot`")
+    after = started[started.index("--") + 1 :]
+    assert after == [str(bin_dir / "claude"), "--resume", CLAUDE_ID, "$(rm -rf ~); `reboot`"]
+    assert name == "s1" and started[1:3] == ["-L", launching.TMUX_LABEL]
+    for bad_id in ("-rf", "a b", "x" * 200):
+        with pytest.raises(launching.Refused):
+            launching.command(
+                facts, SessionRecord(_args(external_session_id=bad_id, working_directory=str(
+                    tmp_path))["session"]), "p",
+            )  # fmt: skip

@@ -166,6 +166,13 @@ class HostList(BaseModel):
     hosts: list[Host]
 
 
+class Launched(BaseModel):
+    session: Session
+    host: str
+    tmux_session: str
+    attach: str
+
+
 class Capabilities(BaseModel):
     authentication: str
     agent_boundary: str

@@ -1,0 +1,142 @@
+"""``POST …/sessions/{id}/launch``: the session resumed and its agent started on its own
+machine, by that machine's host (``hosts.launching``), in tmux — for an operator anywhere.
+
+In order, so that a refusal changes nothing: the caller (an operator of the session's
+workspace), the session's resume plan (resumable, its briefing), its host (held by this
+server), the host's own checks (``check``: a project it was given, an agent it has, tmux);
+then the lifecycle resume (its rules and idempotency key: the same key again replays it, so
+a start that failed after it can be tried again), the start, and the ``launched`` row (actor,
+host, pane) the audit and the pane view read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from roundtable_console.api.context import Answer, Call, ServerContext
+from roundtable_console.api.edge.identity import Caller
+from roundtable_console.api.hosts.links import HostRefused, HostUnreachable
+from roundtable_console.api.problems import Problem
+from roundtable_console.api.routes import wire
+from roundtable_console.api.routes.actions import expected_version
+from roundtable_console.store import service
+from roundtable_console.store.db.models import AgentSession
+from roundtable_console.store.hosts import protocol
+from roundtable_console.store.hosts.registry import get_host
+from roundtable_console.store.safety.display import one_line, printable
+
+LAUNCH_SECONDS = 30.0  # tmux starts the agent at once; the host answers when it has
+
+
+@dataclass(frozen=True)
+class Ready:
+    caller: Caller
+    session: AgentSession
+    host: str
+    prompt: str
+    action_key: str
+    version: int
+
+
+async def launch(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
+    ready = await ctx.in_worker(_prepare, ctx, call, workspace_id, session_id)
+    args: dict[str, Any] = {"session": ready.session.column_values(), "prompt": ready.prompt}
+    await _ask(ctx, ready, {**args, "check": True})
+    outcome = await ctx.in_worker(_resume, ctx, ready)
+    started = await _ask(ctx, ready, args)
+    await ctx.in_worker(_record, ctx, ready, started)
+    name = printable(str(started.get("tmux_session", "")))[:60]
+    return Answer(
+        200,
+        {
+            "session": wire.session(outcome.session),
+            "host": ready.host,
+            "tmux_session": name,
+            "attach": f"tmux -L roundtable-host attach -t {name}",
+        },
+    )
+
+
+def _prepare(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Ready:
+    caller = ctx.caller(call)
+    caller.require_human()
+    key = ctx.request_key(call, caller, required=True)
+    if key is None:  # required: refused above
+        raise Problem("idempotency_key_required", "A launch needs an Idempotency-Key header.")
+    if call.body.strip():
+        raise Problem("invalid_request_body", "A launch takes no body.")
+    with ctx.store.read() as db:
+        session = ctx.session_in(db, caller, workspace_id, session_id)
+        host = get_host(db, session.host, clock=ctx.clock) if session.host else None
+    shown = one_line(session.id, 60)
+    if host is None:
+        raise Problem(
+            "not_launchable",
+            f"Session {shown!r} runs on a machine with no host (roundtable host run): start "
+            "it there with roundtable resume --session ID --exec.",
+        )
+    if host.name not in ctx.hosts.links:
+        where = "is connected to another server of this store" if host.online else "is offline"
+        raise Problem(
+            "host_unavailable",
+            f"The host {printable(host.name)} of session {shown!r} {where}; nothing was started.",
+        )
+    view = service.read_briefing(
+        store=ctx.store, adapters=ctx.adapters, session_id=session.id, clock=ctx.clock,
+        wall=caller.wall,
+    )  # fmt: skip
+    if not view.plan.resumable:
+        raise Problem(
+            "not_launchable",
+            f"Session {shown!r} is not resumable: {view.plan.reason} Nothing was started.",
+        )
+    version = expected_version(call)
+    return Ready(
+        caller=caller,
+        session=view.session,
+        host=host.name,
+        prompt=view.plan.argv[-1],
+        action_key=key.action_key,
+        version=view.session.version if version is None else version,
+    )
+
+
+async def _ask(ctx: ServerContext, ready: Ready, args: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return await ctx.hosts.call(ready.host, protocol.LAUNCH, args, timeout=LAUNCH_SECONDS)
+    except HostRefused as refused:
+        raise Problem("not_launchable", f"{refused} Nothing was started.") from None
+    except HostUnreachable as unreachable:
+        raise Problem("host_unavailable", str(unreachable)) from None
+
+
+def _resume(ctx: ServerContext, ready: Ready) -> Any:
+    return service.perform_action(
+        store=ctx.store,
+        action="resume",
+        session_id=ready.session.id,
+        actor=ready.caller.name,
+        idempotency_key=ready.action_key,
+        expected_version=ready.version,
+        clock=ctx.clock,
+        wall=ready.caller.wall,
+    )
+
+
+def _record(ctx: ServerContext, ready: Ready, started: dict[str, Any]) -> None:
+    def text(key: str, most: int) -> str | None:
+        value = started.get(key)
+        return printable(value)[:most] if isinstance(value, str) and value else None
+
+    service.record_launch(
+        store=ctx.store,
+        session_id=ready.session.id,
+        tmux_pane=text("tmux_pane", 16) or "",
+        tmux_socket=text("tmux_socket", 400),
+        tmux_server_pid=text("tmux_server_pid", 16),
+        actor=ready.caller.name,
+        clock=ctx.clock,
+        machine=text("machine", 255),
+        via_host=ready.host,
+    )

@@ -1,0 +1,178 @@
+"""A session resumed and its agent started on its own machine by that machine's host (issue 41
+point 4: ``POST …/sessions/{id}/launch``), through a real ``roundtable serve`` and a real
+``roundtable host run`` whose PATH has an agent CLI standing in for Claude Code (it records how
+it was started, says a line, and waits). The host starts it in tmux on its own tmux server, in
+the session's directory, with the session's id; every refusal changes nothing (point 5: a
+directory outside the host's projects, an agent it does not have, a host that is offline)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from roundtable_console.hosts import launching
+from roundtable_console.store import service
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.resume.adapters import AGENT_RESUME_PATTERNS, PLACEHOLDER
+from tests.helpers import history, register_session
+from tests.hosts_support import Team, ended, team_serving, wait_until
+
+CLAUDE_ID = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
+FAKE_CLAUDE = """#!/bin/sh
+if [ "$1" = "--version" ]; then echo "2.1.0 (Claude Code)"; exit 0; fi
+python3 -c 'import json, os, sys
+json.dump({"argv": sys.argv[1:], "cwd": os.getcwd(),
+           "session": os.environ.get("ROUNDTABLE_SESSION_ID"),
+           "host": os.environ.get("ROUNDTABLE_HOST")}, open(os.environ["FAKE_OUT"], "w"))' "$@"
+echo "the agent is ready"
+exec sleep 120
+"""
+
+
+@pytest.fixture
+def team(sqlite_store: Store, tmp_path: Path) -> Iterator[Team]:
+    url = f"sqlite:///{tmp_path / 'roundtable.db'}"
+    yield from team_serving(sqlite_store, url, tmp_path / "server-home")
+
+
+@pytest.fixture
+def machine(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The laptop's environment: Claude Code (a stand-in) on its PATH, its own tmux directory
+    (short: a socket's path is at most 107 bytes)."""
+    bin_dir = tmp_path / "laptop-bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text(FAKE_CLAUDE)
+    (bin_dir / "claude").chmod(0o755)
+    tmux_dir = tempfile.mkdtemp(prefix="rt-tmux-", dir="/tmp")
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "TMUX_TMPDIR": tmux_dir,
+        "FAKE_OUT": str(tmp_path / "started.json"),
+    }
+    yield env
+    subprocess.run(["tmux", "-L", launching.TMUX_LABEL, "kill-server"], env={**os.environ, **env},
+                   capture_output=True, check=False)  # fmt: skip
+    shutil.rmtree(tmux_dir, ignore_errors=True)
+
+
+def stopped_session(
+    store: Store, session_id: str, cwd: Path, *, adapter: str = "claude", host: str = "laptop"
+) -> None:
+    with store.write() as db:
+        register_session(
+            db, session_id, adapter=adapter, host=host, workspace_id="ws-1",
+            working_directory=str(cwd), external_session_id=CLAUDE_ID,
+            resume_command=AGENT_RESUME_PATTERNS[adapter].replace(PLACEHOLDER, CLAUDE_ID),
+            metadata={"hooks": "claude-code"},
+        )  # fmt: skip
+    service.perform_action(
+        store=store, action="stop", session_id=session_id, actor="ops", idempotency_key=None
+    )
+
+
+def launch(team: Team, session_id: str, token: str = "ops") -> httpx.Response:
+    return httpx.post(
+        f"{team.served.url}/api/v1/workspaces/ws-1/sessions/{session_id}/launch",
+        headers={**team.bearer(token), "Idempotency-Key": uuid.uuid4().hex}, timeout=60,
+    )  # fmt: skip
+
+
+def status(store: Store, session_id: str) -> str:
+    with store.read() as db:
+        return str(service.sessions.get_session(db=db, session_id=session_id).status)
+
+
+def test_an_operator_anywhere_starts_a_sessions_agent_on_its_host(
+    team: Team, tmp_path: Path, machine: dict[str, str]
+) -> None:
+    project = tmp_path / "api"
+    (project / "src").mkdir(parents=True)
+    stopped_session(team.store, "s-laptop", project / "src")
+    host = team.host("--project", str(project), env=machine)
+    try:
+        wait_until(lambda: team.online("laptop"), "the host online")
+        answer = launch(team, "s-laptop")
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert body["host"] == "laptop" and body["session"]["status"] == "resuming"
+        assert body["tmux_session"] == "s-laptop" and "attach -t s-laptop" in body["attach"]
+        out = Path(machine["FAKE_OUT"])
+        wait_until(out.exists, "the agent started")
+        started: dict[str, Any] = json.loads(out.read_text())
+        # The host's own resume, the briefing as the prompt, in the session's directory.
+        assert started["argv"][:2] == ["--resume", CLAUDE_ID]
+        assert len(started["argv"]) == 3 and "Roundtable Resume Briefing" in started["argv"][2]
+        assert started["cwd"] == str((project / "src").resolve())
+        assert started["session"] == "s-laptop" and started["host"] == "laptop"
+        launched = [payload for event, payload in history(team.store, "s-laptop")
+                    if event == "launched"]  # fmt: skip
+        assert len(launched) == 1 and launched[0]["via_host"] == "laptop"
+        # What it shows is read through the host, from the pane it started.
+        page = httpx.get(
+            f"{team.served.url}/api/v1/workspaces/ws-1/sessions/s-laptop/transcript",
+            headers=team.bearer("vic"), timeout=30,
+        ).json()  # fmt: skip
+        assert page["available"] is True, page
+        assert any("the agent is ready" in item["text"] for item in page["items"])
+        # Running already: the lifecycle refuses a second resume; nothing more is started.
+        again = launch(team, "s-laptop")
+        assert again.status_code == 409, again.text
+    finally:
+        host.send_signal(signal.SIGTERM)
+    assert ended(host)[0] == 0
+
+
+def test_a_launch_refused_changes_nothing(
+    team: Team, tmp_path: Path, machine: dict[str, str]
+) -> None:
+    project, elsewhere = tmp_path / "api", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "out").symlink_to(elsewhere)  # a link leading out of the project is out
+    stopped_session(team.store, "outside", elsewhere)
+    stopped_session(team.store, "by-link", project / "out")
+    stopped_session(team.store, "codex", project, adapter="codex")
+    stopped_session(team.store, "nowhere", project, host="no-such-host")
+    stopped_session(team.store, "inside", project)
+    host = team.host("--project", str(project), env=machine)
+    try:
+        wait_until(lambda: team.online("laptop"), "the host online")
+        refusals = {
+            "outside": (409, "not_launchable", "not inside a project"),
+            "by-link": (409, "not_launchable", "not inside a project"),
+            "codex": (409, "not_launchable", "has no codex"),
+            "nowhere": (409, "not_launchable", "no host"),
+        }
+        for session_id, (code, problem, words) in refusals.items():
+            answer = launch(team, session_id)
+            assert answer.status_code == code, (session_id, answer.text)
+            assert answer.json()["code"] == problem and words in answer.json()["detail"]
+            assert status(team.store, session_id) == "stopped", session_id
+        viewer = launch(team, "inside", token="vic")
+        assert viewer.status_code == 403
+        without_key = httpx.post(
+            f"{team.served.url}/api/v1/workspaces/ws-1/sessions/inside/launch",
+            headers=team.bearer("ops"),
+        )  # fmt: skip
+        assert without_key.status_code == 400
+        assert launch(team, "inside", token="laptop").status_code == 403  # a host's token
+    finally:
+        host.send_signal(signal.SIGTERM)
+    assert ended(host)[0] == 0
+    wait_until(lambda: not team.online("laptop"), "the host offline")
+    offline = launch(team, "inside")
+    assert offline.status_code == 409 and offline.json()["code"] == "host_unavailable"
+    assert "is offline" in offline.json()["detail"]
+    assert status(team.store, "inside") == "stopped"
+    assert not Path(machine["FAKE_OUT"]).exists()  # nothing ever started
