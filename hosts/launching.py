@@ -23,6 +23,7 @@ from typing import Any
 
 from roundtable_console.agents.operations import ENV_HOST, ENV_SESSION
 from roundtable_console.hosts.refusals import Failed, Refused
+from roundtable_console.store.hosts import protocol
 from roundtable_console.store.hosts.facts import HostFacts
 from roundtable_console.store.records import SessionRecord
 from roundtable_console.store.resume.adapters import AGENT_RESUME_PATTERNS, PLACEHOLDER
@@ -30,8 +31,7 @@ from roundtable_console.store.resume.launch import tmux_refusal
 from roundtable_console.store.resume.plan import DEFAULT_EXTERNAL_ID
 from roundtable_console.store.safety.display import one_line
 
-# The host's own tmux server (``tmux -L``): the panes it starts, and the only ones it reads.
-TMUX_LABEL = "roundtable-host"
+TMUX_LABEL = protocol.TMUX_LABEL  # the host's own tmux server: the only panes it reads
 TMUX_SECONDS = 15
 PROMPT_MOST_BYTES = 12 * 1024  # with the command, within what tmux takes in one message
 AGENT_OF_ADAPTER = {"claude": "claude-code", "codex": "codex", "gemini": "gemini"}

@@ -176,3 +176,45 @@ def test_a_launch_refused_changes_nothing(
     assert "is offline" in offline.json()["detail"]
     assert status(team.store, "inside") == "stopped"
     assert not Path(machine["FAKE_OUT"]).exists()  # nothing ever started
+
+
+def test_the_web_console_starts_a_session_on_its_host(
+    team: Team, tmp_path: Path, machine: dict[str, str]
+) -> None:
+    """The briefing page of a session whose machine runs a host offers to start it there; the
+    operator confirms, and the agent runs on that machine."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.test_web_browser import CHROMIUM
+
+    project = tmp_path / "api"
+    project.mkdir()
+    stopped_session(team.store, "s-web", project)
+    host = team.host("--project", str(project), env=machine)
+    try:
+        wait_until(lambda: team.online("laptop"), "the host online")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 800})
+                page.set_default_timeout(15_000)
+                page.goto(team.served.url + "/sessions")
+                page.fill("#token", team.tokens["ops"])
+                page.click("button[type=submit]")
+                page.wait_for_url("**/sessions")
+                page.goto(team.served.url + "/sessions/s-web/briefing")
+                start = page.get_by_role("button", name="Start s-web on laptop")
+                expect(start).to_be_visible()
+                start.click()
+                expect(page.locator("#dialog-title")).to_have_text("Start s-web on its machine?")
+                page.screenshot(path=str(tmp_path / "confirm.png"))
+                page.click("#dialog-confirm")
+                expect(page.locator("#notice")).to_contain_text("Started s-web on laptop")
+                page.screenshot(path=str(tmp_path / "started.png"))
+            finally:
+                browser.close()
+        wait_until(Path(machine["FAKE_OUT"]).exists, "the agent started")
+        assert status(team.store, "s-web") == "resuming"
+    finally:
+        host.send_signal(signal.SIGTERM)
+    assert ended(host)[0] == 0

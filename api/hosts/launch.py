@@ -11,8 +11,11 @@ host, pane) the audit and the pane view read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from sqlalchemy import Connection
 
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
@@ -40,7 +43,22 @@ class Ready:
 
 
 async def launch(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
-    ready = await ctx.in_worker(_prepare, ctx, call, workspace_id, session_id)
+    def found(db: Connection, caller: Caller) -> AgentSession:
+        return ctx.session_in(db, caller, workspace_id, session_id)
+
+    caller = await ctx.in_worker(ctx.caller, call)
+    return await start(ctx, call, caller, found)
+
+
+async def start(
+    ctx: ServerContext,
+    call: Call,
+    caller: Caller,
+    found: Callable[[Connection, Caller], AgentSession],
+) -> Answer:
+    """The launch of the session ``found`` reads (refusing one the caller may not reach), as
+    ``caller``: the API's route, and the web console's button."""
+    ready = await ctx.in_worker(_prepare, ctx, call, caller, found)
     args: dict[str, Any] = {"session": ready.session.column_values(), "prompt": ready.prompt}
     await _ask(ctx, ready, {**args, "check": True})
     outcome = await ctx.in_worker(_resume, ctx, ready)
@@ -53,13 +71,17 @@ async def launch(ctx: ServerContext, call: Call, workspace_id: str, session_id: 
             "session": wire.session(outcome.session),
             "host": ready.host,
             "tmux_session": name,
-            "attach": f"tmux -L roundtable-host attach -t {name}",
+            "attach": f"tmux -L {protocol.TMUX_LABEL} attach -t {name}",
         },
     )
 
 
-def _prepare(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Ready:
-    caller = ctx.caller(call)
+def _prepare(
+    ctx: ServerContext,
+    call: Call,
+    caller: Caller,
+    found: Callable[[Connection, Caller], AgentSession],
+) -> Ready:
     caller.require_human()
     key = ctx.request_key(call, caller, required=True)
     if key is None:  # required: refused above
@@ -67,7 +89,7 @@ def _prepare(ctx: ServerContext, call: Call, workspace_id: str, session_id: str)
     if call.body.strip():
         raise Problem("invalid_request_body", "A launch takes no body.")
     with ctx.store.read() as db:
-        session = ctx.session_in(db, caller, workspace_id, session_id)
+        session = found(db, caller)
         host = get_host(db, session.host, clock=ctx.clock) if session.host else None
     shown = one_line(session.id, 60)
     if host is None:

@@ -24,6 +24,7 @@ from roundtable_console.api.answering import Reply, as_response, call_of, refuse
 from roundtable_console.api.context import Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.edge.middleware import TOO_LARGE, BodyTooLarge
+from roundtable_console.api.hosts import launch as host_launch
 from roundtable_console.api.problems import Problem, from_store_error
 from roundtable_console.api.routes import actions as action_ops
 from roundtable_console.api.routes import wire
@@ -222,7 +223,7 @@ class WebFragments:
         async def work(call: Call, caller: Caller) -> Response:
             session_id = wire.path_id(request.path_params["session_id"], what="session")
             action = request.path_params["action"]
-            if action not in ACTIONS:
+            if action not in (*ACTIONS, "launch"):
                 raise Problem("not_found", f"No action is called {action!r}.")
 
             def act() -> Any:
@@ -232,7 +233,12 @@ class WebFragments:
                     found=lambda db: reads.reached(db, caller, session_id),
                 )  # fmt: skip
 
-            answer = await self.ctx.in_worker(act)
+            if action == "launch":  # on the session's host (api.hosts.launch)
+                answer = await host_launch.start(
+                    self.ctx, call, caller, lambda db, who: reads.reached(db, who, session_id)
+                )
+            else:
+                answer = await self.ctx.in_worker(act)
             return as_response(
                 Reply(answer.status, rendered(answer.body), "application/json", answer.headers)
             )

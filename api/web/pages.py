@@ -37,7 +37,7 @@ from roundtable_console.api.web.signin import (
 from roundtable_console.store.access.tokens import holds_tokens
 from roundtable_console.store.access.web_sessions import csrf_proof
 from roundtable_console.store.errors import StoreError
-from roundtable_console.store.hosts.registry import list_hosts
+from roundtable_console.store.hosts.registry import get_host, list_hosts
 from roundtable_console.store.reads.audit import AuditFilter, audit_page
 from roundtable_console.store.reads.overview import read_overview
 from roundtable_console.store.resume.launch import shell_line
@@ -219,13 +219,22 @@ class WebPages:
             wall=caller.wall,
         )
 
+    def _host_of(self, session: Any) -> Any:
+        """The host of the session's machine, when that machine runs one (it can start it)."""
+        if not session.host:
+            return None
+        with self.ctx.store.read() as db:
+            return get_host(db, session.host, clock=self.ctx.clock)
+
     async def briefing(self, request: Request) -> Response:
         async def work(call: Call, caller: Caller) -> Response:
             session_id = wire.path_id(request.path_params["session_id"], what="session")
             view = await self.ctx.in_worker(self._briefing, caller, session_id)
+            host = await self.ctx.in_worker(self._host_of, view.session)
             return self.pages.page(
                 "briefing.html",
                 view=view,
+                host=host,
                 session_id=session_id,
                 briefing_html=markdown_html(view.briefing.markdown),
                 command=shell_line(view.plan.argv, view.session.id),

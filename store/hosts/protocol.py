@@ -38,3 +38,7 @@ OPERATIONS = frozenset({ACTIVITY, LAUNCH})
 CALL_SECONDS = 10.0
 CALLS_AT_ONCE = 16  # per host: more wait for none, they are refused
 MESSAGE_MOST_BYTES = 1 << 20  # a message either way: a page that would be longer is shortened
+
+# The tmux server (``tmux -L``) a host starts agents in, and the only one whose panes it reads:
+# an operator on that machine sees them with ``tmux -L roundtable-host attach -t SESSION``.
+TMUX_LABEL = "roundtable-host"

@@ -12,7 +12,7 @@
   const $$ = (selector, root = document) => Array.from(root.querySelectorAll(selector));
   const enc = encodeURIComponent;
   const LABELS = {heartbeat: "Heartbeat", pause: "Pause", stop: "Stop", resume: "Resume",
-                  terminate: "Terminate"};
+                  terminate: "Terminate", launch: "Start"};
 
   // -- telling the operator ------------------------------------------------------------------
 
@@ -157,6 +157,11 @@
       return null;
     }
     const data = await response.json().catch(() => ({}));
+    if (response.ok && action === "launch") {
+      say(`Started ${sessionId} on ${data.host} (it is ${data.session?.status}); ` +
+          `there, ${data.attach} shows it.`);
+      return null;
+    }
     if (response.ok) {
       say(`${LABELS[action]}: ${sessionId} is now ${data.status}.`);
       await refreshSession(sessionId);
@@ -183,6 +188,16 @@
     if (!operator) return;
     const version = versionOf(sessionId);
     if (action === "terminate") return terminate(sessionId);
+    if (action === "launch") {
+      openDialog({
+        title: `Start ${sessionId} on its machine?`,
+        content: "The session resumes, and its machine's host starts the agent in tmux there, " +
+                 "continuing its own conversation with the briefing as its prompt.",
+        confirm: "Start",
+        run: async () => send(sessionId, action, version, newKey(), null),
+      });
+      return;
+    }
     if (action === "stop" || action === "resume") {
       openDialog({
         title: `${LABELS[action]} ${sessionId}?`,
