@@ -5,8 +5,8 @@ was started in, whose keys only this machine can type."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 from roundtable_console.agents.panes import type_into_pane, verified_pane
 from roundtable_console.agents.transcripts import TranscriptUnavailable
@@ -37,8 +37,24 @@ def type_keys(launch: Mapping[str, Any], line: str) -> None:
         raise NoReplyPath("The agent's tmux pane did not take the keys: nothing was sent.")
 
 
+class Panes(NamedTuple):
+    """How a launch's pane is looked at and typed into: here (``LOCAL``), or through the host
+    that started it (``api.hosts.panes``)."""
+
+    route: Callable[[Mapping[str, Any]], ReplyRoute]
+    type_keys: Callable[[Mapping[str, Any], str], None]
+
+
+LOCAL = Panes(pane_route, type_keys)
+
+
 def reply_route(
-    store: Store, session_id: str, *, wall: Wall = OPEN, clock: Clock = system_clock
+    store: Store,
+    session_id: str,
+    *,
+    wall: Wall = OPEN,
+    clock: Clock = system_clock,
+    panes: Panes = LOCAL,
 ) -> ReplyRoute:
     """What can carry a reply to ``session_id`` now (a read, and for a tmux pane a look at it:
     never on an event loop)."""
@@ -48,17 +64,25 @@ def reply_route(
     if route is not None:
         return route
     assert launch is not None
-    return pane_route(launch)
+    return panes.route(launch)
 
 
-def reply(store: Store, session_id: str, message: str, actor: str, **options: Any) -> SentReply:
+def reply(
+    store: Store,
+    session_id: str,
+    message: str,
+    actor: str,
+    *,
+    panes: Panes = LOCAL,
+    **options: Any,
+) -> SentReply:
     """``message`` sent to ``session_id``'s agent as ``actor`` (``store.replies.sending``)."""
     return send_reply(
         store=store,
         session_id=session_id,
         message=message,
         actor=actor,
-        pane_route=pane_route,
-        type_keys=type_keys,
+        pane_route=panes.route,
+        type_keys=panes.type_keys,
         **options,
     )

@@ -18,13 +18,15 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from roundtable_console.agents.panes import read_activity
+from roundtable_console.agents.panes import read_activity, type_into_pane, verified_pane
 from roundtable_console.agents.transcripts import MAX_LIMIT, TranscriptUnavailable
 from roundtable_console.hosts import launching
 from roundtable_console.hosts.refusals import Failed, Refused
+from roundtable_console.store.errors import InvalidReply
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.hosts.facts import HostFacts
 from roundtable_console.store.records import SESSION_COLUMNS, SessionRecord
+from roundtable_console.store.replies.sending import MAX_REPLY_CHARACTERS, pane_line
 
 
 def answer(facts: HostFacts, op: Any, args: Any) -> dict[str, Any]:
@@ -34,6 +36,8 @@ def answer(facts: HostFacts, op: Any, args: Any) -> dict[str, Any]:
             raise Refused(f"A host does not do {str(op)[:40]!r}.")
         if not isinstance(args, Mapping):
             raise Refused("The call's arguments are not an object.")
+        if op in (protocol.PANE, protocol.TYPE):
+            return {"ok": pane(facts, op, args)}
         session = session_of(facts.name, args)
         if op == protocol.LAUNCH:
             return {"ok": launching.launch(facts, session, args)}
@@ -42,6 +46,8 @@ def answer(facts: HostFacts, op: Any, args: Any) -> dict[str, Any]:
         return {"refused": str(refused)}
     except (TranscriptUnavailable, Failed) as unavailable:
         return {"unavailable": str(unavailable)}
+    except InvalidReply as refused:
+        return {"refused": refused.message}
 
 
 def encoded(call_id: int, body: dict[str, Any]) -> str:
@@ -85,3 +91,23 @@ def activity(session: SessionRecord, args: Mapping[str, Any]) -> dict[str, Any]:
 def _own_tmux(socket: Any) -> bool:
     own = launching.tmux_socket()
     return isinstance(socket, str) and os.path.realpath(socket) == os.path.realpath(own)
+
+
+def pane(facts: HostFacts, op: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Whether the pane this host started for a session runs its agent still; with ``TYPE``, a
+    reply's line typed into it (one line, no prompt command: ``pane_line``'s rules again)."""
+    launch = args.get("launch")
+    if not isinstance(launch, Mapping) or launch.get("via_host") != facts.name:
+        raise Refused(f"The pane was not started by the host {facts.name}.")
+    if not _own_tmux(launch.get("tmux_socket")):
+        raise Refused(f"The pane is not on the tmux server of the host {facts.name}.")
+    _, pane_id = verified_pane(launch, running=True)
+    if op == protocol.TYPE:
+        line = args.get("line")
+        if not isinstance(line, str) or not line or len(line) > MAX_REPLY_CHARACTERS:
+            raise Refused("A reply is a line of text.")
+        if pane_line(line) != line:
+            raise Refused("A reply typed into a pane is one line, as the server makes it.")
+        if not type_into_pane(launch, line):
+            raise Failed("The agent's tmux pane did not take the keys: nothing was sent.")
+    return {"tmux_pane": pane_id}

@@ -284,3 +284,37 @@ def test_a_host_builds_the_agents_command_itself(
                 facts, SessionRecord(_args(external_session_id=bad_id, working_directory=str(
                     tmp_path))["session"]), "p",
             )  # fmt: skip
+
+
+def test_a_host_types_only_into_panes_it_started_and_only_a_reply_line(tmp_path: Path) -> None:
+    from roundtable_console.hosts import launching
+
+    own = {"tmux_pane": "%1", "tmux_socket": launching.tmux_socket(), "via_host": "laptop",
+           "tmux_server_pid": "1", "host": "x"}  # fmt: skip
+    cases = {
+        "a pane another host started": {**own, "via_host": "buildbox"},
+        "a pane no host started": {k: v for k, v in own.items() if k != "via_host"},
+        "a pane of another tmux server": {**own, "tmux_socket": str(tmp_path / "other")},
+    }
+    for what, launch in cases.items():
+        for op in ("pane", "type"):
+            answer = operations.answer(LAPTOP, op, {"launch": launch, "line": "go on"})
+            assert set(answer) == {"refused"}, (what, op, answer)
+    # Its own pane, gone (no such tmux server here): said, nothing typed.
+    assert set(operations.answer(LAPTOP, "type", {"launch": own, "line": "go on"})) == {
+        "unavailable"
+    }
+
+
+@pytest.mark.parametrize("line", ["/exit", "!rm -rf ~", "#note", "two\nlines", "", 5, "x" * 5000])
+def test_a_host_types_no_prompt_command_and_no_second_line(
+    line: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from roundtable_console.hosts import launching
+
+    monkeypatch.setattr(operations, "verified_pane", lambda launch, running: ([], "%1"))
+    typed: list[str] = []
+    monkeypatch.setattr(operations, "type_into_pane", lambda launch, line: typed.append(line))
+    own = {"tmux_pane": "%1", "tmux_socket": launching.tmux_socket(), "via_host": "laptop"}
+    answer = operations.answer(LAPTOP, "type", {"launch": own, "line": line})
+    assert set(answer) == {"refused"} and typed == []

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from roundtable_console.hosts import launching
 from roundtable_console.store import service
@@ -119,12 +120,37 @@ def test_an_operator_anywhere_starts_a_sessions_agent_on_its_host(
                     if event == "launched"]  # fmt: skip
         assert len(launched) == 1 and launched[0]["via_host"] == "laptop"
         # What it shows is read through the host, from the pane it started.
-        page = httpx.get(
-            f"{team.served.url}/api/v1/workspaces/ws-1/sessions/s-laptop/transcript",
-            headers=team.bearer("vic"), timeout=30,
-        ).json()  # fmt: skip
+        base = f"{team.served.url}/api/v1/workspaces/ws-1/sessions"
+        page = httpx.get(f"{base}/s-laptop/transcript", headers=team.bearer("vic")).json()
         assert page["available"] is True, page
         assert any("the agent is ready" in item["text"] for item in page["items"])
+        # Its turn done, a reply is typed into that pane by the host.
+        with team.store.write() as db:
+            db.execute(text(
+                "UPDATE agent_sessions SET status = 'active', waiting_since = NULL,"
+                " waiting_reason = 'its turn is done' WHERE id = 's-laptop'"
+            ))  # fmt: skip
+        route = httpx.get(f"{base}/s-laptop/reply", headers=team.bearer("vic")).json()
+        assert route["via"] == "pane" and "on laptop" in route["words"], route
+        refused = httpx.post(
+            f"{base}/s-laptop/reply", json={"message": "/exit"},
+            headers={**team.bearer("ops"), "Idempotency-Key": "r2"}, timeout=30,
+        )  # fmt: skip
+        assert refused.status_code == 400, refused.text  # a prompt's command is never typed
+        replied = httpx.post(
+            f"{base}/s-laptop/reply", json={"message": "please go on", "via": "pane"},
+            headers={**team.bearer("ops"), "Idempotency-Key": "r1"}, timeout=30,
+        )  # fmt: skip
+        assert replied.status_code == 200, replied.text
+        wait_until(
+            lambda: (
+                "please go on"
+                in json.dumps(
+                    httpx.get(f"{base}/s-laptop/transcript", headers=team.bearer("vic")).json()
+                )
+            ),
+            "the reply typed into the pane",
+        )
         # Running already: the lifecycle refuses a second resume; nothing more is started.
         again = launch(team, "s-laptop")
         assert again.status_code == 409, again.text

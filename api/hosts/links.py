@@ -233,6 +233,22 @@ class HostLinks:
                 raise error(printable(answer[key])[:500])
         raise HostUnreachable(f"The host {name} answered with something this server cannot read.")
 
+    def call_from_worker(
+        self, name: str, op: str, args: dict[str, Any], *, timeout: float
+    ) -> dict[str, Any]:
+        """``call``, from a worker thread (work that must ask a host in the middle of it): the
+        thread waits ``timeout`` at most."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            raise HostUnreachable(f"The host {name} is not connected to this server.")
+        asked = asyncio.run_coroutine_threadsafe(self.call(name, op, args, timeout=timeout), loop)
+        try:
+            return asked.result(timeout + 1)
+        except TimeoutError:
+            asked.cancel()
+            said = f"The host {name} did not answer within {timeout:.0f} s."
+            raise HostUnreachable(said) from None
+
     async def _hold(self, link: Link) -> None:
         async def listen() -> None:
             try:

@@ -15,6 +15,7 @@ from sqlalchemy import Connection
 
 from roundtable_console.agents.replying import reply, reply_route
 from roundtable_console.api.context import Answer, Call, ServerContext
+from roundtable_console.api.hosts.panes import panes_of
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes import bodies
 from roundtable_console.store.replies.sending import HOOK, PANE, SentReply
@@ -32,7 +33,9 @@ def reply_way(ctx: ServerContext, call: Call, workspace_id: str, session_id: str
             f"The token {caller.name!r} acts for agent {caller.agent_id!r}: it reads only that "
             "agent's sessions.",
         )
-    route = reply_route(ctx.store, session.id, wall=caller.wall, clock=ctx.clock)
+    route = reply_route(
+        ctx.store, session.id, wall=caller.wall, clock=ctx.clock, panes=panes_of(ctx)
+    )
     return Answer(200, {"session_id": session.id, **route.to_json()})
 
 
@@ -69,6 +72,7 @@ def send(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> 
             before=lambda db: ctx.session_in(db, caller, workspace_id, session_id),
             within=within,
             expected_via=via,
+            panes=panes_of(ctx),
         )
 
     return ctx.write_once(

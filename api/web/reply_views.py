@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from roundtable_console.agents.replying import reply_route
 from roundtable_console.api.context import ServerContext
 from roundtable_console.api.edge.identity import Caller
+from roundtable_console.api.hosts.panes import panes_of
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.replies.sending import MAX_REPLY_CHARACTERS
 
@@ -29,7 +30,9 @@ def reply_view(ctx: ServerContext, caller: Caller, session: SessionFields) -> Re
     """Runs in a worker (a tmux pane may be looked at)."""
     if session.waiting is None and session.turn_done is None:
         return None
-    route = reply_route(ctx.store, session.id, wall=caller.wall, clock=ctx.clock)
+    route = reply_route(
+        ctx.store, session.id, wall=caller.wall, clock=ctx.clock, panes=panes_of(ctx)
+    )
     if route.via is None and not session.is_active:
         return None
     mark = route.listener.id if route.listener is not None else ""

@@ -178,6 +178,7 @@ class WebRequests:
         """The reply (a blocking call), and the notice that says what it did; a session out
         of reach raises (a page of its own)."""
         from roundtable_console.agents.replying import reply
+        from roundtable_console.api.hosts.panes import panes_of
 
         message = (fields.get("message") or "").replace("\r\n", "\n").replace("\r", "\n")
         try:
@@ -189,6 +190,7 @@ class WebRequests:
                 wall=caller.wall,
                 clock=self.ctx.clock,
                 expected_via=fields.get("via") or "",
+                panes=panes_of(self.ctx),
             )
         except (NoReplyPath, InvalidReply) as refused:
             return Notice(f"Nothing was sent: {refused.message}", problem=True)
