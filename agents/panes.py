@@ -104,6 +104,47 @@ def type_into_pane(launch: Mapping[str, Any], line: str) -> bool:
     return _tmux([*base, "send-keys", "-t", pane, "Enter"]) is not None
 
 
+GRACE_SECONDS = 10.0  # after SIGINT, before SIGTERM
+GRACE_MOST = 60.0
+
+
+def stop_agent(launch: Mapping[str, Any], *, grace: float = GRACE_SECONDS) -> tuple[str, bool]:
+    """The agent running in the session's pane asked to stop: SIGINT, then SIGTERM if it has
+    not exited within ``grace`` seconds. Which signal it took last, and whether it exited;
+    ``TranscriptUnavailable`` when the pane is gone or its agent has exited already."""
+    import os
+    import signal
+    import time
+
+    base, pane = verified_pane(launch, running=True)
+    said = _tmux([*base, "display-message", "-p", "-t", pane, "#{pane_pid}"])
+    if said is None or not said.strip().isdigit():
+        raise TranscriptUnavailable(f"The tmux pane {pane} does not say which process runs in it.")
+    pid = int(said.strip())
+
+    def exited(within: float) -> bool:
+        deadline = time.monotonic() + within
+        while True:
+            state = _tmux([*base, "display-message", "-p", "-t", pane, "#{pane_dead}"])
+            if state is None or state.strip() == "1":
+                return True  # the pane closed with its program, or shows it dead
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+
+    for number, within in ((signal.SIGINT, grace), (signal.SIGTERM, 5.0)):
+        try:
+            os.kill(pid, number)
+        except ProcessLookupError:
+            return number.name, True
+        except PermissionError:
+            why = f"The agent in tmux pane {pane} is another user's."
+            raise TranscriptUnavailable(why) from None
+        if exited(within):
+            return number.name, True
+    return "SIGTERM", False
+
+
 def _tmux(command: list[str]) -> str | None:
     """tmux's answer, or None when it refused or did not answer in time."""
     try:

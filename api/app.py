@@ -24,6 +24,7 @@ from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.middleware import Guard
 from roundtable_console.api.hosts import launch as host_launch
 from roundtable_console.api.hosts import listing as host_ops
+from roundtable_console.api.hosts import stop_agent as host_stop
 from roundtable_console.api.problems import MEDIA_TYPE, STATUSES, Problem
 from roundtable_console.api.routes import actions as action_ops
 from roundtable_console.api.routes import bodies, hook_waits, schemas, wire
@@ -227,6 +228,10 @@ def _routes(app: FastAPI) -> None:
                summary="Resume, then start the agent on its machine's host (an operator's).",
                model=schemas.Launched, errors=(409,),
                parameters=[schemas.idempotency(True), IF_MATCH])  # fmt: skip
+    operation(app, "POST", f"{ONE}/stop-agent", host_stop.stop, name="stop_agent",
+               summary="Stop the agent's process where it runs: SIGINT, then SIGTERM after "
+               "grace_seconds (an operator's).", errors=(409,),
+               body=host_stop.BODY)  # fmt: skip
     operation(app, "GET", f"{ONE}/transcript", transcript_ops.transcript,
                name="session_transcript",
                summary="What the agent is doing: a page of its own transcript, newest last.",

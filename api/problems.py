@@ -60,6 +60,7 @@ CODES: dict[str, tuple[int, str]] = {
     "no_reply_path": (409, "No way to reply"),
     "not_launchable": (409, "Not launchable"),
     "host_unavailable": (409, "Host unavailable"),
+    "agent_not_running": (409, "Agent not running"),
     "invalid_reply": (400, "Invalid reply"),
     "invalid_host": (400, "Invalid host"),
     "request_too_large": (413, "Request body too large"),

@@ -18,7 +18,13 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from roundtable_console.agents.panes import read_activity, type_into_pane, verified_pane
+from roundtable_console.agents.panes import (
+    GRACE_MOST,
+    read_activity,
+    stop_agent,
+    type_into_pane,
+    verified_pane,
+)
 from roundtable_console.agents.transcripts import MAX_LIMIT, TranscriptUnavailable
 from roundtable_console.hosts import launching
 from roundtable_console.hosts.refusals import Failed, Refused
@@ -36,7 +42,7 @@ def answer(facts: HostFacts, op: Any, args: Any) -> dict[str, Any]:
             raise Refused(f"A host does not do {str(op)[:40]!r}.")
         if not isinstance(args, Mapping):
             raise Refused("The call's arguments are not an object.")
-        if op in (protocol.PANE, protocol.TYPE):
+        if op in (protocol.PANE, protocol.TYPE, protocol.STOP_AGENT):
             return {"ok": pane(facts, op, args)}
         session = session_of(facts.name, args)
         if op == protocol.LAUNCH:
@@ -95,12 +101,19 @@ def _own_tmux(socket: Any) -> bool:
 
 def pane(facts: HostFacts, op: str, args: Mapping[str, Any]) -> dict[str, Any]:
     """Whether the pane this host started for a session runs its agent still; with ``TYPE``, a
-    reply's line typed into it (one line, no prompt command: ``pane_line``'s rules again)."""
+    reply's line typed into it (one line, no prompt command: ``pane_line``'s rules again); with
+    ``STOP_AGENT``, its agent stopped."""
     launch = args.get("launch")
     if not isinstance(launch, Mapping) or launch.get("via_host") != facts.name:
         raise Refused(f"The pane was not started by the host {facts.name}.")
     if not _own_tmux(launch.get("tmux_socket")):
         raise Refused(f"The pane is not on the tmux server of the host {facts.name}.")
+    if op == protocol.STOP_AGENT:
+        grace = args.get("grace")
+        if type(grace) not in (int, float) or not 0 <= grace <= GRACE_MOST:
+            raise Refused(f"The grace is a number of seconds from 0 to {GRACE_MOST:.0f}.")
+        signal_name, exited = stop_agent(launch, grace=float(grace))
+        return {"signal": signal_name, "exited": exited}
     _, pane_id = verified_pane(launch, running=True)
     if op == protocol.TYPE:
         line = args.get("line")

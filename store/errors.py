@@ -103,6 +103,9 @@ NotDeliverable = _error(
 )
 NoReplyPath = _error("no_reply_path", "The session's agent cannot be sent a reply from here.")
 InvalidReply = _error("invalid_reply", "A reply is 1…4000 printable characters.")
+AgentNotRunning = _error(
+    "agent_not_running", "The session's agent runs in no tmux pane Roundtable started."
+)
 InvalidHost = _error(
     "invalid_host", "A host's name or what it says it found is malformed (store.hosts.facts)."
 )

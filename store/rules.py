@@ -59,4 +59,6 @@ REVEAL_EVENT = "revealed"
 # Ours: an operator started the session's agent in a tmux pane (``R`` in tmux), which the
 # console can then show. Like a reveal, history that is not a change of the session.
 LAUNCH_EVENT = "launched"
-QUIET_EVENTS: tuple[str, ...] = (REVEAL_EVENT, LAUNCH_EVENT)
+# Ours: an operator stopped the agent's process (``stop-agent``); its hooks say the rest.
+AGENT_STOP_EVENT = "agent_stopped"
+QUIET_EVENTS: tuple[str, ...] = (REVEAL_EVENT, LAUNCH_EVENT, AGENT_STOP_EVENT)

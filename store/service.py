@@ -148,6 +148,32 @@ def record_launch(
         )
 
 
+def record_agent_stopped(
+    *,
+    store: Store,
+    session_id: str,
+    actor: str,
+    payload: dict[str, Any],
+    clock: Clock = system_clock,
+) -> None:
+    """That an operator stopped the session's agent process (the signal it took, whether it
+    exited, the host that did it): an ``agent_stopped`` history row with its actor."""
+    from roundtable_console.store.clock import format_ts
+    from roundtable_console.store.rules import AGENT_STOP_EVENT
+    from roundtable_console.store.writes.history import append_session_event
+
+    with store.write() as db:
+        session = sessions.get_session(db=db, session_id=session_id)
+        append_session_event(
+            db,
+            session_id=session.id,
+            event_type=AGENT_STOP_EVENT,
+            payload=payload,
+            now=format_ts(clock()),
+            actor=actor,
+        )
+
+
 def last_launch(db: Connection, session_id: str) -> dict[str, Any] | None:
     """The newest ``launched`` row's payload of the session (where its agent's pane is), if
     any."""

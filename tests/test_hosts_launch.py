@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from roundtable_console.store.db.database import Store
 from roundtable_console.store.resume.adapters import AGENT_RESUME_PATTERNS, PLACEHOLDER
 from tests.helpers import history, register_session
 from tests.hosts_support import Team, ended, team_serving, wait_until
+from tests.serve_support import ROOT, serve_env
 
 CLAUDE_ID = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
 FAKE_CLAUDE = """#!/bin/sh
@@ -86,6 +88,21 @@ def launch(team: Team, session_id: str, token: str = "ops") -> httpx.Response:
     return httpx.post(
         f"{team.served.url}/api/v1/workspaces/ws-1/sessions/{session_id}/launch",
         headers={**team.bearer(token), "Idempotency-Key": uuid.uuid4().hex}, timeout=60,
+    )  # fmt: skip
+
+
+def stop_agent(team: Team, session_id: str, token: str = "ops") -> httpx.Response:
+    return httpx.post(
+        f"{team.served.url}/api/v1/workspaces/ws-1/sessions/{session_id}/stop-agent",
+        json={"grace_seconds": 2}, headers=team.bearer(token), timeout=60,
+    )  # fmt: skip
+
+
+def cli(team: Team, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "roundtable_console", *args, "--db", team.url,
+         "--operator", "olivia"], capture_output=True, text=True, cwd=ROOT,
+        env=serve_env(team.home), timeout=60,
     )  # fmt: skip
 
 
@@ -154,6 +171,19 @@ def test_an_operator_anywhere_starts_a_sessions_agent_on_its_host(
         # Running already: the lifecycle refuses a second resume; nothing more is started.
         again = launch(team, "s-laptop")
         assert again.status_code == 409, again.text
+        # Its agent stopped by the host: SIGINT first (the stand-in exits on it).
+        assert stop_agent(team, "s-laptop", token="vic").status_code == 403
+        stopped = stop_agent(team, "s-laptop")
+        assert stopped.status_code == 200, stopped.text
+        assert stopped.json() | {"session_id": "s-laptop"} == {
+            "session_id": "s-laptop", "signal": "SIGINT", "exited": True, "via_host": "laptop"
+        }  # fmt: skip
+        events = [(event, payload) for event, payload in history(team.store, "s-laptop")
+                  if event == "agent_stopped"]  # fmt: skip
+        assert events == [("agent_stopped", {"signal": "SIGINT", "exited": True,
+                                             "via_host": "laptop"})]  # fmt: skip
+        gone = stop_agent(team, "s-laptop")
+        assert gone.status_code == 409 and gone.json()["code"] == "agent_not_running"
     finally:
         host.send_signal(signal.SIGTERM)
     assert ended(host)[0] == 0
@@ -244,3 +274,47 @@ def test_the_web_console_starts_a_session_on_its_host(
     finally:
         host.send_signal(signal.SIGTERM)
     assert ended(host)[0] == 0
+
+
+def test_an_agent_started_here_is_stopped_here_and_one_started_by_hand_is_said(
+    team: Team, tmp_path: Path, machine: dict[str, str]
+) -> None:
+    """With no host: the pane ``R`` started in this machine's tmux, as before hosts."""
+    stopped_session(team.store, "here", tmp_path, host=None)  # type: ignore[arg-type]
+    stopped_session(team.store, "by-hand", tmp_path, host=None)  # type: ignore[arg-type]
+    socket = Path(machine["TMUX_TMPDIR"]) / "console"
+    started = subprocess.run(
+        ["tmux", "-S", str(socket), "new-session", "-d", "-P", "-F", "#{pane_id} #{pid}",
+         "sleep", "100"], capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    try:
+        service.record_launch(
+            store=team.store, session_id="here", tmux_pane=started[0], tmux_socket=str(socket),
+            tmux_server_pid=started[1], actor="ops",
+        )  # fmt: skip
+        answer = stop_agent(team, "here")
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["signal"] == "SIGINT" and answer.json()["exited"] is True
+        by_hand = stop_agent(team, "by-hand")
+        assert by_hand.status_code == 409 and "stop it in its own terminal" in by_hand.text
+        # The command line, on the store, the same.
+        again = subprocess.run(
+            ["tmux", "-S", str(socket), "new-session", "-d", "-P", "-F", "#{pane_id} #{pid}",
+             "sleep", "100"], capture_output=True, text=True, check=True,
+        ).stdout.split()  # fmt: skip
+        service.record_launch(
+            store=team.store, session_id="here", tmux_pane=again[0], tmux_socket=str(socket),
+            tmux_server_pid=again[1], actor="ops",
+        )  # fmt: skip
+        said = cli(team, "sessions", "stop-agent", "here", "--grace", "2", "--json")
+        assert said.returncode == 0, said.stderr
+        assert json.loads(said.stdout) == {"session_id": "here", "signal": "SIGINT",
+                                           "exited": True, "via_host": None}  # fmt: skip
+        refused = cli(team, "sessions", "stop-agent", "by-hand")
+        assert refused.returncode == 1 and "stop it in its own terminal" in refused.stderr
+        actors = [payload for event, payload in history(team.store, "here")
+                  if event == "agent_stopped"]  # fmt: skip
+        assert len(actors) == 2
+    finally:
+        subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True,
+                       check=False)  # fmt: skip

@@ -51,7 +51,7 @@ from roundtable_console.tui.cli.db_commands import (
 from roundtable_console.tui.cli.hooks_commands import hooks_group
 from roundtable_console.tui.cli.host_commands import host_group, hosts_command
 from roundtable_console.tui.cli.invocation import CliState
-from roundtable_console.tui.cli.lifecycle_commands import LIFECYCLE_COMMANDS
+from roundtable_console.tui.cli.lifecycle_commands import LIFECYCLE_COMMANDS, stop_agent_command
 from roundtable_console.tui.cli.printing import (
     EXIT_INTERRUPTED,
     EXIT_REFUSED,
@@ -196,7 +196,13 @@ def cli() -> None:
     pass
 
 
-for _command in (register_command, heartbeat_command, end_command, *LIFECYCLE_COMMANDS):
+for _command in (
+    register_command,
+    heartbeat_command,
+    end_command,
+    *LIFECYCLE_COMMANDS,
+    stop_agent_command,
+):
     sessions_group.add_command(_command)
 for _command in (
     sessions_group,

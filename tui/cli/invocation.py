@@ -131,6 +131,7 @@ WRITING_COMMANDS = frozenset(
         "sessions stop",
         "sessions resume",
         "sessions terminate",
+        "sessions stop-agent",
         "demo",
         "db upgrade",
         "db prune",

@@ -94,6 +94,59 @@ LIFECYCLE_COMMANDS = (
 )
 
 
+@click.command(
+    "stop-agent",
+    help="Stop the session's agent process: SIGINT, then SIGTERM after --grace seconds. For an "
+    "agent started by R in this machine's tmux; one a host started is stopped through the server "
+    "(POST …/stop-agent). The session's status is its hooks' to change.",
+)
+@click.argument("session_id", metavar="SESSION")
+@click.option("--grace", type=click.FloatRange(0, 60), default=10.0, show_default=True,
+              metavar="SECONDS", help="How long SIGINT is given before SIGTERM.")  # fmt: skip
+@operator_option
+@with_invocation
+def stop_agent_command(
+    inv: Invocation, session_id: str, grace: float, operator: str | None
+) -> None:
+    from roundtable_console.agents.panes import stop_agent
+    from roundtable_console.agents.transcripts import TranscriptUnavailable
+    from roundtable_console.store import service
+    from roundtable_console.store.errors import AgentNotRunning
+    from roundtable_console.store.safety.display import one_line
+
+    session_id = checked_session_id(session_id)
+    actor = inv.operator(operator)
+    with inv.store() as store:
+        with store.read() as db:
+            session = service.sessions.get_session(db=db, session_id=session_id)
+            launch = service.last_launch(db, session.id)
+        shown = one_line(session.id, 60)
+        if not launch or not launch.get("tmux_pane"):
+            raise AgentNotRunning(
+                f"The agent of session {shown!r} was not started by Roundtable (R, or its "
+                "host): stop it in its own terminal. Nothing was stopped."
+            )
+        if launch.get("via_host"):
+            raise AgentNotRunning(
+                f"The agent of session {shown!r} was started by the host "
+                f"{one_line(str(launch['via_host']), 60)}: stop it through the server "
+                "(POST …/stop-agent, the web console) or on that machine. Nothing was stopped."
+            )
+        try:
+            signal_name, exited = stop_agent(launch, grace=grace)
+        except TranscriptUnavailable as why:
+            raise AgentNotRunning(f"{why} Nothing was stopped.") from None
+        payload = {"signal": signal_name, "exited": exited, "via_host": None}
+        service.record_agent_stopped(
+            store=store, session_id=session.id, actor=actor, payload=payload, clock=inv.clock
+        )
+    if inv.json_mode:
+        output.emit_json({"session_id": session.id, **payload})
+    else:
+        how = "it exited" if exited else "it has not exited yet"
+        output.echo_text(f"Sent {signal_name} to the agent of {shown}: {how}.")
+
+
 def bulk_selection(
     inv: Invocation,
     session_ids: tuple[str, ...],

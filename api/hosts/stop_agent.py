@@ -1,0 +1,86 @@
+"""``POST …/sessions/{id}/stop-agent``: the agent's process asked to stop (SIGINT, then SIGTERM
+after a grace) where it runs — by its host, for an agent a host started; here, for one ``R``
+started in this machine's tmux. An agent started by hand has no pane Roundtable knows: that is
+said (stop it in its own terminal). The session's status is not changed here: the agent's
+hooks report its end. An operator's; recorded in the history with its actor (``agent_stopped``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from roundtable_console.agents.panes import GRACE_MOST, GRACE_SECONDS, stop_agent
+from roundtable_console.agents.transcripts import TranscriptUnavailable
+from roundtable_console.api.context import Answer, Call, ServerContext
+from roundtable_console.api.hosts.links import HostRefused, HostUnreachable
+from roundtable_console.api.problems import Problem
+from roundtable_console.api.routes import bodies
+from roundtable_console.store import service
+from roundtable_console.store.hosts import protocol
+from roundtable_console.store.safety.display import one_line
+
+FIELDS = ("grace_seconds",)
+BODY = {
+    "type": "object",
+    "properties": {
+        "grace_seconds": {
+            "type": ["number", "null"], "minimum": 0, "maximum": GRACE_MOST,
+            "description": "How long SIGINT is given before SIGTERM (default 10).",
+        }
+    },
+    "additionalProperties": False,
+}  # fmt: skip
+
+
+async def stop(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
+    caller, session_id, launch, grace = await ctx.in_worker(
+        _prepare, ctx, call, workspace_id, session_id
+    )
+    host = launch.get("via_host")
+    if isinstance(host, str):
+        args = {"launch": dict(launch), "grace": grace}
+        try:
+            body = await ctx.hosts.call(host, protocol.STOP_AGENT, args, timeout=grace + 15)
+        except (HostUnreachable, HostRefused) as why:
+            raise Problem("agent_not_running", f"{why} Nothing was stopped.") from None
+        signal_name, exited = str(body.get("signal"))[:10], body.get("exited") is True
+    else:
+        try:
+            signal_name, exited = await ctx.in_worker(stop_agent, launch, grace=grace)
+        except TranscriptUnavailable as why:
+            raise Problem("agent_not_running", f"{why} Nothing was stopped.") from None
+    payload = {"signal": signal_name, "exited": exited, "via_host": host}
+    await ctx.in_worker(
+        lambda: service.record_agent_stopped(
+            store=ctx.store, session_id=session_id, actor=caller.name, payload=payload,
+            clock=ctx.clock,
+        )
+    )  # fmt: skip
+    return Answer(200, {"session_id": session_id, **payload})
+
+
+def _prepare(
+    ctx: ServerContext, call: Call, workspace_id: str, session_id: str
+) -> tuple[Any, str, Mapping[str, Any], float]:
+    caller = ctx.caller(call)
+    caller.require_human()
+    body = bodies.decoded_object(
+        call.body, fields=FIELDS, code="invalid_request_body", optional=True
+    )
+    grace = body.get("grace_seconds")
+    grace = GRACE_SECONDS if grace is None else grace
+    if type(grace) not in (int, float) or not 0 <= grace <= GRACE_MOST:
+        raise Problem(
+            "invalid_request_body", f"grace_seconds is a number from 0 to {GRACE_MOST:.0f}."
+        )
+    with ctx.store.read() as db:
+        session = ctx.session_in(db, caller, workspace_id, session_id)
+        launch = service.last_launch(db, session.id)
+    if not launch or not launch.get("tmux_pane"):
+        raise Problem(
+            "agent_not_running",
+            f"The agent of session {one_line(session.id, 60)!r} was not started by Roundtable "
+            "(R, or its host): stop it in its own terminal. Nothing was stopped.",
+        )
+    return caller, session.id, launch, float(grace)
