@@ -60,6 +60,7 @@ DESIGN_ERROR_CODES = frozenset(
         # Hooks asking through the server, and hosts (issue 41).
         "too_many_pending_requests",
         "invalid_host",
+        "agent_not_running",
     }
 )
 

@@ -267,6 +267,16 @@ def test_the_web_console_starts_a_session_on_its_host(
                 page.click("#dialog-confirm")
                 expect(page.locator("#notice")).to_contain_text("Started s-web on laptop")
                 page.screenshot(path=str(tmp_path / "started.png"))
+                wait_until(Path(machine["FAKE_OUT"]).exists, "the agent started")
+                # Then stopped from its page, confirmed as a stop is.
+                page.goto(team.served.url + "/sessions/s-web")
+                page.get_by_role("button", name="Stop the agent of s-web").click()
+                expect(page.locator("#dialog-title")).to_have_text("Stop the agent of s-web?")
+                page.click("#dialog-confirm")
+                expect(page.locator("#notice")).to_contain_text(
+                    "Sent SIGINT to the agent of s-web: it exited."
+                )
+                page.screenshot(path=str(tmp_path / "stopped.png"))
             finally:
                 browser.close()
         wait_until(Path(machine["FAKE_OUT"]).exists, "the agent started")
@@ -306,11 +316,11 @@ def test_an_agent_started_here_is_stopped_here_and_one_started_by_hand_is_said(
             store=team.store, session_id="here", tmux_pane=again[0], tmux_socket=str(socket),
             tmux_server_pid=again[1], actor="ops",
         )  # fmt: skip
-        said = cli(team, "sessions", "stop-agent", "here", "--grace", "2", "--json")
+        said = cli(team, "sessions", "stop-agent", "--session", "here", "--grace", "2", "--json")
         assert said.returncode == 0, said.stderr
         assert json.loads(said.stdout) == {"session_id": "here", "signal": "SIGINT",
                                            "exited": True, "via_host": None}  # fmt: skip
-        refused = cli(team, "sessions", "stop-agent", "by-hand")
+        refused = cli(team, "sessions", "stop-agent", "--session", "by-hand")
         assert refused.returncode == 1 and "stop it in its own terminal" in refused.stderr
         actors = [payload for event, payload in history(team.store, "here")
                   if event == "agent_stopped"]  # fmt: skip

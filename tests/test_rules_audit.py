@@ -580,6 +580,9 @@ def scenario(code: str, rt: Cli, tmp_path: Path) -> tuple[list[str], str | None]
         return ["reply", "s1", "go on"], None
     if code == "invalid_host":
         return ["host", "run", "--name", "not a name"], None
+    if code == "agent_not_running":
+        rt.register("s1")  # by hand: no pane Roundtable started
+        return ["sessions", "stop-agent", "--session", "s1"], None
     raise AssertionError(code)
 
 
@@ -613,6 +616,7 @@ EXPECTED_EXIT = {
     "invalid_reply": 2,
     "no_reply_path": 1,
     "invalid_host": 2,
+    "agent_not_running": 1,
 }
 
 
@@ -1015,9 +1019,12 @@ def json_ready(rt: Cli) -> Cli:
 
 # `watch`, `serve` and `host run` answer until they are signalled: watch's JSON lines are
 # checked in a child process (tests/test_cli_watch.py), serve's answers on a real server
-# (tests/test_api_live.py), a host's in tests/test_hosts_server.py.
+# (tests/test_api_live.py), a host's in tests/test_hosts_server.py. `sessions stop-agent`
+# needs an agent in a tmux pane: its JSON is checked in tests/test_hosts_launch.py.
 ANSWERING_COMMANDS = [
-    path for path in CHECKED_COMMANDS if path not in (("watch",), ("serve",), ("host", "run"))
+    path
+    for path in CHECKED_COMMANDS
+    if path not in (("watch",), ("serve",), ("host", "run"), ("sessions", "stop-agent"))
 ]
 
 

@@ -7,16 +7,20 @@ hooks report its end. An operator's; recorded in the history with its actor (``a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from sqlalchemy import Connection
 
 from roundtable_console.agents.panes import GRACE_MOST, GRACE_SECONDS, stop_agent
 from roundtable_console.agents.transcripts import TranscriptUnavailable
 from roundtable_console.api.context import Answer, Call, ServerContext
+from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.hosts.links import HostRefused, HostUnreachable
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes import bodies
 from roundtable_console.store import service
+from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.safety.display import one_line
 
@@ -34,9 +38,22 @@ BODY = {
 
 
 async def stop(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
-    caller, session_id, launch, grace = await ctx.in_worker(
-        _prepare, ctx, call, workspace_id, session_id
-    )
+    def found(db: Connection, caller: Caller) -> AgentSession:
+        return ctx.session_in(db, caller, workspace_id, session_id)
+
+    caller = await ctx.in_worker(ctx.caller, call)
+    return await run(ctx, call, caller, found)
+
+
+async def run(
+    ctx: ServerContext,
+    call: Call,
+    caller: Caller,
+    found: Callable[[Connection, Caller], AgentSession],
+) -> Answer:
+    """Stop the agent of the session ``found`` reads, as ``caller``: the API's route and the
+    web console's button."""
+    session_id, launch, grace = await ctx.in_worker(_prepare, ctx, call, caller, found)
     host = launch.get("via_host")
     if isinstance(host, str):
         args = {"launch": dict(launch), "grace": grace}
@@ -61,9 +78,11 @@ async def stop(ctx: ServerContext, call: Call, workspace_id: str, session_id: st
 
 
 def _prepare(
-    ctx: ServerContext, call: Call, workspace_id: str, session_id: str
-) -> tuple[Any, str, Mapping[str, Any], float]:
-    caller = ctx.caller(call)
+    ctx: ServerContext,
+    call: Call,
+    caller: Caller,
+    found: Callable[[Connection, Caller], AgentSession],
+) -> tuple[str, Mapping[str, Any], float]:
     caller.require_human()
     body = bodies.decoded_object(
         call.body, fields=FIELDS, code="invalid_request_body", optional=True
@@ -75,7 +94,7 @@ def _prepare(
             "invalid_request_body", f"grace_seconds is a number from 0 to {GRACE_MOST:.0f}."
         )
     with ctx.store.read() as db:
-        session = ctx.session_in(db, caller, workspace_id, session_id)
+        session = found(db, caller)
         launch = service.last_launch(db, session.id)
     if not launch or not launch.get("tmux_pane"):
         raise Problem(
@@ -83,4 +102,4 @@ def _prepare(
             f"The agent of session {one_line(session.id, 60)!r} was not started by Roundtable "
             "(R, or its host): stop it in its own terminal. Nothing was stopped.",
         )
-    return caller, session.id, launch, float(grace)
+    return session.id, launch, float(grace)

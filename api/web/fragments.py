@@ -17,6 +17,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from markupsafe import Markup
+from sqlalchemy import Connection
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -25,6 +26,7 @@ from roundtable_console.api.context import Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.edge.middleware import TOO_LARGE, BodyTooLarge
 from roundtable_console.api.hosts import launch as host_launch
+from roundtable_console.api.hosts import stop_agent as host_stop
 from roundtable_console.api.problems import Problem, from_store_error
 from roundtable_console.api.routes import actions as action_ops
 from roundtable_console.api.routes import wire
@@ -223,20 +225,23 @@ class WebFragments:
         async def work(call: Call, caller: Caller) -> Response:
             session_id = wire.path_id(request.path_params["session_id"], what="session")
             action = request.path_params["action"]
-            if action not in (*ACTIONS, "launch"):
+            if action not in (*ACTIONS, "launch", "stop-agent"):
                 raise Problem("not_found", f"No action is called {action!r}.")
+
+            def found(db: Connection, who: Caller) -> Any:
+                return reads.reached(db, who, session_id)
 
             def act() -> Any:
                 caller.require_human()
                 return action_ops.act(
                     self.ctx, call, caller, action, session_id,
-                    found=lambda db: reads.reached(db, caller, session_id),
+                    found=lambda db: found(db, caller),
                 )  # fmt: skip
 
             if action == "launch":  # on the session's host (api.hosts.launch)
-                answer = await host_launch.start(
-                    self.ctx, call, caller, lambda db, who: reads.reached(db, who, session_id)
-                )
+                answer = await host_launch.start(self.ctx, call, caller, found)
+            elif action == "stop-agent":  # where it runs (api.hosts.stop_agent)
+                answer = await host_stop.run(self.ctx, call, caller, found)
             else:
                 answer = await self.ctx.in_worker(act)
             return as_response(

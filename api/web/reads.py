@@ -292,6 +292,8 @@ class SessionPage:
     requests: list[RequestView] = field(default_factory=list)
     # While its agent waits for a prompt: what can carry a reply to it.
     reply: ReplyView | None = None
+    # Its agent was started in a tmux pane Roundtable knows (R, a host): it can be stopped.
+    agent_pane: bool = False
 
 
 def history_rows(items: list[dict[str, Any]], now: datetime) -> list[HistoryRow]:
@@ -322,6 +324,7 @@ def read_history_after(
 
 def read_session_page(ctx: ServerContext, caller: Caller, session_id: str) -> SessionPage:
     from roundtable_console.store.reads.overview import heartbeats_per_hour
+    from roundtable_console.store.service import last_launch
 
     now = ctx.clock()
     wall = caller.wall
@@ -338,6 +341,7 @@ def read_session_page(ctx: ServerContext, caller: Caller, session_id: str) -> Se
         }
         logs = newest_logs(**one, limit=HISTORY_SHOWN)
         heartbeats = heartbeats_per_hour(db=db, session_id=session_id, now=now)
+        launch = last_launch(db, session_id)
     requests = session_requests(ctx, caller, session_id)
     reply = reply_view(ctx, caller, session) if not requests else None
     return SessionPage(
@@ -350,6 +354,7 @@ def read_session_page(ctx: ServerContext, caller: Caller, session_id: str) -> Se
         now=now,
         requests=requests,
         reply=reply,
+        agent_pane=bool(launch and launch.get("tmux_pane")) and session.is_active,
     )
 
 

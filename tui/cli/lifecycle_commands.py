@@ -100,7 +100,7 @@ LIFECYCLE_COMMANDS = (
     "agent started by R in this machine's tmux; one a host started is stopped through the server "
     "(POST …/stop-agent). The session's status is its hooks' to change.",
 )
-@click.argument("session_id", metavar="SESSION")
+@click.option("--session", "session_id", required=True, metavar="ID", help="The session.")
 @click.option("--grace", type=click.FloatRange(0, 60), default=10.0, show_default=True,
               metavar="SECONDS", help="How long SIGINT is given before SIGTERM.")  # fmt: skip
 @operator_option

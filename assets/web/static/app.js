@@ -12,7 +12,7 @@
   const $$ = (selector, root = document) => Array.from(root.querySelectorAll(selector));
   const enc = encodeURIComponent;
   const LABELS = {heartbeat: "Heartbeat", pause: "Pause", stop: "Stop", resume: "Resume",
-                  terminate: "Terminate", launch: "Start"};
+                  terminate: "Terminate", launch: "Start", "stop-agent": "Stop agent"};
 
   // -- telling the operator ------------------------------------------------------------------
 
@@ -157,6 +157,12 @@
       return null;
     }
     const data = await response.json().catch(() => ({}));
+    if (response.ok && action === "stop-agent") {
+      say(`Sent ${data.signal} to the agent of ${sessionId}: ` +
+          (data.exited ? "it exited." : "it has not exited yet."));
+      await refreshSession(sessionId);
+      return null;
+    }
     if (response.ok && action === "launch") {
       say(`Started ${sessionId} on ${data.host} (it is ${data.session?.status}); ` +
           `there, ${data.attach} shows it.`);
@@ -188,6 +194,16 @@
     if (!operator) return;
     const version = versionOf(sessionId);
     if (action === "terminate") return terminate(sessionId);
+    if (action === "stop-agent") {
+      openDialog({
+        title: `Stop the agent of ${sessionId}?`,
+        content: "Its process gets SIGINT where it runs, then SIGTERM if it has not exited " +
+                 "10 seconds later. The session's status follows from what its hooks report.",
+        confirm: "Stop agent", danger: true,
+        run: async () => send(sessionId, action, "", newKey(), null),
+      });
+      return;
+    }
     if (action === "launch") {
       openDialog({
         title: `Start ${sessionId} on its machine?`,
