@@ -33,26 +33,37 @@ def read_activity(
     *,
     before: int | None = None,
     limit: int = 50,
+    host: str | None = None,
 ) -> Page:
     """The session's transcript; else, for a session ``R`` started in tmux (``launch``: the
-    newest ``launched`` row's payload), that pane's text; else why neither can be shown."""
+    newest ``launched`` row's payload), that pane's text; else why neither can be shown.
+    ``host``: the host reading (``verified_pane``)."""
     try:
         return read_page(session, before=before, limit=limit)
     except TranscriptUnavailable:
         if not launch or not launch.get("tmux_pane"):
             raise
-    return read_pane(launch)
+    return read_pane(launch, host=host)
 
 
-def verified_pane(launch: Mapping[str, Any], *, running: bool = False) -> tuple[list[str], str]:
+def verified_pane(
+    launch: Mapping[str, Any], *, running: bool = False, host: str | None = None
+) -> tuple[list[str], str]:
     """The tmux command and pane id of the very pane ``R`` started the session in, on this
     machine, in the very tmux server (pane ids start again at %0 with a new one), and with
     ``running`` its program still running (a pane kept after it exited takes no keys); else
-    ``TranscriptUnavailable`` saying why not."""
+    ``TranscriptUnavailable`` saying why not. A pane a host started (``via_host``) is that
+    host's to reach (``host``: the host asking), never a reader's here: what it said of its
+    pane is not taken for this machine's."""
     import socket as sockets
 
     pane = launch.get("tmux_pane")
     socket = launch.get("tmux_socket")
+    if launch.get("via_host") != host:
+        raise TranscriptUnavailable(
+            "The agent runs in a tmux pane its machine's host started: it is reached through "
+            "that host."
+        )
     if not isinstance(pane, str) or not _PANE.fullmatch(pane):
         raise TranscriptUnavailable("The tmux pane this session was started in is not known.")
     tmux = shutil.which("tmux")
@@ -75,8 +86,8 @@ def verified_pane(launch: Mapping[str, Any], *, running: bool = False) -> tuple[
     return base, pane
 
 
-def read_pane(launch: Mapping[str, Any]) -> Page:
-    base, pane = verified_pane(launch)
+def read_pane(launch: Mapping[str, Any], *, host: str | None = None) -> Page:
+    base, pane = verified_pane(launch, host=host)
     text = _tmux([*base, "capture-pane", "-p", "-J", "-t", pane, "-S", f"-{PANE_LINES}"])
     if text is None:
         raise TranscriptUnavailable(f"The tmux pane {pane} the session was started in is gone.")
@@ -92,11 +103,11 @@ def read_pane(launch: Mapping[str, Any]) -> Page:
     return Page(entries, None, len(text))
 
 
-def type_into_pane(launch: Mapping[str, Any], line: str) -> bool:
+def type_into_pane(launch: Mapping[str, Any], line: str, *, host: str | None = None) -> bool:
     """``line`` typed into the session's pane as literal keys (``send-keys -l``: no key names,
     no shell), then Enter; False when the pane is gone or tmux refused."""
     try:
-        base, pane = verified_pane(launch, running=True)
+        base, pane = verified_pane(launch, running=True, host=host)
     except TranscriptUnavailable:
         return False
     if _tmux([*base, "send-keys", "-t", pane, "-l", "--", line]) is None:
@@ -108,7 +119,9 @@ GRACE_SECONDS = 10.0  # after SIGINT, before SIGTERM
 GRACE_MOST = 60.0
 
 
-def stop_agent(launch: Mapping[str, Any], *, grace: float = GRACE_SECONDS) -> tuple[str, bool]:
+def stop_agent(
+    launch: Mapping[str, Any], *, grace: float = GRACE_SECONDS, host: str | None = None
+) -> tuple[str, bool]:
     """The agent running in the session's pane asked to stop: SIGINT, then SIGTERM if it has
     not exited within ``grace`` seconds. Which signal it took last, and whether it exited;
     ``TranscriptUnavailable`` when the pane is gone or its agent has exited already."""
@@ -116,7 +129,7 @@ def stop_agent(launch: Mapping[str, Any], *, grace: float = GRACE_SECONDS) -> tu
     import signal
     import time
 
-    base, pane = verified_pane(launch, running=True)
+    base, pane = verified_pane(launch, running=True, host=host)
     said = _tmux([*base, "display-message", "-p", "-t", pane, "#{pane_pid}"])
     if said is None or not said.strip().isdigit():
         raise TranscriptUnavailable(f"The tmux pane {pane} does not say which process runs in it.")
@@ -152,6 +165,6 @@ def _tmux(command: list[str]) -> str | None:
             command, capture_output=True, timeout=TMUX_SECONDS, check=False,
             stdin=subprocess.DEVNULL,
         )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, ValueError, subprocess.TimeoutExpired):  # ValueError: a NUL in an argument
         return None
     return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None

@@ -84,11 +84,12 @@ class Page(NamedTuple):
             text, at = item.get("text"), item.get("at")
             if not isinstance(text, str) or not (at is None or isinstance(at, str)):
                 raise ValueError("an entry is not an entry")
+            text = text[: 2 * MESSAGE_CUT]  # cut first: what is cleaned is bounded
             if item["kind"] == PANE:  # a screen's line keeps its indent
                 shown = printable(redact_output_text(text)).rstrip()[:MESSAGE_CUT]
             else:
                 shown = _clean(text, RESULT_CUT if item["kind"] == RESULT else MESSAGE_CUT)
-            entries.append(Entry(item["kind"], shown, None if at is None else at[:40]))
+            entries.append(Entry(item["kind"], shown, None if at is None else printable(at[:40])))
         return cls(entries, before, size)
 
 

@@ -169,6 +169,9 @@ def run(
         ssl_keyfile=options.keyfile,
         http=bounded_http(options.limits),
         ws_max_size=WS_MAX_BYTES,
+        # A compressed message would cost its full size to take in: a host's answer, a
+        # stream's (unread) frame. Nothing sent here is worth the risk.
+        ws_per_message_deflate=False,
         timeout_keep_alive=options.limits.keep_alive_seconds,
         proxy_headers=options.behind_proxy,
         forwarded_allow_ips=list(options.proxies) if options.behind_proxy else None,

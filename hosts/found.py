@@ -1,6 +1,7 @@
 """What a machine offers the console: the agent CLIs on its PATH with their versions, tmux, and
 the project directories it was given (each its real path: a link is followed once, here, and
-the directory it names is what the host serves)."""
+the directory it names is what the host serves), each bound to a workspace or not
+(``--project DIR=WORKSPACE``: only that workspace's sessions are served in it)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import shutil
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from roundtable_console.store.hosts.facts import AgentFound, HostFacts
 
@@ -17,21 +19,45 @@ from roundtable_console.store.hosts.facts import AgentFound, HostFacts
 AGENT_COMMANDS = {"claude-code": "claude", "codex": "codex", "gemini": "gemini"}
 VERSION_SECONDS = 15.0
 _VERSION = re.compile(r"\d+(?:\.\d+)+[\w.+-]*")
+_WORKSPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}")
 
 
 class ProjectMissing(Exception):
     """A ``--project`` that is not a directory here."""
 
 
+class Project(NamedTuple):
+    path: str  # real
+    workspace: str | None  # only this workspace's sessions, when bound
+
+
+class Machine(NamedTuple):
+    """What the host says of itself (``facts``), and what it keeps to itself: which workspace
+    each project serves."""
+
+    facts: HostFacts
+    projects: tuple[Project, ...]
+
+
+def bound_projects(given: Iterable[str]) -> tuple[Project, ...]:
+    """Each ``DIR`` or ``DIR=WORKSPACE`` given: its real path, in order, once each."""
+    found: dict[str, str | None] = {}
+    for raw in given:
+        where, workspace = raw, None
+        if not Path(raw).expanduser().is_dir() and "=" in raw:
+            where, _, workspace = raw.rpartition("=")
+            if not _WORKSPACE.fullmatch(workspace):
+                raise ProjectMissing(f"{workspace!r} in {raw!r} is not a workspace's id.")
+        path = Path(where).expanduser()
+        if not path.is_dir():
+            raise ProjectMissing(f"{where!r} is not a directory on this machine.")
+        found[str(path.resolve(strict=True))] = workspace
+    return tuple(Project(path, workspace) for path, workspace in found.items())
+
+
 def projects_of(given: Iterable[str]) -> tuple[str, ...]:
     """The real path of each directory given, in order, once each."""
-    found: dict[str, None] = {}
-    for raw in given:
-        path = Path(raw).expanduser()
-        if not path.is_dir():
-            raise ProjectMissing(f"{raw!r} is not a directory on this machine.")
-        found[str(path.resolve(strict=True))] = None
-    return tuple(found)
+    return tuple(project.path for project in bound_projects(given))
 
 
 def version_of(command: list[str]) -> str | None:
@@ -65,6 +91,12 @@ def tmux_found() -> str | None:
     if path is None:
         return None
     return version_of([path, "-V"]) or "unknown"
+
+
+def machine_of(name: str, projects: Iterable[str]) -> Machine:
+    """The host: what it says as it connects, and its projects' workspaces."""
+    bound = bound_projects(projects)
+    return Machine(facts_of(name, [project.path for project in bound]), bound)
 
 
 def facts_of(name: str, projects: Iterable[str]) -> HostFacts:

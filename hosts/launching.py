@@ -3,11 +3,12 @@ tmux session of its own, on the host's own tmux server, in the session's working
 continuing the agent's own conversation with the briefing as its prompt.
 
 The host builds the command itself: the agent's own resume (``agents.operations``'s pattern
-for the session's adapter, with an id the pattern accepts) and the prompt as one argument —
+for the session's adapter, with the agent's own id: a UUID) and the prompt as one argument —
 never an argv the server sends. It starts only an agent it found on its PATH, only in a
-directory inside a project it was given (by real path: a link leading out is out), only for
-a session of its own host. A second start of a session whose agent still runs is refused by
-tmux itself (the tmux session of that name exists).
+directory inside a project it was given (by real path: a link leading out is out; a project
+bound to a workspace serves that workspace's sessions only), only for a session of its own
+host. A second start of a session whose agent still runs is refused by tmux itself (the tmux
+session of that name exists).
 """
 
 from __future__ import annotations
@@ -22,20 +23,20 @@ from pathlib import Path
 from typing import Any
 
 from roundtable_console.agents.operations import ENV_HOST, ENV_SESSION
+from roundtable_console.hosts.found import Machine
 from roundtable_console.hosts.refusals import Failed, Refused
 from roundtable_console.store.hosts import protocol
-from roundtable_console.store.hosts.facts import HostFacts
 from roundtable_console.store.records import SessionRecord
 from roundtable_console.store.resume.adapters import AGENT_RESUME_PATTERNS, PLACEHOLDER
 from roundtable_console.store.resume.launch import tmux_refusal
-from roundtable_console.store.resume.plan import DEFAULT_EXTERNAL_ID
 from roundtable_console.store.safety.display import one_line
 
 TMUX_LABEL = protocol.TMUX_LABEL  # the host's own tmux server: the only panes it reads
 TMUX_SECONDS = 15
-PROMPT_MOST_BYTES = 12 * 1024  # with the command, within what tmux takes in one message
 AGENT_OF_ADAPTER = {"claude": "claude-code", "codex": "codex", "gemini": "gemini"}
-_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+# The agents' own session ids are UUIDs (Claude Code, Codex, Gemini CLI): a resume never gets
+# a word its CLI reads otherwise ("latest", an index, an option).
+AGENT_ID = re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}", re.IGNORECASE)
 
 
 def tmux_socket() -> str:
@@ -44,28 +45,40 @@ def tmux_socket() -> str:
     return os.path.join(directory, f"tmux-{os.getuid()}", TMUX_LABEL)
 
 
-def tmux_session_name(session_id: str) -> str:
-    return _NAME.sub("-", session_id).strip("-")[:60] or "session"
-
-
-def checked_directory(facts: HostFacts, raw: str) -> str:
-    """The session's working directory, when it lies inside a project this host was given."""
+def checked_directory(machine: Machine, session: SessionRecord) -> str:
+    """The session's working directory (real), when it lies inside a project this host was
+    given — one bound to the session's workspace, when the project is bound to one."""
+    raw = session.working_directory
     where = one_line(raw, 200)
-    if not os.path.isabs(raw):
+    name = machine.facts.name
+    if not os.path.isabs(raw) or "\x00" in raw:
         raise Refused(f"The working directory {where!r} is not an absolute path.")
     real = Path(os.path.realpath(raw))
-    if not any(real.is_relative_to(project) for project in facts.projects):
+    workspace = session.effective_workspace_id
+    served = [
+        project for project in machine.projects
+        if real.is_relative_to(project.path) and project.workspace in (None, workspace)
+    ]  # fmt: skip
+    if not served:
+        bound = any(real.is_relative_to(project.path) for project in machine.projects)
         raise Refused(
-            f"The working directory {where} is not inside a project the host {facts.name} "
-            "was given (roundtable host run --project DIR)."
+            f"The working directory {where} is in a project the host {name} serves for another "
+            "workspace."
+            if bound
+            else f"The working directory {where} is not inside a project the host {name} was "
+            "given (roundtable host run --project DIR)."
         )
     if not real.is_dir():
-        raise Refused(f"The working directory {where} is not a directory on {facts.name}.")
+        raise Refused(f"The working directory {where} is not a directory on {name}.")
     return str(real)
 
 
-def command(facts: HostFacts, session: SessionRecord, prompt: str) -> tuple[list[str], str]:
-    """The tmux command that starts the session's agent, and the tmux session's name."""
+def command(
+    machine: Machine, session: SessionRecord, cwd: str, prompt: str
+) -> tuple[list[str], str]:
+    """The tmux command that starts the session's agent in ``cwd`` (``checked_directory``'s),
+    and the tmux session's name."""
+    facts = machine.facts
     agent = AGENT_OF_ADAPTER.get(session.adapter)
     if agent is None:
         raise Refused(f"A host starts Claude Code, Codex and Gemini CLI sessions, not "
@@ -77,32 +90,36 @@ def command(facts: HostFacts, session: SessionRecord, prompt: str) -> tuple[list
     if program is None:
         raise Refused(f"The host {facts.name} no longer finds {words[0]} on its PATH.")
     external = (session.external_session_id or "").strip()
-    if not DEFAULT_EXTERNAL_ID.fullmatch(external) or external.startswith("-"):
+    if not AGENT_ID.fullmatch(external):
         raise Refused("The session has no agent id its agent's resume accepts.")
-    if len(prompt.encode()) > PROMPT_MOST_BYTES:
-        raise Refused(f"The briefing is longer than {PROMPT_MOST_BYTES // 1024} KiB.")
+    if len(prompt.encode()) > protocol.PROMPT_MOST_BYTES:
+        raise Refused(f"The briefing is longer than {protocol.PROMPT_MOST_BYTES // 1024} KiB.")
     tmux = shutil.which("tmux")
     if tmux is None:
         raise Refused(f"The host {facts.name} has no tmux to start the agent in.")
-    cwd = checked_directory(facts, session.working_directory)
-    name = tmux_session_name(session.id)
+    name = protocol.tmux_session_name(session.id)
     argv = [program, *(word.replace(PLACEHOLDER, external) for word in words[1:]), prompt]
     started = [tmux, "-L", TMUX_LABEL, "new-session", "-d", "-P"]
-    started += ["-F", "#{pane_id} #{pid} #{socket_path}", "-s", name, "-c", cwd]
-    started += ["-x", "200", "-y", "50", "-e", f"{ENV_SESSION}={session.id}"]
-    started += ["-e", f"{ENV_HOST}={facts.name}", "--", *argv]
+    # tmux expands formats in -c ("#(cmd)" runs cmd): "##" is a "#" to it.
+    started += ["-F", "#{pane_id} #{pid} #{socket_path}", "-s", name]
+    started += ["-c", cwd.replace("#", "##"), "-x", "200", "-y", "50"]
+    started += ["-e", f"{ENV_SESSION}={session.id}", "-e", f"{ENV_HOST}={facts.name}"]
+    started += ["--", *argv]
     refusal = tmux_refusal(started)
     if refusal is not None:
         raise Refused(refusal)
     return started, name
 
 
-def launch(facts: HostFacts, session: SessionRecord, args: Mapping[str, Any]) -> dict[str, Any]:
+def launch(
+    machine: Machine, session: SessionRecord, cwd: str, args: Mapping[str, Any]
+) -> dict[str, Any]:
     """Every check (``check``: only them), then the agent started; where it runs."""
+    facts = machine.facts
     prompt = args.get("prompt")
     if not isinstance(prompt, str):
         raise Refused("The launch gives the agent's prompt (the briefing) as text.")
-    started, name = command(facts, session, prompt)
+    started, name = command(machine, session, cwd, prompt)
     if args.get("check") is True:
         return {"checked": True}
     try:
@@ -116,8 +133,7 @@ def launch(facts: HostFacts, session: SessionRecord, args: Mapping[str, Any]) ->
         said = one_line(done.stderr.strip(), 200)
         if "duplicate session" in said:
             raise Refused(
-                f"The session's agent already runs on {facts.name} (tmux session {name}: "
-                f"tmux -L {TMUX_LABEL} attach -t {name})."
+                f"The session's agent already runs on {facts.name} (tmux session {name})."
             )
         raise Failed(f"tmux on {facts.name} refused: {said or done.returncode}")
     pane, pid, path = (done.stdout.strip().split(" ", 2) + ["", ""])[:3]
@@ -125,7 +141,5 @@ def launch(facts: HostFacts, session: SessionRecord, args: Mapping[str, Any]) ->
         "tmux_pane": pane,
         "tmux_server_pid": pid,
         "tmux_socket": path or tmux_socket(),
-        "tmux_session": name,
         "machine": socket.gethostname(),
-        "program": os.path.basename(started[started.index("--") + 1]),
     }

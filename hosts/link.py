@@ -23,6 +23,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
 from roundtable_console.hosts import operations
+from roundtable_console.hosts.found import Machine
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.hosts.facts import HostFacts
 
@@ -31,6 +32,7 @@ PING_SECONDS = 20.0
 OPEN_SECONDS = 10.0
 MAX_MESSAGE_BYTES = protocol.MESSAGE_MOST_BYTES
 CALLS_AT_ONCE = 4  # answered at once; more wait their turn
+CALLS_QUEUED = 32  # waiting at most: more are answered "busy" at once
 
 
 class LinkEnded(Exception):
@@ -55,9 +57,10 @@ def backoff(attempt: int, *, jitter: Callable[[], float] = random.random) -> flo
 
 
 async def run(
-    target: Target, facts: HostFacts, *, say: Callable[[str], None], stop: asyncio.Event
+    target: Target, machine: Machine, *, say: Callable[[str], None], stop: asyncio.Event
 ) -> None:
     """Hold the connection until ``stop``; ``LinkEnded`` when it cannot be held."""
+    facts = machine.facts
     attempt = 0
     told: str | None = None
     while not stop.is_set():
@@ -74,7 +77,7 @@ async def run(
                 await _hello(connection, facts)
                 say(f"Connected to {target.server} as host {facts.name!r}.")
                 attempt, told = 0, None
-                await _hold(connection, stop, facts)
+                await _hold(connection, stop, machine)
                 if stop.is_set():
                     return
                 code, reason = connection.close_code, connection.close_reason
@@ -134,10 +137,10 @@ async def _hello(connection: ClientConnection, facts: HostFacts) -> None:
         raise LinkEnded("The server answered the hello with something else than a welcome.")
 
 
-async def _hold(connection: ClientConnection, stop: asyncio.Event, facts: HostFacts) -> None:
+async def _hold(connection: ClientConnection, stop: asyncio.Event, machine: Machine) -> None:
     stopping = asyncio.create_task(stop.wait())
     closed = asyncio.create_task(connection.wait_closed())
-    receiving = asyncio.create_task(_answer_calls(connection, facts))
+    receiving = asyncio.create_task(_answer_calls(connection, machine))
     try:
         await asyncio.wait({stopping, closed}, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -147,7 +150,7 @@ async def _hold(connection: ClientConnection, stop: asyncio.Event, facts: HostFa
         await connection.close()
 
 
-async def _answer_calls(connection: ClientConnection, facts: HostFacts) -> None:
+async def _answer_calls(connection: ClientConnection, machine: Machine) -> None:
     """Each call the server sends, answered (``hosts.operations``: the fixed operations, for
     this host's sessions); its work, reading files and asking tmux, in a thread, a few at
     once. Anything else the server sends is let go."""
@@ -156,7 +159,7 @@ async def _answer_calls(connection: ClientConnection, facts: HostFacts) -> None:
 
     async def one(call_id: int, op: Any, args: Any) -> None:
         async with at_once:
-            body = await asyncio.to_thread(operations.answer, facts, op, args)
+            body = await asyncio.to_thread(operations.answer, machine, op, args)
         try:
             await connection.send(operations.encoded(call_id, body))
         except ConnectionClosed:
@@ -171,6 +174,10 @@ async def _answer_calls(connection: ClientConnection, facts: HostFacts) -> None:
             if not isinstance(message, dict) or message.get("kind") != protocol.CALL:
                 continue
             if type(message.get("id")) is not int:
+                continue
+            if len(working) >= CALLS_QUEUED:  # the server stops waiting for them anyway
+                busy = {"unavailable": "The host is busy answering; try again in a moment."}
+                await connection.send(operations.encoded(message["id"], busy))
                 continue
             task = asyncio.create_task(one(message["id"], message.get("op"), message.get("args")))
             working.add(task)

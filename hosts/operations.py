@@ -14,6 +14,7 @@ server (``hosts.launching``: where it starts agents), as the session's launch na
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -27,6 +28,7 @@ from roundtable_console.agents.panes import (
 )
 from roundtable_console.agents.transcripts import MAX_LIMIT, TranscriptUnavailable
 from roundtable_console.hosts import launching
+from roundtable_console.hosts.found import Machine
 from roundtable_console.hosts.refusals import Failed, Refused
 from roundtable_console.store.errors import InvalidReply
 from roundtable_console.store.hosts import protocol
@@ -34,8 +36,10 @@ from roundtable_console.store.hosts.facts import HostFacts
 from roundtable_console.store.records import SESSION_COLUMNS, SessionRecord
 from roundtable_console.store.replies.sending import MAX_REPLY_CHARACTERS, pane_line
 
+log = logging.getLogger("roundtable.hosts")
 
-def answer(facts: HostFacts, op: Any, args: Any) -> dict[str, Any]:
+
+def answer(machine: Machine, op: Any, args: Any) -> dict[str, Any]:
     """The answer's body (``ok``, ``unavailable`` or ``refused``) to one call."""
     try:
         if op not in protocol.OPERATIONS:
@@ -43,17 +47,21 @@ def answer(facts: HostFacts, op: Any, args: Any) -> dict[str, Any]:
         if not isinstance(args, Mapping):
             raise Refused("The call's arguments are not an object.")
         if op in (protocol.PANE, protocol.TYPE, protocol.STOP_AGENT):
-            return {"ok": pane(facts, op, args)}
-        session = session_of(facts.name, args)
+            return {"ok": pane(machine.facts, op, args)}
+        session = session_of(machine.facts.name, args)
+        cwd = launching.checked_directory(machine, session)
         if op == protocol.LAUNCH:
-            return {"ok": launching.launch(facts, session, args)}
-        return {"ok": activity(session, args)}
+            return {"ok": launching.launch(machine, session, cwd, args)}
+        return {"ok": activity(session, args, machine.facts.name)}
     except Refused as refused:
         return {"refused": str(refused)}
     except (TranscriptUnavailable, Failed) as unavailable:
         return {"unavailable": str(unavailable)}
     except InvalidReply as refused:
         return {"refused": refused.message}
+    except Exception as error:  # noqa: BLE001 - answered, so the server does not wait for it
+        log.exception("a call went wrong")
+        return {"unavailable": f"The host could not do it ({type(error).__name__})."}
 
 
 def encoded(call_id: int, body: dict[str, Any]) -> str:
@@ -62,20 +70,25 @@ def encoded(call_id: int, body: dict[str, Any]) -> str:
 
 
 def session_of(own_name: str, args: Mapping[str, Any]) -> SessionRecord:
-    """The session a call is for, as the server sent it, when it runs on this host."""
+    """The session a call is for, as the server names it (``protocol.SESSION_FIELDS``), when
+    it runs on this host."""
     values = args.get("session")
-    if not isinstance(values, Mapping) or any(name not in values for name in SESSION_COLUMNS):
+    if not isinstance(values, Mapping) or set(values) != set(protocol.SESSION_FIELDS):
         raise Refused("The call names no session.")
-    if values["host"] != own_name:
+    for name, value in values.items():
+        if value is not None and (not isinstance(value, str) or len(value) > protocol.FIELD_MOST):
+            raise Refused(f"The session's {name} is not text.")
+    if values["host"] != own_name or not values["id"] or not values["working_directory"]:
         raise Refused(f"The session does not run on the host {own_name}.")
-    for name in SESSION_COLUMNS:
-        value = values[name]
-        if value is not None and not isinstance(value, str | int):
-            raise Refused(f"The session's {name} is not a column's value.")
-    return SessionRecord(values)
+    row: dict[str, Any] = dict.fromkeys(SESSION_COLUMNS)
+    row.update({name: values[name] for name in protocol.SESSION_FIELDS[:-1]})
+    row.update(status="active", version=0, agent_id="", run_id="", started_at="")
+    if values["transcript_path"] is not None:
+        row["metadata_json"] = json.dumps({"transcript_path": values["transcript_path"]})
+    return SessionRecord(row)
 
 
-def activity(session: SessionRecord, args: Mapping[str, Any]) -> dict[str, Any]:
+def activity(session: SessionRecord, args: Mapping[str, Any], host: str) -> dict[str, Any]:
     """A page of the session's transcript, else of the pane it was started in (in the host's
     own tmux server only: a launch naming another one is not read)."""
     before, limit, launch = args.get("before"), args.get("limit"), args.get("launch")
@@ -88,9 +101,11 @@ def activity(session: SessionRecord, args: Mapping[str, Any]) -> dict[str, Any]:
     if launch is not None and not _own_tmux(launch.get("tmux_socket")):
         launch = None
     while True:  # fewer entries until the page fits in one message (older ones: next page)
-        page = read_activity(session, launch, before=before, limit=limit).to_json()
-        if limit == 1 or len(json.dumps(page).encode()) < protocol.MESSAGE_MOST_BYTES - 4096:
+        page = read_activity(session, launch, before=before, limit=limit, host=host).to_json()
+        if len(json.dumps(page).encode()) < protocol.MESSAGE_MOST_BYTES - 4096:
             return page
+        if limit == 1:
+            raise Failed("The transcript's newest line is too long to send.")
         limit //= 2
 
 
@@ -112,15 +127,15 @@ def pane(facts: HostFacts, op: str, args: Mapping[str, Any]) -> dict[str, Any]:
         grace = args.get("grace")
         if type(grace) not in (int, float) or not 0 <= grace <= GRACE_MOST:
             raise Refused(f"The grace is a number of seconds from 0 to {GRACE_MOST:.0f}.")
-        signal_name, exited = stop_agent(launch, grace=float(grace))
+        signal_name, exited = stop_agent(launch, grace=float(grace), host=facts.name)
         return {"signal": signal_name, "exited": exited}
-    _, pane_id = verified_pane(launch, running=True)
+    _, pane_id = verified_pane(launch, running=True, host=facts.name)
     if op == protocol.TYPE:
         line = args.get("line")
         if not isinstance(line, str) or not line or len(line) > MAX_REPLY_CHARACTERS:
             raise Refused("A reply is a line of text.")
         if pane_line(line) != line:
             raise Refused("A reply typed into a pane is one line, as the server makes it.")
-        if not type_into_pane(launch, line):
+        if not type_into_pane(launch, line, host=facts.name):
             raise Failed("The agent's tmux pane did not take the keys: nothing was sent.")
     return {"tmux_pane": pane_id}

@@ -20,15 +20,16 @@ from websockets.sync.client import connect
 
 from roundtable_console.agents import transcripts
 from roundtable_console.hosts import operations
+from roundtable_console.hosts.found import Machine, Project
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.hosts.facts import HostFacts
-from roundtable_console.store.records import SESSION_COLUMNS
 from tests.helpers import register_session
 from tests.hosts_support import Team, ended, team_serving, wait_until
 
 CLAUDE_ID = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
-LAPTOP = HostFacts(name="laptop")
+# A host given every directory (its other checks are these tests' subject).
+LAPTOP = Machine(HostFacts(name="laptop"), (Project("/", None),))
 
 
 @pytest.fixture
@@ -47,10 +48,11 @@ def transcript_on(home: Path, *words: str) -> Path:
 
 
 def register_on(store: Store, session_id: str, host: str, transcript: Path) -> None:
+    """A session of Claude Code on ``host``, in the directory its transcript's machine holds."""
     with store.write() as db:
         register_session(
             db, session_id, adapter="claude", host=host, workspace_id="ws-1",
-            external_session_id=CLAUDE_ID,
+            external_session_id=CLAUDE_ID, working_directory=str(transcript.parents[3]),
             metadata={"hooks": "claude-code", "transcript_path": str(transcript)},
         )  # fmt: skip
 
@@ -69,7 +71,7 @@ def test_a_sessions_transcript_is_read_through_its_host_and_its_absence_said(
 ) -> None:
     transcript = transcript_on(tmp_path / "laptop-home", "first prompt", "second prompt")
     register_on(team.store, "on-laptop", "laptop", transcript)
-    host = team.host()
+    host = team.host("--project", str(tmp_path / "laptop-home"))
     try:
         wait_until(lambda: team.online("laptop"), "the host online")
         page = read(team, "on-laptop", limit=1)
@@ -165,6 +167,38 @@ def test_what_a_host_answers_is_checked_by_the_server(
         assert expected["reason"] in result["reason"]
 
 
+def test_a_host_that_answers_what_it_was_not_asked_is_let_go(team: Team) -> None:
+    """A stolen host token cannot keep the server decoding its messages: an answer to a call
+    it was never sent ends its link."""
+    with _connected(team) as socket:
+        socket.send(json.dumps({"kind": "answer", "id": 999, "ok": {}}))
+        wait_until(lambda: not team.online("laptop"), "the host let go", 10)
+
+
+def test_a_sessions_metadata_is_not_sent_to_its_host(team: Team, tmp_path: Path) -> None:
+    """A call names its session's few fields: an agent's megabyte of metadata (its to write)
+    cannot make a call too long for the host, and drop its link."""
+    transcript = transcript_on(tmp_path / "laptop-home", "still here")
+    with team.store.write() as db:
+        register_session(
+            db, "heavy", adapter="claude", host="laptop", workspace_id="ws-1",
+            external_session_id=CLAUDE_ID, working_directory=str(tmp_path / "laptop-home"),
+            metadata={"hooks": "claude-code", "transcript_path": str(transcript),
+                      "junk": "\\" * 480_000},
+        )  # fmt: skip
+    with _connected(team) as socket:
+        result: dict[str, Any] = {}
+        reading = threading.Thread(target=lambda: result.update(read(team, "heavy")))
+        reading.start()
+        raw = socket.recv(30)
+        call = json.loads(raw)
+        socket.send(json.dumps({"kind": "answer", "id": call["id"],
+                                "ok": {"items": [], "next_before": None, "size": 0}}))  # fmt: skip
+        reading.join(30)
+    assert len(raw) < 10_000 and set(call["args"]["session"]) == set(protocol.SESSION_FIELDS)
+    assert result["available"] is True, result
+
+
 def test_a_host_that_sends_anything_but_answers_is_let_go(team: Team, tmp_path: Path) -> None:
     register_on(team.store, "on-laptop", "laptop", tmp_path / "nowhere.jsonl")
     with _connected(team) as socket:
@@ -183,42 +217,49 @@ def test_a_host_that_sends_anything_but_answers_is_let_go(team: Team, tmp_path: 
 
 
 def _args(session_id: str = "s1", **session: Any) -> dict[str, Any]:
-    values: dict[str, Any] = dict.fromkeys(SESSION_COLUMNS)
-    values.update(
-        id=session_id, agent_id="a", run_id="r", adapter="claude", working_directory="/w",
-        status="active", started_at="2026-12-05T06:00:00.000000Z", version=0, host="laptop",
-        external_session_id=CLAUDE_ID,
-    )  # fmt: skip
+    values: dict[str, Any] = dict.fromkeys(protocol.SESSION_FIELDS)
+    values.update(id=session_id, adapter="claude", working_directory="/tmp", host="laptop",
+                  external_session_id=CLAUDE_ID)  # fmt: skip
     values.update(session)
     return {"session": values, "launch": None, "before": None, "limit": 50}
 
 
 def test_a_host_does_its_fixed_operations_only_for_its_own_sessions(tmp_path: Path) -> None:
-    transcript = transcript_on(tmp_path, "mine")
-    meta = json.dumps({"transcript_path": str(transcript)})
-    assert operations.answer(LAPTOP, "activity", _args(metadata_json=meta))["ok"]["items"]
+    transcript = str(transcript_on(tmp_path, "mine"))
+    mine = _args(transcript_path=transcript)
+    assert operations.answer(LAPTOP, "activity", mine)["ok"]["items"]
     refusals = {
         "an operation it does not do": operations.answer(LAPTOP, "run", {"argv": ["sh"]}),
         "a session of another host": operations.answer(
-            LAPTOP, "activity", _args(metadata_json=meta, host="buildbox")
+            LAPTOP, "activity", _args(transcript_path=transcript, host="buildbox")
         ),
         "a session of no host": operations.answer(
-            LAPTOP, "activity", _args(metadata_json=meta, host=None)
+            LAPTOP, "activity", _args(transcript_path=transcript, host=None)
         ),
         "no session": operations.answer(LAPTOP, "activity", {"limit": 5}),
-        "a column that is not a value": operations.answer(
-            LAPTOP, "activity", _args(metadata_json={"transcript_path": str(transcript)})
+        "a field that is not text": operations.answer(
+            LAPTOP, "activity", _args(transcript_path={"nested": transcript})
+        ),
+        "a field more than it names": operations.answer(
+            LAPTOP, "activity", {**mine, "session": {**mine["session"], "metadata_json": "{}"}}
         ),
         "arguments that are not an object": operations.answer(LAPTOP, "activity", ["x"]),
-        "a limit out of range": operations.answer(
-            LAPTOP, "activity", {**_args(metadata_json=meta), "limit": 10_000}
+        "a limit out of range": operations.answer(LAPTOP, "activity", {**mine, "limit": 10_000}),
+        "a negative offset": operations.answer(LAPTOP, "activity", {**mine, "before": -1}),
+        "a directory outside its projects": operations.answer(
+            Machine(LAPTOP.facts, (Project(str(tmp_path / "api"), None),)), "activity", mine
         ),
-        "a negative offset": operations.answer(
-            LAPTOP, "activity", {**_args(metadata_json=meta), "before": -1}
-        ),
+        "a project of another workspace": operations.answer(
+            Machine(LAPTOP.facts, (Project("/", "ws-2"),)),
+            "activity",
+            _args(transcript_path=transcript, workspace_id="ws-1"),
+        ),  # fmt: skip
     }
     for what, answer in refusals.items():
-        assert set(answer) == {"refused"}, what
+        assert set(answer) == {"refused"}, (what, answer)
+    bound = Machine(LAPTOP.facts, (Project("/", "ws-1"),))
+    assert "ok" in operations.answer(bound, "activity", _args(transcript_path=transcript,
+                                                               workspace_id="ws-1"))  # fmt: skip
 
 
 def test_a_host_reads_only_where_the_agent_keeps_that_sessions_transcript(
@@ -227,16 +268,14 @@ def test_a_host_reads_only_where_the_agent_keeps_that_sessions_transcript(
     secret = tmp_path / "secret.txt"
     secret.write_text(json.dumps({"type": "user", "message": {"content": "SECRET"}}) + "\n")
     for path in (str(secret), "/etc/passwd", f"/x/.claude/projects/../../etc/{CLAUDE_ID}.jsonl"):
-        meta = json.dumps({"transcript_path": path})
-        answer = operations.answer(LAPTOP, "activity", _args(metadata_json=meta))
+        answer = operations.answer(LAPTOP, "activity", _args(transcript_path=path))
         assert set(answer) == {"unavailable"} and "SECRET" not in json.dumps(answer), path
 
 
 def test_a_page_too_long_for_one_message_is_shortened_not_refused(tmp_path: Path) -> None:
     long = "é" * (transcripts.MESSAGE_CUT - 10)  # 200 of them: more than a message holds
     transcript = transcript_on(tmp_path, *[f"{n} {long}" for n in range(400)])
-    meta = json.dumps({"transcript_path": str(transcript)})
-    args = {**_args(metadata_json=meta), "limit": transcripts.MAX_LIMIT}
+    args = {**_args(transcript_path=str(transcript)), "limit": transcripts.MAX_LIMIT}
     body = operations.answer(LAPTOP, "activity", args)
     sent = operations.encoded(7, body)
     assert len(sent.encode()) < protocol.MESSAGE_MOST_BYTES
@@ -250,9 +289,10 @@ def test_a_host_reads_no_pane_but_its_own_tmux_servers(tmp_path: Path) -> None:
     is not read: the host reads panes in the tmux server it starts agents in only."""
     import socket as sockets
 
-    launch = {"tmux_pane": "%0", "tmux_socket": str(tmp_path / "other"),
+    launch = {"tmux_pane": "%0", "tmux_socket": str(tmp_path / "other"), "via_host": "laptop",
               "tmux_server_pid": "1", "host": sockets.gethostname()}  # fmt: skip
-    answer = operations.answer(LAPTOP, "activity", {**_args(), "launch": launch})
+    mine = _args(working_directory=str(tmp_path))
+    answer = operations.answer(LAPTOP, "activity", {**mine, "launch": launch})
     assert set(answer) == {"unavailable"} and "No transcript is known" in answer["unavailable"]
 
 
@@ -260,29 +300,34 @@ def test_a_host_builds_the_agents_command_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What a launch runs is the host's own resume of a found agent, the briefing one argument:
-    an argv, a program or a shell line in the call is never run."""
+    an argv, a program or a shell line in the call is never run; an id is the agent's own (a
+    UUID: never "latest", an index or an option); a "#" of the directory is no tmux format."""
     from roundtable_console.hosts import launching
     from roundtable_console.store.hosts.facts import AgentFound
-    from roundtable_console.store.records import SessionRecord
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "claude").write_text("#!/bin/sh\n")
     (bin_dir / "claude").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
-    facts = HostFacts(
-        name="laptop", agents=(AgentFound("claude-code", "2.1"),), projects=(str(tmp_path),)
+    machine = Machine(
+        HostFacts(name="laptop", agents=(AgentFound("claude-code", "2.1"),)),
+        (Project(str(tmp_path), None),),
     )
-    session = SessionRecord(_args(working_directory=str(tmp_path))["session"])
-    started, name = launching.command(facts, session, "$(rm -rf ~); `reboot`")
+    odd = tmp_path / "#(touch pwned)"
+    odd.mkdir()
+    session = operations.session_of("laptop", _args(working_directory=str(odd)))
+    cwd = launching.checked_directory(machine, session)
+    started, name = launching.command(machine, session, cwd, "$(rm -rf ~); `reboot`")
     after = started[started.index("--") + 1 :]
     assert after == [str(bin_dir / "claude"), "--resume", CLAUDE_ID, "$(rm -rf ~); `reboot`"]
-    assert name == "s1" and started[1:3] == ["-L", launching.TMUX_LABEL]
-    for bad_id in ("-rf", "a b", "x" * 200):
+    assert started[started.index("-c") + 1] == str(odd).replace("#", "##")
+    assert name == protocol.tmux_session_name("s1") and started[1:3] == ["-L", "roundtable-host"]
+    for bad_id in ("-rf", "a b", "latest", "1", "x" * 200, CLAUDE_ID + "; x"):
         with pytest.raises(launching.Refused):
             launching.command(
-                facts, SessionRecord(_args(external_session_id=bad_id, working_directory=str(
-                    tmp_path))["session"]), "p",
+                machine, operations.session_of("laptop", _args(external_session_id=bad_id)),
+                cwd, "p",
             )  # fmt: skip
 
 
@@ -312,9 +357,22 @@ def test_a_host_types_no_prompt_command_and_no_second_line(
 ) -> None:
     from roundtable_console.hosts import launching
 
-    monkeypatch.setattr(operations, "verified_pane", lambda launch, running: ([], "%1"))
+    monkeypatch.setattr(operations, "verified_pane", lambda launch, **_: ([], "%1"))
     typed: list[str] = []
-    monkeypatch.setattr(operations, "type_into_pane", lambda launch, line: typed.append(line))
+    monkeypatch.setattr(operations, "type_into_pane", lambda launch, line, **_: typed.append(line))
     own = {"tmux_pane": "%1", "tmux_socket": launching.tmux_socket(), "via_host": "laptop"}
     answer = operations.answer(LAPTOP, "type", {"launch": own, "line": line})
     assert set(answer) == {"refused"} and typed == []
+
+
+def test_a_pane_a_host_started_is_never_read_here() -> None:
+    """What a host said of its pane is not taken for this machine's: a reader here (the
+    console, the server of a machine with no host) does not open it."""
+    import socket as sockets
+
+    from roundtable_console.agents.panes import verified_pane
+
+    launch = {"tmux_pane": "%1", "tmux_socket": "/tmp/x", "tmux_server_pid": "1",
+              "host": sockets.gethostname(), "via_host": "laptop"}  # fmt: skip
+    with pytest.raises(transcripts.TranscriptUnavailable, match="through that host"):
+        verified_pane(launch)

@@ -26,6 +26,7 @@ from sqlalchemy import text
 from roundtable_console.hosts import launching
 from roundtable_console.store import service
 from roundtable_console.store.db.database import Store
+from roundtable_console.store.hosts import protocol
 from roundtable_console.store.resume.adapters import AGENT_RESUME_PATTERNS, PLACEHOLDER
 from tests.helpers import history, register_session
 from tests.hosts_support import Team, ended, team_serving, wait_until
@@ -124,7 +125,8 @@ def test_an_operator_anywhere_starts_a_sessions_agent_on_its_host(
         assert answer.status_code == 200, answer.text
         body = answer.json()
         assert body["host"] == "laptop" and body["session"]["status"] == "resuming"
-        assert body["tmux_session"] == "s-laptop" and "attach -t s-laptop" in body["attach"]
+        name = protocol.tmux_session_name("s-laptop")
+        assert body["tmux_session"] == name and body["attach"].endswith(f"attach -t ={name}")
         out = Path(machine["FAKE_OUT"])
         wait_until(out.exists, "the agent started")
         started: dict[str, Any] = json.loads(out.read_text())
@@ -201,7 +203,10 @@ def test_a_launch_refused_changes_nothing(
     stopped_session(team.store, "codex", project, adapter="codex")
     stopped_session(team.store, "nowhere", project, host="no-such-host")
     stopped_session(team.store, "inside", project)
-    host = team.host("--project", str(project), env=machine)
+    theirs = tmp_path / "theirs"  # a project the host serves for workspace ws-2 only
+    theirs.mkdir()
+    stopped_session(team.store, "other-workspace", theirs)
+    host = team.host("--project", str(project), "--project", f"{theirs}=ws-2", env=machine)
     try:
         wait_until(lambda: team.online("laptop"), "the host online")
         refusals = {
@@ -209,6 +214,7 @@ def test_a_launch_refused_changes_nothing(
             "by-link": (409, "not_launchable", "not inside a project"),
             "codex": (409, "not_launchable", "has no codex"),
             "nowhere": (409, "not_launchable", "no host"),
+            "other-workspace": (409, "not_launchable", "serves for another workspace"),
         }
         for session_id, (code, problem, words) in refusals.items():
             answer = launch(team, session_id)
@@ -328,3 +334,26 @@ def test_an_agent_started_here_is_stopped_here_and_one_started_by_hand_is_said(
     finally:
         subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True,
                        check=False)  # fmt: skip
+
+
+def test_a_directory_named_like_a_tmux_format_is_only_a_name(
+    team: Team, tmp_path: Path, machine: dict[str, str]
+) -> None:
+    """tmux runs "#(command)" in a start directory's name as a shell command: the host escapes
+    it, so the agent starts in the directory of that very name and nothing else runs."""
+    project = tmp_path / "api"
+    odd = project / "#(touch PWNED)"
+    odd.mkdir(parents=True)
+    stopped_session(team.store, "odd", odd)
+    host = team.host("--project", str(project), env=machine)
+    try:
+        wait_until(lambda: team.online("laptop"), "the host online")
+        answer = launch(team, "odd")
+        assert answer.status_code == 200, answer.text
+        out = Path(machine["FAKE_OUT"])
+        wait_until(out.exists, "the agent started")
+        assert json.loads(out.read_text())["cwd"] == str(odd.resolve())
+    finally:
+        host.send_signal(signal.SIGTERM)
+    assert ended(host)[0] == 0
+    assert not any(Path(where, "PWNED").exists() for where in (ROOT, project, odd, "/tmp"))

@@ -258,3 +258,12 @@ def test_a_command_too_long_for_tmux_is_known_before_the_resume(
     assert refusal is not None
     assert "tmux takes at most about 15 KiB" in refusal
     assert "roundtable resume --session S --exec" in refusal
+
+
+def test_a_hash_in_the_working_directory_is_no_tmux_format(store: Store, tmp_path: Path) -> None:
+    """tmux expands formats in -c, and "#(cmd)" runs cmd: the directory's "#" is escaped."""
+    odd = tmp_path / "#(touch PWNED)"
+    odd.mkdir()
+    paused_session(store, tmp_path, session_id="s1", working_directory=str(odd))
+    command = tmux_command(launch_of(store, agent_bin(tmp_path)), tmux="tmux", path=None)
+    assert command[command.index("-c") + 1] == str(tmp_path / "##(touch PWNED)")

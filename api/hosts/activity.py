@@ -57,7 +57,7 @@ async def read(ctx: ServerContext, source: Source, *, before: int | None, limit:
             f"{host.last_seen_at or 'never'}): its transcript is read through it."
         )
     args = {
-        "session": source.session.column_values(),
+        "session": protocol.call_session(source.session),
         "launch": dict(source.launch) if source.launch else None,
         "before": before,
         "limit": limit,
@@ -67,7 +67,7 @@ async def read(ctx: ServerContext, source: Source, *, before: int | None, limit:
     except (HostUnreachable, HostRefused) as error:
         raise TranscriptUnavailable(str(error)) from None
     try:
-        return Page.from_json(body)
+        return await ctx.in_worker(Page.from_json, body)  # cleaning a page takes a while
     except ValueError:
         raise TranscriptUnavailable(
             f"The host {name} answered with something that is not a transcript page."

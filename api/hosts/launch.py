@@ -11,6 +11,7 @@ host, pane) the audit and the pane view read.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -59,19 +60,19 @@ async def start(
     """The launch of the session ``found`` reads (refusing one the caller may not reach), as
     ``caller``: the API's route, and the web console's button."""
     ready = await ctx.in_worker(_prepare, ctx, call, caller, found)
-    args: dict[str, Any] = {"session": ready.session.column_values(), "prompt": ready.prompt}
+    args = {"session": protocol.call_session(ready.session), "prompt": ready.prompt}
     await _ask(ctx, ready, {**args, "check": True})
     outcome = await ctx.in_worker(_resume, ctx, ready)
     started = await _ask(ctx, ready, args)
     await ctx.in_worker(_record, ctx, ready, started)
-    name = printable(str(started.get("tmux_session", "")))[:60]
+    name = protocol.tmux_session_name(ready.session.id)  # ours, never the host's words
     return Answer(
         200,
         {
             "session": wire.session(outcome.session),
             "host": ready.host,
             "tmux_session": name,
-            "attach": f"tmux -L {protocol.TMUX_LABEL} attach -t {name}",
+            "attach": f"tmux -L {protocol.TMUX_LABEL} attach -t ={name}",
         },
     )
 
@@ -113,6 +114,13 @@ def _prepare(
             "not_launchable",
             f"Session {shown!r} is not resumable: {view.plan.reason} Nothing was started.",
         )
+    if len(view.plan.argv[-1].encode()) > protocol.PROMPT_MOST_BYTES:
+        raise Problem(
+            "not_launchable",
+            f"The briefing of session {shown!r} is longer than "
+            f"{protocol.PROMPT_MOST_BYTES // 1024} KiB, more than a host takes as a prompt. "
+            "Nothing was started.",
+        )
     version = expected_version(call)
     return Ready(
         caller=caller,
@@ -147,18 +155,30 @@ def _resume(ctx: ServerContext, ready: Ready) -> Any:
 
 
 def _record(ctx: ServerContext, ready: Ready, started: dict[str, Any]) -> None:
-    def text(key: str, most: int) -> str | None:
-        value = started.get(key)
-        return printable(value)[:most] if isinstance(value, str) and value else None
+    """The ``launched`` row: what the host said of its pane, each value of its own shape (a
+    host's words are not trusted)."""
 
+    def shaped(key: str, pattern: re.Pattern[str]) -> str | None:
+        value = started.get(key)
+        return value if isinstance(value, str) and pattern.fullmatch(value) else None
+
+    pane = shaped("tmux_pane", _PANE)
+    if pane is None:
+        raise Problem("host_unavailable", f"The host {ready.host} did not say where it started.")
     service.record_launch(
         store=ctx.store,
         session_id=ready.session.id,
-        tmux_pane=text("tmux_pane", 16) or "",
-        tmux_socket=text("tmux_socket", 400),
-        tmux_server_pid=text("tmux_server_pid", 16),
+        tmux_pane=pane,
+        tmux_socket=shaped("tmux_socket", _SOCKET),
+        tmux_server_pid=shaped("tmux_server_pid", _PID),
         actor=ready.caller.name,
         clock=ctx.clock,
-        machine=text("machine", 255),
+        machine=shaped("machine", _MACHINE),
         via_host=ready.host,
     )
+
+
+_PANE = re.compile(r"%[0-9]{1,9}")
+_PID = re.compile(r"[0-9]{1,10}")
+_SOCKET = re.compile(r"/[^\x00-\x1f\x7f]{1,400}")
+_MACHINE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")

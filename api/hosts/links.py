@@ -14,6 +14,7 @@ import json
 import logging
 import secrets
 import threading
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,7 @@ from roundtable_console.store.safety.display import printable
 log = logging.getLogger("roundtable.hosts")
 
 CHECK_SECONDS = 10.0
+PARSE_HERE_MOST = 64 * 1024  # a host's message longer than this is decoded in a thread
 InWorker = Callable[..., Awaitable[Any]]
 
 
@@ -48,6 +50,8 @@ class Link:
     # The calls sent and not yet answered, by id (``HostLinks.call``).
     pending: dict[int, asyncio.Future[dict[str, Any]]] = field(default_factory=dict)
     last_id: int = 0
+    # Calls not waited for any more (too slow): their answers may still come, once each.
+    late: deque[int] = field(default_factory=lambda: deque(maxlen=protocol.CALLS_AT_ONCE * 4))
 
     def end(self, code: int, reason: str) -> None:
         if not self.ended.is_set():
@@ -58,15 +62,20 @@ class Link:
                 waiting.set_exception(HostUnreachable(f"The host {self.name} went away."))
 
     def answered(self, message: Any) -> bool:
-        """Take an answer in; False for anything else (a host sends only answers). An answer
-        to a call no longer awaited (it took too long) is let go."""
+        """Take an answer in; False for anything else (a host sends only answers, each to a
+        call it was sent). An answer to a call no longer awaited (it took too long) is let
+        go, once."""
         if not isinstance(message, dict) or message.get("kind") != protocol.ANSWER:
             return False
         call_id = message.get("id")
         if type(call_id) is not int:
             return False
         waiting = self.pending.get(call_id)
-        if waiting is not None and not waiting.done():
+        if waiting is None:
+            if call_id not in self.late:
+                return False  # never asked, or answered already
+            self.late.remove(call_id)
+        elif not waiting.done():
             waiting.set_result(message)
         return True
 
@@ -213,12 +222,16 @@ class HostLinks:
         call_id = link.last_id
         waiting: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         link.pending[call_id] = waiting
+        message = json.dumps({"kind": protocol.CALL, "id": call_id, "op": op, "args": args})
+        if len(message.encode()) > protocol.MESSAGE_MOST_BYTES // 2:
+            link.pending.pop(call_id, None)
+            raise HostRefused(f"What the host {name} would be sent is too long.")
         try:
-            await link.websocket.send_json(
-                {"kind": protocol.CALL, "id": call_id, "op": op, "args": args}
-            )
-            answer = await asyncio.wait_for(waiting, timeout)
+            async with asyncio.timeout(timeout):  # sending too: a host that reads nothing
+                await link.websocket.send_text(message)
+                answer = await waiting
         except TimeoutError:
+            link.late.append(call_id)
             raise HostUnreachable(
                 f"The host {name} did not answer within {timeout:.0f} s."
             ) from None
@@ -230,7 +243,7 @@ class HostLinks:
             return answer["ok"]
         for key, error in (("unavailable", HostUnreachable), ("refused", HostRefused)):
             if isinstance(answer.get(key), str):
-                raise error(printable(answer[key])[:500])
+                raise error(printable(answer[key][:500]))
         raise HostUnreachable(f"The host {name} answered with something this server cannot read.")
 
     def call_from_worker(
@@ -256,7 +269,7 @@ class HostLinks:
                     message = await link.websocket.receive()
                     if message["type"] == "websocket.disconnect":
                         break
-                    if not link.answered(_json_of(message)):
+                    if not link.answered(await _json_of(message)):
                         # A host sends answers only: anything else ends it.
                         link.end(1008, "a host sends only answers to calls")
                         break
@@ -315,13 +328,16 @@ class HostLinks:
                     link.end(protocol.CLOSE_HELD, "held by another connection")
 
 
-def _json_of(message: Any) -> Any:
+async def _json_of(message: Any) -> Any:
+    """A host's text message, decoded (a long one in a thread: the loop serves everyone)."""
     raw = message.get("text")
     if raw is None:
         return None
     try:
+        if len(raw) > PARSE_HERE_MOST:
+            return await asyncio.to_thread(json.loads, raw)
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

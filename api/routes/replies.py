@@ -72,7 +72,7 @@ def send(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> 
             before=lambda db: ctx.session_in(db, caller, workspace_id, session_id),
             within=within,
             expected_via=via,
-            panes=panes_of(ctx),
+            panes=panes_of(ctx, look=False),
         )
 
     return ctx.write_once(

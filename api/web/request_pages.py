@@ -190,7 +190,7 @@ class WebRequests:
                 wall=caller.wall,
                 clock=self.ctx.clock,
                 expected_via=fields.get("via") or "",
-                panes=panes_of(self.ctx),
+                panes=panes_of(self.ctx, look=False),
             )
         except (NoReplyPath, InvalidReply) as refused:
             return Notice(f"Nothing was sent: {refused.message}", problem=True)

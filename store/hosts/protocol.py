@@ -14,6 +14,12 @@ and the host (``hosts``); no transport here.
 
 from __future__ import annotations
 
+import hashlib
+import re
+from typing import Any
+
+from roundtable_console.store.records import SessionFields
+
 CONNECT_PATH = "/api/v1/hosts/connect"
 HELLO = "hello"
 WELCOME = "welcome"
@@ -38,11 +44,47 @@ PANE = "pane"  # whether the pane a launch names runs its agent still (a reply c
 TYPE = "type"  # a reply's line typed into that pane
 STOP_AGENT = "stop-agent"  # the agent in that pane: SIGINT, then SIGTERM after a grace
 OPERATIONS = frozenset({ACTIVITY, LAUNCH, PANE, TYPE, STOP_AGENT})
-TYPE_SECONDS = 5.0  # a reply is typed inside the store's write: not kept waiting long
+TYPE_SECONDS = 3.0  # a reply is typed inside the store's write: not kept waiting long
 CALL_SECONDS = 10.0
 CALLS_AT_ONCE = 16  # per host: more wait for none, they are refused
 MESSAGE_MOST_BYTES = 1 << 20  # a message either way: a page that would be longer is shortened
+PROMPT_MOST_BYTES = 12 * 1024  # a launch's prompt: with its command, one message to tmux
 
 # The tmux server (``tmux -L``) a host starts agents in, and the only one whose panes it reads:
 # an operator on that machine sees them with ``tmux -L roundtable-host attach -t SESSION``.
 TMUX_LABEL = "roundtable-host"
+
+# What a call says of its session: these fields only, each text of at most FIELD_MOST
+# characters, or null (a session's metadata can be a megabyte: it is not sent).
+SESSION_FIELDS = (
+    "id", "host", "adapter", "external_session_id", "working_directory", "workspace_id",
+    "transcript_path",
+)  # fmt: skip
+FIELD_MOST = 4096
+_TMUX_NAME = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def call_session(session: SessionFields) -> dict[str, Any]:
+    """The session as a call names it (``SESSION_FIELDS``; its effective workspace)."""
+    path = (session.metadata_dict or {}).get("transcript_path")
+    values = {
+        "id": session.id,
+        "host": session.host,
+        "adapter": session.adapter,
+        "external_session_id": session.external_session_id,
+        "working_directory": session.working_directory,
+        "workspace_id": session.effective_workspace_id,
+        "transcript_path": path if isinstance(path, str) else None,
+    }
+    return {
+        key: value if isinstance(value, str) and len(value) <= FIELD_MOST else None
+        for key, value in values.items()
+    }
+
+
+def tmux_session_name(session_id: str) -> str:
+    """The tmux session a host starts the session's agent in: letters, digits, ``_ -``, and a
+    digest of the whole id (two ids never share a name, however alike)."""
+    digest = hashlib.sha256(session_id.encode()).hexdigest()[:8]
+    shown = _TMUX_NAME.sub("-", session_id).strip("-")[:48] or "session"
+    return f"{shown}-{digest}"

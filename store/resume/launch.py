@@ -184,7 +184,8 @@ def tmux_command(launch: LaunchPlan, *, tmux: str, path: str | None) -> list[str
     The agent gets ``path`` as $PATH, the one its program was found on. tmux prints the new
     window's index and its pane's id."""
     command = [tmux, "new-window", "-P", "-F", "#{window_index} #{pane_id}"]
-    command += ["-n", tmux_window_name(launch.session.id), "-c", launch.cwd]
+    # tmux expands formats in -c ("#(cmd)" runs cmd): "##" is a "#" to it.
+    command += ["-n", tmux_window_name(launch.session.id), "-c", launch.cwd.replace("#", "##")]
     if path is not None:
         command += ["-e", f"PATH={path}"]
     for name, value in launch.environment.items():

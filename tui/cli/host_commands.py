@@ -40,7 +40,8 @@ def _host_options(func: Any) -> Any:
                 "projects",
                 multiple=True,
                 metavar="DIR",
-                help="A project directory the host serves (repeat).",
+                help="A project directory the host serves (repeat); DIR=WORKSPACE serves "
+                "only that workspace's sessions in it.",
             ),
         )
     ):
@@ -83,15 +84,16 @@ def run_command(
     projects: tuple[str, ...],
 ) -> None:
     from roundtable_console.agents.operations import machine_name
-    from roundtable_console.hosts.found import ProjectMissing, facts_of
+    from roundtable_console.hosts.found import ProjectMissing, machine_of
 
     host = _name_of(name)
     token = _token(server, token_env)
     url = None if server else inv.url()  # a bad --root or store is said before anything else
     try:
-        facts = facts_of(host, projects)
+        machine = machine_of(host, projects)
     except ProjectMissing as missing:
         raise click.BadParameter(str(missing), param_hint="'--project'") from None
+    facts = machine.facts
     if host != machine_name():
         output.echo_text(
             f"Agents started by hand here record the host {machine_name()!r}: set "
@@ -105,7 +107,7 @@ def run_command(
 
         raise SystemExit(
             _until_stopped(
-                lambda say, stop: link.run(link.Target(server, token), facts, say=say, stop=stop)
+                lambda say, stop: link.run(link.Target(server, token), machine, say=say, stop=stop)
             )
         )
     from roundtable_console.hosts import on_store
