@@ -89,7 +89,9 @@ class Team:
         )  # fmt: skip
 
 
-def team_serving(store: Store, store_url: str, home: Path, *extra: str) -> Iterator[Team]:
+def team_serving(
+    store: Store, store_url: str, home: Path, *extra: str, hidden: tuple[Path, ...] = ()
+) -> Iterator[Team]:
     seed_workspace(store, "ws-1")
     tokens = {
         name: create_token(store=store, name=name, role=role, **kwargs).token
@@ -102,7 +104,7 @@ def team_serving(store: Store, store_url: str, home: Path, *extra: str) -> Itera
             ("hooks", "agent", {"agent_id": "claude-code"}),
         )
     }
-    with serving(store_url, home, *extra) as served:
+    with serving(store_url, home, *extra, hidden=hidden) as served:
         yield Team(served, store, store_url, home, tokens)
         log = served.log.read_text() if served.log else ""
         assert not any(token in log for token in tokens.values())

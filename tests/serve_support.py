@@ -60,20 +60,41 @@ def serve_env(home: Path) -> dict[str, str]:
     return env
 
 
+# Runs its arguments with an empty tmpfs mounted over each of the first $1 paths, in a mount
+# namespace of its own: what is there is not on this "machine" (tests/test_hosts_apart.py).
+APART = (
+    'n=$1; shift; while [ "$n" -gt 0 ]; do mount -t tmpfs -o size=1m tmpfs "$1" || exit 97;'
+    ' shift; n=$((n - 1)); done; exec "$@"'
+)
+
+
 @contextmanager
 def serving(
-    store_url: str, home: Path, *extra: str, scheme: str = "http", port: int | None = None
+    store_url: str,
+    home: Path,
+    *extra: str,
+    scheme: str = "http",
+    port: int | None = None,
+    hidden: tuple[Path, ...] = (),
 ) -> Iterator[Served]:
     """``roundtable serve`` on a free loopback port (or ``port``), until the block ends (then
-    SIGTERM)."""
+    SIGTERM). ``hidden``: directories the server cannot see (another machine's files): it runs
+    in a mount namespace of its own with an empty tmpfs over each."""
     port = port or free_port()
     log = home / f"serve-{port}.log"
     home.mkdir(parents=True, exist_ok=True)
     log.write_text("")
-    process = ZYGOTE.start(
-        ["serve", "--port", str(port), "--db", store_url, *extra],
-        env=serve_env(home), cwd=ROOT, log=log,
-    )  # fmt: skip
+    argv = ["serve", "--port", str(port), "--db", store_url, *extra]
+    if hidden:
+        with log.open("a") as out:
+            process: Any = subprocess.Popen(
+                ["unshare", "--mount", "--propagation", "private", "sh", "-c", APART, "apart",
+                 str(len(hidden)), *map(str, hidden), sys.executable, "-m",
+                 "roundtable_console", *argv],
+                stdout=out, stderr=subprocess.STDOUT, env=serve_env(home), cwd=ROOT,
+            )  # fmt: skip
+    else:
+        process = ZYGOTE.start(argv, env=serve_env(home), cwd=ROOT, log=log)
     served = Served(url=f"{scheme}://127.0.0.1:{port}", process=process, log=log)
     deadline = time.monotonic() + START_SECONDS
     try:
