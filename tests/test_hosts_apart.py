@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -24,9 +25,12 @@ from sqlalchemy import text
 
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import protocol
+from tests import test_agents_real as real
+from tests.fake_models import SHELL_COMMAND
 from tests.helpers import history, register_session
 from tests.hosts_support import Team, ended, team_serving, wait_until
 
+api = real.api  # the agents' model stand-in (a fixture), shared
 CLAUDE_ID = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
 STAND_IN = """#!/bin/sh
 if [ "$1" = "--version" ]; then echo "2.1.0 (Claude Code)"; exit 0; fi
@@ -130,5 +134,62 @@ def test_the_server_reaches_the_laptops_agent_only_through_its_host(
         assert events["launched"]["via_host"] == "laptop"
         assert events["agent_stopped"]["signal"] == "SIGINT"
     finally:
+        host.send_signal(signal.SIGTERM)
+    assert ended(host)[0] == 0
+
+
+def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
+    team: Team, laptop: dict[str, Any], api: Any
+) -> None:
+    """The real Claude Code (its model a loopback stand-in) on the laptop, its hooks reporting
+    through the server with an agent token: its permission request is allowed over HTTP by an
+    operator on another "machine", and its transcript — on the laptop only — is read through
+    the laptop's host."""
+    place = {"home": laptop["home"], "project": laptop["project"],
+             "spool": laptop["home"] / "spool.jsonl"}  # fmt: skip
+    env = real._claude_env(place, api, ROUNDTABLE_HOST="laptop", RT_AGENT=team.tokens["hooks"])
+    env["PATH"] = f"{laptop['env']['PATH']}{os.pathsep}{env['PATH']}"
+    installed = subprocess.run(
+        [sys.executable, "-m", "roundtable_console", "hooks", "install", "claude-code",
+         "--project", str(laptop["project"]), "--server", team.served.url,
+         "--token-env", "RT_AGENT", "--workspace", "ws-1", "--permission-wait", "60"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr
+    host = team.host("--project", str(laptop["project"]), env=laptop["env"])
+    claude = subprocess.Popen(
+        [str(real._need(real.CLAUDE)), "-p", "make the marker file", "--output-format", "json"],
+        cwd=laptop["project"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    base = f"{team.served.url}/api/v1/workspaces/ws-1/sessions"
+    ops = team.bearer("ops")
+    try:
+        wait_until(lambda: team.online("laptop"), "the laptop's host online")
+
+        def asked() -> list[dict[str, Any]]:
+            for found in httpx.get(base, headers=ops).json()["items"]:
+                pending = httpx.get(f"{base}/{found['id']}/requests", headers=ops).json()
+                if pending["items"]:
+                    return [found, *pending["items"]]
+            return []
+
+        found, request = wait_until(asked, "its permission request, seen through the server", 90)
+        assert found["host"] == "laptop" and request["tool_input"]["command"] == SHELL_COMMAND
+        allowed = httpx.post(
+            f"{base}/{found['id']}/requests/{request['id']}/decision", json={"decision": "allow"},
+            headers={**ops, "Idempotency-Key": "allow-1"}, timeout=30,
+        )  # fmt: skip
+        assert allowed.status_code == 200, allowed.text
+        out, err = claude.communicate(timeout=real.RUN_SECONDS)
+        assert claude.returncode == 0, err[-3000:]
+        assert json.loads(out)["permission_denials"] == []
+        assert (laptop["project"] / SHELL_COMMAND.split()[-1]).is_file()
+        page = httpx.get(f"{base}/{found['id']}/transcript", headers=ops).json()
+        assert page["available"] is True, page
+        assert any(item["text"] == "make the marker file" for item in page["items"]), page
+    finally:
+        if claude.poll() is None:
+            claude.kill()
         host.send_signal(signal.SIGTERM)
     assert ended(host)[0] == 0
