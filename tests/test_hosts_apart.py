@@ -156,7 +156,11 @@ def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
         env=env, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert installed.returncode == 0, installed.stderr
-    host = team.host("--project", str(laptop["project"]), env=laptop["env"])
+    # The laptop's host starts the real Claude Code (its dir on PATH) with the model stand-in.
+    real_bin = str(real._need(real.CLAUDE).parent)
+    machine = {**env, "TMUX_TMPDIR": laptop["env"]["TMUX_TMPDIR"],
+               "PATH": f"{real_bin}{os.pathsep}{env['PATH']}"}  # fmt: skip
+    host = team.host("--project", str(laptop["project"]), env=machine)
     claude = subprocess.Popen(
         [str(real._need(real.CLAUDE)), "-p", "make the marker file", "--output-format", "json"],
         cwd=laptop["project"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -188,6 +192,38 @@ def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
         page = httpx.get(f"{base}/{found['id']}/transcript", headers=ops).json()
         assert page["available"] is True, page
         assert any(item["text"] == "make the marker file" for item in page["items"]), page
+
+        # Ended; resumed on the laptop by the operator elsewhere: interactive, in the host's
+        # tmux, continuing its own conversation (onboarding done and the project trusted, as a
+        # user's first start leaves them), its hooks bringing the same session back.
+        seen = laptop["home"] / ".claude.json"
+        profile = json.loads(seen.read_text()) if seen.exists() else {}
+        profile.update(hasCompletedOnboarding=True, customApiKeyResponses={
+            "approved": [env["ANTHROPIC_API_KEY"][-20:]], "rejected": []})  # fmt: skip
+        profile.setdefault("projects", {})[str(laptop["project"])] = {
+            "hasTrustDialogAccepted": True
+        }
+        seen.write_text(json.dumps(profile))
+        before = len(api.requests)
+        launched = httpx.post(f"{base}/{found['id']}/launch", timeout=60,
+                              headers={**ops, "Idempotency-Key": uuid.uuid4().hex})  # fmt: skip
+        assert launched.status_code == 200, launched.text
+        wait_until(lambda: len(api.requests) > before, "the resumed agent asking its model", 90)
+        resumed = json.dumps(api.requests[before][1].get("messages"))
+        assert "make the marker file" in resumed and "Roundtable Resume Briefing" in resumed
+
+        # Its hooks (ROUNDTABLE_SESSION_ID given by the host) report on the same session.
+        def reported() -> bool:
+            kinds = [kind for kind, _ in history(team.store, found["id"])]
+            return kinds[kinds.index("launched") :].count("heartbeat") > 0
+
+        try:
+            wait_until(reported, "the resumed agent's hooks on the same session", 30)
+        except AssertionError:
+            raise AssertionError(history(team.store, found["id"])) from None
+        stopped = httpx.post(f"{base}/{found['id']}/stop-agent", headers=ops,
+                             json={"grace_seconds": 3}, timeout=60)  # fmt: skip
+        assert stopped.status_code == 200 and stopped.json()["exited"] is True, stopped.text
     finally:
         if claude.poll() is None:
             claude.kill()
