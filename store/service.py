@@ -126,9 +126,6 @@ def record_launch(
     while that very server runs (pane ids start again with a new one)."""
     import socket
 
-    from roundtable_console.store.clock import format_ts
-    from roundtable_console.store.writes.history import append_session_event
-
     payload: dict[str, Any] = {"tmux_pane": tmux_pane, "host": machine or socket.gethostname()}
     if via_host:
         payload["via_host"] = via_host
@@ -136,16 +133,7 @@ def record_launch(
         payload["tmux_socket"] = tmux_socket
     if tmux_server_pid:
         payload["tmux_server_pid"] = tmux_server_pid
-    with store.write() as db:
-        session = sessions.get_session(db=db, session_id=session_id)
-        append_session_event(
-            db,
-            session_id=session.id,
-            event_type=LAUNCH_EVENT,
-            payload=payload,
-            now=format_ts(clock()),
-            actor=actor,
-        )
+    _record_quiet(store, session_id, LAUNCH_EVENT, payload, actor, clock)
 
 
 def record_agent_stopped(
@@ -158,8 +146,21 @@ def record_agent_stopped(
 ) -> None:
     """That an operator stopped the session's agent process (the signal it took, whether it
     exited, the host that did it): an ``agent_stopped`` history row with its actor."""
-    from roundtable_console.store.clock import format_ts
     from roundtable_console.store.rules import AGENT_STOP_EVENT
+
+    _record_quiet(store, session_id, AGENT_STOP_EVENT, payload, actor, clock)
+
+
+def _record_quiet(
+    store: Store,
+    session_id: str,
+    event_type: str,
+    payload: dict[str, Any],
+    actor: str,
+    clock: Clock,
+) -> None:
+    """A history row of the session that changes nothing of it (``rules.QUIET_EVENTS``)."""
+    from roundtable_console.store.clock import format_ts
     from roundtable_console.store.writes.history import append_session_event
 
     with store.write() as db:
@@ -167,7 +168,7 @@ def record_agent_stopped(
         append_session_event(
             db,
             session_id=session.id,
-            event_type=AGENT_STOP_EVENT,
+            event_type=event_type,
             payload=payload,
             now=format_ts(clock()),
             actor=actor,

@@ -12,15 +12,13 @@ host, pane) the audit and the pane view read.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-from sqlalchemy import Connection
 
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.hosts.links import HostRefused, HostUnreachable
+from roundtable_console.api.hosts.routed import Found, in_workspace
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes import wire
 from roundtable_console.api.routes.actions import expected_version
@@ -43,19 +41,11 @@ class Ready:
     version: int
 
 
-async def launch(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
-    def found(db: Connection, caller: Caller) -> AgentSession:
-        return ctx.session_in(db, caller, workspace_id, session_id)
-
-    caller = await ctx.in_worker(ctx.caller, call)
-    return await start(ctx, call, caller, found)
-
-
 async def start(
     ctx: ServerContext,
     call: Call,
     caller: Caller,
-    found: Callable[[Connection, Caller], AgentSession],
+    found: Found,
 ) -> Answer:
     """The launch of the session ``found`` reads (refusing one the caller may not reach), as
     ``caller``: the API's route, and the web console's button."""
@@ -81,7 +71,7 @@ def _prepare(
     ctx: ServerContext,
     call: Call,
     caller: Caller,
-    found: Callable[[Connection, Caller], AgentSession],
+    found: Found,
 ) -> Ready:
     caller.require_human()
     key = ctx.request_key(call, caller, required=True)
@@ -182,3 +172,6 @@ _PANE = re.compile(r"%[0-9]{1,9}")
 _PID = re.compile(r"[0-9]{1,10}")
 _SOCKET = re.compile(r"/[^\x00-\x1f\x7f]{1,400}")
 _MACHINE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
+
+
+launch = in_workspace(start)  # the route: POST …/sessions/{id}/launch

@@ -7,20 +7,18 @@ hooks report its end. An operator's; recorded in the history with its actor (``a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
-
-from sqlalchemy import Connection
 
 from roundtable_console.agents.panes import GRACE_MOST, GRACE_SECONDS, stop_agent
 from roundtable_console.agents.transcripts import TranscriptUnavailable
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.hosts.links import HostRefused, HostUnreachable
+from roundtable_console.api.hosts.routed import Found, in_workspace
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes import bodies
 from roundtable_console.store import service
-from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.safety.display import one_line
 
@@ -37,19 +35,11 @@ BODY = {
 }  # fmt: skip
 
 
-async def stop(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
-    def found(db: Connection, caller: Caller) -> AgentSession:
-        return ctx.session_in(db, caller, workspace_id, session_id)
-
-    caller = await ctx.in_worker(ctx.caller, call)
-    return await run(ctx, call, caller, found)
-
-
 async def run(
     ctx: ServerContext,
     call: Call,
     caller: Caller,
-    found: Callable[[Connection, Caller], AgentSession],
+    found: Found,
 ) -> Answer:
     """Stop the agent of the session ``found`` reads, as ``caller``: the API's route and the
     web console's button."""
@@ -81,7 +71,7 @@ def _prepare(
     ctx: ServerContext,
     call: Call,
     caller: Caller,
-    found: Callable[[Connection, Caller], AgentSession],
+    found: Found,
 ) -> tuple[str, Mapping[str, Any], float]:
     caller.require_human()
     body = bodies.decoded_object(
@@ -103,3 +93,6 @@ def _prepare(
             "(R, or its host): stop it in its own terminal. Nothing was stopped.",
         )
     return session.id, launch, float(grace)
+
+
+stop = in_workspace(run)  # the route: POST …/sessions/{id}/stop-agent
