@@ -376,3 +376,15 @@ def test_a_pane_a_host_started_is_never_read_here() -> None:
               "host": sockets.gethostname(), "via_host": "laptop"}  # fmt: skip
     with pytest.raises(transcripts.TranscriptUnavailable, match="through that host"):
         verified_pane(launch)
+
+
+def test_stop_agent_is_offered_only_where_it_can_happen() -> None:
+    from types import SimpleNamespace
+
+    from roundtable_console.api.web.reads import _stoppable
+
+    ctx: Any = SimpleNamespace(hosts=SimpleNamespace(links={"laptop": object()}))
+    assert _stoppable(ctx, {"tmux_pane": "%1"})  # R's, on this machine
+    assert _stoppable(ctx, {"tmux_pane": "%1", "via_host": "laptop"})  # its host is held here
+    assert not _stoppable(ctx, {"tmux_pane": "%1", "via_host": "buildbox"})  # offline, elsewhere
+    assert not _stoppable(ctx, {"host": "x"}) and not _stoppable(ctx, None)  # no pane known

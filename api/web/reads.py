@@ -296,6 +296,15 @@ class SessionPage:
     agent_pane: bool = False
 
 
+def _stoppable(ctx: ServerContext, launch: dict[str, Any] | None) -> bool:
+    """Its agent runs in a pane Roundtable started, reachable now: here, or by a host this
+    server holds (a button that cannot act is not offered)."""
+    if not launch or not launch.get("tmux_pane"):
+        return False
+    host = launch.get("via_host")
+    return host is None or host in ctx.hosts.links
+
+
 def history_rows(items: list[dict[str, Any]], now: datetime) -> list[HistoryRow]:
     return [
         HistoryRow(
@@ -354,7 +363,7 @@ def read_session_page(ctx: ServerContext, caller: Caller, session_id: str) -> Se
         now=now,
         requests=requests,
         reply=reply,
-        agent_pane=bool(launch and launch.get("tmux_pane")) and session.is_active,
+        agent_pane=_stoppable(ctx, launch) and session.is_active,
     )
 
 
