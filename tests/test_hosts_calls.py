@@ -381,10 +381,11 @@ def test_a_pane_a_host_started_is_never_read_here() -> None:
 def test_stop_agent_is_offered_only_where_it_can_happen() -> None:
     from types import SimpleNamespace
 
-    from roundtable_console.api.web.reads import _stoppable
+    from roundtable_console.api.web.reads import agent_reachable
 
     ctx: Any = SimpleNamespace(hosts=SimpleNamespace(links={"laptop": object()}))
-    assert _stoppable(ctx, {"tmux_pane": "%1"})  # R's, on this machine
-    assert _stoppable(ctx, {"tmux_pane": "%1", "via_host": "laptop"})  # its host is held here
-    assert not _stoppable(ctx, {"tmux_pane": "%1", "via_host": "buildbox"})  # offline, elsewhere
-    assert not _stoppable(ctx, {"host": "x"}) and not _stoppable(ctx, None)  # no pane known
+    pane = {"tmux_pane": "%1"}
+    assert agent_reachable(ctx, pane)  # R's, on this machine
+    assert agent_reachable(ctx, {**pane, "via_host": "laptop"})  # its host is held here
+    assert not agent_reachable(ctx, {**pane, "via_host": "buildbox"})  # offline, or elsewhere
+    assert not agent_reachable(ctx, {"host": "x"}) and not agent_reachable(ctx, None)  # no pane

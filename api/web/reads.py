@@ -296,7 +296,7 @@ class SessionPage:
     agent_pane: bool = False
 
 
-def _stoppable(ctx: ServerContext, launch: dict[str, Any] | None) -> bool:
+def agent_reachable(ctx: ServerContext, launch: dict[str, Any] | None) -> bool:
     """Its agent runs in a pane Roundtable started, reachable now: here, or by a host this
     server holds (a button that cannot act is not offered)."""
     if not launch or not launch.get("tmux_pane"):
@@ -363,7 +363,7 @@ def read_session_page(ctx: ServerContext, caller: Caller, session_id: str) -> Se
         now=now,
         requests=requests,
         reply=reply,
-        agent_pane=_stoppable(ctx, launch) and session.is_active,
+        agent_pane=agent_reachable(ctx, launch) and session.is_active,
     )
 
 
