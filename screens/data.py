@@ -142,12 +142,15 @@ def read_briefing(ctx: ConsoleContext, session_id: str) -> BriefingView:
 
 def read_launch(ctx: ConsoleContext, session_id: str) -> LaunchPlan:
     """The session's briefing and what resuming it would start here (store.resume.launch)."""
+    from roundtable_console.agents.operations import machine_name
+
     return launch.read_launch(
         store=require_store(ctx),
         adapters=ctx.adapters,
         session_id=session_id,
         clock=ctx.clock,
         path=os.environ.get("PATH"),
+        here=machine_name(),
     )
 
 

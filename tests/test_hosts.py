@@ -234,3 +234,38 @@ def test_the_agents_a_host_looks_for_are_the_three() -> None:
     from roundtable_console.agents.registry import AGENT_NAMES
 
     assert tuple(AGENT_COMMANDS) == AGENT_NAMES
+
+
+def test_a_session_of_another_machine_with_a_host_is_reached_through_it(
+    rt: Cli, clock: FakeClock, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """This machine does not start, read or pretend to reach a session of another machine
+    whose host the store knows: it says where it runs and how it is reached (issue 41 point
+    4). Sessions of this machine, and of machines that run no host, are as before."""
+    from roundtable_console.screens.session.transcript import read_transcript
+    from roundtable_console.store.reads.sessions import get_session
+
+    monkeypatch.setenv("ROUNDTABLE_HOST", "desk")
+    rt.with_store(lambda store: _connect(store, clock))
+    for session_id, host in (("s-laptop", "laptop"), ("s-desk", "desk"), ("s-nohost", "vm")):
+        rt.register(session_id, "--host", host, "--status", "paused", "--cwd", str(tmp_path),
+                    "--adapter", "claude", "--external-session-id", "e-1")  # fmt: skip
+    with rt.with_store(lambda store: store.read()) as db:
+        assert registry.runs_elsewhere(db, get_session(db=db, session_id="s-laptop"), "desk")
+        for mine in ("s-desk", "s-nohost"):
+            assert registry.runs_elsewhere(db, get_session(db=db, session_id=mine), "desk") is None
+    refused = rt("resume", "--session", "s-laptop", "--exec", "--json")
+    assert refused.exit_code == 1
+    assert "runs on laptop (its host is online)" in refused.stderr
+    assert rt.session("s-laptop").status == "paused"  # nothing was done
+
+    def shown(session_id: str) -> Any:
+        def read(store: Store) -> Any:
+            with store.read() as db:
+                session = get_session(db=db, session_id=session_id)
+            return read_transcript(store, session, None)
+
+        return rt.with_store(read)
+
+    assert "runs on laptop (its host is" in shown("s-laptop")
+    assert "runs on" not in shown("s-nohost")  # read here, as before: none is known

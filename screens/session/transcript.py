@@ -28,12 +28,16 @@ LABELS = {
 def read_transcript(store: Store, session: SessionFields, before: int | None) -> Page | str:
     """A page of the transcript, else the pane the agent was started in (in a worker: it reads
     a file, the store, or tmux), or why there is neither."""
+    from roundtable_console.agents.operations import machine_name
+    from roundtable_console.store.hosts.registry import elsewhere_words, runs_elsewhere
+
     with store.read() as db:
         launch = last_launch(db, session.id)
+        host = runs_elsewhere(db, session, machine_name())
     try:
         return read_activity(session, launch, before=before, limit=PAGE_ENTRIES)
     except TranscriptUnavailable as unavailable:
-        return str(unavailable)
+        return elsewhere_words(session.id, host) if host is not None else str(unavailable)
 
 
 def entries_text(entries: list[Entry]) -> Text:

@@ -195,3 +195,26 @@ def _json_list(text_value: str | None) -> list[Any]:
     except ValueError:
         return []
     return value if isinstance(value, list) else []
+
+
+def runs_elsewhere(
+    db: Connection, session: Any, here: str | None, *, clock: Clock = system_clock
+) -> HostRow | None:
+    """The host of the session's machine, when that is another machine than ``here`` (this
+    one's name, as its hooks record it) and the store knows its host: the session's agent, its
+    transcript and its pane are reached through that host, not on this machine."""
+    if not session.host or session.host == here:
+        return None
+    return get_host(db, session.host, clock=clock)
+
+
+def elsewhere_words(session_id: str, host: HostRow) -> str:
+    """Why this machine does not reach the session: where it runs, and how it is reached."""
+    from roundtable_console.store.safety.display import one_line, printable
+
+    state = "online" if host.online else f"offline, last seen {host.last_seen_at or 'never'}"
+    return (
+        f"Session {one_line(session_id, 60)!r} runs on {printable(host.name)} (its host is "
+        f"{state}): its agent, transcript and pane are reached through that host, from the web "
+        "console of roundtable serve or its API."
+    )

@@ -137,13 +137,26 @@ def read_launch(
     agent_id: str | None = None,
     clock: Clock = system_clock,
     path: str | None = None,
+    here: str | None = None,
 ) -> LaunchPlan:
-    """The briefing of the session (or of the agent's session), and its launch plan."""
+    """The briefing of the session (or of the agent's session), and its launch plan. ``here``:
+    this machine's name; a session of another machine whose host the store knows is started
+    by that host, not here (``not_launchable``, saying so)."""
+    from roundtable_console.store.hosts.registry import elsewhere_words, runs_elsewhere
     from roundtable_console.store.service import read_briefing
 
     view = read_briefing(
         store=store, adapters=adapters, session_id=session_id, agent_id=agent_id, clock=clock
     )
+    if here is not None:
+        with store.read() as db:
+            host = runs_elsewhere(db, view.session, here, clock=clock)
+        if host is not None:
+            raise _refuse(
+                f"{elsewhere_words(view.session.id, host)} Start it there (Start on "
+                f"{host.name} on its briefing page, or POST …/launch). Nothing was started.",
+                "elsewhere",
+            )
     return plan_launch(view, path=path)
 
 

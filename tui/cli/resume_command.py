@@ -95,6 +95,7 @@ def _resume_and_exec(
     import os
     from uuid import uuid4
 
+    from roundtable_console.agents.operations import machine_name
     from roundtable_console.store.errors import NotLaunchable
     from roundtable_console.store.resume.launch import exec_launch, read_launch, resume_for_launch
 
@@ -109,6 +110,7 @@ def _resume_and_exec(
             agent_id=agent_id,
             clock=inv.clock,
             path=path,
+            here=machine_name(),
         )
         outcome = resume_for_launch(
             store=store, launch=launch, actor=actor, idempotency_key=key, clock=inv.clock
