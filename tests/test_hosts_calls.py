@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import text
 from websockets.sync.client import connect
 
 from roundtable_console.agents import transcripts
@@ -389,3 +390,26 @@ def test_stop_agent_is_offered_only_where_it_can_happen() -> None:
     assert agent_reachable(ctx, {**pane, "via_host": "laptop"})  # its host is held here
     assert not agent_reachable(ctx, {**pane, "via_host": "buildbox"})  # offline, or elsewhere
     assert not agent_reachable(ctx, {"host": "x"}) and not agent_reachable(ctx, None)  # no pane
+
+
+def test_a_host_held_elsewhere_is_said_not_pretended(team: Team, tmp_path: Path) -> None:
+    """A host online through another server of the store (or on the store itself): this server
+    cannot ask it, and says so; nothing is read from its own disk instead, nothing started."""
+    from roundtable_console.store.hosts import registry
+
+    transcript = transcript_on(tmp_path / "laptop-home", "elsewhere")
+    register_on(team.store, "on-laptop", "laptop", transcript)
+    with team.store.write() as db:
+        registry.connect(db, HostFacts(name="laptop"), connection_id="another-server")
+    page = read(team, "on-laptop")
+    assert (
+        page["available"] is False and "online but not connected to this server" in page["reason"]
+    ), page
+    with team.store.write() as db:
+        db.execute(text("UPDATE agent_sessions SET status = 'stopped' WHERE id = 'on-laptop'"))
+    refused = httpx.post(
+        f"{team.served.url}/api/v1/workspaces/ws-1/sessions/on-laptop/launch",
+        headers={**team.bearer("ops"), "Idempotency-Key": "k1"},
+    )  # fmt: skip
+    assert refused.status_code == 409 and refused.json()["code"] == "host_unavailable"
+    assert "not connected to this server" in refused.json()["detail"]

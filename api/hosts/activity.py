@@ -49,8 +49,9 @@ async def read(ctx: ServerContext, source: Source, *, before: int | None, limit:
     if host.name not in ctx.hosts.links:
         if host.online:
             raise TranscriptUnavailable(
-                f"The session runs on {name}, whose host is connected to another server of this "
-                "store: read it there."
+                f"The session runs on {name}, whose host is online but not connected to this "
+                "server (to another server of this store, or to the store itself): read it "
+                "where its host is connected."
             )
         raise TranscriptUnavailable(
             f"The session runs on {name}, whose host is offline (last seen "

@@ -90,7 +90,12 @@ def _prepare(
             "it there with roundtable resume --session ID --exec.",
         )
     if host.name not in ctx.hosts.links:
-        where = "is connected to another server of this store" if host.online else "is offline"
+        where = (
+            "is online but not connected to this server (to another server of this store, or "
+            "to the store itself)"
+            if host.online
+            else "is offline"
+        )
         raise Problem(
             "host_unavailable",
             f"The host {printable(host.name)} of session {shown!r} {where}; nothing was started.",
