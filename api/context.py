@@ -27,6 +27,7 @@ from roundtable_console.api.edge.identity import (
 )
 from roundtable_console.api.edge.middleware import UNSAFE_METHODS
 from roundtable_console.api.hosts.links import HostLinks
+from roundtable_console.api.hosts.relay import Relay
 from roundtable_console.api.notify.notifier import Notifier, NotifySettings
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.streams.awaited import Awaited
@@ -145,6 +146,7 @@ class ServerContext:
             self.hub.closing,
             in_all=self.exposure.hosts_in_all,
         )
+        self.hosts.relay = Relay(self.hosts, self.hub)
 
     async def in_worker(self, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``work`` in a worker thread, awaited: no store I/O on the event loop."""

@@ -22,7 +22,7 @@ async def run(
     stop: asyncio.Event,
     seen_every: float = registry.SEEN_EVERY_SECONDS,
 ) -> None:
-    connection_id = secrets.token_hex(12)
+    connection_id = registry.ON_STORE + secrets.token_hex(12)
 
     def connect() -> bool:
         with store.write() as db:

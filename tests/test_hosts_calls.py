@@ -27,6 +27,7 @@ from roundtable_console.store.hosts import protocol
 from roundtable_console.store.hosts.facts import HostFacts
 from tests.helpers import register_session
 from tests.hosts_support import Team, ended, team_serving, wait_until
+from tests.serve_support import serving
 
 CLAUDE_ID = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
 # A host given every directory (its other checks are these tests' subject).
@@ -54,6 +55,7 @@ def register_on(store: Store, session_id: str, host: str, transcript: Path) -> N
         register_session(
             db, session_id, adapter="claude", host=host, workspace_id="ws-1",
             external_session_id=CLAUDE_ID, working_directory=str(transcript.parents[3]),
+            resume_command=f"claude --resume {CLAUDE_ID}",
             metadata={"hooks": "claude-code", "transcript_path": str(transcript)},
         )  # fmt: skip
 
@@ -392,24 +394,53 @@ def test_stop_agent_is_offered_only_where_it_can_happen() -> None:
     assert not agent_reachable(ctx, {"host": "x"}) and not agent_reachable(ctx, None)  # no pane
 
 
-def test_a_host_held_elsewhere_is_said_not_pretended(team: Team, tmp_path: Path) -> None:
-    """A host online through another server of the store (or on the store itself): this server
-    cannot ask it, and says so; nothing is read from its own disk instead, nothing started."""
+@pytest.fixture
+def two_servers(store: Store, store_url: str, tmp_path: Path) -> Iterator[tuple[Team, str]]:
+    """A team's two servers on one store (each engine): the first, with its tokens; the
+    second's URL."""
+    for team in team_serving(store, store_url, tmp_path / "first-home"):
+        with serving(store_url, tmp_path / "second-home") as second:
+            yield team, second.url
+
+
+def test_a_host_held_by_another_server_of_the_store_is_reached_through_it(
+    two_servers: tuple[Team, str], tmp_path: Path
+) -> None:
+    """Several servers on one store share the hosts: the laptop's host holds its link to the
+    first server; the second reads its session's transcript, starts nothing it should not,
+    and says so when the host is gone."""
+    team, second = two_servers
+    transcript = transcript_on(tmp_path / "laptop-home", "asked on the second server")
+    register_on(team.store, "on-laptop", "laptop", transcript)
+    host = team.host("--project", str(tmp_path / "laptop-home"))
+    url = f"{second}/api/v1/workspaces/ws-1/sessions/on-laptop"
+    try:
+        wait_until(lambda: team.online("laptop"), "the host online on the first server")
+        page = httpx.get(f"{url}/transcript", headers=team.bearer("vic"), timeout=30).json()
+        assert page["available"] is True, page
+        assert page["items"][-1]["text"] == "asked on the second server"
+        with team.store.write() as db:
+            db.execute(text("UPDATE agent_sessions SET status = 'stopped' WHERE id = 'on-laptop'"))
+        refused = httpx.post(f"{url}/launch", timeout=60,
+                             headers={**team.bearer("ops"), "Idempotency-Key": "k1"})  # fmt: skip
+        # Asked through the first server, the host refuses: it has no claude (its own words).
+        assert refused.status_code == 409 and "has no claude-code" in refused.json()["detail"]
+    finally:
+        host.send_signal(signal.SIGTERM)
+    assert ended(host)[0] == 0
+    wait_until(lambda: not team.online("laptop"), "the host offline")
+    gone = httpx.get(f"{url}/transcript", headers=team.bearer("vic"), timeout=30).json()
+    assert gone["available"] is False and "whose host is offline" in gone["reason"]
+
+
+def test_a_host_on_the_store_itself_is_said_not_waited_for(team: Team, tmp_path: Path) -> None:
+    """A host that reaches the store itself (host run --db) has no link any server can use:
+    said at once."""
     from roundtable_console.store.hosts import registry
 
-    transcript = transcript_on(tmp_path / "laptop-home", "elsewhere")
+    transcript = transcript_on(tmp_path / "laptop-home", "on the store")
     register_on(team.store, "on-laptop", "laptop", transcript)
     with team.store.write() as db:
-        registry.connect(db, HostFacts(name="laptop"), connection_id="another-server")
+        registry.connect(db, HostFacts(name="laptop"), connection_id=registry.ON_STORE + "x")
     page = read(team, "on-laptop")
-    assert (
-        page["available"] is False and "online but not connected to this server" in page["reason"]
-    ), page
-    with team.store.write() as db:
-        db.execute(text("UPDATE agent_sessions SET status = 'stopped' WHERE id = 'on-laptop'"))
-    refused = httpx.post(
-        f"{team.served.url}/api/v1/workspaces/ws-1/sessions/on-laptop/launch",
-        headers={**team.bearer("ops"), "Idempotency-Key": "k1"},
-    )  # fmt: skip
-    assert refused.status_code == 409 and refused.json()["code"] == "host_unavailable"
-    assert "not connected to this server" in refused.json()["detail"]
+    assert page["available"] is False and "reaches the store itself" in page["reason"], page

@@ -297,6 +297,7 @@ def test_opening_keeps_every_reference_column_and_index(reference_path: Path):
         "push_presence",
         "push_sends",
         "hosts",
+        "host_calls",
         "alembic_version",
     }
     assert tables == {*REFERENCE_TABLES, "sqlite_sequence", *ours}

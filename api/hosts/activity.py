@@ -2,10 +2,10 @@
 (``roundtable host run``) is read through that host's link; any other, here, as before.
 
 A session names its machine (``host``). When the store knows a host of that name, the
-transcript or pane is on that machine, not on this server's disk: it is asked of the host when
-this server holds its link, and otherwise said in one sentence (offline, or held by another
-server of the store). A session of a machine that runs no host is read here: an agent on the
-server's own machine, as before hosts.
+transcript or pane is on that machine, not on this server's disk: it is asked of the host, over
+its link when this server holds it, else through the server that does (``api.hosts.relay``);
+a host that is offline is said in one sentence. A session of a machine that runs no host is
+read here: an agent on the server's own machine, as before hosts.
 """
 
 from __future__ import annotations
@@ -18,12 +18,17 @@ from sqlalchemy import Connection
 from roundtable_console.agents.panes import read_activity
 from roundtable_console.agents.transcripts import Page, TranscriptUnavailable
 from roundtable_console.api.context import ServerContext
-from roundtable_console.api.hosts.links import HostRefused, HostUnreachable
+from roundtable_console.api.hosts.answers import HostRefused, HostUnreachable
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.hosts.registry import HostRow, get_host
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.safety.display import printable
 from roundtable_console.store.service import last_launch
+
+ON_STORE_WORDS = (
+    "The session runs on {name}, whose host reaches the store itself (host run --db): a "
+    "server asks a host only over the connection it opens (host run --server)."
+)
 
 
 class Source:
@@ -46,17 +51,13 @@ async def read(ctx: ServerContext, source: Source, *, before: int | None, limit:
             read_activity, source.session, source.launch, before=before, limit=limit
         )
     name = printable(host.name)
-    if host.name not in ctx.hosts.links:
-        if host.online:
-            raise TranscriptUnavailable(
-                f"The session runs on {name}, whose host is online but not connected to this "
-                "server (to another server of this store, or to the store itself): read it "
-                "where its host is connected."
-            )
+    if host.name not in ctx.hosts.links and not host.online:
         raise TranscriptUnavailable(
             f"The session runs on {name}, whose host is offline (last seen "
             f"{host.last_seen_at or 'never'}): its transcript is read through it."
         )
+    if host.name not in ctx.hosts.links and host.on_store:
+        raise TranscriptUnavailable(ON_STORE_WORDS.format(name=name))
     args = {
         "session": protocol.call_session(source.session),
         "launch": dict(source.launch) if source.launch else None,
@@ -64,7 +65,7 @@ async def read(ctx: ServerContext, source: Source, *, before: int | None, limit:
         "limit": limit,
     }
     try:
-        body = await ctx.hosts.call(host.name, protocol.ACTIVITY, args)
+        body = await ctx.hosts.call_anywhere(host.name, protocol.ACTIVITY, args)
     except (HostUnreachable, HostRefused) as error:
         raise TranscriptUnavailable(str(error)) from None
     try:

@@ -17,7 +17,8 @@ from typing import Any
 
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
-from roundtable_console.api.hosts.links import HostRefused, HostUnreachable
+from roundtable_console.api.hosts.activity import ON_STORE_WORDS
+from roundtable_console.api.hosts.answers import HostRefused, HostUnreachable
 from roundtable_console.api.hosts.routed import Found, in_workspace
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes import wire
@@ -89,17 +90,15 @@ def _prepare(
             f"Session {shown!r} runs on a machine with no host (roundtable host run): start "
             "it there with roundtable resume --session ID --exec.",
         )
-    if host.name not in ctx.hosts.links:
-        where = (
-            "is online but not connected to this server (to another server of this store, or "
-            "to the store itself)"
-            if host.online
-            else "is offline"
-        )
+    if host.name not in ctx.hosts.links and not host.online:
         raise Problem(
             "host_unavailable",
-            f"The host {printable(host.name)} of session {shown!r} {where}; nothing was started.",
+            f"The host {printable(host.name)} of session {shown!r} is offline; nothing was "
+            "started.",
         )
+    if host.name not in ctx.hosts.links and host.on_store:
+        words = ON_STORE_WORDS.format(name=printable(host.name))
+        raise Problem("host_unavailable", f"{words} Nothing was started.")
     view = service.read_briefing(
         store=ctx.store, adapters=ctx.adapters, session_id=session.id, clock=ctx.clock,
         wall=caller.wall,
@@ -129,7 +128,9 @@ def _prepare(
 
 async def _ask(ctx: ServerContext, ready: Ready, args: dict[str, Any]) -> dict[str, Any]:
     try:
-        return await ctx.hosts.call(ready.host, protocol.LAUNCH, args, timeout=LAUNCH_SECONDS)
+        return await ctx.hosts.call_anywhere(
+            ready.host, protocol.LAUNCH, args, timeout=LAUNCH_SECONDS
+        )
     except HostRefused as refused:
         raise Problem("not_launchable", f"{refused} Nothing was started.") from None
     except HostUnreachable as unreachable:

@@ -23,13 +23,13 @@ from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from roundtable_console.api.edge.identity import Caller
+from roundtable_console.api.hosts.answers import Asker, HostRefused, HostUnreachable, outcome_of
 from roundtable_console.api.problems import Problem, refusal_of
 from roundtable_console.api.streams.slots import Recheck, Slot, StreamSlots
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.hosts import protocol, registry
 from roundtable_console.store.hosts.facts import HostFacts
-from roundtable_console.store.safety.display import printable
 
 log = logging.getLogger("roundtable.hosts")
 
@@ -80,14 +80,6 @@ class Link:
         return True
 
 
-class HostUnreachable(Exception):
-    """The host cannot be asked, or did not answer: why, in one sentence."""
-
-
-class HostRefused(Exception):
-    """The host would not do what it was asked (not its session, say): its words."""
-
-
 class HostLinks:
     def __init__(
         self,
@@ -114,6 +106,9 @@ class HostLinks:
         self.links: dict[str, Link] = {}
         self._seeing: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # Calls for hosts other servers of the store hold, and theirs for ours (set by the
+        # server's context: api.hosts.relay).
+        self.relay: Asker | None = None
 
     async def serve(self, websocket: WebSocket, caller: Caller, call: Any) -> None:
         """Hold the host's connection until it goes, its token ends or the server stops."""
@@ -163,6 +158,8 @@ class HostLinks:
             await _close(websocket, code, reason)
             return
         self._see()
+        if self.relay is not None:
+            self.relay.holding()
         log.info("host %s connected", facts.name)
         try:
             await websocket.send_json(
@@ -239,22 +236,27 @@ class HostLinks:
             raise HostUnreachable(f"The host {name} went away.") from None
         finally:
             link.pending.pop(call_id, None)
-        if isinstance(answer.get("ok"), dict):
-            return answer["ok"]
-        for key, error in (("unavailable", HostUnreachable), ("refused", HostRefused)):
-            if isinstance(answer.get(key), str):
-                raise error(printable(answer[key][:500]))
-        raise HostUnreachable(f"The host {name} answered with something this server cannot read.")
+        return outcome_of(name, answer)
+
+    async def call_anywhere(
+        self, name: str, op: str, args: dict[str, Any], *, timeout: float = protocol.CALL_SECONDS
+    ) -> dict[str, Any]:
+        """``call``, whichever server of the store holds the host: this one, over its link;
+        another, through the store (``api.hosts.relay``)."""
+        if name in self.links or self.relay is None:
+            return await self.call(name, op, args, timeout=timeout)
+        return await self.relay.ask(name, op, args, timeout=timeout)
 
     def call_from_worker(
-        self, name: str, op: str, args: dict[str, Any], *, timeout: float
+        self, name: str, op: str, args: dict[str, Any], *, timeout: float, anywhere: bool = True
     ) -> dict[str, Any]:
-        """``call``, from a worker thread (work that must ask a host in the middle of it): the
-        thread waits ``timeout`` at most."""
+        """``call_anywhere`` (``anywhere``; else ``call``), from a worker thread (work that must
+        ask a host in the middle of it): the thread waits ``timeout`` at most."""
         loop = self._loop
         if loop is None or loop.is_closed():
             raise HostUnreachable(f"The host {name} is not connected to this server.")
-        asked = asyncio.run_coroutine_threadsafe(self.call(name, op, args, timeout=timeout), loop)
+        asking = self.call_anywhere if anywhere else self.call
+        asked = asyncio.run_coroutine_threadsafe(asking(name, op, args, timeout=timeout), loop)
         try:
             return asked.result(timeout + 1)
         except TimeoutError:

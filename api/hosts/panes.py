@@ -13,7 +13,7 @@ from typing import Any
 
 from roundtable_console.agents.replying import Panes, pane_route, type_keys
 from roundtable_console.api.context import ServerContext
-from roundtable_console.api.hosts.links import HostRefused, HostUnreachable
+from roundtable_console.api.hosts.answers import HostRefused, HostUnreachable
 from roundtable_console.store.errors import NoReplyPath
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.replies.sending import PANE, ReplyRoute
@@ -49,7 +49,7 @@ def panes_of(ctx: ServerContext, *, look: bool = True) -> Panes:
         try:
             ctx.hosts.call_from_worker(
                 host, protocol.TYPE, {"launch": dict(launch), "line": line},
-                timeout=protocol.TYPE_SECONDS,
+                timeout=protocol.TYPE_SECONDS, anywhere=False,  # inside the store's write
             )  # fmt: skip
         except (HostUnreachable, HostRefused) as why:
             raise NoReplyPath(f"{why} Nothing was sent.") from None

@@ -14,7 +14,7 @@ from roundtable_console.agents.panes import GRACE_MOST, GRACE_SECONDS, stop_agen
 from roundtable_console.agents.transcripts import TranscriptUnavailable
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
-from roundtable_console.api.hosts.links import HostRefused, HostUnreachable
+from roundtable_console.api.hosts.answers import HostRefused, HostUnreachable
 from roundtable_console.api.hosts.routed import Found, in_workspace
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes import bodies
@@ -48,7 +48,9 @@ async def run(
     if isinstance(host, str):
         args = {"launch": dict(launch), "grace": grace}
         try:
-            body = await ctx.hosts.call(host, protocol.STOP_AGENT, args, timeout=grace + 15)
+            body = await ctx.hosts.call_anywhere(
+                host, protocol.STOP_AGENT, args, timeout=grace + 15
+            )
         except (HostUnreachable, HostRefused) as why:
             raise Problem("agent_not_running", f"{why} Nothing was stopped.") from None
         signal_name, exited = str(body.get("signal"))[:10], body.get("exited") is True

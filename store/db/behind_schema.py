@@ -136,6 +136,7 @@ POSTGRES_READABLE_BEHIND = frozenset(
         "0016_web_push",
         "0017_presence_order",
         "0018_session_host",
+        "0019_hosts",
     }
 )
 # Tables of ours a PostgreSQL store behind may lack, as views.

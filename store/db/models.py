@@ -367,3 +367,19 @@ class Host(SQLModel, table=True):
     tmux: str | None = _text()
     version: str | None = _text()
     platform: str | None = _text()
+
+
+class HostCall(SQLModel, table=True):
+    """An operation for a host held by another server of the store (migration 0020;
+    ``store.hosts.calls``)."""
+
+    __tablename__ = "host_calls"
+    id: str = _text(primary_key=True, nullable=False)
+    host: str = _text(nullable=False)
+    op: str = _text(nullable=False)
+    args_json: str = _text(nullable=False)
+    asked_at: str = _text(nullable=False)
+    expires_at: str = _text(nullable=False)
+    taken_by: str | None = _text()
+    answer_json: str | None = _text()
+    answered_at: str | None = _text()

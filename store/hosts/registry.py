@@ -27,6 +27,8 @@ from roundtable_console.store.rules import ACTIVE_STATES
 # its hosts offline within ONLINE_SECONDS.
 SEEN_EVERY_SECONDS = 30
 ONLINE_SECONDS = 90
+# The connection id of a host on the store itself (``host run --db``) begins so.
+ON_STORE = "store-"
 
 # A host is taken only when no live connection holds it: none does, or the one that did was
 # not seen for ONLINE_SECONDS (its server stopped without a word). A second process of the
@@ -74,6 +76,7 @@ class HostRow:
     first_seen_at: str
     sessions: int = 0
     active: int = 0
+    on_store: bool = False  # held by ``host run --db`` itself: no server can ask it
 
     @property
     def name(self) -> str:
@@ -181,6 +184,7 @@ def _row(row: dict[str, Any], counts: tuple[int, int], now: Any) -> HostRow:
             platform=row["platform"],
         ),
         online=online,
+        on_store=online and str(row["connection_id"]).startswith(ON_STORE),
         connected_at=row["connected_at"] if online else None,
         last_seen_at=row["last_seen_at"],
         first_seen_at=row["first_seen_at"],

@@ -1,0 +1,40 @@
+"""Operations for a host held by another server of the store (issue 41 point 2): ``host_calls``.
+
+A server asked for something only a host can do, whose host another server of the same store
+holds, writes the call here; the server that holds the host takes it (``taken_by``), asks its
+host over its link, and writes the answer; the first server reads it. A call is kept until it
+is answered or its time is over, then pruned. On PostgreSQL every write notifies the store's
+change channel (migration 0005's function), so both servers are woken, not polling.
+
+Revision ID: 0020_host_calls
+"""
+
+from alembic import op
+
+revision = "0020_host_calls"
+down_revision = "0019_hosts"
+branch_labels = None
+depends_on = None
+
+CREATE_TABLE = (
+    "CREATE TABLE IF NOT EXISTS host_calls ("
+    "id TEXT PRIMARY KEY, host TEXT NOT NULL, op TEXT NOT NULL, args_json TEXT NOT NULL,"
+    " asked_at TEXT NOT NULL, expires_at TEXT NOT NULL, taken_by TEXT, answer_json TEXT,"
+    " answered_at TEXT)"
+)
+CREATE_INDEX = "CREATE INDEX IF NOT EXISTS ix_host_calls_host ON host_calls (host, answered_at)"
+
+
+def upgrade() -> None:
+    op.execute(CREATE_TABLE)
+    op.execute(CREATE_INDEX)
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("DROP TRIGGER IF EXISTS rt_notify_host_calls ON host_calls")
+        op.execute(
+            "CREATE TRIGGER rt_notify_host_calls AFTER INSERT OR UPDATE ON host_calls "
+            "FOR EACH STATEMENT EXECUTE FUNCTION rt_notify_change()"
+        )
+
+
+def downgrade() -> None:
+    raise NotImplementedError("Additive migrations are not rolled back.")
