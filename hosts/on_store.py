@@ -1,27 +1,32 @@
 """A host on a machine that reaches the database itself (``roundtable host run --db URL``):
 it writes its own row, says it is still there every ``registry.SEEN_EVERY_SECONDS`` (one
-statement), and lets go of it as it stops."""
+statement), and lets go of it as it stops. On PostgreSQL it also answers the calls servers make
+for it through the store (``store.hosts.calls``): it LISTENs for them, and is woken by nothing
+else."""
 
 from __future__ import annotations
 
 import asyncio
 import secrets
 from collections.abc import Callable
+from typing import Any
 
+from roundtable_console.hosts import operations
+from roundtable_console.hosts.found import Machine
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import StoreError
-from roundtable_console.store.hosts import registry
-from roundtable_console.store.hosts.facts import HostFacts
+from roundtable_console.store.hosts import calls, registry
 
 
 async def run(
     store: Store,
-    facts: HostFacts,
+    machine: Machine,
     *,
     say: Callable[[str], None],
     stop: asyncio.Event,
     seen_every: float = registry.SEEN_EVERY_SECONDS,
 ) -> None:
+    facts = machine.facts
     connection_id = registry.ON_STORE + secrets.token_hex(12)
 
     def connect() -> bool:
@@ -45,9 +50,14 @@ async def run(
             held = False
         if held:
             say(f"Host {facts.name!r} is on {store.description}.")
+            answering = None
+            if store.dialect == "postgresql":
+                answering = asyncio.create_task(_answer_calls(store, machine, connection_id))
             try:
                 await _hold(still_held, stop, seen_every, say)
             finally:
+                if answering is not None:
+                    answering.cancel()
                 try:
                     await asyncio.to_thread(let_go)
                 except StoreError:
@@ -84,3 +94,37 @@ async def _hold(
             continue
         if not held:
             return
+
+
+ANSWER_LOOK_SECONDS = 1.0  # how soon a stop is seen while waiting for calls
+
+
+async def _answer_calls(store: Store, machine: Machine, taker: str) -> None:
+    """Each call for this host, answered (``hosts.operations``), as the calls' channel says
+    there is one (a look at the table only when it does)."""
+    name = machine.facts.name
+
+    def take() -> list[calls.OpenCall]:
+        with store.read() as db:
+            found = calls.open_for(db, [name])
+        if not found:
+            return []
+        with store.write() as db:
+            return calls.take(db, found, taker)
+
+    def write(call_id: str, body: dict[str, Any]) -> None:
+        with store.write() as db:
+            calls.answer(db, call_id, body)
+
+    token: object | None = None
+    while True:
+        latest = await asyncio.to_thread(store.wait_for_host_calls, token, ANSWER_LOOK_SECONDS)
+        if latest is not None and latest == token:
+            continue  # nothing was asked
+        token = latest
+        try:
+            for call in await asyncio.to_thread(take):
+                body = await asyncio.to_thread(operations.answer, machine, call.op, call.args)
+                await asyncio.to_thread(write, call.id, body)
+        except StoreError:
+            continue  # the store is out of reach: the next look tries again

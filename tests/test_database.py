@@ -382,6 +382,15 @@ def test_the_console_listens_on_the_channel_migration_0005_notifies():
     assert f"pg_notify('{CHANNEL}', '')" in migration.PG_FUNCTION
 
 
+def test_a_host_on_the_store_listens_on_the_channel_migration_0020_notifies():
+    from roundtable_console.store.db.notifications import HOST_CALLS_CHANNEL
+
+    migration = importlib.import_module(
+        "roundtable_console.store.db.migrations.versions.0020_host_calls"
+    )
+    assert f"pg_notify('{HOST_CALLS_CHANNEL}', '')" in migration.PG_FUNCTION
+
+
 def test_a_store_at_the_baseline_is_brought_to_head(tmp_path: Path):
     path = tmp_path / "old.db"
     with sqlite3.connect(path) as conn:

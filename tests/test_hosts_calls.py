@@ -26,7 +26,7 @@ from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.hosts.facts import HostFacts
 from tests.helpers import register_session
-from tests.hosts_support import Team, ended, team_serving, wait_until
+from tests.hosts_support import Team, ended, host_started, team_serving, wait_until
 from tests.serve_support import serving
 
 CLAUDE_ID = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
@@ -443,4 +443,24 @@ def test_a_host_on_the_store_itself_is_said_not_waited_for(team: Team, tmp_path:
     with team.store.write() as db:
         registry.connect(db, HostFacts(name="laptop"), connection_id=registry.ON_STORE + "x")
     page = read(team, "on-laptop")
-    assert page["available"] is False and "reaches the store itself" in page["reason"], page
+    assert page["available"] is False and "store itself (host run --db)" in page["reason"], page
+
+
+def test_a_host_on_a_postgresql_store_answers_through_it(pg_store: Store, tmp_path: Path) -> None:
+    """On PostgreSQL a host on the store itself (host run --db) answers the calls servers make
+    for it through the store: woken by its own channel, never by the fleet's changes."""
+    url = pg_store.engine.url.render_as_string(hide_password=False)
+    with contextmanager(team_serving)(pg_store, url, tmp_path / "server-home") as team:
+        transcript = transcript_on(tmp_path / "laptop-home", "asked through the store")
+        register_on(team.store, "on-laptop", "laptop", transcript)
+        host = host_started(
+            team.home, "--name", "laptop", "--db", url, "--project", str(tmp_path / "laptop-home")
+        )
+        try:
+            wait_until(lambda: team.online("laptop"), "the host on the store online")
+            page = read(team, "on-laptop")
+            assert page["available"] is True, page
+            assert page["items"][-1]["text"] == "asked through the store"
+        finally:
+            host.send_signal(signal.SIGTERM)
+        assert ended(host)[0] == 0

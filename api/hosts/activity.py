@@ -26,8 +26,9 @@ from roundtable_console.store.safety.display import printable
 from roundtable_console.store.service import last_launch
 
 ON_STORE_WORDS = (
-    "The session runs on {name}, whose host reaches the store itself (host run --db): a "
-    "server asks a host only over the connection it opens (host run --server)."
+    "The session runs on {name}, whose host reaches this SQLite store itself (host run --db): "
+    "a server asks it only over the connection it opens (host run --server), or through a "
+    "PostgreSQL store."
 )
 
 
@@ -56,7 +57,7 @@ async def read(ctx: ServerContext, source: Source, *, before: int | None, limit:
             f"The session runs on {name}, whose host is offline (last seen "
             f"{host.last_seen_at or 'never'}): its transcript is read through it."
         )
-    if host.name not in ctx.hosts.links and host.on_store:
+    if host.name not in ctx.hosts.links and host.on_store and ctx.store.dialect != "postgresql":
         raise TranscriptUnavailable(ON_STORE_WORDS.format(name=name))
     args = {
         "session": protocol.call_session(source.session),

@@ -96,7 +96,7 @@ def _prepare(
             f"The host {printable(host.name)} of session {shown!r} is offline; nothing was "
             "started.",
         )
-    if host.name not in ctx.hosts.links and host.on_store:
+    if host.name not in ctx.hosts.links and host.on_store and ctx.store.dialect != "postgresql":
         words = ON_STORE_WORDS.format(name=printable(host.name))
         raise Problem("host_unavailable", f"{words} Nothing was started.")
     view = service.read_briefing(

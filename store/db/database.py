@@ -15,7 +15,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import URL, make_url
 
 from roundtable_console.store.db.drivers import BUSY_TIMEOUT_MS, unavailable_message
-from roundtable_console.store.db.notifications import ChangeListener
+from roundtable_console.store.db.notifications import HOST_CALLS_CHANNEL, ChangeListener
 from roundtable_console.store.db.permissions import refused_write
 from roundtable_console.store.db.sqlite_files import (
     check_sqlite_file,
@@ -273,6 +273,8 @@ class Store:
         # otherwise connect afresh, and SQLite would make the file anew where it was deleted.
         self._watch_closed = False
         self._listener = ChangeListener(self._listening_connection)
+        # Calls for hosts alone (a host on the store itself: store.hosts.calls), opened on use.
+        self._calls_listener = ChangeListener(self._listening_connection, HOST_CALLS_CHANNEL)
 
     @property
     def description(self) -> str:
@@ -394,6 +396,14 @@ class Store:
                 return token
             time.sleep(min(SQLITE_WATCH_SECONDS, left))
 
+    def wait_for_host_calls(self, since: object | None, timeout: float) -> object | None:
+        """As ``wait_for_change``, for calls for hosts only (PostgreSQL; None elsewhere, after
+        ``timeout``: a host on a SQLite store takes no calls)."""
+        if self.dialect != "postgresql":
+            time.sleep(timeout)
+            return None
+        return self._calls_listener.wait(since, timeout)
+
     def _listening_connection(self) -> Any:
         """A connection of the pool's kind, taken out of it for LISTEN, in autocommit mode."""
         proxied = self.engine.raw_connection()
@@ -413,6 +423,7 @@ class Store:
 
     def dispose(self) -> None:
         self._listener.close()
+        self._calls_listener.close()
         with self._watch_lock:
             self._watch_closed = True
             self._close_watch()

@@ -14,6 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 CHANNEL = "roundtable_changes"
+# Calls for hosts (migration 0020): a host on the store itself listens here only, so a busy
+# fleet's changes do not wake it.
+HOST_CALLS_CHANNEL = "roundtable_host_calls"
 # How long the listening thread waits for notifications before it checks whether it should
 # stop: what closing a store may take at most.
 LISTEN_SLICE_SECONDS = 0.25
@@ -24,12 +27,13 @@ BATCH_SECONDS = 0.05
 
 
 class ChangeListener:
-    """Counts the notifications of ``CHANNEL`` on a connection from ``connect`` (a psycopg
-    connection in autocommit mode). Opened on the first ``token()``; reopened by a later one
-    when it breaks. Safe to use from any thread."""
+    """Counts the notifications of ``channel`` (``CHANNEL`` unless told) on a connection from
+    ``connect`` (a psycopg connection in autocommit mode). Opened on the first ``token()``;
+    reopened by a later one when it breaks. Safe to use from any thread."""
 
-    def __init__(self, connect: Callable[[], Any]) -> None:
+    def __init__(self, connect: Callable[[], Any], channel: str = CHANNEL) -> None:
         self._connect = connect
+        self._channel = channel
         self._arrived = threading.Condition()
         self._identity: object | None = None
         self._received = 0
@@ -68,7 +72,7 @@ class ChangeListener:
         arrives as a notification. Called with the lock held."""
         try:
             connection = self._connect()
-            connection.execute(f"LISTEN {CHANNEL}")
+            connection.execute(f"LISTEN {self._channel}")
         except Exception:  # noqa: BLE001 - no listener means "re-read"; reads report the cause
             return
         identity = object()

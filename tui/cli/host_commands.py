@@ -114,7 +114,7 @@ def run_command(
 
     with inv.store(url=url) as store:
         raise SystemExit(
-            _until_stopped(lambda say, stop: on_store.run(store, facts, say=say, stop=stop))
+            _until_stopped(lambda say, stop: on_store.run(store, machine, say=say, stop=stop))
         )
 
 
