@@ -65,7 +65,10 @@ def clear_stale_clusters(directory: Path | None = None) -> list[Path]:
                     os.kill(pid, 0)
                     continue  # a server runs there
                 except ProcessLookupError:
-                    pass
+                    # initdb's single-user steps leave their pid file behind between them: a
+                    # cluster being made by another run is not stale yet.
+                    if time.time() - pid_file.stat().st_mtime < STALE_CLUSTER_SECONDS:
+                        continue
                 except PermissionError:
                     continue
             elif time.time() - base.stat().st_mtime < STALE_CLUSTER_SECONDS:

@@ -52,22 +52,25 @@ def test_only_the_clusters_nobody_runs_are_cleared(tmp_path: Path) -> None:
     def cluster(name: str, pid: int | None, age: float = 0) -> Path:
         base = tmp_path / f"rt-pg-{name}"
         (base / "data").mkdir(parents=True)
+        then = time.time() - age
         if pid is not None:
             (base / "data" / "postmaster.pid").write_text(f"{pid}\n/data\n")
-        then = time.time() - age
+            os.utime(base / "data" / "postmaster.pid", (then, then))
         os.utime(base, (then, then))
         return base
 
     dead = subprocess.Popen(["true"])  # a pid that has exited
     dead.wait()
-    killed = cluster("killed", dead.pid)
+    killed = cluster("killed", dead.pid, age=STALE_CLUSTER_SECONDS + 60)
+    # initdb's single-user steps leave a pid file of a process that has exited between them.
+    between_steps = cluster("between-steps", dead.pid)
     running = cluster("running", os.getpid())
     starting = cluster("starting", None)
     left = cluster("left", None, age=STALE_CLUSTER_SECONDS + 60)
     other = tmp_path / "pytest-of-someone"
     other.mkdir()
     assert sorted(clear_stale_clusters(tmp_path)) == sorted([killed, left])
-    assert running.exists() and starting.exists() and other.exists()
+    assert running.exists() and starting.exists() and other.exists() and between_steps.exists()
     assert not killed.exists() and not left.exists()
 
 
