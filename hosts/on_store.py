@@ -97,16 +97,18 @@ async def _hold(
 
 
 ANSWER_LOOK_SECONDS = 1.0  # how soon a stop is seen while waiting for calls
+MARGIN_SECONDS = 1.0  # a call with less time left is not begun: its asker gives up first
 
 
 async def _answer_calls(store: Store, machine: Machine, taker: str) -> None:
     """Each call for this host, answered (``hosts.operations``), as the calls' channel says
-    there is one (a look at the table only when it does)."""
+    there is one: a look at the table only then (or after the store was out of reach), the
+    calls taken and done one at a time, each only while its asker still waits."""
     name = machine.facts.name
 
     def take() -> list[calls.OpenCall]:
         with store.read() as db:
-            found = calls.open_for(db, [name])
+            found = calls.open_for(db, [name], most=1)
         if not found:
             return []
         with store.write() as db:
@@ -114,17 +116,25 @@ async def _answer_calls(store: Store, machine: Machine, taker: str) -> None:
 
     def write(call_id: str, body: dict[str, Any]) -> None:
         with store.write() as db:
-            calls.answer(db, call_id, body)
+            calls.answer(db, call_id, body, taker)
 
     token: object | None = None
     while True:
         latest = await asyncio.to_thread(store.wait_for_host_calls, token, ANSWER_LOOK_SECONDS)
         if latest is not None and latest == token:
             continue  # nothing was asked
-        token = latest
         try:
-            for call in await asyncio.to_thread(take):
-                body = await asyncio.to_thread(operations.answer, machine, call.op, call.args)
-                await asyncio.to_thread(write, call.id, body)
+            while taken := await asyncio.to_thread(take):
+                for call in taken:
+                    body = call.refusal()
+                    if body is None and call.seconds_left() < MARGIN_SECONDS:
+                        body = {"unavailable": "The call came too late to be done in its time."}
+                    if body is None:
+                        body = await asyncio.to_thread(
+                            operations.answer, machine, call.op, call.args
+                        )
+                    await asyncio.to_thread(write, call.id, body)
+            token = latest
         except StoreError:
-            continue  # the store is out of reach: the next look tries again
+            token = None  # out of reach: look again in a while, and once it answers
+            await asyncio.sleep(ANSWER_LOOK_SECONDS)

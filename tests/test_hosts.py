@@ -269,3 +269,53 @@ def test_a_session_of_another_machine_with_a_host_is_reached_through_it(
 
     assert "runs on laptop (its host is" in shown("s-laptop")
     assert "runs on" not in shown("s-nohost")  # read here, as before: none is known
+
+
+def test_a_call_through_the_store_is_taken_once_answered_once_and_not_kept(
+    store: Store, clock: FakeClock
+) -> None:
+    """store.hosts.calls: the rules a relayed call keeps, on each engine."""
+    from sqlalchemy import text
+
+    from roundtable_console.store.hosts import calls, protocol
+
+    with store.write() as db:
+        first = calls.ask(db, "laptop", protocol.ACTIVITY, {"a": 1}, seconds=10, clock=clock)
+        other = calls.ask(db, "buildbox", protocol.LAUNCH, {"b": 2}, seconds=10, clock=clock)
+        given_up = calls.ask(db, "laptop", protocol.STOP_AGENT, {}, seconds=10, clock=clock)
+        with pytest.raises(ValueError):  # a reply is never typed through the store
+            calls.ask(db, "laptop", protocol.TYPE, {}, seconds=10, clock=clock)
+        # Written by something other than a server: an operation, arguments, a time out of shape.
+        for row_id, op, args, expires in (
+            ("forged-op", "run", "{}", "2999-01-01T00:00:00.000000Z"),
+            ("forged-args", protocol.ACTIVITY, "[1]", "2026-09-17T17:26:45.000000Z"),
+        ):
+            db.execute(text(
+                "INSERT INTO host_calls (id, host, op, args_json, asked_at, expires_at) VALUES"
+                " (:id, 'laptop', :op, :args, '2026-09-17T17:26:35.000000Z', :expires)"
+            ), {"id": row_id, "op": op, "args": args, "expires": expires})  # fmt: skip
+    with store.write() as db:
+        assert calls.abandon(db, given_up, clock=clock) is True
+    with store.read() as db:
+        found = calls.open_for(db, ["laptop"], clock=clock)
+    # The far-future row is left alone; the given-up one is nobody's; buildbox's is not ours.
+    assert [call.id for call in found] == [first, "forged-args"]
+    assert found[0].refusal() is None and found[1].refusal() is not None
+    with store.write() as db:
+        assert [c.id for c in calls.take(db, found, "server-1", clock=clock)] == [
+            first, "forged-args"]  # fmt: skip
+        assert calls.take(db, found, "server-2", clock=clock) == []  # taken once
+        calls.answer(db, first, {"ok": {"x": 1}}, "server-2", clock=clock)  # not its taker
+        assert calls.answer_of(db, first) is None
+        calls.answer(db, first, {"ok": {"x": 1}}, "server-1", clock=clock)
+        calls.answer(db, first, {"ok": {"x": 2}}, "server-1", clock=clock)  # once
+        assert calls.answer_of(db, first) == {"ok": {"x": 1}}
+        calls.forget(db, first)
+        assert calls.answer_of(db, first) is None
+    clock.advance(seconds=11)
+    with store.read() as db:
+        assert calls.open_for(db, ["buildbox"], clock=clock) == []  # past its time
+    with store.write() as db:
+        calls.ask(db, "laptop", protocol.ACTIVITY, {}, seconds=5, clock=clock)  # prunes
+        left = {row[0] for row in db.execute(text("SELECT id FROM host_calls"))}
+    assert other not in left and given_up not in left and "forged-op" in left

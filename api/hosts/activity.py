@@ -25,11 +25,23 @@ from roundtable_console.store.records import SessionFields
 from roundtable_console.store.safety.display import printable
 from roundtable_console.store.service import last_launch
 
-ON_STORE_WORDS = (
-    "The session runs on {name}, whose host reaches this SQLite store itself (host run --db): "
-    "a server asks it only over the connection it opens (host run --server), or through a "
-    "PostgreSQL store."
-)
+
+def unreachable(ctx: ServerContext, host: HostRow) -> str | None:
+    """Why no server can ask the session's host now, in one sentence; None when one can (this
+    server over its link, or the server or store that holds it, through the store)."""
+    if host.name in ctx.hosts.links:
+        return None
+    name = printable(host.name)
+    if not host.online:
+        seen = host.last_seen_at or "never"
+        return f"The session runs on {name}, whose host is offline (last seen {seen})."
+    if host.on_store and ctx.store.dialect != "postgresql":
+        return (
+            f"The session runs on {name}, whose host reaches this SQLite store itself (host "
+            "run --db): a server asks it only over the connection it opens (host run --server), "
+            "or through a PostgreSQL store."
+        )
+    return None
 
 
 class Source:
@@ -52,13 +64,9 @@ async def read(ctx: ServerContext, source: Source, *, before: int | None, limit:
             read_activity, source.session, source.launch, before=before, limit=limit
         )
     name = printable(host.name)
-    if host.name not in ctx.hosts.links and not host.online:
-        raise TranscriptUnavailable(
-            f"The session runs on {name}, whose host is offline (last seen "
-            f"{host.last_seen_at or 'never'}): its transcript is read through it."
-        )
-    if host.name not in ctx.hosts.links and host.on_store and ctx.store.dialect != "postgresql":
-        raise TranscriptUnavailable(ON_STORE_WORDS.format(name=name))
+    why = unreachable(ctx, host)
+    if why is not None:
+        raise TranscriptUnavailable(f"{why} Its transcript is read through it.")
     args = {
         "session": protocol.call_session(source.session),
         "launch": dict(source.launch) if source.launch else None,

@@ -17,7 +17,7 @@ from typing import Any
 
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
-from roundtable_console.api.hosts.activity import ON_STORE_WORDS
+from roundtable_console.api.hosts.activity import unreachable
 from roundtable_console.api.hosts.answers import HostRefused, HostUnreachable
 from roundtable_console.api.hosts.routed import Found, in_workspace
 from roundtable_console.api.problems import Problem
@@ -27,7 +27,7 @@ from roundtable_console.store import service
 from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.hosts.registry import get_host
-from roundtable_console.store.safety.display import one_line, printable
+from roundtable_console.store.safety.display import one_line
 
 LAUNCH_SECONDS = 30.0  # tmux starts the agent at once; the host answers when it has
 
@@ -90,15 +90,9 @@ def _prepare(
             f"Session {shown!r} runs on a machine with no host (roundtable host run): start "
             "it there with roundtable resume --session ID --exec.",
         )
-    if host.name not in ctx.hosts.links and not host.online:
-        raise Problem(
-            "host_unavailable",
-            f"The host {printable(host.name)} of session {shown!r} is offline; nothing was "
-            "started.",
-        )
-    if host.name not in ctx.hosts.links and host.on_store and ctx.store.dialect != "postgresql":
-        words = ON_STORE_WORDS.format(name=printable(host.name))
-        raise Problem("host_unavailable", f"{words} Nothing was started.")
+    why = unreachable(ctx, host)
+    if why is not None:
+        raise Problem("host_unavailable", f"{why} Nothing was started.")
     view = service.read_briefing(
         store=ctx.store, adapters=ctx.adapters, session_id=session.id, clock=ctx.clock,
         wall=caller.wall,

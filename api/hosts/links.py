@@ -248,7 +248,7 @@ class HostLinks:
         return await self.relay.ask(name, op, args, timeout=timeout)
 
     def call_from_worker(
-        self, name: str, op: str, args: dict[str, Any], *, timeout: float, anywhere: bool = True
+        self, name: str, op: str, args: dict[str, Any], *, timeout: float, anywhere: bool = False
     ) -> dict[str, Any]:
         """``call_anywhere`` (``anywhere``; else ``call``), from a worker thread (work that must
         ask a host in the middle of it): the thread waits ``timeout`` at most."""

@@ -49,7 +49,7 @@ def panes_of(ctx: ServerContext, *, look: bool = True) -> Panes:
         try:
             ctx.hosts.call_from_worker(
                 host, protocol.TYPE, {"launch": dict(launch), "line": line},
-                timeout=protocol.TYPE_SECONDS, anywhere=False,  # inside the store's write
+                timeout=protocol.TYPE_SECONDS,  # inside the store's write: this server's only
             )  # fmt: skip
         except (HostUnreachable, HostRefused) as why:
             raise NoReplyPath(f"{why} Nothing was sent.") from None

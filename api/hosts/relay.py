@@ -13,15 +13,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from roundtable_console.api.hosts.answers import HostRefused, HostUnreachable, outcome_of
 from roundtable_console.api.streams.change_hub import ChangeHub
-from roundtable_console.store.clock import parse_ts, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import StoreError
-from roundtable_console.store.hosts import calls, protocol
+from roundtable_console.store.hosts import calls
 
 log = logging.getLogger("roundtable.hosts")
 
@@ -29,6 +27,7 @@ log = logging.getLogger("roundtable.hosts")
 # reconnects): what waits looks again this often anyway, and no more often than TAKE_SECONDS.
 LOOK_SECONDS = 1.0
 TAKE_SECONDS = 0.05
+MARGIN_SECONDS = 1.0  # a call with less time left than this is not begun: its asker gives up
 
 
 class Holder(Protocol):
@@ -37,7 +36,6 @@ class Holder(Protocol):
     store: Store
     links: dict[str, Any]
     closing: Any
-    in_worker: Callable[..., Awaitable[Any]]
 
     async def call(
         self, name: str, op: str, args: dict[str, Any], *, timeout: float
@@ -54,21 +52,25 @@ class Relay:
 
     async def ask(self, name: str, op: str, args: dict[str, Any], *, timeout: float) -> Any:
         """``op`` for the host ``name``, through the server that holds it: its ``ok`` part, or
-        ``HostUnreachable`` / ``HostRefused`` as over a link."""
-        links = self.links
+        ``HostUnreachable`` / ``HostRefused`` as over a link. Its store work runs in threads of
+        its own, never the request workers' (a worker may be waiting on this very call)."""
+        if op not in calls.RELAYED:
+            raise HostUnreachable(f"The host {name} is connected to another server of this store.")
         try:
-            call_id = await links.in_worker(self._ask, name, op, args, timeout)
+            call_id = await asyncio.to_thread(self._ask, name, op, args, timeout)
         except StoreError:
             said = f"The host {name} could not be asked: the store failed."
             raise HostUnreachable(said) from None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         woken = self.hub.subscribe()
+        answered = False
         try:
             while True:
                 woken.clear()
-                answer = await links.in_worker(self._answer_of, call_id)
+                answer = await asyncio.to_thread(self._answer_of, call_id)
                 if answer is not None:
+                    answered = True
                     return outcome_of(name, answer)
                 left = deadline - loop.time()
                 if left <= 0:
@@ -80,13 +82,28 @@ class Relay:
                     await asyncio.wait_for(woken.wait(), min(left, LOOK_SECONDS))
                 except TimeoutError:
                     pass
+                await asyncio.sleep(TAKE_SECONDS)  # a busy store wakes often: look at a pace
         finally:
             self.hub.unsubscribe(woken)
+            # Read: the row (a page, a prompt) is not kept. Given up: taken by nobody after.
+            ending = self._forget if answered else self._abandon
+            self._in_background(asyncio.to_thread(ending, call_id))
 
     def holding(self) -> None:
         """A host is held here now: take the calls for this server's hosts while any is."""
         if self._taking is None or self._taking.done():
-            self._taking = asyncio.get_running_loop().create_task(self._take_while_holding())
+            self._taking = self._in_background(self._take_while_holding())
+
+    def _in_background(self, work: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(work)
+        self._answering.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._answering.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("relaying host calls failed", exc_info=task.exception())
 
     async def _take_while_holding(self) -> None:
         woken = self.hub.subscribe()
@@ -94,13 +111,11 @@ class Relay:
             while self.links.links and not self.links.closing.is_set():
                 woken.clear()
                 try:
-                    taken = await self.links.in_worker(self._take, list(self.links.links))
+                    taken = await asyncio.to_thread(self._take, list(self.links.links))
                 except StoreError:
                     taken = []
                 for call in taken:
-                    task = asyncio.get_running_loop().create_task(self._answer(call))
-                    self._answering.add(task)
-                    task.add_done_callback(self._answering.discard)
+                    self._in_background(self._answer(call))
                 try:
                     await asyncio.wait_for(woken.wait(), LOOK_SECONDS)
                 except TimeoutError:
@@ -110,20 +125,21 @@ class Relay:
             self.hub.unsubscribe(woken)
 
     async def _answer(self, call: calls.OpenCall) -> None:
-        expires = parse_ts(call.expires_at)
-        left = (expires - system_clock()).total_seconds() if expires else 0.0
-        if call.op not in protocol.OPERATIONS:
-            body: dict[str, Any] = {"refused": "A host does not do that."}
-        else:
+        body = call.refusal()
+        left = call.seconds_left()
+        if body is None and left < MARGIN_SECONDS:
+            body = {"unavailable": "The call came too late to be done in its time."}
+        if body is None:
+            log.info("relaying %s for host %s (call %s)", call.op, call.host, call.id)
             try:
-                ok = await self.links.call(call.host, call.op, call.args, timeout=max(left, 0.1))
+                ok = await self.links.call(call.host, call.op, call.args, timeout=left - 0.5)
                 body = {"ok": ok}
             except HostRefused as refused:
                 body = {"refused": str(refused)}
             except HostUnreachable as unreachable:
                 body = {"unavailable": str(unreachable)}
         try:
-            await self.links.in_worker(self._write_answer, call.id, body)
+            await asyncio.to_thread(self._write_answer, call.id, body)
         except StoreError:
             log.warning("a relayed call's answer could not be written", exc_info=True)
 
@@ -135,6 +151,14 @@ class Relay:
         with self.links.store.read() as db:
             return calls.answer_of(db, call_id)
 
+    def _forget(self, call_id: str) -> None:
+        with self.links.store.write() as db:
+            calls.forget(db, call_id)
+
+    def _abandon(self, call_id: str) -> None:
+        with self.links.store.write() as db:
+            calls.abandon(db, call_id)
+
     def _take(self, hosts: list[str]) -> list[calls.OpenCall]:
         with self.links.store.read() as db:
             found = calls.open_for(db, hosts)
@@ -145,4 +169,4 @@ class Relay:
 
     def _write_answer(self, call_id: str, body: dict[str, Any]) -> None:
         with self.links.store.write() as db:
-            calls.answer(db, call_id, body)
+            calls.answer(db, call_id, body, self.taker)

@@ -14,15 +14,18 @@ from roundtable_console.agents.panes import GRACE_MOST, GRACE_SECONDS, stop_agen
 from roundtable_console.agents.transcripts import TranscriptUnavailable
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
+from roundtable_console.api.hosts.activity import unreachable
 from roundtable_console.api.hosts.answers import HostRefused, HostUnreachable
 from roundtable_console.api.hosts.routed import Found, in_workspace
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes import bodies
 from roundtable_console.store import service
 from roundtable_console.store.hosts import protocol
-from roundtable_console.store.safety.display import one_line
+from roundtable_console.store.hosts.registry import HostRow, get_host
+from roundtable_console.store.safety.display import one_line, printable
 
 FIELDS = ("grace_seconds",)
+SIGNALS = frozenset({"SIGINT", "SIGTERM"})  # what a host says it sent (agents.panes.stop_agent)
 BODY = {
     "type": "object",
     "properties": {
@@ -43,9 +46,13 @@ async def run(
 ) -> Answer:
     """Stop the agent of the session ``found`` reads, as ``caller``: the API's route and the
     web console's button."""
-    session_id, launch, grace = await ctx.in_worker(_prepare, ctx, call, caller, found)
+    session_id, launch, grace, host_row = await ctx.in_worker(_prepare, ctx, call, caller, found)
     host = launch.get("via_host")
     if isinstance(host, str):
+        why = unreachable(ctx, host_row) if host_row is not None else None
+        if host_row is None or why is not None:
+            said = why or f"The host {printable(host)} is not known to this store."
+            raise Problem("host_unavailable", f"{said} Nothing was stopped.")
         args = {"launch": dict(launch), "grace": grace}
         try:
             body = await ctx.hosts.call_anywhere(
@@ -53,7 +60,8 @@ async def run(
             )
         except (HostUnreachable, HostRefused) as why:
             raise Problem("agent_not_running", f"{why} Nothing was stopped.") from None
-        signal_name, exited = str(body.get("signal"))[:10], body.get("exited") is True
+        signal_name = body.get("signal") if body.get("signal") in SIGNALS else "unknown"
+        exited = body.get("exited") is True
     else:
         try:
             signal_name, exited = await ctx.in_worker(stop_agent, launch, grace=grace)
@@ -74,7 +82,7 @@ def _prepare(
     call: Call,
     caller: Caller,
     found: Found,
-) -> tuple[str, Mapping[str, Any], float]:
+) -> tuple[str, Mapping[str, Any], float, HostRow | None]:
     caller.require_human()
     body = bodies.decoded_object(
         call.body, fields=FIELDS, code="invalid_request_body", optional=True
@@ -88,13 +96,15 @@ def _prepare(
     with ctx.store.read() as db:
         session = found(db, caller)
         launch = service.last_launch(db, session.id)
+        via = launch.get("via_host") if launch else None
+        host = get_host(db, via, clock=ctx.clock) if isinstance(via, str) else None
     if not launch or not launch.get("tmux_pane"):
         raise Problem(
             "agent_not_running",
             f"The agent of session {one_line(session.id, 60)!r} was not started by Roundtable "
             "(R, or its host): stop it in its own terminal. Nothing was stopped.",
         )
-    return session.id, launch, float(grace)
+    return session.id, launch, float(grace), host
 
 
 stop = in_workspace(run)  # the route: POST …/sessions/{id}/stop-agent

@@ -64,6 +64,8 @@ def grant_statements(*, role: str, kind: str, database: str | None = None) -> li
         f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {who};",
         # Tables a later migration adds: readable too (run by the owner, who creates them).
         f"ALTER DEFAULT PRIVILEGES IN SCHEMA {schema} GRANT SELECT ON TABLES TO {who};",
+        # But the calls for hosts: a moment's transcript pages and prompts, of every workspace.
+        f"REVOKE SELECT ON {schema}.{quote_identifier('host_calls')} FROM {who};",
     ]
     if kind == "writer":
         statements += [

@@ -33,7 +33,11 @@ BEGIN
   RETURN NULL;
 END $$
 """
-CREATE_INDEX = "CREATE INDEX IF NOT EXISTS ix_host_calls_host ON host_calls (host, answered_at)"
+# The open calls alone, oldest first: what a server holding hosts looks at.
+CREATE_INDEX = (
+    "CREATE INDEX IF NOT EXISTS ix_host_calls_open ON host_calls (asked_at)"
+    " WHERE answered_at IS NULL AND taken_by IS NULL"
+)
 
 
 def upgrade() -> None:
