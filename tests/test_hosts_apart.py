@@ -77,9 +77,19 @@ def team(sqlite_store: Store, tmp_path: Path, laptop: dict[str, Any]) -> Iterato
     yield from team_serving(sqlite_store, url, tmp_path / "server-home", hidden=hidden)
 
 
+@pytest.fixture
+def each_team(
+    store: Store, store_url: str, tmp_path: Path, laptop: dict[str, Any]
+) -> Iterator[Team]:
+    """The team's server on each engine, kept from the laptop's files."""
+    hidden = (laptop["home"], laptop["tmux"])
+    yield from team_serving(store, store_url, tmp_path / "server-home", hidden=hidden)
+
+
 def test_the_server_reaches_the_laptops_agent_only_through_its_host(
-    team: Team, laptop: dict[str, Any]
+    each_team: Team, laptop: dict[str, Any]
 ) -> None:
+    team = each_team
     base = f"{team.served.url}/api/v1/workspaces/ws-1/sessions"
     ops = team.bearer("ops")
     with team.store.write() as db:
