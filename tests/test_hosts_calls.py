@@ -464,3 +464,75 @@ def test_a_host_on_a_postgresql_store_answers_through_it(pg_store: Store, tmp_pa
         finally:
             host.send_signal(signal.SIGTERM)
         assert ended(host)[0] == 0
+
+
+def test_the_console_on_the_store_reads_a_transcript_through_the_host(
+    team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The terminal console opens the store and holds no link: a session of another machine
+    whose host is online is read through the store and the server that holds that host."""
+    from roundtable_console.screens.session.transcript import read_transcript
+    from roundtable_console.store.reads.sessions import get_session
+
+    monkeypatch.setenv("ROUNDTABLE_HOST", "desk")  # the console's machine
+    transcript = transcript_on(tmp_path / "laptop-home", "read from the console")
+    register_on(team.store, "on-laptop", "laptop", transcript)
+    with team.store.read() as db:
+        session = get_session(db=db, session_id="on-laptop")
+    host = team.host("--project", str(tmp_path / "laptop-home"))
+    try:
+        wait_until(lambda: team.online("laptop"), "the host online")
+        page = read_transcript(team.store, session, None)
+        assert not isinstance(page, str), page
+        assert page.entries[-1].text == "read from the console"
+    finally:
+        host.send_signal(signal.SIGTERM)
+    assert ended(host)[0] == 0
+    wait_until(lambda: not team.online("laptop"), "the host offline")
+    said = read_transcript(team.store, session, None)
+    assert isinstance(said, str) and "runs on laptop (its host is offline" in said
+
+
+async def test_the_consoles_transcript_tab_reads_another_machines_session_through_its_host(
+    team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the real console: the Transcript tab (8) of a session of the laptop shows what
+    the laptop's host read; the console's own asking does not make it ask again and again (a
+    call is a change of the store, and a change makes the tab look again)."""
+    import asyncio
+    import time
+
+    from roundtable_console.store.hosts import calls
+    from tests.test_tui_support import console, press, screen_text, settle
+
+    monkeypatch.setenv("ROUNDTABLE_HOST", "desk")  # the console's machine
+    asks: list[str] = []
+    real_ask = calls.ask
+
+    def counted(*args: Any, **kwargs: Any) -> str:
+        asks.append(args[2])
+        return real_ask(*args, **kwargs)
+
+    monkeypatch.setattr(calls, "ask", counted)
+    transcript = transcript_on(tmp_path / "laptop-home", "shown in the console")
+    register_on(team.store, "on-laptop", "laptop", transcript)
+    host = team.host("--project", str(tmp_path / "laptop-home"))
+    try:
+        wait_until(lambda: team.online("laptop"), "the host online")
+        app = console(team.url, refresh_seconds=0.5)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            await press(pilot, "enter", "8")
+            deadline = time.monotonic() + 20
+            while "shown in the console" not in screen_text(app):
+                assert time.monotonic() < deadline, screen_text(app)
+                await asyncio.sleep(0.1)
+                await settle(pilot)
+            asked = len(asks)
+            await asyncio.sleep(3)  # six refreshes, and the calls' own changes
+            await settle(pilot)
+            assert asked >= 1 and len(asks) - asked <= 1, asks
+            assert "you   › shown in the console" in screen_text(app)
+    finally:
+        host.send_signal(signal.SIGTERM)
+    assert ended(host)[0] == 0

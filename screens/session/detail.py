@@ -173,6 +173,8 @@ class SessionDetailScreen(SessionActionScreen):
         self.count_beats_again = False
         # The session's last-seen time and the clock's hour the beats were last counted at.
         self.beats_read_at: tuple[str | None, datetime] | None = None
+        # The row as the transcript of a session of another machine was last read at.
+        self.transcript_read_at: tuple[int, str | None] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -223,6 +225,7 @@ class SessionDetailScreen(SessionActionScreen):
 
     def reload(self) -> None:
         self.beats_read_at = None
+        self.transcript_read_at = None
         self._load_session()
         for name in list(self.loaded_tabs):
             self._load_projection(name, None, append=False)
@@ -249,7 +252,7 @@ class SessionDetailScreen(SessionActionScreen):
         if moment != self.beats_read_at:
             self.beats_read_at = moment
             self._load_heartbeats()
-        if self._transcript_active():
+        if self._transcript_active() and self._transcript_moved(session):
             self._load_transcript(older=False)  # follows the transcript as it grows
 
     def _load_heartbeats(self) -> None:
@@ -352,6 +355,20 @@ class SessionDetailScreen(SessionActionScreen):
 
     def _transcript_active(self) -> bool:
         return self.query_one("#detail-tabs", TabbedContent).active == tab_id("transcript")
+
+    def _transcript_moved(self, session: AgentSession) -> bool:
+        """Whether to read the transcript again: a file here, at every look (it is cheap); one
+        of another machine, asked of its host through the store (which is a change, and would
+        make the next look), only when the session's row moved since the last read."""
+        from roundtable_console.agents.operations import machine_name
+
+        if not session.host or session.host == machine_name():
+            return True
+        moved = (session.version, session.last_seen_at)
+        if moved == self.transcript_read_at:
+            return False
+        self.transcript_read_at = moved
+        return True
 
     def _load_transcript(self, *, older: bool) -> None:
         session = self.session

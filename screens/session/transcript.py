@@ -1,8 +1,12 @@
 """The session's Transcript tab: what the agent is doing, from its own transcript's end
-(``agents.transcripts``), following it as it grows; ``n`` reads older entries. Every entry is
-literal text (redacted and printable where it was read): nothing in it is markup."""
+(``agents.transcripts``), following it as it grows; ``n`` reads older entries. A session of
+another machine whose host is online is read through that host, by way of the store and the
+server (or host) holding it. Every entry is literal text (redacted and printable where it was
+read, and again as a host's page is taken in): nothing in it is markup."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from rich.text import Text
 from textual.containers import VerticalScroll
@@ -11,7 +15,9 @@ from textual.widgets import Static
 from roundtable_console.agents.panes import read_activity
 from roundtable_console.agents.transcripts import Entry, Page, TranscriptUnavailable
 from roundtable_console.store.db.database import Store
+from roundtable_console.store.hosts import calls, protocol
 from roundtable_console.store.records import SessionFields
+from roundtable_console.store.safety.display import printable
 from roundtable_console.store.service import last_launch
 
 PAGE_ENTRIES = 100
@@ -25,6 +31,9 @@ LABELS = {
 }
 
 
+HOST_SECONDS = 10.0  # a page asked of a host through the store comes within this, or is said
+
+
 def read_transcript(store: Store, session: SessionFields, before: int | None) -> Page | str:
     """A page of the transcript, else the pane the agent was started in (in a worker: it reads
     a file, the store, or tmux), or why there is neither."""
@@ -34,10 +43,37 @@ def read_transcript(store: Store, session: SessionFields, before: int | None) ->
     with store.read() as db:
         launch = last_launch(db, session.id)
         host = runs_elsewhere(db, session, machine_name())
+    if host is not None:  # on another machine: never what a file here says
+        if host.online:
+            return _through_host(store, session, launch, host.name, before)
+        return elsewhere_words(session.id, host)
     try:
         return read_activity(session, launch, before=before, limit=PAGE_ENTRIES)
     except TranscriptUnavailable as unavailable:
-        return elsewhere_words(session.id, host) if host is not None else str(unavailable)
+        return str(unavailable)
+
+
+def _through_host(
+    store: Store, session: SessionFields, launch: Any, host: str, before: int | None
+) -> Page | str:
+    """The page asked of the session's host through the store: the server (or, on PostgreSQL,
+    the host itself) that holds it answers (``store.hosts.calls``)."""
+    args = {
+        "session": protocol.call_session(session),
+        "launch": dict(launch) if launch else None,
+        "before": before,
+        "limit": PAGE_ENTRIES,
+    }
+    answer = calls.ask_and_wait(store, host, protocol.ACTIVITY, args, seconds=HOST_SECONDS)
+    if not isinstance(answer.get("ok"), dict):
+        for key in ("unavailable", "refused"):
+            if isinstance(answer.get(key), str):
+                return printable(answer[key][:500])
+        return f"The host {printable(host)} answered with something the console cannot read."
+    try:
+        return Page.from_json(answer["ok"])
+    except ValueError:
+        return f"The host {printable(host)} answered with something that is not a page."
 
 
 def entries_text(entries: list[Entry]) -> Text:

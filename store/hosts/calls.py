@@ -182,3 +182,40 @@ def abandon(db: Connection, call_id: str, *, clock: Clock = system_clock) -> boo
 def forget(db: Connection, call_id: str) -> None:
     """The asker has read the answer: the row (a page, a prompt) is not kept."""
     db.execute(_FORGET, {"id": call_id})
+
+
+def ask_and_wait(
+    store: Any,
+    host: str,
+    op: str,
+    args: dict[str, Any],
+    *,
+    seconds: float,
+    clock: Clock = system_clock,
+) -> dict[str, Any]:
+    """A call for ``host`` from a process that holds no link (the console on the store), and
+    its answer once the server or host that holds it has written it (woken by the store's
+    change signal); ``{"unavailable": …}`` when none does within ``seconds``. Blocking: for a
+    worker thread."""
+    import time
+
+    with store.write() as db:
+        call_id = ask(db, host, op, args, seconds=seconds, clock=clock)
+    deadline = time.monotonic() + seconds
+    token = store.change_token()
+    while True:
+        with store.read() as db:
+            answered = answer_of(db, call_id)
+        if answered is not None:
+            with store.write() as db:
+                forget(db, call_id)
+            return answered
+        left = deadline - time.monotonic()
+        if left <= 0:
+            with store.write() as db:
+                abandon(db, call_id, clock=clock)
+            return {
+                "unavailable": f"The host {host} did not answer within {seconds:.0f} s: no "
+                "server of this store holds it now."
+            }
+        token = store.wait_for_change(token, min(left, 1.0))
