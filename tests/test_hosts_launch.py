@@ -357,3 +357,27 @@ def test_a_directory_named_like_a_tmux_format_is_only_a_name(
         host.send_signal(signal.SIGTERM)
     assert ended(host)[0] == 0
     assert not any(Path(where, "PWNED").exists() for where in (ROOT, project, odd, "/tmp"))
+
+
+def test_the_command_line_on_the_store_stops_an_agent_a_host_started(
+    team: Team, tmp_path: Path, machine: dict[str, str]
+) -> None:
+    """``sessions stop-agent`` opens the store, not a link: it asks the host through the store,
+    and the server holding the host passes the stop on."""
+    project = tmp_path / "api"
+    project.mkdir()
+    stopped_session(team.store, "s-cli", project)
+    host = team.host("--project", str(project), env=machine)
+    try:
+        wait_until(lambda: team.online("laptop"), "the host online")
+        assert launch(team, "s-cli").status_code == 200
+        wait_until(Path(machine["FAKE_OUT"]).exists, "the agent started")
+        said = cli(team, "sessions", "stop-agent", "--session", "s-cli", "--grace", "2", "--json")
+        assert said.returncode == 0, said.stderr
+        assert json.loads(said.stdout) == {"session_id": "s-cli", "signal": "SIGINT",
+                                           "exited": True, "via_host": "laptop"}  # fmt: skip
+    finally:
+        host.send_signal(signal.SIGTERM)
+    assert ended(host)[0] == 0
+    offline = cli(team, "sessions", "stop-agent", "--session", "s-cli")
+    assert offline.returncode == 1 and "which is offline" in offline.stderr

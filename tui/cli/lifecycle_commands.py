@@ -97,8 +97,8 @@ LIFECYCLE_COMMANDS = (
 @click.command(
     "stop-agent",
     help="Stop the session's agent process: SIGINT, then SIGTERM after --grace seconds. For an "
-    "agent started by R in this machine's tmux; one a host started is stopped through the server "
-    "(POST …/stop-agent). The session's status is its hooks' to change.",
+    "agent started by R in this machine's tmux, or by a host (asked through the store: a server "
+    "or, on PostgreSQL, the host itself answers). The session's status is its hooks' to change.",
 )
 @click.option("--session", "session_id", required=True, metavar="ID", help="The session.")
 @click.option("--grace", type=click.FloatRange(0, 60), default=10.0, show_default=True,
@@ -126,17 +126,15 @@ def stop_agent_command(
                 f"The agent of session {shown!r} was not started by Roundtable (R, or its "
                 "host): stop it in its own terminal. Nothing was stopped."
             )
-        if launch.get("via_host"):
-            raise AgentNotRunning(
-                f"The agent of session {shown!r} was started by the host "
-                f"{one_line(str(launch['via_host']), 60)}: stop it through the server "
-                "(POST …/stop-agent, the web console) or on that machine. Nothing was stopped."
-            )
-        try:
-            signal_name, exited = stop_agent(launch, grace=grace)
-        except TranscriptUnavailable as why:
-            raise AgentNotRunning(f"{why} Nothing was stopped.") from None
-        payload = {"signal": signal_name, "exited": exited, "via_host": None}
+        via = launch.get("via_host")
+        if isinstance(via, str):
+            signal_name, exited = _stop_through_host(store, via, launch, grace, shown)
+        else:
+            try:
+                signal_name, exited = stop_agent(launch, grace=grace)
+            except TranscriptUnavailable as why:
+                raise AgentNotRunning(f"{why} Nothing was stopped.") from None
+        payload = {"signal": signal_name, "exited": exited, "via_host": via}
         service.record_agent_stopped(
             store=store, session_id=session.id, actor=actor, payload=payload, clock=inv.clock
         )
@@ -145,6 +143,34 @@ def stop_agent_command(
     else:
         how = "it exited" if exited else "it has not exited yet"
         output.echo_text(f"Sent {signal_name} to the agent of {shown}: {how}.")
+
+
+def _stop_through_host(
+    store: Any, host: str, launch: Mapping[str, Any], grace: float, shown: str
+) -> tuple[str, bool]:
+    """The stop asked of the host that started the agent, through the store."""
+    from roundtable_console.store.errors import AgentNotRunning
+    from roundtable_console.store.hosts import calls, protocol
+    from roundtable_console.store.hosts.registry import get_host
+    from roundtable_console.store.safety.display import printable
+
+    with store.read() as db:
+        row = get_host(db, host)
+    if row is None or not row.online:
+        raise AgentNotRunning(
+            f"The agent of session {shown!r} was started by the host {printable(host)}, which "
+            "is offline: nothing was stopped."
+        )
+    answer = calls.ask_and_wait(
+        store, host, protocol.STOP_AGENT, {"launch": dict(launch), "grace": grace},
+        seconds=grace + 15,
+    )  # fmt: skip
+    body = answer.get("ok")
+    if not isinstance(body, dict):
+        why = answer.get("unavailable") or answer.get("refused") or "no answer it could read"
+        raise AgentNotRunning(f"{printable(str(why))[:300]} Nothing was stopped.")
+    signal_name = body.get("signal") if body.get("signal") in ("SIGINT", "SIGTERM") else "unknown"
+    return signal_name, body.get("exited") is True
 
 
 def bulk_selection(
