@@ -319,3 +319,26 @@ def test_a_call_through_the_store_is_taken_once_answered_once_and_not_kept(
         calls.ask(db, "laptop", protocol.ACTIVITY, {}, seconds=5, clock=clock)  # prunes
         left = {row[0] for row in db.execute(text("SELECT id FROM host_calls"))}
     assert other not in left and given_up not in left and "forged-op" in left
+
+
+def test_a_read_only_console_says_why_it_cannot_ask_a_host(
+    rt: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading through a host is a call written to the store: a read-only console cannot write
+    one, and says so rather than failing."""
+    from roundtable_console.screens.session.transcript import read_transcript
+    from roundtable_console.store.clock import system_clock
+    from roundtable_console.store.db.database import open_store
+    from roundtable_console.store.reads.sessions import get_session
+
+    monkeypatch.setenv("ROUNDTABLE_HOST", "desk")
+    rt.with_store(lambda store: _connect(store, system_clock))  # online now
+    rt.register("s-laptop", "--host", "laptop")
+    store = open_store(rt.url, read_only=True)
+    try:
+        with store.read() as db:
+            session = get_session(db=db, session_id="s-laptop")
+        said = read_transcript(store, session, None)
+    finally:
+        store.dispose()
+    assert isinstance(said, str) and "this console could not write" in said, said

@@ -15,9 +15,10 @@ from textual.widgets import Static
 from roundtable_console.agents.panes import read_activity
 from roundtable_console.agents.transcripts import Entry, Page, TranscriptUnavailable
 from roundtable_console.store.db.database import Store
+from roundtable_console.store.errors import StoreError
 from roundtable_console.store.hosts import calls, protocol
 from roundtable_console.store.records import SessionFields
-from roundtable_console.store.safety.display import printable
+from roundtable_console.store.safety.display import one_line, printable
 from roundtable_console.store.service import last_launch
 
 PAGE_ENTRIES = 100
@@ -64,7 +65,13 @@ def _through_host(
         "before": before,
         "limit": PAGE_ENTRIES,
     }
-    answer = calls.ask_and_wait(store, host, protocol.ACTIVITY, args, seconds=HOST_SECONDS)
+    try:
+        answer = calls.ask_and_wait(store, host, protocol.ACTIVITY, args, seconds=HOST_SECONDS)
+    except StoreError as error:  # a read-only console, a viewer's database role: it cannot ask
+        return (
+            f"The session runs on {printable(host)}: its transcript is read through its host, "
+            f"by a call this console could not write ({one_line(error.message, 200)})."
+        )
     if not isinstance(answer.get("ok"), dict):
         for key in ("unavailable", "refused"):
             if isinstance(answer.get(key), str):
