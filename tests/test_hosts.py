@@ -183,7 +183,7 @@ def test_the_hosts_command_lists_them(rt: Cli, clock: FakeClock) -> None:
     assert rt.json("hosts")["items"][0]["online"] is False
 
 
-def _connect(store: Store, clock: FakeClock) -> None:
+def _connect(store: Store, clock: Any) -> None:
     with store.write() as db:
         registry.connect(db, FACTS, connection_id="c1", clock=clock)
 
