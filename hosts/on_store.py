@@ -97,7 +97,6 @@ async def _hold(
 
 
 ANSWER_LOOK_SECONDS = 1.0  # how soon a stop is seen while waiting for calls
-MARGIN_SECONDS = 1.0  # a call with less time left is not begun: its asker gives up first
 
 
 async def _answer_calls(store: Store, machine: Machine, taker: str) -> None:
@@ -126,9 +125,7 @@ async def _answer_calls(store: Store, machine: Machine, taker: str) -> None:
         try:
             while taken := await asyncio.to_thread(take):
                 for call in taken:
-                    body = call.refusal()
-                    if body is None and call.seconds_left() < MARGIN_SECONDS:
-                        body = {"unavailable": "The call came too late to be done in its time."}
+                    body = call.answer_unasked()
                     if body is None:
                         body = await asyncio.to_thread(
                             operations.answer, machine, call.op, call.args

@@ -300,7 +300,7 @@ def test_a_call_through_the_store_is_taken_once_answered_once_and_not_kept(
         found = calls.open_for(db, ["laptop"], clock=clock)
     # The far-future row is left alone; the given-up one is nobody's; buildbox's is not ours.
     assert [call.id for call in found] == [first, "forged-args"]
-    assert found[0].refusal() is None and found[1].refusal() is not None
+    assert found[0].answer_unasked(clock) is None and found[1].answer_unasked(clock) is not None
     with store.write() as db:
         assert [c.id for c in calls.take(db, found, "server-1", clock=clock)] == [
             first, "forged-args"]  # fmt: skip

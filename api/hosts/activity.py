@@ -67,12 +67,7 @@ async def read(ctx: ServerContext, source: Source, *, before: int | None, limit:
     why = unreachable(ctx, host)
     if why is not None:
         raise TranscriptUnavailable(f"{why} Its transcript is read through it.")
-    args = {
-        "session": protocol.call_session(source.session),
-        "launch": dict(source.launch) if source.launch else None,
-        "before": before,
-        "limit": limit,
-    }
+    args = protocol.activity_args(source.session, source.launch, before=before, limit=limit)
     try:
         body = await ctx.hosts.call_anywhere(host.name, protocol.ACTIVITY, args)
     except (HostUnreachable, HostRefused) as error:

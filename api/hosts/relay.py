@@ -27,7 +27,6 @@ log = logging.getLogger("roundtable.hosts")
 # reconnects): what waits looks again this often anyway, and no more often than TAKE_SECONDS.
 LOOK_SECONDS = 1.0
 TAKE_SECONDS = 0.05
-MARGIN_SECONDS = 1.0  # a call with less time left than this is not begun: its asker gives up
 
 
 class Holder(Protocol):
@@ -125,11 +124,9 @@ class Relay:
             self.hub.unsubscribe(woken)
 
     async def _answer(self, call: calls.OpenCall) -> None:
-        body = call.refusal()
-        left = call.seconds_left()
-        if body is None and left < MARGIN_SECONDS:
-            body = {"unavailable": "The call came too late to be done in its time."}
+        body = call.answer_unasked()
         if body is None:
+            left = call.seconds_left()
             log.info("relaying %s for host %s (call %s)", call.op, call.host, call.id)
             try:
                 ok = await self.links.call(call.host, call.op, call.args, timeout=left - 0.5)

@@ -25,7 +25,6 @@ from roundtable_console.store.hosts.registry import HostRow, get_host
 from roundtable_console.store.safety.display import one_line, printable
 
 FIELDS = ("grace_seconds",)
-SIGNALS = frozenset({"SIGINT", "SIGTERM"})  # what a host says it sent (agents.panes.stop_agent)
 BODY = {
     "type": "object",
     "properties": {
@@ -60,8 +59,7 @@ async def run(
             )
         except (HostUnreachable, HostRefused) as why:
             raise Problem("agent_not_running", f"{why} Nothing was stopped.") from None
-        signal_name = body.get("signal") if body.get("signal") in SIGNALS else "unknown"
-        exited = body.get("exited") is True
+        signal_name, exited = protocol.stop_outcome(body)
     else:
         try:
             signal_name, exited = await ctx.in_worker(stop_agent, launch, grace=grace)

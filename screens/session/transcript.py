@@ -59,12 +59,7 @@ def _through_host(
 ) -> Page | str:
     """The page asked of the session's host through the store: the server (or, on PostgreSQL,
     the host itself) that holds it answers (``store.hosts.calls``)."""
-    args = {
-        "session": protocol.call_session(session),
-        "launch": dict(launch) if launch else None,
-        "before": before,
-        "limit": PAGE_ENTRIES,
-    }
+    args = protocol.activity_args(session, launch, before=before, limit=PAGE_ENTRIES)
     try:
         answer = calls.ask_and_wait(store, host, protocol.ACTIVITY, args, seconds=HOST_SECONDS)
     except StoreError as error:  # a read-only console, a viewer's database role: it cannot ask

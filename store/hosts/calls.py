@@ -27,6 +27,7 @@ from roundtable_console.store.hosts import protocol
 RELAYED = frozenset({protocol.ACTIVITY, protocol.LAUNCH, protocol.STOP_AGENT})
 LONGEST_SECONDS = 120.0  # no call is asked for longer (a stop's grace, 60 s, and its margin)
 ABANDONED = "abandoned"
+MARGIN_SECONDS = 1.0  # a call with less time left than this is not begun: its asker gives up
 
 _ASK = text(
     "INSERT INTO host_calls (id, host, op, args_json, asked_at, expires_at)"
@@ -64,10 +65,13 @@ class OpenCall(NamedTuple):
     args: Any  # an object, when the row holds one
     expires_at: str
 
-    def refusal(self) -> dict[str, Any] | None:
-        """The answer to a call no host is asked (not one a server writes), else None."""
+    def answer_unasked(self, clock: Clock = system_clock) -> dict[str, Any] | None:
+        """The answer to a call its host is not asked: one no server writes, or one with too
+        little time left to be done before its asker gives up; else None (ask it)."""
         if self.op not in RELAYED or not isinstance(self.args, dict):
             return {"refused": "Not a call a host is asked through the store."}
+        if self.seconds_left(clock) < MARGIN_SECONDS:
+            return {"unavailable": "The call came too late to be done in its time."}
         return None
 
     def seconds_left(self, clock: Clock = system_clock) -> float:

@@ -88,3 +88,25 @@ def tmux_session_name(session_id: str) -> str:
     digest = hashlib.sha256(session_id.encode()).hexdigest()[:8]
     shown = _TMUX_NAME.sub("-", session_id).strip("-")[:48] or "session"
     return f"{shown}-{digest}"
+
+
+SIGNALS = frozenset({"SIGINT", "SIGTERM"})  # what a stop sends (agents.panes.stop_agent)
+
+
+def stop_outcome(body: dict[str, Any]) -> tuple[str, bool]:
+    """A host's answer to ``STOP_AGENT``, as kept: the signal it took last (one of two, else
+    "unknown"), and whether the agent exited."""
+    signal_name = body.get("signal")
+    return (signal_name if signal_name in SIGNALS else "unknown"), body.get("exited") is True
+
+
+def activity_args(
+    session: SessionFields, launch: Any, *, before: int | None, limit: int
+) -> dict[str, Any]:
+    """What an ``ACTIVITY`` call says: the session's few fields, its launch, the page."""
+    return {
+        "session": call_session(session),
+        "launch": dict(launch) if launch else None,
+        "before": before,
+        "limit": limit,
+    }

@@ -169,8 +169,7 @@ def _stop_through_host(
     if not isinstance(body, dict):
         why = answer.get("unavailable") or answer.get("refused") or "no answer it could read"
         raise AgentNotRunning(f"{printable(str(why))[:300]} Nothing was stopped.")
-    signal_name = body.get("signal") if body.get("signal") in ("SIGINT", "SIGTERM") else "unknown"
-    return signal_name, body.get("exited") is True
+    return protocol.stop_outcome(body)
 
 
 def bulk_selection(
