@@ -411,8 +411,11 @@ def _document(app: FastAPI) -> dict[str, Any]:
                 content = response.get("content", {})
                 if int(status) >= 400 and "application/json" in content:
                     response["content"] = {MEDIA_TYPE.split(";")[0]: content["application/json"]}
-    document.get("components", {}).get("schemas", {}).pop("HTTPValidationError", None)
-    document.get("components", {}).get("schemas", {}).pop("ValidationError", None)
+    shapes = document.setdefault("components", {}).setdefault("schemas", {})
+    shapes.pop("HTTPValidationError", None)
+    shapes.pop("ValidationError", None)
+    shapes["Problem"] = schemas.Problem.model_json_schema(mode="serialization")
+    document["components"]["schemas"] = dict(sorted(shapes.items()))
     app.openapi_schema = document
     return document
 

@@ -32,6 +32,15 @@ LOSING_CODES = {"session_transition_conflict", "illegal_session_transition"}
 _blank_numbers = itertools.count()
 
 
+def _processes() -> Any:
+    """Fresh processes, each with its own connections, forked from a server that imported this
+    module once (per worker) and opened nothing: "spawn" imported the store in each racer again,
+    a second of CPU apiece; "fork" would copy the pytest worker's threads and open engines."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    return context
+
+
 def _pause_racer(url: str, barrier: Any, results: Any, index: int) -> None:
     """One operator: read the session (as a screen would), wait for the others, then pause."""
     store = open_store(url)
@@ -67,7 +76,7 @@ def _count(store: Store, query: str) -> int:
 
 def test_racing_pauses_have_exactly_one_winner(store: Store, store_url: str, clock: FakeClock):
     _seed(store, clock)
-    context = multiprocessing.get_context("spawn")
+    context = _processes()
     barrier = context.Barrier(RACERS)
     results = context.Queue()
     racers = [
@@ -176,7 +185,7 @@ def test_a_blank_store_opened_by_many_processes_at_once_is_migrated_once(
             conn.execute(text(f"CREATE DATABASE {name}"))
         admin.dispose()
         url = server.url(name)
-    context = multiprocessing.get_context("spawn")
+    context = _processes()
     openers = 4
     barrier = context.Barrier(openers)
     results = context.Queue()
