@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from roundtable_console.store.access.tokens import create_token
 from roundtable_console.store.db.database import Store
+from tests import http_calls
 from tests.api_support import seed_workspace
 from tests.serve_support import ROOT, Served, serve_env, serving
 
@@ -68,7 +67,7 @@ class Team:
         return {"Authorization": f"Bearer {self.tokens[name]}"}
 
     def hosts(self, as_name: str = "ops") -> dict[str, dict[str, Any]]:
-        answer = httpx.get(f"{self.served.url}/api/v1/hosts", headers=self.bearer(as_name))
+        answer = http_calls.get(f"{self.served.url}/api/v1/hosts", headers=self.bearer(as_name))
         assert answer.status_code == 200, answer.text
         return {host["name"]: host for host in answer.json()["hosts"]}
 

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from roundtable_console.api.server import free_port
+from tests import http_calls
 from tests.serve_zygote import ZYGOTE, Forked
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -102,7 +103,9 @@ def serving(
             if process.poll() is not None:
                 raise AssertionError(f"serve exited {process.returncode}: {log.read_text()}")
             try:
-                httpx.get(f"{served.url}/api/v1/security/capabilities", timeout=1, verify=False)
+                http_calls.get(
+                    f"{served.url}/api/v1/security/capabilities", timeout=1, verify=False
+                )
                 break
             except httpx.TransportError:
                 if time.monotonic() > deadline:

@@ -27,6 +27,7 @@ from roundtable_console.api.server import Refused, ServeOptions, check_exposure,
 from roundtable_console.store.access.tokens import create_token, revoke_token
 from roundtable_console.store.db.database import Store, open_store
 from roundtable_console.store.writes import agent_writes
+from tests import http_calls
 from tests.api_support import AGENT, HUMAN, WORKSPACE, seed_agent, seed_workspace
 from tests.conftest import new_pg_database
 from tests.serve_support import ROOT, EventReader, self_signed, serve_env, serving
@@ -65,17 +66,19 @@ def test_a_real_server_keeps_the_wire_and_stops_on_sigterm_with_exit_0(
 ) -> None:
     with serving(live_url, tmp_path) as served:
         assert "header mode" in served.said and "127.0.0.1" in served.said
-        created = httpx.post(
+        created = http_calls.post(
             served.url + SESSIONS,
             json={"agent_id": AGENT, "run_id": "r", "adapter": "codex"},
             headers={**HUMAN, "Idempotency-Key": "c1"},
         )
         assert created.status_code == 201, created.text
         assert created.headers["x-content-type-options"] == "nosniff"
-        refused = httpx.post(served.url + SESSIONS + "/nope/pause", headers=HUMAN)
+        refused = http_calls.post(served.url + SESSIONS + "/nope/pause", headers=HUMAN)
         assert refused.status_code == 404
         assert refused.headers["content-type"] == "application/problem+json; charset=utf-8"
-        assert httpx.get(served.url + "/api/v1/openapi.json").json()["openapi"].startswith("3.")
+        assert (
+            http_calls.get(served.url + "/api/v1/openapi.json").json()["openapi"].startswith("3.")
+        )
         code = served.stop()
     assert code == 0
 
@@ -93,7 +96,7 @@ def test_sigterm_lets_a_request_in_flight_finish(tmp_path: Path) -> None:
         answer: dict[str, httpx.Response] = {}
         request = threading.Thread(
             target=lambda: answer.update(
-                r=httpx.post(served.url + SESSIONS + "/s1/pause", headers=HUMAN, timeout=20)
+                r=http_calls.post(served.url + SESSIONS + "/s1/pause", headers=HUMAN, timeout=20)
             )
         )
         request.start()
@@ -144,7 +147,7 @@ def test_a_change_reaches_an_sse_client_within_a_second_and_a_resume_misses_noth
             with pytest.raises(queue.Empty):
                 again.next(timeout=1.0)  # nothing twice, nothing more
             again.close()
-            bad = httpx.get(served.url + SESSIONS + "/changes", headers={"Last-Event-ID": "x"})
+            bad = http_calls.get(served.url + SESSIONS + "/changes", headers={"Last-Event-ID": "x"})
             assert bad.status_code == 400 and bad.json()["code"] == "invalid_event_cursor"
     finally:
         store.dispose()
@@ -164,7 +167,7 @@ def test_the_reference_websocket_says_hello_replays_resyncs_and_follows(
                     hello = json.loads(await socket.recv())
                     assert hello["kind"] == "hello" and hello["resumable"] is True
                     start = hello["current_sequence"]
-                    paused = httpx.post(served.url + SESSIONS + "/s1/pause", headers=HUMAN)
+                    paused = http_calls.post(served.url + SESSIONS + "/s1/pause", headers=HUMAN)
                     assert paused.status_code == 200
                     event = json.loads(await asyncio.wait_for(socket.recv(), 2))
                     assert event["type"] == "session.paused"
@@ -206,12 +209,12 @@ def test_tls_is_served_when_given_a_certificate(tmp_path: Path) -> None:
                  scheme="https") as served:  # fmt: skip
         assert "https://127.0.0.1" in served.said
         trusted = ssl.create_default_context(cafile=cert)
-        answer = httpx.get(served.url + SESSIONS, verify=trusted)
+        answer = http_calls.get(served.url + SESSIONS, verify=trusted)
         assert answer.status_code == 200
         store = open_store(url)
         token = create_token(store=store, name="ops", role="operator").token
         store.dispose()
-        signed_in = httpx.post(
+        signed_in = http_calls.post(
             served.url + "/sign-in", data={"token": token, "next": "/sessions"}, verify=trusted
         )
         assert signed_in.status_code == 303, signed_in.text
@@ -289,7 +292,7 @@ def test_two_servers_on_one_postgresql_store_behave_as_one(
             stream = EventReader(two.url + SESSIONS + "/changes").start()
             assert stream.next()["event"] == "ready"
             began = time.monotonic()
-            paused = httpx.post(one.url + SESSIONS + "/s1/pause", headers=HUMAN)
+            paused = http_calls.post(one.url + SESSIONS + "/s1/pause", headers=HUMAN)
             assert paused.status_code == 200
             change = stream.next_change()
             assert time.monotonic() - began < 1.0
@@ -298,13 +301,13 @@ def test_two_servers_on_one_postgresql_store_behave_as_one(
             # A key retried on the other server replays the first outcome.
             body = {"agent_id": AGENT, "run_id": "r", "adapter": "codex"}
             key = {**HUMAN, "Idempotency-Key": "shared-1"}
-            first = httpx.post(one.url + SESSIONS, json=body, headers=key)
-            retried = httpx.post(two.url + SESSIONS, json=body, headers=key)
+            first = http_calls.post(one.url + SESSIONS, json=body, headers=key)
+            retried = http_calls.post(two.url + SESSIONS, json=body, headers=key)
             assert first.status_code == retried.status_code == 201
             assert retried.json() == first.json()
             assert retried.headers["idempotent-replayed"] == "true"
             # Two operators acting on what they both saw: exactly one wins.
-            resumed = httpx.post(
+            resumed = http_calls.post(
                 one.url + SESSIONS + "/s1/resume", headers={**HUMAN, "Idempotency-Key": "r1"}
             )
             version = resumed.json()["version"]
@@ -314,7 +317,7 @@ def test_two_servers_on_one_postgresql_store_behave_as_one(
             def pause(base: str, who: str) -> None:
                 barrier.wait()
                 outcomes.append(
-                    httpx.post(
+                    http_calls.post(
                         base + SESSIONS + "/s1/pause",
                         headers={
                             "X-Actor-ID": who,
@@ -339,10 +342,10 @@ def test_two_servers_on_one_postgresql_store_behave_as_one(
             # A token revoked is refused at once by both servers.
             made = create_token(store=store, name="ops", role="operator")
             bearer = {"Authorization": f"Bearer {made.token}"}
-            assert httpx.get(two.url + SESSIONS, headers=bearer).status_code == 200
+            assert http_calls.get(two.url + SESSIONS, headers=bearer).status_code == 200
             revoke_token(store=store, name="ops")
             for base in (one.url, two.url):
-                refused = httpx.get(base + SESSIONS, headers=bearer)
+                refused = http_calls.get(base + SESSIONS, headers=bearer)
                 assert (refused.status_code, refused.json()["code"]) == (401, "invalid_token")
     finally:
         store.dispose()
@@ -381,6 +384,6 @@ def test_raw_hostile_requests_get_an_answer_and_the_server_goes_on(tmp_path: Pat
         assert statuses[1] < 500  # a long header is read, and answered as any request
         assert all(400 <= status < 500 for status in statuses[2:]), statuses
         assert not any(b"Traceback" in answer for answer in answers)
-        assert httpx.get(served.url + "/api/v1/security/capabilities").status_code == 200
+        assert http_calls.get(served.url + "/api/v1/security/capabilities").status_code == 200
     (log,) = (tmp_path / "home").glob("serve-*.log")
     assert "Traceback" not in log.read_text()

@@ -19,12 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import text
 
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import protocol
+from tests import http_calls
 from tests import test_agents_real as real
 from tests.fake_models import SHELL_COMMAND
 from tests.helpers import history, register_session
@@ -101,19 +101,19 @@ def test_the_server_reaches_the_laptops_agent_only_through_its_host(
                 metadata={"hooks": "claude-code", "transcript_path": str(laptop["transcript"])},
             )  # fmt: skip
     # The control: read by the server itself, the laptop's transcript is not there.
-    alone = httpx.get(f"{base}/no-host/transcript", headers=ops).json()
+    alone = http_calls.get(f"{base}/no-host/transcript", headers=ops).json()
     assert alone["available"] is False and "not here to read" in alone["reason"], alone
     host = team.host("--project", str(laptop["project"]), env=laptop["env"])
     try:
         wait_until(lambda: team.online("laptop"), "the laptop's host online")
-        page = httpx.get(f"{base}/on-laptop/transcript", headers=ops).json()
+        page = http_calls.get(f"{base}/on-laptop/transcript", headers=ops).json()
         assert page["available"] is True, page
         assert page["items"][-1]["text"] == "only on the laptop"
         # Started on the laptop, in its HOME, by an operator elsewhere.
         with team.store.write() as db:
             db.execute(text("UPDATE agent_sessions SET status = 'ended' WHERE id = 'on-laptop'"))
         key = {"Idempotency-Key": uuid.uuid4().hex}
-        started = httpx.post(f"{base}/on-laptop/launch", headers={**ops, **key}, timeout=60)
+        started = http_calls.post(f"{base}/on-laptop/launch", headers={**ops, **key}, timeout=60)
         assert started.status_code == 200, started.text
         said = laptop["home"] / "started.txt"
         wait_until(said.exists, "the agent started on the laptop")
@@ -127,17 +127,17 @@ def test_the_server_reaches_the_laptops_agent_only_through_its_host(
                 " waiting_reason = 'its turn is done', metadata_json = NULL"
                 " WHERE id = 'on-laptop'"
             ))  # fmt: skip
-        replied = httpx.post(f"{base}/on-laptop/reply", json={"message": "go on, please"},
+        replied = http_calls.post(f"{base}/on-laptop/reply", json={"message": "go on, please"},
                              headers={**ops, "Idempotency-Key": "r1"}, timeout=30)  # fmt: skip
         assert replied.status_code == 200, replied.text
         wait_until(
             lambda: (
                 "go on, please"
-                in json.dumps(httpx.get(f"{base}/on-laptop/transcript", headers=ops).json())
+                in json.dumps(http_calls.get(f"{base}/on-laptop/transcript", headers=ops).json())
             ),
             "the reply on the laptop's pane",
         )
-        stopped = httpx.post(f"{base}/on-laptop/stop-agent", headers=ops,
+        stopped = http_calls.post(f"{base}/on-laptop/stop-agent", headers=ops,
                              json={"grace_seconds": 5}, timeout=60)  # fmt: skip
         assert stopped.status_code == 200 and stopped.json()["exited"] is True, stopped.text
         events = dict(history(team.store, "on-laptop"))
@@ -182,15 +182,15 @@ def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
         wait_until(lambda: team.online("laptop"), "the laptop's host online")
 
         def asked() -> list[dict[str, Any]]:
-            for found in httpx.get(base, headers=ops).json()["items"]:
-                pending = httpx.get(f"{base}/{found['id']}/requests", headers=ops).json()
+            for found in http_calls.get(base, headers=ops).json()["items"]:
+                pending = http_calls.get(f"{base}/{found['id']}/requests", headers=ops).json()
                 if pending["items"]:
                     return [found, *pending["items"]]
             return []
 
         found, request = wait_until(asked, "its permission request, seen through the server", 90)
         assert found["host"] == "laptop" and request["tool_input"]["command"] == SHELL_COMMAND
-        allowed = httpx.post(
+        allowed = http_calls.post(
             f"{base}/{found['id']}/requests/{request['id']}/decision", json={"decision": "allow"},
             headers={**ops, "Idempotency-Key": "allow-1"}, timeout=30,
         )  # fmt: skip
@@ -199,7 +199,7 @@ def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
         assert claude.returncode == 0, err[-3000:]
         assert json.loads(out)["permission_denials"] == []
         assert (laptop["project"] / SHELL_COMMAND.split()[-1]).is_file()
-        page = httpx.get(f"{base}/{found['id']}/transcript", headers=ops).json()
+        page = http_calls.get(f"{base}/{found['id']}/transcript", headers=ops).json()
         assert page["available"] is True, page
         assert any(item["text"] == "make the marker file" for item in page["items"]), page
 
@@ -215,7 +215,7 @@ def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
         }
         seen.write_text(json.dumps(profile))
         before = len(api.requests)
-        launched = httpx.post(f"{base}/{found['id']}/launch", timeout=60,
+        launched = http_calls.post(f"{base}/{found['id']}/launch", timeout=60,
                               headers={**ops, "Idempotency-Key": uuid.uuid4().hex})  # fmt: skip
         assert launched.status_code == 200, launched.text
         wait_until(lambda: len(api.requests) > before, "the resumed agent asking its model", 90)
@@ -231,7 +231,7 @@ def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
             wait_until(reported, "the resumed agent's hooks on the same session", 30)
         except AssertionError:
             raise AssertionError(history(team.store, found["id"])) from None
-        stopped = httpx.post(f"{base}/{found['id']}/stop-agent", headers=ops,
+        stopped = http_calls.post(f"{base}/{found['id']}/stop-agent", headers=ops,
                              json={"grace_seconds": 3}, timeout=60)  # fmt: skip
         assert stopped.status_code == 200 and stopped.json()["exited"] is True, stopped.text
     finally:

@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from sqlalchemy import text
 from websockets.sync.client import connect
@@ -25,6 +24,7 @@ from roundtable_console.hosts.found import Machine, Project
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.hosts.facts import HostFacts
+from tests import http_calls
 from tests.helpers import register_session
 from tests.hosts_support import Team, ended, host_started, team_serving, wait_until
 from tests.serve_support import serving
@@ -61,7 +61,7 @@ def register_on(store: Store, session_id: str, host: str, transcript: Path) -> N
 
 
 def read(team: Team, session_id: str, token: str = "ops", **params: Any) -> dict[str, Any]:
-    answer = httpx.get(
+    answer = http_calls.get(
         f"{team.served.url}/api/v1/workspaces/ws-1/sessions/{session_id}/transcript",
         params=params, headers=team.bearer(token), timeout=30,
     )  # fmt: skip
@@ -416,12 +416,12 @@ def test_a_host_held_by_another_server_of_the_store_is_reached_through_it(
     url = f"{second}/api/v1/workspaces/ws-1/sessions/on-laptop"
     try:
         wait_until(lambda: team.online("laptop"), "the host online on the first server")
-        page = httpx.get(f"{url}/transcript", headers=team.bearer("vic"), timeout=30).json()
+        page = http_calls.get(f"{url}/transcript", headers=team.bearer("vic"), timeout=30).json()
         assert page["available"] is True, page
         assert page["items"][-1]["text"] == "asked on the second server"
         with team.store.write() as db:
             db.execute(text("UPDATE agent_sessions SET status = 'stopped' WHERE id = 'on-laptop'"))
-        refused = httpx.post(f"{url}/launch", timeout=60,
+        refused = http_calls.post(f"{url}/launch", timeout=60,
                              headers={**team.bearer("ops"), "Idempotency-Key": "k1"})  # fmt: skip
         # Asked through the first server, the host refuses: it has no claude (its own words).
         assert refused.status_code == 409 and "has no claude-code" in refused.json()["detail"]
@@ -429,7 +429,7 @@ def test_a_host_held_by_another_server_of_the_store_is_reached_through_it(
         host.send_signal(signal.SIGTERM)
     assert ended(host)[0] == 0
     wait_until(lambda: not team.online("laptop"), "the host offline")
-    gone = httpx.get(f"{url}/transcript", headers=team.bearer("vic"), timeout=30).json()
+    gone = http_calls.get(f"{url}/transcript", headers=team.bearer("vic"), timeout=30).json()
     assert gone["available"] is False and "whose host is offline" in gone["reason"]
 
 

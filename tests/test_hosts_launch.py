@@ -28,6 +28,7 @@ from roundtable_console.store import service
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.resume.adapters import AGENT_RESUME_PATTERNS, PLACEHOLDER
+from tests import http_calls
 from tests.helpers import history, register_session
 from tests.hosts_support import Team, ended, team_serving, wait_until
 from tests.serve_support import ROOT, serve_env
@@ -86,14 +87,14 @@ def stopped_session(
 
 
 def launch(team: Team, session_id: str, token: str = "ops") -> httpx.Response:
-    return httpx.post(
+    return http_calls.post(
         f"{team.served.url}/api/v1/workspaces/ws-1/sessions/{session_id}/launch",
         headers={**team.bearer(token), "Idempotency-Key": uuid.uuid4().hex}, timeout=60,
     )  # fmt: skip
 
 
 def stop_agent(team: Team, session_id: str, token: str = "ops") -> httpx.Response:
-    return httpx.post(
+    return http_calls.post(
         f"{team.served.url}/api/v1/workspaces/ws-1/sessions/{session_id}/stop-agent",
         json={"grace_seconds": 2}, headers=team.bearer(token), timeout=60,
     )  # fmt: skip
@@ -140,7 +141,7 @@ def test_an_operator_anywhere_starts_a_sessions_agent_on_its_host(
         assert len(launched) == 1 and launched[0]["via_host"] == "laptop"
         # What it shows is read through the host, from the pane it started.
         base = f"{team.served.url}/api/v1/workspaces/ws-1/sessions"
-        page = httpx.get(f"{base}/s-laptop/transcript", headers=team.bearer("vic")).json()
+        page = http_calls.get(f"{base}/s-laptop/transcript", headers=team.bearer("vic")).json()
         assert page["available"] is True, page
         assert any("the agent is ready" in item["text"] for item in page["items"])
         # Its turn done, a reply is typed into that pane by the host.
@@ -149,14 +150,14 @@ def test_an_operator_anywhere_starts_a_sessions_agent_on_its_host(
                 "UPDATE agent_sessions SET status = 'active', waiting_since = NULL,"
                 " waiting_reason = 'its turn is done' WHERE id = 's-laptop'"
             ))  # fmt: skip
-        route = httpx.get(f"{base}/s-laptop/reply", headers=team.bearer("vic")).json()
+        route = http_calls.get(f"{base}/s-laptop/reply", headers=team.bearer("vic")).json()
         assert route["via"] == "pane" and "on laptop" in route["words"], route
-        refused = httpx.post(
+        refused = http_calls.post(
             f"{base}/s-laptop/reply", json={"message": "/exit"},
             headers={**team.bearer("ops"), "Idempotency-Key": "r2"}, timeout=30,
         )  # fmt: skip
         assert refused.status_code == 400, refused.text  # a prompt's command is never typed
-        replied = httpx.post(
+        replied = http_calls.post(
             f"{base}/s-laptop/reply", json={"message": "please go on", "via": "pane"},
             headers={**team.bearer("ops"), "Idempotency-Key": "r1"}, timeout=30,
         )  # fmt: skip
@@ -165,7 +166,7 @@ def test_an_operator_anywhere_starts_a_sessions_agent_on_its_host(
             lambda: (
                 "please go on"
                 in json.dumps(
-                    httpx.get(f"{base}/s-laptop/transcript", headers=team.bearer("vic")).json()
+                    http_calls.get(f"{base}/s-laptop/transcript", headers=team.bearer("vic")).json()
                 )
             ),
             "the reply typed into the pane",
@@ -223,7 +224,7 @@ def test_a_launch_refused_changes_nothing(
             assert status(team.store, session_id) == "stopped", session_id
         viewer = launch(team, "inside", token="vic")
         assert viewer.status_code == 403
-        without_key = httpx.post(
+        without_key = http_calls.post(
             f"{team.served.url}/api/v1/workspaces/ws-1/sessions/inside/launch",
             headers=team.bearer("ops"),
         )  # fmt: skip

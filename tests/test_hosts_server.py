@@ -17,7 +17,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
@@ -26,6 +25,7 @@ from roundtable_console.api.server import free_port
 from roundtable_console.store.access.tokens import create_token, revoke_token
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import protocol
+from tests import http_calls
 from tests.hosts_support import Team, ended, host_started, team_serving, wait_until
 from tests.serve_support import ROOT, serve_env, serving
 
@@ -82,7 +82,7 @@ def test_a_hosts_token_reaches_nothing_but_its_connection(sqlite_team: Team) -> 
         ("PUT", f"{sessions}/s1"),
         ("POST", f"{sessions}/s1/pause"),
     ):
-        answer = httpx.request(method, path, headers=host, json={})
+        answer = http_calls.request(method, path, headers=host, json={})
         assert answer.status_code == 403, (method, path, answer.text)
         assert "host's" in answer.json()["detail"]
     with pytest.raises(InvalidStatus) as refused:
@@ -98,7 +98,7 @@ def test_a_hosts_token_reaches_nothing_but_its_connection(sqlite_team: Team) -> 
     with pytest.raises(InvalidStatus) as refused:
         connect(_ws(team)).close()
     assert refused.value.response.status_code == 401
-    bound = httpx.get(f"{url}/api/v1/hosts", headers=team.bearer("bound"))
+    bound = http_calls.get(f"{url}/api/v1/hosts", headers=team.bearer("bound"))
     assert bound.status_code == 403 and "whole team" in bound.json()["detail"]
     assert team.hosts() == {}
 

@@ -21,6 +21,7 @@ from roundtable_console.agents.replying import reply_route
 from roundtable_console.store.access.tokens import create_token
 from roundtable_console.store.db.database import open_store
 from roundtable_console.store.replies.sending import ReplyRoute
+from tests import http_calls
 from tests import test_agents_real as real
 from tests.api_support import assert_problem, seed_workspace
 from tests.fake_models import REPLY_MARK
@@ -184,14 +185,14 @@ def test_an_operator_replies_over_http_and_a_viewer_or_the_agent_cannot(
         path = f"{served.url}/api/v1/workspaces/ws-real/sessions/{sid}/reply"
 
         def send(token: str, key: str, message: str) -> httpx.Response:
-            return httpx.post(
+            return http_calls.post(
                 path,
                 json={"message": message},
                 headers={"Authorization": f"Bearer {token}", "Idempotency-Key": key},
                 timeout=30,
             )
 
-        shown = httpx.get(
+        shown = http_calls.get(
             path, headers={"Authorization": f"Bearer {tokens['watcher']}"}, timeout=30
         )
         assert shown.status_code == 200, shown.text

@@ -23,6 +23,7 @@ from roundtable_console.store.access.tokens import create_token
 from roundtable_console.store.db.database import open_store
 from roundtable_console.store.requests import asking
 from roundtable_console.store.requests.reads import list_requests
+from tests import http_calls
 from tests import test_agents_real as real
 from tests.api_support import assert_problem, seed_workspace
 from tests.fake_models import SHELL_COMMAND
@@ -280,14 +281,14 @@ def test_an_operator_allows_through_the_server_a_viewer_and_the_agent_cannot(
         base = f"{served.url}/api/v1/workspaces/ws-real/sessions/{request.session_id}/requests"
 
         def decide(token: str, key: str) -> httpx.Response:
-            return httpx.post(
+            return http_calls.post(
                 f"{base}/{request.id}/decision",
                 json={"decision": "allow"},
                 headers={"Authorization": f"Bearer {token}", "Idempotency-Key": key},
                 timeout=30,
             )
 
-        listed = httpx.get(
+        listed = http_calls.get(
             base, headers={"Authorization": f"Bearer {tokens['watcher']}"}, timeout=30
         )
         assert listed.status_code == 200, listed.text

@@ -23,6 +23,7 @@ from roundtable_console.store.access.tokens import create_token
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.requests import asking
 from roundtable_console.store.requests.reads import list_requests
+from tests import http_calls
 from tests.api_support import seed_workspace
 from tests.hook_support import CLAUDE_ID, CODEX_ID, claude, codex, hook_started, session
 from tests.serve_support import Served, serving
@@ -55,7 +56,7 @@ class Team:
         """The session's pending requests as an operator reads them, once there are ``count``."""
         deadline = time.monotonic() + 30
         while True:
-            found = httpx.get(self.api(session_id, "/requests"), headers=self.operator).json()
+            found = http_calls.get(self.api(session_id, "/requests"), headers=self.operator).json()
             if len(found["items"]) >= count or time.monotonic() > deadline:
                 return found["items"]  # type: ignore[no-any-return]
             time.sleep(0.05)
@@ -63,7 +64,7 @@ class Team:
     def decide(self, session_id: str, request_id: str, **body: Any) -> httpx.Response:
         headers = {**self.operator, "Idempotency-Key": f"decide-{request_id}"}
         path = self.api(session_id, f"/requests/{request_id}/decision")
-        return httpx.post(path, json=body, headers=headers)
+        return http_calls.post(path, json=body, headers=headers)
 
 
 @pytest.fixture
@@ -168,12 +169,12 @@ def test_a_reply_reaches_the_stop_hook_through_the_server(team: Team) -> None:
     process = team.hook("claude-code", stop, "--reply-wait", "30")
     deadline = time.monotonic() + 30
     while True:
-        route = httpx.get(team.api(SID, "/reply"), headers=team.operator).json()
+        route = http_calls.get(team.api(SID, "/reply"), headers=team.operator).json()
         if route["via"] == "hook" or time.monotonic() > deadline:
             break
         time.sleep(0.05)
     assert route["via"] == "hook", route
-    sent = httpx.post(
+    sent = http_calls.post(
         team.api(SID, "/reply"),
         json={"message": "Yes, deploy to staging.", "via": "hook"},
         headers={**team.operator, "Idempotency-Key": "reply-1"},
@@ -196,7 +197,7 @@ def test_codex_is_answered_through_the_server(store: Store, team: Team) -> None:
         "hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}  # fmt: skip
     # Claude's token does not await Codex's requests, nor Codex's Claude's.
     other = {"Authorization": f"Bearer {team.token}"}
-    refused = httpx.get(team.api(f"codex-{CODEX_ID}", f"/requests/{request['id']}?wait=1"),
+    refused = http_calls.get(team.api(f"codex-{CODEX_ID}", f"/requests/{request['id']}?wait=1"),
                         headers=other)  # fmt: skip
     assert refused.status_code == 403 and refused.json()["code"] == "forbidden"
 
@@ -216,7 +217,7 @@ def test_waits_whose_client_went_away_are_given_back(team: Team) -> None:
         with socket.create_connection((host, int(port))) as gone:
             gone.sendall(head)
     time.sleep(1.0)
-    answer = httpx.get(team.api(SID, f"/requests/{request['id']}?wait=0.5"),
+    answer = http_calls.get(team.api(SID, f"/requests/{request['id']}?wait=0.5"),
                        headers={"Authorization": f"Bearer {team.token}"}, timeout=10)  # fmt: skip
     assert answer.status_code == 200, answer.text
     assert answer.json()["state"] == "pending"

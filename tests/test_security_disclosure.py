@@ -13,12 +13,12 @@ import sqlite3
 import ssl
 from pathlib import Path
 
-import httpx
 import pytest
 import websockets
 
 from roundtable_console.store.reads.audit import audit_page
 from roundtable_console.store.writes import agent_writes
+from tests import http_calls
 from tests.api_support import assert_problem
 from tests.pg_server import PostgresServer
 from tests.security_support import (
@@ -64,7 +64,7 @@ def test_a_locked_sqlite_store_is_a_503_that_names_nothing(tmp_path: Path) -> No
         holder = sqlite3.connect(where / "roundtable.db", isolation_level=None)
         holder.execute("BEGIN EXCLUSIVE")
         try:
-            refused = httpx.post(f"{served.url}{B}/sess-b/heartbeat", timeout=30)
+            refused = http_calls.post(f"{served.url}{B}/sess-b/heartbeat", timeout=30)
         finally:
             holder.execute("ROLLBACK")
             holder.close()
@@ -84,13 +84,13 @@ def test_an_unreachable_postgresql_store_is_a_503_that_names_nothing(tmp_path: P
         seed_two_workspaces(url)
         token = make_token(url, "ops", "operator")
         with serving(url, tmp_path) as served:
-            assert httpx.get(served.url + B, headers=bearer(token)).status_code == 200
+            assert http_calls.get(served.url + B, headers=bearer(token)).status_code == 200
             cluster.stop_server()
-            refused = httpx.get(served.url + B, headers=bearer(token), timeout=30)
+            refused = http_calls.get(served.url + B, headers=bearer(token), timeout=30)
             body = assert_problem(refused, 503, "store_unavailable")
             _says_nothing_of_the_store(body["detail"], str(cluster.port))
             # A stranger learns not even that: refused before the store is asked.
-            stranger = httpx.get(served.url + B, timeout=30)
+            stranger = http_calls.get(served.url + B, timeout=30)
             assert_problem(stranger, 401, "authentication_required")
         log = served.log.read_text() if served.log else ""
         assert str(cluster.port) in log  # the operator learns where
@@ -101,21 +101,23 @@ def test_an_unreachable_postgresql_store_is_a_503_that_names_nothing(tmp_path: P
 def test_with_tokens_the_document_is_for_token_holders(store_url: str, tmp_path: Path) -> None:
     seed_two_workspaces(store_url)
     with serving(store_url, tmp_path) as served:
-        assert httpx.get(served.url + "/api/v1/openapi.json").json()["openapi"].startswith("3.")
+        assert (
+            http_calls.get(served.url + "/api/v1/openapi.json").json()["openapi"].startswith("3.")
+        )
         viewer = make_token(store_url, "vic", "viewer")
         assert_problem(
-            httpx.get(served.url + "/api/v1/openapi.json"), 401, "authentication_required"
+            http_calls.get(served.url + "/api/v1/openapi.json"), 401, "authentication_required"
         )
         assert_problem(
-            httpx.get(served.url + "/api/v1/openapi.json", headers=bearer("rt_guess")),
+            http_calls.get(served.url + "/api/v1/openapi.json", headers=bearer("rt_guess")),
             401, "invalid_token",
         )  # fmt: skip
-        document = httpx.get(served.url + "/api/v1/openapi.json", headers=bearer(viewer))
+        document = http_calls.get(served.url + "/api/v1/openapi.json", headers=bearer(viewer))
         assert (
             document.status_code == 200
             and "/api/v1/workspaces/{workspace_id}/sessions" in (document.json()["paths"])
         )
-        capabilities = httpx.get(served.url + "/api/v1/security/capabilities").json()
+        capabilities = http_calls.get(served.url + "/api/v1/security/capabilities").json()
         assert set(capabilities) == REFERENCE_CAPABILITIES
         assert capabilities["authentication"] == "bearer-token"
         assert "vic" not in json.dumps(capabilities)
@@ -129,16 +131,16 @@ def test_over_tls_browsers_are_told_to_keep_to_it(tmp_path: Path) -> None:
     with serving(url, tmp_path / "tls", "--certfile", str(cert), "--keyfile", str(key),
                  scheme="https") as served:  # fmt: skip
         for path in (B, "/sign-in", "/nowhere"):
-            answer = httpx.get(served.url + path, verify=trusted)
+            answer = http_calls.get(served.url + path, verify=trusted)
             assert answer.headers["strict-transport-security"] == "max-age=31536000", path
     make_token(url, "ops", "operator")
     with serving(url, tmp_path / "plain") as served:
-        assert "strict-transport-security" not in httpx.get(served.url + "/sign-in").headers
+        assert "strict-transport-security" not in http_calls.get(served.url + "/sign-in").headers
     with serving(url, tmp_path / "proxied", "--behind-proxy", "127.0.0.1") as served:
-        proxied = httpx.get(served.url + "/sign-in", headers={"X-Forwarded-Proto": "https"})
+        proxied = http_calls.get(served.url + "/sign-in", headers={"X-Forwarded-Proto": "https"})
         assert proxied.headers["strict-transport-security"] == "max-age=31536000"
     with serving(url, tmp_path / "elsewhere", "--behind-proxy", "10.9.9.9") as served:
-        forged = httpx.get(served.url + "/sign-in", headers={"X-Forwarded-Proto": "https"})
+        forged = http_calls.get(served.url + "/sign-in", headers={"X-Forwarded-Proto": "https"})
         assert "strict-transport-security" not in forged.headers
 
 
@@ -183,7 +185,7 @@ def test_a_token_rides_in_a_url_only_to_a_websocket_and_is_never_logged(
     with serving(store_url, tmp_path) as served:
         for path in (B, B + "/changes", "/api/v1/openapi.json"):
             assert_problem(
-                httpx.get(f"{served.url}{path}?access_token={viewer}"),
+                http_calls.get(f"{served.url}{path}?access_token={viewer}"),
                 401, "authentication_required",
             )  # fmt: skip
         with websocket(served, f"/api/v1/workspaces/{WS_B}/events/ws?access_token={viewer}") as ws:
@@ -192,7 +194,7 @@ def test_a_token_rides_in_a_url_only_to_a_websocket_and_is_never_logged(
         # does not name, a page that is not, a forged name.
         with pytest.raises(websockets.InvalidStatus):
             websocket(served, f"/api/v1/workspaces/ws-nowhere/events/ws?access_token={viewer}")
-        httpx.get(f"{served.url}/nowhere?access_token={viewer}")
-        httpx.get(f"{served.url}{B}", headers={"Host": f"evil.example?access_token={viewer}"})
+        http_calls.get(f"{served.url}/nowhere?access_token={viewer}")
+        http_calls.get(f"{served.url}{B}", headers={"Host": f"evil.example?access_token={viewer}"})
     log = served.log.read_text() if served.log else ""
     assert viewer not in log and viewer[3:20] not in log

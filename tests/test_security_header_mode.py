@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
 from sqlalchemy import delete
 
 from roundtable_console.store.db.models import ApiToken
+from tests import http_calls
 from tests.api_support import WORKSPACE, assert_problem, seed_agent, seed_workspace
 from tests.security_support import bearer, make_token, with_store
 from tests.serve_support import serve_refused, serving
@@ -53,13 +53,13 @@ def test_a_request_through_a_proxy_never_gets_header_mode(
     _seed(store_url)
     with serving(store_url, tmp_path) as served:
         assert "header mode" in served.said
-        refused = httpx.post(served.url + SESSIONS, headers={**ADMIN, **forwarded})
+        refused = http_calls.post(served.url + SESSIONS, headers={**ADMIN, **forwarded})
         body = assert_problem(refused, 401, "authentication_required")
         assert "proxy" in body["detail"] and "tokens create" in body["detail"]
         assert_problem(
-            httpx.get(served.url + SESSIONS, headers=forwarded), 401, "authentication_required"
+            http_calls.get(served.url + SESSIONS, headers=forwarded), 401, "authentication_required"
         )
-        assert httpx.get(served.url + SESSIONS).status_code == 200  # a lone local caller
+        assert http_calls.get(served.url + SESSIONS).status_code == 200  # a lone local caller
 
 
 def test_a_server_with_tokens_never_falls_back_when_they_are_all_deleted(
@@ -69,7 +69,7 @@ def test_a_server_with_tokens_never_falls_back_when_they_are_all_deleted(
     token = make_token(store_url, "ops", "operator")
     with serving(store_url, tmp_path) as served:
         assert "callers need one of the store's tokens" in served.said
-        assert httpx.get(served.url + SESSIONS, headers=bearer(token)).status_code == 200
+        assert http_calls.get(served.url + SESSIONS, headers=bearer(token)).status_code == 200
 
         def delete_every_token(store):  # type: ignore[no-untyped-def]
             with store.write() as db:
@@ -77,19 +77,19 @@ def test_a_server_with_tokens_never_falls_back_when_they_are_all_deleted(
 
         with_store(store_url, delete_every_token)
         for headers in (ADMIN, {}):
-            refused = httpx.get(served.url + SESSIONS, headers=headers)
+            refused = http_calls.get(served.url + SESSIONS, headers=headers)
             assert_problem(refused, 401, "authentication_required")
-        capabilities = httpx.get(served.url + "/api/v1/security/capabilities").json()
+        capabilities = http_calls.get(served.url + "/api/v1/security/capabilities").json()
         assert capabilities["authentication"] == "bearer-token"
 
 
 def test_header_mode_ends_for_good_once_a_token_appears(store_url: str, tmp_path: Path) -> None:
     _seed(store_url)
     with serving(store_url, tmp_path) as served:
-        assert httpx.get(served.url + SESSIONS, headers=ADMIN).status_code == 200
+        assert http_calls.get(served.url + SESSIONS, headers=ADMIN).status_code == 200
         token = make_token(store_url, "ops", "operator")
         assert_problem(
-            httpx.get(served.url + SESSIONS, headers=ADMIN), 401, "authentication_required"
+            http_calls.get(served.url + SESSIONS, headers=ADMIN), 401, "authentication_required"
         )
 
         def revoke(store):  # type: ignore[no-untyped-def]
@@ -99,8 +99,8 @@ def test_header_mode_ends_for_good_once_a_token_appears(store_url: str, tmp_path
 
         with_store(store_url, revoke)
         assert_problem(
-            httpx.get(served.url + SESSIONS, headers=bearer(token)), 401, "invalid_token"
+            http_calls.get(served.url + SESSIONS, headers=bearer(token)), 401, "invalid_token"
         )
         assert_problem(
-            httpx.get(served.url + SESSIONS, headers=ADMIN), 401, "authentication_required"
+            http_calls.get(served.url + SESSIONS, headers=ADMIN), 401, "authentication_required"
         )

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
 import websockets
 
+from tests import http_calls
 from tests.api_support import AGENT, WORKSPACE, assert_problem, seed_agent, seed_workspace
 from tests.security_support import address, raw_exchange, status_of, websocket, with_store
 from tests.serve_support import serve_refused, serving
@@ -49,26 +49,28 @@ def test_a_rebound_name_is_refused_before_anything_else(store_url: str, tmp_path
     with serving(store_url, tmp_path) as served:
         _host, port = address(served)
         evil = {"Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"}
-        paused = httpx.post(served.url + SESSIONS + "/s1/pause", headers={**ADMIN, **evil})
+        paused = http_calls.post(served.url + SESSIONS + "/s1/pause", headers={**ADMIN, **evil})
         body = assert_problem(paused, 400, "host_not_allowed")
         assert "Host" in body["detail"] and "evil.example" not in body["detail"]
         assert _status(store_url) == "active"  # nothing was done
         # Every surface: the API's reads, the web console, the event stream, the document.
         for path in (SESSIONS, "/sessions", "/sign-in", SESSIONS + "/changes",
                      "/api/v1/openapi.json", "/static/app.js"):  # fmt: skip
-            assert_problem(httpx.get(served.url + path, headers=evil), 400, "host_not_allowed")
+            assert_problem(http_calls.get(served.url + path, headers=evil), 400, "host_not_allowed")
         # A name only differing in case or port is the same name; a suffix is another.
         for name in (f"EVIL.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}",
                      f"localhost.evil.example:{port}", f"[::1]evil:{port}"):  # fmt: skip
-            refused = httpx.get(served.url + SESSIONS, headers={"Host": name})
+            refused = http_calls.get(served.url + SESSIONS, headers={"Host": name})
             assert_problem(refused, 400, "host_not_allowed")
         # Its own names: the address it listens on, the loopback names.
         for name in (f"127.0.0.1:{port}", f"localhost:{port}", "LOCALHOST", "127.0.0.1"):
-            assert httpx.get(served.url + SESSIONS, headers={"Host": name}).status_code == 200
+            assert http_calls.get(served.url + SESSIONS, headers={"Host": name}).status_code == 200
         # No Host at all (HTTP/1.0 allows it) names nothing: refused too.
         answer = raw_exchange(served, f"GET {SESSIONS} HTTP/1.0\r\n\r\n".encode())
         assert status_of(answer) == 400 and b"host_not_allowed" in answer
-        assert httpx.post(served.url + SESSIONS + "/s1/pause", headers=ADMIN).status_code == 200
+        assert (
+            http_calls.post(served.url + SESSIONS + "/s1/pause", headers=ADMIN).status_code == 200
+        )
 
 
 def test_a_rebound_websocket_is_refused_with_the_problem(store_url: str, tmp_path: Path) -> None:
@@ -91,10 +93,10 @@ def test_a_public_name_is_answered_to(store_url: str, tmp_path: Path) -> None:
     _one_session(store_url)
     with serving(store_url, tmp_path, "--public-name", "Console.Example.COM") as served:
         assert "console.example.com" in served.said
-        ok = httpx.get(served.url + SESSIONS, headers={"Host": "console.example.com"})
+        ok = http_calls.get(served.url + SESSIONS, headers={"Host": "console.example.com"})
         assert ok.status_code == 200
         assert (
-            httpx.get(served.url + SESSIONS, headers={"Host": "other.example.com"}).status_code
+            http_calls.get(served.url + SESSIONS, headers={"Host": "other.example.com"}).status_code
             == 400
         )
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
-
+from tests import http_calls
 from tests.api_support import assert_problem
 from tests.security_support import WS_B, bearer, make_token, seed_two_workspaces
 from tests.serve_support import serve_refused, serving
@@ -19,7 +18,8 @@ STALE = bearer("rt_stale-token-of-a-retired-agent")
 
 def _fail(url: str, times: int, **headers: str) -> list[int]:
     return [
-        httpx.get(url + SESSIONS, headers={**STALE, **headers}).status_code for _ in range(times)
+        http_calls.get(url + SESSIONS, headers={**STALE, **headers}).status_code
+        for _ in range(times)
     ]
 
 
@@ -28,16 +28,18 @@ def test_others_failures_never_refuse_a_valid_token(store_url: str, tmp_path: Pa
     agent = make_token(store_url, "bot", "agent", agent_id="agent-b")
     with serving(store_url, tmp_path) as served:
         assert _fail(served.url, 10) == [401] * 10
-        limited = httpx.get(served.url + SESSIONS, headers=STALE)
+        limited = http_calls.get(served.url + SESSIONS, headers=STALE)
         assert_problem(limited, 429, "too_many_requests")
         assert 1 <= int(limited.headers["retry-after"]) <= 60
         # The valid token from the same address: answered, however many failed before it.
         for _ in range(3):
-            assert httpx.get(served.url + SESSIONS, headers=bearer(agent)).status_code == 200
+            assert http_calls.get(served.url + SESSIONS, headers=bearer(agent)).status_code == 200
         # And signing in to the web console with it works too.
-        signed_in = httpx.post(served.url + "/sign-in", data={"token": agent, "next": "/sessions"})
+        signed_in = http_calls.post(
+            served.url + "/sign-in", data={"token": agent, "next": "/sessions"}
+        )
         assert signed_in.status_code == 303
-        refused = httpx.post(served.url + "/sign-in", data={"token": "rt_guess", "next": "/"})
+        refused = http_calls.post(served.url + "/sign-in", data={"token": "rt_guess", "next": "/"})
         assert refused.status_code == 429
 
 
@@ -52,7 +54,7 @@ def test_behind_a_proxy_the_client_is_the_nearest_untrusted_hop(
         attacker = "203.0.113.66"
         # A new forged leftmost value each time: the limit holds all the same.
         statuses = [
-            httpx.get(
+            http_calls.get(
                 served.url + SESSIONS,
                 headers={**STALE, "X-Forwarded-For": f"10.0.0.{n}, {attacker}"},
             ).status_code
@@ -63,9 +65,11 @@ def test_behind_a_proxy_the_client_is_the_nearest_untrusted_hop(
         # through the proxy from that address, is not locked out.
         victim = "198.51.100.7"
         _fail(served.url, 10, **{"X-Forwarded-For": f"{victim}, {attacker}"})
-        mistyped = httpx.get(served.url + SESSIONS, headers={**STALE, "X-Forwarded-For": victim})
+        mistyped = http_calls.get(
+            served.url + SESSIONS, headers={**STALE, "X-Forwarded-For": victim}
+        )
         assert_problem(mistyped, 401, "invalid_token")
-        ok = httpx.get(
+        ok = http_calls.get(
             served.url + SESSIONS, headers={**bearer(token), "X-Forwarded-For": attacker}
         )
         assert ok.status_code == 200
@@ -80,7 +84,7 @@ def test_forwarding_headers_are_believed_only_from_the_proxy(
     make_token(store_url, "ops", "operator")
     with serving(store_url, tmp_path, "--behind-proxy", "10.9.9.9") as served:
         statuses = [
-            httpx.get(
+            http_calls.get(
                 served.url + SESSIONS, headers={**STALE, "X-Forwarded-For": f"192.0.2.{n}"}
             ).status_code
             for n in range(11)

@@ -11,11 +11,11 @@ import threading
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from roundtable_console.api.edge.exposure import ConnectionLimits
 from roundtable_console.tui.cli.serve_command import MAX_CONNECTIONS, MAX_STREAMS, serve_command
+from tests import http_calls
 from tests.security_support import (
     WS_B,
     address,
@@ -51,7 +51,7 @@ def _peak_rss(pid: int) -> int:
 
 
 def _still_answers(url: str) -> None:
-    assert httpx.get(url + SESSIONS, timeout=5).status_code == 200
+    assert http_calls.get(url + SESSIONS, timeout=5).status_code == 200
 
 
 def test_the_cli_and_the_server_agree_on_the_limits() -> None:
@@ -207,9 +207,11 @@ def test_numbers_too_long_are_refused_not_failed(store_url: str, tmp_path: Path)
             (f"{SESSIONS}/changes", {"Last-Event-ID": f"{huge}.-.0"}, "invalid_event_cursor"),
             (f"{SESSIONS}/changes", {"Last-Event-ID": "9" * 30 + ".-.0"}, "invalid_event_cursor"),
         ):
-            answer = httpx.get(served.url + path, headers={**auth, **headers})
+            answer = http_calls.get(served.url + path, headers={**auth, **headers})
             assert_problem(answer, 400, code)
-        paused = httpx.post(f"{served.url}{SESSIONS}/s1/pause", headers={**auth, "If-Match": huge})
+        paused = http_calls.post(
+            f"{served.url}{SESSIONS}/s1/pause", headers={**auth, "If-Match": huge}
+        )
         assert_problem(paused, 400, "invalid_request")
         host, port = address(served)
         sized = raw_exchange(

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
 import websockets
 
+from tests import http_calls
 from tests.api_support import assert_problem
 from tests.security_support import (
     WS_B,
@@ -31,7 +31,7 @@ def test_the_references_development_origins_are_not_trusted(store_url: str, tmp_
     ops = make_token(store_url, "ops", "operator")
     other = make_token(store_url, "eve", "viewer")
     with serving(store_url, tmp_path) as served:
-        capabilities = httpx.get(served.url + "/api/v1/security/capabilities").json()
+        capabilities = http_calls.get(served.url + "/api/v1/security/capabilities").json()
         assert capabilities["allowed_origins"] == []
         browser = Browser(served, ops)
         cookie = "; ".join(f"{k}={v}" for k, v in browser.client.cookies.items())
@@ -39,7 +39,7 @@ def test_the_references_development_origins_are_not_trusted(store_url: str, tmp_
             for origin in DEV:
                 body = {"agent_id": "agent-b", "run_id": "r", "adapter": "codex",
                         "working_directory": "/w"}  # fmt: skip
-                written = httpx.put(
+                written = http_calls.put(
                     f"{served.url}{B}/s-dev", json=body, headers={**bearer(ops), "Origin": origin}
                 )
                 assert_problem(written, 403, "csrf_origin_forbidden")
@@ -50,7 +50,7 @@ def test_the_references_development_origins_are_not_trusted(store_url: str, tmp_
                 assert refused.value.response.status_code == 403
                 assert b"csrf_origin_forbidden" in refused.value.response.body
                 # Login CSRF: signing this browser in as someone else, from that page.
-                signed = httpx.post(
+                signed = http_calls.post(
                     served.url + "/sign-in",
                     data={"token": other, "next": "/sessions"},
                     headers={"Origin": origin},
@@ -69,16 +69,16 @@ def test_an_allowed_origin_is_let_in_and_no_other(store_url: str, tmp_path: Path
     ops = make_token(store_url, "ops", "operator")
     allowed = "https://console.example.com"
     with serving(store_url, tmp_path, "--allow-origin", allowed + "/") as served:
-        assert httpx.get(served.url + "/api/v1/security/capabilities").json()[
+        assert http_calls.get(served.url + "/api/v1/security/capabilities").json()[
             "allowed_origins"
         ] == [allowed]
-        paused = httpx.post(
+        paused = http_calls.post(
             f"{served.url}/api/v1/workspaces/ws-a/sessions/sess-a/pause",
             headers={**bearer(ops), "Origin": allowed},
         )
         assert paused.status_code == 200, paused.text
         for origin in ("https://evil.example.com", "http://console.example.com", *DEV):
-            refused = httpx.post(
+            refused = http_calls.post(
                 f"{served.url}/api/v1/workspaces/ws-a/sessions/sess-a/stop",
                 headers={**bearer(ops), "Origin": origin},
             )

@@ -14,6 +14,7 @@ import pytest
 import websockets
 
 from roundtable_console.store.access.tokens import revoke_token
+from tests import http_calls
 from tests.api_support import assert_problem
 from tests.security_support import (
     WS_B,
@@ -56,7 +57,7 @@ def test_the_event_stream_ends_when_its_token_is_revoked(store_url: str, tmp_pat
         assert ended["data"] == {"code": "invalid_token"}
         reader.close()
         assert_problem(
-            httpx.get(served.url + CHANGES, headers=bearer(viewer)), 401, "invalid_token"
+            http_calls.get(served.url + CHANGES, headers=bearer(viewer)), 401, "invalid_token"
         )
 
 
@@ -108,7 +109,7 @@ def test_a_token_holds_a_bounded_number_of_streams(store_url: str, tmp_path: Pat
         try:
             for reader in readers:
                 assert reader.next()["event"] == "ready"
-            refused = httpx.get(served.url + CHANGES, headers=bearer(viewer))
+            refused = http_calls.get(served.url + CHANGES, headers=bearer(viewer))
             body = assert_problem(refused, 429, "too_many_requests")
             assert "32 streams" in body["detail"] and refused.headers["retry-after"]
             with pytest.raises(websockets.InvalidStatus) as socket_refused:
@@ -119,7 +120,7 @@ def test_a_token_holds_a_bounded_number_of_streams(store_url: str, tmp_path: Pat
             assert ann.next()["event"] == "ready"
             ann.close()
             assert (
-                httpx.get(
+                http_calls.get(
                     f"{served.url}/api/v1/workspaces/{WS_B}/sessions", headers=bearer(viewer)
                 ).status_code
                 == 200
@@ -135,14 +136,14 @@ def test_the_server_holds_a_bounded_number_of_streams(store_url: str, tmp_path: 
     with serving(store_url, tmp_path, "--max-streams", "3") as served:
         streams = [open_stream(served, CHANGES, bearer(token)) for token in tokens[:3]]
         try:
-            refused = httpx.get(served.url + CHANGES, headers=bearer(tokens[3]))
+            refused = http_calls.get(served.url + CHANGES, headers=bearer(tokens[3]))
             body = assert_problem(refused, 503, "server_busy")
             assert "3 streams" in body["detail"] and refused.headers["retry-after"]
             streams.pop(0).close()
             deadline = time.monotonic() + 10
             while True:  # its slot comes back once the server sees the client gone
                 if (
-                    httpx.get(
+                    http_calls.get(
                         served.url + CHANGES, headers=bearer(tokens[3]), timeout=0.5
                     ).status_code
                     != 503

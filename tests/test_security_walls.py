@@ -13,7 +13,6 @@ import json
 import time
 from pathlib import Path
 
-import httpx
 from sqlalchemy import insert, text
 
 from roundtable_console.store.access.walls import Wall
@@ -23,6 +22,7 @@ from roundtable_console.store.reads.listing import Selection
 from roundtable_console.store.reads.sessions import get_session
 from roundtable_console.store.writes import agent_writes
 from roundtable_console.store.writes.bulk_run import run_bulk
+from tests import http_calls
 from tests.api_support import assert_problem
 from tests.security_support import (
     AGENT_A,
@@ -61,7 +61,7 @@ def _leaked(text: str) -> list[str]:
 
 def _register_across(served_url: str, token: str) -> None:
     body = {"agent_id": AGENT_A, "run_id": RUN_A, "adapter": "codex", "working_directory": "/b"}
-    made = httpx.put(f"{served_url}{B}/sess-x", json=body, headers=bearer(token))
+    made = http_calls.put(f"{served_url}{B}/sess-x", json=body, headers=bearer(token))
     assert made.status_code == 201, made.text
 
 
@@ -72,11 +72,11 @@ def test_a_bound_caller_reads_nothing_of_another_workspace(store_url: str, tmp_p
     with serving(store_url, tmp_path) as served:
         _register_across(served.url, bound)
         for name in ("claims", "proposals", "tool-calls", "logs", "metrics", "environment"):
-            seen = httpx.get(f"{served.url}{B}/sess-x/{name}", headers=bearer(bound))
+            seen = http_calls.get(f"{served.url}{B}/sess-x/{name}", headers=bearer(bound))
             assert seen.status_code == 200 and not _leaked(seen.text), (name, seen.text)
         # An unbound operator reads the agent's rows there: the wall is the token's.
         for name, secret in (("claims", SECRET_CLAIM), ("tool-calls", "secret_of_a")):
-            seen = httpx.get(f"{served.url}{B}/sess-x/{name}", headers=bearer(everyone))
+            seen = http_calls.get(f"{served.url}{B}/sess-x/{name}", headers=bearer(everyone))
             assert secret in seen.text, (name, seen.text)
 
         walled, open_ = Browser(served, bound), Browser(served, everyone)
@@ -101,12 +101,12 @@ def test_a_bound_caller_reads_nothing_of_another_workspace(store_url: str, tmp_p
             assert preview.status_code == 200 and not _leaked(preview.text), preview.text
             assert preview.json()["requires_details"] is False
             # Terminating it asks no impact of claims the caller cannot see, and says none.
-            ended = httpx.post(
+            ended = http_calls.post(
                 f"{served.url}{B}/sess-x/terminate",
                 headers={**bearer(bound), "Idempotency-Key": "t-1"},
             )
             assert ended.status_code == 200 and not _leaked(ended.text), ended.text
-            logs = httpx.get(f"{served.url}{B}/sess-x/logs", headers=bearer(bound)).text
+            logs = http_calls.get(f"{served.url}{B}/sess-x/logs", headers=bearer(bound)).text
             assert not _leaked(logs)
         finally:
             walled.close()
@@ -130,7 +130,7 @@ def test_a_workspace_stream_carries_only_its_own_runs_events(
             "working_directory": "/b",
         }
         assert (
-            httpx.put(f"{served.url}{B}/sess-y", json=body, headers=bearer(bound)).status_code
+            http_calls.put(f"{served.url}{B}/sess-y", json=body, headers=bearer(bound)).status_code
             == 201
         )
         path = f"/api/v1/workspaces/{WS_B}/events/ws?last_event_id=0"
@@ -138,7 +138,7 @@ def test_a_workspace_stream_carries_only_its_own_runs_events(
             assert json.loads(socket.recv(timeout=5))["kind"] == "hello"
             for session in (f"/api/v1/workspaces/{WS_A}/sessions/sess-a", f"{B}/sess-x",
                             f"{B}/sess-y"):  # fmt: skip
-                done = httpx.post(f"{served.url}{session}/pause", headers=bearer(everyone))
+                done = http_calls.post(f"{served.url}{session}/pause", headers=bearer(everyone))
                 assert done.status_code == 200, done.text
             seen = []
             while True:
@@ -178,7 +178,9 @@ def test_a_session_of_no_workspace_is_out_of_a_bound_callers_reach(
     agent = make_token(store_url, "bot-b", "agent", agent_id=AGENT_B, workspaces=(WS_B,))
     with serving(store_url, tmp_path) as served:
         missing = assert_problem(
-            httpx.get(f"{served.url}{B}/sess-nope", headers=bearer(bound)), 404, "session_not_found"
+            http_calls.get(f"{served.url}{B}/sess-nope", headers=bearer(bound)),
+            404,
+            "session_not_found",
         )
         body = {
             "agent_id": AGENT_B,
@@ -187,8 +189,10 @@ def test_a_session_of_no_workspace_is_out_of_a_bound_callers_reach(
             "working_directory": "/evil",
         }
         for token in (bound, agent):
-            read = httpx.get(f"{served.url}{B}/sess-none", headers=bearer(token))
-            replaced = httpx.put(f"{served.url}{B}/sess-none", json=body, headers=bearer(token))
+            read = http_calls.get(f"{served.url}{B}/sess-none", headers=bearer(token))
+            replaced = http_calls.put(
+                f"{served.url}{B}/sess-none", json=body, headers=bearer(token)
+            )
             for refused in (read, replaced):
                 got = assert_problem(refused, 404, "session_not_found")
                 assert got["detail"] == missing["detail"].replace("sess-nope", "sess-none")
@@ -218,7 +222,7 @@ def test_not_yours_answers_exactly_as_missing(store_url: str, tmp_path: Path) ->
         def both(method: str, tail: str, token: str, **options: object) -> list[dict[str, object]]:
             answers = []
             for session in ("sess-a", "sess-nope"):
-                sent = httpx.request(
+                sent = http_calls.request(
                     method, f"{served.url}{B}/{session}{tail}", headers=bearer(token), **options
                 )  # type: ignore[arg-type]
                 body = assert_problem(sent, 404, "session_not_found")
@@ -233,12 +237,12 @@ def test_not_yours_answers_exactly_as_missing(store_url: str, tmp_path: Path) ->
             assert other == missing, (method, tail)
         # Registering ws-a's session from ws-b: not found, never "acts for agent-a".
         body = {"agent_id": AGENT_B, "run_id": "r", "adapter": "codex", "working_directory": "/w"}
-        refused = httpx.put(f"{served.url}{B}/sess-a", json=body, headers=bearer(agent))
+        refused = http_calls.put(f"{served.url}{B}/sess-a", json=body, headers=bearer(agent))
         got = assert_problem(refused, 404, "session_not_found")
         assert AGENT_A not in got["detail"]
         # A workspace the token does not reach answers as one that does not exist.
         for workspace in (WS_A, "ws-nowhere"):
-            listed = httpx.get(
+            listed = http_calls.get(
                 f"{served.url}/api/v1/workspaces/{workspace}/sessions", headers=bearer(bound)
             )
             assert_problem(listed, 404, "workspace_not_found")
@@ -353,12 +357,12 @@ def test_a_run_belongs_to_its_first_sessions_workspace(store_url: str, tmp_path:
         for session_id, run_id in (("sess-hijack", "run-a2"), ("sess-evil", "run-none")):
             body = {"agent_id": AGENT_B, "run_id": run_id, "adapter": "codex",
                     "working_directory": "/b"}  # fmt: skip
-            made = httpx.put(f"{served.url}{B}/{session_id}", json=body, headers=bearer(bot))
+            made = http_calls.put(f"{served.url}{B}/{session_id}", json=body, headers=bearer(bot))
             assert made.status_code == 201, made.text
-            calls = httpx.get(f"{served.url}{B}/{session_id}/tool-calls", headers=bearer(bot))
+            calls = http_calls.get(f"{served.url}{B}/{session_id}/tool-calls", headers=bearer(bot))
             assert calls.json()["items"] == [], calls.text
         a = f"/api/v1/workspaces/{WS_A}/sessions/sess-a2/tool-calls"
-        assert "secret_of_run-a2" in httpx.get(served.url + a, headers=bearer(ops)).text
+        assert "secret_of_run-a2" in http_calls.get(served.url + a, headers=bearer(ops)).text
 
         def replayed(workspace: str, token: str) -> str:
             path = f"/api/v1/workspaces/{workspace}/events/ws?last_event_id=0"
@@ -422,7 +426,7 @@ def test_other_workspaces_changes_are_not_heard_as_keepalives(
                    open_stream(served, "/live", {"Cookie": cookie})]  # fmt: skip
         try:
             for _ in range(6):
-                beat = httpx.post(
+                beat = http_calls.post(
                     f"{served.url}/api/v1/workspaces/{WS_A}/sessions/sess-a/heartbeat",
                     headers=bearer(ops),
                 )

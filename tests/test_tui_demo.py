@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from roundtable_console.store.replies.sending import NOTHING_LISTENS
@@ -16,6 +15,7 @@ from roundtable_console.store.requests.asking import read_request
 from roundtable_console.store.requests.records import NOBODY_LISTENS
 from roundtable_console.store.writes.demo_agents import REQUEST_ID, TURN_DONE
 from roundtable_console.tui.config import resolve_demo_url
+from tests import http_calls
 from tests.conftest import FakeClock
 from tests.serve_support import serving
 from tests.test_tui_requests import until
@@ -75,9 +75,9 @@ def test_serve_demo_seeds_and_serves_the_loop(tmp_path: Path) -> None:
         assert "Seeded the demo store with 24 sessions." in served.said
         one = f"{served.url}/api/v1/workspaces/ws-harbor/sessions"
         who = {"X-Actor-ID": "maria"}
-        asks = httpx.get(f"{one}/sess-00002/requests", headers=who, timeout=10).json()
+        asks = http_calls.get(f"{one}/sess-00002/requests", headers=who, timeout=10).json()
         assert [item["reason"] for item in asks["items"]] == ["asks to run Bash: rm -rf build/"]
-        page = httpx.get(f"{one}/sess-00010/transcript", headers=who, timeout=10).json()
+        page = http_calls.get(f"{one}/sess-00010/transcript", headers=who, timeout=10).json()
         assert page["available"] and page["items"][-1]["text"] == TURN_DONE
     assert len(list((tmp_path / "demo-agents").rglob("*.jsonl"))) == 2
     with serving(url, tmp_path / "home", "--demo") as again:
