@@ -109,3 +109,6 @@ AgentNotRunning = _error(
 InvalidHost = _error(
     "invalid_host", "A host's name or what it says it found is malformed (store.hosts.facts)."
 )
+HostUnavailable = _error(
+    "host_unavailable", "The session's host is offline, or did not answer in time."
+)

@@ -341,3 +341,23 @@ def test_launch_dialog_refused(
     adapters = launchable(db, monkeypatch, working_directory="/nonexistent/repo")
     app = app_for(tmp_path, adapters=adapters)
     assert snap_compare(app, terminal_size=SIZE, run_before=driving("R"))
+
+
+def test_launch_dialog_on_a_host(
+    snap_compare: Any, tmp_path: Path, db: Store, monkeypatch: Any
+) -> None:
+    """R for a session of another machine: its host starts it there (issue 41, point 4)."""
+    from roundtable_console.store.hosts import registry
+    from roundtable_console.store.hosts.facts import AgentFound, HostFacts
+    from roundtable_console.store.resume.adapters import AGENT_RESUME_PATTERNS, PLACEHOLDER
+
+    monkeypatch.setenv("ROUNDTABLE_HOST", "desk")
+    launchable(
+        db, monkeypatch, adapter="claude", host="laptop", metadata={"hooks": "claude-code"},
+        resume_command=AGENT_RESUME_PATTERNS["claude"].replace(PLACEHOLDER, "ext-123"),
+    )  # fmt: skip
+    facts = HostFacts(name="laptop", agents=(AgentFound("claude-code", "2.1.328"),),
+                      projects=("/tmp",))  # fmt: skip
+    with db.write() as conn:
+        registry.connect(conn, facts, connection_id="laptop-1", clock=fixed_clock(FROZEN))
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving("R"))

@@ -1,7 +1,9 @@
 """Resume and launch (``R``): the exact argv, the working directory and where the agent will
 run, then ``y`` resumes the session (the lifecycle resume, with this dialog's idempotency key)
 and starts the agent: in a new tmux window inside tmux, else in this terminal with the console
-suspended. Whatever cannot be launched is refused here, before anything is changed."""
+suspended. A session of another machine whose host the store knows is started there, by that
+host, in tmux (``store.hosts.launches``). Whatever cannot be launched is refused here, before
+anything is changed."""
 
 from __future__ import annotations
 
@@ -16,7 +18,12 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from roundtable_console.screens.context import ConsoleContext
-from roundtable_console.screens.data import read_launch, record_launch, resume_for_launch
+from roundtable_console.screens.data import (
+    launch_on_host,
+    read_launch_anywhere,
+    record_launch,
+    resume_for_launch,
+)
 from roundtable_console.screens.dialogs.action import ActionDialog
 from roundtable_console.screens.failures import Failure
 from roundtable_console.screens.outcomes import LaunchResult, why_not
@@ -29,6 +36,7 @@ from roundtable_console.screens.session.launcher import (
 from roundtable_console.screens.session.masking import quoted_argv, secret_forms
 from roundtable_console.screens.text import MASK
 from roundtable_console.store.errors import StoreError
+from roundtable_console.store.hosts.launches import HostLaunch
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.resume.launch import LaunchPlan, tmux_command, tmux_refusal
 from roundtable_console.store.rules import is_allowed
@@ -63,6 +71,8 @@ class LaunchDialog(ActionDialog):
         super().__init__(ctx=ctx, action="resume", session=session)
         self.place = place
         self.launch: LaunchPlan | None = None
+        # Or, for a session of another machine, what its host is asked to start.
+        self.on_host: HostLaunch | None = None
         self.revealed = False
         # Set by the worker that started the tmux window: what to tell the operator.
         self.tmux_report = ""
@@ -83,7 +93,7 @@ class LaunchDialog(ActionDialog):
 
     def on_mount(self) -> None:
         self.run_in_thread(
-            partial(read_launch, self.ctx, self.session.id),
+            partial(read_launch_anywhere, self.ctx, self.session.id),
             what=f"read the resume plan of {one_line(self.session.id, 40)}",
             group="launch-plan",
             done=self._planned,
@@ -93,8 +103,11 @@ class LaunchDialog(ActionDialog):
     @property
     def blocked(self) -> str | None:
         """Why ``y`` cannot go ahead, in words, or None (the plan read and launchable)."""
-        if self.launch is not None and not is_allowed("resume", self.launch.session.status):
-            return f"{why_not('resume', self.launch.session)} Nothing was changed."
+        planned = self.launch or self.on_host
+        if planned is not None and not is_allowed("resume", planned.session.status):
+            return f"{why_not('resume', planned.session)} Nothing was changed."
+        if self.on_host is not None:  # the host's machine is where it runs: nothing here matters
+            return None
         if self.place.problem is not None:
             return f"{self.place.problem} Nothing was changed."
         if self.launch is not None and self.place.tmux is not None:
@@ -106,14 +119,18 @@ class LaunchDialog(ActionDialog):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "confirm":
-            return self.launch is not None and self.blocked is None
+            return (self.launch or self.on_host) is not None and self.blocked is None
         if action == "reveal":
             return self.launch is not None and bool(self.launch.session.external_session_id)
         return True
 
-    def _planned(self, launch: LaunchPlan) -> None:
-        self.launch = launch
-        self._show()
+    def _planned(self, plan: LaunchPlan | HostLaunch) -> None:
+        if isinstance(plan, HostLaunch):
+            self.on_host = plan
+            self._show_host(plan)
+        else:
+            self.launch = plan
+            self._show()
         blocked = self.blocked
         if blocked is not None:
             self.show_error(Text(blocked))
@@ -150,6 +167,23 @@ class LaunchDialog(ActionDialog):
             body.append(f"external session id {MASK}", style="dim")
         self.query_one("#launch-body", Static).update(body)
 
+    def _show_host(self, plan: HostLaunch) -> None:
+        body = Text()
+        body.append(f"Now {one_line(plan.session.status, 30)}. ")
+        body.append("y resumes it (status resuming), then asks its host to start its agent ")
+        body.append("there, with the briefing as its prompt, never through a shell.\n\n")
+        for label, value in (
+            ("host       ", printable(plan.host)),
+            ("directory  ", printable(plan.session.working_directory or "(none recorded)")),
+            ("briefing   ", f"{len(plan.prompt)} characters"),
+            ("runs in    ", f"tmux session {plan.tmux_session!r} on {printable(plan.host)}"),
+        ):
+            body.append(label, style="dim")
+            body.append(value)
+            body.append("\n")
+        self.query_one("#launch-body", Static).update(body)
+        self.query_one("#launch-hint", Static).update(Text("y resume and launch there · n no"))
+
     def action_reveal(self) -> None:
         self.revealed = not self.revealed
         self._show()
@@ -158,7 +192,13 @@ class LaunchDialog(ActionDialog):
         self.notify("Answer first: y yes, n no (escape cancels); then q quits.", markup=False)
 
     def action_confirm(self) -> None:
-        if self.launch is not None and not self.busy and self.blocked is None:
+        if self.busy or self.blocked is not None:
+            return
+        if self.on_host is not None:
+            self.perform_in_thread(
+                partial(launch_on_host, self.ctx, self.on_host, self.idempotency_key)
+            )
+        elif self.launch is not None:
             self.perform_in_thread(partial(self._resume_and_start, self.launch))
 
     def _resume_and_start(self, launch: LaunchPlan) -> ActionOutcome:
@@ -173,6 +213,14 @@ class LaunchDialog(ActionDialog):
         return outcome
 
     def performed(self, outcome: ActionOutcome) -> None:
+        if self.on_host is not None:
+            plan = self.on_host
+            report = (
+                f"Started on {printable(plan.host)} in tmux session {plan.tmux_session!r}: on "
+                f"that machine, {plan.attach} shows it."
+            )
+            self.dismiss(self.launch_result(outcome, report, None))
+            return
         launch = self.launch
         assert launch is not None
         if self.place.kind == "tmux":

@@ -1,0 +1,173 @@
+"""R for a session of another machine, through the real console (issue 41, point 4): its host
+is asked through the store (``store.hosts.launches``), first whether it can start the agent and,
+after the resume, to start it; the ``launched`` row keeps where. A host that refuses, or is
+offline, changes nothing. The host here stands in for the server that would hold it: it takes
+the console's calls from the store and answers them as a host does (``hosts.launching``)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from roundtable_console.screens.dialogs.launch import LaunchDialog
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.hosts import calls, protocol, registry
+from roundtable_console.store.hosts.facts import AgentFound, HostFacts
+from roundtable_console.store.resume.adapters import AGENT_RESUME_PATTERNS, PLACEHOLDER
+from roundtable_console.store.service import last_launch
+from tests.conftest import FakeClock
+from tests.helpers import history, session_row
+from tests.test_launch import paused_session
+from tests.test_tui_support import (
+    FROZEN,
+    OPERATOR,
+    console,
+    notifications,
+    press,
+    screen_text,
+    settle,
+    sqlite_url,
+)
+
+SIZE = (120, 40)
+CLAUDE = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
+STARTED = {
+    "tmux_pane": "%7",
+    "tmux_socket": "/tmp/tmux-1000/roundtable-host",
+    "tmux_server_pid": "4242",
+    "machine": "laptop",
+}
+
+
+class StandInHost:
+    """Takes the calls for ``name`` from the store, as the server that holds a host does, and
+    answers each in turn with the next of ``answers``; what it was asked, kept."""
+
+    def __init__(self, store: Store, name: str, answers: list[dict[str, Any]]) -> None:
+        self.store = store
+        self.name = name
+        self.answers = list(answers)
+        self.asked: list[tuple[str, dict[str, Any]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> StandInHost:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with self.store.read() as db:
+                found = calls.open_for(db, [self.name])
+            if found:
+                with self.store.write() as db:
+                    for call in calls.take(db, found, "stand-in"):
+                        self.asked.append((call.op, call.args))
+                        calls.answer(db, call.id, self.answers.pop(0), "stand-in")
+            time.sleep(0.02)
+
+
+def on_laptop(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This machine is "desk"; a paused session of Claude Code on "laptop", whose host is
+    online with Claude Code."""
+    monkeypatch.setenv("ROUNDTABLE_HOST", "desk")
+    workdir = paused_session(
+        store, tmp_path, "s-laptop", adapter="claude", host="laptop", external_session_id=CLAUDE,
+        resume_command=AGENT_RESUME_PATTERNS["claude"].replace(PLACEHOLDER, CLAUDE),
+        metadata={"hooks": "claude-code"},
+    )  # fmt: skip
+    facts = HostFacts(name="laptop", agents=(AgentFound("claude-code", "2.1.328"),),
+                      projects=(str(workdir),))  # fmt: skip
+    with store.write() as db:
+        registry.connect(db, facts, connection_id="laptop-1", clock=FakeClock(FROZEN))
+    return workdir
+
+
+def dialog(app: Any) -> LaunchDialog:
+    assert isinstance(app.screen, LaunchDialog), app.screen
+    return app.screen
+
+
+async def test_r_asks_the_sessions_host_to_check_then_start_it_there(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workdir = on_laptop(db, tmp_path, monkeypatch)
+    app = console(sqlite_url(tmp_path))
+    with StandInHost(db, "laptop", [{"ok": {"checked": True}}, {"ok": STARTED}]) as host:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await press(pilot, "R")
+            shown = screen_text(app)
+            assert "Resume and launch s-laptop?" in shown
+            assert "asks its host to start its agent" in shown
+            assert "host       laptop" in shown
+            name = protocol.tmux_session_name("s-laptop")
+            assert f"tmux session '{name}' on laptop" in shown
+            assert host.asked == []  # nothing asked before y
+            plan = dialog(app).on_host
+            assert plan is not None and dialog(app).launch is None
+            await press(pilot, "y")
+            for _ in range(100):  # the worker waits for the host's two answers
+                if not isinstance(app.screen, LaunchDialog):
+                    break
+                await pilot.pause(0.05)
+            assert not isinstance(app.screen, LaunchDialog), screen_text(app)
+            said = notifications(app)
+    assert [op for op, _ in host.asked] == [protocol.LAUNCH, protocol.LAUNCH]
+    (_, checked), (_, started) = host.asked
+    assert checked["check"] is True and "check" not in started
+    assert started["session"]["id"] == "s-laptop" and started["session"]["host"] == "laptop"
+    assert started["session"]["working_directory"] == str(workdir)
+    assert started["prompt"] == plan.prompt and plan.prompt.startswith("# Roundtable")
+    assert session_row(db, "s-laptop")["status"] == "resuming"
+    events = [(event, payload) for event, payload in history(db, "s-laptop")]
+    assert [event for event, _ in events] == ["registered", "resuming", "launched"]
+    assert events[1][1]["actor"] == OPERATOR
+    with db.read() as conn:
+        launched = last_launch(conn, "s-laptop")
+    assert launched is not None
+    assert launched["via_host"] == "laptop" and launched["tmux_pane"] == "%7"
+    assert launched["host"] == "laptop"  # the machine it runs on, as its host said
+    assert any(f"Started on laptop in tmux session {name!r}" in line for line in said), said
+
+
+async def test_a_host_that_refuses_or_is_offline_changes_nothing(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_laptop(db, tmp_path, monkeypatch)
+    refusal = {"refused": "The host laptop has no agent codex."}
+    app = console(sqlite_url(tmp_path))
+    with StandInHost(db, "laptop", [refusal]) as host:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await press(pilot, "R", "y")
+            for _ in range(100):
+                if "Nothing was started" in screen_text(app):
+                    break
+                await pilot.pause(0.05)
+            assert "The host laptop has no agent codex. Nothing was started." in screen_text(app)
+            assert isinstance(app.screen, LaunchDialog)  # kept: y may retry, n closes
+            await press(pilot, "n")
+    assert len(host.asked) == 1  # the check only: no resume, no start
+    assert session_row(db, "s-laptop")["status"] == "paused"
+    assert [event for event, _ in history(db, "s-laptop")] == ["registered"]
+    with db.write() as conn:
+        registry.disconnect(conn, "laptop", connection_id="laptop-1")
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "R")
+        shown = screen_text(app)
+        assert "runs on laptop, whose host is offline" in shown
+        assert "Nothing was started." in shown
+        assert not app.screen.check_action("confirm", ())  # y is not offered
+        await press(pilot, "y")
+    assert session_row(db, "s-laptop")["status"] == "paused"
