@@ -78,7 +78,13 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                 "R",
                 "resume and launch: shows the agent's argv, directory and where it runs; y "
                 "resumes the session, then starts the agent (a new tmux window inside tmux, "
-                "else here, the console suspended until it exits)",
+                "else here, the console suspended until it exits); a session of another "
+                "machine is started there by its host",
+            ),
+            (
+                "X",
+                "stop the agent's process (asks first): SIGINT, then SIGTERM, where R or its "
+                "host started it",
             ),
         ),
     ),
@@ -170,6 +176,7 @@ READ_ONLY_LEFT_OUT = frozenset(
         "r",
         "t",
         "R",
+        "X",
         "y / n",
         "ctrl+s",
     }

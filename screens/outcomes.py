@@ -53,6 +53,17 @@ class ActionResult:
 
 
 @dataclass(frozen=True)
+class AgentStopResult(ActionResult):
+    """``X``: the agent's process asked to stop; what it took, in words (``report``)."""
+
+    report: str = ""
+
+    @property
+    def cancelled(self) -> bool:
+        return not self.report and self.error is None
+
+
+@dataclass(frozen=True)
 class LaunchResult(ActionResult):
     """A resume and launch (``R``): the resume's outcome, and what became of the agent
     (``report``, in words; ``exit_status`` when it ran in this terminal)."""

@@ -43,6 +43,7 @@ DESIGN_ERROR_CODES = frozenset(
         "database_unavailable",
         "read_only",
         "not_launchable",
+        "host_unavailable",
         # The server's (issue 20): identities, workspaces, created sessions, event positions.
         "invalid_token",
         "invalid_token_request",

@@ -620,9 +620,12 @@ EXPECTED_EXIT = {
 }
 
 
-# Codes only the server gives (tests/test_api_*.py reach each of them over HTTP).
+# Codes the command line never gives: the server's (tests/test_api_*.py reach each of them over
+# HTTP), and host_unavailable, the server's and the console's when an agent's host cannot be
+# asked (tests/test_hosts_launch.py, tests/test_tui_through_host.py).
 SERVER_CODES = frozenset(
     {
+        "host_unavailable",
         "invalid_token",
         "workspace_not_found",
         "session_create_conflict",

@@ -361,3 +361,8 @@ def test_launch_dialog_on_a_host(
     with db.write() as conn:
         registry.connect(conn, facts, connection_id="laptop-1", clock=fixed_clock(FROZEN))
     assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving("R"))
+
+
+def test_stop_agent_dialog(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    seed(db)  # X on the first row: its agent's process, asked first
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving("X"))

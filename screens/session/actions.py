@@ -22,6 +22,7 @@ from roundtable_console.screens.context import ConsoleContext
 from roundtable_console.screens.failures import Failure, ReportsFailures
 from roundtable_console.screens.outcomes import (
     ActionResult,
+    AgentStopResult,
     LaunchResult,
     describe_conflict,
     describe_error,
@@ -66,9 +67,11 @@ ACTION_BINDINGS: list[BindingType] = [
 
 
 # R: resume, then start the agent (screens.dialogs.launch); the briefing screen shows it.
+# X: stop the agent's process where it runs (screens.dialogs.stop_agent).
 LAUNCH_BINDINGS: list[BindingType] = [
     Binding("R", "launch", "Launch", show=False, tooltip="Resume, then start the agent (asks)"),
     Binding("R", "explain('resume')", show=False),
+    Binding("X", "stop_agent", "Stop agent", show=False, tooltip="Stop the agent's process (asks)"),
 ]
 
 
@@ -120,6 +123,8 @@ def tell(screen: Screen[object], result: ActionResult) -> None:
         else:
             message = describe_error(error)
             screen.notify(message, title=title, severity="error", markup=False, timeout=10)
+    if isinstance(result, AgentStopResult):
+        screen.notify(result.report, title="Stop agent", markup=False, timeout=10)
     if isinstance(result, LaunchResult) and result.report:
         failed = result.exit_status not in (None, 0)
         severity: SeverityLevel = "warning" if failed else "information"
@@ -175,8 +180,10 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
         """Show a row the store just returned, before the next reload arrives."""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in (*LIFECYCLE_ACTIONS, "launch") and self.ctx.read_only:
+        if action in (*LIFECYCLE_ACTIONS, "launch", "stop_agent") and self.ctx.read_only:
             return False  # not offered at all; the key says why (the explain bindings)
+        if action == "stop_agent":
+            return self.selected_session() is not None
         if action in ("log", "briefing"):
             return self.selected_session() is not None
         if action == "launch":
@@ -305,6 +312,17 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
 
     def action_launch(self) -> None:
         self._act("launch", partial(open_launch, self, self.ctx, self.announce))
+
+    def action_stop_agent(self) -> None:
+        self._act("stop agent", self._stop_agent)
+
+    def _stop_agent(self, session: SessionFields) -> None:
+        from roundtable_console.screens.dialogs.stop_agent import ACTION, StopAgentDialog
+
+        self.app.push_screen(
+            StopAgentDialog(ctx=self.ctx, session=session),
+            lambda result: self.announce(result or ActionResult(ACTION, session)),
+        )
 
     def action_answer_request(self, deny_first: bool) -> None:
         """The selected session's oldest pending permission request, read in a thread, then

@@ -108,68 +108,16 @@ LIFECYCLE_COMMANDS = (
 def stop_agent_command(
     inv: Invocation, session_id: str, grace: float, operator: str | None
 ) -> None:
-    from roundtable_console.agents.panes import stop_agent
-    from roundtable_console.agents.transcripts import TranscriptUnavailable
-    from roundtable_console.store import service
-    from roundtable_console.store.errors import AgentNotRunning
-    from roundtable_console.store.safety.display import one_line
+    from roundtable_console.agents.stopping import stop_session_agent
 
     session_id = checked_session_id(session_id)
     actor = inv.operator(operator)
     with inv.store() as store:
-        with store.read() as db:
-            session = service.sessions.get_session(db=db, session_id=session_id)
-            launch = service.last_launch(db, session.id)
-        shown = one_line(session.id, 60)
-        if not launch or not launch.get("tmux_pane"):
-            raise AgentNotRunning(
-                f"The agent of session {shown!r} was not started by Roundtable (R, or its "
-                "host): stop it in its own terminal. Nothing was stopped."
-            )
-        via = launch.get("via_host")
-        if isinstance(via, str):
-            signal_name, exited = _stop_through_host(store, via, launch, grace, shown)
-        else:
-            try:
-                signal_name, exited = stop_agent(launch, grace=grace)
-            except TranscriptUnavailable as why:
-                raise AgentNotRunning(f"{why} Nothing was stopped.") from None
-        payload = {"signal": signal_name, "exited": exited, "via_host": via}
-        service.record_agent_stopped(
-            store=store, session_id=session.id, actor=actor, payload=payload, clock=inv.clock
-        )
+        stopped = stop_session_agent(store, session_id, actor=actor, grace=grace, clock=inv.clock)
     if inv.json_mode:
-        output.emit_json({"session_id": session.id, **payload})
+        output.emit_json({"session_id": session_id, **stopped.payload})
     else:
-        how = "it exited" if exited else "it has not exited yet"
-        output.echo_text(f"Sent {signal_name} to the agent of {shown}: {how}.")
-
-
-def _stop_through_host(
-    store: Any, host: str, launch: Mapping[str, Any], grace: float, shown: str
-) -> tuple[str, bool]:
-    """The stop asked of the host that started the agent, through the store."""
-    from roundtable_console.store.errors import AgentNotRunning
-    from roundtable_console.store.hosts import calls, protocol
-    from roundtable_console.store.hosts.registry import get_host
-    from roundtable_console.store.safety.display import printable
-
-    with store.read() as db:
-        row = get_host(db, host)
-    if row is None or not row.online:
-        raise AgentNotRunning(
-            f"The agent of session {shown!r} was started by the host {printable(host)}, which "
-            "is offline: nothing was stopped."
-        )
-    answer = calls.ask_and_wait(
-        store, host, protocol.STOP_AGENT, {"launch": dict(launch), "grace": grace},
-        seconds=grace + 15,
-    )  # fmt: skip
-    body = answer.get("ok")
-    if not isinstance(body, dict):
-        why = answer.get("unavailable") or answer.get("refused") or "no answer it could read"
-        raise AgentNotRunning(f"{printable(str(why))[:300]} Nothing was stopped.")
-    return protocol.stop_outcome(body)
+        output.echo_text(stopped.words(session_id))
 
 
 def bulk_selection(

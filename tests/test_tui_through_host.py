@@ -1,11 +1,14 @@
-"""R for a session of another machine, through the real console (issue 41, point 4): its host
-is asked through the store (``store.hosts.launches``), first whether it can start the agent and,
-after the resume, to start it; the ``launched`` row keeps where. A host that refuses, or is
-offline, changes nothing. The host here stands in for the server that would hold it: it takes
-the console's calls from the store and answers them as a host does (``hosts.launching``)."""
+"""What the console asks of a session's host, through the real console (issue 41, point 4).
+``R`` for a session of another machine: its host is asked through the store
+(``store.hosts.launches``), first whether it can start the agent and, after the resume, to
+start it; the ``launched`` row keeps where. ``X``: the agent's process stopped where it runs
+(``agents.stopping``). A host that refuses, or is offline, changes nothing. The host here stands
+in for the server that would hold it: it takes the console's calls from the store and answers
+them as a host does (``hosts.launching``, ``hosts.operations``)."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
@@ -14,6 +17,8 @@ from typing import Any
 import pytest
 
 from roundtable_console.screens.dialogs.launch import LaunchDialog
+from roundtable_console.screens.dialogs.stop_agent import StopAgentDialog
+from roundtable_console.store import service
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import calls, protocol, registry
 from roundtable_console.store.hosts.facts import AgentFound, HostFacts
@@ -89,6 +94,11 @@ def on_laptop(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     with store.write() as db:
         registry.connect(db, facts, connection_id="laptop-1", clock=FakeClock(FROZEN))
     return workdir
+
+
+def flat(text: str) -> str:
+    """Without spaces, line ends and the dialog's border: words folded over lines, whole."""
+    return re.sub(r"[\s█]", "", text)
 
 
 def dialog(app: Any) -> LaunchDialog:
@@ -171,3 +181,64 @@ async def test_a_host_that_refuses_or_is_offline_changes_nothing(
         assert not app.screen.check_action("confirm", ())  # y is not offered
         await press(pilot, "y")
     assert session_row(db, "s-laptop")["status"] == "paused"
+
+
+async def test_x_asks_first_then_has_the_host_stop_the_agent_it_started(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_laptop(db, tmp_path, monkeypatch)
+    service.record_launch(
+        store=db, session_id="s-laptop", tmux_pane="%7", tmux_socket=None, actor="ops",
+        machine="laptop", via_host="laptop",
+    )  # fmt: skip
+    app = console(sqlite_url(tmp_path))
+    stopped = {"ok": {"signal": "SIGINT", "exited": True}}
+    with StandInHost(db, "laptop", [stopped]) as host:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await press(pilot, "X")
+            shown = screen_text(app)
+            assert "Stop the agent of s-laptop?" in shown and "SIGINT, then SIGTERM" in shown
+            assert host.asked == []  # nothing before y
+            await press(pilot, "y")
+            for _ in range(100):
+                if not isinstance(app.screen, StopAgentDialog):
+                    break
+                await pilot.pause(0.05)
+            said = notifications(app)
+    assert "Sent SIGINT to the agent of s-laptop: it exited." in said, said
+    [(op, args)] = host.asked
+    assert op == protocol.STOP_AGENT and args["launch"]["tmux_pane"] == "%7"
+    last, payload = history(db, "s-laptop")[-1]
+    assert last == "agent_stopped" and payload["via_host"] == "laptop"
+    with db.read() as conn:
+        actor = conn.exec_driver_sql(
+            "SELECT actor FROM agent_session_events WHERE event_type = 'agent_stopped'"
+        ).scalar_one()
+    assert actor == OPERATOR
+    assert session_row(db, "s-laptop")["status"] == "paused"  # its hooks' to change
+
+
+async def test_x_on_an_agent_started_by_hand_says_so_and_a_read_only_console_offers_none(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_laptop(db, tmp_path, monkeypatch)
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "X", "y")
+        for _ in range(50):
+            if "Nothing was stopped" in screen_text(app):
+                break
+            await pilot.pause(0.05)
+        assert flat("was not started by Roundtable (R, or its host)") in flat(screen_text(app))
+        assert isinstance(app.screen, StopAgentDialog)  # y may retry; n closes
+        await press(pilot, "n")
+        assert "Stop agent cancelled: nothing was done to s-laptop." in notifications(app)
+    assert [event for event, _ in history(db, "s-laptop")] == ["registered"]
+    app = console(sqlite_url(tmp_path), read_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.screen.check_action("stop_agent", ()) is False
+        await press(pilot, "X")
+        assert not isinstance(app.screen, StopAgentDialog)
