@@ -4,7 +4,6 @@ a host says of itself shown as text; escape goes back. Through the real app, and
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from tests.test_tui_support import (
     screen_text,
     settle,
     sqlite_url,
+    until,
 )
 
 LAPTOP = HostFacts(
@@ -47,12 +47,6 @@ def connect(db: Store, facts: HostFacts, *, minutes_ago: float = 0) -> None:
 def listed(app: Any) -> list[str]:
     """The sessions the list holds, whichever screen is on top."""
     return [session.id for session in app.list_screen.model.sessions()]
-
-
-async def until(pilot: Any, check: Any, seconds: float = 15) -> None:
-    deadline = time.monotonic() + seconds
-    while not check() and time.monotonic() < deadline:
-        await pilot.pause(0.05)
 
 
 async def test_h_shows_the_hosts_and_escape_goes_back(tmp_path: Path, db: Store) -> None:

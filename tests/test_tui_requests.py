@@ -24,22 +24,12 @@ from tests.test_tui_support import (
     screen_text,
     settle,
     sqlite_url,
+    until,
 )
 
 SUGGESTION = {"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "make:*"}],
               "behavior": "allow", "destination": "localSettings"}  # fmt: skip
 TEN_YEARS = 10 * 365 * 86400
-
-
-async def until(pilot: Any, check: Any, seconds: float = 15) -> None:
-    """Bounded: the decision is written in a thread, and a loaded machine takes its time."""
-    import time
-
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, f"not so within {seconds} s"
-        await pilot.pause(0.05)
-    await settle(pilot)
 
 
 def ask(

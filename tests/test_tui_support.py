@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import html
 import re
+import time
+from collections.abc import Callable
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -122,6 +124,16 @@ async def settle(pilot: Pilot[Any], rounds: int = 4) -> None:
                 with suppress(WorkerCancelled, WorkerFailed):
                     await worker.wait()
     await pilot.pause()
+
+
+async def until(pilot: Pilot[Any], check: Callable[[], object], seconds: float = 15) -> None:
+    """Until ``check()`` holds (bounded: what the console waits for is done in a thread, and
+    a loaded machine takes its time), then settled."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"not so within {seconds} s"
+        await pilot.pause(0.05)
+    await settle(pilot)
 
 
 async def press(pilot: Pilot[Any], *keys: str) -> None:

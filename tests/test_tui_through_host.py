@@ -36,6 +36,7 @@ from tests.test_tui_support import (
     screen_text,
     settle,
     sqlite_url,
+    until,
 )
 
 SIZE = (120, 40)
@@ -124,12 +125,8 @@ async def test_r_asks_the_sessions_host_to_check_then_start_it_there(
             assert host.asked == []  # nothing asked before y
             plan = dialog(app).on_host
             assert plan is not None and dialog(app).launch is None
-            await press(pilot, "y")
-            for _ in range(100):  # the worker waits for the host's two answers
-                if not isinstance(app.screen, LaunchDialog):
-                    break
-                await pilot.pause(0.05)
-            assert not isinstance(app.screen, LaunchDialog), screen_text(app)
+            await press(pilot, "y")  # the worker waits for the host's two answers
+            await until(pilot, lambda: not isinstance(app.screen, LaunchDialog))
             said = notifications(app)
     assert [op for op, _ in host.asked] == [protocol.LAUNCH, protocol.LAUNCH]
     (_, checked), (_, started) = host.asked
@@ -159,10 +156,7 @@ async def test_a_host_that_refuses_or_is_offline_changes_nothing(
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             await press(pilot, "R", "y")
-            for _ in range(100):
-                if "Nothing was started" in screen_text(app):
-                    break
-                await pilot.pause(0.05)
+            await until(pilot, lambda: "Nothing was started" in screen_text(app))
             assert "The host laptop has no agent codex. Nothing was started." in screen_text(app)
             assert isinstance(app.screen, LaunchDialog)  # kept: y may retry, n closes
             await press(pilot, "n")
@@ -201,10 +195,7 @@ async def test_x_asks_first_then_has_the_host_stop_the_agent_it_started(
             assert "Stop the agent of s-laptop?" in shown and "SIGINT, then SIGTERM" in shown
             assert host.asked == []  # nothing before y
             await press(pilot, "y")
-            for _ in range(100):
-                if not isinstance(app.screen, StopAgentDialog):
-                    break
-                await pilot.pause(0.05)
+            await until(pilot, lambda: not isinstance(app.screen, StopAgentDialog))
             said = notifications(app)
     assert "Sent SIGINT to the agent of s-laptop: it exited." in said, said
     [(op, args)] = host.asked
@@ -227,10 +218,7 @@ async def test_x_on_an_agent_started_by_hand_says_so_and_a_read_only_console_off
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await press(pilot, "X", "y")
-        for _ in range(50):
-            if "Nothing was stopped" in screen_text(app):
-                break
-            await pilot.pause(0.05)
+        await until(pilot, lambda: "Nothing was stopped" in screen_text(app))
         assert flat("was not started by Roundtable (R, or its host)") in flat(screen_text(app))
         assert isinstance(app.screen, StopAgentDialog)  # y may retry; n closes
         await press(pilot, "n")
