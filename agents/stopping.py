@@ -92,8 +92,8 @@ def _through_host(
         store, host, protocol.STOP_AGENT, {"launch": dict(launch), "grace": grace},
         seconds=grace + HOST_MARGIN_SECONDS,
     )  # fmt: skip
-    body = answer.get("ok")
-    if not isinstance(body, dict):
-        why = answer.get("unavailable") or answer.get("refused") or "no answer it could read"
-        raise AgentNotRunning(f"{printable(str(why))[:300]} Nothing was stopped.")
+    try:
+        body = protocol.outcome_of(host, answer)
+    except (protocol.HostRefused, protocol.HostUnreachable) as why:
+        raise AgentNotRunning(f"{why} Nothing was stopped.") from None
     return protocol.stop_outcome(body)

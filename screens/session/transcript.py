@@ -67,13 +67,12 @@ def _through_host(
             f"The session runs on {printable(host)}: its transcript is read through its host, "
             f"by a call this console could not write ({one_line(error.message, 200)})."
         )
-    if not isinstance(answer.get("ok"), dict):
-        for key in ("unavailable", "refused"):
-            if isinstance(answer.get(key), str):
-                return printable(answer[key][:500])
-        return f"The host {printable(host)} answered with something the console cannot read."
     try:
-        return Page.from_json(answer["ok"])
+        body = protocol.outcome_of(host, answer)
+    except (protocol.HostRefused, protocol.HostUnreachable) as why:
+        return str(why)
+    try:
+        return Page.from_json(body)
     except ValueError:
         return f"The host {printable(host)} answered with something that is not a page."
 

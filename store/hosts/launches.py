@@ -130,13 +130,9 @@ def ask_host(store: Store, launch: HostLaunch, *, check: bool) -> dict[str, Any]
     answer = ask_and_wait(
         store, launch.host, protocol.LAUNCH, launch.args(check=check), seconds=LAUNCH_SECONDS
     )
-    if isinstance(answer.get("ok"), dict):
-        return answer["ok"]  # type: ignore[no-any-return]
-    if isinstance(answer.get("refused"), str):
-        raise NotLaunchable(f"{printable(answer['refused'][:500])} Nothing was started.")
-    said = answer.get("unavailable")
-    raise HostUnavailable(
-        printable(said[:500])
-        if isinstance(said, str)
-        else f"The host {printable(launch.host)} answered with something this console cannot read."
-    )
+    try:
+        return protocol.outcome_of(launch.host, answer)
+    except protocol.HostRefused as refused:
+        raise NotLaunchable(f"{refused} Nothing was started.") from None
+    except protocol.HostUnreachable as unreachable:
+        raise HostUnavailable(str(unreachable)) from None

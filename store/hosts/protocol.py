@@ -110,3 +110,26 @@ def activity_args(
         "before": before,
         "limit": limit,
     }
+
+
+class HostUnreachable(Exception):
+    """The host cannot be asked, or did not answer: why, in one sentence."""
+
+
+class HostRefused(Exception):
+    """The host would not do what it was asked (not its session, say): its words."""
+
+
+def outcome_of(name: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """A host's answer, however it came (a link, another server, the store): its ``ok`` part;
+    ``HostUnreachable`` or ``HostRefused`` in its words."""
+    from roundtable_console.store.safety.display import printable
+
+    if isinstance(answer.get("ok"), dict):
+        return answer["ok"]  # type: ignore[no-any-return]
+    for key, error in (("unavailable", HostUnreachable), ("refused", HostRefused)):
+        if isinstance(answer.get(key), str):
+            raise error(printable(answer[key][:500]))
+    raise HostUnreachable(
+        f"The host {printable(name)} answered with something that cannot be read."
+    )
