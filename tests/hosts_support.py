@@ -32,16 +32,21 @@ def wait_until(check: Callable[[], Any], what: str, seconds: float = WAIT_SECOND
 
 
 def host_started(
-    home: Path, *args: str, token: str | None = None, env: dict[str, str] | None = None
+    home: Path,
+    *args: str,
+    token: str | None = None,
+    env: dict[str, str] | None = None,
+    user: tuple[str, ...] = (),
 ) -> subprocess.Popen[str]:
     """``roundtable host run`` as a machine runs it: a process of its own (``env``: what its
-    machine's environment has besides)."""
+    machine's environment has besides; ``user``: the command that runs it as its machine's
+    user)."""
     env = {**serve_env(home), **(env or {})}
     if token is not None:
         env["RT_HOST_TOKEN"] = token
         args = (*args, "--token-env", "RT_HOST_TOKEN")
     return subprocess.Popen(
-        [sys.executable, "-m", "roundtable_console", "host", "run", *args],
+        [*user, sys.executable, "-m", "roundtable_console", "host", "run", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -81,10 +86,11 @@ class Team:
         name: str = "laptop",
         token: str = "laptop",
         env: dict[str, str] | None = None,
+        user: tuple[str, ...] = (),
     ) -> Any:
         return host_started(
             self.home, "--name", name, "--server", self.served.url, *args,
-            token=self.tokens[token], env=env,
+            token=self.tokens[token], env=env, user=user,
         )  # fmt: skip
 
 

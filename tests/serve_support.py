@@ -69,6 +69,12 @@ APART = (
 )
 
 
+def apart(hidden: tuple[Path, ...], argv: list[str]) -> list[str]:
+    """``argv`` run on another "machine": one that cannot see ``hidden`` (APART)."""
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", APART, "apart",
+            str(len(hidden)), *map(str, hidden), *argv]  # fmt: skip
+
+
 @contextmanager
 def serving(
     store_url: str,
@@ -89,9 +95,7 @@ def serving(
     if hidden:
         with log.open("a") as out:
             process: Any = subprocess.Popen(
-                ["unshare", "--mount", "--propagation", "private", "sh", "-c", APART, "apart",
-                 str(len(hidden)), *map(str, hidden), sys.executable, "-m",
-                 "roundtable_console", *argv],
+                apart(hidden, [sys.executable, "-m", "roundtable_console", *argv]),
                 stdout=out, stderr=subprocess.STDOUT, env=serve_env(home), cwd=ROOT,
             )  # fmt: skip
     else:

@@ -3,12 +3,16 @@ agent and its transcript — and the server, which cannot see the laptop's files
 namespace with an empty tmpfs over each of them). Nothing here can pass by reading a disk the
 server could not read on a real team: the transcript, the pane, the launch, the reply and the
 stop reach the laptop only through its host's link. The agent is a stand-in for Claude Code
-(it records how it was started, echoes what it is typed, and exits on SIGINT)."""
+(it records how it was started, echoes what it is typed, and exits on SIGINT). The laptop is
+also a user of its own (``nobody``): its host, its hooks and its agents cannot read the server's
+files either (the store's among them), and the operator's command line runs on a third
+"machine" that cannot see the laptop's."""
 
 from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -29,6 +33,7 @@ from tests import test_agents_real as real
 from tests.fake_models import SHELL_COMMAND
 from tests.helpers import history, register_session
 from tests.hosts_support import Team, ended, team_serving, wait_until
+from tests.serve_support import ROOT, apart, serve_env
 
 api = real.api  # the agents' model stand-in (a fixture), shared
 CLAUDE_ID = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
@@ -40,13 +45,29 @@ exec cat
 """
 
 
+LAPTOP_USER = pwd.getpwnam("nobody")
+# The laptop's user, in a mount namespace of its own that leaves it the suite's Python and
+# repository (where root's private home holds them: tests/as_machine.py).
+AS_LAPTOP = ("unshare", "--mount", "--propagation", "private", sys.executable, "-I", "-S",
+             str(ROOT / "tests" / "as_machine.py"), str(LAPTOP_USER.pw_uid),
+             str(LAPTOP_USER.pw_gid), sys.base_prefix, str(ROOT), "--")  # fmt: skip
+
+
+def _owned_by_the_laptop(top: Path) -> None:
+    for folder, _dirs, files in os.walk(top):
+        for name in (folder, *(os.path.join(folder, file) for file in files)):
+            os.chown(name, LAPTOP_USER.pw_uid, LAPTOP_USER.pw_gid)
+
+
 @pytest.fixture
-def laptop(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    """The laptop's files: its HOME (its transcript, its project), its tmux directory, its
-    PATH with the agent on it."""
-    home = tmp_path / "laptop-home"
+def laptop() -> Iterator[dict[str, Any]]:
+    """The laptop's files, its user's own: its HOME (its transcript, its project, its temporary
+    files), its tmux directory, its PATH with the agent on it."""
+    top = Path(tempfile.mkdtemp(prefix="rt-laptop-"))  # not under the suite's private tmp_path
+    home = top / "home"
     project = home / "src" / "api"
     project.mkdir(parents=True)
+    (home / "tmp").mkdir()
     transcript = home / ".claude" / "projects" / "-src-api" / f"{CLAUDE_ID}.jsonl"
     transcript.parent.mkdir(parents=True)
     lines = [{"type": "user", "message": {"role": "user", "content": "only on the laptop"}}]
@@ -55,26 +76,33 @@ def laptop(tmp_path: Path) -> Iterator[dict[str, Any]]:
     bin_dir.mkdir()
     (bin_dir / "claude").write_text(STAND_IN)
     (bin_dir / "claude").chmod(0o755)
-    tmux_dir = Path(tempfile.mkdtemp(prefix="rt-laptop-", dir="/tmp"))
+    tmux_dir = top / "tmux"
+    tmux_dir.mkdir(mode=0o700)
+    _owned_by_the_laptop(top)
     env = {
         "HOME": str(home),
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "TMPDIR": str(home / "tmp"),
         "TMUX_TMPDIR": str(tmux_dir),
         "XDG_CONFIG_HOME": str(home / ".config"),
         "XDG_DATA_HOME": str(home / ".local" / "share"),
     }
-    yield {"home": home, "project": project, "transcript": transcript, "tmux": tmux_dir,
-           "env": env}  # fmt: skip
-    subprocess.run(["tmux", "-L", protocol.TMUX_LABEL, "kill-server"],
+    yield {"top": top, "home": home, "project": project, "transcript": transcript,
+           "tmux": tmux_dir, "env": env}  # fmt: skip
+    subprocess.run([*AS_LAPTOP, "tmux", "-L", protocol.TMUX_LABEL, "kill-server"],
                    env={**os.environ, **env}, capture_output=True, check=False)  # fmt: skip
-    shutil.rmtree(tmux_dir, ignore_errors=True)
+    shutil.rmtree(top, ignore_errors=True)
 
 
-@pytest.fixture
-def team(sqlite_store: Store, tmp_path: Path, laptop: dict[str, Any]) -> Iterator[Team]:
-    url = f"sqlite:///{tmp_path / 'roundtable.db'}"
-    hidden = (laptop["home"], laptop["tmux"])
-    yield from team_serving(sqlite_store, url, tmp_path / "server-home", hidden=hidden)
+def elsewhere(team: Team, hidden: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """The operator's command line on a third "machine": the store's URL, none of the laptop's
+    files."""
+    home = team.home.parent / "operator-home"
+    home.mkdir(exist_ok=True)
+    return subprocess.run(
+        apart((hidden,), [sys.executable, "-m", "roundtable_console", *argv, "--db", team.url]),
+        env={**serve_env(home), "HOME": str(home)}, capture_output=True, text=True, timeout=90,
+    )  # fmt: skip
 
 
 @pytest.fixture
@@ -82,7 +110,7 @@ def each_team(
     store: Store, store_url: str, tmp_path: Path, laptop: dict[str, Any]
 ) -> Iterator[Team]:
     """The team's server on each engine, kept from the laptop's files."""
-    hidden = (laptop["home"], laptop["tmux"])
+    hidden = (laptop["top"],)
     yield from team_serving(store, store_url, tmp_path / "server-home", hidden=hidden)
 
 
@@ -103,7 +131,7 @@ def test_the_server_reaches_the_laptops_agent_only_through_its_host(
     # The control: read by the server itself, the laptop's transcript is not there.
     alone = http_calls.get(f"{base}/no-host/transcript", headers=ops).json()
     assert alone["available"] is False and "not here to read" in alone["reason"], alone
-    host = team.host("--project", str(laptop["project"]), env=laptop["env"])
+    host = team.host("--project", str(laptop["project"]), env=laptop["env"], user=AS_LAPTOP)
     try:
         wait_until(lambda: team.online("laptop"), "the laptop's host online")
         page = http_calls.get(f"{base}/on-laptop/transcript", headers=ops).json()
@@ -148,31 +176,52 @@ def test_the_server_reaches_the_laptops_agent_only_through_its_host(
     assert ended(host)[0] == 0
 
 
-def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
-    team: Team, laptop: dict[str, Any], api: Any
-) -> None:
-    """The real Claude Code (its model a loopback stand-in) on the laptop, its hooks reporting
-    through the server with an agent token: its permission request is allowed over HTTP by an
-    operator on another "machine", and its transcript — on the laptop only — is read through
-    the laptop's host."""
-    place = {"home": laptop["home"], "project": laptop["project"],
-             "spool": laptop["home"] / "spool.jsonl"}  # fmt: skip
-    env = real._claude_env(place, api, ROUNDTABLE_HOST="laptop", RT_AGENT=team.tokens["hooks"])
-    env["PATH"] = f"{laptop['env']['PATH']}{os.pathsep}{env['PATH']}"
+def _on_the_laptop(laptop: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
+    """An agent's environment on the laptop: its own files, and the model stand-in's."""
+    return {**laptop["env"], **env, "PATH": f"{laptop['env']['PATH']}{os.pathsep}{env['PATH']}"}
+
+
+def _hooks_through(team: Team, agent: str, laptop: dict[str, Any], env: dict[str, str],
+                   *more: str) -> None:  # fmt: skip
     installed = subprocess.run(
-        [sys.executable, "-m", "roundtable_console", "hooks", "install", "claude-code",
-         "--project", str(laptop["project"]), "--server", team.served.url,
-         "--token-env", "RT_AGENT", "--workspace", "ws-1", "--permission-wait", "60"],
-        env=env, capture_output=True, text=True, timeout=60,
+        [*AS_LAPTOP, sys.executable, "-m", "roundtable_console", "hooks", "install", agent,
+         "--server", team.served.url, "--token-env", "RT_AGENT", "--workspace", "ws-1", *more],
+        env=env, capture_output=True, text=True, timeout=60, cwd=laptop["project"],
     )  # fmt: skip
     assert installed.returncode == 0, installed.stderr
+
+
+def _the_laptops_session(team: Team) -> dict[str, Any]:
+    listed = http_calls.get(f"{team.served.url}/api/v1/workspaces/ws-1/sessions",
+                            headers=team.bearer("ops")).json()["items"]  # fmt: skip
+    assert len(listed) == 1, listed
+    return listed[0]
+
+
+def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
+    each_team: Team, laptop: dict[str, Any], api: Any
+) -> None:
+    """The real Claude Code (its model a loopback stand-in) on the laptop, as the laptop's user,
+    its hooks reporting through the server with an agent token: its permission request is
+    allowed by an operator on another "machine" (over HTTP on SQLite; with the command line, on
+    the store, on PostgreSQL), its transcript — on the laptop only — is read through the
+    laptop's host, it is resumed there by that operator, and stopped (over HTTP, or from that
+    command line)."""
+    team = each_team
+    by_cli = team.url.startswith("postgresql")
+    place = {"home": laptop["home"], "project": laptop["project"],
+             "spool": laptop["home"] / "spool.jsonl"}  # fmt: skip
+    env = _on_the_laptop(laptop, real._claude_env(
+        place, api, ROUNDTABLE_HOST="laptop", RT_AGENT=team.tokens["hooks"]))  # fmt: skip
+    _hooks_through(team, "claude-code", laptop, env, "--project", str(laptop["project"]),
+                   "--permission-wait", "60")  # fmt: skip
     # The laptop's host starts the real Claude Code (its dir on PATH) with the model stand-in.
     real_bin = str(real._need(real.CLAUDE).parent)
-    machine = {**env, "TMUX_TMPDIR": laptop["env"]["TMUX_TMPDIR"],
-               "PATH": f"{real_bin}{os.pathsep}{env['PATH']}"}  # fmt: skip
-    host = team.host("--project", str(laptop["project"]), env=machine)
+    machine = {**env, "PATH": f"{real_bin}{os.pathsep}{env['PATH']}"}
+    host = team.host("--project", str(laptop["project"]), env=machine, user=AS_LAPTOP)
     claude = subprocess.Popen(
-        [str(real._need(real.CLAUDE)), "-p", "make the marker file", "--output-format", "json"],
+        [*AS_LAPTOP, str(real._need(real.CLAUDE)), "-p", "make the marker file",
+         "--output-format", "json"],
         cwd=laptop["project"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -188,17 +237,30 @@ def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
                     return [found, *pending["items"]]
             return []
 
-        found, request = wait_until(asked, "its permission request, seen through the server", 90)
+        try:
+            found, request = wait_until(asked, "its permission request, through the server", 90)
+        except AssertionError:
+            claude.kill()
+            spool = place["spool"]
+            said = spool.read_text()[-2000:] if spool.exists() else "(no spool)"
+            raise AssertionError(f"{claude.communicate()[1][-3000:]}\n{said}") from None
         assert found["host"] == "laptop" and request["tool_input"]["command"] == SHELL_COMMAND
-        allowed = http_calls.post(
-            f"{base}/{found['id']}/requests/{request['id']}/decision", json={"decision": "allow"},
-            headers={**ops, "Idempotency-Key": "allow-1"}, timeout=30,
-        )  # fmt: skip
-        assert allowed.status_code == 200, allowed.text
+        if by_cli:
+            allowed = elsewhere(team, laptop["top"], "requests", "allow", request["id"],
+                                "--operator", "olga")  # fmt: skip
+            assert allowed.returncode == 0, allowed.stderr
+        else:
+            decided = http_calls.post(
+                f"{base}/{found['id']}/requests/{request['id']}/decision",
+                json={"decision": "allow"}, headers={**ops, "Idempotency-Key": "allow-1"},
+                timeout=30,
+            )  # fmt: skip
+            assert decided.status_code == 200, decided.text
         out, err = claude.communicate(timeout=real.RUN_SECONDS)
         assert claude.returncode == 0, err[-3000:]
         assert json.loads(out)["permission_denials"] == []
-        assert (laptop["project"] / SHELL_COMMAND.split()[-1]).is_file()
+        marker = laptop["project"] / SHELL_COMMAND.split()[-1]
+        assert marker.is_file() and marker.stat().st_uid == LAPTOP_USER.pw_uid
         page = http_calls.get(f"{base}/{found['id']}/transcript", headers=ops).json()
         assert page["available"] is True, page
         assert any(item["text"] == "make the marker file" for item in page["items"]), page
@@ -214,6 +276,7 @@ def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
             "hasTrustDialogAccepted": True
         }
         seen.write_text(json.dumps(profile))
+        os.chown(seen, LAPTOP_USER.pw_uid, LAPTOP_USER.pw_gid)
         before = len(api.requests)
         launched = http_calls.post(f"{base}/{found['id']}/launch", timeout=60,
                               headers={**ops, "Idempotency-Key": uuid.uuid4().hex})  # fmt: skip
@@ -231,9 +294,18 @@ def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
             wait_until(reported, "the resumed agent's hooks on the same session", 30)
         except AssertionError:
             raise AssertionError(history(team.store, found["id"])) from None
-        stopped = http_calls.post(f"{base}/{found['id']}/stop-agent", headers=ops,
-                             json={"grace_seconds": 3}, timeout=60)  # fmt: skip
-        assert stopped.status_code == 200 and stopped.json()["exited"] is True, stopped.text
+        if by_cli:
+            stopped = elsewhere(team, laptop["top"], "sessions", "stop-agent", "--session",
+                                found["id"], "--grace", "3", "--json")  # fmt: skip
+            assert stopped.returncode == 0, stopped.stderr
+            assert json.loads(stopped.stdout)["exited"] is True, stopped.stdout
+        else:
+            stopped = http_calls.post(f"{base}/{found['id']}/stop-agent", headers=ops,
+                                 json={"grace_seconds": 3}, timeout=60)  # fmt: skip
+            assert stopped.status_code == 200 and stopped.json()["exited"] is True, stopped.text
+        events = history(team.store, found["id"])
+        decided_by = [payload for kind, payload in events if kind == "permission_decided"]
+        assert [payload["decision"] for payload in decided_by] == ["allow"]
     finally:
         if claude.poll() is None:
             claude.kill()
