@@ -147,7 +147,10 @@ def stop_agent(
 
     for number, within in ((signal.SIGINT, grace), (signal.SIGTERM, 5.0)):
         try:
-            os.kill(pid, number)
+            # To the pane's process group, as a terminal signals its foreground job: an agent
+            # that runs as a child of its own launcher (Gemini CLI relaunches itself in one)
+            # is reached as well.
+            os.killpg(pid, number)
         except ProcessLookupError:
             return number.name, True
         except PermissionError:

@@ -6,7 +6,8 @@ stop reach the laptop only through its host's link. The agent is a stand-in for 
 (it records how it was started, echoes what it is typed, and exits on SIGINT). The laptop is
 also a user of its own (``nobody``): its host, its hooks and its agents cannot read the server's
 files either (the store's among them), and the operator's command line runs on a third
-"machine" that cannot see the laptop's."""
+"machine" that cannot see the laptop's. The real Claude Code, Codex and Gemini CLI run on the
+laptop too (their models a loopback stand-in)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from roundtable_console.store.access.tokens import create_token
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import protocol
 from tests import http_calls
@@ -103,6 +105,13 @@ def elsewhere(team: Team, hidden: Path, *argv: str) -> subprocess.CompletedProce
         apart((hidden,), [sys.executable, "-m", "roundtable_console", *argv, "--db", team.url]),
         env={**serve_env(home), "HOME": str(home)}, capture_output=True, text=True, timeout=90,
     )  # fmt: skip
+
+
+@pytest.fixture
+def team(sqlite_store: Store, tmp_path: Path, laptop: dict[str, Any]) -> Iterator[Team]:
+    url = f"sqlite:///{tmp_path / 'roundtable.db'}"
+    hidden = (laptop["top"],)
+    yield from team_serving(sqlite_store, url, tmp_path / "server-home", hidden=hidden)
 
 
 @pytest.fixture
@@ -309,5 +318,66 @@ def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
     finally:
         if claude.poll() is None:
             claude.kill()
+        host.send_signal(signal.SIGTERM)
+    assert ended(host)[0] == 0
+
+
+HEADLESS = {
+    "codex": (real.CODEX, real._codex_env, ["exec", "--skip-git-repo-check"]),
+    "gemini": (real.GEMINI, real._gemini_env, ["-m", "gemini-2.5-flash", "--approval-mode",
+                                               "yolo", "--output-format", "json", "-p"]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("agent", ["codex", "gemini"])
+def test_codex_and_gemini_on_the_laptop_are_read_resumed_and_stopped_from_elsewhere(
+    team: Team, laptop: dict[str, Any], api: Any, agent: str
+) -> None:
+    """Codex and Gemini CLI as far as their hooks allow (neither asks a hook for permission in a
+    headless run): on the laptop, as its user, reporting through the server; their transcript
+    read through the laptop's host; resumed there by an operator elsewhere, continuing their own
+    conversation; stopped from the command line of a third machine."""
+    program, env_of, flags = HEADLESS[agent]
+    place = {"home": laptop["home"], "project": laptop["project"],
+             "spool": laptop["home"] / "spool.jsonl"}  # fmt: skip
+    token = create_token(store=team.store, name=f"{agent}-hooks", role="agent", agent_id=agent)
+    env = _on_the_laptop(laptop, {**env_of(place, api), "ROUNDTABLE_HOST": "laptop",
+                                  "RT_AGENT": token.token})  # fmt: skip
+    env["PATH"] = f"{real._need(program).parent}{os.pathsep}{env['PATH']}"
+    _owned_by_the_laptop(laptop["top"])  # the agent's settings, written here
+    _hooks_through(team, agent, laptop, env, "--project", str(laptop["project"]))
+    host = team.host("--project", str(laptop["project"]), env=env, user=AS_LAPTOP)
+    base = f"{team.served.url}/api/v1/workspaces/ws-1/sessions"
+    ops = team.bearer("ops")
+    try:
+        ran = subprocess.run([*AS_LAPTOP, str(program), *flags, "make the marker file"],
+                             cwd=laptop["project"], env=env, capture_output=True, text=True,
+                             timeout=real.RUN_SECONDS, stdin=subprocess.DEVNULL)  # fmt: skip
+        assert ran.returncode == 0, ran.stderr[-3000:]
+        found = _the_laptops_session(team)
+        assert (found["host"], found["adapter"], found["status"]) == ("laptop", agent, "ended")
+        wait_until(lambda: team.online("laptop"), "the laptop's host online")
+        page = http_calls.get(f"{base}/{found['id']}/transcript", headers=ops).json()
+        assert page["available"] is True, page
+        assert any("make the marker file" in item["text"] for item in page["items"]), page
+
+        before = len(api.requests)
+        key = {"Idempotency-Key": uuid.uuid4().hex}
+        launched = http_calls.post(f"{base}/{found['id']}/launch", headers={**ops, **key},
+                                   timeout=60)  # fmt: skip
+        assert launched.status_code == 200, launched.text
+        wait_until(
+            lambda: any("Roundtable Resume Briefing" in json.dumps(body)
+                        for _, body in api.requests[before:]),
+            "the resumed agent asking its model with the briefing", 90,
+        )  # fmt: skip
+        resumed = [json.dumps(body) for _, body in api.requests[before:]]
+        assert any("make the marker file" in body for body in resumed)
+        stopped = elsewhere(team, laptop["top"], "sessions", "stop-agent", "--session",
+                            found["id"], "--grace", "5", "--json")  # fmt: skip
+        assert stopped.returncode == 0, stopped.stderr
+        assert json.loads(stopped.stdout)["exited"] is True, stopped.stdout
+        assert dict(history(team.store, found["id"]))["launched"]["via_host"] == "laptop"
+    finally:
         host.send_signal(signal.SIGTERM)
     assert ended(host)[0] == 0
