@@ -32,7 +32,7 @@ from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import protocol
 from tests import http_calls
 from tests import test_agents_real as real
-from tests.fake_models import SHELL_COMMAND
+from tests.fake_models import REPLY_MARK, SHELL_COMMAND
 from tests.helpers import history, register_session
 from tests.hosts_support import Team, ended, team_serving, wait_until
 from tests.serve_support import ROOT, apart, serve_env
@@ -207,15 +207,19 @@ def _the_laptops_session(team: Team) -> dict[str, Any]:
     return listed[0]
 
 
+REPLY = f"Carry on from the laptop, please ({REPLY_MARK})."  # answered in words
+REPLY_WAIT = 10  # the first finished turn is answered within it; the second runs it out
+
+
 def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
     each_team: Team, laptop: dict[str, Any], api: Any
 ) -> None:
     """The real Claude Code (its model a loopback stand-in) on the laptop, as the laptop's user,
     its hooks reporting through the server with an agent token: its permission request is
-    allowed by an operator on another "machine" (over HTTP on SQLite; with the command line, on
-    the store, on PostgreSQL), its transcript — on the laptop only — is read through the
-    laptop's host, it is resumed there by that operator, and stopped (over HTTP, or from that
-    command line)."""
+    allowed and its finished turn replied to by an operator on another "machine" (over HTTP on
+    SQLite; with the command line, on the store, on PostgreSQL), its transcript — on the laptop
+    only — is read through the laptop's host, it is resumed there by that operator, and stopped
+    (over HTTP, or from that command line)."""
     team = each_team
     by_cli = team.url.startswith("postgresql")
     place = {"home": laptop["home"], "project": laptop["project"],
@@ -223,7 +227,7 @@ def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
     env = _on_the_laptop(laptop, real._claude_env(
         place, api, ROUNDTABLE_HOST="laptop", RT_AGENT=team.tokens["hooks"]))  # fmt: skip
     _hooks_through(team, "claude-code", laptop, env, "--project", str(laptop["project"]),
-                   "--permission-wait", "60")  # fmt: skip
+                   "--permission-wait", "60", "--reply-wait", str(REPLY_WAIT))  # fmt: skip
     # The laptop's host starts the real Claude Code (its dir on PATH) with the model stand-in.
     real_bin = str(real._need(real.CLAUDE).parent)
     machine = {**env, "PATH": f"{real_bin}{os.pathsep}{env['PATH']}"}
@@ -265,9 +269,26 @@ def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
                 timeout=30,
             )  # fmt: skip
             assert decided.status_code == 200, decided.text
-        out, err = claude.communicate(timeout=real.RUN_SECONDS)
+
+        # Its turn done, its Stop hook listens through the server: the reply is heard.
+        def listening() -> bool:
+            shown = http_calls.get(f"{base}/{found['id']}/reply", headers=ops)
+            return shown.status_code == 200 and shown.json()["via"] == "hook"
+
+        wait_until(listening, "its finished turn's hook listening through the server", 90)
+        if by_cli:
+            replied = elsewhere(team, laptop["top"], "reply", found["id"], REPLY,
+                                "--operator", "olga")  # fmt: skip
+            assert replied.returncode == 0, replied.stderr
+        else:
+            replied = http_calls.post(f"{base}/{found['id']}/reply", json={"message": REPLY},
+                                      headers={**ops, "Idempotency-Key": "reply-1"},
+                                      timeout=30)  # fmt: skip
+            assert replied.status_code == 200 and replied.json()["via"] == "hook", replied.text
+        out, err = claude.communicate(timeout=real.RUN_SECONDS)  # its second wait runs out
         assert claude.returncode == 0, err[-3000:]
         assert json.loads(out)["permission_denials"] == []
+        assert any(REPLY in json.dumps(body.get("messages") or []) for _, body in api.requests)
         marker = laptop["project"] / SHELL_COMMAND.split()[-1]
         assert marker.is_file() and marker.stat().st_uid == LAPTOP_USER.pw_uid
         page = http_calls.get(f"{base}/{found['id']}/transcript", headers=ops).json()
@@ -315,6 +336,8 @@ def test_real_claude_code_on_the_laptop_is_answered_and_read_from_elsewhere(
         events = history(team.store, found["id"])
         decided_by = [payload for kind, payload in events if kind == "permission_decided"]
         assert [payload["decision"] for payload in decided_by] == ["allow"]
+        heard = [payload for kind, payload in events if kind == "replied"]
+        assert heard == [{"via": "hook", "message": REPLY}]
     finally:
         if claude.poll() is None:
             claude.kill()
