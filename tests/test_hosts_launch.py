@@ -293,6 +293,51 @@ def test_the_web_console_starts_a_session_on_its_host(
     assert ended(host)[0] == 0
 
 
+def test_the_web_console_terminates_and_stops_the_agent_too_when_asked(
+    team: Team, tmp_path: Path, machine: dict[str, str]
+) -> None:
+    """Terminate says the agent a host started may still run, and offers to stop it too."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.test_web_browser import CHROMIUM
+
+    project = tmp_path / "api"
+    project.mkdir()
+    stopped_session(team.store, "s-end", project)
+    host = team.host("--project", str(project), env=machine)
+    try:
+        wait_until(lambda: team.online("laptop"), "the host online")
+        assert launch(team, "s-end").status_code == 200
+        wait_until(Path(machine["FAKE_OUT"]).exists, "the agent started")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 800})
+                page.set_default_timeout(15_000)
+                page.goto(team.served.url + "/sessions")
+                page.fill("#token", team.tokens["ops"])
+                page.click("button[type=submit]")
+                page.wait_for_url("**/sessions")
+                page.goto(team.served.url + "/sessions/s-end")
+                page.get_by_role("button", name="Terminate s-end").click()
+                dialog = page.locator("#dialog")
+                expect(dialog).to_contain_text("on host laptop) and may still run")
+                page.get_by_label("Also stop its agent (SIGINT, then SIGTERM)").check()
+                page.screenshot(path=str(tmp_path / "terminate.png"))
+                page.click("#dialog-confirm")
+                expect(page.locator("#notice")).to_contain_text(
+                    "Sent SIGINT to the agent of s-end: it exited."
+                )
+            finally:
+                browser.close()
+        assert status(team.store, "s-end") == "terminated"
+        kinds = [kind for kind, _ in history(team.store, "s-end")]
+        assert kinds[-2:] == ["terminated", "agent_stopped"], kinds
+    finally:
+        host.send_signal(signal.SIGTERM)
+    assert ended(host)[0] == 0
+
+
 def test_an_agent_started_here_is_stopped_here_and_one_started_by_hand_is_said(
     team: Team, tmp_path: Path, machine: dict[str, str]
 ) -> None:
@@ -332,6 +377,50 @@ def test_an_agent_started_here_is_stopped_here_and_one_started_by_hand_is_said(
         actors = [payload for event, payload in history(team.store, "here")
                   if event == "agent_stopped"]  # fmt: skip
         assert len(actors) == 2
+        # Terminate, and its agent stopped too: one JSON object says both.
+        for session_id in ("here", "by-hand"):  # terminable: resuming, as R leaves them
+            service.perform_action(store=team.store, action="resume", session_id=session_id,
+                                   actor="ops", idempotency_key=f"r-{session_id}")  # fmt: skip
+        third = subprocess.run(
+            ["tmux", "-S", str(socket), "new-session", "-d", "-P", "-F", "#{pane_id} #{pid}",
+             "sleep", "100"], capture_output=True, text=True, check=True,
+        ).stdout.split()  # fmt: skip
+        service.record_launch(
+            store=team.store, session_id="here", tmux_pane=third[0], tmux_socket=str(socket),
+            tmux_server_pid=third[1], actor="ops",
+        )  # fmt: skip
+        both = cli(team, "sessions", "terminate", "--session", "here", "--idempotency-key",
+                   "t-here", "--stop-agent", "--json")  # fmt: skip
+        assert both.returncode == 0, both.stderr
+        done = json.loads(both.stdout)
+        assert done["session"]["status"] == "terminated", done
+        assert done["agent_stopped"] == {"signal": "SIGINT", "exited": True, "via_host": None}
+        # Terminated all the same when its agent cannot be stopped; that is said (exit 1).
+        alone = cli(team, "sessions", "terminate", "--session", "by-hand", "--idempotency-key",
+                    "t-hand", "--stop-agent")  # fmt: skip
+        assert alone.returncode == 1 and "by-hand is now terminated" in alone.stdout, alone
+        assert "Its agent: " in alone.stderr and "own terminal" in alone.stderr, alone.stderr
+        assert status(team.store, "by-hand") == "terminated"
+        # Without --stop-agent, the terminate says its agent may still run, and how to stop it.
+        fourth = subprocess.run(
+            ["tmux", "-S", str(socket), "new-session", "-d", "-P", "-F", "#{pane_id} #{pid}",
+             "sleep", "100"], capture_output=True, text=True, check=True,
+        ).stdout.split()  # fmt: skip
+        stopped_session(team.store, "left", tmp_path, host=None)  # type: ignore[arg-type]
+        service.perform_action(store=team.store, action="resume", session_id="left",
+                               actor="ops", idempotency_key="r-left")  # fmt: skip
+        service.record_launch(
+            store=team.store, session_id="left", tmux_pane=fourth[0], tmux_socket=str(socket),
+            tmux_server_pid=fourth[1], actor="ops",
+        )  # fmt: skip
+        left = cli(team, "sessions", "terminate", "--session", "left", "--idempotency-key", "t-l")
+        assert left.returncode == 0, left.stderr
+        assert f"(tmux pane {fourth[0]} on machine" in left.stdout, left.stdout
+        assert "may still run: terminating does not stop it" in left.stdout
+        assert "roundtable sessions stop-agent --session ID" in left.stdout
+        many = cli(team, "sessions", "terminate", "--session", "here", "--session", "by-hand",
+                   "--idempotency-key", "t-many", "--stop-agent")  # fmt: skip
+        assert many.returncode == 2 and "--stop-agent applies to one session" in many.stderr
     finally:
         subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True,
                        check=False)  # fmt: skip

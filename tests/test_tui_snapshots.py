@@ -13,6 +13,7 @@ from typing import Any
 
 from textual.pilot import Pilot
 
+from roundtable_console.store import service
 from roundtable_console.store.clock import fixed_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.resume.adapters import AdapterConfig
@@ -226,6 +227,18 @@ def test_resume_dialog_after_a_refusal(snap_compare: Any, tmp_path: Path, db: St
 def test_terminate_dialog_with_claims(snap_compare: Any, tmp_path: Path, db: Store) -> None:
     seed(db)
     assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving("t"))
+
+
+def test_terminate_dialog_of_an_agent_roundtable_started(
+    snap_compare: Any, tmp_path: Path, db: Store
+) -> None:
+    seed(db)  # sess-01's agent started by its host: it may still run; stopping it is offered
+    service.record_launch(
+        store=db, session_id="sess-01", tmux_pane="%7", tmux_socket=None, actor="ops",
+        machine="laptop", via_host="laptop", clock=fixed_clock(FROZEN),
+    )  # fmt: skip
+    run_before = driving("t", "tab", "space")
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
 
 
 def test_terminate_dialog_refuses_blank(snap_compare: Any, tmp_path: Path, db: Store) -> None:

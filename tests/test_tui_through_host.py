@@ -18,6 +18,7 @@ import pytest
 
 from roundtable_console.screens.dialogs.launch import LaunchDialog
 from roundtable_console.screens.dialogs.stop_agent import StopAgentDialog
+from roundtable_console.screens.dialogs.terminate import TerminateDialog
 from roundtable_console.store import service
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import calls, protocol, registry
@@ -230,3 +231,67 @@ async def test_x_on_an_agent_started_by_hand_says_so_and_a_read_only_console_off
         assert app.screen.check_action("stop_agent", ()) is False
         await press(pilot, "X")
         assert not isinstance(app.screen, StopAgentDialog)
+
+
+async def test_terminate_says_its_agent_may_still_run_and_stops_it_too_when_asked(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_laptop(db, tmp_path, monkeypatch)
+    service.record_launch(
+        store=db, session_id="s-laptop", tmux_pane="%7", tmux_socket=None, actor="ops",
+        machine="laptop", via_host="laptop",
+    )  # fmt: skip
+    app = console(sqlite_url(tmp_path))
+    stopped = {"ok": {"signal": "SIGINT", "exited": True}}
+    with StandInHost(db, "laptop", [stopped]) as host:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await press(pilot, "t")
+            await until(pilot, lambda: "may still run" in screen_text(app))
+            assert isinstance(app.screen, TerminateDialog)
+            assert flat("tmux pane %7 on host laptop) and may still run: terminating does not "
+                        "stop it.") in flat(screen_text(app))  # fmt: skip
+            assert "Also stop its agent" in screen_text(app)
+            await press(pilot, "tab", "space", "ctrl+s")
+            await until(pilot, lambda: not isinstance(app.screen, TerminateDialog))
+            said = "\n".join(notifications(app))
+    assert "Sent SIGINT to the agent of s-laptop: it exited." in said, said
+    [(op, _args)] = host.asked
+    assert op == protocol.STOP_AGENT
+    assert session_row(db, "s-laptop")["status"] == "terminated"
+    assert [event for event, _ in history(db, "s-laptop")][-2:] == ["terminated", "agent_stopped"]
+
+
+async def test_terminate_leaves_the_agent_running_unless_asked(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_laptop(db, tmp_path, monkeypatch)
+    service.record_launch(
+        store=db, session_id="s-laptop", tmux_pane="%7", tmux_socket=None, actor="ops",
+        machine="laptop", via_host="laptop",
+    )  # fmt: skip
+    app = console(sqlite_url(tmp_path))
+    with StandInHost(db, "laptop", []) as host:
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await press(pilot, "t")
+            await until(pilot, lambda: "may still run" in screen_text(app))
+            await press(pilot, "ctrl+s")
+            await until(pilot, lambda: not isinstance(app.screen, TerminateDialog))
+            said = "\n".join(notifications(app))
+    assert "Terminated s-laptop" in said and "SIGINT" not in said, said
+    assert host.asked == []
+    assert [event for event, _ in history(db, "s-laptop")][-1] == "terminated"
+
+
+async def test_terminate_of_an_agent_started_by_hand_offers_no_stop(
+    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_laptop(db, tmp_path, monkeypatch)
+    app = console(sqlite_url(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press(pilot, "t")
+        await until(pilot, lambda: "no active claims" in screen_text(app))
+        assert "may still run" not in screen_text(app)
+        assert "Also stop its agent" not in screen_text(app)

@@ -9,13 +9,16 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Label, Static, TextArea
+from textual.widgets import Checkbox, Label, Static, TextArea
 
+from roundtable_console.agents.stopping import stop_session_agent
 from roundtable_console.screens.context import ConsoleContext
-from roundtable_console.screens.data import load_termination_impact, perform_action
+from roundtable_console.screens.data import load_termination_impact, perform_action, require_store
 from roundtable_console.screens.dialogs.action import ActionDialog
 from roundtable_console.screens.failures import Failure
+from roundtable_console.screens.outcomes import AgentStopResult
 from roundtable_console.screens.text import exact, heading
+from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.claims import ActiveClaim
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.safety.display import one_line
@@ -95,6 +98,7 @@ class TerminateDialog(ActionDialog):
         super().__init__(ctx=ctx, action="terminate", session=session)
         self.impact: TerminationImpact | None = None
         self.load_failed = False
+        self.agent_report = ""  # set by a terminate that stopped the agent too
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="terminate-dialog"):
@@ -111,14 +115,20 @@ class TerminateDialog(ActionDialog):
                 explained = Text(WHAT_IT_DOES + "\n")
                 explained.append(WHAT_TERMINATE_DOES_NOT, style="bold")
                 yield Static(explained, classes="dialog-body")
+                # Shown once the impact says Roundtable started the agent (it may still run).
+                yield Static("", id="terminate-agent", classes="dialog-body")
             yield Label(Text("Impact details"), id="impact-label")
             yield Static("", id="dialog-error", classes="dialog-error")
             yield impact_area(self.ctx)
-            yield Static(Text("ctrl+s terminate · escape cancel"), classes="dialog-hint")
+            # Next after the impact field: tab reaches it, space ticks it.
+            yield Checkbox("Also stop its agent (SIGINT, then SIGTERM)", id="stop-agent")
+            yield Static(Text("ctrl+s terminate · escape cancel"), id="terminate-hint",
+                         classes="dialog-hint")  # fmt: skip
 
     def on_resize(self) -> None:
-        # Everything but the scrolling body takes about this many rows.
-        self.query_one("#terminate-body").styles.max_height = max(self.size.height - 19, 3)
+        # Everything but the scrolling body takes about this many rows (3 more with the box).
+        reserved = 22 if self.query_one("#stop-agent").display else 19
+        self.query_one("#terminate-body").styles.max_height = max(self.size.height - reserved, 3)
 
     def _summary(self) -> Text:
         session = self.session
@@ -127,6 +137,8 @@ class TerminateDialog(ActionDialog):
         return text
 
     def on_mount(self) -> None:
+        self.query_one("#terminate-agent").display = False
+        self.query_one("#stop-agent").display = False
         self.query_one("#impact", TextArea).focus()
         self._load_impact()
 
@@ -150,6 +162,21 @@ class TerminateDialog(ActionDialog):
         if not impact.requires_details:
             label = "Impact details (optional)"
         self.query_one("#impact-label", Label).update(Text(label))
+        note = impact.agent_note
+        if note is not None:
+            shown = self.query_one("#terminate-agent", Static)
+            shown.update(Text(note, style="yellow"))
+            shown.display = True
+            self.query_one("#stop-agent").display = True
+            self.on_resize()
+            self.query_one("#terminate-hint", Static).update(
+                Text("ctrl+s terminate · tab, space: also stop its agent · escape cancel")
+            )
+
+    @property
+    def stops_agent(self) -> bool:
+        box = self.query_one("#stop-agent", Checkbox)
+        return box.display and box.value
 
     @property
     def impact_text(self) -> str:
@@ -168,16 +195,37 @@ class TerminateDialog(ActionDialog):
             self.show_error(Text(BLANK_REFUSAL, style="bold"))
             self.query_one("#impact", TextArea).focus()
             return
-        self.perform_in_thread(partial(self._perform, self.impact_text.strip()))
+        self.agent_report = ""
+        self.perform_in_thread(partial(self._perform, self.impact_text.strip(), self.stops_agent))
 
-    def _perform(self, details: str) -> ActionOutcome:
-        """In a thread: terminate, with this dialog's idempotency key and the impact text."""
-        return perform_action(
+    def _perform(self, details: str, stop_agent: bool) -> ActionOutcome:
+        """In a thread: terminate, with this dialog's idempotency key and the impact text; then,
+        when asked, stop its agent (``agent_report`` says how that went)."""
+        outcome = perform_action(
             self.ctx,
             "terminate",
             self.session,
             idempotency_key=self.idempotency_key,
             impact_details=details or None,
+        )
+        if stop_agent:
+            try:
+                stopped = stop_session_agent(
+                    require_store(self.ctx), self.session.id, actor=self.ctx.operator,
+                    clock=self.ctx.clock,
+                )  # fmt: skip
+            except StoreError as error:
+                self.agent_report = f"Its agent was not stopped. {error.message}"
+            else:
+                self.agent_report = stopped.words(self.session.id)
+        return outcome
+
+    def performed(self, outcome: ActionOutcome) -> None:
+        if not self.agent_report:
+            super().performed(outcome)
+            return
+        self.dismiss(
+            AgentStopResult(self.action, self.session, outcome=outcome, report=self.agent_report)
         )
 
     def _impact_failed(self, failure: Failure) -> None:

@@ -7,6 +7,7 @@ terminate dialog shows before a human acknowledges it) and what it does not
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.db.session_rows import as_session
 from roundtable_console.store.reads.claims import ActiveClaim, claims_of_session
 from roundtable_console.store.reads.sessions import get_session
+from roundtable_console.store.safety.display import one_line
 
 NOT_DONE_BY_TERMINATE = (
     "Terminating records the session as terminated. It releases no claim, cancels no task, "
@@ -68,6 +70,25 @@ class TerminationImpact:
 
     session: AgentSession
     claims: list[ActiveClaim]
+    # Where Roundtable last started the session's agent (its ``launched`` row), if it did.
+    launch: Mapping[str, Any] | None = None
+
+    @property
+    def agent_note(self) -> str | None:
+        """That terminating leaves an agent Roundtable started running, and where it runs."""
+        if not self.launch or not isinstance(self.launch.get("tmux_pane"), str):
+            return None
+        pane = one_line(self.launch["tmux_pane"], 12)
+        via, machine = self.launch.get("via_host"), self.launch.get("host")
+        where = (
+            f"host {one_line(via, 60)}" if isinstance(via, str)
+            else f"machine {one_line(machine, 60)}" if isinstance(machine, str)
+            else "this machine"
+        )  # fmt: skip
+        return (
+            f"Its agent was started by Roundtable (tmux pane {pane} on {where}) and may still "
+            "run: terminating does not stop it. Stop the agent too, or leave it running."
+        )
 
     @property
     def live_claims(self) -> list[ActiveClaim]:
@@ -88,7 +109,11 @@ def termination_impact(
     *, db: Connection, session_id: str, clock: Clock = system_clock, wall: Wall = OPEN
 ) -> TerminationImpact:
     """The session and the active claims of its agent that the caller behind ``wall`` sees."""
+    from roundtable_console.store.service import last_launch
+
     session = wall.checked(get_session(db=db, session_id=session_id))
     return TerminationImpact(
-        session=session, claims=claims_of_session(db=db, session=session, now=clock(), wall=wall)
+        session=session,
+        claims=claims_of_session(db=db, session=session, now=clock(), wall=wall),
+        launch=last_launch(db, session.id),
     )

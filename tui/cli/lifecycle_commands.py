@@ -48,16 +48,21 @@ def _lifecycle_command(action: str, summary: str, *, impact: bool = False) -> cl
         **options: Any,
     ) -> int | None:
         filters = {name: options.pop(name) for name in FILTER_NAMES}
+        stop_agent = options.pop("stop_agent", False)
         target = bulk_selection(inv, session_ids, all_matching, dry_run, filters)
         if target is None:
             session_id = checked_session_id(session_ids[0])
-            _run_lifecycle(inv, action, session_id, expected_version=expected_version, **options)
-            return None
+            return _run_lifecycle(
+                inv, action, session_id, expected_version=expected_version,
+                stop_agent=stop_agent, **options,
+            )  # fmt: skip
         if expected_version is not None:
             raise click.UsageError(
                 "--expected-version applies to one session; with several, each is judged as it "
                 "is when the action reaches it."
             )
+        if stop_agent:
+            raise click.UsageError("--stop-agent applies to one session.")
         return run_bulk_action(inv, action, *target, dry_run=dry_run, **options)
 
     decorated = with_invocation(command)
@@ -68,6 +73,12 @@ def _lifecycle_command(action: str, summary: str, *, impact: bool = False) -> cl
             "--impact-details",
             metavar="TEXT",
             help="Required when the agent holds active claims: what terminating affects.",
+        )(decorated)
+        decorated = click.option(
+            "--stop-agent",
+            is_flag=True,
+            help="Once terminated, stop its agent too, as stop-agent does (one session; an "
+            "agent R or its host started may still run, and terminating alone leaves it).",
         )(decorated)
     decorated = click.option(
         "--expected-version",
@@ -208,16 +219,46 @@ def run_bulk_action(
 
 
 def _run_lifecycle(
-    inv: Invocation, action: str, session_id: str, *, operator: str | None, **options: Any
-) -> None:
+    inv: Invocation,
+    action: str,
+    session_id: str,
+    *,
+    operator: str | None,
+    stop_agent: bool = False,
+    **options: Any,
+) -> int | None:
     """``options``: the command's --idempotency-key, --expected-version and, to terminate,
-    --impact-details, by the lifecycle function's parameter names."""
-    from roundtable_console.store.service import perform_action
+    --impact-details, by the lifecycle function's parameter names. ``stop_agent``: once done,
+    its agent stopped where it runs; why not, after the outcome (exit 1)."""
+    from roundtable_console.agents.stopping import stop_session_agent
+    from roundtable_console.store.errors import StoreError
+    from roundtable_console.store.service import perform_action, read_termination_impact
 
-    arguments = {"session_id": session_id, "actor": inv.operator(operator), **options}
+    actor = inv.operator(operator)
+    arguments = {"session_id": session_id, "actor": actor, **options}
+    refusal: StoreError | None = None
     with inv.store() as store:
         outcome = perform_action(store=store, action=action, clock=inv.clock, **arguments)
+        stopped = None
+        still_runs = None
+        if stop_agent:
+            try:
+                stopped = stop_session_agent(store, session_id, actor=actor, clock=inv.clock)
+            except StoreError as error:
+                refusal = error
+        elif action == "terminate" and not inv.json_mode:
+            still_runs = read_termination_impact(store=store, session_id=session_id).agent_note
     if inv.json_mode:
-        output.emit_json(outcome.to_json())
+        extra = {"agent_stopped": stopped.payload} if stopped is not None else {}
+        output.emit_json({**outcome.to_json(), **extra})
     else:
         print_outcome(outcome)
+        if stopped is not None:
+            output.echo_text(stopped.words(session_id))
+        if still_runs is not None:
+            output.echo_text(f"{still_runs} (roundtable sessions stop-agent --session ID)")
+    if refusal is not None:
+        output.write_error(code=refusal.code, message=f"Its agent: {refusal.message}",
+                           json_mode=inv.json_mode)  # fmt: skip
+        return EXIT_REFUSED
+    return None

@@ -141,7 +141,8 @@
     return page && page.dataset.session === sessionId ? page.dataset.version : "";
   }
 
-  async function send(sessionId, action, version, key, body) {
+  // `then`: what follows once the action is done (a terminate that stops the agent too).
+  async function send(sessionId, action, version, key, body, then = null) {
     let response;
     try {
       response = await fetch(`/actions/sessions/${enc(sessionId)}/${action}`, {
@@ -153,7 +154,8 @@
     } catch (error) {
       say(`No answer from the server about ${LABELS[action].toLowerCase()} ${sessionId}: ` +
           "it may or may not have been done. A retry is safe (it cannot apply twice).",
-          {problem: true, actions: [["Retry", () => send(sessionId, action, version, key, body)]]});
+          {problem: true, actions: [["Retry", () => send(sessionId, action, version, key, body,
+                                                          then)]]});
       return null;
     }
     const data = await response.json().catch(() => ({}));
@@ -171,7 +173,7 @@
     if (response.ok) {
       say(`${LABELS[action]}: ${sessionId} is now ${data.status}.`);
       await refreshSession(sessionId);
-      return null;
+      return then ? then() : null;
     }
     if (response.status === 401) { signedOut(); return data.detail || "Sign in again."; }
     if (response.status === 409 && data.code === "session_transition_conflict") {
@@ -240,8 +242,10 @@
         if (data.requires_details && !details) {
           return "Say what terminating does to the agent's claims before terminating.";
         }
+        const stopAgent = $("#impact-stop-agent")?.checked
+          ? () => send(sessionId, "stop-agent", "", newKey(), null) : null;
         return send(sessionId, "terminate", data.version, key,
-                    details ? {impact_details: details} : null);
+                    details ? {impact_details: details} : null, stopAgent);
       },
     });
   }
