@@ -16,13 +16,8 @@ from roundtable_console.screens.context import ConsoleContext
 from roundtable_console.store import service
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import AgentSession
-from roundtable_console.store.errors import DatabaseUnavailable, HostUnavailable
-from roundtable_console.store.hosts.launches import (
-    HostLaunch,
-    ask_host,
-    plan_host_launch,
-    record_host_launch,
-)
+from roundtable_console.store.errors import DatabaseUnavailable
+from roundtable_console.store.hosts.launches import HostLaunch, launch_by_host, plan_launch_by_host
 from roundtable_console.store.reads.listing import Selection
 from roundtable_console.store.reads.paging import Page
 from roundtable_console.store.reads.projections import PAGED
@@ -164,46 +159,20 @@ def read_launch_anywhere(ctx: ConsoleContext, session_id: str) -> LaunchPlan | H
     """``R``'s plan: by the session's host when it runs on another machine whose host the store
     knows (``store.hosts.launches``), else here (``read_launch``)."""
     from roundtable_console.agents.operations import machine_name
-    from roundtable_console.store.hosts.registry import runs_elsewhere
-    from roundtable_console.store.safety.display import one_line, printable
 
-    store = require_store(ctx)
-    with store.read() as db:
-        session = service.sessions.get_session(db=db, session_id=session_id)
-        host = runs_elsewhere(db, session, machine_name(), clock=ctx.clock)
-    if host is None:
-        return read_launch(ctx, session_id)
-    if not host.online:
-        raise HostUnavailable(
-            f"Session {one_line(session.id, 60)!r} runs on {printable(host.name)}, whose host is "
-            f"offline (last seen {host.last_seen_at or 'never'}): it starts the agent there once "
-            "it is back. Nothing was started."
-        )
-    return plan_host_launch(
-        store=store, adapters=ctx.adapters, session_id=session.id, host=host.name,
-        clock=ctx.clock,
+    by_host = plan_launch_by_host(
+        store=require_store(ctx), adapters=ctx.adapters, session_id=session_id,
+        here=machine_name(), clock=ctx.clock,
     )  # fmt: skip
+    return read_launch(ctx, session_id) if by_host is None else by_host
 
 
 def launch_on_host(ctx: ConsoleContext, plan: HostLaunch, idempotency_key: str) -> ActionOutcome:
-    """In a worker: the host asked whether it can start the agent, the lifecycle resume (as the
-    operator, of the row the plan was read from; the same key again replays it), the host asked
-    to start it, and the ``launched`` row of where it did."""
-    store = require_store(ctx)
-    ask_host(store, plan, check=True)
-    outcome = service.perform_action(
-        store=store,
-        action="resume",
-        session_id=plan.session.id,
-        actor=ctx.operator,
-        idempotency_key=idempotency_key,
-        expected_version=plan.session.version,
-        clock=ctx.clock,
-    )
-    started = ask_host(store, plan, check=False)
-    record_host_launch(
-        store=store, launch=plan, started=started, actor=ctx.operator, clock=ctx.clock
-    )
+    """In a worker: the agent started by its host, after the resume (``launch_by_host``)."""
+    outcome: ActionOutcome = launch_by_host(
+        store=require_store(ctx), plan=plan, actor=ctx.operator,
+        idempotency_key=idempotency_key, clock=ctx.clock,
+    )  # fmt: skip
     return outcome
 
 

@@ -460,8 +460,16 @@ def test_the_command_line_on_the_store_stops_an_agent_a_host_started(
     host = team.host("--project", str(project), env=machine)
     try:
         wait_until(lambda: team.online("laptop"), "the host online")
-        assert launch(team, "s-cli").status_code == 200
+        # Started on the laptop from the command line too: resume --launch.
+        started = cli(team, "resume", "--session", "s-cli", "--launch", "--json",
+                      "--idempotency-key", "k-cli")  # fmt: skip
+        assert started.returncode == 0, started.stderr
+        shown = json.loads(started.stdout)
+        assert (shown["status"], shown["host"], shown["replayed"]) == ("resuming", "laptop", False)
+        assert shown["attach"].startswith(f"tmux -L {protocol.TMUX_LABEL} attach -t =")
         wait_until(Path(machine["FAKE_OUT"]).exists, "the agent started")
+        assert json.loads(Path(machine["FAKE_OUT"]).read_text())["session"] == "s-cli"
+        assert dict(history(team.store, "s-cli"))["launched"]["via_host"] == "laptop"
         said = cli(team, "sessions", "stop-agent", "--session", "s-cli", "--grace", "2", "--json")
         assert said.returncode == 0, said.stderr
         assert json.loads(said.stdout) == {"session_id": "s-cli", "signal": "SIGINT",
@@ -471,3 +479,12 @@ def test_the_command_line_on_the_store_stops_an_agent_a_host_started(
     assert ended(host)[0] == 0
     offline = cli(team, "sessions", "stop-agent", "--session", "s-cli")
     assert offline.returncode == 1 and "which is offline" in offline.stderr
+    stopped_session(team.store, "s-later", project)
+    later = cli(team, "resume", "--session", "s-later", "--launch")
+    assert later.returncode == 1 and "whose host is offline" in later.stderr, later.stderr
+    stopped_session(team.store, "s-here", project, host=None)  # type: ignore[arg-type]
+    here = cli(team, "resume", "--session", "s-here", "--launch")
+    assert here.returncode == 1 and "--exec starts it here" in here.stderr, here.stderr
+    assert status(team.store, "s-later") == status(team.store, "s-here") == "stopped"
+    both = cli(team, "resume", "--session", "s-here", "--launch", "--exec")
+    assert both.returncode == 2 and "give one" in both.stderr

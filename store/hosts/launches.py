@@ -136,3 +136,61 @@ def ask_host(store: Store, launch: HostLaunch, *, check: bool) -> dict[str, Any]
         raise NotLaunchable(f"{refused} Nothing was started.") from None
     except protocol.HostUnreachable as unreachable:
         raise HostUnavailable(str(unreachable)) from None
+
+
+def plan_launch_by_host(
+    *,
+    store: Store,
+    adapters: Mapping[str, Any] | None,
+    session_id: str,
+    here: str | None,
+    clock: Clock = system_clock,
+) -> HostLaunch | None:
+    """The launch of ``session_id`` by its machine's host, when it runs on another machine than
+    ``here`` whose host the store knows; None when it does not (it is started here, if at all).
+    ``HostUnavailable`` when that host is offline."""
+    from roundtable_console.store.hosts.registry import runs_elsewhere
+    from roundtable_console.store.reads.sessions import get_session
+
+    with store.read() as db:
+        session = get_session(db=db, session_id=session_id)
+        host = runs_elsewhere(db, session, here, clock=clock)
+    if host is None:
+        return None
+    if not host.online:
+        raise HostUnavailable(
+            f"Session {one_line(session.id, 60)!r} runs on {printable(host.name)}, whose host is "
+            f"offline (last seen {host.last_seen_at or 'never'}): it starts the agent there once "
+            "it is back. Nothing was started."
+        )
+    return plan_host_launch(
+        store=store, adapters=adapters, session_id=session.id, host=host.name, clock=clock
+    )
+
+
+def launch_by_host(
+    *,
+    store: Store,
+    plan: HostLaunch,
+    actor: str,
+    idempotency_key: str,
+    clock: Clock = system_clock,
+) -> Any:
+    """The host asked whether it can start the agent, the lifecycle resume (as ``actor``, of the
+    row the plan was read from; the same key again replays it), the host asked to start it, and
+    the ``launched`` row of where it did. The resume's outcome. Blocking: for a worker."""
+    from roundtable_console.store.service import perform_action
+
+    ask_host(store, plan, check=True)
+    outcome = perform_action(
+        store=store,
+        action="resume",
+        session_id=plan.session.id,
+        actor=actor,
+        idempotency_key=idempotency_key,
+        expected_version=plan.session.version,
+        clock=clock,
+    )
+    started = ask_host(store, plan, check=False)
+    record_host_launch(store=store, launch=plan, started=started, actor=actor, clock=clock)
+    return outcome

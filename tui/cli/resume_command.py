@@ -19,14 +19,24 @@ agent, running the resume plan's argv in the session's working directory (never 
 shell), so the exit status is the agent's. Everything that can be checked is checked first (a
 resume plan, the working directory, the program on PATH): a refusal changes nothing. A key is
 made (and said on stderr) when --idempotency-key is not given; the same key again launches
-without resuming twice. With --json nothing is printed before the agent starts."""
+without resuming twice. With --json nothing is printed before the agent starts.
+
+With --launch: resume the session and have its machine's host start the agent there, in tmux,
+in the session's working directory (a session that runs on another machine, whose host the
+store knows: a server that holds the host, or on PostgreSQL the host itself, passes it on)."""
 
 
 @click.command("resume", help=RESUME_HELP)
 @click.option("--session", "session_id", metavar="S", help="The session to resume.")
 @click.option("--agent", metavar="A", help="The agent whose session to resume (active first).")
 @click.option("--exec", "launch", is_flag=True, help="Resume, then run the agent in its place.")
-@click.option("--idempotency-key", metavar="K", help="With --exec: the resume's key.")
+@click.option(
+    "--launch",
+    "by_host",
+    is_flag=True,
+    help="Resume, then have the session's host start the agent on its machine.",
+)
+@click.option("--idempotency-key", metavar="K", help="With --exec or --launch: the resume's key.")
 @operator_option
 @with_invocation
 def resume_command(
@@ -34,6 +44,7 @@ def resume_command(
     session_id: str | None,
     agent: str | None,
     launch: bool,
+    by_host: bool,
     idempotency_key: str | None,
     operator: str | None,
 ) -> None:
@@ -42,8 +53,19 @@ def resume_command(
 
     if (session_id is None) == (agent is None):
         raise click.UsageError("Give exactly one of --session or --agent.")
-    if not launch and (idempotency_key is not None or operator is not None):
-        raise click.UsageError("--idempotency-key and --operator go with --exec.")
+    if launch and by_host:
+        raise click.UsageError("--exec runs the agent here, --launch on its machine: give one.")
+    if not (launch or by_host) and (idempotency_key is not None or operator is not None):
+        raise click.UsageError("--idempotency-key and --operator go with --exec or --launch.")
+    if by_host:
+        _resume_by_host(
+            inv,
+            session_id=None if session_id is None else required("--session", session_id),
+            agent_id=None if agent is None else required("--agent", agent),
+            idempotency_key=(idempotency_key or "").strip() or None,
+            operator=operator,
+        )
+        return
     if launch:
         _resume_and_exec(
             inv,
@@ -134,3 +156,54 @@ def _resume_and_exec(
             "try again without resuming twice.",
             details={"reason": "exec_failed", "idempotency_key": key},
         ) from None
+
+
+def _resume_by_host(
+    inv: Invocation,
+    *,
+    session_id: str | None,
+    agent_id: str | None,
+    idempotency_key: str | None,
+    operator: str | None,
+) -> None:
+    """The session's host asked to start it, after the lifecycle resume
+    (``store.hosts.launches``: the console's ``R`` does the same)."""
+    from uuid import uuid4
+
+    from roundtable_console.agents.operations import machine_name
+    from roundtable_console.store.errors import NotLaunchable
+    from roundtable_console.store.hosts.launches import launch_by_host, plan_launch_by_host
+    from roundtable_console.store.service import read_briefing
+
+    key = idempotency_key or str(uuid4())
+    adapters, actor = inv.adapters(), inv.operator(operator)
+    with inv.store() as store:
+        if session_id is None:
+            session_id = read_briefing(
+                store=store, adapters=adapters, agent_id=agent_id, clock=inv.clock
+            ).session.id
+        plan = plan_launch_by_host(
+            store=store, adapters=adapters, session_id=session_id, here=machine_name(),
+            clock=inv.clock,
+        )  # fmt: skip
+        if plan is None:
+            raise NotLaunchable(
+                f"Session {output.cell(session_id)} does not run on another machine whose host "
+                "the store knows: --exec starts it here. Nothing was started."
+            )
+        outcome = launch_by_host(
+            store=store, plan=plan, actor=actor, idempotency_key=key, clock=inv.clock
+        )
+    session = outcome.session
+    if inv.json_mode:
+        output.emit_json({
+            "session_id": session.id, "status": session.status, "host": plan.host,
+            "attach": plan.attach, "idempotency_key": key, "replayed": outcome.replayed,
+        })  # fmt: skip
+        return
+    done = "already resumed with this key" if outcome.replayed else "resumed"
+    output.echo_text(
+        f"Session {output.cell(session.id)} {done} (now {output.cell(session.status)}, "
+        f"idempotency key {key}) and started on {output.cell(plan.host)}: there, "
+        f"{plan.attach} shows it."
+    )
