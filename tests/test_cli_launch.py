@@ -149,7 +149,7 @@ def test_exec_options_without_exec_are_a_usage_error() -> None:
 
     result = CliRunner().invoke(cli, ["resume", "--session", "s1", "--idempotency-key", "k"])
     assert result.exit_code == 2
-    assert "--idempotency-key and --operator go with --exec." in result.output
+    assert "--idempotency-key and --operator go with --exec or --launch." in result.output
 
 
 def test_the_fake_agent_is_an_executable_program() -> None:
