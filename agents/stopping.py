@@ -21,6 +21,7 @@ from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import AgentNotRunning
 from roundtable_console.store.hosts import calls, protocol
 from roundtable_console.store.hosts.registry import get_host
+from roundtable_console.store.reads.launches import last_launch
 from roundtable_console.store.safety.display import one_line, printable
 
 HOST_MARGIN_SECONDS = 15.0  # a host's stop takes the grace, then up to 5 s for SIGTERM's
@@ -55,7 +56,7 @@ def stop_session_agent(
     saying why nothing was stopped. Blocking (up to the grace and more): for a worker."""
     with store.read() as db:
         session = service.sessions.get_session(db=db, session_id=session_id)
-        launch = service.last_launch(db, session.id)
+        launch = last_launch(db, session.id)
     shown = one_line(session.id, 60)
     if not launch or not launch.get("tmux_pane"):
         raise AgentNotRunning(

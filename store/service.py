@@ -175,29 +175,6 @@ def _record_quiet(
         )
 
 
-def last_launch(db: Connection, session_id: str) -> dict[str, Any] | None:
-    """The newest ``launched`` row's payload of the session (where its agent's pane is), if
-    any."""
-    import json
-
-    from sqlalchemy import text
-
-    row = db.execute(
-        text(
-            "SELECT payload_json FROM agent_session_events WHERE session_id = :session_id "
-            "AND event_type = :event ORDER BY id DESC LIMIT 1"
-        ),
-        {"session_id": session_id, "event": LAUNCH_EVENT},
-    ).first()
-    if row is None:
-        return None
-    try:
-        payload = json.loads(row[0] or "{}")
-    except ValueError:
-        return None
-    return payload if isinstance(payload, dict) else None
-
-
 def read_projection(*, store: Store, name: str, session_id: str) -> dict[str, Any]:
     """One of the projections that are a single record (``store.reads.projections.UNPAGED``)."""
     from roundtable_console.store.reads.projections import PROJECTIONS

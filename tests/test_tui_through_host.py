@@ -23,8 +23,8 @@ from roundtable_console.store import service
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import calls, protocol, registry
 from roundtable_console.store.hosts.facts import AgentFound, HostFacts
+from roundtable_console.store.reads.launches import last_launch
 from roundtable_console.store.resume.adapters import AGENT_RESUME_PATTERNS, PLACEHOLDER
-from roundtable_console.store.service import last_launch
 from tests.conftest import FakeClock
 from tests.helpers import history, session_row
 from tests.test_launch import paused_session

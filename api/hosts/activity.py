@@ -21,9 +21,9 @@ from roundtable_console.api.context import ServerContext
 from roundtable_console.api.hosts.answers import HostRefused, HostUnreachable
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.hosts.registry import HostRow, get_host
+from roundtable_console.store.reads.launches import last_launch
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.safety.display import printable
-from roundtable_console.store.service import last_launch
 
 
 def unreachable(ctx: ServerContext, host: HostRow) -> str | None:

@@ -22,6 +22,7 @@ from roundtable_console.api.routes import bodies
 from roundtable_console.store import service
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.hosts.registry import HostRow, get_host
+from roundtable_console.store.reads.launches import last_launch
 from roundtable_console.store.safety.display import one_line, printable
 
 FIELDS = ("grace_seconds",)
@@ -93,7 +94,7 @@ def _prepare(
         )
     with ctx.store.read() as db:
         session = found(db, caller)
-        launch = service.last_launch(db, session.id)
+        launch = last_launch(db, session.id)
         via = launch.get("via_host") if launch else None
         host = get_host(db, via, clock=ctx.clock) if isinstance(via, str) else None
     if not launch or not launch.get("tmux_pane"):

@@ -332,8 +332,8 @@ def read_history_after(
 
 
 def read_session_page(ctx: ServerContext, caller: Caller, session_id: str) -> SessionPage:
+    from roundtable_console.store.reads.launches import last_launch
     from roundtable_console.store.reads.overview import heartbeats_per_hour
-    from roundtable_console.store.service import last_launch
 
     now = ctx.clock()
     wall = caller.wall

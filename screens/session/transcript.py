@@ -17,9 +17,9 @@ from roundtable_console.agents.transcripts import Entry, Page, TranscriptUnavail
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.hosts import calls, protocol
+from roundtable_console.store.reads.launches import last_launch
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.safety.display import one_line, printable
-from roundtable_console.store.service import last_launch
 
 PAGE_ENTRIES = 100
 LABELS = {

@@ -23,13 +23,13 @@ from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.session_rows import SESSIONS
 from roundtable_console.store.errors import InvalidReply, NoReplyPath
+from roundtable_console.store.reads.launches import last_launch
 from roundtable_console.store.reads.sessions import get_session
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.replies.listeners import ReplyListenerRecord, listening_for
 from roundtable_console.store.requests.records import REPLY_EVENT
 from roundtable_console.store.safety.credentials import redact_output_text
 from roundtable_console.store.safety.display import one_line
-from roundtable_console.store.service import last_launch
 from roundtable_console.store.validation import has_control_characters
 from roundtable_console.store.writes.history import append_session_event
 

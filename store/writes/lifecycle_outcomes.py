@@ -19,6 +19,7 @@ from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.db.session_rows import as_session
 from roundtable_console.store.reads.claims import ActiveClaim, claims_of_session
+from roundtable_console.store.reads.launches import last_launch
 from roundtable_console.store.reads.sessions import get_session
 from roundtable_console.store.safety.display import one_line
 
@@ -109,8 +110,6 @@ def termination_impact(
     *, db: Connection, session_id: str, clock: Clock = system_clock, wall: Wall = OPEN
 ) -> TerminationImpact:
     """The session and the active claims of its agent that the caller behind ``wall`` sees."""
-    from roundtable_console.store.service import last_launch
-
     session = wall.checked(get_session(db=db, session_id=session_id))
     return TerminationImpact(
         session=session,
