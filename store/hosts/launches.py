@@ -179,17 +179,11 @@ def launch_by_host(
     """The host asked whether it can start the agent, the lifecycle resume (as ``actor``, of the
     row the plan was read from; the same key again replays it), the host asked to start it, and
     the ``launched`` row of where it did. The resume's outcome. Blocking: for a worker."""
-    from roundtable_console.store.service import perform_action
+    from roundtable_console.store.resume.launch import resume_for_launch
 
     ask_host(store, plan, check=True)
-    outcome = perform_action(
-        store=store,
-        action="resume",
-        session_id=plan.session.id,
-        actor=actor,
-        idempotency_key=idempotency_key,
-        expected_version=plan.session.version,
-        clock=clock,
+    outcome = resume_for_launch(
+        store=store, launch=plan, actor=actor, idempotency_key=idempotency_key, clock=clock
     )
     started = ask_host(store, plan, check=False)
     record_host_launch(store=store, launch=plan, started=started, actor=actor, clock=clock)

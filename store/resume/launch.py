@@ -12,7 +12,7 @@ import re
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from roundtable_console.store import errors
 from roundtable_console.store.clock import Clock, system_clock
@@ -160,10 +160,17 @@ def read_launch(
     return plan_launch(view, path=path)
 
 
+class PlannedFrom(Protocol):
+    """A launch's plan (here, or by a host): the session row it was read from."""
+
+    @property
+    def session(self) -> AgentSession: ...
+
+
 def resume_for_launch(
     *,
     store: Store,
-    launch: LaunchPlan,
+    launch: PlannedFrom,
     actor: str,
     idempotency_key: str,
     clock: Clock = system_clock,

@@ -57,17 +57,8 @@ def resume_command(
         raise click.UsageError("--exec runs the agent here, --launch on its machine: give one.")
     if not (launch or by_host) and (idempotency_key is not None or operator is not None):
         raise click.UsageError("--idempotency-key and --operator go with --exec or --launch.")
-    if by_host:
-        _resume_by_host(
-            inv,
-            session_id=None if session_id is None else required("--session", session_id),
-            agent_id=None if agent is None else required("--agent", agent),
-            idempotency_key=(idempotency_key or "").strip() or None,
-            operator=operator,
-        )
-        return
-    if launch:
-        _resume_and_exec(
+    if launch or by_host:
+        (_resume_by_host if by_host else _resume_and_exec)(
             inv,
             session_id=None if session_id is None else required("--session", session_id),
             agent_id=None if agent is None else required("--agent", agent),
