@@ -16,6 +16,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,27 @@ def cli(team: Team, *args: str) -> subprocess.CompletedProcess[str]:
          "--operator", "olivia"], capture_output=True, text=True, cwd=ROOT,
         env=serve_env(team.home), timeout=60,
     )  # fmt: skip
+
+
+@contextmanager
+def operator_page(team: Team) -> Iterator[Any]:
+    """A page of the team's web console in Chromium, signed in as the operator."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_web_browser import CHROMIUM
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.set_default_timeout(15_000)
+            page.goto(team.served.url + "/sessions")
+            page.fill("#token", team.tokens["ops"])
+            page.click("button[type=submit]")
+            page.wait_for_url("**/sessions")
+            yield page
+        finally:
+            browser.close()
 
 
 def status(store: Store, session_id: str) -> str:
@@ -246,9 +268,7 @@ def test_the_web_console_starts_a_session_on_its_host(
 ) -> None:
     """The briefing page of a session whose machine runs a host offers to start it there; the
     operator confirms, and the agent runs on that machine."""
-    from playwright.sync_api import expect, sync_playwright
-
-    from tests.test_web_browser import CHROMIUM
+    from playwright.sync_api import expect
 
     project = tmp_path / "api"
     project.mkdir()
@@ -256,36 +276,26 @@ def test_the_web_console_starts_a_session_on_its_host(
     host = team.host("--project", str(project), env=machine)
     try:
         wait_until(lambda: team.online("laptop"), "the host online")
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            try:
-                page = browser.new_page(viewport={"width": 1280, "height": 800})
-                page.set_default_timeout(15_000)
-                page.goto(team.served.url + "/sessions")
-                page.fill("#token", team.tokens["ops"])
-                page.click("button[type=submit]")
-                page.wait_for_url("**/sessions")
-                page.goto(team.served.url + "/sessions/s-web/briefing")
-                start = page.get_by_role("button", name="Start s-web on laptop")
-                expect(start).to_be_visible()
-                start.click()
-                expect(page.locator("#dialog-title")).to_have_text("Start s-web on its machine?")
-                page.screenshot(path=str(tmp_path / "confirm.png"))
-                page.click("#dialog-confirm")
-                expect(page.locator("#notice")).to_contain_text("Started s-web on laptop")
-                page.screenshot(path=str(tmp_path / "started.png"))
-                wait_until(Path(machine["FAKE_OUT"]).exists, "the agent started")
-                # Then stopped from its page, confirmed as a stop is.
-                page.goto(team.served.url + "/sessions/s-web")
-                page.get_by_role("button", name="Stop the agent of s-web").click()
-                expect(page.locator("#dialog-title")).to_have_text("Stop the agent of s-web?")
-                page.click("#dialog-confirm")
-                expect(page.locator("#notice")).to_contain_text(
-                    "Sent SIGINT to the agent of s-web: it exited."
-                )
-                page.screenshot(path=str(tmp_path / "stopped.png"))
-            finally:
-                browser.close()
+        with operator_page(team) as page:
+            page.goto(team.served.url + "/sessions/s-web/briefing")
+            start = page.get_by_role("button", name="Start s-web on laptop")
+            expect(start).to_be_visible()
+            start.click()
+            expect(page.locator("#dialog-title")).to_have_text("Start s-web on its machine?")
+            page.screenshot(path=str(tmp_path / "confirm.png"))
+            page.click("#dialog-confirm")
+            expect(page.locator("#notice")).to_contain_text("Started s-web on laptop")
+            page.screenshot(path=str(tmp_path / "started.png"))
+            wait_until(Path(machine["FAKE_OUT"]).exists, "the agent started")
+            # Then stopped from its page, confirmed as a stop is.
+            page.goto(team.served.url + "/sessions/s-web")
+            page.get_by_role("button", name="Stop the agent of s-web").click()
+            expect(page.locator("#dialog-title")).to_have_text("Stop the agent of s-web?")
+            page.click("#dialog-confirm")
+            expect(page.locator("#notice")).to_contain_text(
+                "Sent SIGINT to the agent of s-web: it exited."
+            )
+            page.screenshot(path=str(tmp_path / "stopped.png"))
         wait_until(Path(machine["FAKE_OUT"]).exists, "the agent started")
         assert status(team.store, "s-web") == "resuming"
     finally:
@@ -297,9 +307,7 @@ def test_the_web_console_terminates_and_stops_the_agent_too_when_asked(
     team: Team, tmp_path: Path, machine: dict[str, str]
 ) -> None:
     """Terminate says the agent a host started may still run, and offers to stop it too."""
-    from playwright.sync_api import expect, sync_playwright
-
-    from tests.test_web_browser import CHROMIUM
+    from playwright.sync_api import expect
 
     project = tmp_path / "api"
     project.mkdir()
@@ -309,27 +317,17 @@ def test_the_web_console_terminates_and_stops_the_agent_too_when_asked(
         wait_until(lambda: team.online("laptop"), "the host online")
         assert launch(team, "s-end").status_code == 200
         wait_until(Path(machine["FAKE_OUT"]).exists, "the agent started")
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            try:
-                page = browser.new_page(viewport={"width": 1280, "height": 800})
-                page.set_default_timeout(15_000)
-                page.goto(team.served.url + "/sessions")
-                page.fill("#token", team.tokens["ops"])
-                page.click("button[type=submit]")
-                page.wait_for_url("**/sessions")
-                page.goto(team.served.url + "/sessions/s-end")
-                page.get_by_role("button", name="Terminate s-end").click()
-                dialog = page.locator("#dialog")
-                expect(dialog).to_contain_text("on host laptop) and may still run")
-                page.get_by_label("Also stop its agent (SIGINT, then SIGTERM)").check()
-                page.screenshot(path=str(tmp_path / "terminate.png"))
-                page.click("#dialog-confirm")
-                expect(page.locator("#notice")).to_contain_text(
-                    "Sent SIGINT to the agent of s-end: it exited."
-                )
-            finally:
-                browser.close()
+        with operator_page(team) as page:
+            page.goto(team.served.url + "/sessions/s-end")
+            page.get_by_role("button", name="Terminate s-end").click()
+            dialog = page.locator("#dialog")
+            expect(dialog).to_contain_text("on host laptop) and may still run")
+            page.get_by_label("Also stop its agent (SIGINT, then SIGTERM)").check()
+            page.screenshot(path=str(tmp_path / "terminate.png"))
+            page.click("#dialog-confirm")
+            expect(page.locator("#notice")).to_contain_text(
+                "Sent SIGINT to the agent of s-end: it exited."
+            )
         assert status(team.store, "s-end") == "terminated"
         kinds = [kind for kind, _ in history(team.store, "s-end")]
         assert kinds[-2:] == ["terminated", "agent_stopped"], kinds
@@ -345,29 +343,28 @@ def test_an_agent_started_here_is_stopped_here_and_one_started_by_hand_is_said(
     stopped_session(team.store, "here", tmp_path, host=None)  # type: ignore[arg-type]
     stopped_session(team.store, "by-hand", tmp_path, host=None)  # type: ignore[arg-type]
     socket = Path(machine["TMUX_TMPDIR"]) / "console"
-    started = subprocess.run(
-        ["tmux", "-S", str(socket), "new-session", "-d", "-P", "-F", "#{pane_id} #{pid}",
-         "sleep", "100"], capture_output=True, text=True, check=True,
-    ).stdout.split()  # fmt: skip
-    try:
+
+    def started_in_a_pane(session_id: str) -> str:
+        """An agent (a sleep) in a pane of this machine's tmux, recorded as R records it."""
+        pane, pid = subprocess.run(
+            ["tmux", "-S", str(socket), "new-session", "-d", "-P", "-F", "#{pane_id} #{pid}",
+             "sleep", "100"], capture_output=True, text=True, check=True,
+        ).stdout.split()  # fmt: skip
         service.record_launch(
-            store=team.store, session_id="here", tmux_pane=started[0], tmux_socket=str(socket),
-            tmux_server_pid=started[1], actor="ops",
+            store=team.store, session_id=session_id, tmux_pane=pane, tmux_socket=str(socket),
+            tmux_server_pid=pid, actor="ops",
         )  # fmt: skip
+        return pane
+
+    try:
+        started_in_a_pane("here")
         answer = stop_agent(team, "here")
         assert answer.status_code == 200, answer.text
         assert answer.json()["signal"] == "SIGINT" and answer.json()["exited"] is True
         by_hand = stop_agent(team, "by-hand")
         assert by_hand.status_code == 409 and "stop it in its own terminal" in by_hand.text
         # The command line, on the store, the same.
-        again = subprocess.run(
-            ["tmux", "-S", str(socket), "new-session", "-d", "-P", "-F", "#{pane_id} #{pid}",
-             "sleep", "100"], capture_output=True, text=True, check=True,
-        ).stdout.split()  # fmt: skip
-        service.record_launch(
-            store=team.store, session_id="here", tmux_pane=again[0], tmux_socket=str(socket),
-            tmux_server_pid=again[1], actor="ops",
-        )  # fmt: skip
+        started_in_a_pane("here")
         said = cli(team, "sessions", "stop-agent", "--session", "here", "--grace", "2", "--json")
         assert said.returncode == 0, said.stderr
         assert json.loads(said.stdout) == {"session_id": "here", "signal": "SIGINT",
@@ -381,14 +378,7 @@ def test_an_agent_started_here_is_stopped_here_and_one_started_by_hand_is_said(
         for session_id in ("here", "by-hand"):  # terminable: resuming, as R leaves them
             service.perform_action(store=team.store, action="resume", session_id=session_id,
                                    actor="ops", idempotency_key=f"r-{session_id}")  # fmt: skip
-        third = subprocess.run(
-            ["tmux", "-S", str(socket), "new-session", "-d", "-P", "-F", "#{pane_id} #{pid}",
-             "sleep", "100"], capture_output=True, text=True, check=True,
-        ).stdout.split()  # fmt: skip
-        service.record_launch(
-            store=team.store, session_id="here", tmux_pane=third[0], tmux_socket=str(socket),
-            tmux_server_pid=third[1], actor="ops",
-        )  # fmt: skip
+        started_in_a_pane("here")
         both = cli(team, "sessions", "terminate", "--session", "here", "--idempotency-key",
                    "t-here", "--stop-agent", "--json")  # fmt: skip
         assert both.returncode == 0, both.stderr
@@ -402,20 +392,13 @@ def test_an_agent_started_here_is_stopped_here_and_one_started_by_hand_is_said(
         assert "Its agent: " in alone.stderr and "own terminal" in alone.stderr, alone.stderr
         assert status(team.store, "by-hand") == "terminated"
         # Without --stop-agent, the terminate says its agent may still run, and how to stop it.
-        fourth = subprocess.run(
-            ["tmux", "-S", str(socket), "new-session", "-d", "-P", "-F", "#{pane_id} #{pid}",
-             "sleep", "100"], capture_output=True, text=True, check=True,
-        ).stdout.split()  # fmt: skip
         stopped_session(team.store, "left", tmp_path, host=None)  # type: ignore[arg-type]
         service.perform_action(store=team.store, action="resume", session_id="left",
                                actor="ops", idempotency_key="r-left")  # fmt: skip
-        service.record_launch(
-            store=team.store, session_id="left", tmux_pane=fourth[0], tmux_socket=str(socket),
-            tmux_server_pid=fourth[1], actor="ops",
-        )  # fmt: skip
+        fourth = started_in_a_pane("left")
         left = cli(team, "sessions", "terminate", "--session", "left", "--idempotency-key", "t-l")
         assert left.returncode == 0, left.stderr
-        assert f"(tmux pane {fourth[0]} on machine" in left.stdout, left.stdout
+        assert f"(tmux pane {fourth} on machine" in left.stdout, left.stdout
         assert "may still run: terminating does not stop it" in left.stdout
         assert "roundtable sessions stop-agent --session ID" in left.stdout
         many = cli(team, "sessions", "terminate", "--session", "here", "--session", "by-hand",

@@ -98,6 +98,15 @@ def on_laptop(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     return workdir
 
 
+def launched_on_laptop(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``on_laptop``, its agent started by the laptop's host in pane %7."""
+    on_laptop(store, tmp_path, monkeypatch)
+    service.record_launch(
+        store=store, session_id="s-laptop", tmux_pane="%7", tmux_socket=None, actor="ops",
+        machine="laptop", via_host="laptop",
+    )  # fmt: skip
+
+
 def flat(text: str) -> str:
     """Without spaces, line ends and the dialog's border: words folded over lines, whole."""
     return re.sub(r"[\s█]", "", text)
@@ -181,11 +190,7 @@ async def test_a_host_that_refuses_or_is_offline_changes_nothing(
 async def test_x_asks_first_then_has_the_host_stop_the_agent_it_started(
     tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    on_laptop(db, tmp_path, monkeypatch)
-    service.record_launch(
-        store=db, session_id="s-laptop", tmux_pane="%7", tmux_socket=None, actor="ops",
-        machine="laptop", via_host="laptop",
-    )  # fmt: skip
+    launched_on_laptop(db, tmp_path, monkeypatch)
     app = console(sqlite_url(tmp_path))
     stopped = {"ok": {"signal": "SIGINT", "exited": True}}
     with StandInHost(db, "laptop", [stopped]) as host:
@@ -236,11 +241,7 @@ async def test_x_on_an_agent_started_by_hand_says_so_and_a_read_only_console_off
 async def test_terminate_says_its_agent_may_still_run_and_stops_it_too_when_asked(
     tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    on_laptop(db, tmp_path, monkeypatch)
-    service.record_launch(
-        store=db, session_id="s-laptop", tmux_pane="%7", tmux_socket=None, actor="ops",
-        machine="laptop", via_host="laptop",
-    )  # fmt: skip
+    launched_on_laptop(db, tmp_path, monkeypatch)
     app = console(sqlite_url(tmp_path))
     stopped = {"ok": {"signal": "SIGINT", "exited": True}}
     with StandInHost(db, "laptop", [stopped]) as host:
@@ -265,11 +266,7 @@ async def test_terminate_says_its_agent_may_still_run_and_stops_it_too_when_aske
 async def test_terminate_leaves_the_agent_running_unless_asked(
     tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    on_laptop(db, tmp_path, monkeypatch)
-    service.record_launch(
-        store=db, session_id="s-laptop", tmux_pane="%7", tmux_socket=None, actor="ops",
-        machine="laptop", via_host="laptop",
-    )  # fmt: skip
+    launched_on_laptop(db, tmp_path, monkeypatch)
     app = console(sqlite_url(tmp_path))
     with StandInHost(db, "laptop", []) as host:
         async with app.run_test(size=SIZE) as pilot:
