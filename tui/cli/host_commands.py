@@ -1,5 +1,5 @@
 """``roundtable host run`` and ``host service`` (this machine as a host of the console), and
-``roundtable hosts`` (every host the store knows). ``docs/teams.md#agents-on-several-machines``."""
+``roundtable hosts`` (every host the store knows). ``docs/how-to/several-machines.md``."""
 
 from __future__ import annotations
 
