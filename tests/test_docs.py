@@ -190,11 +190,11 @@ SENTENCE_BOUNDS = {
     "docs/benchmarks.md": (45.0, 79),
     "docs/development.md": (22.0, 65),
     "docs/operations.md": (25.0, 55),
-    "docs/operators-guide.md": (29.0, 83),
-    "docs/security.md": (27.5, 78),
-    "docs/teams.md": (29.7, 106),
+    "docs/operators-guide.md": (28.5, 83),
+    "docs/security.md": (20.4, 78),
+    "docs/teams.md": (29.6, 106),
     "docs/index.md": (18.5, 54),
-    "README.md": (19.0, 61),
+    "README.md": (18.5, 61),
     "SECURITY.md": (22.5, 30),
 }
 
@@ -233,6 +233,7 @@ USER_PAGES = (
     "docs/agents.md",
     "docs/teams.md",
     "docs/how-to/several-machines.md",
+    "docs/how-to/phone.md",
     "docs/security.md",
     "docs/operations.md",
     "docs/troubleshooting.md",
