@@ -14,6 +14,9 @@ from typing import Any
 SHELL_COMMAND = "touch roundtable-marker"
 # What a test's reply to an agent carries: the model answers it without a tool.
 REPLY_MARK = "roundtable-reply"
+# In a Codex conversation, the shell call asks to leave the sandbox: an interactive Codex that
+# asks for approvals (on-request) then runs its PermissionRequest hook.
+ESCALATE_MARK = "roundtable-escalate"
 ANSWER = "Done: the command ran."
 
 
@@ -143,6 +146,15 @@ class _Handler(BaseHTTPRequestHandler):
         )
         tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
         shell = next((name for name in ("exec_command", "shell") if name in tools), None)
+        escalate = ESCALATE_MARK in json.dumps(items)
+        if escalate:  # a new prompt (a resume's briefing) asks again, even after an answer
+            users = [
+                n for n, i in enumerate(items) if isinstance(i, dict) and i.get("role") == "user"
+            ]
+            answered = any(
+                isinstance(i, dict) and i.get("type") == "function_call_output"
+                for i in items[(users[-1] if users else 0) :]
+            )
         response = {
             "id": "resp_fake",
             "object": "response",
@@ -152,11 +164,14 @@ class _Handler(BaseHTTPRequestHandler):
         }
         chunks = [_sse("response.created", {"type": "response.created", "response": response})]
         if shell and not answered:
-            arguments = json.dumps(
+            call: dict[str, Any] = (
                 {"cmd": SHELL_COMMAND}
                 if shell == "exec_command"
                 else {"command": ["bash", "-lc", SHELL_COMMAND]}
             )
+            if escalate:
+                call.update(sandbox_permissions="require_escalated", justification="Print a marker")
+            arguments = json.dumps(call)
             item = {
                 "type": "function_call",
                 "id": "fc_fake",

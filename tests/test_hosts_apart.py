@@ -32,7 +32,7 @@ from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import protocol
 from tests import http_calls
 from tests import test_agents_real as real
-from tests.fake_models import REPLY_MARK, SHELL_COMMAND
+from tests.fake_models import ESCALATE_MARK, REPLY_MARK, SHELL_COMMAND
 from tests.helpers import history, register_session
 from tests.hosts_support import Team, ended, team_serving, wait_until
 from tests.serve_support import ROOT, apart, serve_env
@@ -356,10 +356,12 @@ HEADLESS = {
 def test_codex_and_gemini_on_the_laptop_are_read_resumed_and_stopped_from_elsewhere(
     team: Team, laptop: dict[str, Any], api: Any, agent: str
 ) -> None:
-    """Codex and Gemini CLI as far as their hooks allow (neither asks a hook for permission in a
-    headless run): on the laptop, as its user, reporting through the server; their transcript
-    read through the laptop's host; resumed there by an operator elsewhere, continuing their own
-    conversation; stopped from the command line of a third machine."""
+    """Codex and Gemini CLI as far as their hooks allow: on the laptop, as its user, reporting
+    through the server. Interactive Codex asks before it leaves its sandbox, and its hook's
+    request is allowed over HTTP (Gemini's hooks cannot allow: it runs headless). Their
+    transcript is read through the laptop's host; they are resumed there by an operator
+    elsewhere, continuing their own conversation, and stopped from a third machine's command
+    line."""
     program, env_of, flags = HEADLESS[agent]
     place = {"home": laptop["home"], "project": laptop["project"],
              "spool": laptop["home"] / "spool.jsonl"}  # fmt: skip
@@ -367,18 +369,54 @@ def test_codex_and_gemini_on_the_laptop_are_read_resumed_and_stopped_from_elsewh
     env = _on_the_laptop(laptop, {**env_of(place, api), "ROUNDTABLE_HOST": "laptop",
                                   "RT_AGENT": token.token})  # fmt: skip
     env["PATH"] = f"{real._need(program).parent}{os.pathsep}{env['PATH']}"
+    prompt = "make the marker file"
+    if agent == "codex":
+        prompt += f" ({ESCALATE_MARK})"  # its shell call asks to leave the sandbox
     _owned_by_the_laptop(laptop["top"])  # the agent's settings, written here
     _hooks_through(team, agent, laptop, env, "--project", str(laptop["project"]))
     host = team.host("--project", str(laptop["project"]), env=env, user=AS_LAPTOP)
     base = f"{team.served.url}/api/v1/workspaces/ws-1/sessions"
     ops = team.bearer("ops")
+    own_tmux = [*AS_LAPTOP, "tmux", "-L", "laptop-user"]
     try:
-        ran = subprocess.run([*AS_LAPTOP, str(program), *flags, "make the marker file"],
-                             cwd=laptop["project"], env=env, capture_output=True, text=True,
-                             timeout=real.RUN_SECONDS, stdin=subprocess.DEVNULL)  # fmt: skip
-        assert ran.returncode == 0, ran.stderr[-3000:]
-        found = _the_laptops_session(team)
-        assert (found["host"], found["adapter"], found["status"]) == ("laptop", agent, "ended")
+        if agent == "codex":
+            # Interactive, as its user runs it: asking before it leaves its sandbox, its
+            # PermissionRequest hook waits for the operator's answer through the server.
+            subprocess.run(
+                [*own_tmux, "new-session", "-d", "-x", "200", "-y", "50", str(program), "-a",
+                 "on-request", "-s", "read-only", prompt],
+                cwd=laptop["project"], env=env, check=True, timeout=30,
+            )  # fmt: skip
+
+            def asked() -> list[dict[str, Any]]:
+                for row in http_calls.get(base, headers=ops).json()["items"]:
+                    got = http_calls.get(f"{base}/{row['id']}/requests", headers=ops).json()
+                    if got["items"]:
+                        return [row, *got["items"]]
+                return []
+
+            found, request = wait_until(asked, "interactive Codex's permission request", 90)
+            assert request["tool_input"]["command"] == SHELL_COMMAND, request
+            allowed = http_calls.post(
+                f"{base}/{found['id']}/requests/{request['id']}/decision",
+                json={"decision": "allow"}, headers={**ops, "Idempotency-Key": "codex-allow"},
+                timeout=30,
+            )  # fmt: skip
+            assert allowed.status_code == 200, allowed.text
+            marker = laptop["project"] / SHELL_COMMAND.split()[-1]
+            wait_until(marker.exists, "the allowed command run on the laptop", 60)
+            subprocess.run([*own_tmux, "kill-server"], env=env, check=False)
+            stop = {**ops, "Idempotency-Key": "codex-stop"}
+            assert http_calls.post(f"{base}/{found['id']}/stop", headers=stop).status_code == 200
+            found = _the_laptops_session(team)
+            assert (found["host"], found["adapter"]) == ("laptop", "codex")
+        else:
+            ran = subprocess.run([*AS_LAPTOP, str(program), *flags, prompt],
+                                 cwd=laptop["project"], env=env, capture_output=True, text=True,
+                                 timeout=real.RUN_SECONDS, stdin=subprocess.DEVNULL)  # fmt: skip
+            assert ran.returncode == 0, ran.stderr[-3000:]
+            found = _the_laptops_session(team)
+            assert (found["host"], found["adapter"], found["status"]) == ("laptop", agent, "ended")
         wait_until(lambda: team.online("laptop"), "the laptop's host online")
         page = http_calls.get(f"{base}/{found['id']}/transcript", headers=ops).json()
         assert page["available"] is True, page
@@ -402,5 +440,6 @@ def test_codex_and_gemini_on_the_laptop_are_read_resumed_and_stopped_from_elsewh
         assert json.loads(stopped.stdout)["exited"] is True, stopped.stdout
         assert dict(history(team.store, found["id"]))["launched"]["via_host"] == "laptop"
     finally:
+        subprocess.run([*own_tmux, "kill-server"], env=env, capture_output=True, check=False)
         host.send_signal(signal.SIGTERM)
     assert ended(host)[0] == 0
