@@ -189,7 +189,6 @@ SENTENCE_BOUNDS = {
     "docs/agents.md": (13.5, 55),
     "docs/benchmarks.md": (45.0, 79),
     "docs/development.md": (22.0, 65),
-    "docs/operations.md": (25.0, 55),
     "docs/operators-guide.md": (28.5, 83),
     "docs/security.md": (20.4, 78),
     "docs/teams.md": (28.3, 106),
