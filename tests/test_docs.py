@@ -187,7 +187,6 @@ def sentence_lengths(markdown: str) -> list[int]:
 SENTENCE_BOUNDS_DEFAULT = (20.0, 40)
 SENTENCE_BOUNDS = {
     "docs/agents.md": (13.5, 55),
-    "docs/benchmarks.md": (45.0, 79),
     "docs/development.md": (22.0, 65),
     "docs/operators-guide.md": (28.5, 83),
     "docs/security.md": (20.4, 78),
