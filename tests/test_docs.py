@@ -189,7 +189,6 @@ SENTENCE_BOUNDS = {
     "docs/agents.md": (13.5, 55),
     "docs/development.md": (22.0, 65),
     "docs/operators-guide.md": (28.5, 83),
-    "docs/security.md": (20.4, 78),
     "docs/teams.md": (28.3, 106),
     "docs/index.md": (18.5, 54),
     "README.md": (18.5, 61),
