@@ -130,10 +130,12 @@ def stop_agent(
     import time
 
     base, pane = verified_pane(launch, running=True, host=host)
-    said = _tmux([*base, "display-message", "-p", "-t", pane, "#{pane_pid}"])
-    if said is None or not said.strip().isdigit():
+    said = (_tmux([*base, "display-message", "-p", "-t", pane, "#{pane_pid}"]) or "").strip()
+    # ASCII digits only (str.isdigit takes other scripts' digits, which int() reads as 0), and
+    # never 0 or 1: killpg(0) is the caller's own group.
+    if not said.isascii() or not said.isdigit() or int(said) <= 1:
         raise TranscriptUnavailable(f"The tmux pane {pane} does not say which process runs in it.")
-    pid = int(said.strip())
+    pid = int(said)
 
     def exited(within: float) -> bool:
         deadline = time.monotonic() + within
@@ -147,10 +149,13 @@ def stop_agent(
 
     for number, within in ((signal.SIGINT, grace), (signal.SIGTERM, 5.0)):
         try:
-            # To the pane's process group, as a terminal signals its foreground job: an agent
+            # To the pane's process group (tmux makes its first process lead one): an agent
             # that runs as a child of its own launcher (Gemini CLI relaunches itself in one)
-            # is reached as well.
-            os.killpg(pid, number)
+            # is reached as well. A process that leads no group of its own gets it alone.
+            if os.getpgid(pid) == pid and pid != os.getpgrp():
+                os.killpg(pid, number)
+            else:
+                os.kill(pid, number)
         except ProcessLookupError:
             return number.name, True
         except PermissionError:

@@ -240,6 +240,29 @@ def test_terminate_shows_the_claims_and_needs_the_impact_when_there_are_any(stor
     assert "claims handed to agent-2" in payload
 
 
+def test_terminate_says_an_agent_roundtable_started_may_still_run(store: Store) -> None:
+    """The note, and the box to stop it too only where this server reaches the agent: here, not
+    by a host another server holds."""
+    from roundtable_console.store import service
+
+    for session_id, via in (("here", None), ("there", "laptop"), ("by-hand", "")):
+        register(store, session_id)
+        if via != "":
+            service.record_launch(store=store, session_id=session_id, tmux_pane="%3",
+                                  tmux_socket=None, actor="ops", via_host=via)  # fmt: skip
+    with web(store) as site:
+        site.sign_in(tokens(store)["operator"])
+        here, there, by_hand = (
+            site.client.get(f"/fragments/sessions/{session_id}/terminate").json()["impact"]
+            for session_id in ("here", "there", "by-hand")
+        )
+    assert "may still run: terminating does not stop it" in here
+    assert 'id="impact-stop-agent"' in here
+    assert "tmux pane %3 on host laptop) and may still run" in there
+    assert 'id="impact-stop-agent"' not in there
+    assert "may still run" not in by_hand and 'id="impact-stop-agent"' not in by_hand
+
+
 def test_a_token_bound_to_a_workspace_reaches_only_it(store: Store) -> None:
     register(store, "mine", workspace=OTHER_WORKSPACE)
     register(store, "theirs", workspace=WORKSPACE)

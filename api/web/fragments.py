@@ -190,9 +190,12 @@ class WebFragments:
                 )
 
             impact = await self.ctx.in_worker(read)
+            # The box to stop its agent too, only where this server can reach it (as its page's
+            # button): a stop that cannot happen is not offered.
+            stoppable = reads.agent_reachable(self.ctx, impact.launch)
             return _json(
                 {
-                    "impact": self.pages.html("_impact.html", impact=impact),
+                    "impact": self.pages.html("_impact.html", impact=impact, stoppable=stoppable),
                     "requires_details": impact.requires_details,
                     "version": int(impact.session.version or 0),
                 }

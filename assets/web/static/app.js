@@ -182,7 +182,7 @@
             ["Refresh", () => refreshSession(sessionId)],
             ["Retry", async () => {
               await refreshSession(sessionId);
-              send(sessionId, action, versionOf(sessionId), newKey(), body);
+              send(sessionId, action, versionOf(sessionId), newKey(), body, then);
             }],
           ]});
       return null;
