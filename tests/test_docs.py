@@ -189,7 +189,6 @@ SENTENCE_BOUNDS = {
     "docs/development.md": (22.0, 65),
     "docs/operators-guide.md": (28.5, 83),
     "docs/teams.md": (28.3, 106),
-    "README.md": (18.5, 61),
     "SECURITY.md": (22.5, 30),
 }
 
