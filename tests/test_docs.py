@@ -187,7 +187,6 @@ def sentence_lengths(markdown: str) -> list[int]:
 SENTENCE_BOUNDS_DEFAULT = (20.0, 40)
 SENTENCE_BOUNDS = {
     "docs/teams.md": (28.3, 106),
-    "SECURITY.md": (22.5, 30),
 }
 
 
