@@ -18,11 +18,20 @@ import pytest
 from roundtable_console.agents import panes
 from roundtable_console.agents.transcripts import TranscriptUnavailable
 
+# An agent as a terminal runs it: SIGINT ends it (a test worker may run with SIGINT ignored,
+# which a child would inherit).
+AGENT = (
+    "import signal, time\n"
+    "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(100)\n"
+)
 # Waits for its agent whatever SIGINT it gets (its handler does nothing), as a launcher does.
 LAUNCHER = (
     "import signal, subprocess\n"
     "signal.signal(signal.SIGINT, lambda *_: None)\n"
-    "agent = subprocess.Popen(['sleep', '100'])\n"
+    f"agent = subprocess.Popen([{sys.executable!r}, '-c', {AGENT!r}], stdout=subprocess.PIPE)\n"
+    "agent.stdout.readline()\n"
     "print(agent.pid, flush=True)\n"
     "agent.wait()\n"
 )
@@ -72,7 +81,10 @@ def test_the_whole_group_of_the_pane_is_signalled(monkeypatch: pytest.MonkeyPatc
 
 def test_a_process_that_leads_no_group_is_signalled_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     """Not a group leader (here: in this test's own group): never its group, which is ours."""
-    alone = subprocess.Popen(["sleep", "100"])
+    # SIGINT as a terminal's program has it (a test worker may run with it ignored, which a
+    # child would inherit).
+    alone = subprocess.Popen([sys.executable, "-c", AGENT], stdout=subprocess.PIPE)
+    assert alone.stdout is not None and alone.stdout.readline() == b"ready\n"
     assert os.getpgid(alone.pid) == os.getpgrp()
     pane_running(monkeypatch, alone)
     try:
