@@ -27,6 +27,7 @@ from roundtable_console.api.hosts import listing as host_ops
 from roundtable_console.api.hosts import stop_agent as host_stop
 from roundtable_console.api.problems import MEDIA_TYPE, STATUSES, Problem
 from roundtable_console.api.routes import actions as action_ops
+from roundtable_console.api.routes import audit as audit_ops
 from roundtable_console.api.routes import bodies, hook_waits, schemas, wire
 from roundtable_console.api.routes import details as detail_ops
 from roundtable_console.api.routes import replies as reply_ops
@@ -256,6 +257,12 @@ def _routes(app: FastAPI) -> None:
                errors=(409,), parameters=[schemas.idempotency(True)],
                body=REPLY_BODY, body_required=True)  # fmt: skip
     hook_waits.add_routes(app, ONE)
+    operation(app, "GET", API + "/audit", audit_ops.audit, name="audit_trail",
+               summary="The operators' actions across every session, newest first, a page at a "
+               "time (roundtable audit's). For callers bound to no workspace.",
+               model=schemas.AuditPage,
+               parameters=[*schemas.AUDIT_FILTERS, schemas.LIMIT,
+                           schemas.AUDIT_CURSOR])  # fmt: skip
     operation(app, "GET", API + "/hosts", host_ops.hosts_page, name="list_hosts",
                summary="The machines that run agents (roundtable host run): what each found, "
                "whether it is online, its sessions. For callers bound to no workspace.",

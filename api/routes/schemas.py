@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from roundtable_console.store.reads.audit import ACTIONS, EVENT_ACTIONS
+
 
 class Waiting(BaseModel):
     reason: str
@@ -166,6 +168,23 @@ class HostList(BaseModel):
     hosts: list[Host]
 
 
+class AuditEntry(BaseModel):
+    at: str
+    actor: str | None
+    db_user: str | None
+    action: str
+    session_id: str
+    previous_status: str | None
+    status: str | None
+    impact_details: str | None
+    field: str | None
+
+
+class AuditPage(BaseModel):
+    items: list[AuditEntry]
+    next_cursor: str | None
+
+
 class Launched(BaseModel):
     session: Session
     host: str
@@ -273,3 +292,35 @@ IDEMPOTENCY_KEY = {
 
 def idempotency(required: bool) -> dict[str, Any]:
     return {**IDEMPOTENCY_KEY, "required": required}
+
+
+def text_query(name: str, description: str, schema: dict[str, object]) -> dict[str, object]:
+    """An optional query parameter of text."""
+    return {"name": name, "in": "query", "required": False, "schema": schema,
+            "description": description}  # fmt: skip
+
+
+# The actions the audit trail names, as the operator names them (pause) or its history does.
+AUDIT_ACTIONS = {*ACTIONS, *EVENT_ACTIONS}
+# A name as the store keeps one: printable, at most 256 characters (empty: no filter).
+PRINTABLE_NAME = {"type": "string", "pattern": "^[^\\x00-\\x1f\\x7f]{0,256}$"}
+# What `roundtable audit --since` takes: a duration back from now, or a date or a UTC time.
+SINCE = {
+    "type": "string",
+    "pattern": "^(|[0-9]{1,4}[smhdw]|(19|20)[0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"
+    "(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z)?)$",
+}
+
+
+# The audit trail's cursor: an empty one is none (as its other filters).
+AUDIT_CURSOR = {**CURSOR, "schema": {**CURSOR["schema"], "pattern": "^[A-Za-z0-9_-]*$"}}
+AUDIT_FILTERS = [
+    text_query("actor", "Only this operator's actions.", PRINTABLE_NAME),
+    text_query(
+        "action",
+        "Only this action.",
+        {"type": "string", "pattern": f"^(|{'|'.join(sorted(AUDIT_ACTIONS))})$"},
+    ),  # fmt: skip
+    text_query("session", "Only this session's actions.", PRINTABLE_NAME),
+    text_query("since", "From this time on (2026-09-17T10:00:00Z), or this far back (90m).", SINCE),
+]

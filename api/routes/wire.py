@@ -21,7 +21,7 @@ from roundtable_console.store.validation import has_control_characters, whole_nu
 DEFAULT_LIMIT = 50
 _BASE64URL = re.compile(r"^[A-Za-z0-9_-]+$")
 # Ids in a path: printable, no control character (a store never holds such an id).
-_ID = re.compile(r"^[^\x00-\x1f\x7f]{1,256}$")
+ID = re.compile(r"^[^\x00-\x1f\x7f]{1,256}$")
 
 
 def session(record: SessionFields) -> dict[str, Any]:
@@ -152,7 +152,7 @@ _NAMED = {"request": "permission request", "listener": "reply listener"}
 
 def path_id(value: str, *, what: str) -> str:
     """A workspace or session id from the path; one no store holds answers as not found."""
-    if not _ID.match(value) or has_control_characters(value):
+    if not ID.match(value) or has_control_characters(value):
         code = _NOT_FOUND.get(what, "session_not_found")
         raise Problem(code, f"No {_NAMED.get(what, what)} has that id.")
     return value

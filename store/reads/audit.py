@@ -106,7 +106,10 @@ def since_time(value: str, now: datetime) -> str:
     date), as the store's UTC text."""
     match = _DURATION.match(value)
     if match:
-        moment = now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+        try:
+            moment = now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+        except OverflowError:  # further back than any date
+            raise InvalidSession(f"--since {value!r} goes back further than any date.") from None
         return format_ts(moment)
     parsed = parse_ts(value.strip()) if value.strip() else None
     if parsed is None:
