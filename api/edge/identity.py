@@ -77,6 +77,13 @@ class Caller:
         """What it reaches of sessions and the rows around them (``store.access.walls``)."""
         return Wall.of(self.workspaces)
 
+    def require_every_workspace(self, what: str) -> None:
+        """What spans every workspace (``what``, in words) is not for a token bound to some."""
+        if self.workspaces is not None:
+            raise Problem(
+                "forbidden", f"The token {self.name!r} reaches some workspaces only; {what}."
+            )
+
     def require_human(self) -> None:
         """The human authorization: an operator token, or (header mode) a named human role."""
         if self.role != "operator":

@@ -18,13 +18,7 @@ from roundtable_console.store.hosts.registry import list_hosts
 
 
 def hosts_page(ctx: ServerContext, call: Call) -> Answer:
-    caller = ctx.caller(call)
-    if caller.workspaces is not None:
-        raise Problem(
-            "forbidden",
-            f"The token {caller.name!r} reaches some workspaces only; the hosts are the whole "
-            "team's machines.",
-        )
+    ctx.caller(call).require_every_workspace("the hosts are the whole team's machines")
     with ctx.store.read() as db:
         hosts = list_hosts(db, clock=ctx.clock)
     return Answer(200, {"hosts": [host.to_json() for host in hosts]})

@@ -26,13 +26,7 @@ def _name(call: Call, name: str) -> str | None:
 
 
 def audit(ctx: ServerContext, call: Call) -> Answer:
-    caller = ctx.caller(call)
-    if caller.workspaces is not None:
-        raise Problem(
-            "forbidden",
-            f"The token {caller.name!r} reaches some workspaces only; the audit trail spans "
-            "every workspace.",
-        )
+    ctx.caller(call).require_every_workspace("the audit trail spans every workspace")
     action = call.arg("action") or ""
     if action and action not in schemas.AUDIT_ACTIONS:
         raise Problem(
