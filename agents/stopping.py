@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import Connection
+
 from roundtable_console.agents.panes import GRACE_SECONDS, stop_agent
 from roundtable_console.agents.transcripts import TranscriptUnavailable
 from roundtable_console.store import service
@@ -56,13 +58,8 @@ def stop_session_agent(
     saying why nothing was stopped. Blocking (up to the grace and more): for a worker."""
     with store.read() as db:
         session = service.sessions.get_session(db=db, session_id=session_id)
-        launch = last_launch(db, session.id)
+        launch = started_launch(db, session.id)
     shown = one_line(session.id, 60)
-    if not launch or not launch.get("tmux_pane"):
-        raise AgentNotRunning(
-            f"The agent of session {shown!r} was not started by Roundtable (R, or its "
-            "host): stop it in its own terminal. Nothing was stopped."
-        )
     via = launch.get("via_host")
     if isinstance(via, str):
         signal_name, exited = _through_host(store, via, launch, grace, shown, clock)
@@ -76,6 +73,18 @@ def stop_session_agent(
         store=store, session_id=session.id, actor=actor, payload=stopped.payload, clock=clock
     )
     return stopped
+
+
+def started_launch(db: Connection, session_id: str) -> Mapping[str, Any]:
+    """Where Roundtable started the session's agent (its ``launched`` row); ``AgentNotRunning``
+    when it did not (an agent started by hand: stopped in its own terminal)."""
+    launch = last_launch(db, session_id)
+    if not launch or not launch.get("tmux_pane"):
+        raise AgentNotRunning(
+            f"The agent of session {one_line(session_id, 60)!r} was not started by Roundtable "
+            "(R, or its host): stop it in its own terminal. Nothing was stopped."
+        )
+    return launch
 
 
 def _through_host(

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from roundtable_console.agents.panes import GRACE_MOST, GRACE_SECONDS, stop_agent
+from roundtable_console.agents.stopping import HOST_MARGIN_SECONDS, AgentStopped, started_launch
 from roundtable_console.agents.transcripts import TranscriptUnavailable
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
@@ -22,8 +23,7 @@ from roundtable_console.api.routes import bodies
 from roundtable_console.store import service
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.hosts.registry import HostRow, get_host
-from roundtable_console.store.reads.launches import last_launch
-from roundtable_console.store.safety.display import one_line, printable
+from roundtable_console.store.safety.display import printable
 
 FIELDS = ("grace_seconds",)
 BODY = {
@@ -56,7 +56,7 @@ async def run(
         args = {"launch": dict(launch), "grace": grace}
         try:
             body = await ctx.hosts.call_anywhere(
-                host, protocol.STOP_AGENT, args, timeout=grace + 15
+                host, protocol.STOP_AGENT, args, timeout=grace + HOST_MARGIN_SECONDS
             )
         except (HostUnreachable, HostRefused) as why:
             raise Problem("agent_not_running", f"{why} Nothing was stopped.") from None
@@ -66,7 +66,7 @@ async def run(
             signal_name, exited = await ctx.in_worker(stop_agent, launch, grace=grace)
         except TranscriptUnavailable as why:
             raise Problem("agent_not_running", f"{why} Nothing was stopped.") from None
-    payload = {"signal": signal_name, "exited": exited, "via_host": host}
+    payload = AgentStopped(signal_name, exited, host if isinstance(host, str) else None).payload
     await ctx.in_worker(
         lambda: service.record_agent_stopped(
             store=ctx.store, session_id=session_id, actor=caller.name, payload=payload,
@@ -94,15 +94,9 @@ def _prepare(
         )
     with ctx.store.read() as db:
         session = found(db, caller)
-        launch = last_launch(db, session.id)
-        via = launch.get("via_host") if launch else None
+        launch = started_launch(db, session.id)
+        via = launch.get("via_host")
         host = get_host(db, via, clock=ctx.clock) if isinstance(via, str) else None
-    if not launch or not launch.get("tmux_pane"):
-        raise Problem(
-            "agent_not_running",
-            f"The agent of session {one_line(session.id, 60)!r} was not started by Roundtable "
-            "(R, or its host): stop it in its own terminal. Nothing was stopped.",
-        )
     return session.id, launch, float(grace), host
 
 
