@@ -130,6 +130,11 @@ def operator_page(team: Team) -> Iterator[Any]:
             browser.close()
 
 
+def agent_of(store: Store, session_id: str) -> str:
+    with store.read() as db:
+        return str(service.sessions.get_session(db=db, session_id=session_id).agent_id)
+
+
 def status(store: Store, session_id: str) -> str:
     with store.read() as db:
         return str(service.sessions.get_session(db=db, session_id=session_id).status)
@@ -465,6 +470,8 @@ def test_the_command_line_on_the_store_stops_an_agent_a_host_started(
     stopped_session(team.store, "s-later", project)
     later = cli(team, "resume", "--session", "s-later", "--launch")
     assert later.returncode == 1 and "whose host is offline" in later.stderr, later.stderr
+    by_agent = cli(team, "resume", "--agent", agent_of(team.store, "s-later"), "--launch")
+    assert by_agent.returncode == 1 and "whose host is offline" in by_agent.stderr
     stopped_session(team.store, "s-here", project, host=None)  # type: ignore[arg-type]
     here = cli(team, "resume", "--session", "s-here", "--launch")
     assert here.returncode == 1 and "--exec starts it here" in here.stderr, here.stderr

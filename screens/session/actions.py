@@ -182,9 +182,7 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in (*LIFECYCLE_ACTIONS, "launch", "stop_agent") and self.ctx.read_only:
             return False  # not offered at all; the key says why (the explain bindings)
-        if action == "stop_agent":
-            return self.selected_session() is not None
-        if action in ("log", "briefing"):
+        if action in ("log", "briefing", "stop_agent"):
             return self.selected_session() is not None
         if action == "launch":
             return launch_allowed(self.selected_session())

@@ -164,15 +164,14 @@ def _resume_by_host(
     from roundtable_console.agents.operations import machine_name
     from roundtable_console.store.errors import NotLaunchable
     from roundtable_console.store.hosts.launches import launch_by_host, plan_launch_by_host
-    from roundtable_console.store.service import read_briefing
+    from roundtable_console.store.reads.sessions import find_by_agent
 
     key = idempotency_key or str(uuid4())
     adapters, actor = inv.adapters(), inv.operator(operator)
     with inv.store() as store:
-        if session_id is None:
-            session_id = read_briefing(
-                store=store, adapters=adapters, agent_id=agent_id, clock=inv.clock
-            ).session.id
+        if session_id is None:  # the agent's session, as the briefing finds it
+            with store.read() as db:
+                session_id = find_by_agent(db=db, agent_id=str(agent_id)).id
         plan = plan_launch_by_host(
             store=store, adapters=adapters, session_id=session_id, here=machine_name(),
             clock=inv.clock,
