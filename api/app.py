@@ -32,6 +32,7 @@ from roundtable_console.api.routes import bodies, hook_waits, schemas, wire
 from roundtable_console.api.routes import details as detail_ops
 from roundtable_console.api.routes import replies as reply_ops
 from roundtable_console.api.routes import requests as request_ops
+from roundtable_console.api.routes import session_records as record_ops
 from roundtable_console.api.routes import sessions as session_ops
 from roundtable_console.api.routes import transcripts as transcript_ops
 from roundtable_console.api.routes.documented import PATH_ID, operation, responses
@@ -44,6 +45,7 @@ from roundtable_console.store.rules import ACTIVE_STATES
 API = "/api/v1"
 SESSIONS = API + "/workspaces/{workspace_id}/sessions"
 ONE = SESSIONS + "/{session_id}"
+RECORDS = API + "/sessions"
 
 # Answered ahead of the router (api.answering.HotRoutes); each is also routed, for its document.
 HOT_ROUTES = [("POST", ONE + "/heartbeat", action_ops.heartbeat)]
@@ -67,6 +69,12 @@ LIST_PARAMETERS = [
     },
     {"name": "order", "in": "query", "schema": {"enum": ["asc", "desc"]}},
 ]
+WORKSPACE_PARAMETER = {
+    "name": "workspace_id",
+    "in": "query",
+    "schema": TEXT_QUERY,
+    "description": "Only this workspace's sessions.",
+}
 IF_MATCH = {
     "name": "If-Match",
     "in": "header",
@@ -262,7 +270,8 @@ def _routes(app: FastAPI) -> None:
                "time (roundtable audit's). For callers bound to no workspace.",
                model=schemas.AuditPage,
                parameters=[*schemas.AUDIT_FILTERS, schemas.LIMIT,
-                           schemas.AUDIT_CURSOR])  # fmt: skip
+                           schemas.OPTIONAL_CURSOR])  # fmt: skip
+    _records(app)
     operation(app, "GET", API + "/hosts", host_ops.hosts_page, name="list_hosts",
                summary="The machines that run agents (roundtable host run): what each found, "
                "whether it is online, its sessions. For callers bound to no workspace.",
@@ -271,6 +280,30 @@ def _routes(app: FastAPI) -> None:
         operation(app, "GET", f"{ONE}/{name}", detail_ops.record_of(name),
                    name=f"session_{name}", summary=f"The session's {name}.",
                    model=model)  # fmt: skip
+
+
+def _records(app: FastAPI) -> None:
+    """Ours, for people's clients: sessions across workspaces, as the command line prints them
+    (``api.routes.session_records``)."""
+    operation(app, "GET", RECORDS, record_ops.list_records, name="list_session_records",
+               summary="A page of the sessions the caller reaches, with the store's column names "
+               "(roundtable sessions list --json's). A token bound to several workspaces names "
+               "one.", model=schemas.SessionRecordPage,
+               parameters=[schemas.LIMIT, schemas.OPTIONAL_CURSOR, *LIST_PARAMETERS[2:],
+                           WORKSPACE_PARAMETER])  # fmt: skip
+    operation(app, "GET", RECORDS + "/{session_id}", record_ops.read_record,
+               name="get_session_record", summary="One session, with the store's column names "
+               "(roundtable sessions show --json's).", model=schemas.SessionRecord)  # fmt: skip
+    for action in ("pause", "stop", "resume", "terminate"):
+        key_needed = action in ("resume", "terminate")
+        operation(app, "POST", f"{RECORDS}/{{session_id}}/{action}",
+                   record_ops.act_on_record(action), name=f"{action}_session_record",
+                   summary=f"{action.capitalize()} (a human's), answered with the whole outcome "
+                   f"(roundtable sessions {action} --json's).",
+                   model=schemas.ActionOutcome, errors=(409,),
+                   parameters=[schemas.idempotency(key_needed), IF_MATCH],
+                   body=schemas.body_schema(bodies.TERMINATE_FIELDS)
+                   if action == "terminate" else None)  # fmt: skip
 
 
 def capabilities(ctx: ServerContext, call: Call) -> Answer:

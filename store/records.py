@@ -189,6 +189,24 @@ class SessionRecord(SessionFields):
         """A row whose values come in ``SESSION_COLUMNS`` order."""
         return cls(dict(zip(SESSION_COLUMNS, row, strict=True)))
 
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> SessionRecord:
+        """A session as ``to_json`` wrote it (a server's answer): its columns again, the waiting
+        and the turn's end folded back into the columns that hold them."""
+        values = {name: body.get(name) for name in SESSION_JSON_COLUMNS}
+        metadata = body.get("metadata")
+        values["metadata_json"] = None if metadata is None else json.dumps(metadata)
+        waiting, done = body.get("waiting"), body.get("turn_done")
+        if isinstance(waiting, Mapping):
+            values.update(waiting_reason=waiting.get("reason"), waiting_since=waiting.get("since"))
+        else:
+            values.update(
+                waiting_reason=done.get("message") if isinstance(done, Mapping) else None,
+                waiting_since=None,
+            )
+        values["version"] = body.get("version")
+        return cls(values)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SessionRecord):
             return NotImplemented

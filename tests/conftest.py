@@ -185,7 +185,7 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No ROUNDTABLE_* variable from outside; user config and data under tmp_path."""
-    for name in ("ROUNDTABLE_DB", "ROUNDTABLE_OPERATOR"):
+    for name in ("ROUNDTABLE_DB", "ROUNDTABLE_OPERATOR", "ROUNDTABLE_SERVER", "ROUNDTABLE_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))

@@ -574,7 +574,8 @@ def test_every_list_filter_is_a_bulk_selection_filter() -> None:
         return {flag for param in command.params for flag in getattr(param, "opts", ())}
 
     group = sessions_group
-    listed = options(group.commands["list"]) - {"--limit", "--cursor", "--sort", "--descending"}
+    listed = options(group.commands["list"]) - {"--limit", "--cursor", "--sort", "--descending",
+                                                "--server", "--token-env"}
     for action in ACTIONS:
         assert listed <= options(group.commands[action]), action
 

@@ -14,14 +14,14 @@ PACKAGE = "roundtable_console"
 # Each product folder, by the name it installs under.
 PRODUCT_PACKAGES = {
     folder: f"{PACKAGE}.{folder}"
-    for folder in ("store", "screens", "tui", "api", "agents", "hosts")
+    for folder in ("store", "screens", "tui", "api", "agents", "hosts", "client")
 }
 WEB = ("fastapi", "starlette", "uvicorn", "jinja2", "markupsafe", "websockets")
 STORE_MUST_NOT_IMPORT = (
-    "textual", "rich", "click", *WEB, f"{PACKAGE}.screens", f"{PACKAGE}.tui", f"{PACKAGE}.api",
-    f"{PACKAGE}.hosts",
+    "textual", "rich", "click", "httpx", *WEB, f"{PACKAGE}.screens", f"{PACKAGE}.tui",
+    f"{PACKAGE}.api", f"{PACKAGE}.hosts", f"{PACKAGE}.client",
 )  # fmt: skip
-SCREENS_MUST_NOT_IMPORT = (f"{PACKAGE}.tui", f"{PACKAGE}.api", *WEB)
+SCREENS_MUST_NOT_IMPORT = (f"{PACKAGE}.tui", f"{PACKAGE}.api", f"{PACKAGE}.client", *WEB)
 # The server calls the store's functions; the console and the command line are not its.
 API_MUST_NOT_IMPORT = ("textual", "rich", "click", f"{PACKAGE}.screens", f"{PACKAGE}.tui")
 # The host (roundtable host run) is a front end of its own over the service layer: it speaks to
@@ -84,6 +84,19 @@ def test_the_agents_import_only_the_store(path: Path) -> None:
 @pytest.mark.parametrize("path", modules("hosts"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_the_host_imports_only_the_store(path: Path) -> None:
     assert offending(path, HOSTS_MUST_NOT_IMPORT) == []
+
+
+# A person's client of the server (client/): the wire and the store's shapes, nothing of the
+# console, the command line or the server's own code; the command line picks it at start-up.
+CLIENT_MUST_NOT_IMPORT = (
+    "textual", "rich", "click", *WEB, f"{PACKAGE}.screens", f"{PACKAGE}.tui", f"{PACKAGE}.api",
+    f"{PACKAGE}.agents", f"{PACKAGE}.hosts",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("path", modules("client"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_client_imports_only_the_store(path: Path) -> None:
+    assert offending(path, CLIENT_MUST_NOT_IMPORT) == []
 
 
 def test_the_store_imports_no_agent() -> None:

@@ -50,12 +50,21 @@ SETTING_HELP: dict[str, str] = {
     "notify": "What the console adds to its notice of a session that needs a human: "
     + ", ".join(NOTIFY_MODES)
     + ".",
+    "server": "The people's commands (sessions, audit) read and act through roundtable serve at "
+    "this URL with your token (as --server; --server and $ROUNDTABLE_SERVER win over it; --db, "
+    "--root or $ROUNDTABLE_DB name a store instead).",
+    "token_env": "The environment variable that holds your token for server (as --token-env; "
+    "default ROUNDTABLE_TOKEN). The token itself is never kept in the config.",
 }
 # The environment variables roundtable reads, and what for (the docs' configuration reference).
 ENVIRONMENT_HELP: dict[str, str] = {
     "ROUNDTABLE_DB": "The store's URL, when --db is not given.",
     "ROUNDTABLE_OPERATOR": "The operator's name, when --operator is not given.",
     "ROUNDTABLE_READ_ONLY": "1: every store read-only, as --read-only.",
+    "ROUNDTABLE_SERVER": "The server the people's commands go through, when --server is not "
+    "given and no store is named.",
+    "ROUNDTABLE_TOKEN": "Your token for that server, unless --token-env or the config's "
+    "token_env names another variable.",
     "ROUNDTABLE_SESSION_ID": "Set for an agent that R, resume --exec or the web's resume command "
     "started: its hooks report on that session.",
     "ROUNDTABLE_AGENT": "The agent id the hooks register sessions under (when the install gave "
@@ -132,6 +141,10 @@ class Settings(NamedTuple):
     # What the console adds to its notification of a session that needs attention: the
     # terminal's bell, a desktop notification, or nothing (NOTIFY_MODES).
     notify: str = "off"
+    # A person's commands read and act through this roundtable serve (not a store), with the
+    # token held by the variable token_env names.
+    server: str | None = None
+    token_env: str | None = None
 
 
 def _positive_number(values: Mapping[str, Any], key: str, default: float, source: Path) -> float:
@@ -260,6 +273,8 @@ def load_settings(path: Path | None = None) -> Settings:
         adapters=_adapter_table(values.get("adapters"), source),
         source=source,
         notify=_notify(values, source),
+        server=_optional_text(values, "server", source),
+        token_env=_optional_text(values, "token_env", source),
     )
 
 

@@ -166,10 +166,12 @@ def act(
     session_id: str,
     *,
     found: Callable[[Connection], object],
+    answer: Callable[[ActionOutcome], Answer] | None = None,
 ) -> Answer:
     """The lifecycle ``action`` on the session, as ``caller``, under the request's idempotency
     key; ``found`` refuses first, in the same transaction, a session the caller may not reach
-    (the routes: one of the path's workspace; the web console: one of a workspace it reaches)."""
+    (the routes: one of the path's workspace; the web console: one of a workspace it reaches).
+    ``answer``: the answer made of the outcome (default: the reference's, the session)."""
     key = ctx.request_key(call, caller, required=key_required(action))
     extra: dict[str, object] = {"expected_version": expected_version(call), "wall": caller.wall}
     if action == "terminate":
@@ -197,6 +199,6 @@ def act(
         call,
         key,
         write=write,
-        answer=lambda outcome: Answer(200, wire.session(outcome.session)),
+        answer=answer or (lambda outcome: Answer(200, wire.session(outcome.session))),
         session_of=lambda outcome: outcome.session.id,
     )

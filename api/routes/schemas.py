@@ -185,6 +185,46 @@ class AuditPage(BaseModel):
     next_cursor: str | None
 
 
+class SessionRecord(BaseModel):
+    """A session with the store's column names (``roundtable sessions show --json``'s)."""
+
+    id: str
+    agent_id: str
+    run_id: str
+    adapter: str
+    provider: str | None
+    model: str | None
+    external_session_id: str | None
+    external_resume_command: str | None
+    working_directory: str | None
+    mcp_socket: str | None
+    status: str
+    started_at: str
+    last_seen_at: str | None
+    ended_at: str | None
+    workspace_id: str | None
+    host: str | None
+    metadata: dict[str, Any] | None
+    waiting: Waiting | None
+    turn_done: TurnDone | None
+    version: int
+
+
+class SessionRecordPage(BaseModel):
+    items: list[SessionRecord]
+    next_cursor: str | None
+
+
+class ActionOutcome(BaseModel):
+    """A lifecycle action's outcome (``roundtable sessions pause … --json``'s)."""
+
+    action: str
+    session: SessionRecord
+    replayed: bool
+    notes: list[str]
+    claims: list[dict[str, Any]]
+
+
 class Launched(BaseModel):
     session: Session
     host: str
@@ -304,16 +344,17 @@ def text_query(name: str, description: str, schema: dict[str, object]) -> dict[s
 AUDIT_ACTIONS = {*ACTIONS, *EVENT_ACTIONS}
 # A name as the store keeps one: printable, at most 256 characters (empty: no filter).
 PRINTABLE_NAME = {"type": "string", "pattern": "^[^\\x00-\\x1f\\x7f]{0,256}$"}
-# What `roundtable audit --since` takes: a duration back from now, or a date or a UTC time.
+# What `roundtable audit --since` takes: a duration back from now, or a date or a UTC time (a
+# day the month does not have, 2026-02-30, is refused as the route reads it).
 SINCE = {
     "type": "string",
-    "pattern": "^(|[0-9]{1,4}[smhdw]|(19|20)[0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])"
+    "pattern": "^(|[0-9]{1,4}[smhdw]|(19|20)[0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
     "(T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z)?)$",
 }
 
 
-# The audit trail's cursor: an empty one is none (as its other filters).
-AUDIT_CURSOR = {**CURSOR, "schema": {**CURSOR["schema"], "pattern": "^[A-Za-z0-9_-]*$"}}
+# The cursor of a route of ours: an empty one is none (as an empty filter is none).
+OPTIONAL_CURSOR = {**CURSOR, "schema": {**CURSOR["schema"], "pattern": "^[A-Za-z0-9_-]*$"}}
 AUDIT_FILTERS = [
     text_query("actor", "Only this operator's actions.", PRINTABLE_NAME),
     text_query(

@@ -7,6 +7,7 @@ worker thread. Refusals are raised (``Problem``, or the store's ``StoreError``).
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import NamedTuple
 
 from sqlalchemy import Connection
 
@@ -16,6 +17,7 @@ from roundtable_console.api.routes import bodies, wire
 from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.errors import InvalidCursor, SessionNotFound
 from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
+from roundtable_console.store.reads.paging import Page
 from roundtable_console.store.reads.sessions import get_session, list_sessions
 from roundtable_console.store.rules import SORT_COLUMNS
 from roundtable_console.store.writes import agent_writes
@@ -45,11 +47,10 @@ def _order(call: Call, ctx: ServerContext) -> SessionOrder:
     return order.at(ctx.clock() - timedelta(seconds=ctx.stale_after_seconds))
 
 
-def list_page(ctx: ServerContext, call: Call, workspace_id: str) -> Answer:
-    """A keyset page of the workspace's sessions, in the reference's order (start, then id) or
-    ours (``sort``, ``order``), filtered (ours: ``status``, ``agent_id``, ``run_id``, ``host``,
-    ``stale``, ``waiting``, ``q``)."""
-    caller = ctx.caller(call)
+def listing(ctx: ServerContext, call: Call, workspace_id: str | None) -> Listing:
+    """A list's page size, place, order and filters, from the query: the reference's order
+    (start, then id) or ours (``sort``, ``order``), filtered (ours: ``status``, ``agent_id``,
+    ``run_id``, ``host``, ``stale``, ``waiting``, ``q``)."""
     size = wire.limit(call.arg("limit"))
     after = wire.cursor(call.arg("cursor"))
     order = _order(call, ctx)
@@ -64,12 +65,31 @@ def list_page(ctx: ServerContext, call: Call, workspace_id: str) -> Answer:
         text=(call.arg("q") or "").strip() or None,
         waiting=_flag(call, "waiting"),
     )
-    with ctx.store.read() as db:
-        ctx.workspace(db, caller, workspace_id)
+    return Listing(size, after, order, filters)
+
+
+class Listing(NamedTuple):
+    size: int
+    after: str | None
+    order: SessionOrder
+    filters: SessionFilter
+
+    def page(self, db: Connection) -> Page[AgentSession]:
         try:
-            page = list_sessions(db=db, filters=filters, limit=size, cursor=after, order=order)
+            return list_sessions(
+                db=db, filters=self.filters, limit=self.size, cursor=self.after, order=self.order
+            )
         except InvalidCursor:
             raise Problem("invalid_cursor", "cursor is malformed") from None
+
+
+def list_page(ctx: ServerContext, call: Call, workspace_id: str) -> Answer:
+    """A keyset page of the workspace's sessions (``listing``)."""
+    caller = ctx.caller(call)
+    asked = listing(ctx, call, workspace_id)
+    with ctx.store.read() as db:
+        ctx.workspace(db, caller, workspace_id)
+        page = asked.page(db)
     return Answer(200, wire.page([wire.session(s) for s in page.items], page.next_cursor))
 
 

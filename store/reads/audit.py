@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -54,6 +55,13 @@ class AuditFilter:
     since: str | None = None  # an RFC 3339 UTC time, as the store writes them
 
 
+def note_of(entry: Mapping[str, Any]) -> str | None:
+    """What an entry's line says beside the change of status (``AuditEntry.to_json``'s): the
+    impact text given, or which field was revealed."""
+    field = entry.get("field")
+    return f"revealed {field}" if field is not None else entry.get("impact_details")
+
+
 @dataclass(frozen=True)
 class AuditEntry:
     """One operator action. ``actor`` and ``impact_details`` are redacted text."""
@@ -72,9 +80,7 @@ class AuditEntry:
 
     @property
     def note(self) -> str | None:
-        """What its line says beside the change of status: the impact text given, or which
-        field was revealed."""
-        return f"revealed {self.field}" if self.field is not None else self.impact_details
+        return note_of(self.to_json())
 
     def to_json(self) -> dict[str, Any]:
         return {

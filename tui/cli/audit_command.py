@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from roundtable_console.tui import output
-from roundtable_console.tui.cli.invocation import Invocation, with_invocation
+from roundtable_console.tui.cli.invocation import Invocation, with_source_invocation
 from roundtable_console.tui.cli.options import checked_session_id, page_options
 from roundtable_console.tui.cli.printing import OUTPUT_HELP, pages_to_print
 
@@ -36,7 +37,7 @@ made it (PostgreSQL), the session, the status it went from and to, and the impac
     "--since", metavar="WHEN", help="From this time (2026-09-17T10:00:00Z) or this long ago (2h)."
 )
 @page_options
-@with_invocation
+@with_source_invocation
 def audit_command(
     inv: Invocation,
     actor: str | None,
@@ -47,10 +48,9 @@ def audit_command(
     cursor: str | None,
 ) -> None:
     from roundtable_console.store.reads.audit import (
-        AuditEntry,
         AuditFilter,
         action_event,
-        audit_page,
+        note_of,
         since_time,
     )
 
@@ -62,32 +62,29 @@ def audit_command(
         session_id=None if session_id is None else checked_session_id(session_id),
         since=None if since is None else since_time(since, inv.clock()),
     )
-    with inv.store() as store:
+    with inv.source() as source:
 
-        def fetch(size: int | None, after: str | None) -> Page[AuditEntry]:
-            with store.read() as db:
-                return audit_page(db=db, filters=filters, limit=size, cursor=after)
+        def fetch(size: int | None, after: str | None) -> Page[Mapping[str, Any]]:
+            return source.audit(filters, size, after)
 
         pages = pages_to_print(
             fetch, json_mode=inv.json_mode, limit=limit, cursor=cursor, what="actions"
         )
         if inv.json_mode:
             page = next(pages)
-            output.emit_json(
-                {"items": [e.to_json() for e in page.items], "next_cursor": page.next_cursor}
-            )
+            output.emit_json({"items": page.items, "next_cursor": page.next_cursor})
             return
         table = output.Table(AUDIT_COLUMNS)
         for page in pages:
             table.write(
                 (
-                    e.at,
-                    e.actor,
-                    e.db_user or "",
-                    e.action,
-                    e.session_id,
-                    f"{e.previous_status or '?'} → {e.status or '?'}",
-                    e.note or "",
+                    e["at"],
+                    e["actor"],
+                    e["db_user"] or "",
+                    e["action"],
+                    e["session_id"],
+                    f"{e['previous_status'] or '?'} → {e['status'] or '?'}",
+                    note_of(e) or "",
                 )
                 for e in page.items
             )

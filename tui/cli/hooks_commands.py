@@ -15,6 +15,7 @@ import click
 
 from roundtable_console.tui import output
 from roundtable_console.tui.cli.invocation import Invocation, with_invocation
+from roundtable_console.tui.cli.through_server import checked_server
 
 AGENTS = ("claude-code", "codex", "gemini")
 
@@ -65,24 +66,6 @@ def _without_password(url: str) -> tuple[str, bool]:
         host = f"[{host}]"
     netloc = f"{user}@{host}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc)), True
-
-
-def checked_server(server: str) -> None:
-    """The agent token goes to ``server`` in every request: in clear text only on this machine."""
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(server)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise click.BadParameter("an http:// or https:// URL", param_hint="'--server'")
-    loopback = parts.hostname in ("localhost", "127.0.0.1", "::1") or parts.hostname.startswith(
-        "127."
-    )
-    if parts.scheme == "http" and not loopback:
-        raise click.BadParameter(
-            "the agent token would cross the network in clear text: use https:// (or a "
-            "loopback address)",
-            param_hint="'--server'",
-        )
 
 
 def _home() -> Path:

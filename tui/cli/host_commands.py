@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,8 +10,8 @@ from typing import Any
 import click
 
 from roundtable_console.tui import output
-from roundtable_console.tui.cli.hooks_commands import checked_server
 from roundtable_console.tui.cli.invocation import Invocation, with_invocation
+from roundtable_console.tui.cli.through_server import checked_server, token_from
 
 
 @click.group("host", help="This machine as a host: its agents reached from every surface.")
@@ -63,10 +62,7 @@ def _token(server: str | None, token_env: str | None) -> str | None:
         checked_server(server)
     if not token_env:
         return None
-    token = os.environ.get(token_env, "").strip()
-    if not token:
-        raise click.UsageError(f"{token_env} is not set: it holds the host's token.")
-    return token
+    return token_from(token_env, "the host's token")
 
 
 @host_group.command(

@@ -18,6 +18,7 @@ from roundtable_console.tui.cli.printing import print_progress
 if TYPE_CHECKING:
     from roundtable_console.store.db.database import Store
     from roundtable_console.store.resume.adapters import AdapterConfig
+    from roundtable_console.store.source import SessionSource
     from roundtable_console.tui.config import Settings
 
 # Where the `sessions` group keeps the options given to it, for its subcommand (ctx.meta).
@@ -42,6 +43,10 @@ class Invocation:
     state: CliState
     read_only_flag: bool = False
     _settings: Settings | None = None
+    # The command's --server and --token-env (those of the commands a person may run through
+    # roundtable serve: tui.cli.through_server).
+    server_flag: str | None = None
+    token_env_flag: str | None = None
 
     @property
     def settings(self) -> Settings:
@@ -94,6 +99,42 @@ class Invocation:
             yield opened
         finally:
             opened.dispose()
+
+    @property
+    def server(self) -> str | None:
+        """The server the command goes through (None: a store)."""
+        import os
+
+        from roundtable_console.tui.cli.through_server import chosen_server
+
+        store_named = bool(self.db or self.root or os.environ.get("ROUNDTABLE_DB", "").strip())
+        return chosen_server(
+            server=self.server_flag, store_named=store_named, configured=self.settings.server
+        )
+
+    @contextmanager
+    def source(self, operator: str | None = None) -> Iterator[SessionSource]:
+        """What the command reads and acts through: the server it names (who acts: the token's
+        name), else its store (who acts: ``operator``, the command's --operator, resolved)."""
+        server = self.server
+        if server is None:
+            if self.token_env_flag is not None:
+                raise click.UsageError("--token-env goes with a server (--server).")
+            from roundtable_console.store.source import StoreSource
+
+            with self.store() as store:
+                yield StoreSource(store, self.clock, actor=self.operator(operator))
+            return
+        from roundtable_console.client.calls import ServerCalls
+        from roundtable_console.client.server_source import ServerSource
+        from roundtable_console.tui.cli.through_server import DEFAULT_TOKEN_ENV, token_from
+
+        variable = self.token_env_flag or self.settings.token_env or DEFAULT_TOKEN_ENV
+        calls = ServerCalls(server, token_from(variable, f"your token for {server}"))
+        try:
+            yield ServerSource(calls)
+        finally:
+            calls.close()
 
 
 def common_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -165,6 +206,22 @@ def with_invocation(func: Callable[..., Any]) -> Callable[..., Any]:
         return func(invocation, *args, **kwargs)
 
     return common_options(wrapper)
+
+
+def with_source_invocation(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``with_invocation``, and ``--server`` and ``--token-env``: a command a person may run
+    through roundtable serve (``Invocation.source``)."""
+    from roundtable_console.tui.cli.through_server import server_options
+
+    @functools.wraps(func)
+    def wrapper(inv: Invocation, *args: Any, server: str | None, token_env: str | None,
+                **kwargs: Any) -> Any:  # fmt: skip
+        group = click.get_current_context().meta.get(GROUP_OPTIONS, {})
+        inv.server_flag = server if server is not None else group.get("server")
+        inv.token_env_flag = token_env if token_env is not None else group.get("token_env")
+        return func(inv, *args, **kwargs)
+
+    return with_invocation(server_options(wrapper))
 
 
 def _refuse_writing_when_read_only(ctx: click.Context, inv: Invocation) -> None:

@@ -11,7 +11,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from roundtable_console.tui import output
-from roundtable_console.tui.cli.invocation import Invocation, with_invocation
+from roundtable_console.tui.cli.invocation import (
+    Invocation,
+    with_invocation,
+    with_source_invocation,
+)
 from roundtable_console.tui.cli.options import (
     FILTER_NAMES,
     all_matching_option,
@@ -49,6 +53,8 @@ def _lifecycle_command(action: str, summary: str, *, impact: bool = False) -> cl
     ) -> int | None:
         filters = {name: options.pop(name) for name in FILTER_NAMES}
         stop_agent = options.pop("stop_agent", False)
+        if inv.server is not None:
+            refuse_through_server(session_ids, all_matching, dry_run, stop_agent, options)
         target = bulk_selection(inv, session_ids, all_matching, dry_run, filters)
         if target is None:
             session_id = checked_session_id(session_ids[0])
@@ -65,7 +71,7 @@ def _lifecycle_command(action: str, summary: str, *, impact: bool = False) -> cl
             raise click.UsageError("--stop-agent applies to one session.")
         return run_bulk_action(inv, action, *target, dry_run=dry_run, **options)
 
-    decorated = with_invocation(command)
+    decorated = with_source_invocation(command)
     decorated = filter_options()(decorated)
     decorated = dry_run_option(all_matching_option(decorated))
     if impact:
@@ -218,6 +224,41 @@ def run_bulk_action(
     return EXIT_REFUSED if outcome.tally.failed or not outcome.complete else 0
 
 
+def refuse_through_server(
+    session_ids: tuple[str, ...],
+    all_matching: bool,
+    dry_run: bool,
+    stop_agent: bool,
+    options: Mapping[str, Any],
+) -> None:
+    """Through a server, an action is on one session, as the token's own name."""
+    if len(session_ids) != 1 or all_matching or dry_run:
+        raise click.UsageError(
+            "Through a server, an action is on one session (--session S); several sessions, "
+            "--all-matching and --dry-run act on a store (--db)."
+        )
+    if stop_agent:
+        raise click.UsageError(
+            "Through a server, stop the agent from the web console's session page; "
+            "--stop-agent acts on a store (--db)."
+        )
+    if options.get("operator") is not None:
+        raise click.UsageError(
+            "Through a server, the token's own name is recorded as who acted: --operator "
+            "applies to a store (--db)."
+        )
+
+
+def _act_through_server(inv: Invocation, action: str, session_id: str, **options: Any) -> None:
+    """The action through the server, which records the token's name as who acted."""
+    with inv.source() as source:
+        outcome = source.act(action, session_id, **options)
+    if inv.json_mode:
+        output.emit_json(outcome.to_json())
+    else:
+        print_outcome(outcome)
+
+
 def _run_lifecycle(
     inv: Invocation,
     action: str,
@@ -234,6 +275,8 @@ def _run_lifecycle(
     from roundtable_console.store.errors import StoreError
     from roundtable_console.store.service import perform_action, read_termination_impact
 
+    if inv.server is not None:
+        return _act_through_server(inv, action, session_id, **options)
     actor = inv.operator(operator)
     arguments = {"session_id": session_id, "actor": actor, **options}
     refusal: StoreError | None = None

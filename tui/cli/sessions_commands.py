@@ -18,6 +18,7 @@ from roundtable_console.tui.cli.invocation import (
     common_options,
     resolve_invocation,
     with_invocation,
+    with_source_invocation,
 )
 from roundtable_console.tui.cli.options import (
     checked_session_id,
@@ -29,14 +30,17 @@ from roundtable_console.tui.cli.options import (
     was_given,
 )
 from roundtable_console.tui.cli.printing import OUTPUT_HELP, pages_to_print
+from roundtable_console.tui.cli.through_server import server_options
 
 if TYPE_CHECKING:
-    from roundtable_console.store.db.models import AgentSession
     from roundtable_console.store.reads.paging import Page
+    from roundtable_console.store.records import SessionFields
 
 # Where the group keeps its filters for `sessions list` (ctx.meta).
 _GROUP_FILTERS = "roundtable.group_filters"
 SESSION_COLUMNS = ("id", "agent", "status", "adapter", "resume command")
+# The subcommands a person may run through roundtable serve (--server).
+THROUGH_SERVER = ("list", "show", "pause", "stop", "resume", "terminate")
 
 
 @click.group(
@@ -46,6 +50,7 @@ SESSION_COLUMNS = ("id", "agent", "status", "adapter", "resume command")
     + OUTPUT_HELP,
 )
 @list_options
+@server_options
 @common_options
 @click.pass_context
 def sessions_group(
@@ -54,14 +59,24 @@ def sessions_group(
     root: str | None,
     as_json: bool,
     read_only: bool,
+    server: str | None,
+    token_env: str | None,
     **filters: Any,
 ) -> None:
-    ctx.meta[GROUP_OPTIONS] = {"db": db, "root": root, "as_json": as_json, "read_only": read_only}
+    ctx.meta[GROUP_OPTIONS] = {"db": db, "root": root, "as_json": as_json, "read_only": read_only,
+                               "server": server, "token_env": token_env}  # fmt: skip
     if as_json:
         ctx.ensure_object(CliState).json_mode = True
     if ctx.invoked_subcommand is None:
         inv = resolve_invocation(ctx, db=db, root=root, as_json=as_json, read_only=read_only)
+        inv.server_flag, inv.token_env_flag = server, token_env
         _list_sessions(inv, **filters)
+    elif (server or token_env) and ctx.invoked_subcommand not in THROUGH_SERVER:
+        raise click.UsageError(
+            f"--server and --token-env apply to {', '.join(THROUGH_SERVER)}; "
+            f"sessions {ctx.invoked_subcommand} reads or writes a store.",
+            ctx=ctx,
+        )
     elif ctx.invoked_subcommand == "list":
         ctx.meta[_GROUP_FILTERS] = filters
     elif any(was_given(value) for value in filters.values()):
@@ -72,7 +87,7 @@ def sessions_group(
 
 @sessions_group.command("list", help="List sessions: ID, agent, status, adapter, resume command.")
 @list_options
-@with_invocation
+@with_source_invocation
 def list_command(inv: Invocation, **filters: Any) -> None:
     group_filters = click.get_current_context().meta.get(_GROUP_FILTERS, {})
     for name, value in group_filters.items():
@@ -91,16 +106,14 @@ def _list_sessions(
     **filter_options: Any,
 ) -> None:
     from roundtable_console.store.reads.listing import SessionOrder
-    from roundtable_console.store.reads.sessions import list_sessions
 
     stale_cutoff = stale_cutoff_for(inv)
     filters = session_filter(stale_cutoff, **filter_options)
     order = SessionOrder(sort or "started", descending).at(stale_cutoff)
-    with inv.store() as store:
+    with inv.source() as source:
 
-        def fetch(size: int | None, after: str | None) -> Page[AgentSession]:
-            with store.read() as db:
-                return list_sessions(db=db, filters=filters, limit=size, cursor=after, order=order)
+        def fetch(size: int | None, after: str | None) -> Page[SessionFields]:
+            return source.list_sessions(filters, order, size, after)
 
         pages = pages_to_print(
             fetch, json_mode=inv.json_mode, limit=limit, cursor=cursor, what="sessions"
@@ -122,12 +135,10 @@ def _list_sessions(
 
 @sessions_group.command("show", help="Every field of one session.")
 @session_option
-@with_invocation
+@with_source_invocation
 def show_command(inv: Invocation, session_id: str) -> None:
-    from roundtable_console.store.service import read_session
-
-    with inv.store() as store:
-        session = read_session(store=store, session_id=checked_session_id(session_id))
+    with inv.source() as source:
+        session = source.read_session(checked_session_id(session_id))
     record = session.to_json()
     if inv.json_mode:
         output.emit_json(record)  # redacted like every output: `export` alone is raw

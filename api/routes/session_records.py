@@ -1,0 +1,112 @@
+"""Ours, for people's own clients (the command line through a server, and the terminal console
+next): the sessions across the workspaces a caller reaches, each as a record with the store's
+column names (``SessionFields.to_json``, what ``roundtable sessions … --json`` prints), and the
+lifecycle actions answered with their whole outcome (``ActionOutcome.to_json``: the session, the
+agent's active claims, the notes, whether it was a replay).
+
+The reference's routes (``sessions.py``, ``actions.py``) keep the reference's shapes, by
+workspace; these answer exactly what the command line prints against a store, read and written
+by the same service functions, so a client of either gives one answer. They are a person's: an
+agent's token is refused (its routes are the reference's), a host's is refused everywhere."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from roundtable_console.api.context import Answer, Call, ServerContext
+from roundtable_console.api.edge.identity import Caller
+from roundtable_console.api.problems import Problem
+from roundtable_console.api.routes import actions, wire
+from roundtable_console.api.routes.sessions import listing
+from roundtable_console.store.reads.sessions import get_session
+from roundtable_console.store.safety.credentials import redact_output_value
+from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
+
+
+def person(ctx: ServerContext, call: Call) -> Caller:
+    """The caller, when it is a person's token (a viewer's or an operator's)."""
+    caller = ctx.caller(call)
+    if caller.role == "agent":
+        raise Problem(
+            "forbidden",
+            f"The token {caller.name!r} is an agent's: it reports its sessions through the "
+            "workspace routes. These are for people's clients (the console, the command line).",
+        )
+    return caller
+
+
+def _workspace(caller: Caller, call: Call) -> str | None:
+    """The workspace the list is narrowed to: the one asked for; for a token bound to one
+    workspace, that one; a token bound to several must choose."""
+    asked = (call.arg("workspace_id") or "").strip() or None
+    if asked is not None or caller.workspaces is None:
+        return asked
+    if len(caller.workspaces) == 1:
+        return caller.workspaces[0]
+    raise Problem(
+        "invalid_request",
+        f"The token {caller.name!r} reaches the workspaces {', '.join(caller.workspaces)}: "
+        "choose one with workspace_id.",
+    )
+
+
+# The list's text filters, as its document says them: at most this long, no NUL (this route is
+# ours: it holds to its schema where the reference's list is lenient).
+TEXT_FILTERS = ("status", "agent_id", "run_id", "host", "q", "workspace_id")
+MAX_FILTER = 1024
+
+
+def _check_filters(call: Call) -> None:
+    for name in ("stale", "waiting"):
+        if any(value not in ("true", "false") for value in call.query.get(name, [])):
+            raise Problem("invalid_request", f"{name} is true or false.")
+    for name in TEXT_FILTERS:
+        for value in call.query.get(name, []):
+            if len(value) > MAX_FILTER or "\x00" in value:
+                raise Problem(
+                    "invalid_request", f"{name} is text of at most {MAX_FILTER} characters."
+                )
+
+
+def list_records(ctx: ServerContext, call: Call) -> Answer:
+    """A keyset page of the sessions the caller reaches, as records; the filters and orders of
+    the workspace's list (``sessions.listing``), and ``workspace_id``."""
+    caller = person(ctx, call)
+    _check_filters(call)
+    if call.arg("limit") == "":  # ours: the reference's empty limit= is not carried over
+        raise Problem("invalid_limit", "limit must be between 1 and 200")
+    asked = listing(ctx, call, _workspace(caller, call))
+    workspace = asked.filters.workspace_id
+    with ctx.store.read() as db:
+        if workspace is not None:
+            ctx.workspace(db, caller, workspace)
+        page = asked.page(db)
+    items = [redact_output_value(session.to_json()) for session in page.items]
+    return Answer(200, wire.page(items, page.next_cursor))
+
+
+def read_record(ctx: ServerContext, call: Call, session_id: str) -> Answer:
+    caller = person(ctx, call)
+    with ctx.store.read() as db:
+        session = caller.wall.checked(get_session(db=db, session_id=session_id))
+    return Answer(200, redact_output_value(session.to_json()))
+
+
+def _outcome(outcome: ActionOutcome) -> Answer:
+    return Answer(200, redact_output_value(outcome.to_json()))
+
+
+def act_on_record(action: str) -> Callable[[ServerContext, Call, str], Answer]:
+    """The lifecycle ``action`` (an operator's), on a session the caller reaches, with the
+    reference's idempotency key and ``If-Match``; answered with its whole outcome."""
+
+    def run(ctx: ServerContext, call: Call, session_id: str) -> Answer:
+        caller = person(ctx, call)
+        caller.require_human()
+        return actions.act(
+            ctx, call, caller, action, session_id,
+            found=lambda db: caller.wall.checked(get_session(db=db, session_id=session_id)),
+            answer=_outcome,
+        )  # fmt: skip
+
+    return run

@@ -1,0 +1,97 @@
+"""What a person's client reads and does, whichever way it reaches the sessions: the store itself
+(``StoreSource``) or ``roundtable serve`` with a token (``client.server_source``). The command
+line's human commands are written once, against this interface, and are given one of the two at
+start-up. Both answer in the same shapes: sessions as ``SessionFields``, lifecycle actions as
+``ActionOutcome``, the audit trail as ``roundtable audit --json``'s records."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from roundtable_console.store.reads.paging import Page
+
+if TYPE_CHECKING:  # a read loads none of the actions' code (tests/test_cli_startup.py)
+    from roundtable_console.store.clock import Clock
+    from roundtable_console.store.db.database import Store
+    from roundtable_console.store.reads.audit import AuditFilter
+    from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
+    from roundtable_console.store.records import SessionFields
+    from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
+
+
+class SessionSource(Protocol):
+    """The reads and actions of a person's client. Each call is blocking; each refusal is a
+    ``StoreError`` with its code and a sentence. Who acts is the source's own: the operator a
+    store's is given, the token's name through a server."""
+
+    def list_sessions(
+        self, filters: SessionFilter, order: SessionOrder, limit: int | None, cursor: str | None
+    ) -> Page[SessionFields]: ...
+
+    def read_session(self, session_id: str) -> SessionFields: ...
+
+    def act(
+        self,
+        action: str,
+        session_id: str,
+        *,
+        idempotency_key: str | None = None,
+        expected_version: int | None = None,
+        impact_details: str | None = None,
+    ) -> ActionOutcome: ...
+
+    def audit(
+        self, filters: AuditFilter, limit: int | None, cursor: str | None
+    ) -> Page[Mapping[str, Any]]: ...
+
+
+class StoreSource:
+    """The store itself: each read in one snapshot, each action the service layer's, as
+    ``actor`` (the operator the command names)."""
+
+    def __init__(self, store: Store, clock: Clock, actor: str) -> None:
+        self.store = store
+        self.clock = clock
+        self.actor = actor
+
+    def list_sessions(
+        self, filters: SessionFilter, order: SessionOrder, limit: int | None, cursor: str | None
+    ) -> Page[SessionFields]:
+        from roundtable_console.store.reads.sessions import list_sessions
+
+        with self.store.read() as db:
+            page = list_sessions(db=db, filters=filters, limit=limit, cursor=cursor, order=order)
+        return Page(list(page.items), page.next_cursor)
+
+    def read_session(self, session_id: str) -> SessionFields:
+        from roundtable_console.store.service import read_session
+
+        return read_session(store=self.store, session_id=session_id)
+
+    def act(
+        self,
+        action: str,
+        session_id: str,
+        *,
+        idempotency_key: str | None = None,
+        expected_version: int | None = None,
+        impact_details: str | None = None,
+    ) -> ActionOutcome:
+        from roundtable_console.store.service import perform_action
+
+        terminate = {} if action != "terminate" else {"impact_details": impact_details}
+        return perform_action(
+            store=self.store, action=action, session_id=session_id, actor=self.actor,
+            idempotency_key=idempotency_key, expected_version=expected_version,
+            clock=self.clock, **terminate,
+        )  # fmt: skip
+
+    def audit(
+        self, filters: AuditFilter, limit: int | None, cursor: str | None
+    ) -> Page[Mapping[str, Any]]:
+        from roundtable_console.store.reads.audit import audit_page
+
+        with self.store.read() as db:
+            page = audit_page(db=db, filters=filters, limit=limit, cursor=cursor)
+        return Page([entry.to_json() for entry in page.items], page.next_cursor)

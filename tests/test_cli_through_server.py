@@ -1,0 +1,234 @@
+"""The people's commands through a server (issue 42 point 1): ``sessions`` (list, show, pause,
+stop, resume, terminate), and ``audit`` with ``--server URL --token-env VAR`` read and act through
+a real ``roundtable serve`` with that person's token, and print exactly what they print against
+the store (each engine). The token's role and workspaces are what they may do, its name is who
+acted; every refusal and bad day is one sentence, never a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from roundtable_console.store import service
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.reads.sessions import get_session
+from roundtable_console.store.writes import agent_writes
+from roundtable_console.tui.cli import cli
+from roundtable_console.tui.cli.invocation import CliState
+from tests import http_calls
+from tests.api_support import seed_agent, seed_workspace
+from tests.serve_support import Served, serving
+from tests.web_support import OTHER_WORKSPACE, WORKSPACE, hold_claim, register, tokens, web
+
+pytestmark = pytest.mark.usefixtures("isolated_env")
+
+
+@dataclass
+class Team:
+    served: Served
+    store: Store
+    url: str
+    made: dict[str, str]
+    monkeypatch: pytest.MonkeyPatch
+
+    def run(self, *args: str, role: str | None = "operator", server: bool = True) -> Result:
+        """The command through the server with ``role``'s token (in $RT_TOKEN), or against the
+        store (``server`` False)."""
+        if role is not None:
+            self.monkeypatch.setenv("RT_TOKEN", self.made[role])
+        where = ["--server", self.served.url, "--token-env", "RT_TOKEN"] if server else [
+            "--db", self.url]  # fmt: skip
+        result = CliRunner().invoke(cli, [*args, *where], obj=CliState())
+        assert result.exception is None or isinstance(result.exception, SystemExit), (
+            result.exception
+        )
+        assert "Traceback" not in result.output and "Traceback" not in result.stderr
+        return result
+
+    def json(self, *args: str, role: str = "operator", server: bool = True) -> Any:
+        result = self.run(*args, "--json", role=role, server=server)
+        assert result.exit_code == 0, result.stderr
+        return json.loads(result.stdout)
+
+    def refused(self, *args: str, role: str | None = "operator") -> tuple[int, dict[str, Any]]:
+        """A refused command's exit code and its error (``--json``: the last line of stderr)."""
+        result = self.run(*args, "--json", role=role)
+        error = json.loads(result.stderr.strip().splitlines()[-1])["error"]
+        return result.exit_code, error
+
+
+@pytest.fixture
+def team(
+    store: Store, store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Team]:
+    made = tokens(store)
+    seed_workspace(store, WORKSPACE)
+    seed_workspace(store, OTHER_WORKSPACE)
+    seed_agent(store, "agent-1")
+    seed_agent(store, "agent-2")
+    register(store, "a-one")
+    register(store, "a-two", agent="agent-2")
+    register(store, "b-one", workspace=OTHER_WORKSPACE)
+    with store.write() as db:
+        agent_writes.heartbeat(db=db, session_id="a-two", waiting="review the diff")
+    with serving(store_url, tmp_path / "home") as served:
+        yield Team(served, store, store_url, made, monkeypatch)
+        log = served.log.read_text() if served.log else ""
+        assert not any(token in log for token in made.values())  # never in the server's log
+
+
+def test_reads_print_what_the_store_prints(team: Team) -> None:
+    for args in (
+        ("sessions", "list"),
+        ("sessions", "list", "--sort", "attention", "--limit", "2"),
+        ("sessions", "list", "--agent", "agent-1", "--status", "active"),
+        ("sessions", "show", "--session", "a-two"),
+        ("audit",),
+    ):
+        through = team.json(*args, role="viewer")
+        direct = team.json(*args, server=False)
+        assert through == direct, args
+    # The text too, and the group's own options (roundtable sessions --server …).
+    text = team.run("sessions", role="viewer")
+    assert text.exit_code == 0 and text.stdout == team.run("sessions", server=False).stdout
+    assert "a-two" in text.stdout and "b-one" in text.stdout
+    shown = team.run("sessions", "show", "--session", "a-two", role="viewer").stdout
+    assert shown == team.run("sessions", "show", "--session", "a-two", server=False).stdout
+    assert "review the diff" in shown
+    # The server and the token's variable from the environment, then from the config.
+    team.monkeypatch.setenv("ROUNDTABLE_SERVER", team.served.url)
+    team.monkeypatch.setenv("ROUNDTABLE_TOKEN", team.made["viewer"])
+    plain = CliRunner().invoke(cli, ["audit", "--json"], obj=CliState())
+    assert plain.exit_code == 0 and json.loads(plain.stdout) == team.json("audit", role="viewer")
+    team.monkeypatch.delenv("ROUNDTABLE_SERVER")
+    team.monkeypatch.delenv("ROUNDTABLE_TOKEN")
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "roundtable" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f'server = "{team.served.url}"\ntoken_env = "TEAM_TOKEN"\n')
+    team.monkeypatch.setenv("TEAM_TOKEN", team.made["viewer"])
+    configured = CliRunner().invoke(cli, ["sessions", "show", "--session", "a-one", "--json"],
+                                    obj=CliState())  # fmt: skip
+    assert configured.exit_code == 0, configured.stderr
+    assert json.loads(configured.stdout)["id"] == "a-one"
+    config.unlink()
+    # Pages: a cursor the server gave brings the rest.
+    first = team.json("sessions", "list", "--limit", "2", role="viewer")
+    rest = team.json("sessions", "list", "--limit", "2", "--cursor", first["next_cursor"],
+                     role="viewer")  # fmt: skip
+    ids = [s["id"] for s in first["items"] + rest["items"]]
+    assert sorted(ids) == ["a-one", "a-two", "b-one"] and rest["next_cursor"] is None
+
+
+def test_actions_are_the_tokens_and_answer_as_against_the_store(team: Team) -> None:
+    paused = team.json("sessions", "pause", "--session", "a-one")
+    assert paused["action"] == "pause" and paused["session"]["status"] == "paused"
+    assert paused["replayed"] is False
+    text = team.run("sessions", "resume", "--session", "a-one", "--idempotency-key", "k-1")
+    assert text.exit_code == 0, text.stderr
+    assert text.stdout.startswith("resume: session a-one is now resuming (version ")
+    again = team.json("sessions", "resume", "--session", "a-one", "--idempotency-key", "k-1")
+    assert again["replayed"] is True and again["session"]["status"] == "resuming"
+    # Who acted is the token's name (olivia), whatever the machine's login.
+    [last] = team.json("audit", "--session", "a-one", "--action", "resume", role="viewer")["items"]
+    assert last["actor"] == "olivia"
+    # A stale version is refused in words (If-Match), nothing done.
+    version = team.json("sessions", "show", "--session", "a-two", role="viewer")["version"]
+    code, error = team.refused("sessions", "stop", "--session", "a-two", "--expected-version",
+                               str(version - 1))  # fmt: skip
+    assert (code, error["code"]) == (1, "session_transition_conflict")
+    assert "changed since it was read" in error["message"]
+    # Terminating an agent that holds claims needs the impact read, then done with it.
+    hold_claim(team.store, "agent-1")
+    code, error = team.refused("sessions", "terminate", "--session", "a-one",
+                               "--idempotency-key", "t-1")  # fmt: skip
+    assert (code, error["code"]) == (1, "termination_impact_required")
+    done = team.json("sessions", "terminate", "--session", "a-one", "--idempotency-key", "t-2",
+                     "--impact-details", "handed back")  # fmt: skip
+    assert done["session"]["status"] == "terminated"
+    assert [c["resource_id"] for c in done["claims"]] == ["src/app.py"]
+    with team.store.read() as db:
+        assert get_session(db=db, session_id="a-one").status == "terminated"
+
+
+def test_a_tokens_role_and_workspaces_are_what_it_may(team: Team) -> None:
+    code, error = team.refused("sessions", "pause", "--session", "a-one", role="viewer")
+    assert (code, error["code"]) == (1, "forbidden")
+    assert service.read_session(store=team.store, session_id="a-one").status == "active"
+    bound = team.json("sessions", "list", role="bound")
+    assert [s["id"] for s in bound["items"]] == ["b-one"]  # its one workspace, nothing else
+    code, error = team.refused("sessions", "show", "--session", "a-one", role="bound")
+    assert (code, error["code"]) == (1, "session_not_found")
+    code, error = team.refused("sessions", "list", role="agent")
+    assert (code, error["code"]) == (1, "forbidden") and "agent's" in error["message"]
+    # Through a server, several sessions, --operator and --stop-agent are the store's.
+    for extra in (("--session", "a-two"), ("--operator", "mallory"), ("--all-matching",)):
+        refused = team.run("sessions", "pause", "--session", "a-one", *extra)
+        assert refused.exit_code == 2 and "Through a server" in refused.stderr
+
+
+def test_bad_days_are_one_sentence(team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RT_TOKEN", "rt_wrong")
+    code, error = team.refused("sessions", "list", role=None)
+    assert code == 1 and "did not accept your token" in error["message"]
+    monkeypatch.delenv("RT_TOKEN")
+    unset = team.run("sessions", "list", role=None)
+    assert unset.exit_code == 2 and "RT_TOKEN is not set" in unset.stderr
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    monkeypatch.setenv("RT_TOKEN", team.made["viewer"])
+    down = CliRunner().invoke(cli, ["sessions", "--server", f"http://127.0.0.1:{port}",
+                                    "--token-env", "RT_TOKEN"], obj=CliState())  # fmt: skip
+    assert down.exit_code == 1 and "could not be reached" in down.stderr
+    assert "Traceback" not in down.stderr
+    clear = CliRunner().invoke(cli, ["audit", "--server", "http://example.com"], obj=CliState())
+    assert clear.exit_code == 2 and "clear text" in clear.stderr
+    store_only = CliRunner().invoke(
+        cli, ["sessions", "--server", team.served.url, "logs", "--session", "a-one"],
+        obj=CliState(),
+    )  # fmt: skip
+    assert store_only.exit_code == 2 and "logs reads or writes a store" in store_only.stderr
+    both = team.run("sessions", "list", "--db", team.url)
+    assert both.exit_code == 2 and "both given" in both.stderr
+    # Too many failed sign-ins from this address: told to wait, in words.
+    for _ in range(12):
+        http_calls.get(f"{team.served.url}/api/v1/sessions",
+                       headers={"Authorization": "Bearer rt_wrong"})  # fmt: skip
+    monkeypatch.setenv("RT_TOKEN", "rt_wrong")
+    code, error = team.refused("sessions", "list", role=None)
+    assert (code, error["code"]) == (1, "too_many_requests")
+    assert "asked too often" in error["message"] and "retry in " in error["message"]
+
+
+def test_what_an_attacker_would_try_on_the_routes_is_refused(store: Store) -> None:
+    """In-process: another workspace asked for by a bound token, a signed-in browser's cookie
+    sent by another site's page (no token, no CSRF proof), an agent's token acting."""
+    made = tokens(store)
+    with web(store) as site:
+        register(store, "w-one")
+        bound = {"Authorization": f"Bearer {made['bound']}"}
+        other = site.client.get(f"/api/v1/sessions?workspace_id={WORKSPACE}", headers=bound)
+        assert (other.status_code, other.json()["code"]) == (404, "workspace_not_found")
+        assert site.client.get("/api/v1/sessions/w-one", headers=bound).status_code == 404
+        site.sign_in(made["operator"])  # the browser now holds the operator's cookie
+        for origin in ({}, {"Origin": "https://evil.example.com"}):
+            forged = site.client.post("/api/v1/sessions/w-one/pause", headers=origin)
+            assert forged.status_code in (401, 403), forged.text
+        agent = {"Authorization": f"Bearer {made['agent']}"}
+        acted = site.client.post("/api/v1/sessions/w-one/pause", headers=agent)
+        assert (acted.status_code, acted.json()["code"]) == (403, "forbidden")
+        assert service.read_session(store=store, session_id="w-one").status == "active"
+        bad = site.client.get("/api/v1/sessions?status=" + "x" * 1100, headers=agent)
+        assert bad.status_code == 403  # who it is is checked first
+        viewer = {"Authorization": f"Bearer {made['viewer']}"}
+        for query in ("status=" + "x" * 1100, "stale=maybe", "limit=", "cursor=%2F"):
+            refused = site.client.get(f"/api/v1/sessions?{query}", headers=viewer)
+            assert refused.status_code == 400, query
