@@ -17,6 +17,7 @@ from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.resume.adapters import AdapterConfig
 
 if TYPE_CHECKING:
+    from roundtable_console.screens.source import ConsoleSource
     from roundtable_console.store.db.database import Store
     from roundtable_console.store.reads.first_window import FirstWindow
     from roundtable_console.store.reads.listing import SessionOrder
@@ -97,6 +98,13 @@ class ConsoleContext:
     # When the operator last pressed a key or used the mouse (time.monotonic()), set by the
     # app: the list's reads of the store's changes wait for a pause in the input.
     last_input: float = float("-inf")
+    # What the screens read and act through (screens.source); by default the store above.
+    source: ConsoleSource = field(init=False)
+
+    def __post_init__(self) -> None:
+        from roundtable_console.screens.data import StoreConsole
+
+        self.source = StoreConsole(self)
 
     def input_wait(self) -> float:
         """Seconds until the operator's keys and mouse have paused for ``INPUT_QUIET_SECONDS``

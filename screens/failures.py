@@ -26,7 +26,7 @@ Put the mixin first among the bases and start blocking work with ``run_in_thread
 
         def load(self) -> None:
             self.run_in_thread(
-                partial(read_briefing, self.ctx, self.session_id),  # runs in a thread
+                partial(self.ctx.source.read_briefing, self.session_id),  # in a thread
                 what=f"read the briefing of {one_line(self.session_id, 40)}",  # "Could not …"
                 group="briefing",  # one at a time per group: a newer call cancels an older one
                 done=self.show_briefing,  # on the event loop, with what the call returned

@@ -13,15 +13,13 @@ from typing import Any
 import pytest
 from textual.widgets import ProgressBar, TextArea
 
-from roundtable_console.screens import data
-from roundtable_console.screens.bulk import dialog as bulk_dialog
 from roundtable_console.screens.bulk.dialog import BulkConfirmDialog, BulkTerminateDialog
 from roundtable_console.screens.bulk.run import BulkRunPanel
 from roundtable_console.screens.list.screen import SessionListScreen
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import DatabaseUnavailable
 from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
-from roundtable_console.store.writes import bulk, bulk_run
+from roundtable_console.store.writes import bulk, bulk_plan, bulk_run
 from roundtable_console.store.writes.bulk import session_key
 from tests.helpers import count, history, session_row
 from tests.test_tui_support import (
@@ -282,7 +280,7 @@ async def test_a_retry_under_the_kept_key_replays_what_was_done(
     """A run whose last transaction committed but could not say so: its sessions are reported
     failed and stay marked. The retry, under the same run key, replays them: nothing twice."""
     seed_fleet(db)
-    real = data.run_bulk
+    real = bulk_run.run_bulk
 
     def lost_answer(**arguments: Any) -> Any:
         outcome = real(**{**arguments, "on_items": lambda _items: None})
@@ -291,7 +289,7 @@ async def test_a_retry_under_the_kept_key_replays_what_was_done(
             failed.add(bulk.BulkItem(item.session_id, "failed", "database_unavailable", "gone"))
         return bulk_run.BulkOutcome(outcome.action, outcome.run_key, outcome.total, failed)
 
-    monkeypatch.setattr(data, "run_bulk", lost_answer)
+    monkeypatch.setattr(bulk_run, "run_bulk", lost_answer)
     app = console(sqlite_url(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -299,7 +297,7 @@ async def test_a_retry_under_the_kept_key_replays_what_was_done(
         first = app.screen
         await press(pilot, "y")
         assert last_note(app).startswith("0 done, 0 skipped, 2 failed.")
-        monkeypatch.setattr(data, "run_bulk", real)
+        monkeypatch.setattr(bulk_run, "run_bulk", real)
         await press(pilot, "h")
         retry = app.screen
         assert isinstance(retry, BulkConfirmDialog) and retry.run_key == first.run_key
@@ -353,7 +351,7 @@ async def test_a_run_of_many_shows_progress_keeps_the_list_usable_and_escape_can
         add_session(db, f"s{number:02d}", at=FROZEN + timedelta(seconds=number))
     monkeypatch.setattr(bulk_run, "BATCH_SESSIONS", 20)
     gate = Gate()
-    monkeypatch.setattr(data, "run_bulk", gate.wrap(data.run_bulk))
+    monkeypatch.setattr(bulk_run, "run_bulk", gate.wrap(bulk_run.run_bulk))
     app = console(sqlite_url(tmp_path), page_size=10, window_pages=2)
     async with app.run_test(size=(120, 20)) as pilot:
         await settle(pilot)
@@ -391,7 +389,7 @@ async def test_a_small_run_says_it_runs_without_a_bar_and_keys_wait_for_it(
     seed_fleet(db)
     monkeypatch.setattr(bulk_run, "BATCH_SESSIONS", 1)
     gate = Gate()
-    monkeypatch.setattr(data, "run_bulk", gate.wrap(data.run_bulk))
+    monkeypatch.setattr(bulk_run, "run_bulk", gate.wrap(bulk_run.run_bulk))
     app = console(sqlite_url(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -464,7 +462,7 @@ async def test_a_preview_that_cannot_be_read_says_why_and_y_reads_it_again(
     tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed_fleet(db)
-    real = bulk_dialog.plan_bulk_action
+    real = bulk_plan.plan_bulk
     calls: list[str] = []
 
     def flaky(*arguments: Any, **options: Any) -> Any:
@@ -473,7 +471,7 @@ async def test_a_preview_that_cannot_be_read_says_why_and_y_reads_it_again(
             raise DatabaseUnavailable("The database is unavailable: gone. Retry.")
         return real(*arguments, **options)
 
-    monkeypatch.setattr(bulk_dialog, "plan_bulk_action", flaky)
+    monkeypatch.setattr(bulk_plan, "plan_bulk", flaky)
     app = console(sqlite_url(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -493,12 +491,12 @@ async def test_a_run_that_cannot_start_keeps_the_marks_and_its_key(
     tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed_fleet(db)
-    real = data.run_bulk
+    real = bulk_run.run_bulk
 
     def unavailable(**_arguments: Any) -> Any:
         raise DatabaseUnavailable("The database is unavailable: gone. Retry.")
 
-    monkeypatch.setattr(data, "run_bulk", unavailable)
+    monkeypatch.setattr(bulk_run, "run_bulk", unavailable)
     app = console(sqlite_url(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -511,7 +509,7 @@ async def test_a_run_that_cannot_start_keeps_the_marks_and_its_key(
         assert note.startswith("Could not stop the marked sessions: The database is unavailable")
         assert "0 done before it stopped" in note and "s again retries them" in note
         assert list_screen(app).marks.selection() == Selection(ids=frozenset({"s1", "s2"}))
-        monkeypatch.setattr(data, "run_bulk", real)
+        monkeypatch.setattr(bulk_run, "run_bulk", real)
         await press(pilot, "s")
         retry = app.screen
         assert isinstance(retry, BulkConfirmDialog) and retry.run_key == first.run_key

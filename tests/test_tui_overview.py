@@ -273,7 +273,7 @@ async def test_heartbeats_that_cannot_be_read_say_so(
     def unavailable(**_: object) -> list[int]:
         raise DatabaseUnavailable("The database is not answering; try again in a moment.")
 
-    monkeypatch.setattr("roundtable_console.screens.session.detail.session_heartbeats", unavailable)
+    monkeypatch.setattr("roundtable_console.store.reads.overview.session_heartbeats", unavailable)
     app = console(sqlite_url(tmp_path))
     async with app.run_test(size=(120, 50)) as pilot:
         await settle(pilot)

@@ -22,7 +22,6 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, Static, TextArea
 
 from roundtable_console.screens.context import ConsoleContext
-from roundtable_console.screens.data import plan_bulk_action
 from roundtable_console.screens.dialogs.terminate import (
     agent_claims_text,
     blank_refusal,
@@ -196,8 +195,7 @@ class BulkDialog(ReportsFailures, ModalScreen[BulkRequest | None]):
         impact = PREVIEW_IMPACT if self.action == "terminate" else None
         self.run_in_thread(
             partial(
-                plan_bulk_action,
-                self.ctx,
+                self.ctx.source.plan_bulk_action,
                 self.action,
                 self.selection,
                 run_key=self.run_key,

@@ -325,8 +325,6 @@ class BulkActions(ScreenBase):
 
     def _bulk_job(self, run: BulkRun) -> BulkOutcome:
         """In a thread: the run, reporting its progress to the panel."""
-        from roundtable_console.screens.data import run_bulk_action
-
         worker = get_current_worker()
         request = run.request
 
@@ -336,8 +334,7 @@ class BulkActions(ScreenBase):
         def committed(items: list[BulkItem]) -> None:
             run.done_ids.extend(item.session_id for item in items if item.outcome == "done")
 
-        return run_bulk_action(
-            self.ctx,
+        return self.ctx.source.run_bulk_action(
             request.action,
             request.selection,
             run_key=request.run_key,

@@ -9,7 +9,6 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from roundtable_console.screens.context import ConsoleContext
-from roundtable_console.screens.data import perform_action
 from roundtable_console.screens.dialogs.action import ActionDialog
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
@@ -56,6 +55,6 @@ class ConfirmActionDialog(ActionDialog):
 
     def _perform(self) -> ActionOutcome:
         """In a thread: the action, with this dialog's idempotency key."""
-        return perform_action(
-            self.ctx, self.action, self.session, idempotency_key=self.idempotency_key
+        return self.ctx.source.perform_action(
+            self.action, self.session, idempotency_key=self.idempotency_key
         )

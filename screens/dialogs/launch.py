@@ -18,12 +18,6 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from roundtable_console.screens.context import ConsoleContext
-from roundtable_console.screens.data import (
-    launch_on_host,
-    read_launch_anywhere,
-    record_launch,
-    resume_for_launch,
-)
 from roundtable_console.screens.dialogs.action import ActionDialog
 from roundtable_console.screens.failures import Failure
 from roundtable_console.screens.outcomes import LaunchResult, why_not
@@ -93,7 +87,7 @@ class LaunchDialog(ActionDialog):
 
     def on_mount(self) -> None:
         self.run_in_thread(
-            partial(read_launch_anywhere, self.ctx, self.session.id),
+            partial(self.ctx.source.read_launch_anywhere, self.session.id),
             what=f"read the resume plan of {one_line(self.session.id, 40)}",
             group="launch-plan",
             done=self._planned,
@@ -196,20 +190,20 @@ class LaunchDialog(ActionDialog):
             return
         if self.on_host is not None:
             self.perform_in_thread(
-                partial(launch_on_host, self.ctx, self.on_host, self.idempotency_key)
+                partial(self.ctx.source.launch_on_host, self.on_host, self.idempotency_key)
             )
         elif self.launch is not None:
             self.perform_in_thread(partial(self._resume_and_start, self.launch))
 
     def _resume_and_start(self, launch: LaunchPlan) -> ActionOutcome:
         """In a thread: the resume with this dialog's key, and into tmux when inside it."""
-        outcome = resume_for_launch(self.ctx, launch, self.idempotency_key)
+        outcome = self.ctx.source.resume_for_launch(launch, self.idempotency_key)
         if self.place.tmux is not None:
             report, pane = start_in_tmux(launch, self.place.tmux, os.environ.get("PATH"))
             self.tmux_report = report
             if pane is not None:  # where the console shows what the agent does
                 with suppress(StoreError):
-                    record_launch(self.ctx, launch.session.id, pane, *tmux_server())
+                    self.ctx.source.record_launch(launch.session.id, pane, *tmux_server())
         return outcome
 
     def performed(self, outcome: ActionOutcome) -> None:

@@ -17,7 +17,6 @@ from textual.widgets import Input, Static
 
 from roundtable_console.screens.context import ConsoleContext
 from roundtable_console.screens.failures import Failure, ReportsFailures
-from roundtable_console.store.errors import DatabaseUnavailable
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.replies.sending import MAX_REPLY_CHARACTERS, ReplyRoute, SentReply
 from roundtable_console.store.safety.display import one_line
@@ -33,24 +32,7 @@ class ReplyWay:
 
 def read_route(ctx: ConsoleContext, session_id: str) -> ReplyWay:
     """Runs in a thread."""
-    from roundtable_console.agents.replying import reply_route
-    from roundtable_console.store.reads.sessions import get_session
-
-    if ctx.store is None:
-        raise DatabaseUnavailable("The store is still opening; reply in a moment.")
-    route = reply_route(ctx.store, session_id, clock=ctx.clock)
-    with ctx.store.read() as db:
-        session = get_session(db=db, session_id=session_id)
-    return ReplyWay(session, route)
-
-
-def send(ctx: ConsoleContext, session_id: str, message: str, via: str | None) -> SentReply:
-    """Runs in a thread."""
-    from roundtable_console.agents.replying import reply
-
-    if ctx.store is None:
-        raise DatabaseUnavailable("The store is still opening; reply in a moment.")
-    return reply(ctx.store, session_id, message, ctx.operator, clock=ctx.clock, expected_via=via)
+    return ReplyWay(*ctx.source.reply_route(session_id))
 
 
 def said(sent: SentReply) -> str:
@@ -106,7 +88,7 @@ class ReplyDialog(ReportsFailures, ModalScreen[SentReply | None]):
         self.query_one("#dialog-error", Static).update(Text("Sending…", style="italic"))
         session_id = self.way.session.id
         self.run_in_thread(
-            lambda: send(self.ctx, session_id, message, self.way.route.via),
+            lambda: self.ctx.source.send_reply(session_id, message, self.way.route.via),
             what=f"reply to {one_line(session_id, 40)}",
             group="reply",
             done=self.dismiss,

@@ -21,45 +21,11 @@ from textual.widgets import Input, Static
 
 from roundtable_console.screens.context import ConsoleContext
 from roundtable_console.screens.failures import Failure, ReportsFailures
-from roundtable_console.store.errors import DatabaseUnavailable
 from roundtable_console.store.requests.records import PermissionRequestRecord
 from roundtable_console.store.safety.display import one_line, printable
 
 # Allow is not taken in the dialog's first moment: the request is read before it is allowed.
 READ_FIRST_SECONDS = 0.4
-
-
-def read_pending(ctx: ConsoleContext, session_id: str | None) -> list[PermissionRequestRecord]:
-    """Pending requests (of one session, or the fleet's), oldest first; runs in a thread."""
-    from roundtable_console.store.requests.reads import list_requests
-
-    if ctx.store is None:
-        raise DatabaseUnavailable("The store is still opening; the requests follow.")
-    return list_requests(store=ctx.store, session_id=session_id, clock=ctx.clock)
-
-
-def decide(
-    ctx: ConsoleContext,
-    record: PermissionRequestRecord,
-    decision: str,
-    message: str | None,
-    suggestion: int | None,
-    hidden_seen: bool = False,
-) -> PermissionRequestRecord:
-    from roundtable_console.store.requests.deciding import decide_request
-
-    if ctx.store is None:
-        raise DatabaseUnavailable("The store is still opening; decide again in a moment.")
-    return decide_request(
-        store=ctx.store,
-        request_id=record.id,
-        decision=decision,
-        actor=ctx.operator,
-        message=message,
-        suggestion=suggestion,
-        hidden_seen=hidden_seen,
-        clock=ctx.clock,
-    )
 
 
 def request_text(record: PermissionRequestRecord, now: str | None = None) -> Text:
@@ -184,7 +150,9 @@ class RequestDialog(ReportsFailures, ModalScreen[PermissionRequestRecord | None]
         self.busy = True
         self.query_one("#dialog-error", Static).update(Text("Working…", style="italic"))
         self.run_in_thread(
-            lambda: decide(self.ctx, self.record, decision, message, suggestion, self.hidden_seen),
+            lambda: self.ctx.source.decide_request(
+                self.record, decision, message, suggestion, self.hidden_seen
+            ),
             what=f"{decision} {one_line(self.record.reason, 60)}",
             group="request-decision",
             done=self.dismiss,

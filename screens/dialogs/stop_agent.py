@@ -7,9 +7,8 @@ from __future__ import annotations
 from rich.text import Text
 
 from roundtable_console.agents.panes import GRACE_SECONDS
-from roundtable_console.agents.stopping import AgentStopped, stop_session_agent
+from roundtable_console.agents.stopping import AgentStopped
 from roundtable_console.screens.context import ConsoleContext
-from roundtable_console.screens.data import require_store
 from roundtable_console.screens.dialogs.confirm import ConfirmActionDialog
 from roundtable_console.screens.outcomes import AgentStopResult
 from roundtable_console.store.records import SessionFields
@@ -37,9 +36,7 @@ class StopAgentDialog(ConfirmActionDialog):
 
     def _perform(self) -> AgentStopped:  # type: ignore[override]
         """In a thread: the stop, where the agent runs, recorded with the operator."""
-        return stop_session_agent(
-            require_store(self.ctx), self.session.id, actor=self.ctx.operator, clock=self.ctx.clock
-        )
+        return self.ctx.source.stop_agent(self.session.id)
 
     def performed(self, outcome: AgentStopped) -> None:  # type: ignore[override]
         self.dismiss(AgentStopResult(ACTION, self.session, report=outcome.words(self.session.id)))

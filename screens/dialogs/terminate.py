@@ -11,9 +11,7 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Checkbox, Label, Static, TextArea
 
-from roundtable_console.agents.stopping import stop_session_agent
 from roundtable_console.screens.context import ConsoleContext
-from roundtable_console.screens.data import load_termination_impact, perform_action, require_store
 from roundtable_console.screens.dialogs.action import ActionDialog
 from roundtable_console.screens.failures import Failure
 from roundtable_console.screens.outcomes import AgentStopResult
@@ -153,7 +151,7 @@ class TerminateDialog(ActionDialog):
 
     def _read_impact(self) -> TerminationImpact:
         """In a thread: the agent's claims, and whether the impact text is required."""
-        return load_termination_impact(self.ctx, self.session.id)
+        return self.ctx.source.termination_impact(self.session.id)
 
     def _impact_loaded(self, impact: TerminationImpact) -> None:
         self.impact = impact
@@ -201,8 +199,7 @@ class TerminateDialog(ActionDialog):
     def _perform(self, details: str, stop_agent: bool) -> ActionOutcome:
         """In a thread: terminate, with this dialog's idempotency key and the impact text; then,
         when asked, stop its agent (``agent_report`` says how that went)."""
-        outcome = perform_action(
-            self.ctx,
+        outcome = self.ctx.source.perform_action(
             "terminate",
             self.session,
             idempotency_key=self.idempotency_key,
@@ -210,10 +207,7 @@ class TerminateDialog(ActionDialog):
         )
         if stop_agent:
             try:
-                stopped = stop_session_agent(
-                    require_store(self.ctx), self.session.id, actor=self.ctx.operator,
-                    clock=self.ctx.clock,
-                )  # fmt: skip
+                stopped = self.ctx.source.stop_agent(self.session.id)
             except StoreError as error:
                 self.agent_report = f"Its agent was not stopped. {error.message}"
             else:

@@ -22,7 +22,6 @@ from roundtable_console.screens.failures import Failure, ReportsFailures
 from roundtable_console.screens.footer import ConsoleFooter
 from roundtable_console.screens.live import StoreChanged
 from roundtable_console.screens.text import exact, plain
-from roundtable_console.store.errors import DatabaseUnavailable
 from roundtable_console.store.safety.display import one_line
 
 if TYPE_CHECKING:
@@ -53,13 +52,7 @@ class AuditRead:
 def read_audit(ctx: ConsoleContext, cursor: str | None) -> AuditRead:
     """One page of the audit trail (runs in a thread, which imports the database layer: the
     console's first paint never waits for it)."""
-    from roundtable_console.store.reads.audit import audit_page
-
-    store = ctx.store
-    if store is None:
-        raise DatabaseUnavailable("The store is still opening; the audit trail follows.")
-    with store.read() as db:
-        page = audit_page(db=db, limit=ctx.page_size, cursor=cursor)
+    page = ctx.source.audit_page(cursor)
     return AuditRead(page.items, page.next_cursor, continues=cursor is not None)
 
 

@@ -14,7 +14,6 @@ from textual.widgets import DataTable
 
 from roundtable_console.screens.fleet.table import FleetTable
 from roundtable_console.screens.text import plain
-from roundtable_console.store.errors import DatabaseUnavailable
 from roundtable_console.store.hosts.registry import HostRow
 
 
@@ -48,12 +47,7 @@ class HostsScreen(FleetTable[HostChosen | None]):
     ]
 
     def fetch(self) -> list[HostRow]:
-        from roundtable_console.store.hosts.registry import list_hosts
-
-        if self.ctx.store is None:
-            raise DatabaseUnavailable("The store is still opening; the hosts follow.")
-        with self.ctx.store.read() as db:
-            return list_hosts(db, clock=self.ctx.clock)
+        return self.ctx.source.list_hosts()
 
     def show(self, rows: list[HostRow]) -> Text:
         table = self.table

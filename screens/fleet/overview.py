@@ -9,8 +9,6 @@ Textual's ``Sparkline``.
 
 from __future__ import annotations
 
-from functools import partial
-
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import on
@@ -23,7 +21,6 @@ from textual.widgets import Header, Sparkline, Static
 
 from roundtable_console.screens.banner import StoreBanner
 from roundtable_console.screens.context import ConsoleContext
-from roundtable_console.screens.data import require_store
 from roundtable_console.screens.failures import Failure, ReportsFailures
 from roundtable_console.screens.fleet.bars import (
     Bar,
@@ -43,7 +40,6 @@ from roundtable_console.store.reads.overview import (
     Overview,
     UsageBars,
     UsageTotal,
-    fleet_overview,
 )
 
 # A change in the store is read at once; without one, what the clock alone moves (stale
@@ -175,16 +171,12 @@ class OverviewScreen(ReportsFailures, Screen[None]):
             return
         self.reading, self.read_again = True, False
         self.run_in_thread(
-            partial(self._read, self.ctx),
+            self.ctx.source.fleet_overview,
             what="read the fleet's overview",
             group="overview",
             done=self._shown,
             failed=self._failed,
         )
-
-    @staticmethod
-    def _read(ctx: ConsoleContext) -> Overview:
-        return fleet_overview(store=require_store(ctx), now=ctx.now(), stale_after=ctx.stale_after)
 
     def _shown(self, overview: Overview) -> None:
         self.overview = overview

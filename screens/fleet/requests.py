@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.binding import Binding
 
-from roundtable_console.screens.dialogs.request import RequestDialog, read_pending, said
+from roundtable_console.screens.dialogs.request import RequestDialog, said
 from roundtable_console.screens.fleet.table import FleetTable
 from roundtable_console.screens.text import plain
 from roundtable_console.store.requests.records import PermissionRequestRecord
@@ -35,7 +35,7 @@ class RequestsScreen(FleetTable[None]):
     loaded = False
 
     def fetch(self) -> list[PermissionRequestRecord]:
-        return read_pending(self.ctx, None)
+        return self.ctx.source.pending_requests(None)
 
     def show(self, rows: list[PermissionRequestRecord]) -> Text:
         self.loaded = True

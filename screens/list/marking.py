@@ -133,18 +133,15 @@ class ListMarking(ScreenBase):
 
     def _count_marks(self) -> None:
         """A filter mark is counted by the store (ids marked one by one are counted here)."""
-        if not self.marks.needs_count or self.ctx.store is None:
+        if not self.marks.needs_count or not self.ctx.source.ready:
             return
-        from roundtable_console.screens.data import require_store
-        from roundtable_console.screens.list.reads import count_marked
-
         if self.marks_recount is not None:
             self.marks_recount.stop()
             self.marks_recount = None
         self.marks.count_started(time.monotonic())
         revision = self.marks.revision
         self.run_in_thread(
-            partial(count_marked, store=require_store(self.ctx), selection=self.marks.selection()),
+            partial(self.ctx.source.count_marked, self.marks.selection()),
             what="count the marked sessions",
             group="session-list-marks-count",
             done=partial(self._marks_counted, revision),
@@ -170,17 +167,13 @@ class ListMarking(ScreenBase):
     def _ask_about_marks(self, rows: list[SessionFields] | None = None) -> None:
         """Rows (those just read, else every row held) whose mark only the store can decide:
         values other writers left."""
-        if self.ctx.store is None or not self.marks.by_filter:
+        if not self.ctx.source.ready or not self.marks.by_filter:
             return
-        from roundtable_console.screens.data import require_store
-        from roundtable_console.screens.list.reads import admitted_among
-
-        store = require_store(self.ctx)
         held = list(self.model.sessions()) if rows is None else rows
         for filters, asked in self.marks.open_questions(held).items():
             ids = [session_id for session_id, _version in asked]
             self.run_in_thread(
-                partial(admitted_among, store=store, filters=filters, ids=ids),
+                partial(self.ctx.source.admitted_among, filters, ids),
                 what="read which sessions are marked",
                 group="session-list-marks-decide",
                 exclusive=False,

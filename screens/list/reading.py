@@ -79,7 +79,7 @@ class ListReading(ScreenBase):
 
     def reload(self) -> None:
         """Read the held rows again at their place (ctrl+r, an action's outcome)."""
-        if self.ctx.store is not None:
+        if self.ctx.source.ready:
             self._run_read(self.model.refresh_read())
 
     def refresh_if_changed(self) -> None:
@@ -87,7 +87,7 @@ class ListReading(ScreenBase):
         change token says nothing was written (the stale filter's rows move with the clock).
         A list that could not be read yet is asked for again. While the operator moves through
         the list, the read waits for them (``INPUT_QUIET_SECONDS``, ``INPUT_HOLD_SECONDS``)."""
-        if self.ctx.store is None:
+        if not self.ctx.source.ready:
             return
         if self.model.loaded and self._hold_for_input():
             return
@@ -134,7 +134,7 @@ class ListReading(ScreenBase):
     def _start_reads(self) -> None:
         """The view's missing rows are read at once; a page read ahead waits until the frame
         of the key press is painted (the read's Python would slow that frame: the GIL)."""
-        if self.ctx.store is None:
+        if not self.ctx.source.ready:
             return
         for read in self.model.next_reads():
             if read.ahead:
@@ -167,14 +167,12 @@ class ListReading(ScreenBase):
             groups=model.groups,
         )
         # The store is open, and with it the modules these need.
-        from roundtable_console.screens.data import require_store
-        from roundtable_console.screens.list.reads import GroupCounts, StatusCounts, read_rows
+        from roundtable_console.screens.list.reads import GroupCounts, StatusCounts
 
         self.status_counts = self.status_counts or StatusCounts()
         self.group_counts = self.group_counts or GroupCounts()
-        store, counts, groups = require_store(self.ctx), self.status_counts, self.group_counts
         self.run_in_thread(
-            partial(read_rows, store=store, asked=asked, counts=counts, groups=groups),
+            partial(self.ctx.source.read_rows, asked, self.status_counts, self.group_counts),
             what="read the sessions",
             group=f"session-list-{read.slot}",
             done=self._rows_read,
@@ -204,7 +202,7 @@ class ListReading(ScreenBase):
             # Once painted: opening the store then loads SQLAlchemy, and no frame waits for it.
             self.call_after_refresh(self.post_message, self.FirstRowsShown())
             # Rows of the default list only: the operator may have changed the filters already.
-            if self.ctx.store is not None or self.state != self.first_state:
+            if self.ctx.source.ready or self.state != self.first_state:
                 return
         if isinstance(answer, ClockMoved):
             self.model.failed(answer.read)  # nothing to read: the read is over
@@ -271,20 +269,13 @@ class ListReading(ScreenBase):
     def _count_rows(self, generation: int, state: ListState) -> None:
         """The length of a list the status counts cannot say (a text or stale filter); grouped,
         its groups, counted over the sessions."""
-        from roundtable_console.screens.data import require_store
-        from roundtable_console.screens.list.reads import count_grouped, count_rows
+        source = self.ctx.source
 
         def count() -> int | Groups:
             filters = state.to_filter(self.ctx.now(), self.ctx.stale_after)
-            store = require_store(self.ctx)
             if state.group is None:
-                return count_rows(store=store, filters=filters)
-            return count_grouped(
-                store=store,
-                grouping=state.group,
-                filters=filters,
-                descending=state.order.descending,
-            )
+                return source.count_rows(filters)
+            return source.count_grouped(state.group, filters, state.order.descending)
 
         self.run_in_thread(
             count,

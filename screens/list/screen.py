@@ -125,7 +125,7 @@ class SessionListScreen(ListKeys, ListReading, ListMarking, BulkActions, Session
         # Called as the cursor moves, so the footer and the filter line follow in its frame.
         self.watch(self.grid, "cursor", self._cursor_moved, init=False)
         self.refresh_timer = self.set_interval(self.ctx.refresh_seconds, self.refresh_if_changed)
-        if self.ctx.store is None and self.ctx.first_read is not None:
+        if not self.ctx.source.ready and self.ctx.first_read is not None:
             self._read_first()
         else:
             self._start_reads()

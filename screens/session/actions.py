@@ -216,7 +216,7 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
         """True when the store is open. Otherwise ``then`` waits until it is (a later request
         replaces it), and the operator is told: the console may show its first rows before
         the store has finished opening."""
-        if self.ctx.store is not None:
+        if self.ctx.source.ready:
             return True
         self.waiting = then
         self.notify(f"Opening the store… {what} as soon as it is open.", markup=False)
@@ -325,13 +325,11 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
     def action_answer_request(self, deny_first: bool) -> None:
         """The selected session's oldest pending permission request, read in a thread, then
         shown to be allowed or denied."""
-        from roundtable_console.screens.dialogs.request import read_pending
-
         session = self.selected_session()
         if session is None:
             return
         self.run_in_thread(
-            partial(read_pending, self.ctx, session.id),
+            partial(self.ctx.source.pending_requests, session.id),
             what=f"read the requests of {one_line(session.id, 40)}",
             group="session-requests",
             done=partial(self._request_read, session, deny_first),
@@ -443,10 +441,8 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
         )
 
     def _perform_direct(self, action: str, session: SessionFields) -> ActionResult:
-        from roundtable_console.screens.data import perform_action
-
         try:
-            outcome = perform_action(self.ctx, action, session)
+            outcome = self.ctx.source.perform_action(action, session)
         except StoreError as error:
             return ActionResult(action, session, error=error)
         return ActionResult(action, session, outcome=outcome)

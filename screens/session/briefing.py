@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from markdown_it import MarkdownIt
 from rich.text import Text
@@ -15,7 +16,7 @@ from textual.widgets import Header, Markdown, Static
 
 from roundtable_console.screens.banner import StoreBanner
 from roundtable_console.screens.context import ConsoleContext
-from roundtable_console.screens.data import BriefingView, read_briefing, write_briefing
+from roundtable_console.screens.data import write_briefing
 from roundtable_console.screens.failures import Failure, ReportsFailures
 from roundtable_console.screens.footer import ConsoleFooter
 from roundtable_console.screens.outcomes import ActionResult
@@ -23,6 +24,9 @@ from roundtable_console.screens.session.actions import open_launch, tell
 from roundtable_console.screens.session.masking import mask, quoted_argv, secret_forms
 from roundtable_console.screens.text import MASK, heading, markdown_literal
 from roundtable_console.store.safety.display import one_line
+
+if TYPE_CHECKING:
+    from roundtable_console.store.service import BriefingView
 
 
 def plan_text(view: BriefingView, *, revealed: bool) -> Text:
@@ -126,7 +130,7 @@ class BriefingScreen(ReportsFailures, Screen[None]):
 
     def _load(self) -> None:
         self.run_in_thread(
-            partial(read_briefing, self.ctx, self.session_id),
+            partial(self.ctx.source.read_briefing, self.session_id),
             what=f"read the briefing of {one_line(self.session_id, 40)}",
             group="briefing",
             done=self._loaded,

@@ -17,13 +17,12 @@ from textual.widgets import DataTable, Header, Sparkline, Static, TabbedContent,
 
 from roundtable_console.screens.banner import StoreBanner
 from roundtable_console.screens.context import ConsoleContext
-from roundtable_console.screens.data import load_session, read_projection, require_store
 from roundtable_console.screens.failures import Failure
 from roundtable_console.screens.footer import ConsoleFooter
 from roundtable_console.screens.live import StoreChanged
 from roundtable_console.screens.session.actions import SessionActionScreen
 from roundtable_console.screens.session.tabs import SPECS, TIME_KEYS
-from roundtable_console.screens.session.transcript import TranscriptPane, read_transcript
+from roundtable_console.screens.session.transcript import TranscriptPane
 from roundtable_console.screens.text import (
     NONE_SHOWN,
     exact,
@@ -35,7 +34,7 @@ from roundtable_console.screens.text import (
     status_text,
 )
 from roundtable_console.store.db.models import AgentSession
-from roundtable_console.store.reads.overview import HOURS, session_heartbeats
+from roundtable_console.store.reads.overview import HOURS
 from roundtable_console.store.reads.projections import PAGED, PROJECTIONS
 from roundtable_console.store.resume.plan import resume_blocker
 from roundtable_console.store.safety.credentials import redact_output_json_text
@@ -236,7 +235,7 @@ class SessionDetailScreen(SessionActionScreen):
             return
         self.reading, self.read_again = True, False
         self.run_in_thread(
-            partial(load_session, self.ctx, self.session_id),
+            partial(self.ctx.source.load_session, self.session_id),
             what=f"read session {one_line(self.session_id, 40)}",
             group="detail-session",
             done=self._session_loaded,
@@ -263,7 +262,7 @@ class SessionDetailScreen(SessionActionScreen):
             return
         self.counting_beats, self.count_beats_again = True, False
         self.run_in_thread(
-            partial(self._read_heartbeats, self.ctx, self.session_id),
+            partial(self.ctx.source.session_heartbeats, self.session_id),
             what=f"read the heartbeats of {one_line(self.session_id, 40)}",
             group="detail-heartbeats",
             done=self._show_heartbeats,
@@ -281,10 +280,6 @@ class SessionDetailScreen(SessionActionScreen):
         self.beats_read_at = None  # the next read of the session tries again
         self.query_one("#heartbeats-caption", Static).update(caption)
         self._heartbeats_counted()
-
-    @staticmethod
-    def _read_heartbeats(ctx: ConsoleContext, session_id: str) -> list[int]:
-        return session_heartbeats(store=require_store(ctx), session_id=session_id, now=ctx.now())
 
     def _show_heartbeats(self, beats: list[int]) -> None:
         self.heartbeats = beats
@@ -378,9 +373,7 @@ class SessionDetailScreen(SessionActionScreen):
         if older and pane.before is None:
             return
         self.run_in_thread(
-            partial(
-                read_transcript, require_store(self.ctx), session, pane.before if older else None
-            ),
+            partial(self.ctx.source.read_transcript, session, pane.before if older else None),
             what=f"read the transcript of {one_line(self.session_id, 40)}",
             group="transcript-older" if older else "transcript",
             done=lambda result: (pane.show(result, older=older), self.refresh_bindings()),
@@ -421,7 +414,7 @@ class SessionDetailScreen(SessionActionScreen):
         )
 
     def _read_projection(self, name: str, cursor: str | None) -> Any:
-        return read_projection(self.ctx, name, self.session_id, PROJECTION_PAGE, cursor)
+        return self.ctx.source.read_projection(name, self.session_id, PROJECTION_PAGE, cursor)
 
     def _projection_failed(self, name: str, failure: Failure) -> None:
         note = Text(failure.sentence)

@@ -15,12 +15,12 @@ from textual.widgets import DataTable, Header, Static
 
 from roundtable_console.screens.banner import StoreBanner
 from roundtable_console.screens.context import ConsoleContext
-from roundtable_console.screens.data import LogBatch, read_log_after
 from roundtable_console.screens.failures import Failure, ReportsFailures
 from roundtable_console.screens.footer import ConsoleFooter
 from roundtable_console.screens.live import StoreChanged
 from roundtable_console.screens.text import exact, heading, plain, pretty_json
 from roundtable_console.store.safety.display import one_line
+from roundtable_console.store.service import LogBatch
 
 # Rows kept on screen; older ones are dropped as new ones arrive.
 MAX_SHOWN = 1000
@@ -98,7 +98,7 @@ class SessionLogScreen(ReportsFailures, Screen[None]):
         if not self.reading:
             self.reading = True
             self.run_in_thread(
-                partial(read_log_after, self.ctx, self.session_id, self.last_id),
+                partial(self.ctx.source.read_log_after, self.session_id, self.last_id),
                 what=f"read the history of {one_line(self.session_id, 40)}",
                 group="session-log",
                 done=self._batch_read,
