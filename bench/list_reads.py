@@ -122,13 +122,13 @@ def bench_grouped_reads(url: str, label: str, repeats: int) -> list[Figure]:
     worker's whole read, the groups included)."""
     from datetime import timedelta
 
-    from roundtable_console.screens.list.groups import Layout
-    from roundtable_console.screens.list.questions import Read, RowsAsked
-    from roundtable_console.screens.list.reads import GroupCounts, StatusCounts, read_rows
     from roundtable_console.store.reads.groups import read_group_sizes, read_status_by_group
     from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
     from roundtable_console.store.reads.sessions import list_sessions, list_sessions_before
     from roundtable_console.store.rules import GROUP_COLUMNS
+    from roundtable_console.store.window.layout import Layout
+    from roundtable_console.store.window.questions import Read, RowsAsked
+    from roundtable_console.store.window.rows import GroupCounts, StatusCounts, read_rows
 
     store = open_store(url)
     now = system_clock()
@@ -159,7 +159,7 @@ def bench_grouped_reads(url: str, label: str, repeats: int) -> list[Figure]:
                     assert read_status_by_group(db=db, grouping=grouping, keys=keys)
 
             def middle(grouping: str = grouping, order: Any = order) -> None:
-                from roundtable_console.screens.list.groups import Groups
+                from roundtable_console.store.window.layout import Groups
 
                 groups = Groups.from_sizes(sizes(grouping))
                 place = Layout(groups, frozenset()).length // 2

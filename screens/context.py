@@ -98,13 +98,9 @@ class ConsoleContext:
     # When the operator last pressed a key or used the mouse (time.monotonic()), set by the
     # app: the list's reads of the store's changes wait for a pause in the input.
     last_input: float = float("-inf")
-    # What the screens read and act through (screens.source); by default the store above.
+    # What the screens read and act through (screens.source), set by the app at start-up: the
+    # store above (screens.data.StoreConsole), or a server.
     source: ConsoleSource = field(init=False)
-
-    def __post_init__(self) -> None:
-        from roundtable_console.screens.data import StoreConsole
-
-        self.source = StoreConsole(self)
 
     def input_wait(self) -> float:
         """Seconds until the operator's keys and mouse have paused for ``INPUT_QUIET_SECONDS``

@@ -13,14 +13,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from roundtable_console.screens.context import ConsoleContext
 from roundtable_console.store.errors import DatabaseUnavailable
 
 if TYPE_CHECKING:
     from roundtable_console.agents.stopping import AgentStopped
-    from roundtable_console.screens.list.groups import Groups
-    from roundtable_console.screens.list.questions import ClockMoved, ReadResult, RowsAsked
-    from roundtable_console.screens.list.reads import GroupCounts, StatusCounts
+    from roundtable_console.screens.context import ConsoleContext
     from roundtable_console.store.db.database import Store
     from roundtable_console.store.hosts.launches import HostLaunch
     from roundtable_console.store.hosts.registry import HostRow
@@ -33,6 +30,9 @@ if TYPE_CHECKING:
     from roundtable_console.store.requests.records import PermissionRequestRecord
     from roundtable_console.store.resume.launch import LaunchPlan
     from roundtable_console.store.service import BriefingView, LogBatch
+    from roundtable_console.store.window.layout import Groups
+    from roundtable_console.store.window.questions import ClockMoved, ReadResult, RowsAsked
+    from roundtable_console.store.window.rows import GroupCounts, StatusCounts
     from roundtable_console.store.writes.bulk import BulkItem
     from roundtable_console.store.writes.bulk_plan import BulkPlan
     from roundtable_console.store.writes.bulk_run import BulkOutcome
@@ -65,29 +65,29 @@ class StoreConsole:
     def read_rows(
         self, asked: RowsAsked, counts: StatusCounts, groups: GroupCounts
     ) -> ReadResult | ClockMoved:
-        from roundtable_console.screens.list.reads import read_rows
+        from roundtable_console.store.window.rows import read_rows
 
         return read_rows(store=self.store, asked=asked, counts=counts, groups=groups)
 
     def count_rows(self, filters: SessionFilter) -> int:
-        from roundtable_console.screens.list.reads import count_rows
+        from roundtable_console.store.window.rows import count_rows
 
         return count_rows(store=self.store, filters=filters)
 
     def count_grouped(self, grouping: str, filters: SessionFilter, descending: bool) -> Groups:
-        from roundtable_console.screens.list.reads import count_grouped
+        from roundtable_console.store.window.rows import count_grouped
 
         return count_grouped(
             store=self.store, grouping=grouping, filters=filters, descending=descending
         )
 
     def count_marked(self, selection: Selection) -> int:
-        from roundtable_console.screens.list.reads import count_marked
+        from roundtable_console.store.window.rows import count_marked
 
         return count_marked(store=self.store, selection=selection)
 
     def admitted_among(self, filters: SessionFilter, ids: Sequence[str]) -> set[str]:
-        from roundtable_console.screens.list.reads import admitted_among
+        from roundtable_console.store.window.rows import admitted_among
 
         return admitted_among(store=self.store, filters=filters, ids=list(ids))
 

@@ -11,9 +11,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from roundtable_console.agents.stopping import AgentStopped
-    from roundtable_console.screens.list.groups import Groups
-    from roundtable_console.screens.list.questions import ClockMoved, ReadResult, RowsAsked
-    from roundtable_console.screens.list.reads import GroupCounts, StatusCounts
     from roundtable_console.store.hosts.launches import HostLaunch
     from roundtable_console.store.hosts.registry import HostRow
     from roundtable_console.store.reads.audit import AuditEntry
@@ -25,6 +22,9 @@ if TYPE_CHECKING:
     from roundtable_console.store.requests.records import PermissionRequestRecord
     from roundtable_console.store.resume.launch import LaunchPlan
     from roundtable_console.store.service import BriefingView, LogBatch
+    from roundtable_console.store.window.layout import Groups
+    from roundtable_console.store.window.questions import ClockMoved, ReadResult, RowsAsked
+    from roundtable_console.store.window.rows import GroupCounts, StatusCounts
     from roundtable_console.store.writes.bulk import BulkItem
     from roundtable_console.store.writes.bulk_plan import BulkPlan
     from roundtable_console.store.writes.bulk_run import BulkOutcome

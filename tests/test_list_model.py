@@ -9,10 +9,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roundtable_console.screens.list.groups import GroupHeader, Groups, Layout
 from roundtable_console.screens.list.model import ListModel
-from roundtable_console.screens.list.questions import GroupedRows, Read, ReadResult
 from roundtable_console.store.records import ClaimCount
+from roundtable_console.store.window.layout import GroupHeader, Groups, Layout
+from roundtable_console.store.window.questions import GroupedRows, Read, ReadResult
 
 
 @dataclass(frozen=True)
@@ -470,7 +470,7 @@ class Grouped:
         return found
 
     def answer(self, model: ListModel, read: Read, *, counted: bool = True) -> bool:
-        """What the worker answers (screens.list.reads): the stream's rows, each one's group,
+        """What the worker answers (store.window.rows): the stream's rows, each one's group,
         and whether the first starts its group; the groups when the counts can say them."""
         folded = model.folded
         stream = self.stream(folded)

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, select, text
 
-from roundtable_console.screens.list.reads import StatusCounts
 from roundtable_console.store.db.database import Store, open_store
 from roundtable_console.store.db.models import AgentSession
+from roundtable_console.store.window.rows import StatusCounts
 from tests.helpers import register_session
 
 
@@ -281,7 +281,7 @@ def test_an_unreachable_server_cannot_tell(pg_server: Any) -> None:
 def test_status_counts_reread_only_when_the_token_moves(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from roundtable_console.screens.list import reads as list_reads
+    from roundtable_console.store.window import rows as list_reads
 
     calls: list[int] = []
     real = list_reads.count_by_status

@@ -13,10 +13,10 @@ import pytest
 from roundtable_console.screens.commands import session_commands
 from roundtable_console.screens.list import model as list_model
 from roundtable_console.screens.list.grid import GridHeader
-from roundtable_console.screens.list.groups import GroupHeader
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.reads.listing import Selection
 from roundtable_console.store.reads.sessions import count_selected, get_session
+from roundtable_console.store.window.layout import GroupHeader
 from roundtable_console.store.writes import lifecycle
 from tests.test_tui_support import (
     FROZEN,

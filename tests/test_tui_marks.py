@@ -12,11 +12,11 @@ from sqlalchemy import insert
 
 from roundtable_console.screens.commands import session_commands
 from roundtable_console.screens.list import marks
-from roundtable_console.screens.list import reads as list_reads
 from roundtable_console.store.clock import format_ts
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.session_rows import SESSIONS
 from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
+from roundtable_console.store.window import rows as list_reads
 from roundtable_console.store.writes import agent_writes
 from tests.test_tui_support import (
     FROZEN,

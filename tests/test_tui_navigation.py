@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from roundtable_console.screens.list import reads as list_reads
 from roundtable_console.screens.list.grid import GridHeader
 from roundtable_console.screens.list.screen import SessionListScreen
 from roundtable_console.screens.session.detail import SessionDetailScreen
 from roundtable_console.store.clock import parse_ts
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.window import rows as list_reads
 from tests.helpers import count, session_row
 from tests.test_tui_support import (
     FROZEN,

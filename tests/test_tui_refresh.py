@@ -15,9 +15,9 @@ from textual.widgets import LoadingIndicator
 
 from roundtable_console.screens import context
 from roundtable_console.screens.list import reading as list_reading
-from roundtable_console.screens.list import reads as list_reads
 from roundtable_console.screens.list.screen import SessionListScreen
 from roundtable_console.store.db.database import Store
+from roundtable_console.store.window import rows as list_reads
 from tests.conftest import FakeClock
 from tests.test_tui_support import (
     FROZEN,

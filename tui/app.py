@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from textual.app import AutopilotCallbackType
 
 from roundtable_console.screens.context import ConsoleContext
+from roundtable_console.screens.data import StoreConsole
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads import first_window
@@ -78,6 +79,7 @@ def build_app(
         adapters=with_demo_adapters(adapters) if demo else dict(adapters),
         read_only=read_only,
     )
+    ctx.source = StoreConsole(ctx)
     if first is not None and store is None:
         ctx.first_read = lambda _limit, _now, _order: first  # read already, by run_console's child
     elif staged and store is None:

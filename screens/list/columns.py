@@ -10,7 +10,6 @@ from datetime import datetime, timedelta
 from rich.text import Text
 
 from roundtable_console.screens.list.grid import CELL_PADDING, GridColumn, GridRow
-from roundtable_console.screens.list.groups import GROUPING_NAMES, GroupHeader
 from roundtable_console.screens.text import plain, relative_ts, short_time, status_text
 from roundtable_console.store.reads.listing import (
     ATTENTION_CAP,
@@ -25,6 +24,7 @@ from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.store.resume.plan import resume_blocker
 from roundtable_console.store.rules import ACTIVE_STATES
 from roundtable_console.store.safety.display import one_line
+from roundtable_console.store.window.layout import GROUPING_NAMES, GroupHeader
 
 TERMINAL_STATUSES: tuple[str, ...] = ("stopped", "ended", "terminated")
 # Statuses are free strings: the header names this many and sums the rest.

@@ -22,8 +22,8 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from roundtable_console.screens.list.columns import COLUMN_BY_KEY, group_name
-from roundtable_console.screens.list.groups import GROUPING_NAMES
 from roundtable_console.store.safety.display import one_line
+from roundtable_console.store.window.layout import GROUPING_NAMES
 
 if TYPE_CHECKING:
     from roundtable_console.screens.bulk.run import BulkActions

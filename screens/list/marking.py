@@ -8,7 +8,7 @@ clears every mark. The header counts them. ``SessionListScreen.marks`` is the ma
 (screens.list.marks) and ``marks.selection()`` what is marked. With marks, ``h p s r t`` act on
 every marked session (screens.bulk.run). None of these keys is offered in a read-only console.
 
-Python decides most rows' marks; in thread workers (screens.list.reads), a filter mark is
+Python decides most rows' marks; in thread workers (store.window.rows), a filter mark is
 counted by the store, again after the store's changes at most every ``RECOUNT_SECONDS``
 (screens.list.marks), and the few rows only the store can decide are asked about.
 """
@@ -28,12 +28,12 @@ if TYPE_CHECKING:
     from textual.timer import Timer
 
     from roundtable_console.screens.list.grid import SessionGrid
-    from roundtable_console.screens.list.groups import GroupHeader
     from roundtable_console.screens.list.model import ListModel
-    from roundtable_console.screens.list.questions import Read
     from roundtable_console.screens.list.state import ListState
     from roundtable_console.screens.session.actions import SessionActionScreen
     from roundtable_console.store.records import SessionFields
+    from roundtable_console.store.window.layout import GroupHeader
+    from roundtable_console.store.window.questions import Read
 
     class ScreenBase(SessionActionScreen):
         """What the marks take from the list screen and its other parts (for the type checker

@@ -4,7 +4,7 @@ changes. No Textual and no database here, so every rule is tested directly
 
 ``ListModel`` is the list's ``ListWindow`` (screens.list.window: the run of rows held around the
 view, and what to read next) with the cursor, the claims of the held rows' agents, and the
-answers taken in (screens.list.questions). An answer carries the ``generation`` and the
+answers taken in (store.window.questions). An answer carries the ``generation`` and the
 ``serial`` its read was asked under; an answer to an older question is dropped. The cursor
 follows its session by id when a read moves it, and otherwise keeps its place; until the
 operator first moves it (``choose``), it keeps its place even so: a console left on the list's
@@ -12,7 +12,7 @@ top shows the top, not a session the store's changes carry down the list (a stal
 again moves in the attention order, and a re-sort or another writer moves any).
 
 A grouped list (``grouping``: agent, run or workspace) holds header rows among the sessions
-(``screens.list.groups``): the store reads sessions only, and the model puts a header before
+(``store.window.layout``): the store reads sessions only, and the model puts a header before
 each session that starts a group, a folded group's one session as its header alone. The cursor
 may rest on a header.
 """
@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from roundtable_console.screens.list.groups import (
+from roundtable_console.screens.list.window import ListWindow, RowId
+from roundtable_console.store.records import ClaimCount, SessionFields
+from roundtable_console.store.window.layout import (
     GroupHeader,
     GroupKey,
     Groups,
@@ -30,9 +32,7 @@ from roundtable_console.screens.list.groups import (
     interleave,
     session_key,
 )
-from roundtable_console.screens.list.questions import GroupedRows, Read, ReadResult
-from roundtable_console.screens.list.window import ListWindow, RowId
-from roundtable_console.store.records import ClaimCount, SessionFields
+from roundtable_console.store.window.questions import GroupedRows, Read, ReadResult
 
 # A list the status counts cannot measure (a text or stale filter) is counted in SQL: once when
 # it is asked for, then after changes at most this often.

@@ -1,5 +1,5 @@
 """The session list's reads at work (``ListReading``, a mixin of ``SessionListScreen``): which
-reads start when, in thread workers (screens.list.reads), and what their answers change.
+reads start when, in thread workers (store.window.rows), and what their answers change.
 
 The model (screens.list.model) says what to read; this part runs it: the view's missing rows at
 once, a page read ahead once the key's frame is painted (the read's Python would slow that
@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING, Any
 from roundtable_console.screens.banner import StoreBanner
 from roundtable_console.screens.context import INPUT_HOLD_SECONDS, InputHold
 from roundtable_console.screens.failures import Failure
-from roundtable_console.screens.list.groups import Groups
-from roundtable_console.screens.list.questions import (
+from roundtable_console.screens.list.state import ListState
+from roundtable_console.store.records import ClaimCount
+from roundtable_console.store.window.layout import Groups
+from roundtable_console.store.window.questions import (
     ClockMoved,
     Read,
     ReadResult,
     RowsAsked,
     first_result,
 )
-from roundtable_console.screens.list.state import ListState
-from roundtable_console.store.records import ClaimCount
 
 if TYPE_CHECKING:
     from textual.message import Message
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from roundtable_console.screens.list.columns import RowPainter
     from roundtable_console.screens.list.grid import GridRow
     from roundtable_console.screens.list.marking import ListMarking
-    from roundtable_console.screens.list.reads import GroupCounts, StatusCounts
     from roundtable_console.store.reads.first_window import FirstWindow
+    from roundtable_console.store.window.rows import GroupCounts, StatusCounts
 
     class ScreenBase(ListMarking):
         """What the reads take from the list screen and its other parts (for the type checker
@@ -167,7 +167,7 @@ class ListReading(ScreenBase):
             groups=model.groups,
         )
         # The store is open, and with it the modules these need.
-        from roundtable_console.screens.list.reads import GroupCounts, StatusCounts
+        from roundtable_console.store.window.rows import GroupCounts, StatusCounts
 
         self.status_counts = self.status_counts or StatusCounts()
         self.group_counts = self.group_counts or GroupCounts()

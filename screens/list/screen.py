@@ -8,7 +8,7 @@ screens.list.window) decides which rows are held, where the cursor is and what t
 that wiring:
 
 - ``ListReading`` (screens.list.reading): the model's reads and the list's count, in thread
-  workers (screens.list.reads), and what their answers change;
+  workers (store.window.rows), and what their answers change;
 - ``ListMarking`` (screens.list.marking): the marks' keys (``space``, ``*``, ``u``), and their
   count and the store's answers about them, in workers;
 - ``ListKeys`` (screens.list.keys): the filter, sort and group keys, and the list's entries in
@@ -42,11 +42,9 @@ from roundtable_console.screens.list.columns import (
 )
 from roundtable_console.screens.list.filter_bar import FilterBar, update_text
 from roundtable_console.screens.list.grid import GridHeader, GridRow, SessionGrid
-from roundtable_console.screens.list.groups import GroupHeader
 from roundtable_console.screens.list.keys import ListKeys
 from roundtable_console.screens.list.marking import ListMarking
 from roundtable_console.screens.list.model import ListModel
-from roundtable_console.screens.list.questions import ReadResult
 from roundtable_console.screens.list.reading import ListReading
 from roundtable_console.screens.list.state import ListState
 from roundtable_console.screens.live import StoreChanged
@@ -55,6 +53,8 @@ from roundtable_console.store.reads.listing import SessionOrder
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.rules import LIFECYCLE_ACTIONS
 from roundtable_console.store.safety.display import one_line
+from roundtable_console.store.window.layout import GroupHeader
+from roundtable_console.store.window.questions import ReadResult
 
 
 class SessionListScreen(ListKeys, ListReading, ListMarking, BulkActions, SessionActionScreen):

@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 from rich.text import Text
 
 from roundtable_console.screens.list.columns import TERMINAL_STATUSES, sort_arrow
-from roundtable_console.screens.list.groups import GROUPING_NAMES
 from roundtable_console.store.reads.listing import SORT_COLUMNS, SessionFilter, SessionOrder
 from roundtable_console.store.rules import ACTIVE_STATES, GROUP_COLUMNS
 from roundtable_console.store.safety.display import one_line
+from roundtable_console.store.window.layout import GROUPING_NAMES
 
 SORT_NAMES: dict[str, str] = {
     "attention": "attention",

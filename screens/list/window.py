@@ -12,7 +12,7 @@ view. It asks for:
   that end) while the view comes within a page of it, so a key press finds its rows on hand.
 
 One read of each slot is in flight at a time (``in_flight``). In a grouped list, places are
-places in the list shown, headers included (screens.list.groups); a page is still read by keyset
+places in the list shown, headers included (store.window.layout); a page is still read by keyset
 from the session at an end of the run, and a place far away is found in the stream from the
 groups' sizes (``groups``), exactly, or, while they are being counted, estimated from what is
 held.
@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from roundtable_console.screens.list.groups import (
+from roundtable_console.store.records import SessionFields
+from roundtable_console.store.validation import MAX_LIMIT
+from roundtable_console.store.window.layout import (
     GroupHeader,
     GroupKey,
     Groups,
@@ -31,9 +33,7 @@ from roundtable_console.screens.list.groups import (
     in_stream,
     stream_row,
 )
-from roundtable_console.screens.list.questions import Read, ReadKind
-from roundtable_console.store.records import SessionFields
-from roundtable_console.store.validation import MAX_LIMIT
+from roundtable_console.store.window.questions import Read, ReadKind
 
 # A row's id: a session's, or a group header's (``GroupHeader.id``).
 RowId = str | tuple[str, GroupKey]

@@ -1,5 +1,5 @@
 """The session list's reads, each a blocking call meant for a thread worker: the rows a
-``screens.list.questions.Read`` asks for, with their agents' claim counts and the counts by status,
+``store.window.questions.Read`` asks for, with their agents' claim counts and the counts by status,
 from one snapshot; the list's length where the status counts cannot say it; and what the marks
 need from the store (their count, and the rows only the store can decide).
 
@@ -17,14 +17,6 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from roundtable_console.screens.list.groups import (
-    GroupKey,
-    Groups,
-    Layout,
-    countable,
-    shown_statuses,
-)
-from roundtable_console.screens.list.questions import ClockMoved, GroupedRows, ReadResult, RowsAsked
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.reads.claims import claim_counts
 from roundtable_console.store.reads.groups import (
@@ -55,6 +47,14 @@ from roundtable_console.store.reads.sessions import (
     next_to_go_stale,
 )
 from roundtable_console.store.records import ClaimCount, SessionFields
+from roundtable_console.store.window.layout import (
+    GroupKey,
+    Groups,
+    Layout,
+    countable,
+    shown_statuses,
+)
+from roundtable_console.store.window.questions import ClockMoved, GroupedRows, ReadResult, RowsAsked
 
 # The groups whose counts by status are kept between reads, past which they are read again.
 MAX_GROUPS_KEPT = 4096

@@ -3,7 +3,7 @@ data, no Textual (tests/test_list_model.py).
 
 ``ListModel`` (screens.list.model) wants a ``Read``: rows at a place, or a page after or before
 the row at an end of its run, under a ``generation`` and a ``serial`` (an answer to an older
-question is dropped). A worker (screens.list.reads) makes it a ``RowsAsked``, with the filters,
+question is dropped). A worker (store.window.rows) makes it a ``RowsAsked``, with the filters,
 the order and the clock of the moment, and answers with a ``ReadResult`` (in a grouped list
 with its ``GroupedRows``), or, to a refresh of a store that has not changed, ``ClockMoved``.
 Before the store is open, ``first_result`` makes the quick first read's page such an answer.
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from roundtable_console.screens.list.groups import GroupKey, Groups, session_key
 from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
 from roundtable_console.store.records import ClaimCount, SessionFields
+from roundtable_console.store.window.layout import GroupKey, Groups, session_key
 
 if TYPE_CHECKING:
     from roundtable_console.store.reads.first_window import FirstWindow
