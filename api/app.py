@@ -29,6 +29,7 @@ from roundtable_console.api.problems import MEDIA_TYPE, STATUSES, Problem
 from roundtable_console.api.routes import actions as action_ops
 from roundtable_console.api.routes import audit as audit_ops
 from roundtable_console.api.routes import bodies, hook_waits, schemas, wire
+from roundtable_console.api.routes import console_reads as console_ops
 from roundtable_console.api.routes import details as detail_ops
 from roundtable_console.api.routes import replies as reply_ops
 from roundtable_console.api.routes import requests as request_ops
@@ -177,6 +178,27 @@ def _streams(app: FastAPI) -> None:
         },
     )
 
+    async def every_change(request: Request) -> Response:
+        call = call_of(request.scope, b"", request.state.request_id)
+        return await streams.changes_stream(request, call, None)
+
+    app.add_api_route(
+        API + "/changes",
+        every_change,
+        methods=["GET"],
+        name="every_change",
+        summary="Every workspace's session changes as server-sent events (what watch prints), "
+        "for callers bound to no workspace: the terminal console through a server follows it.",
+        responses={
+            **responses((), None),
+            200: {
+                "description": "An endless text/event-stream: ready, then one event a change.",
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            },
+        },
+        openapi_extra={"parameters": CHANGES_PARAMETERS},
+    )
+
     async def events(websocket: WebSocket) -> None:
         await streams.events_socket(websocket, websocket.path_params["workspace_id"])
 
@@ -272,6 +294,7 @@ def _routes(app: FastAPI) -> None:
                parameters=[*schemas.AUDIT_FILTERS, schemas.LIMIT,
                            schemas.OPTIONAL_CURSOR])  # fmt: skip
     _records(app)
+    _console(app)
     operation(app, "GET", API + "/hosts", host_ops.hosts_page, name="list_hosts",
                summary="The machines that run agents (roundtable host run): what each found, "
                "whether it is online, its sessions. For callers bound to no workspace.",
@@ -294,6 +317,44 @@ def _records(app: FastAPI) -> None:
     operation(app, "GET", RECORDS + "/{session_id}", record_ops.read_record,
                name="get_session_record", summary="One session, with the store's column names "
                "(roundtable sessions show --json's).", model=schemas.SessionRecord)  # fmt: skip
+    operation(app, "GET", API + "/me", record_ops.me, name="who_am_i",
+               summary="Who the caller is: its name (the audit's actor), its role, its "
+               "workspaces (null: every one).", model=schemas.Me)  # fmt: skip
+    operation(app, "GET", API + "/requests", request_ops.pending, name="pending_requests",
+               summary="The pending permission requests of every session the caller reaches, "
+               "oldest first.")  # fmt: skip
+    one = RECORDS + "/{session_id}"
+    operation(
+        app,
+        "GET",
+        one + "/termination-impact",
+        record_ops.termination_impact,
+        name="termination_impact",
+        summary="What terminating the session affects: its "
+        "agent's active claims (live and expired), where Roundtable started its agent.",
+    )
+    operation(app, "GET", one + "/projections/{name}", record_ops.projection,
+               name="session_projection", summary="A page of the session's logs, tool-calls, "
+               "claims or proposals, or its metrics or environment, in the store's shapes "
+               "(roundtable sessions NAME --json's). For callers bound to no workspace.",
+               parameters=[schemas.LIMIT, schemas.OPTIONAL_CURSOR])  # fmt: skip
+    operation(
+        app,
+        "GET",
+        one + "/history",
+        record_ops.history_after,
+        name="session_history",
+        summary="The session's history rows after the row `after` (from its start when "
+        "not given), oldest first. For callers bound to no workspace.",
+        parameters=[
+            schemas.text_query(
+                "after", "A history row's id.", {"type": "string", "pattern": "^[0-9]{0,18}$"}
+            )
+        ],
+    )
+    operation(app, "GET", one + "/heartbeats", record_ops.heartbeats, name="session_heartbeats",
+               summary="The session's heartbeats in each of the last 24 hours, oldest first. For "
+               "callers bound to no workspace.")  # fmt: skip
     for action in ("pause", "stop", "resume", "terminate"):
         key_needed = action in ("resume", "terminate")
         operation(app, "POST", f"{RECORDS}/{{session_id}}/{action}",
@@ -304,6 +365,26 @@ def _records(app: FastAPI) -> None:
                    parameters=[schemas.idempotency(key_needed), IF_MATCH],
                    body=schemas.body_schema(bodies.TERMINATE_FIELDS)
                    if action == "terminate" else None)  # fmt: skip
+
+
+def _console(app: FastAPI) -> None:
+    """Ours, for the terminal console through the server: its list's reads, each a question in
+    JSON (``store.window.wire``), answered by the console's own read functions."""
+    question = {"type": "object", "description": "The question, in store.window.wire's JSON."}
+    for path, operation_of, name, summary in (
+        ("rows", console_ops.read_rows, "console_rows",
+         "The rows a console's list asks for (a place, or a page after or before a row), with "
+         "their agents' claims and the counts, from one snapshot."),
+        ("count", console_ops.count, "console_count",
+         "How many sessions a filter lets through, or its groups (grouping)."),
+        ("selected", console_ops.count_selected, "console_selected",
+         "How many sessions a selection (ids, and filters less those excluded) holds."),
+        ("admitted", console_ops.admitted, "console_admitted",
+         "Which of the ids a filter lets through."),
+    ):  # fmt: skip
+        operation(app, "POST", f"{API}/console/{path}", operation_of, name=name,
+                   summary=summary + " A read; for callers bound to no workspace.",
+                   body=question, body_required=True)  # fmt: skip
 
 
 def capabilities(ctx: ServerContext, call: Call) -> Answer:

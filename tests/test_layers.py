@@ -86,11 +86,12 @@ def test_the_host_imports_only_the_store(path: Path) -> None:
     assert offending(path, HOSTS_MUST_NOT_IMPORT) == []
 
 
-# A person's client of the server (client/): the wire and the store's shapes, nothing of the
-# console, the command line or the server's own code; the command line picks it at start-up.
+# A person's client of the server (client/): the wire and the store's shapes (and the agents'
+# records it answers in: a transcript's page, a stop), nothing of the console, the command line
+# or the server's own code; the command line and the console pick it at start-up.
 CLIENT_MUST_NOT_IMPORT = (
     "textual", "rich", "click", *WEB, f"{PACKAGE}.screens", f"{PACKAGE}.tui", f"{PACKAGE}.api",
-    f"{PACKAGE}.agents", f"{PACKAGE}.hosts",
+    f"{PACKAGE}.hosts",
 )  # fmt: skip
 
 

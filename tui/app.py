@@ -33,6 +33,7 @@ from roundtable_console.tui.heap import hold_full_collections
 if TYPE_CHECKING:
     from roundtable_console.store.db.database import Store
     from roundtable_console.tui.config import Settings
+    from roundtable_console.tui.console_link import ServerLink
 
 # With --demo, adapters the user has not configured resume like this, so the demo's briefing
 # screen shows a real resume plan. Never written to the user's configuration.
@@ -63,14 +64,15 @@ def build_app(
     staged: bool = False,
     first: first_window.FirstWindow | None = None,
     read_only: bool = False,
+    link: ServerLink | None = None,
 ) -> RoundtableApp:
     """The console as users run it. ``store`` may be opened already (``run_console`` does, to
     report a bad database before the screen is taken over); otherwise the app opens it. With
     ``staged`` (a current SQLite store), the list's first rows are read with ``sqlite3`` alone
     and the store is opened once they are on screen."""
     ctx = ConsoleContext(
-        description=describe(url, store),
-        operator=operator,
+        description=link.url if link is not None else describe(url, store),
+        operator=link.name if link is not None else operator,
         clock=clock,
         refresh_seconds=settings.refresh_seconds,
         stale_after_seconds=settings.stale_after_seconds,
@@ -79,11 +81,17 @@ def build_app(
         adapters=with_demo_adapters(adapters) if demo else dict(adapters),
         read_only=read_only,
     )
-    ctx.source = StoreConsole(ctx)
-    if first is not None and store is None:
-        ctx.first_read = lambda _limit, _now, _order: first  # read already, by run_console's child
-    elif staged and store is None:
-        ctx.first_read = partial(read_first_rows, url)
+    if link is not None:  # the server reads for the console: nothing is read here first
+        from roundtable_console.client.console_source import ServerConsole
+
+        ctx.source = ServerConsole(link.calls, ctx.page_size)
+        ctx.read_only = read_only or link.viewer
+    else:
+        ctx.source = StoreConsole(ctx)
+        if first is not None and store is None:
+            ctx.first_read = lambda _limit, _now, _order: first  # read by run_console's child
+        elif staged and store is None:
+            ctx.first_read = partial(read_first_rows, url)
     return RoundtableApp(
         ctx=ctx,
         url=url,
@@ -91,6 +99,7 @@ def build_app(
         theme_name=settings.theme,
         store=store,
         notify_mode=settings.notify,
+        link=link,
     )
 
 
@@ -169,4 +178,28 @@ def run_console(
     hold_full_collections()
     app.manages_heap = True
     app.run(headless=headless, size=size, auto_pilot=auto_pilot)
+    return app.return_code or 0
+
+
+def run_console_through_server(
+    *,
+    link: ServerLink,
+    settings: Settings,
+    read_only: bool = False,
+    headless: bool = False,
+    size: tuple[int, int] | None = None,
+) -> int:
+    """The console reading and acting through ``roundtable serve`` (``link``): as the token's
+    own name, with what its role may do."""
+    app = build_app(
+        url=link.url, settings=settings, operator=link.name, adapters={}, demo=False,
+        read_only=read_only, link=link,
+    )  # fmt: skip
+    gc.freeze()
+    hold_full_collections()
+    app.manages_heap = True
+    try:
+        app.run(headless=headless, size=size)
+    finally:
+        link.close()
     return app.return_code or 0

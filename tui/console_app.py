@@ -46,10 +46,14 @@ if TYPE_CHECKING:
     from roundtable_console.screens.fleet.hosts import HostChosen
     from roundtable_console.store.db.database import Store
     from roundtable_console.store.reads.changes import Change
+    from roundtable_console.tui.console_link import ServerLink
+    from roundtable_console.tui.server_watch import ServerWatcher
 
 ASSETS = Path(assets.__file__).parent
 STORE_RETRY_SECONDS = 5.0
 NOTIFICATIONS_KEPT = 100
+# What the header says first while the live link to the server is down.
+LINK_DOWN = "link down · "
 # How long a notification of sessions needing attention stays, and how long after it ``j``
 # still jumps to the session it named.
 ATTENTION_NOTICE_SECONDS = 10.0
@@ -116,9 +120,13 @@ class RoundtableApp(App[int]):
         theme_name: str | None = None,
         store: Store | None = None,
         notify_mode: str = "off",
+        link: ServerLink | None = None,
     ) -> None:
         super().__init__()
         self.ctx = ctx
+        # Through roundtable serve (tui --server): no store here; its stream of changes.
+        self.link = link
+        self.server_watcher: ServerWatcher | None = None
         # config ``notify``: off, bell or desktop, added to a notification of news elsewhere.
         self.notify_mode = notify_mode
         # Where a desktop notification's escape sequence goes (tests catch it).
@@ -179,7 +187,9 @@ class RoundtableApp(App[int]):
             else:
                 self.notify(f"Unknown theme {self.theme_name!r}; using the default.", markup=False)
         self.push_screen(self.list_screen)
-        if not self.staged:
+        if self.link is not None:
+            self.follow_server(self.link)
+        elif not self.staged:
             self.prepare_store()
         if self.manages_heap:
             self.set_interval(COLLECTION_CHECK_SECONDS, self.collect_if_quiet)
@@ -277,6 +287,33 @@ class RoundtableApp(App[int]):
                 hold=INPUT_HOLD_SECONDS,
             )
             self.change_watcher.start()
+
+    class LinkSaid(Message):
+        """The live link to the server dropped, came back, or ended (in words)."""
+
+        def __init__(self, words: str) -> None:
+            super().__init__()
+            self.words = words
+
+    def follow_server(self, link: ServerLink) -> None:
+        """The server's changes, followed as the store's are: each wakes the screen on show,
+        what changed is news."""
+        from roundtable_console.tui.server_watch import ServerWatcher
+
+        self.server_watcher = ServerWatcher(
+            link.url, link.token, lambda: self._deliver(StoreChanged()),
+            on_changes=lambda changes: self._deliver(self.SessionsChanged(changes)),
+            on_link=lambda words: self._deliver(self.LinkSaid(words)),
+            gap=CHANGE_GAP_SECONDS,
+        )  # fmt: skip
+        self.server_watcher.start()
+
+    def on_roundtable_app_link_said(self, message: LinkSaid) -> None:
+        back = message.words.endswith("is back.")
+        where = self.sub_title.removeprefix(LINK_DOWN)
+        self.sub_title = where if back else LINK_DOWN + where
+        self.notify(message.words, title="Live link", severity="information" if back
+                    else "warning", markup=False)  # fmt: skip
 
     def on_roundtable_app_sessions_changed(self, message: SessionsChanged) -> None:
         """News from elsewhere: one notification for everything one read found, naming the
@@ -409,6 +446,8 @@ class RoundtableApp(App[int]):
     def on_unmount(self) -> None:
         if self.change_watcher is not None:
             self.change_watcher.stop()
+        if self.server_watcher is not None:
+            self.server_watcher.stop()
         store = self.ctx.store or self.opened_store
         if store is not None:
             store.dispose()

@@ -102,3 +102,14 @@ def decide(
         answer=lambda record: Answer(200, record.to_json(format_ts(ctx.clock()))),
         session_of=lambda record: record.session_id,
     )
+
+
+def pending(ctx: ServerContext, call: Call) -> Answer:
+    """Ours, for people's clients: the pending requests of every session the caller reaches,
+    oldest first (the console's ``P``)."""
+    from roundtable_console.api.routes.session_records import person
+
+    caller = person(ctx, call)
+    records = list_requests(store=ctx.store, wall=caller.wall, clock=ctx.clock)
+    now = format_ts(ctx.clock())
+    return Answer(200, {"items": [record.to_json(now) for record in records]})

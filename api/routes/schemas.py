@@ -210,6 +210,12 @@ class SessionRecord(BaseModel):
     version: int
 
 
+class Me(BaseModel):
+    name: str
+    role: str
+    workspaces: list[str] | None
+
+
 class SessionRecordPage(BaseModel):
     items: list[SessionRecord]
     next_cursor: str | None

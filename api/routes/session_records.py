@@ -18,9 +18,14 @@ from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes import actions, wire
 from roundtable_console.api.routes.sessions import listing
+from roundtable_console.store import service
+from roundtable_console.store.reads.overview import session_heartbeats
+from roundtable_console.store.reads.projections import PAGED, PROJECTIONS
 from roundtable_console.store.reads.sessions import get_session
 from roundtable_console.store.safety.credentials import redact_output_value
+from roundtable_console.store.validation import whole_number
 from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
+from roundtable_console.store.writes.lifecycle_outcomes import termination_impact as impact_of
 
 
 def person(ctx: ServerContext, call: Call) -> Caller:
@@ -110,3 +115,66 @@ def act_on_record(action: str) -> Callable[[ServerContext, Call, str], Answer]:
         )  # fmt: skip
 
     return run
+
+
+# -- what the console shows of one session (callers bound to no workspace, for now: the rows
+# around a session are read as the store holds them) --------------------------------------
+
+
+def _every_workspace(ctx: ServerContext, call: Call, what: str) -> Caller:
+    caller = person(ctx, call)
+    caller.require_every_workspace(f"{what} is read for callers bound to no workspace")
+    return caller
+
+
+def termination_impact(ctx: ServerContext, call: Call, session_id: str) -> Answer:
+    """What terminating the session affects: its agent's active claims, where its agent runs."""
+    caller = person(ctx, call)
+    with ctx.store.read() as db:
+        impact = impact_of(db=db, session_id=session_id, clock=ctx.clock, wall=caller.wall)
+    return Answer(200, redact_output_value(impact.to_json()))
+
+
+def projection(ctx: ServerContext, call: Call, session_id: str, name: str) -> Answer:
+    """A page of one of the session's projections (logs, tool calls, claims, proposals), or
+    its one record (metrics, environment), in the store's shape."""
+    _every_workspace(ctx, call, "a session's projections")
+    if name not in PROJECTIONS:
+        raise Problem("not_found", f"No projection is called {name!r}.")
+    if name not in PAGED:
+        record = service.read_projection(store=ctx.store, name=name, session_id=session_id)
+        return Answer(200, redact_output_value(record))
+    page = service.read_projection_page(
+        store=ctx.store, name=name, session_id=session_id,
+        limit=wire.limit(call.arg("limit")), cursor=wire.cursor(call.arg("cursor")),
+    )  # fmt: skip
+    return Answer(200, wire.page(redact_output_value(page.items), page.next_cursor))
+
+
+def history_after(ctx: ServerContext, call: Call, session_id: str) -> Answer:
+    """The session's history rows after ``after`` (from its start when not given)."""
+    _every_workspace(ctx, call, "a session's history")
+    raw = call.arg("after")
+    after = None if raw in (None, "") else whole_number(raw)
+    if raw not in (None, "") and after is None:
+        raise Problem("invalid_request", "after is a history row's id, a whole number.")
+    service.read_session(store=ctx.store, session_id=session_id)  # one that does not exist: 404
+    batch = service.read_log_after(store=ctx.store, session_id=session_id, last_id=after)
+    return Answer(200, {"items": redact_output_value(batch.items), "last_id": batch.last_id,
+                        "more_waiting": batch.more_waiting})  # fmt: skip
+
+
+def heartbeats(ctx: ServerContext, call: Call, session_id: str) -> Answer:
+    """How many heartbeats the session sent in each of the last hours, oldest first."""
+    _every_workspace(ctx, call, "a session's heartbeats")
+    service.read_session(store=ctx.store, session_id=session_id)
+    hours = session_heartbeats(store=ctx.store, session_id=session_id, now=ctx.clock())
+    return Answer(200, {"hours": hours})
+
+
+def me(ctx: ServerContext, call: Call) -> Answer:
+    """Who the caller is: its name (what the audit records), its role and its workspaces (null:
+    every one). A client shows it, and offers what the role may do."""
+    caller = ctx.caller(call)
+    workspaces = None if caller.workspaces is None else list(caller.workspaces)
+    return Answer(200, {"name": caller.name, "role": caller.role, "workspaces": workspaces})

@@ -48,7 +48,7 @@ async def next_wake(woken: asyncio.Event, timeout: float) -> None:
 # ------------------------------------------------------------------ server-sent events (ours)
 
 
-def _change_filter(call: Call, workspace_id: str) -> ChangeFilter:
+def _change_filter(call: Call, workspace_id: str | None) -> ChangeFilter:
     heartbeats = (call.arg("heartbeats") or "").strip().lower()
     if heartbeats not in ("", "0", "1", "true", "false"):
         raise Problem("invalid_request", "heartbeats is true or false.")
@@ -61,9 +61,15 @@ def _change_filter(call: Call, workspace_id: str) -> ChangeFilter:
     )
 
 
-def open_feed(ctx: ServerContext, call: Call, workspace_id: str) -> tuple[Caller, ChangeFeed]:
-    """The caller and its feed of the workspace's changes, from ``Last-Event-ID`` when given."""
+def open_feed(
+    ctx: ServerContext, call: Call, workspace_id: str | None
+) -> tuple[Caller, ChangeFeed]:
+    """The caller and its feed of the workspace's changes (None: every workspace's, for a
+    caller bound to none), from ``Last-Event-ID`` when given."""
     caller = ctx.caller(call)
+    if workspace_id is None:
+        caller.require_every_workspace("the changes of every workspace are for callers bound "
+                                       "to none: follow a workspace's")  # fmt: skip
     feed = ChangeFeed(
         filters=_change_filter(call, workspace_id),
         stale_after_seconds=ctx.stale_after_seconds,
@@ -72,7 +78,8 @@ def open_feed(ctx: ServerContext, call: Call, workspace_id: str) -> tuple[Caller
     resumed = call.headers.get("last-event-id") or call.arg("last_event_id")
     position = FeedPosition.parse(resumed) if resumed else None
     with ctx.store.read() as db:
-        ctx.workspace(db, caller, workspace_id)
+        if workspace_id is not None:
+            ctx.workspace(db, caller, workspace_id)
         if position is None:
             feed.start(db=db)
         else:
@@ -88,7 +95,7 @@ def read_feed(ctx: ServerContext, feed: ChangeFeed) -> list[tuple[dict[str, Any]
         ]
 
 
-async def changes_stream(request: Request, call: Call, workspace_id: str) -> Response:
+async def changes_stream(request: Request, call: Call, workspace_id: str | None) -> Response:
     ctx: ServerContext = request.app.state.ctx
     hub = ctx.hub
     try:

@@ -144,7 +144,9 @@ class AuditScreen(ReportsFailures, Screen[None]):
         if not page.continues:
             table.clear()
             self.entries.clear()
+        first = str(len(self.entries))
         for entry in page.items:
+            key = str(len(self.entries))  # its place: an entry a server sent has no row id
             table.add_row(
                 Text(exact(entry.at).removesuffix(" UTC")),
                 plain(entry.actor, 12),
@@ -153,11 +155,11 @@ class AuditScreen(ReportsFailures, Screen[None]):
                 plain(entry.session_id, 18),
                 plain(change_text(entry), 20),
                 plain(entry.note, self.impact_width),
-                key=str(entry.id),
+                key=key,
             )
-            self.entries[str(entry.id)] = entry
+            self.entries[key] = entry
         if not page.continues:
-            self._show_entry(self.entries.get(str(page.items[0].id)) if page.items else None)
+            self._show_entry(self.entries.get(first))
         self.next_cursor = page.next_cursor
         self.refresh_bindings()
         self._show_status()

@@ -62,11 +62,16 @@ def note_of(entry: Mapping[str, Any]) -> str | None:
     return f"revealed {field}" if field is not None else entry.get("impact_details")
 
 
+AUDIT_FIELDS = ("at", "actor", "db_user", "action", "session_id", "previous_status", "status",
+                "impact_details", "field")  # fmt: skip
+
+
 @dataclass(frozen=True)
 class AuditEntry:
-    """One operator action. ``actor`` and ``impact_details`` are redacted text."""
+    """One operator action. ``actor`` and ``impact_details`` are redacted text. ``id``: its
+    history row's (what the next page starts after); None in one a server sent."""
 
-    id: int
+    id: int | None
     at: str
     actor: str
     db_user: str | None
@@ -81,6 +86,11 @@ class AuditEntry:
     @property
     def note(self) -> str | None:
         return note_of(self.to_json())
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> AuditEntry:
+        """An entry as ``to_json`` wrote it (a server's answer)."""
+        return cls(id=None, **{name: body.get(name) for name in AUDIT_FIELDS})
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -8,7 +8,7 @@ terminate dialog shows before a human acknowledges it) and what it does not
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from sqlalchemy import Connection
@@ -104,6 +104,24 @@ class TerminationImpact:
         # Expired claims still have status "active": the agent holds them until someone
         # releases them, so they count too; they are only shown apart.
         return bool(self.claims)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session": self.session.to_json(),
+            "claims": [claim.to_json() for claim in self.claims],
+            "launch": dict(self.launch) if self.launch is not None else None,
+        }
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> TerminationImpact:
+        """An impact a server sent (``to_json``'s)."""
+        from roundtable_console.store.records import SessionRecord
+
+        names = [one.name for one in fields(ActiveClaim)]
+        claims = [ActiveClaim(**{name: claim[name] for name in names})
+                  for claim in body.get("claims", [])]  # fmt: skip
+        session: Any = SessionRecord.from_json(body["session"])
+        return cls(session=session, claims=claims, launch=body.get("launch"))
 
 
 def termination_impact(

@@ -112,6 +112,13 @@ class Invocation:
             server=self.server_flag, store_named=store_named, configured=self.settings.server
         )
 
+    @property
+    def token_variable(self) -> str:
+        """The variable that holds the person's token for the server."""
+        from roundtable_console.tui.cli.through_server import DEFAULT_TOKEN_ENV
+
+        return self.token_env_flag or self.settings.token_env or DEFAULT_TOKEN_ENV
+
     @contextmanager
     def source(self, operator: str | None = None) -> Iterator[SessionSource]:
         """What the command reads and acts through: the server it names (who acts: the token's
@@ -127,10 +134,9 @@ class Invocation:
             return
         from roundtable_console.client.calls import ServerCalls
         from roundtable_console.client.server_source import ServerSource
-        from roundtable_console.tui.cli.through_server import DEFAULT_TOKEN_ENV, token_from
+        from roundtable_console.tui.cli.through_server import token_from
 
-        variable = self.token_env_flag or self.settings.token_env or DEFAULT_TOKEN_ENV
-        calls = ServerCalls(server, token_from(variable, f"your token for {server}"))
+        calls = ServerCalls(server, token_from(self.token_variable, f"your token for {server}"))
         try:
             yield ServerSource(calls)
         finally:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from roundtable_console.tui.cli.invocation import Invocation, with_invocation
+from roundtable_console.tui.cli.invocation import Invocation, with_source_invocation
 from roundtable_console.tui.cli.options import operator_option
 
 if TYPE_CHECKING:
@@ -39,9 +39,13 @@ def prefetch_first_rows(url: str, settings: Settings) -> Prefetch | None:
     "you work in ($ROUNDTABLE_DB, --root, the config's database, the default store).",
 )
 @operator_option
-@with_invocation
+@with_source_invocation
 def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
     from roundtable_console.tui.config import resolve_demo_url
+
+    server = None if demo else inv.server
+    if server is not None:
+        return _through_server(inv, server, operator)
 
     settings = inv.settings
     url = resolve_demo_url(db=inv.db) if demo else inv.url()
@@ -63,3 +67,29 @@ def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
         )
         or 0
     )
+
+
+def _through_server(inv: Invocation, server: str, operator: str | None) -> int:
+    """The console through roundtable serve, as the token's own name and role."""
+    import sys
+
+    from roundtable_console.store.errors import StoreError
+    from roundtable_console.store.safety.display import printable
+    from roundtable_console.tui.cli.through_server import token_from
+
+    if operator is not None:
+        raise click.UsageError(
+            "Through a server, the token's own name is recorded as who acted: --operator "
+            "applies to a store (--db)."
+        )
+    token = token_from(inv.token_variable, f"your token for {server}")
+    from roundtable_console.tui.console_link import open_link
+
+    try:
+        link = open_link(server, token)
+    except StoreError as error:
+        print(f"roundtable tui: {printable(error.message)} [{error.code}]", file=sys.stderr)
+        return 1
+    from roundtable_console.tui.app import run_console_through_server
+
+    return run_console_through_server(link=link, settings=inv.settings, read_only=inv.read_only)

@@ -1,0 +1,85 @@
+"""Ours, for the terminal console reading through the server (``roundtable tui --server``): its
+list's reads, answered by the very functions a console on the store calls
+(``store.window.rows``), the questions and answers in their JSON (``store.window.wire``). They
+are reads, sent as POST for their bodies (a read's question holds a row and a filter).
+
+A person's token reads them (a viewer's too); an agent's or a host's is refused. A token bound
+to workspaces is refused for now: the list's counts span every workspace."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from roundtable_console.api.context import Answer, Call, ServerContext
+from roundtable_console.api.problems import Problem
+from roundtable_console.api.routes.bodies import decoded_object
+from roundtable_console.api.routes.session_records import person
+from roundtable_console.store.window import rows, wire
+
+
+def _question(ctx: ServerContext, call: Call, fields: tuple[str, ...]) -> dict[str, Any]:
+    person(ctx, call).require_every_workspace(
+        "the console through a server counts every workspace's sessions: use a token bound to none"
+    )
+    return decoded_object(call.body, fields=fields, code="invalid_request_body", optional=False)
+
+
+def _refused(error: wire.WireError) -> Problem:
+    return Problem("invalid_request_body", str(error))
+
+
+def read_rows(ctx: ServerContext, call: Call) -> Answer:
+    """The rows a console's list asks for, with their claims and the counts."""
+    body = _question(ctx, call, wire.ASKED_FIELDS)
+    try:
+        asked = wire.asked_from(body)
+    except wire.WireError as error:
+        raise _refused(error) from None
+    current = ctx.store.change_token()
+    same = asked.unless_token is not None and wire.token_text(current) == asked.unless_token
+    asked = replace(asked, unless_token=current if same else None)
+    answer = rows.read_rows(
+        store=ctx.store, asked=asked, counts=rows.StatusCounts(), groups=rows.GroupCounts()
+    )
+    return Answer(200, wire.answer_json(answer))
+
+
+def count(ctx: ServerContext, call: Call) -> Answer:
+    """How many sessions a filter lets through, or (``grouping``) its groups."""
+    body = _question(ctx, call, ("filters", "grouping", "descending"))
+    try:
+        filters = wire.filter_from(body.get("filters"))
+    except wire.WireError as error:
+        raise _refused(error) from None
+    grouping = body.get("grouping")
+    if grouping is None:
+        return Answer(200, {"total": rows.count_rows(store=ctx.store, filters=filters)})
+    if grouping not in ("workspace", "run", "agent"):
+        raise Problem("invalid_request_body", "grouping is workspace, run, agent or null.")
+    groups = rows.count_grouped(
+        store=ctx.store, grouping=grouping, filters=filters,
+        descending=body.get("descending") is True,
+    )  # fmt: skip
+    return Answer(200, {"groups": wire.groups_json(groups)})
+
+
+def count_selected(ctx: ServerContext, call: Call) -> Answer:
+    body = _question(ctx, call, ("selection",))
+    try:
+        selection = wire.selection_from(body.get("selection"))
+    except wire.WireError as error:
+        raise _refused(error) from None
+    return Answer(200, {"total": rows.count_marked(store=ctx.store, selection=selection)})
+
+
+def admitted(ctx: ServerContext, call: Call) -> Answer:
+    """Which of ``ids`` a filter lets through, as the store decides it."""
+    body = _question(ctx, call, ("filters", "ids"))
+    try:
+        filters = wire.filter_from(body.get("filters"))
+        ids = wire.ids_from(body.get("ids"))
+    except wire.WireError as error:
+        raise _refused(error) from None
+    found = rows.admitted_among(store=ctx.store, filters=filters, ids=ids)
+    return Answer(200, {"ids": sorted(found)})

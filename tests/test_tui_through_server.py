@@ -1,0 +1,163 @@
+"""The terminal console through a real ``roundtable serve`` (issue 42): ``build_app`` with a link
+to the server opens the same console, reading the list through the server's console routes and
+acting through its routes for people, as the token's own name; changes made elsewhere arrive by
+the server's stream of changes; a viewer's console offers no action; the bad days are sentences.
+Each engine."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from roundtable_console.store import service
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.errors import StoreError
+from roundtable_console.store.reads.audit import audit_page
+from roundtable_console.tui.app import build_app
+from roundtable_console.tui.cli import cli
+from roundtable_console.tui.cli.invocation import CliState
+from roundtable_console.tui.config import Settings
+from roundtable_console.tui.console_app import RoundtableApp
+from roundtable_console.tui.console_link import ServerLink, open_link
+from tests.api_support import seed_agent, seed_workspace
+from tests.serve_support import Served, serving
+from tests.test_tui_support import footer_keys, press, screen_text, settle
+from tests.web_support import OTHER_WORKSPACE, WORKSPACE, hold_claim, register, tokens
+
+pytestmark = pytest.mark.usefixtures("isolated_env")
+
+
+@dataclass
+class Team:
+    served: Served
+    store: Store
+    made: dict[str, str]
+
+    def link(self, role: str = "operator") -> ServerLink:
+        return open_link(self.served.url, self.made[role])
+
+    def console(self, role: str = "operator") -> RoundtableApp:
+        app = build_app(
+            url=self.served.url, settings=Settings(refresh_seconds=3600, sort="started"),
+            operator="unused", adapters={}, demo=False, link=self.link(role),
+        )  # fmt: skip
+        app.ctx.cursor_blink = False
+        return app
+
+
+@pytest.fixture
+def team(store: Store, store_url: str, tmp_path: Path) -> Iterator[Team]:
+    made = tokens(store)
+    seed_workspace(store, WORKSPACE)
+    seed_workspace(store, OTHER_WORKSPACE)
+    seed_agent(store, "agent-1")
+    for session_id in ("s-one", "s-two", "s-three"):
+        register(store, session_id)
+    with serving(store_url, tmp_path / "home") as served:
+        yield Team(served, store, made)
+
+
+async def shown_within(app: RoundtableApp, pilot: Any, text: str, seconds: float) -> bool:
+    """Whether ``text`` shows on screen within ``seconds``, nothing pressed meanwhile."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        await pilot.pause()
+        if text in screen_text(app):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def test_the_console_reads_and_acts_through_the_server_as_the_token(team: Team) -> None:
+    app = team.console()
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, 8)
+        shown = screen_text(app)
+        assert f"olivia @ {team.served.url}" in shown  # who the server says the token is
+        assert "3 sessions" in shown and "s-one" in shown and "s-three" in shown
+        assert {"pause", "stop", "terminate"} <= footer_keys(app)  # an operator's token
+        await press(pilot, "enter")  # the first row's detail, read through the server
+        await settle(pilot, 8)
+        assert "Session s-one" in screen_text(app) and "Working directory" in screen_text(app)
+        await press(pilot, "escape", "p")  # pause, confirmed
+        await settle(pilot, 8)
+        await press(pilot, "y")
+        await settle(pilot, 8)
+    assert service.read_session(store=team.store, session_id="s-one").status == "paused"
+    with team.store.read() as db:
+        [last] = audit_page(db=db, limit=1).items
+    assert (last.action, last.actor, last.session_id) == ("pause", "olivia", "s-one")
+
+
+async def test_a_change_made_elsewhere_shows_without_a_key(team: Team) -> None:
+    app = team.console()
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, 8)
+        assert "paused" not in screen_text(app)
+        service.perform_action(store=team.store, action="pause", session_id="s-two",
+                               actor="bob")  # fmt: skip
+        # The stream of changes wakes the list (its timed refresh is an hour away).
+        assert await shown_within(app, pilot, "paused", 10.0)
+        assert "paused 1" in screen_text(app)
+
+
+async def test_a_viewers_console_offers_no_action(team: Team) -> None:
+    app = team.console("viewer")
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, 8)
+        assert app.ctx.read_only and "read-only · vic @" in screen_text(app)
+        assert not {"pause", "terminate", "stop", "resume"} & footer_keys(app)
+        await press(pilot, "p")
+        await settle(pilot, 4)
+    assert service.read_session(store=team.store, session_id="s-one").status == "active"
+
+
+async def test_terminate_reads_the_impact_through_the_server(team: Team) -> None:
+    hold_claim(team.store, "agent-1")
+    app = team.console()
+    async with app.run_test(size=(140, 40)) as pilot:
+        await settle(pilot, 8)
+        await press(pilot, "t")
+        await settle(pilot, 8)
+        assert "Claims held by agent-1: 1 live" in screen_text(app)
+        for key in "handed back":
+            await pilot.press("space" if key == " " else key)
+        await press(pilot, "ctrl+s")
+        await settle(pilot, 8)
+    assert service.read_session(store=team.store, session_id="s-one").status == "terminated"
+
+
+async def test_what_is_not_offered_through_a_server_yet_is_said(team: Team) -> None:
+    app = team.console()
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, 8)
+        await press(pilot, "b")
+        await settle(pilot, 8)
+        assert "does not show the resume briefing yet" in screen_text(app)
+
+
+def test_the_bad_days_are_one_sentence(team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(StoreError, match="did not accept your token"):
+        open_link(team.served.url, "rt_wrong")
+    with pytest.raises(StoreError, match="needs a person's token"):
+        team.link("agent")
+    monkeypatch.setenv("RT_TOKEN", "rt_wrong")
+    result = CliRunner().invoke(
+        cli, ["tui", "--server", team.served.url, "--token-env", "RT_TOKEN"], obj=CliState()
+    )
+    assert result.exit_code == 1 and "did not accept your token" in result.stderr
+    assert "Traceback" not in result.output + result.stderr
+
+
+async def test_a_bound_tokens_console_says_why_it_reads_nothing_yet(team: Team) -> None:
+    app = team.console("bound")
+    async with app.run_test(size=(140, 30)) as pilot:
+        await settle(pilot, 8)
+        assert "reaches some workspaces only" in screen_text(app)

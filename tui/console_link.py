@@ -1,0 +1,56 @@
+"""The console's link to ``roundtable serve`` (``roundtable tui --server URL``): the server's
+address, the person's token (read from its variable, held in memory only) and who the server
+says the token is (``GET /api/v1/me``): its name is the console's operator, a viewer's console
+offers no action. Opened before the screen is taken over, so a wrong token or a server that is
+down is one sentence (exit 1), never a traceback."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from roundtable_console.client.calls import ServerCalls
+
+
+@dataclass(frozen=True)
+class ServerLink:
+    url: str
+    name: str
+    role: str
+    workspaces: tuple[str, ...] | None
+    calls: ServerCalls = field(repr=False)
+    # Kept for the live link's own connection; never shown, logged or written.
+    token: str = field(repr=False)
+
+    @property
+    def viewer(self) -> bool:
+        return self.role == "viewer"
+
+    def close(self) -> None:
+        self.calls.close()
+
+
+def open_link(url: str, token: str) -> ServerLink:
+    """Who the token is on the server at ``url``; a ``StoreError`` in words when it cannot say
+    (the token refused, the server down), or when the token is not a person's."""
+    from roundtable_console.store.errors import StoreError
+
+    calls = ServerCalls(url, token)
+    try:
+        me = calls.get("/api/v1/me")
+        if me.get("role") not in ("viewer", "operator"):
+            raise StoreError(
+                f"The token is {me.get('role')!r} {me.get('name')!r}'s: the console needs a "
+                "person's token (a viewer's or an operator's)."
+            )
+    except StoreError:
+        calls.close()
+        raise
+    workspaces = me.get("workspaces")
+    return ServerLink(
+        url=url.rstrip("/"),
+        name=str(me.get("name")),
+        role=str(me.get("role")),
+        workspaces=None if workspaces is None else tuple(workspaces),
+        calls=calls,
+        token=token,
+    )
