@@ -36,6 +36,7 @@ from bench.audit_trail import (  # noqa: E402
 )
 from bench.bulk_actions import bench_bulk  # noqa: E402
 from bench.console import TUI_GROUPING, TuiRuns, bench_change_latency, bench_tui  # noqa: E402
+from bench.console_server import bench_console_through_server  # noqa: E402
 from bench.figures import Figure, compiled_env, print_table  # noqa: E402
 from bench.history_import import bench_import, postgres_target, sqlite_target  # noqa: E402
 from bench.hot_path import (  # noqa: E402
@@ -304,6 +305,9 @@ def main() -> int:
         if not args.skip_tui and ungrouped:
             figures += bench_tui(("10 sessions", tiny), big_store, tui)
             figures += bench_change_latency(big_store[1], label, 5)
+            figures += bench_console_through_server(
+                big_store, tui.paint_repeats or repeats, tui.downs, tui.pagedowns, tui.env
+            )
         if groups:
             figures += bench_grouped_reads(big_store[1], label, repeats)
             if not args.skip_tui:

@@ -129,13 +129,20 @@ Timings = dict[str, dict[str, list[float]]]
 KEY_PARTS = (("first_frame_ms", "1st frame"), ("frame_ms", "last frame"), ("settled_ms", "settled"))
 
 
-def key_timings(downs: int, pagedowns: int, *app: str, group: str | None = None) -> Timings:
+def key_timings(
+    downs: int,
+    pagedowns: int,
+    *app: str,
+    group: str | None = None,
+    env: dict[str, str] | None = None,
+) -> Timings:
     """Per key, per part (see KEY_PARTS), the time of each press, from one process."""
     done = subprocess.run(
         first_paint_command(*group_flag(group), "keys", str(downs), str(pagedowns), *app),
         check=True,
         capture_output=True,
         text=True,
+        env=env,
     )
     timings: Timings = json.loads(done.stdout.splitlines()[-1])
     return timings

@@ -15,6 +15,8 @@ argument):
 - `jumps console URL`: once the store is open, drag the scrollbar's thumb to places far apart
   and click the track below it, and print, per kind, the milliseconds from the mouse event to
   the frame that shows the rows there (read from the store by then).
+- `server URL` in place of `console URL`: the console through `roundtable serve` at URL, as
+  `roundtable tui --server URL` starts it, with the token in $ROUNDTABLE_TOKEN.
 - `keys [DOWNS PAGEDOWNS] APP`: once the store is open, press "down" DOWNS times (default 30),
   then ``SCROLLING_DOWNS`` times more, past the view's last row, so that most of those move the
   view a row (timed apart, as "down-scrolls": every row in view is drawn again, where a cursor
@@ -46,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import resource
 import sys
@@ -169,7 +172,7 @@ async def wait_until_ready(pilot: Pilot[Any]) -> None:
     """Until the console's store is open (its first rows come before it) and the app has
     settled: what memory and key presses are measured on."""
     context = getattr(pilot.app, "ctx", None)
-    while context is not None and context.store is None:
+    while context is not None and not context.source.ready:
         await asyncio.sleep(0.005)
     await settle(pilot)
 
@@ -338,9 +341,22 @@ def run_app(
             headless=True, size=SIZE, auto_pilot=None if script is None else first_rows_then(script)
         )
         return
+    from roundtable_console.tui.config import Settings
+
+    if which[0] == "server":  # as `roundtable tui --server URL` starts it
+        from roundtable_console.tui.app import run_console_through_server
+        from roundtable_console.tui.console_link import open_link
+
+        run_console_through_server(
+            link=open_link(which[1], os.environ["ROUNDTABLE_TOKEN"]),
+            settings=Settings(group=group),
+            headless=True,
+            size=SIZE,
+            auto_pilot=first_rows_then(script or no_script),
+        )
+        return
     # The console exactly as `roundtable tui` starts it (the quick first read included).
     from roundtable_console.tui.app import run_console
-    from roundtable_console.tui.config import Settings
 
     run_console(
         url=which[1],

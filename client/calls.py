@@ -5,17 +5,22 @@ is sent in the Authorization header only: never in a URL, a message or a log."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import httpx
 
 from roundtable_console.store.errors import StoreError
 
+T = TypeVar("T")
 # How long one call waits for the server (connecting, then each read).
 TIMEOUT_SECONDS = 15.0
 # The most of a problem's sentence kept (a server's text is printed; a page is not).
 MAX_DETAIL = 500
+# The most of an answer read: a list's page of 200 sessions is a few hundred KiB.
+MAX_ANSWER_BYTES = 32 * 2**20
 
 
 class ServerRefused(StoreError):
@@ -31,23 +36,40 @@ class ServerUnavailable(StoreError):
     code = "server_unavailable"
 
 
+def new_client(server: str, token: str, timeout: httpx.Timeout | float) -> httpx.Client:
+    """A client of ``server`` that sends ``token`` there and nowhere else: no proxy nor .netrc
+    from the environment (an HTTP_PROXY would otherwise receive the token in clear text), no
+    redirect followed; the certificates trusted are the system's, or $SSL_CERT_FILE's (a team
+    server's own authority)."""
+    import os
+    import ssl
+
+    authority = os.environ.get("SSL_CERT_FILE")
+    verify = ssl.create_default_context(cafile=authority) if authority else True
+    return httpx.Client(
+        base_url=server,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=timeout,
+        follow_redirects=False,
+        trust_env=False,
+        verify=verify,
+    )
+
+
 class ServerCalls:
     """One server, one token, one connection pool for the command's life."""
 
     def __init__(self, server: str, token: str, *, timeout: float = TIMEOUT_SECONDS) -> None:
         self.server = server.rstrip("/")
-        self._client = httpx.Client(
-            base_url=self.server,
-            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-            timeout=timeout,
-            follow_redirects=False,
-        )
+        self._client = new_client(self.server, token, timeout)
+        self._client.headers["Accept"] = "application/json"
 
     def close(self) -> None:
         self._client.close()
 
     def get(self, path: str, params: Any = None) -> Any:
-        return self._answer(self._send("GET", path, params=params)).json()
+        with as_expected(self.server):
+            return self._answer(self._send("GET", path, params=params)).json()
 
     def post(
         self, path: str, *, body: Mapping[str, Any] | None = None, headers: Mapping[str, str]
@@ -55,8 +77,27 @@ class ServerCalls:
         return self._answer(self._send("POST", path, json=body, headers=dict(headers)))
 
     def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
+        """The answer, read whole up to ``MAX_ANSWER_BYTES`` (a server's word is not taken for
+        its size)."""
         try:
-            return self._client.request(method, path, **options)
+            request = self._client.build_request(method, path, **options)
+            streamed = self._client.send(request, stream=True)
+            try:
+                body = bytearray()
+                for chunk in streamed.iter_bytes():
+                    body += chunk
+                    if len(body) > MAX_ANSWER_BYTES:
+                        raise ServerUnavailable(
+                            f"{self.server} answered with more than "
+                            f"{MAX_ANSWER_BYTES // 2**20} MiB: that is not roundtable serve's "
+                            "answer."
+                        )
+            finally:
+                streamed.close()
+            return httpx.Response(
+                streamed.status_code, headers=streamed.headers, content=bytes(body),
+                request=request,
+            )  # fmt: skip
         except httpx.TimeoutException:
             raise ServerUnavailable(
                 f"roundtable serve at {self.server} did not answer within "
@@ -78,6 +119,37 @@ class ServerCalls:
                 "the address the server's own (not a page in front of it)?"
             )
         raise refusal(self.server, response)
+
+
+@contextmanager
+def as_expected(server: str) -> Iterator[None]:
+    """An answer of the wrong shape (a field missing, a list for an object) is said in words,
+    as a server that is not roundtable serve's."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        raise ServerUnavailable(
+            f"{server} answered with something other than roundtable serve's answer to this: "
+            "is the address the server's own, and is it this version's?"
+        ) from None
+
+
+def checked_answers(cls: type[T]) -> type[T]:
+    """Each public method of a source of ``calls`` (a ``ServerCalls``) says an answer of the
+    wrong shape in words (``as_expected``)."""
+    for name, member in list(vars(cls).items()):
+        if callable(member) and not name.startswith("_"):
+            setattr(cls, name, _checked(member))
+    return cls
+
+
+def _checked(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with as_expected(self.calls.server):
+            return method(self, *args, **kwargs)
+
+    return run
 
 
 def _is_json(response: httpx.Response) -> bool:

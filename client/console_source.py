@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from roundtable_console.client.calls import ServerCalls
+from roundtable_console.client.calls import ServerCalls, checked_answers
 from roundtable_console.client.server_source import SESSIONS
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.paging import Page
@@ -55,6 +55,7 @@ def _one(session_id: str, *rest: str) -> str:
     return "/".join([SESSIONS, quote(session_id, safe=""), *rest])
 
 
+@checked_answers
 class ServerConsole:
     def __init__(self, calls: ServerCalls, page_size: int) -> None:
         self.calls = calls

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from roundtable_console.client.calls import ServerCalls
+from roundtable_console.client.calls import ServerCalls, checked_answers
 from roundtable_console.store.reads.paging import Page
 from roundtable_console.store.records import SessionFields, SessionRecord
 
@@ -48,6 +48,7 @@ def list_parameters(
     return params
 
 
+@checked_answers
 class ServerSource:
     def __init__(self, calls: ServerCalls) -> None:
         self.calls = calls

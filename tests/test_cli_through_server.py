@@ -11,6 +11,7 @@ import os
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,17 @@ from click.testing import CliRunner, Result
 
 from roundtable_console.store import service
 from roundtable_console.store.db.database import Store
+from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
 from roundtable_console.store.reads.sessions import get_session
+from roundtable_console.store.requests.reads import MAX_LISTED
+from roundtable_console.store.window import wire
+from roundtable_console.store.window.questions import Read, RowsAsked
 from roundtable_console.store.writes import agent_writes
 from roundtable_console.tui.cli import cli
 from roundtable_console.tui.cli.invocation import CliState
 from tests import http_calls
 from tests.api_support import seed_agent, seed_workspace
+from tests.helpers import seed_request
 from tests.serve_support import Served, serving
 from tests.web_support import OTHER_WORKSPACE, WORKSPACE, hold_claim, register, tokens, web
 
@@ -232,3 +238,81 @@ def test_what_an_attacker_would_try_on_the_routes_is_refused(store: Store) -> No
         for query in ("status=" + "x" * 1100, "stale=maybe", "limit=", "cursor=%2F"):
             refused = site.client.get(f"/api/v1/sessions?{query}", headers=viewer)
             assert refused.status_code == 400, query
+
+
+def test_the_consoles_questions_are_bounded_redacted_and_refused_in_words(store: Store) -> None:
+    """In-process: what the terminal console's routes take and give, read as an attacker would
+    send it (the review of issue 42's routes)."""
+    made = tokens(store)
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    with web(store) as site:
+        register(store, "w-one", metadata={"workspace_id": WORKSPACE, "api_key": secret})
+        viewer = {"Authorization": f"Bearer {made['viewer']}"}
+        asked = wire.asked_json(RowsAsked(Read("at", 0, 50, 1, 1), SessionFilter(),
+                                          SessionOrder(), datetime.now(UTC)))  # fmt: skip
+        rows = site.client.post("/api/v1/console/rows", json=asked, headers=viewer)
+        assert rows.status_code == 200 and "w-one" in rows.text
+        assert secret not in rows.text  # redacted as every read path is
+        assert "object at" not in rows.text  # the change token is opaque
+        refused = {
+            "too many ids": {"selection": {"ids": [f"s{n}" for n in range(2001)]}},
+            "a bad pair": {**asked, "groups": {"keys": [], "sizes": [], "counts": [[]]}},
+            "attention without a time": {**asked, "order": {"column": "attention"}},
+            "too many folded": {**asked, "grouping": "agent",
+                                "folded": [str(n) for n in range(257)]},
+        }  # fmt: skip
+        for what, body in refused.items():
+            path = "/api/v1/console/selected" if "selection" in body else "/api/v1/console/rows"
+            answer = site.client.post(path, json=body, headers=viewer)
+            assert answer.status_code == 400, (what, answer.text)
+        # A time at the end of every calendar: answered, or refused in words, never a 500.
+        late = {**asked, "now": "9999-12-31T23:59:59.000000Z",
+                "order": {"column": "attention", "stale_before": "9999-12-31T23:00:00Z"},
+                "read": {**asked["read"], "refresh": True}}  # fmt: skip
+        assert site.client.post("/api/v1/console/rows", json=late, headers=viewer).status_code in (
+            200, 400)  # fmt: skip
+    with web(store, read_only=True) as site:  # a read-only server answers the console's reads
+        answer = site.client.post("/api/v1/console/rows", json=asked, headers=viewer)
+        assert answer.status_code == 200, answer.text
+
+
+def test_a_bound_tokens_pending_requests_are_not_hidden_by_another_workspaces(
+    store: Store, store_url: str
+) -> None:
+    made = tokens(store)
+    with web(store) as site:
+        register(store, "a-busy")
+        register(store, "b-asks", workspace=OTHER_WORKSPACE)
+        for number in range(MAX_LISTED + 5):  # an older backlog in the other workspace
+            seed_request(
+                store_url,
+                f"req-a{number:04d}",
+                "a-busy",
+                asked_at=f"2026-09-17T09:{number // 60:02d}:{number % 60:02d}.000000Z",
+            )
+        seed_request(store_url, "req-b", "b-asks")
+        bound = {"Authorization": f"Bearer {made['bound']}"}
+        found = site.client.get("/api/v1/requests", headers=bound).json()["items"]
+    assert [item["id"] for item in found] == ["req-b"]
+
+
+def test_the_token_goes_to_the_server_alone(team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No proxy from the environment receives it; a name that only looks like a loopback
+    address is refused for plain http."""
+    with socket.socket() as trap:
+        trap.bind(("127.0.0.1", 0))
+        trap.listen()
+        trap.settimeout(0.2)
+        proxy = f"http://127.0.0.1:{trap.getsockname()[1]}"
+        for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+            monkeypatch.setenv(name, proxy)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.delenv("no_proxy", raising=False)
+        listed = team.json("sessions", "list", role="viewer")
+        assert {s["id"] for s in listed["items"]} == {"a-one", "a-two", "b-one"}
+        with pytest.raises(TimeoutError):
+            trap.accept()  # the proxy was never called
+    looks_local = CliRunner().invoke(
+        cli, ["audit", "--server", "http://127.0.0.1.nip.io:8080"], obj=CliState()
+    )
+    assert looks_local.exit_code == 2 and "clear text" in looks_local.stderr

@@ -188,9 +188,11 @@ def run_console_through_server(
     read_only: bool = False,
     headless: bool = False,
     size: tuple[int, int] | None = None,
+    auto_pilot: AutopilotCallbackType | None = None,
 ) -> int:
     """The console reading and acting through ``roundtable serve`` (``link``): as the token's
-    own name, with what its role may do."""
+    own name, with what its role may do. ``headless``, ``size`` and ``auto_pilot``: as
+    ``run_console``'s."""
     app = build_app(
         url=link.url, settings=settings, operator=link.name, adapters={}, demo=False,
         read_only=read_only, link=link,
@@ -199,7 +201,7 @@ def run_console_through_server(
     hold_full_collections()
     app.manages_heap = True
     try:
-        app.run(headless=headless, size=size)
+        app.run(headless=headless, size=size, auto_pilot=auto_pilot)
     finally:
         link.close()
     return app.return_code or 0

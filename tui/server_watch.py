@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from roundtable_console.client.calls import new_client
 from roundtable_console.store.reads.changes import Change
 
 # A stream that dropped is asked for again after this long, then twice as long, up to the most.
@@ -23,6 +24,19 @@ RETRY_SECONDS = 0.5
 MOST_RETRY_SECONDS = 10.0
 # A stream quiet for this long is taken as dropped (the server sends a keepalive every 15 s).
 READ_TIMEOUT_SECONDS = 40.0
+# The longest line of the stream taken (a change is well under a kilobyte).
+MAX_LINE = 256 * 1024
+
+
+def capped_lines(chunks: Iterator[str]) -> Iterator[str]:
+    """The stream's lines; a line longer than ``MAX_LINE`` is not the server's (ValueError)."""
+    pending = ""
+    for chunk in chunks:
+        pending += chunk
+        *lines, pending = pending.split("\n")
+        yield from (line.removesuffix("\r") for line in lines)
+        if len(pending) > MAX_LINE:
+            raise ValueError("a line of the stream is too long")
 
 
 def events_of(lines: Iterator[str]) -> Iterator[tuple[str, str, str | None]]:
@@ -58,7 +72,8 @@ class ServerWatcher:
         gap: float,
     ) -> None:
         self.server = server.rstrip("/")
-        self._headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream"}
+        self._token = token
+        self._headers = {"Accept": "text/event-stream"}
         self._notify = notify
         self._on_changes = on_changes
         self._on_link = on_link
@@ -81,11 +96,11 @@ class ServerWatcher:
         wait = RETRY_SECONDS
         dropped = False
         timeout = httpx.Timeout(10.0, read=READ_TIMEOUT_SECONDS)
-        with httpx.Client(base_url=self.server, timeout=timeout) as client:
+        with new_client(self.server, self._token, timeout) as client:
             while not self._stopped.is_set():
                 try:
                     ended = self._read(client, dropped)
-                except (httpx.HTTPError, ValueError) as error:
+                except Exception as error:  # noqa: BLE001 - whatever a server sends, it is said
                     ended = None
                     if not dropped:
                         self._on_link(
@@ -116,7 +131,7 @@ class ServerWatcher:
                     "console stops following its changes. Open it again with a valid token."
                 )
             response.raise_for_status()
-            for event, data, ident in events_of(response.iter_lines()):
+            for event, data, ident in events_of(capped_lines(response.iter_text())):
                 if self._stopped.is_set():
                     return None
                 if ident:
@@ -136,6 +151,8 @@ class ServerWatcher:
         raise httpx.RemoteProtocolError("the stream ended")
 
     def _changed(self, body: Any) -> None:
+        if not isinstance(body, dict):
+            raise ValueError("a change is an object")
         change = Change(**{name: body.get(name) for name in CHANGE_FIELDS})
         if change.change != "heartbeat":
             self._on_changes([change])

@@ -150,7 +150,7 @@ class Guard:
             return
         method = scope["method"]
         if method in UNSAFE_METHODS:
-            if self.read_only:
+            if self.read_only and not _reads_by_post(scope):
                 await refuse(
                     "read_only",
                     "This server is read-only (roundtable serve --read-only, or read_only in "
@@ -246,3 +246,12 @@ async def _send_problem(
         }
     )
     await send({"type": f"{kind}.body", "body": payload})
+
+
+# The terminal console's reads carry their question in a body, so they are POSTs; they write
+# nothing, and a read-only server answers them (the origin check still holds).
+READS_BY_POST = "/api/v1/console/"
+
+
+def _reads_by_post(scope: Scope) -> bool:
+    return str(scope.get("path", "")).startswith(READS_BY_POST)

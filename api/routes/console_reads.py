@@ -15,6 +15,7 @@ from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes.bodies import decoded_object
 from roundtable_console.api.routes.session_records import person
+from roundtable_console.store.safety.credentials import redact_output_value
 from roundtable_console.store.window import rows, wire
 
 
@@ -39,10 +40,16 @@ def read_rows(ctx: ServerContext, call: Call) -> Answer:
     current = ctx.store.change_token()
     same = asked.unless_token is not None and wire.token_text(current) == asked.unless_token
     asked = replace(asked, unless_token=current if same else None)
-    answer = rows.read_rows(
-        store=ctx.store, asked=asked, counts=rows.StatusCounts(), groups=rows.GroupCounts()
-    )
-    return Answer(200, wire.answer_json(answer))
+    try:
+        answer = rows.read_rows(
+            store=ctx.store, asked=asked, counts=rows.StatusCounts(), groups=rows.GroupCounts()
+        )
+    except (ValueError, OverflowError) as error:  # a time or a place no list has
+        raise Problem("invalid_request_body", f"The question cannot be answered: {error}") from None
+    body = wire.answer_json(answer)
+    # Redacted as every read path is (a metadata's key, a resume command's password).
+    body["rows"] = [redact_output_value(row) for row in body.get("rows", [])]
+    return Answer(200, body)
 
 
 def count(ctx: ServerContext, call: Call) -> Answer:

@@ -17,6 +17,14 @@ _PENDING = text(
     "SELECT * FROM permission_requests WHERE state = 'pending' AND expires_at > :now"
     " ORDER BY asked_at, id LIMIT :limit"
 )
+_PENDING_AFTER = text(
+    "SELECT * FROM permission_requests WHERE state = 'pending' AND expires_at > :now"
+    " AND (asked_at > :asked OR (asked_at = :asked AND id > :id))"
+    " ORDER BY asked_at, id LIMIT :limit"
+)
+# Behind a wall, pending requests are read a batch at a time until enough are within reach: at
+# most this many batches (another workspace's backlog cannot hide this one's for long).
+WALLED_BATCHES = 10
 _SETTLED_AMONG = text(
     "SELECT id FROM permission_requests WHERE id IN :ids AND state <> 'pending'"
 ).bindparams(bindparam("ids", expanding=True))
@@ -57,12 +65,28 @@ def list_requests(
         records = [PermissionRequestRecord.from_row(row) for row in rows]
         if not wall.bound:
             return records
-        sessions = get_sessions(db=db, session_ids={record.session_id for record in records})
-        return [
-            record
-            for record in records
-            if record.session_id in sessions and wall.admits(sessions[record.session_id])
-        ]
+        reached = _within(db, wall, records)
+        for _ in range(WALLED_BATCHES - 1):
+            if everything or len(rows) < limit or len(reached) >= limit:
+                break
+            last = records[-1]
+            after = {"now": now, "limit": limit, "asked": last.asked_at, "id": last.id}
+            rows = db.execute(_PENDING_AFTER, after).all()
+            records = [PermissionRequestRecord.from_row(row) for row in rows]
+            reached += _within(db, wall, records)
+        return reached[:limit]
+
+
+def _within(
+    db: Connection, wall: Wall, records: list[PermissionRequestRecord]
+) -> list[PermissionRequestRecord]:
+    """The requests of sessions ``wall`` reaches."""
+    sessions = get_sessions(db=db, session_ids={record.session_id for record in records})
+    return [
+        record
+        for record in records
+        if record.session_id in sessions and wall.admits(sessions[record.session_id])
+    ]
 
 
 def settled_among(db: Connection, request_ids: list[str]) -> set[str]:

@@ -9,6 +9,7 @@ What comes in is untrusted: ``WireError`` says what is wrong with it, in words."
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -21,6 +22,7 @@ from roundtable_console.store.reads.listing import (
     SessionOrder,
 )
 from roundtable_console.store.records import ClaimCount, SessionFields, SessionRecord
+from roundtable_console.store.validation import MAX_LIMIT
 from roundtable_console.store.window.layout import GroupKey, Groups
 from roundtable_console.store.window.questions import (
     ClockMoved,
@@ -31,9 +33,12 @@ from roundtable_console.store.window.questions import (
 )
 
 READ_KINDS = ("at", "after", "before")
-# The most a read may ask for at once, and the most ids a question may carry.
-MAX_LIMIT = 1000
-MAX_IDS = 10_000
+# The most a question may carry: rows asked at once (the store's page), ids (marked one by one,
+# excluded from marked filters, or the agents whose claims are read again), filters marked, and
+# groups folded. Each costs the server a read: a question stays a few reads, whoever sends it.
+MAX_IDS = 2000
+MAX_FILTERS = 16
+MAX_FOLDED = 256
 
 
 class WireError(ValueError):
@@ -89,8 +94,11 @@ def _object(value: Any, name: str) -> Mapping[str, Any]:
 
 
 def token_text(token: object | None) -> str | None:
-    """The store's change token as text: equal tokens give equal text."""
-    return None if token is None else repr(token)
+    """The store's change token as opaque text: equal tokens give equal text, and nothing of
+    the server's memory shows through it."""
+    if token is None:
+        return None
+    return hashlib.sha256(repr(token).encode()).hexdigest()[:24]
 
 
 # -- what the console asks ------------------------------------------------------------------
@@ -138,13 +146,16 @@ def order_json(order: SessionOrder) -> dict[str, Any]:
 def order_from(body: Any) -> SessionOrder:
     body = _object(body, "order")
     try:
-        return SessionOrder(
+        order = SessionOrder(
             str(_text(body.get("column"), "column", optional=False)),
             _flag(body.get("descending", False), "descending"),
             _parse_time(body.get("stale_before"), "stale_before"),
         )
     except ValueError as error:
         raise WireError(str(error)) from None
+    if order.column == "attention" and order.stale_before is None:
+        raise WireError("The attention order is read at a time: stale_before says when.")
+    return order
 
 
 def selection_json(selection: Selection) -> dict[str, Any]:
@@ -160,9 +171,9 @@ def selection_json(selection: Selection) -> dict[str, Any]:
 def selection_from(body: Any) -> Selection:
     body = _object(body, "selection")
     chosen = body.get("by_filter", [])
-    if not isinstance(chosen, list) or len(chosen) > 64:
-        raise WireError("by_filter is a list of at most 64 filters.")
-    return Selection(
+    if not isinstance(chosen, list) or len(chosen) > MAX_FILTERS:
+        raise WireError(f"by_filter is a list of at most {MAX_FILTERS} filters.")
+    selection = Selection(
         ids=frozenset(_texts(body.get("ids", []), "ids")),
         by_filter=tuple(
             FilterSelection(
@@ -172,6 +183,9 @@ def selection_from(body: Any) -> Selection:
             for item in chosen
         ),
     )
+    if len(selection.ids) + sum(len(one.excluded) for one in selection.by_filter) > MAX_IDS:
+        raise WireError(f"A selection names at most {MAX_IDS} sessions by id.")
+    return selection
 
 
 def _session(body: Any) -> SessionFields:
@@ -197,6 +211,13 @@ def _counts_from(value: Any) -> dict[str, int]:
     return {str(_text(k, "a status")): _whole(n, "a count") for k, n in counts.items()}
 
 
+def _pair(value: Any) -> tuple[GroupKey, dict[str, int]]:
+    """A group's counts by status, as the pair ``[key, {status: count}]``."""
+    if not isinstance(value, list) or len(value) != 2:
+        raise WireError("A group's counts are the pair [key, counts].")
+    return _key(value[0]), _counts_from(value[1])
+
+
 def _groups_from(body: Any) -> Groups | None:
     if body is None:
         return None
@@ -208,7 +229,7 @@ def _groups_from(body: Any) -> Groups | None:
     pairs = body.get("counts", [])
     if not isinstance(pairs, list):
         raise WireError("groups' counts are pairs of a key and its counts.")
-    counts = {_key(pair[0]): _counts_from(pair[1]) for pair in pairs if isinstance(pair, list)}
+    counts = dict(_pair(pair) for pair in pairs)
     return Groups(
         tuple(_key(key) for key in keys), tuple(_whole(size, "a size") for size in sizes), counts
     )
@@ -277,8 +298,8 @@ def asked_from(body: Any) -> RowsAsked:
         raise WireError("grouping is workspace, run, agent or null.")
     known = body.get("known_total")
     folded = body.get("folded", [])
-    if not isinstance(folded, list) or len(folded) > MAX_IDS:
-        raise WireError("folded is a list of group keys.")
+    if not isinstance(folded, list) or len(folded) > MAX_FOLDED:
+        raise WireError(f"folded is a list of at most {MAX_FOLDED} group keys.")
     return RowsAsked(
         read=read_from(body.get("read")),
         filters=filter_from(body.get("filters")),
@@ -367,7 +388,7 @@ def answer_from(body: Any, read: Read) -> ReadResult | ClockMoved:
             groups=_groups_from(grouped.get("groups")),
             counts=None
             if grouped.get("counts") is None
-            else {_key(pair[0]): _counts_from(pair[1]) for pair in grouped["counts"]},
+            else dict(_pair(pair) for pair in grouped["counts"]),
         ),
     )
 

@@ -22,14 +22,22 @@ def checked_server(server: str) -> None:
     parts = urlsplit(server)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise click.BadParameter("an http:// or https:// URL", param_hint="'--server'")
-    loopback = parts.hostname in ("localhost", "127.0.0.1", "::1") or parts.hostname.startswith(
-        "127."
-    )
+    loopback = parts.hostname == "localhost" or is_loopback_address(parts.hostname)
     if parts.scheme == "http" and not loopback:
         raise click.BadParameter(
             "the token would cross the network in clear text: use https:// (or a loopback address)",
             param_hint="'--server'",
         )
+
+
+def is_loopback_address(host: str) -> bool:
+    """An IP address of this machine's loopback (a name such as 127.0.0.1.example is not)."""
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def token_from(variable: str, whose: str) -> str:
