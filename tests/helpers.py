@@ -62,6 +62,9 @@ DESIGN_ERROR_CODES = frozenset(
         "too_many_pending_requests",
         "invalid_host",
         "agent_not_running",
+        # A client of the server: the command line and the console through it (issue 42).
+        "server_unavailable",
+        "not_through_server",
     }
 )
 

@@ -194,6 +194,9 @@ def test_bad_days_are_one_sentence(team: Team, monkeypatch: pytest.MonkeyPatch) 
     down = CliRunner().invoke(cli, ["sessions", "--server", f"http://127.0.0.1:{port}",
                                     "--token-env", "RT_TOKEN"], obj=CliState())  # fmt: skip
     assert down.exit_code == 1 and "could not be reached" in down.stderr
+    said = CliRunner().invoke(cli, ["audit", "--json", "--server", f"http://127.0.0.1:{port}",
+                                    "--token-env", "RT_TOKEN"], obj=CliState())  # fmt: skip
+    assert json.loads(said.stderr.splitlines()[-1])["error"]["code"] == "server_unavailable"
     assert "Traceback" not in down.stderr
     clear = CliRunner().invoke(cli, ["audit", "--server", "http://example.com"], obj=CliState())
     assert clear.exit_code == 2 and "clear text" in clear.stderr

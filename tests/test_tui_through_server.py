@@ -141,6 +141,7 @@ async def test_what_is_not_offered_through_a_server_yet_is_said(team: Team) -> N
         await press(pilot, "b")
         await settle(pilot, 8)
         assert "does not show the resume briefing yet" in screen_text(app)
+        assert "[not_through_server]" in screen_text(app)
 
 
 def test_the_bad_days_are_one_sentence(team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
