@@ -336,7 +336,7 @@ def _records(app: FastAPI) -> None:
     operation(app, "GET", one + "/projections/{name}", record_ops.projection,
                name="session_projection", summary="A page of the session's logs, tool-calls, "
                "claims or proposals, or its metrics or environment, in the store's shapes "
-               "(roundtable sessions NAME --json's). For callers bound to no workspace.",
+               "(roundtable sessions NAME --json's).",
                parameters=[schemas.LIMIT, schemas.OPTIONAL_CURSOR])  # fmt: skip
     operation(
         app,
@@ -345,16 +345,21 @@ def _records(app: FastAPI) -> None:
         record_ops.history_after,
         name="session_history",
         summary="The session's history rows after the row `after` (from its start when "
-        "not given), oldest first. For callers bound to no workspace.",
+        "not given), oldest first.",
         parameters=[
             schemas.text_query(
                 "after", "A history row's id.", {"type": "string", "pattern": "^[0-9]{0,18}$"}
             )
         ],
     )
-    operation(app, "GET", one + "/heartbeats", record_ops.heartbeats, name="session_heartbeats",
-               summary="The session's heartbeats in each of the last 24 hours, oldest first. For "
-               "callers bound to no workspace.")  # fmt: skip
+    operation(
+        app,
+        "GET",
+        one + "/heartbeats",
+        record_ops.heartbeats,
+        name="session_heartbeats",
+        summary="The session's heartbeats in each hour of the last day, oldest first.",
+    )
     for action in ("pause", "stop", "resume", "terminate"):
         key_needed = action in ("resume", "terminate")
         operation(app, "POST", f"{RECORDS}/{{session_id}}/{action}",
@@ -383,7 +388,7 @@ def _console(app: FastAPI) -> None:
          "Which of the ids a filter lets through."),
     ):  # fmt: skip
         operation(app, "POST", f"{API}/console/{path}", operation_of, name=name,
-                   summary=summary + " A read; for callers bound to no workspace.",
+                   summary=summary + " A read; a caller bound to workspaces reads one of them.",
                    body=question, body_required=True)  # fmt: skip
 
 

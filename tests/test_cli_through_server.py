@@ -319,3 +319,31 @@ def test_the_token_goes_to_the_server_alone(team: Team, monkeypatch: pytest.Monk
         cli, ["audit", "--server", "http://127.0.0.1.nip.io:8080"], obj=CliState()
     )
     assert looks_local.exit_code == 2 and "clear text" in looks_local.stderr
+
+
+def test_a_bound_tokens_console_reads_count_nothing_beyond_its_workspace(store: Store) -> None:
+    made = tokens(store)
+    with web(store) as site:
+        for number in range(3):
+            register(store, f"a-{number}")
+        register(store, "b-only", workspace=OTHER_WORKSPACE)
+        bound = {"Authorization": f"Bearer {made['bound']}"}
+        asked = wire.asked_json(RowsAsked(Read("at", 0, 50, 1, 1), SessionFilter(),
+                                          SessionOrder(), datetime.now(UTC)))  # fmt: skip
+        answer = site.client.post("/api/v1/console/rows", json=asked, headers=bound).json()
+        assert [row["id"] for row in answer["rows"]] == ["b-only"]
+        assert answer["counts"] == {"active": 1} and answer["attention"] is None
+        theirs = {**asked, "filters": {"workspace_id": WORKSPACE}}
+        refused = site.client.post("/api/v1/console/rows", json=theirs, headers=bound)
+        assert (refused.status_code, refused.json()["code"]) == (404, "workspace_not_found")
+        others = {"selection": {"ids": ["a-0", "a-1", "b-only"],
+                                "by_filter": [{"filters": {}, "excluded": []}]}}  # fmt: skip
+        counted = site.client.post("/api/v1/console/selected", json=others, headers=bound)
+        assert counted.json() == {"total": 1}  # its own session, by id and by filter
+        admitted = site.client.post("/api/v1/console/admitted", headers=bound,
+                                    json={"filters": {}, "ids": ["a-0", "b-only"]})  # fmt: skip
+        assert admitted.json() == {"ids": ["b-only"]}
+        total = site.client.post("/api/v1/console/count", json={"filters": {}}, headers=bound)
+        assert total.json() == {"total": 1}
+        claims = site.client.get("/api/v1/sessions/a-0/projections/claims", headers=bound)
+        assert claims.status_code == 404  # another workspace's session answers as none

@@ -157,8 +157,18 @@ def test_the_bad_days_are_one_sentence(team: Team, monkeypatch: pytest.MonkeyPat
     assert "Traceback" not in result.output + result.stderr
 
 
-async def test_a_bound_tokens_console_says_why_it_reads_nothing_yet(team: Team) -> None:
-    app = team.console("bound")
+async def test_a_bound_tokens_console_shows_its_workspace_alone(team: Team) -> None:
+    register(team.store, "b-theirs", workspace=OTHER_WORKSPACE)
+    app = team.console("bound")  # an operator's token bound to the other workspace
     async with app.run_test(size=(140, 30)) as pilot:
         await settle(pilot, 8)
-        assert "reaches some workspaces only" in screen_text(app)
+        shown = screen_text(app)
+        assert "b-theirs" in shown and "1 session" in shown
+        assert "s-one" not in shown and "3 sessions" not in shown  # nothing counted beyond it
+        await press(pilot, "enter")
+        await settle(pilot, 8)
+        assert "Session b-theirs" in screen_text(app)
+        await press(pilot, "escape")
+        service.perform_action(store=team.store, action="pause", session_id="b-theirs",
+                               actor="bob")  # fmt: skip
+        assert await shown_within(app, pilot, "paused", 10.0)  # its workspace's stream

@@ -304,7 +304,7 @@ class RoundtableApp(App[int]):
             link.url, link.token, lambda: self._deliver(StoreChanged()),
             on_changes=lambda changes: self._deliver(self.SessionsChanged(changes)),
             on_link=lambda words: self._deliver(self.LinkSaid(words)),
-            gap=CHANGE_GAP_SECONDS,
+            gap=CHANGE_GAP_SECONDS, path=link.changes_path,
         )  # fmt: skip
         self.server_watcher.start()
 

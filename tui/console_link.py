@@ -25,6 +25,16 @@ class ServerLink:
     def viewer(self) -> bool:
         return self.role == "viewer"
 
+    @property
+    def changes_path(self) -> str:
+        """The stream of changes the console follows: every workspace's, or (a token bound to
+        workspaces) its first workspace's, the one its list shows unless it chooses."""
+        if self.workspaces is None:
+            return "/api/v1/changes"
+        from urllib.parse import quote
+
+        return f"/api/v1/workspaces/{quote(self.workspaces[0], safe='')}/sessions/changes"
+
     def close(self) -> None:
         self.calls.close()
 

@@ -70,8 +70,11 @@ class ServerWatcher:
         on_changes: Callable[[list[Change]], None],
         on_link: Callable[[str], None],
         gap: float,
+        path: str = "/api/v1/changes",
     ) -> None:
         self.server = server.rstrip("/")
+        # Every workspace's changes; a workspace's own for a token bound to workspaces.
+        self.path = path
         self._token = token
         self._headers = {"Accept": "text/event-stream"}
         self._notify = notify
@@ -123,7 +126,7 @@ class ServerWatcher:
         if self._last_id is not None:
             headers["Last-Event-ID"] = self._last_id
         with client.stream(
-            "GET", "/api/v1/changes", params={"heartbeats": "true"}, headers=headers
+            "GET", self.path, params={"heartbeats": "true"}, headers=headers
         ) as response:
             if response.status_code in (401, 403):
                 return (

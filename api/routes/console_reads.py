@@ -4,7 +4,8 @@ list's reads, answered by the very functions a console on the store calls
 are reads, sent as POST for their bodies (a read's question holds a row and a filter).
 
 A person's token reads them (a viewer's too); an agent's or a host's is refused. A token bound
-to workspaces is refused for now: the list's counts span every workspace."""
+to workspaces reads one of them at a time, as on the web console: the one its filter names, else
+its first; nothing is counted beyond it (``read_rows``'s wall)."""
 
 from __future__ import annotations
 
@@ -12,38 +13,55 @@ from dataclasses import replace
 from typing import Any
 
 from roundtable_console.api.context import Answer, Call, ServerContext
+from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes.bodies import decoded_object
 from roundtable_console.api.routes.session_records import person
+from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
 from roundtable_console.store.safety.credentials import redact_output_value
 from roundtable_console.store.window import rows, wire
 
 
-def _question(ctx: ServerContext, call: Call, fields: tuple[str, ...]) -> dict[str, Any]:
-    person(ctx, call).require_every_workspace(
-        "the console through a server counts every workspace's sessions: use a token bound to none"
-    )
-    return decoded_object(call.body, fields=fields, code="invalid_request_body", optional=False)
+def _question(
+    ctx: ServerContext, call: Call, fields: tuple[str, ...]
+) -> tuple[Caller, dict[str, Any]]:
+    caller = person(ctx, call)
+    body = decoded_object(call.body, fields=fields, code="invalid_request_body", optional=False)
+    return caller, body
 
 
-def _refused(error: wire.WireError) -> Problem:
+def within_reach(caller: Caller, filters: SessionFilter) -> SessionFilter:
+    """``filters`` as the caller may read them: behind a wall, narrowed to the workspace they
+    name (one the caller reaches), else to the caller's first."""
+    if caller.workspaces is None:
+        return filters
+    chosen = filters.workspace_id or caller.workspaces[0]
+    if filters.without_workspace or not caller.reaches(chosen):
+        raise Problem("workspace_not_found", f"No workspace has the id {chosen!r}.")
+    return replace(filters, workspace_id=chosen)
+
+
+def _refused(error: ValueError) -> Problem:
     return Problem("invalid_request_body", str(error))
 
 
 def read_rows(ctx: ServerContext, call: Call) -> Answer:
     """The rows a console's list asks for, with their claims and the counts."""
-    body = _question(ctx, call, wire.ASKED_FIELDS)
+    caller, body = _question(ctx, call, wire.ASKED_FIELDS)
     try:
         asked = wire.asked_from(body)
     except wire.WireError as error:
         raise _refused(error) from None
     current = ctx.store.change_token()
     same = asked.unless_token is not None and wire.token_text(current) == asked.unless_token
-    asked = replace(asked, unless_token=current if same else None)
+    asked = replace(
+        asked, unless_token=current if same else None, filters=within_reach(caller, asked.filters)
+    )
     try:
         answer = rows.read_rows(
-            store=ctx.store, asked=asked, counts=rows.StatusCounts(), groups=rows.GroupCounts()
-        )
+            store=ctx.store, asked=asked, counts=rows.StatusCounts(), groups=rows.GroupCounts(),
+            wall=caller.wall,
+        )  # fmt: skip
     except (ValueError, OverflowError) as error:  # a time or a place no list has
         raise Problem("invalid_request_body", f"The question cannot be answered: {error}") from None
     body = wire.answer_json(answer)
@@ -54,9 +72,9 @@ def read_rows(ctx: ServerContext, call: Call) -> Answer:
 
 def count(ctx: ServerContext, call: Call) -> Answer:
     """How many sessions a filter lets through, or (``grouping``) its groups."""
-    body = _question(ctx, call, ("filters", "grouping", "descending"))
+    caller, body = _question(ctx, call, ("filters", "grouping", "descending"))
     try:
-        filters = wire.filter_from(body.get("filters"))
+        filters = within_reach(caller, wire.filter_from(body.get("filters")))
     except wire.WireError as error:
         raise _refused(error) from None
     grouping = body.get("grouping")
@@ -72,19 +90,34 @@ def count(ctx: ServerContext, call: Call) -> Answer:
 
 
 def count_selected(ctx: ServerContext, call: Call) -> Answer:
-    body = _question(ctx, call, ("selection",))
+    """How many sessions a selection holds (behind a wall: those it reaches)."""
+    caller, body = _question(ctx, call, ("selection",))
     try:
         selection = wire.selection_from(body.get("selection"))
     except wire.WireError as error:
         raise _refused(error) from None
+    if caller.workspaces is not None:
+        reached: set[str] = set()
+        for workspace in caller.workspaces:
+            reached |= rows.admitted_among(
+                store=ctx.store, filters=SessionFilter(workspace_id=workspace),
+                ids=sorted(selection.ids - reached),
+            )  # fmt: skip
+        selection = Selection(
+            ids=frozenset(reached),
+            by_filter=tuple(
+                FilterSelection(within_reach(caller, chosen.filters), chosen.excluded)
+                for chosen in selection.by_filter
+            ),
+        )
     return Answer(200, {"total": rows.count_marked(store=ctx.store, selection=selection)})
 
 
 def admitted(ctx: ServerContext, call: Call) -> Answer:
     """Which of ``ids`` a filter lets through, as the store decides it."""
-    body = _question(ctx, call, ("filters", "ids"))
+    caller, body = _question(ctx, call, ("filters", "ids"))
     try:
-        filters = wire.filter_from(body.get("filters"))
+        filters = within_reach(caller, wire.filter_from(body.get("filters")))
         ids = wire.ids_from(body.get("ids"))
     except wire.WireError as error:
         raise _refused(error) from None

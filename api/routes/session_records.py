@@ -19,6 +19,7 @@ from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes import actions, wire
 from roundtable_console.api.routes.sessions import listing
 from roundtable_console.store import service
+from roundtable_console.store.errors import InvalidCursor
 from roundtable_console.store.reads.overview import session_heartbeats
 from roundtable_console.store.reads.projections import PAGED, PROJECTIONS
 from roundtable_console.store.reads.sessions import get_session
@@ -117,13 +118,15 @@ def act_on_record(action: str) -> Callable[[ServerContext, Call, str], Answer]:
     return run
 
 
-# -- what the console shows of one session (callers bound to no workspace, for now: the rows
-# around a session are read as the store holds them) --------------------------------------
+# -- what the console shows of one session: of a session the caller reaches, and of the rows
+# around it those of its workspace (a caller bound to workspaces: ``Wall.around``) ----------
 
 
-def _every_workspace(ctx: ServerContext, call: Call, what: str) -> Caller:
+def _reached(ctx: ServerContext, call: Call, session_id: str) -> Caller:
+    """The caller, once it is seen to reach the session (one it may not reach: not found)."""
     caller = person(ctx, call)
-    caller.require_every_workspace(f"{what} is read for callers bound to no workspace")
+    with ctx.store.read() as db:
+        caller.wall.checked(get_session(db=db, session_id=session_id))
     return caller
 
 
@@ -138,27 +141,30 @@ def termination_impact(ctx: ServerContext, call: Call, session_id: str) -> Answe
 def projection(ctx: ServerContext, call: Call, session_id: str, name: str) -> Answer:
     """A page of one of the session's projections (logs, tool calls, claims, proposals), or
     its one record (metrics, environment), in the store's shape."""
-    _every_workspace(ctx, call, "a session's projections")
+    caller = person(ctx, call)
     if name not in PROJECTIONS:
         raise Problem("not_found", f"No projection is called {name!r}.")
-    if name not in PAGED:
-        record = service.read_projection(store=ctx.store, name=name, session_id=session_id)
-        return Answer(200, redact_output_value(record))
-    page = service.read_projection_page(
-        store=ctx.store, name=name, session_id=session_id,
-        limit=wire.limit(call.arg("limit")), cursor=wire.cursor(call.arg("cursor")),
-    )  # fmt: skip
+    read = PROJECTIONS[name]
+    with ctx.store.read() as db:
+        caller.wall.checked(get_session(db=db, session_id=session_id))
+        if name not in PAGED:
+            record = read(db=db, session_id=session_id, wall=caller.wall)
+            return Answer(200, redact_output_value(record))
+        try:
+            page = read(db=db, session_id=session_id, limit=wire.limit(call.arg("limit")),
+                        cursor=wire.cursor(call.arg("cursor")), wall=caller.wall)  # fmt: skip
+        except InvalidCursor:
+            raise Problem("invalid_cursor", "cursor is malformed") from None
     return Answer(200, wire.page(redact_output_value(page.items), page.next_cursor))
 
 
 def history_after(ctx: ServerContext, call: Call, session_id: str) -> Answer:
     """The session's history rows after ``after`` (from its start when not given)."""
-    _every_workspace(ctx, call, "a session's history")
     raw = call.arg("after")
     after = None if raw in (None, "") else whole_number(raw)
     if raw not in (None, "") and after is None:
         raise Problem("invalid_request", "after is a history row's id, a whole number.")
-    service.read_session(store=ctx.store, session_id=session_id)  # one that does not exist: 404
+    _reached(ctx, call, session_id)
     batch = service.read_log_after(store=ctx.store, session_id=session_id, last_id=after)
     return Answer(200, {"items": redact_output_value(batch.items), "last_id": batch.last_id,
                         "more_waiting": batch.more_waiting})  # fmt: skip
@@ -166,8 +172,7 @@ def history_after(ctx: ServerContext, call: Call, session_id: str) -> Answer:
 
 def heartbeats(ctx: ServerContext, call: Call, session_id: str) -> Answer:
     """How many heartbeats the session sent in each of the last hours, oldest first."""
-    _every_workspace(ctx, call, "a session's heartbeats")
-    service.read_session(store=ctx.store, session_id=session_id)
+    _reached(ctx, call, session_id)
     hours = session_heartbeats(store=ctx.store, session_id=session_id, now=ctx.clock())
     return Answer(200, {"hours": hours})
 

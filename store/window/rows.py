@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from roundtable_console.store.access.walls import OPEN, Wall
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.reads.claims import claim_counts
 from roundtable_console.store.reads.groups import (
@@ -164,17 +165,34 @@ def read_rows(
     asked: RowsAsked,
     counts: StatusCounts,
     groups: GroupCounts | None = None,
+    wall: Wall = OPEN,
 ) -> ReadResult | ClockMoved:
     """What ``asked.read`` asks for, in one snapshot. A place in the second half of the list is
     reached from its end when the length is known: from the status counts, else the length
-    counted apart. A store still at ``asked.unless_token`` is not read (see ``RowsAsked``)."""
+    counted apart. A store still at ``asked.unless_token`` is not read (see ``RowsAsked``).
+
+    Behind a ``wall`` (a server's caller bound to workspaces), the filters name one of its
+    workspaces, and nothing is counted beyond it: the counts by status are that workspace's,
+    the claims those held in it, and how many sessions need a human is not read."""
     read, filters, order, now = asked.read, asked.filters, asked.order, asked.now
+    workspace = filters.workspace_id if wall.bound else None
+    if wall.bound and (workspace is None or not wall.reaches(workspace)):
+        raise ValueError("a walled read names one of the caller's workspaces")
     token = store.change_token()  # before the snapshot: a commit in between reads once more
     if asked.unless_token is not None and token == asked.unless_token:
-        claims = recheck_claims(store=store, agent_ids=list(asked.live_claims), now=now)
+        claims = recheck_claims(
+            store=store, agent_ids=list(asked.live_claims), now=now, workspace_id=workspace
+        )
         return ClockMoved(read, claims)
     with store.read() as db:
-        by_status = counts.read(db=db, token=token)
+        if workspace is None:
+            by_status = counts.read(db=db, token=token)
+        else:
+            by_status = dict(
+                read_status_by_group(db=db, grouping="workspace", keys=[workspace]).get(
+                    workspace, {}
+                )
+            )
         total = countable_total(filters, by_status)
         rows: list[SessionFields]
         grouped = None
@@ -202,11 +220,14 @@ def read_rows(
                 cursor=session_cursor(read.edge, order),
             )
             rows = list(page.items)
-        claims = claim_counts(db=db, agent_ids=[s.agent_id for s in rows], now=now)
+        claims = claim_counts(
+            db=db, agent_ids=[s.agent_id for s in rows], now=now, workspace_id=workspace
+        )
         attention, moves_at = None, None
         # Counted with the view's reads and the refreshes, not the pages read ahead.
         if order.stale_before is not None and (read.refresh or read.kind == "at"):
-            attention = count_needing_attention(db=db, stale_before=order.stale_before)
+            if not wall.bound:  # counted over every workspace
+                attention = count_needing_attention(db=db, stale_before=order.stale_before)
             if order.column == "attention":
                 moves_at = _next_move(db, filters, order.stale_before, now)
     return ReadResult(read, rows, total, claims, by_status, token, attention, moves_at, grouped)
@@ -359,7 +380,9 @@ def admitted_among(*, store: Store, filters: SessionFilter, ids: list[str]) -> s
         return admitted_ids(db=db, filters=filters, ids=ids)
 
 
-def recheck_claims(*, store: Store, agent_ids: list[str], now: datetime) -> dict[str, ClaimCount]:
+def recheck_claims(
+    *, store: Store, agent_ids: list[str], now: datetime, workspace_id: str | None = None
+) -> dict[str, ClaimCount]:
     """The claim column alone: live claims expire with the clock, not only with the store."""
     with store.read() as db:
-        return claim_counts(db=db, agent_ids=agent_ids, now=now)
+        return claim_counts(db=db, agent_ids=agent_ids, now=now, workspace_id=workspace_id)
