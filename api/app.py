@@ -338,6 +338,9 @@ def _records(app: FastAPI) -> None:
                "claims or proposals, or its metrics or environment, in the store's shapes "
                "(roundtable sessions NAME --json's).",
                parameters=[schemas.LIMIT, schemas.OPTIONAL_CURSOR])  # fmt: skip
+    operation(app, "GET", one + "/briefing", record_ops.briefing, name="session_briefing",
+               summary="The session's resume briefing, its parts, and the plan that resumes "
+               "it (roundtable resume --json's).")  # fmt: skip
     operation(
         app,
         "GET",

@@ -5,7 +5,7 @@ actions, its agent's questions and the audit trail are the server's routes for p
 and its workspace routes. Who acts is the token's name: the server records it.
 
 What the console does not offer through a server yet is refused in words
-(``NotThroughServer``): the briefing, ``R``'s launches, bulk runs and the fleet overview."""
+(``NotThroughServer``): ``R``'s launches, bulk runs and the fleet overview."""
 
 from __future__ import annotations
 
@@ -138,7 +138,18 @@ class ServerConsole:
         return LogBatch(list(body["items"]), body.get("last_id"), bool(body.get("more_waiting")))
 
     def read_briefing(self, session_id: str) -> BriefingView:
-        raise _not_yet("show the resume briefing")
+        """The briefing and the plan the server makes (with the server's adapters)."""
+        from roundtable_console.store.resume.briefing import Briefing
+        from roundtable_console.store.resume.plan import ResumePlan
+        from roundtable_console.store.service import BriefingView
+
+        body = self.calls.get(_one(session_id, "briefing"))
+        plan = body["plan"]
+        return BriefingView(
+            briefing=Briefing.from_json(body["briefing"]),
+            plan=ResumePlan(bool(plan["resumable"]), [str(arg) for arg in plan["resume_argv"]],
+                            plan.get("reason")),  # fmt: skip
+        )
 
     def session_heartbeats(self, session_id: str) -> list[int]:
         return [int(n) for n in self.calls.get(_one(session_id, "heartbeats"))["hours"]]

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from roundtable_console.client.console_source import ServerConsole
 from roundtable_console.store import service
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import StoreError
@@ -134,17 +135,28 @@ async def test_terminate_reads_the_impact_through_the_server(team: Team) -> None
     assert service.read_session(store=team.store, session_id="s-one").status == "terminated"
 
 
-async def test_what_is_not_offered_through_a_server_yet_is_said(team: Team) -> None:
+async def test_the_briefing_is_the_servers_and_what_is_not_offered_yet_is_said(
+    team: Team,
+) -> None:
     app = team.console()
     async with app.run_test(size=(140, 30)) as pilot:
         await settle(pilot, 8)
         await press(pilot, "b")
         await settle(pilot, 8)
-        assert "does not show the resume briefing yet" in screen_text(app)
-        assert "[not_through_server]" in screen_text(app)
+        shown = screen_text(app)
+        assert "Resume briefing for s-one" in shown and "Required next action" in shown
+        await press(pilot, "escape", "space", "p")  # a mark, then pause on the marked
+        await settle(pilot, 8)
+        assert "Could not read the marked sessions: Through a server" in screen_text(app)
 
 
 def test_the_bad_days_are_one_sentence(team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
+    link = team.link()
+    with pytest.raises(StoreError) as not_yet:
+        ServerConsole(link.calls, 50).fleet_overview()
+    assert not_yet.value.code == "not_through_server"
+    assert "does not show the fleet's overview yet" in not_yet.value.message
+    link.close()
     with pytest.raises(StoreError, match="did not accept your token"):
         open_link(team.served.url, "rt_wrong")
     with pytest.raises(StoreError, match="needs a person's token"):

@@ -183,3 +183,13 @@ def me(ctx: ServerContext, call: Call) -> Answer:
     caller = ctx.caller(call)
     workspaces = None if caller.workspaces is None else list(caller.workspaces)
     return Answer(200, {"name": caller.name, "role": caller.role, "workspaces": workspaces})
+
+
+def briefing(ctx: ServerContext, call: Call, session_id: str) -> Answer:
+    """The session's resume briefing and the plan that resumes it (the server's adapters),
+    as ``roundtable resume --json`` reads them, with the briefing's parts."""
+    caller = person(ctx, call)
+    view = service.read_briefing(store=ctx.store, adapters=ctx.adapters, session_id=session_id,
+                                 clock=ctx.clock, wall=caller.wall)  # fmt: skip
+    parts = {**view.briefing.to_json(), "session": view.session.to_json()}
+    return Answer(200, {"briefing": redact_output_value(parts), "plan": view.plan.to_json()})

@@ -7,7 +7,7 @@ task bodies, review findings, votes, patches, test logs or memory results.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +84,23 @@ class Briefing:
             "next_action": self.next_action,
             "markdown": self.markdown,
         }
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> Briefing:
+        """A briefing a server sent: ``to_json``'s, with its whole session (``session``)."""
+        from roundtable_console.store.records import SessionRecord
+
+        task = body.get("task")
+        session: Any = SessionRecord.from_json(body["session"])
+        return cls(
+            session=session,
+            task=None if task is None else BriefingTask(**task),
+            claims=[ActiveClaim(**claim) for claim in body.get("claims", [])],
+            proposals=[BriefingProposal(**item) for item in body.get("proposals", [])],
+            decisions=[BriefingDecision(**item) for item in body.get("decisions", [])],
+            next_action=str(body["next_action"]),
+            markdown=str(body["markdown"]),
+        )
 
     def render(self, quote: Quote) -> str:
         """The same Markdown with every stored value passed through ``quote``."""
