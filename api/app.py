@@ -320,6 +320,10 @@ def _records(app: FastAPI) -> None:
     operation(app, "GET", API + "/me", record_ops.me, name="who_am_i",
                summary="Who the caller is: its name (the audit's actor), its role, its "
                "workspaces (null: every one).", model=schemas.Me)  # fmt: skip
+    operation(app, "GET", API + "/overview", record_ops.overview, name="fleet_overview",
+               summary="The fleet's overview: sessions by status, why they need a human, usage "
+               "by agent and run, sessions started by hour. For callers bound to no "
+               "workspace.")  # fmt: skip
     operation(app, "GET", API + "/requests", request_ops.pending, name="pending_requests",
                summary="The pending permission requests of every session the caller reaches, "
                "oldest first.")  # fmt: skip

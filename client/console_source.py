@@ -5,7 +5,7 @@ actions, its agent's questions and the audit trail are the server's routes for p
 and its workspace routes. Who acts is the token's name: the server records it.
 
 What the console does not offer through a server yet is refused in words
-(``NotThroughServer``): ``R``'s launches, bulk runs and the fleet overview."""
+(``NotThroughServer``): ``R``'s launches and bulk runs."""
 
 from __future__ import annotations
 
@@ -147,8 +147,11 @@ class ServerConsole:
         plan = body["plan"]
         return BriefingView(
             briefing=Briefing.from_json(body["briefing"]),
-            plan=ResumePlan(bool(plan["resumable"]), [str(arg) for arg in plan["resume_argv"]],
-                            plan.get("reason")),  # fmt: skip
+            plan=ResumePlan(
+                bool(plan["resumable"]),
+                [str(arg) for arg in plan["resume_argv"]],
+                plan.get("reason"),
+            ),  # fmt: skip
         )
 
     def session_heartbeats(self, session_id: str) -> list[int]:
@@ -262,7 +265,9 @@ class ServerConsole:
     # -- the fleet ----------------------------------------------------------------------------
 
     def fleet_overview(self) -> Overview:
-        raise _not_yet("show the fleet's overview")
+        from roundtable_console.store.reads.overview import overview_from
+
+        return overview_from(self.calls.get("/api/v1/overview"))
 
     def audit_page(self, cursor: str | None) -> Page[AuditEntry]:
         from roundtable_console.store.reads.audit import AuditEntry

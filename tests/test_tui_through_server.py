@@ -145,6 +145,9 @@ async def test_the_briefing_is_the_servers_and_what_is_not_offered_yet_is_said(
         await settle(pilot, 8)
         shown = screen_text(app)
         assert "Resume briefing for s-one" in shown and "Required next action" in shown
+        await press(pilot, "escape", "O")  # the fleet's overview, counted by the server
+        await settle(pilot, 8)
+        assert "3 sessions" in screen_text(app) and "active" in screen_text(app)
         await press(pilot, "escape", "space", "p")  # a mark, then pause on the marked
         await settle(pilot, 8)
         assert "Could not read the marked sessions: Through a server" in screen_text(app)
@@ -153,9 +156,9 @@ async def test_the_briefing_is_the_servers_and_what_is_not_offered_yet_is_said(
 def test_the_bad_days_are_one_sentence(team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
     link = team.link()
     with pytest.raises(StoreError) as not_yet:
-        ServerConsole(link.calls, 50).fleet_overview()
+        ServerConsole(link.calls, 50).read_launch_anywhere("s-one")
     assert not_yet.value.code == "not_through_server"
-    assert "does not show the fleet's overview yet" in not_yet.value.message
+    assert "does not start an agent with R yet" in not_yet.value.message
     link.close()
     with pytest.raises(StoreError, match="did not accept your token"):
         open_link(team.served.url, "rt_wrong")

@@ -12,6 +12,7 @@ agent's token is refused (its routes are the reference's), a host's is refused e
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
@@ -20,7 +21,7 @@ from roundtable_console.api.routes import actions, wire
 from roundtable_console.api.routes.sessions import listing
 from roundtable_console.store import service
 from roundtable_console.store.errors import InvalidCursor
-from roundtable_console.store.reads.overview import session_heartbeats
+from roundtable_console.store.reads.overview import overview_json, read_overview, session_heartbeats
 from roundtable_console.store.reads.projections import PAGED, PROJECTIONS
 from roundtable_console.store.reads.sessions import get_session
 from roundtable_console.store.safety.credentials import redact_output_value
@@ -193,3 +194,14 @@ def briefing(ctx: ServerContext, call: Call, session_id: str) -> Answer:
                                  clock=ctx.clock, wall=caller.wall)  # fmt: skip
     parts = {**view.briefing.to_json(), "session": view.session.to_json()}
     return Answer(200, {"briefing": redact_output_value(parts), "plan": view.plan.to_json()})
+
+
+def overview(ctx: ServerContext, call: Call) -> Answer:
+    """The fleet's overview (the console's O, the web's page): it counts every workspace."""
+    person(ctx, call).require_every_workspace("the overview counts every workspace")
+    now = ctx.clock()
+    with ctx.store.read() as db:
+        found = read_overview(
+            db=db, now=now, stale_after=timedelta(seconds=ctx.stale_after_seconds)
+        )
+    return Answer(200, redact_output_value(overview_json(found)))

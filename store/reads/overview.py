@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
@@ -341,3 +341,41 @@ def session_heartbeats(*, store: Store, session_id: str, now: datetime) -> list[
     """``heartbeats_per_hour`` in a read transaction of its own."""
     with store.read() as db:
         return heartbeats_per_hour(db=db, session_id=session_id, now=now)
+
+
+def overview_json(overview: Overview) -> dict[str, Any]:
+    """The overview as a server sends it (``overview_from`` reads it back)."""
+    return {
+        "at": format_ts(overview.at),
+        "statuses": dict(overview.statuses),
+        "attention": [asdict(count) for count in overview.attention],
+        "usage": [asdict(bars) for bars in overview.usage.values()],
+        "started": list(overview.started),
+    }
+
+
+def overview_from(body: Mapping[str, Any]) -> Overview:
+    """An overview a server sent (``overview_json``'s)."""
+
+    def total(value: Mapping[str, Any]) -> UsageTotal:
+        return UsageTotal(**value)
+
+    usage: dict[tuple[Grouping, Measure], UsageBars] = {}
+    for value in body.get("usage", []):
+        bars = UsageBars(
+            grouping=value["grouping"], measure=value["measure"],
+            leaders=[total(leader) for leader in value["leaders"]],
+            rest=None if value.get("rest") is None else total(value["rest"]),
+            total=total(value["total"]),
+        )  # fmt: skip
+        usage[(bars.grouping, bars.measure)] = bars
+    at = parse_ts(str(body["at"]))
+    if at is None:
+        raise ValueError("an overview's time is a UTC time")
+    return Overview(
+        at=at,
+        statuses={str(status): int(count) for status, count in body["statuses"].items()},
+        attention=[AttentionCount(**count) for count in body.get("attention", [])],
+        usage=usage,
+        started=[int(count) for count in body.get("started", [])],
+    )
