@@ -29,6 +29,7 @@ from roundtable_console.api.problems import MEDIA_TYPE, STATUSES, Problem
 from roundtable_console.api.routes import actions as action_ops
 from roundtable_console.api.routes import audit as audit_ops
 from roundtable_console.api.routes import bodies, hook_waits, schemas, wire
+from roundtable_console.api.routes import bulk_runs as bulk_ops
 from roundtable_console.api.routes import console_reads as console_ops
 from roundtable_console.api.routes import details as detail_ops
 from roundtable_console.api.routes import replies as reply_ops
@@ -393,10 +394,19 @@ def _console(app: FastAPI) -> None:
          "How many sessions a selection (ids, and filters less those excluded) holds."),
         ("admitted", console_ops.admitted, "console_admitted",
          "Which of the ids a filter lets through."),
+        ("bulk-plan", console_ops.bulk_plan, "console_bulk_plan",
+         "What a lifecycle action would do to each session of a selection, under the run's "
+         "key (an operator's; nothing is written)."),
     ):  # fmt: skip
         operation(app, "POST", f"{API}/console/{path}", operation_of, name=name,
                    summary=summary + " A read; a caller bound to workspaces reads one of them.",
                    body=question, body_required=True)  # fmt: skip
+    operation(app, "POST", f"{API}/bulk/{{action}}", bulk_ops.run, name="bulk_run",
+               summary="A lifecycle action on every session of a selection (the console's "
+               "marks), each alone under the lifecycle rules, as the caller (an operator's; the "
+               "Idempotency-Key is the run's: a retry replays what was done).", errors=(409,),
+               parameters=[schemas.idempotency(True)], body=question,
+               body_required=True)  # fmt: skip
 
 
 def capabilities(ctx: ServerContext, call: Call) -> Answer:

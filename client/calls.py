@@ -72,9 +72,17 @@ class ServerCalls:
             return self._answer(self._send("GET", path, params=params)).json()
 
     def post(
-        self, path: str, *, body: Mapping[str, Any] | None = None, headers: Mapping[str, str]
+        self,
+        path: str,
+        *,
+        body: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str],
+        timeout: float | None = None,
     ) -> httpx.Response:
-        return self._answer(self._send("POST", path, json=body, headers=dict(headers)))
+        """``timeout``: how long this call may take, when longer than any other's (a run on
+        many sessions)."""
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        return self._answer(self._send("POST", path, json=body, headers=dict(headers), **extra))
 
     def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
         """The answer, read whole up to ``MAX_ANSWER_BYTES`` (a server's word is not taken for

@@ -5,7 +5,7 @@ actions, its agent's questions and the audit trail are the server's routes for p
 and its workspace routes. Who acts is the token's name: the server records it.
 
 What the console does not offer through a server yet is refused in words
-(``NotThroughServer``): ``R``'s launches and bulk runs."""
+(``NotThroughServer``): ``R``'s launches."""
 
 from __future__ import annotations
 
@@ -32,12 +32,17 @@ if TYPE_CHECKING:
     from roundtable_console.store.window.layout import Groups
     from roundtable_console.store.window.questions import ClockMoved, ReadResult, RowsAsked
     from roundtable_console.store.window.rows import GroupCounts, StatusCounts
+    from roundtable_console.store.writes.bulk import BulkItem
+    from roundtable_console.store.writes.bulk_plan import BulkPlan
+    from roundtable_console.store.writes.bulk_run import BulkOutcome
     from roundtable_console.store.writes.lifecycle_outcomes import (
         ActionOutcome,
         TerminationImpact,
     )
 
 CONSOLE = "/api/v1/console"
+# How long a run on many sessions may take (each is its own short transaction on the server).
+BULK_SECONDS = 600.0
 
 
 class NotThroughServer(StoreError):
@@ -202,14 +207,39 @@ class ServerConsole:
 
     # -- many sessions ------------------------------------------------------------------------
 
-    def plan_bulk_action(self, action: str, selection: Selection, **_options: Any) -> Any:
-        raise _not_yet("act on the marked sessions together")
+    def plan_bulk_action(
+        self, action: str, selection: Selection, *, run_key: str, impact_details: str | None = None
+    ) -> BulkPlan:
+        from roundtable_console.store.writes.bulk_wire import plan_from
+
+        body = {"action": action, "selection": wire.selection_json(selection),
+                "run_key": run_key, "impact_details": impact_details}  # fmt: skip
+        return plan_from(self._ask("bulk-plan", body))
 
     def run_bulk_action(
-        self, action: str, selection: Selection, *, progress: Callable[[int, int], None],
-        **_options: Any,
-    ) -> Any:  # fmt: skip
-        raise _not_yet("act on the marked sessions together")
+        self,
+        action: str,
+        selection: Selection,
+        *,
+        run_key: str,
+        impact_details: str | None,
+        progress: Callable[[int, int], None],
+        cancelled: Callable[[], bool],
+        on_items: Callable[[Sequence[BulkItem]], None],
+    ) -> BulkOutcome:
+        """One request runs the whole action on the server: its progress is told at its end,
+        and it cannot be stopped midway (a retry under the same key does the rest)."""
+        from roundtable_console.store.writes.bulk_wire import outcome_from
+
+        body = {"selection": wire.selection_json(selection), "impact_details": impact_details}
+        answer = self.calls.post(
+            f"/api/v1/bulk/{quote(action, safe='')}", body=body,
+            headers={"Idempotency-Key": run_key}, timeout=BULK_SECONDS,
+        )  # fmt: skip
+        outcome = outcome_from(answer.json(), run_key)
+        progress(outcome.tally.total, outcome.total)
+        on_items(outcome.tally.items)
+        return outcome
 
     # -- the agents' questions ----------------------------------------------------------------
 

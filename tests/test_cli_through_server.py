@@ -347,3 +347,30 @@ def test_a_bound_tokens_console_reads_count_nothing_beyond_its_workspace(store: 
         assert total.json() == {"total": 1}
         claims = site.client.get("/api/v1/sessions/a-0/projections/claims", headers=bound)
         assert claims.status_code == 404  # another workspace's session answers as none
+
+
+def test_a_run_on_many_sessions_is_an_operators_within_its_reach_once(store: Store) -> None:
+    made = tokens(store)
+    with web(store) as site:
+        for session_id in ("a-1", "a-2"):
+            register(store, session_id)
+        register(store, "b-1", workspace=OTHER_WORKSPACE)
+        chosen = {"selection": {"ids": ["a-1", "a-2", "b-1"]}}
+        plan = {**chosen, "action": "pause", "run_key": "run-1"}
+        key = {"Idempotency-Key": "run-1"}
+        as_viewer = {"Authorization": f"Bearer {made['viewer']}"}
+        for path, body in (("/api/v1/console/bulk-plan", plan), ("/api/v1/bulk/pause", chosen)):
+            refused = site.client.post(path, json=body, headers={**as_viewer, **key})
+            assert (refused.status_code, refused.json()["code"]) == (403, "forbidden")
+        bound = {"Authorization": f"Bearer {made['bound']}"}
+        keyless = site.client.post("/api/v1/bulk/pause", json=chosen, headers=bound)
+        assert (keyless.status_code, keyless.json()["code"]) == (400, "idempotency_key_required")
+        planned = site.client.post("/api/v1/console/bulk-plan", json=plan, headers=bound).json()
+        assert planned["tally"]["counts"] == {"done": 1, "skipped": 0, "failed": 0}
+        ran = site.client.post("/api/v1/bulk/pause", json=chosen, headers={**bound, **key})
+        assert ran.json()["tally"]["counts"] == {"done": 1, "skipped": 0, "failed": 0}
+        again = site.client.post("/api/v1/bulk/pause", json=chosen, headers={**bound, **key})
+        assert [i["code"] for i in again.json()["tally"]["items"]] == ["replayed"]
+    statuses = {sid: service.read_session(store=store, session_id=sid).status
+                for sid in ("a-1", "a-2", "b-1")}  # fmt: skip
+    assert statuses == {"a-1": "active", "a-2": "active", "b-1": "paused"}

@@ -135,7 +135,7 @@ async def test_terminate_reads_the_impact_through_the_server(team: Team) -> None
     assert service.read_session(store=team.store, session_id="s-one").status == "terminated"
 
 
-async def test_the_briefing_is_the_servers_and_what_is_not_offered_yet_is_said(
+async def test_the_briefing_the_overview_and_a_run_on_marked_sessions(
     team: Team,
 ) -> None:
     app = team.console()
@@ -148,9 +148,17 @@ async def test_the_briefing_is_the_servers_and_what_is_not_offered_yet_is_said(
         await press(pilot, "escape", "O")  # the fleet's overview, counted by the server
         await settle(pilot, 8)
         assert "3 sessions" in screen_text(app) and "active" in screen_text(app)
-        await press(pilot, "escape", "space", "p")  # a mark, then pause on the marked
+        await press(pilot, "escape", "space", "down", "space", "p")  # two marked, then pause
         await settle(pilot, 8)
-        assert "Could not read the marked sessions: Through a server" in screen_text(app)
+        assert "Pause applies to 2 of the 2 marked sessions" in screen_text(app)
+        await press(pilot, "y")
+        await settle(pilot, 8)
+    statuses = {sid: service.read_session(store=team.store, session_id=sid).status
+                for sid in ("s-one", "s-two", "s-three")}  # fmt: skip
+    assert statuses == {"s-one": "paused", "s-two": "paused", "s-three": "active"}
+    with team.store.read() as db:
+        actors = {entry.actor for entry in audit_page(db=db, limit=5).items}
+    assert actors == {"olivia"}  # each session's action is the token's
 
 
 def test_the_bad_days_are_one_sentence(team: Team, monkeypatch: pytest.MonkeyPatch) -> None:

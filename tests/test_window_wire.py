@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from roundtable_console.store.errors import DatabaseUnavailable
+from roundtable_console.store.reads.claims import ActiveClaim
 from roundtable_console.store.reads.listing import (
     FilterSelection,
     Selection,
@@ -27,6 +29,10 @@ from roundtable_console.store.window.questions import (
     ReadResult,
     RowsAsked,
 )
+from roundtable_console.store.writes import bulk_wire
+from roundtable_console.store.writes.bulk import BulkItem, Tally
+from roundtable_console.store.writes.bulk_plan import BulkPlan
+from roundtable_console.store.writes.bulk_run import BulkOutcome
 
 NOW = datetime(2026, 12, 7, 10, 0, tzinfo=UTC)
 
@@ -125,3 +131,21 @@ def test_a_malformed_question_is_refused_in_words(change: Any, said: str) -> Non
     change(question)
     with pytest.raises(wire.WireError, match=said):
         wire.asked_from(question)
+
+
+def test_a_bulk_preview_and_outcome_come_back_the_same() -> None:
+    tally = Tally(keep=2)
+    for item in (BulkItem("s1", "done", None, "paused"),
+                 BulkItem("s2", "skipped", "illegal_session_transition", "already paused"),
+                 BulkItem("s3", "done", "replayed", "replayed")):  # fmt: skip
+        tally.add(item)
+    claim = ActiveClaim("c1", "src/app.py", "task-1", "edit", "2099-01-01T00:00:00Z", False)
+    plan = BulkPlan("terminate", tally, {"agent-1": (claim,)})
+    back = bulk_wire.plan_from(through(bulk_wire.plan_json(plan)))
+    assert back.claims == plan.claims and back.requires_impact_details
+    assert back.tally.items == tally.items and back.tally.counts == tally.counts
+    assert back.tally.by_reason("skipped") == [("already paused", 1)]
+    stopped = BulkOutcome("pause", "run-1", 9, tally, error=DatabaseUnavailable("gone."))
+    outcome = bulk_wire.outcome_from(through(bulk_wire.outcome_json(stopped)), "run-1")
+    assert (outcome.total, outcome.tally.total, outcome.complete) == (9, 3, False)
+    assert isinstance(outcome.error, DatabaseUnavailable) and outcome.error.message == "gone."

@@ -9,6 +9,7 @@ its first; nothing is counted beyond it (``read_rows``'s wall)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -19,7 +20,11 @@ from roundtable_console.api.routes.bodies import decoded_object
 from roundtable_console.api.routes.session_records import person
 from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
 from roundtable_console.store.safety.credentials import redact_output_value
+from roundtable_console.store.validation import has_control_characters
 from roundtable_console.store.window import rows, wire
+from roundtable_console.store.writes.bulk_plan import PREVIEW_ITEMS, plan_bulk
+from roundtable_console.store.writes.bulk_wire import plan_json
+from roundtable_console.store.writes.lifecycle import ACTIONS
 
 
 def _question(
@@ -89,28 +94,71 @@ def count(ctx: ServerContext, call: Call) -> Answer:
     return Answer(200, {"groups": wire.groups_json(groups)})
 
 
+def selection_within_reach(ctx: ServerContext, caller: Caller, body: Any) -> Selection:
+    """A selection the console sent, as the caller may act on it: behind a wall, its ids those
+    of sessions it reaches, its filters narrowed as ``within_reach`` narrows them (so nothing
+    beyond its workspaces is counted, planned or judged)."""
+    try:
+        selection = wire.selection_from(body)
+    except wire.WireError as error:
+        raise _refused(error) from None
+    if caller.workspaces is None:
+        return selection
+    reached: set[str] = set()
+    for workspace in caller.workspaces:
+        reached |= rows.admitted_among(
+            store=ctx.store, filters=SessionFilter(workspace_id=workspace),
+            ids=sorted(selection.ids - reached),
+        )  # fmt: skip
+    return Selection(
+        ids=frozenset(reached),
+        by_filter=tuple(
+            FilterSelection(within_reach(caller, chosen.filters), chosen.excluded)
+            for chosen in selection.by_filter
+        ),
+    )
+
+
 def count_selected(ctx: ServerContext, call: Call) -> Answer:
     """How many sessions a selection holds (behind a wall: those it reaches)."""
     caller, body = _question(ctx, call, ("selection",))
-    try:
-        selection = wire.selection_from(body.get("selection"))
-    except wire.WireError as error:
-        raise _refused(error) from None
-    if caller.workspaces is not None:
-        reached: set[str] = set()
-        for workspace in caller.workspaces:
-            reached |= rows.admitted_among(
-                store=ctx.store, filters=SessionFilter(workspace_id=workspace),
-                ids=sorted(selection.ids - reached),
-            )  # fmt: skip
-        selection = Selection(
-            ids=frozenset(reached),
-            by_filter=tuple(
-                FilterSelection(within_reach(caller, chosen.filters), chosen.excluded)
-                for chosen in selection.by_filter
-            ),
-        )
+    selection = selection_within_reach(ctx, caller, body.get("selection"))
     return Answer(200, {"total": rows.count_marked(store=ctx.store, selection=selection)})
+
+
+def bulk_plan(ctx: ServerContext, call: Call) -> Answer:
+    """What a lifecycle action would do to each selected session now (the console's bulk
+    dialog's preview), under the run's key: a session the run already did is a replay."""
+    caller, body = _question(ctx, call, ("action", "selection", "impact_details", "run_key"))
+    caller.require_human()
+    action = bulk_action(body.get("action"))
+    selection = selection_within_reach(ctx, caller, body.get("selection"))
+    impact = body.get("impact_details")
+    if impact is not None and not isinstance(impact, str):
+        raise Problem("invalid_request_body", "impact_details is text, or null.")
+    plan = plan_bulk(
+        store=ctx.store, action=action, selection=selection, impact_details=impact,
+        run_key=bound_run_key(caller, body.get("run_key")), clock=ctx.clock,
+        keep=PREVIEW_ITEMS, wall=caller.wall,
+    )  # fmt: skip
+    return Answer(200, redact_output_value(plan_json(plan)))
+
+
+def bulk_action(action: Any) -> str:
+    if action not in ACTIONS:
+        raise Problem("invalid_request_body", f"action is one of {', '.join(sorted(ACTIONS))}.")
+    return str(action)
+
+
+def bound_run_key(caller: Caller, key: Any) -> str:
+    """A bulk run's key, bound to the caller: another's run with the same key is another run."""
+    if not isinstance(key, str) or not 0 < len(key) <= 128 or has_control_characters(key):
+        raise Problem(
+            "idempotency_key_required",
+            "An action on many sessions needs a run key (1 to 128 printable characters), so "
+            "a retry never applies twice.",
+        )
+    return json.dumps(["console", caller.name, key])
 
 
 def admitted(ctx: ServerContext, call: Call) -> Answer:
