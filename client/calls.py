@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from roundtable_console.store.errors import StoreError
+from roundtable_console.store.errors import ServerUnavailable, StoreError
 
 T = TypeVar("T")
 # How long one call waits for the server (connecting, then each read).
@@ -30,10 +30,6 @@ class ServerRefused(StoreError):
         super().__init__(message)
         self.code = code
         self.status = status
-
-
-class ServerUnavailable(StoreError):
-    code = "server_unavailable"
 
 
 def new_client(server: str, token: str, timeout: httpx.Timeout | float) -> httpx.Client:

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from roundtable_console.client.calls import ServerCalls, checked_answers
 from roundtable_console.client.server_source import SESSIONS
-from roundtable_console.store.errors import StoreError
+from roundtable_console.store.errors import NotThroughServer
 from roundtable_console.store.reads.paging import Page
 from roundtable_console.store.records import SessionFields, SessionRecord
 from roundtable_console.store.window import wire
@@ -43,10 +43,6 @@ if TYPE_CHECKING:
 CONSOLE = "/api/v1/console"
 # How long a run on many sessions may take (each is its own short transaction on the server).
 BULK_SECONDS = 600.0
-
-
-class NotThroughServer(StoreError):
-    code = "not_through_server"
 
 
 def _not_yet(what: str) -> NotThroughServer:

@@ -112,3 +112,10 @@ InvalidHost = _error(
 HostUnavailable = _error(
     "host_unavailable", "The session's host is offline, or did not answer in time."
 )
+# A client of the server (the command line and the console through roundtable serve).
+ServerUnavailable = _error(
+    "server_unavailable", "roundtable serve did not answer, or answered with something else."
+)
+NotThroughServer = _error(
+    "not_through_server", "What the console does not do through a server yet."
+)

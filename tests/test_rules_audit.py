@@ -640,7 +640,6 @@ SERVER_CODES = frozenset(
 
 
 def test_the_error_codes_are_designs_list_and_the_stores() -> None:
-    import roundtable_console.client.console_source  # noqa: F401 - its refusal is one of these
     from roundtable_console.client.calls import ServerRefused
 
     # A refusal of the server's carries the server's own code, one of these.
