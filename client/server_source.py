@@ -84,6 +84,18 @@ class ServerSource:
         replayed = answer.headers.get("idempotent-replayed") == "true"
         return ActionOutcome.from_json(answer.json(), replayed=replayed)
 
+    def projection(self, name: str, session_id: str) -> dict[str, Any]:
+        return dict(self.calls.get(_session_path(session_id, "projections", name)))
+
+    def projection_page(
+        self, name: str, session_id: str, limit: int | None, cursor: str | None
+    ) -> Page[dict[str, Any]]:
+        params = {"cursor": cursor or ""}
+        if limit is not None:
+            params["limit"] = str(limit)
+        body = self.calls.get(_session_path(session_id, "projections", name), params)
+        return Page(list(body["items"]), body.get("next_cursor"))
+
     def audit(
         self, filters: AuditFilter, limit: int | None, cursor: str | None
     ) -> Page[Mapping[str, Any]]:

@@ -45,6 +45,14 @@ class SessionSource(Protocol):
         self, filters: AuditFilter, limit: int | None, cursor: str | None
     ) -> Page[Mapping[str, Any]]: ...
 
+    def projection(self, name: str, session_id: str) -> dict[str, Any]:
+        """One of a session's projections that are one record (metrics, environment)."""
+
+    def projection_page(
+        self, name: str, session_id: str, limit: int | None, cursor: str | None
+    ) -> Page[dict[str, Any]]:
+        """A page of one of a session's paged projections (logs, tool-calls, claims, …)."""
+
 
 class StoreSource:
     """The store itself: each read in one snapshot, each action the service layer's, as
@@ -95,3 +103,17 @@ class StoreSource:
         with self.store.read() as db:
             page = audit_page(db=db, filters=filters, limit=limit, cursor=cursor)
         return Page([entry.to_json() for entry in page.items], page.next_cursor)
+
+    def projection(self, name: str, session_id: str) -> dict[str, Any]:
+        from roundtable_console.store.service import read_projection
+
+        return read_projection(store=self.store, name=name, session_id=session_id)
+
+    def projection_page(
+        self, name: str, session_id: str, limit: int | None, cursor: str | None
+    ) -> Page[dict[str, Any]]:
+        from roundtable_console.store.service import read_projection_page
+
+        return read_projection_page(
+            store=self.store, name=name, session_id=session_id, limit=limit, cursor=cursor
+        )

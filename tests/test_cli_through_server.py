@@ -97,6 +97,9 @@ def test_reads_print_what_the_store_prints(team: Team) -> None:
         ("sessions", "list", "--sort", "attention", "--limit", "2"),
         ("sessions", "list", "--agent", "agent-1", "--status", "active"),
         ("sessions", "show", "--session", "a-two"),
+        ("sessions", "logs", "--session", "a-two", "--limit", "2"),
+        ("sessions", "claims", "--session", "a-two"),
+        ("sessions", "metrics", "--session", "a-two"),
         ("audit",),
     ):
         through = team.json(*args, role="viewer")
@@ -201,10 +204,10 @@ def test_bad_days_are_one_sentence(team: Team, monkeypatch: pytest.MonkeyPatch) 
     clear = CliRunner().invoke(cli, ["audit", "--server", "http://example.com"], obj=CliState())
     assert clear.exit_code == 2 and "clear text" in clear.stderr
     store_only = CliRunner().invoke(
-        cli, ["sessions", "--server", team.served.url, "logs", "--session", "a-one"],
+        cli, ["sessions", "--server", team.served.url, "end", "--session", "a-one"],
         obj=CliState(),
     )  # fmt: skip
-    assert store_only.exit_code == 2 and "logs reads or writes a store" in store_only.stderr
+    assert store_only.exit_code == 2 and "end reads or writes a store" in store_only.stderr
     both = team.run("sessions", "list", "--db", team.url)
     assert both.exit_code == 2 and "both given" in both.stderr
     # Too many failed sign-ins from this address: told to wait, in words.

@@ -17,7 +17,6 @@ from roundtable_console.tui.cli.invocation import (
     Invocation,
     common_options,
     resolve_invocation,
-    with_invocation,
     with_source_invocation,
 )
 from roundtable_console.tui.cli.options import (
@@ -40,7 +39,8 @@ if TYPE_CHECKING:
 _GROUP_FILTERS = "roundtable.group_filters"
 SESSION_COLUMNS = ("id", "agent", "status", "adapter", "resume command")
 # The subcommands a person may run through roundtable serve (--server).
-THROUGH_SERVER = ("list", "show", "pause", "stop", "resume", "terminate")
+THROUGH_SERVER = ("list", "show", "pause", "stop", "resume", "terminate",
+                  *PAGED_PROJECTIONS, *UNPAGED_PROJECTIONS)  # fmt: skip
 
 
 @click.group(
@@ -161,7 +161,7 @@ def _projection_command(name: str, *, paged: bool) -> None:
         else:
             _show_projection_record(inv, name, checked_session_id(session_id))
 
-    decorated = with_invocation(command)
+    decorated = with_source_invocation(command)
     if paged:
         decorated = page_options(decorated)
     decorated = session_option(decorated)
@@ -171,10 +171,8 @@ def _projection_command(name: str, *, paged: bool) -> None:
 
 
 def _show_projection_record(inv: Invocation, name: str, session_id: str) -> None:
-    from roundtable_console.store.service import read_projection
-
-    with inv.store() as store:
-        result = read_projection(store=store, name=name, session_id=session_id)
+    with inv.source() as source:
+        result = source.projection(name, session_id)
     if inv.json_mode:
         output.emit_json(result)
     else:
@@ -184,14 +182,10 @@ def _show_projection_record(inv: Invocation, name: str, session_id: str) -> None
 def _show_projection_pages(
     inv: Invocation, name: str, session_id: str, *, limit: int | None, cursor: str | None
 ) -> None:
-    from roundtable_console.store.service import read_projection_page
-
-    with inv.store() as store:
+    with inv.source() as source:
 
         def fetch(size: int | None, after: str | None) -> Page[dict[str, Any]]:
-            return read_projection_page(
-                store=store, name=name, session_id=session_id, limit=size, cursor=after
-            )
+            return source.projection_page(name, session_id, size, after)
 
         pages = pages_to_print(
             fetch, json_mode=inv.json_mode, limit=limit, cursor=cursor, what=name
