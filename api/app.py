@@ -327,7 +327,15 @@ def _records(app: FastAPI) -> None:
                "workspace.")  # fmt: skip
     operation(app, "GET", API + "/requests", request_ops.pending, name="pending_requests",
                summary="The pending permission requests of every session the caller reaches, "
-               "oldest first.")  # fmt: skip
+               "oldest first (session: of one; all: every state, newest first).",
+               parameters=[ALL_STATES, schemas.text_query("session", "Of this session only.",
+                                                          schemas.PRINTABLE_NAME)])  # fmt: skip
+    operation(app, "POST", API + "/requests/{request_id}/decision", request_ops.decide_by_id,
+               name="decide_request_by_id",
+               summary="Allow or deny a permission request by its id alone (an operator's; an "
+               "Idempotency-Key is required; one decided, expired or withdrawn answers 409).",
+               errors=(409,), parameters=[schemas.idempotency(True)],
+               body=DECISION_BODY, body_required=True)  # fmt: skip
     one = RECORDS + "/{session_id}"
     operation(
         app,

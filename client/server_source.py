@@ -16,6 +16,7 @@ from roundtable_console.store.records import SessionFields, SessionRecord
 if TYPE_CHECKING:
     from roundtable_console.store.reads.audit import AuditFilter
     from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
+    from roundtable_console.store.requests.records import PermissionRequestRecord
     from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
 
 SESSIONS = "/api/v1/sessions"
@@ -83,6 +84,33 @@ class ServerSource:
 
         replayed = answer.headers.get("idempotent-replayed") == "true"
         return ActionOutcome.from_json(answer.json(), replayed=replayed)
+
+    def requests(self, session_id: str | None, everything: bool) -> list[PermissionRequestRecord]:
+        from roundtable_console.store.requests.records import PermissionRequestRecord
+
+        params = {"session": session_id or "", "all": "true" if everything else "false"}
+        body = self.calls.get("/api/v1/requests", params)
+        return [PermissionRequestRecord.from_json(item) for item in body["items"]]
+
+    def decide(
+        self,
+        request_id: str,
+        decision: str,
+        message: str | None,
+        suggestion: int | None,
+        hidden_seen: bool,
+    ) -> PermissionRequestRecord:
+        import secrets
+
+        from roundtable_console.store.requests.records import PermissionRequestRecord
+
+        body = {"decision": decision, "message": message, "suggestion": suggestion,
+                "despite_hidden": hidden_seen}  # fmt: skip
+        path = f"/api/v1/requests/{quote(request_id, safe='')}/decision"
+        headers = {"Idempotency-Key": f"decide-{secrets.token_urlsafe(12)}"}
+        return PermissionRequestRecord.from_json(
+            self.calls.post(path, body=body, headers=headers).json()
+        )
 
     def projection(self, name: str, session_id: str) -> dict[str, Any]:
         return dict(self.calls.get(_session_path(session_id, "projections", name)))

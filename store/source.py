@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # a read loads none of the actions' code (tests/test_cli_star
     from roundtable_console.store.reads.audit import AuditFilter
     from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
     from roundtable_console.store.records import SessionFields
+    from roundtable_console.store.requests.records import PermissionRequestRecord
     from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
 
 
@@ -47,6 +48,19 @@ class SessionSource(Protocol):
 
     def projection(self, name: str, session_id: str) -> dict[str, Any]:
         """One of a session's projections that are one record (metrics, environment)."""
+
+    def requests(self, session_id: str | None, everything: bool) -> list[PermissionRequestRecord]:
+        """Pending permission requests (of one session, or every one), oldest first; with
+        ``everything``, every state, newest first."""
+
+    def decide(
+        self,
+        request_id: str,
+        decision: str,
+        message: str | None,
+        suggestion: int | None,
+        hidden_seen: bool,
+    ) -> PermissionRequestRecord: ...
 
     def projection_page(
         self, name: str, session_id: str, limit: int | None, cursor: str | None
@@ -103,6 +117,28 @@ class StoreSource:
         with self.store.read() as db:
             page = audit_page(db=db, filters=filters, limit=limit, cursor=cursor)
         return Page([entry.to_json() for entry in page.items], page.next_cursor)
+
+    def requests(self, session_id: str | None, everything: bool) -> list[PermissionRequestRecord]:
+        from roundtable_console.store.requests.reads import list_requests
+
+        return list_requests(
+            store=self.store, session_id=session_id, everything=everything, clock=self.clock
+        )
+
+    def decide(
+        self,
+        request_id: str,
+        decision: str,
+        message: str | None,
+        suggestion: int | None,
+        hidden_seen: bool,
+    ) -> PermissionRequestRecord:
+        from roundtable_console.store.requests.deciding import decide_request
+
+        return decide_request(
+            store=self.store, request_id=request_id, decision=decision, actor=self.actor,
+            message=message, suggestion=suggestion, hidden_seen=hidden_seen, clock=self.clock,
+        )  # fmt: skip
 
     def projection(self, name: str, session_id: str) -> dict[str, Any]:
         from roundtable_console.store.service import read_projection

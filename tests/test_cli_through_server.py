@@ -377,3 +377,23 @@ def test_a_run_on_many_sessions_is_an_operators_within_its_reach_once(store: Sto
     statuses = {sid: service.read_session(store=store, session_id=sid).status
                 for sid in ("a-1", "a-2", "b-1")}  # fmt: skip
     assert statuses == {"a-1": "active", "a-2": "active", "b-1": "paused"}
+
+
+def test_requests_are_listed_and_answered_through_the_server(team: Team) -> None:
+    seed_request(team.url, "req-1", "a-two")
+    seed_request(team.url, "req-2", "b-one", asked_at="2026-09-17T11:00:00.000000Z")
+    through = team.json("requests", role="viewer")
+    assert [item["id"] for item in through["items"]] == ["req-1", "req-2"]
+    assert through == team.json("requests", server=False)
+    one = team.json("requests", "--session", "b-one", role="viewer")
+    assert [item["id"] for item in one["items"]] == ["req-2"]
+    code, error = team.refused("requests", "allow", "req-1", role="viewer")
+    assert (code, error["code"]) == (1, "forbidden")
+    denied = team.json("requests", "deny", "req-1", "--message", "not on Fridays")
+    assert (denied["state"], denied["decided_by"]) == ("denied", "olivia")
+    code, error = team.refused("requests", "allow", "req-1")  # decided already: said who
+    assert (code, error["code"]) == (1, "request_already_settled")
+    everything = team.json("requests", "--all", role="viewer")
+    assert {item["id"] for item in everything["items"]} == {"req-1", "req-2"}
+    refused = team.run("requests", "allow", "req-2", "--operator", "mallory")
+    assert refused.exit_code == 2 and "Through a server" in refused.stderr

@@ -13,12 +13,14 @@ from collections.abc import Callable
 from sqlalchemy import Connection
 
 from roundtable_console.api.context import Answer, Call, ServerContext
+from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes import bodies
 from roundtable_console.store.clock import format_ts
 from roundtable_console.store.requests.deciding import decide_request
 from roundtable_console.store.requests.reads import list_requests
 from roundtable_console.store.requests.records import PermissionRequestRecord
+from roundtable_console.store.validation import has_control_characters
 
 DECISION_FIELDS = ("decision", "message", "suggestion", "despite_hidden")
 
@@ -49,6 +51,30 @@ def decide(
     ctx: ServerContext, call: Call, workspace_id: str, session_id: str, request_id: str
 ) -> Answer:
     caller = ctx.caller(call)
+    return _decided(
+        ctx, call, caller, request_id, session_id=session_id,
+        before=lambda db: ctx.session_in(db, caller, workspace_id, session_id),
+    )  # fmt: skip
+
+
+def decide_by_id(ctx: ServerContext, call: Call, request_id: str) -> Answer:
+    """Ours, for people's clients (``roundtable requests allow ID --server``): the request by
+    its id alone, of a session the caller reaches."""
+    from roundtable_console.api.routes.session_records import person
+
+    return _decided(ctx, call, person(ctx, call), request_id)
+
+
+def _decided(
+    ctx: ServerContext,
+    call: Call,
+    caller: Caller,
+    request_id: str,
+    *,
+    session_id: str | None = None,
+    before: Callable[[Connection], object] | None = None,
+) -> Answer:
+    """The caller's decision on the request, under the request's idempotency key."""
     caller.require_human()
     if caller.mode == "header":
         # Header mode trusts a header anyone on this machine can send: what runs on an agent's
@@ -91,7 +117,7 @@ def decide(
             wall=caller.wall,
             session_id=session_id,
             clock=ctx.clock,
-            before=lambda db: ctx.session_in(db, caller, workspace_id, session_id),
+            before=before,
             within=within,
         )
 
@@ -106,10 +132,16 @@ def decide(
 
 def pending(ctx: ServerContext, call: Call) -> Answer:
     """Ours, for people's clients: the pending requests of every session the caller reaches,
-    oldest first (the console's ``P``)."""
+    oldest first (the console's ``P``); ``session``: of that one; ``all``: every state, newest
+    first (``roundtable requests`` through a server)."""
     from roundtable_console.api.routes.session_records import person
 
     caller = person(ctx, call)
-    records = list_requests(store=ctx.store, wall=caller.wall, clock=ctx.clock)
+    everything = (call.arg("all") or "").strip().lower() in ("1", "true", "yes")
+    session_id = call.arg("session") or None
+    if session_id is not None and has_control_characters(session_id):
+        raise Problem("invalid_request", "session is a session's id.")
+    records = list_requests(store=ctx.store, wall=caller.wall, session_id=session_id,
+                            everything=everything, clock=ctx.clock)  # fmt: skip
     now = format_ts(ctx.clock())
     return Answer(200, {"items": [record.to_json(now) for record in records]})

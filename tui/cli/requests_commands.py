@@ -12,9 +12,10 @@ from roundtable_console.tui.cli.invocation import (
     Invocation,
     common_options,
     resolve_invocation,
-    with_invocation,
+    with_source_invocation,
 )
 from roundtable_console.tui.cli.options import operator_option
+from roundtable_console.tui.cli.through_server import server_options
 
 REQUESTS_HELP = """Permission requests: an agent whose hooks are installed (roundtable hooks
 install) asks before it runs a tool, and waits for a human's answer up to its --permission-wait.
@@ -24,6 +25,7 @@ Lists the pending ones (the default), oldest first; allow or deny one by its id.
 @click.group("requests", invoke_without_command=True, help=REQUESTS_HELP)
 @click.option("--session", "session_id", metavar="ID", help="Only this session's requests.")
 @click.option("--all", "everything", is_flag=True, help="Every state, newest first.")
+@server_options
 @common_options
 @click.pass_context
 def requests_group(
@@ -32,10 +34,13 @@ def requests_group(
     root: str | None,
     as_json: bool,
     read_only: bool,
+    server: str | None,
+    token_env: str | None,
     session_id: str | None,
     everything: bool,
 ) -> None:
-    ctx.meta[GROUP_OPTIONS] = {"db": db, "root": root, "as_json": as_json, "read_only": read_only}
+    ctx.meta[GROUP_OPTIONS] = {"db": db, "root": root, "as_json": as_json, "read_only": read_only,
+                               "server": server, "token_env": token_env}  # fmt: skip
     if as_json:
         ctx.ensure_object(CliState).json_mode = True
     if ctx.invoked_subcommand is not None:
@@ -43,17 +48,15 @@ def requests_group(
             raise click.UsageError("--session and --all apply only to listing requests.", ctx=ctx)
         return
     inv = resolve_invocation(ctx, db=db, root=root, as_json=as_json, read_only=read_only)
+    inv.server_flag, inv.token_env_flag = server, token_env
     _list(inv, session_id, everything)
 
 
 def _list(inv: Invocation, session_id: str | None, everything: bool) -> None:
     from roundtable_console.store.clock import format_ts
-    from roundtable_console.store.requests.reads import list_requests
 
-    with inv.store() as store:
-        records = list_requests(
-            store=store, session_id=session_id, everything=everything, clock=inv.clock
-        )
+    with inv.source() as source:
+        records = source.requests(session_id, everything)
     now = format_ts(inv.clock())
     if inv.json_mode:
         output.emit_json({"items": [record.to_json(now) for record in records]})
@@ -84,19 +87,14 @@ def _decide(
     hidden_seen: bool = False,
 ) -> None:
     from roundtable_console.store.clock import format_ts
-    from roundtable_console.store.requests.deciding import decide_request
 
-    with inv.store() as store:
-        record = decide_request(
-            store=store,
-            request_id=request_id,
-            decision=decision,
-            actor=inv.operator(operator),
-            message=message,
-            suggestion=suggestion,
-            hidden_seen=hidden_seen,
-            clock=inv.clock,
+    if operator is not None and inv.server is not None:
+        raise click.UsageError(
+            "Through a server, the token's own name is recorded as who decided: --operator "
+            "applies to a store (--db)."
         )
+    with inv.source(operator) as source:
+        record = source.decide(request_id, decision, message, suggestion, hidden_seen)
     if inv.json_mode:
         output.emit_json(record.to_json(format_ts(inv.clock())))
         return
@@ -124,7 +122,7 @@ def _decide(
     "all the agent would run).",
 )
 @operator_option
-@with_invocation
+@with_source_invocation
 def allow_command(
     inv: Invocation,
     request_id: str,
@@ -139,7 +137,7 @@ def allow_command(
 @click.argument("request_id", metavar="ID")
 @click.option("--message", metavar="TEXT", help="Why, for the agent's model to read.")
 @operator_option
-@with_invocation
+@with_source_invocation
 def deny_command(
     inv: Invocation, request_id: str, message: str | None, operator: str | None
 ) -> None:
