@@ -8,6 +8,7 @@ approve a request, its own least of all.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from sqlalchemy import Connection
@@ -15,14 +16,16 @@ from sqlalchemy import Connection
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.problems import Problem
-from roundtable_console.api.routes import bodies
+from roundtable_console.api.routes import bodies, schemas
 from roundtable_console.store.clock import format_ts
+from roundtable_console.store.errors import SessionNotFound
 from roundtable_console.store.requests.deciding import decide_request
 from roundtable_console.store.requests.reads import list_requests
 from roundtable_console.store.requests.records import PermissionRequestRecord
-from roundtable_console.store.validation import has_control_characters
 
 DECISION_FIELDS = ("decision", "message", "suggestion", "despite_hidden")
+# A session's id as a filter: the pattern its OpenAPI parameter says.
+_NAME = re.compile(str(schemas.PRINTABLE_NAME["pattern"]))
 
 
 def session_requests(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
@@ -137,11 +140,16 @@ def pending(ctx: ServerContext, call: Call) -> Answer:
     from roundtable_console.api.routes.session_records import person
 
     caller = person(ctx, call)
-    everything = (call.arg("all") or "").strip().lower() in ("1", "true", "yes")
+    if any(value not in ("true", "false") for value in call.query.get("all", [])):
+        raise Problem("invalid_request", "all is true or false.")
+    everything = call.arg("all") == "true"
     session_id = call.arg("session") or None
-    if session_id is not None and has_control_characters(session_id):
-        raise Problem("invalid_request", "session is a session's id.")
-    records = list_requests(store=ctx.store, wall=caller.wall, session_id=session_id,
-                            everything=everything, clock=ctx.clock)  # fmt: skip
+    if session_id is not None and not _NAME.match(session_id):
+        raise Problem("invalid_request", "session is a session's id: printable text.")
+    try:
+        records = list_requests(store=ctx.store, wall=caller.wall, session_id=session_id,
+                                everything=everything, clock=ctx.clock)  # fmt: skip
+    except SessionNotFound:  # a filter: a session not there, or out of reach, has none
+        records = []
     now = format_ts(ctx.clock())
     return Answer(200, {"items": [record.to_json(now) for record in records]})

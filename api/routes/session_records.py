@@ -64,6 +64,9 @@ MAX_FILTER = 1024
 
 
 def _check_filters(call: Call) -> None:
+    for name in ("sort", "order"):  # one of the document's values: an empty one is none of them
+        if "" in call.query.get(name, []):
+            raise Problem("invalid_request", f"{name} is one of its values, not empty.")
     for name in ("stale", "waiting"):
         if any(value not in ("true", "false") for value in call.query.get(name, [])):
             raise Problem("invalid_request", f"{name} is true or false.")
