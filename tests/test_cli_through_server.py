@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from sqlalchemy import text
 
 from roundtable_console.store import service
 from roundtable_console.store.db.database import Store
@@ -289,12 +290,20 @@ def test_a_bound_tokens_pending_requests_are_not_hidden_by_another_workspaces(
     with web(store) as site:
         register(store, "a-busy")
         register(store, "b-asks", workspace=OTHER_WORKSPACE)
-        for number in range(MAX_LISTED + 5):  # an older backlog in the other workspace
-            seed_request(
-                store_url,
-                f"req-a{number:04d}",
-                "a-busy",
-                asked_at=f"2026-09-17T09:{number // 60:02d}:{number % 60:02d}.000000Z",
+        backlog = [  # an older backlog in the other workspace, in one transaction
+            {"id": f"req-a{number:04d}", "session": "a-busy",
+             "asked": f"2026-09-17T09:{number // 60:02d}:{number % 60:02d}.000000Z"}
+            for number in range(MAX_LISTED + 5)
+        ]  # fmt: skip
+        with store.write() as db:
+            db.execute(
+                text(
+                    "INSERT INTO permission_requests (id, session_id, agent, tool_name,"
+                    " tool_input_json, input_cut, answers, reason, asked_at, expires_at, state)"
+                    " VALUES (:id, :session, 'claude-code', 'Bash', '{}', 0, 'allow,deny',"
+                    " 'asks to run Bash', :asked, '2999-01-01T00:00:00.000000Z', 'pending')"
+                ),
+                backlog,
             )
         seed_request(store_url, "req-b", "b-asks")
         bound = {"Authorization": f"Bearer {made['bound']}"}
