@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from roundtable_console.store.service import BriefingView, LogBatch
     from roundtable_console.store.window.layout import Groups
     from roundtable_console.store.window.questions import ClockMoved, ReadResult, RowsAsked
-    from roundtable_console.store.window.rows import GroupCounts, StatusCounts
     from roundtable_console.store.writes.bulk import BulkItem
     from roundtable_console.store.writes.bulk_plan import BulkPlan
     from roundtable_console.store.writes.bulk_run import BulkOutcome
@@ -71,9 +70,7 @@ class ServerConsole:
     def _ask(self, path: str, body: dict[str, Any]) -> Any:
         return self.calls.post(f"{CONSOLE}/{path}", body=body, headers={}).json()
 
-    def read_rows(
-        self, asked: RowsAsked, counts: StatusCounts, groups: GroupCounts
-    ) -> ReadResult | ClockMoved:
+    def read_rows(self, asked: RowsAsked) -> ReadResult | ClockMoved:
         return wire.answer_from(self._ask("rows", wire.asked_json(asked)), asked.read)
 
     def count_rows(self, filters: SessionFilter) -> int:

@@ -51,6 +51,9 @@ class StoreConsole:
 
     def __init__(self, ctx: ConsoleContext) -> None:
         self.ctx = ctx
+        # The counts by status and by group, kept while the store does not change.
+        self._counts: StatusCounts | None = None
+        self._groups: GroupCounts | None = None
 
     @property
     def ready(self) -> bool:
@@ -62,12 +65,12 @@ class StoreConsole:
 
     # -- the list -----------------------------------------------------------------------------
 
-    def read_rows(
-        self, asked: RowsAsked, counts: StatusCounts, groups: GroupCounts
-    ) -> ReadResult | ClockMoved:
-        from roundtable_console.store.window.rows import read_rows
+    def read_rows(self, asked: RowsAsked) -> ReadResult | ClockMoved:
+        from roundtable_console.store.window.rows import GroupCounts, StatusCounts, read_rows
 
-        return read_rows(store=self.store, asked=asked, counts=counts, groups=groups)
+        if self._counts is None or self._groups is None:
+            self._counts, self._groups = StatusCounts(), GroupCounts()
+        return read_rows(store=self.store, asked=asked, counts=self._counts, groups=self._groups)
 
     def count_rows(self, filters: SessionFilter) -> int:
         from roundtable_console.store.window.rows import count_rows

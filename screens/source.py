@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from roundtable_console.store.service import BriefingView, LogBatch
     from roundtable_console.store.window.layout import Groups
     from roundtable_console.store.window.questions import ClockMoved, ReadResult, RowsAsked
-    from roundtable_console.store.window.rows import GroupCounts, StatusCounts
     from roundtable_console.store.writes.bulk import BulkItem
     from roundtable_console.store.writes.bulk_plan import BulkPlan
     from roundtable_console.store.writes.bulk_run import BulkOutcome
@@ -37,9 +36,7 @@ class ConsoleSource(Protocol):
         """Whether reads and actions can be made now (a store still opening cannot)."""
 
     # -- the list -----------------------------------------------------------------------------
-    def read_rows(
-        self, asked: RowsAsked, counts: StatusCounts, groups: GroupCounts
-    ) -> ReadResult | ClockMoved:
+    def read_rows(self, asked: RowsAsked) -> ReadResult | ClockMoved:
         """The rows a read of the list asks for, with their claims and the counts."""
 
     def count_rows(self, filters: SessionFilter) -> int: ...

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -229,3 +230,41 @@ class ClaimCount(NamedTuple):
     @property
     def total(self) -> int:
         return self.live + self.expired
+
+
+# What one change of a session says (store.reads.changes reads them; a server streams them).
+CHANGE_FIELDS = ("at", "session_id", "change", "status", "previous_status", "actor", "reason")
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change of one session. ``actor``: the operator of a lifecycle action; for what an
+    agent writes itself (register, heartbeat, end), the session's agent. ``reason``: why it
+    waits, the impact details of a termination, or how long a stale session went unseen;
+    redacted like any text from the store."""
+
+    at: str
+    session_id: str
+    change: str
+    status: str | None
+    previous_status: str | None = None
+    actor: str | None = None
+    reason: str | None = None
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> Change:
+        """A change a server sent (``to_json``'s); ValueError when it is not one."""
+        if not isinstance(body, Mapping) or not isinstance(body.get("session_id"), str):
+            raise ValueError("a change is an object naming its session")
+        return cls(**{name: body.get(name) for name in CHANGE_FIELDS})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "at": self.at,
+            "session_id": self.session_id,
+            "change": self.change,
+            "status": self.status,
+            "previous_status": self.previous_status,
+            "actor": self.actor,
+            "reason": self.reason,
+        }

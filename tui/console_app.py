@@ -187,9 +187,7 @@ class RoundtableApp(App[int]):
             else:
                 self.notify(f"Unknown theme {self.theme_name!r}; using the default.", markup=False)
         self.push_screen(self.list_screen)
-        if self.link is not None:
-            self.follow_server(self.link)
-        elif not self.staged:
+        if self.link is None and not self.staged:
             self.prepare_store()
         if self.manages_heap:
             self.set_interval(COLLECTION_CHECK_SECONDS, self.collect_if_quiet)
@@ -204,6 +202,10 @@ class RoundtableApp(App[int]):
         return self.collector.tick(time.monotonic())
 
     def on_session_list_screen_loaded(self, _message: SessionListScreen.Loaded) -> None:
+        if self.link is not None and self.server_watcher is None:
+            # Once the first rows are painted: its connection does not delay them, and its
+            # first event reads again whatever changed in between.
+            self.follow_server(self.link)
         if self.manages_heap and not self.heap_frozen:
             # The first read from the store has imported the rest of the database layer and
             # filled its statement caches: long-lived, frozen once painted, so that a full

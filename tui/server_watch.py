@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from roundtable_console.client.calls import new_client
-from roundtable_console.store.reads.changes import Change
+from roundtable_console.store.records import Change
 
 # A stream that dropped is asked for again after this long, then twice as long, up to the most.
 RETRY_SECONDS = 0.5
@@ -154,9 +154,7 @@ class ServerWatcher:
         raise httpx.RemoteProtocolError("the stream ended")
 
     def _changed(self, body: Any) -> None:
-        if not isinstance(body, dict):
-            raise ValueError("a change is an object")
-        change = Change(**{name: body.get(name) for name in CHANGE_FIELDS})
+        change = Change.from_json(body)
         if change.change != "heartbeat":
             self._on_changes([change])
         self._wake()
@@ -182,6 +180,3 @@ class ServerWatcher:
             self._told_at = time.monotonic()
         if not self._stopped.is_set():
             self._notify()
-
-
-CHANGE_FIELDS = ("at", "session_id", "change", "status", "previous_status", "actor", "reason")

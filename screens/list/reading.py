@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from roundtable_console.screens.list.grid import GridRow
     from roundtable_console.screens.list.marking import ListMarking
     from roundtable_console.store.reads.first_window import FirstWindow
-    from roundtable_console.store.window.rows import GroupCounts, StatusCounts
 
     class ScreenBase(ListMarking):
         """What the reads take from the list screen and its other parts (for the type checker
@@ -64,8 +63,6 @@ class ListReading(ScreenBase):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.status_counts: StatusCounts | None = None
-        self.group_counts: GroupCounts | None = None
         self.counts_shown: dict[str, int] | None = None
         self.attention_shown: int | None = None
         # When the clock next moves a session up the attention order (None: not known).
@@ -167,12 +164,8 @@ class ListReading(ScreenBase):
             groups=model.groups,
         )
         # The store is open, and with it the modules these need.
-        from roundtable_console.store.window.rows import GroupCounts, StatusCounts
-
-        self.status_counts = self.status_counts or StatusCounts()
-        self.group_counts = self.group_counts or GroupCounts()
         self.run_in_thread(
-            partial(self.ctx.source.read_rows, asked, self.status_counts, self.group_counts),
+            partial(self.ctx.source.read_rows, asked),
             what="read the sessions",
             group=f"session-list-{read.slot}",
             done=self._rows_read,

@@ -29,6 +29,7 @@ from roundtable_console.store.errors import InvalidEventCursor
 from roundtable_console.store.reads.keyset import filter_conditions
 from roundtable_console.store.reads.listing import SessionFilter
 from roundtable_console.store.reads.sessions import gone_stale, next_to_go_stale
+from roundtable_console.store.records import Change
 from roundtable_console.store.rules import QUIET_EVENTS
 from roundtable_console.store.safety.display import short_duration
 from roundtable_console.store.safety.redaction import redact_text
@@ -60,33 +61,6 @@ CHANGE_KINDS: tuple[str, ...] = (
     "ended",
     "heartbeat",
 )
-
-
-@dataclass(frozen=True)
-class Change:
-    """One change of one session. ``actor``: the operator of a lifecycle action; for what an
-    agent writes itself (register, heartbeat, end), the session's agent. ``reason``: why it
-    waits, the impact details of a termination, or how long a stale session went unseen;
-    redacted like any text from the store."""
-
-    at: str
-    session_id: str
-    change: str
-    status: str | None
-    previous_status: str | None = None
-    actor: str | None = None
-    reason: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "at": self.at,
-            "session_id": self.session_id,
-            "change": self.change,
-            "status": self.status,
-            "previous_status": self.previous_status,
-            "actor": self.actor,
-            "reason": self.reason,
-        }
 
 
 @dataclass(frozen=True)
