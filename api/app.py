@@ -25,128 +25,37 @@ from roundtable_console.api.edge.middleware import Guard
 from roundtable_console.api.hosts import launch as host_launch
 from roundtable_console.api.hosts import listing as host_ops
 from roundtable_console.api.hosts import stop_agent as host_stop
+from roundtable_console.api.people_routes import add_people_routes
 from roundtable_console.api.problems import MEDIA_TYPE, STATUSES, Problem
 from roundtable_console.api.routes import actions as action_ops
 from roundtable_console.api.routes import audit as audit_ops
 from roundtable_console.api.routes import bodies, hook_waits, schemas, wire
-from roundtable_console.api.routes import bulk_runs as bulk_ops
-from roundtable_console.api.routes import console_reads as console_ops
 from roundtable_console.api.routes import details as detail_ops
 from roundtable_console.api.routes import replies as reply_ops
 from roundtable_console.api.routes import requests as request_ops
-from roundtable_console.api.routes import session_records as record_ops
 from roundtable_console.api.routes import sessions as session_ops
 from roundtable_console.api.routes import transcripts as transcript_ops
 from roundtable_console.api.routes.documented import PATH_ID, operation, responses
+from roundtable_console.api.routes.parameters import (
+    ALL_STATES,
+    API,
+    CHANGES_PARAMETERS,
+    DECISION_BODY,
+    IF_MATCH,
+    LIST_PARAMETERS,
+    REPLY_BODY,
+    STATUS_PARAMETER,
+)
 from roundtable_console.api.streams import events as streams
 from roundtable_console.api.web.routes import install as install_web
 from roundtable_console.store.access.tokens import ROLES
 from roundtable_console.store.hosts.protocol import CONNECT_PATH
-from roundtable_console.store.rules import ACTIVE_STATES
 
-API = "/api/v1"
 SESSIONS = API + "/workspaces/{workspace_id}/sessions"
 ONE = SESSIONS + "/{session_id}"
-RECORDS = API + "/sessions"
 
 # Answered ahead of the router (api.answering.HotRoutes); each is also routed, for its document.
 HOT_ROUTES = [("POST", ONE + "/heartbeat", action_ops.heartbeat)]
-
-
-TEXT_QUERY = {"type": "string", "format": schemas.TEXT, "maxLength": 1024}
-LIST_PARAMETERS = [
-    schemas.LIMIT,
-    schemas.CURSOR,
-    {"name": "status", "in": "query", "schema": TEXT_QUERY, "description": "Repeatable."},
-    {"name": "agent_id", "in": "query", "schema": TEXT_QUERY},
-    {"name": "run_id", "in": "query", "schema": TEXT_QUERY},
-    {"name": "host", "in": "query", "schema": TEXT_QUERY, "description": "A machine's name."},
-    {"name": "stale", "in": "query", "schema": {"type": "boolean"}},
-    {"name": "waiting", "in": "query", "schema": {"type": "boolean"}},
-    {"name": "q", "in": "query", "schema": TEXT_QUERY, "description": "Text filter."},
-    {
-        "name": "sort",
-        "in": "query",
-        "schema": {"enum": ["attention", "started", "last_seen", "status", "agent"]},
-    },
-    {"name": "order", "in": "query", "schema": {"enum": ["asc", "desc"]}},
-]
-WORKSPACE_PARAMETER = {
-    "name": "workspace_id",
-    "in": "query",
-    "schema": TEXT_QUERY,
-    "description": "Only this workspace's sessions.",
-}
-IF_MATCH = {
-    "name": "If-Match",
-    "in": "header",
-    "required": False,
-    "schema": {"type": "string", "pattern": '^(W/)?"?[0-9]{1,18}"?$'},
-    "description": "The session's version as read: refused (409) if it changed since.",
-}
-STATUS_PARAMETER = {
-    "name": "status",
-    "in": "query",
-    "schema": {"enum": list(ACTIVE_STATES)},
-    "description": "A new status: an active state.",
-}
-
-
-ALL_STATES = {"name": "all", "in": "query", "schema": {"type": "boolean"}}
-DECISION_BODY = {
-    "type": "object",
-    "properties": {
-        "decision": {"enum": ["allow", "deny"]},
-        "message": {
-            "type": ["string", "null"],
-            "maxLength": 2000,
-            "description": "With a deny: why, for the agent's model to read.",
-        },
-        "despite_hidden": {
-            "type": "boolean",
-            "description": "With an allow of an input partly hidden as secrets: allow anyway.",
-        },
-        "suggestion": {
-            "type": ["integer", "null"],
-            "minimum": 0,
-            "description": "With an allow: the number of the agent's own suggestion to take.",
-        },
-    },
-    "required": ["decision"],
-    "additionalProperties": False,
-}
-REPLY_BODY = {
-    "type": "object",
-    "properties": {
-        "message": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 4000,
-            "description": "What the agent goes on with: printable text, lines kept.",
-        },
-        "via": {
-            "enum": ["hook", "pane", None],
-            "description": "The route the operator was shown (GET …/reply): refused (409) when "
-            "another would carry the reply now.",
-        },
-    },
-    "required": ["message"],
-    "additionalProperties": False,
-}
-
-
-CHANGES_PARAMETERS = [
-    {"name": "status", "in": "query", "schema": TEXT_QUERY, "description": "Repeatable."},
-    {"name": "agent_id", "in": "query", "schema": TEXT_QUERY},
-    {"name": "run_id", "in": "query", "schema": TEXT_QUERY},
-    {"name": "heartbeats", "in": "query", "schema": {"type": "boolean"}},
-    {
-        "name": "Last-Event-ID",
-        "in": "header",
-        "schema": {"type": "string"},
-        "description": "The id of the last event received: what follows it, nothing twice.",
-    },
-]
 
 
 def _streams(app: FastAPI) -> None:
@@ -294,8 +203,7 @@ def _routes(app: FastAPI) -> None:
                model=schemas.AuditPage,
                parameters=[*schemas.AUDIT_FILTERS, schemas.LIMIT,
                            schemas.OPTIONAL_CURSOR])  # fmt: skip
-    _records(app)
-    _console(app)
+    add_people_routes(app)
     operation(app, "GET", API + "/hosts", host_ops.hosts_page, name="list_hosts",
                summary="The machines that run agents (roundtable host run): what each found, "
                "whether it is online, its sessions. For callers bound to no workspace.",
@@ -304,117 +212,6 @@ def _routes(app: FastAPI) -> None:
         operation(app, "GET", f"{ONE}/{name}", detail_ops.record_of(name),
                    name=f"session_{name}", summary=f"The session's {name}.",
                    model=model)  # fmt: skip
-
-
-def _records(app: FastAPI) -> None:
-    """Ours, for people's clients: sessions across workspaces, as the command line prints them
-    (``api.routes.session_records``)."""
-    operation(app, "GET", RECORDS, record_ops.list_records, name="list_session_records",
-               summary="A page of the sessions the caller reaches, with the store's column names "
-               "(roundtable sessions list --json's). A token bound to several workspaces names "
-               "one.", model=schemas.SessionRecordPage,
-               parameters=[schemas.LIMIT, schemas.OPTIONAL_CURSOR, *LIST_PARAMETERS[2:],
-                           WORKSPACE_PARAMETER])  # fmt: skip
-    operation(app, "GET", RECORDS + "/{session_id}", record_ops.read_record,
-               name="get_session_record", summary="One session, with the store's column names "
-               "(roundtable sessions show --json's).", model=schemas.SessionRecord)  # fmt: skip
-    operation(app, "GET", API + "/me", record_ops.me, name="who_am_i",
-               summary="Who the caller is: its name (the audit's actor), its role, its "
-               "workspaces (null: every one).", model=schemas.Me)  # fmt: skip
-    operation(app, "GET", API + "/overview", record_ops.overview, name="fleet_overview",
-               summary="The fleet's overview: sessions by status, why they need a human, usage "
-               "by agent and run, sessions started by hour. For callers bound to no "
-               "workspace.")  # fmt: skip
-    operation(app, "GET", API + "/requests", request_ops.pending, name="pending_requests",
-               summary="The pending permission requests of every session the caller reaches, "
-               "oldest first (session: of one; all: every state, newest first).",
-               parameters=[ALL_STATES, schemas.text_query("session", "Of this session only.",
-                                                          schemas.PRINTABLE_NAME)])  # fmt: skip
-    operation(app, "POST", API + "/requests/{request_id}/decision", request_ops.decide_by_id,
-               name="decide_request_by_id",
-               summary="Allow or deny a permission request by its id alone (an operator's; an "
-               "Idempotency-Key is required; one decided, expired or withdrawn answers 409).",
-               errors=(409,), parameters=[schemas.idempotency(True)],
-               body=DECISION_BODY, body_required=True)  # fmt: skip
-    one = RECORDS + "/{session_id}"
-    operation(
-        app,
-        "GET",
-        one + "/termination-impact",
-        record_ops.termination_impact,
-        name="termination_impact",
-        summary="What terminating the session affects: its "
-        "agent's active claims (live and expired), where Roundtable started its agent.",
-    )
-    operation(app, "GET", one + "/projections/{name}", record_ops.projection,
-               name="session_projection", summary="A page of the session's logs, tool-calls, "
-               "claims or proposals, or its metrics or environment, in the store's shapes "
-               "(roundtable sessions NAME --json's).",
-               parameters=[schemas.LIMIT, schemas.OPTIONAL_CURSOR])  # fmt: skip
-    operation(app, "GET", one + "/briefing", record_ops.briefing, name="session_briefing",
-               summary="The session's resume briefing, its parts, and the plan that resumes "
-               "it (roundtable resume --json's).")  # fmt: skip
-    operation(
-        app,
-        "GET",
-        one + "/history",
-        record_ops.history_after,
-        name="session_history",
-        summary="The session's history rows after the row `after` (from its start when "
-        "not given), oldest first.",
-        parameters=[
-            schemas.text_query(
-                "after", "A history row's id.", {"type": "string", "pattern": "^[0-9]{0,18}$"}
-            )
-        ],
-    )
-    operation(
-        app,
-        "GET",
-        one + "/heartbeats",
-        record_ops.heartbeats,
-        name="session_heartbeats",
-        summary="The session's heartbeats in each hour of the last day, oldest first.",
-    )
-    for action in ("pause", "stop", "resume", "terminate"):
-        key_needed = action in ("resume", "terminate")
-        operation(app, "POST", f"{RECORDS}/{{session_id}}/{action}",
-                   record_ops.act_on_record(action), name=f"{action}_session_record",
-                   summary=f"{action.capitalize()} (a human's), answered with the whole outcome "
-                   f"(roundtable sessions {action} --json's).",
-                   model=schemas.ActionOutcome, errors=(409,),
-                   parameters=[schemas.idempotency(key_needed), IF_MATCH],
-                   body=schemas.body_schema(bodies.TERMINATE_FIELDS)
-                   if action == "terminate" else None)  # fmt: skip
-
-
-def _console(app: FastAPI) -> None:
-    """Ours, for the terminal console through the server: its list's reads, each a question in
-    JSON (``store.window.wire``), answered by the console's own read functions."""
-    question = {"type": "object", "description": "The question, in store.window.wire's JSON."}
-    for path, operation_of, name, summary in (
-        ("rows", console_ops.read_rows, "console_rows",
-         "The rows a console's list asks for (a place, or a page after or before a row), with "
-         "their agents' claims and the counts, from one snapshot."),
-        ("count", console_ops.count, "console_count",
-         "How many sessions a filter lets through, or its groups (grouping)."),
-        ("selected", console_ops.count_selected, "console_selected",
-         "How many sessions a selection (ids, and filters less those excluded) holds."),
-        ("admitted", console_ops.admitted, "console_admitted",
-         "Which of the ids a filter lets through."),
-        ("bulk-plan", console_ops.bulk_plan, "console_bulk_plan",
-         "What a lifecycle action would do to each session of a selection, under the run's "
-         "key (an operator's; nothing is written)."),
-    ):  # fmt: skip
-        operation(app, "POST", f"{API}/console/{path}", operation_of, name=name,
-                   summary=summary + " A read; a caller bound to workspaces reads one of them.",
-                   body=question, body_required=True)  # fmt: skip
-    operation(app, "POST", f"{API}/bulk/{{action}}", bulk_ops.run, name="bulk_run",
-               summary="A lifecycle action on every session of a selection (the console's "
-               "marks), each alone under the lifecycle rules, as the caller (an operator's; the "
-               "Idempotency-Key is the run's: a retry replays what was done).", errors=(409,),
-               parameters=[schemas.idempotency(True)], body=question,
-               body_required=True)  # fmt: skip
 
 
 def capabilities(ctx: ServerContext, call: Call) -> Answer:
