@@ -171,6 +171,17 @@ def run_console(
         first=first,
         read_only=read_only,
     )
+    return run_app(app, headless=headless, size=size, auto_pilot=auto_pilot)
+
+
+def run_app(
+    app: RoundtableApp,
+    *,
+    headless: bool,
+    size: tuple[int, int] | None,
+    auto_pilot: AutopilotCallbackType | None,
+) -> int:
+    """Run the console as the process's own, until the operator quits."""
     # What start-up has made so far (modules, classes, the app) lives as long as the process: a
     # full garbage collection walking it all costs tens of milliseconds and tends to fall on the
     # first paint. Frozen, the collector walks only what is made from here on.
@@ -197,11 +208,7 @@ def run_console_through_server(
         url=link.url, settings=settings, operator=link.name, adapters={}, demo=False,
         read_only=read_only, link=link,
     )  # fmt: skip
-    gc.freeze()
-    hold_full_collections()
-    app.manages_heap = True
     try:
-        app.run(headless=headless, size=size, auto_pilot=auto_pilot)
+        return run_app(app, headless=headless, size=size, auto_pilot=auto_pilot)
     finally:
         link.close()
-    return app.return_code or 0
