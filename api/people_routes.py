@@ -34,8 +34,8 @@ def _records(app: FastAPI) -> None:
     (``api.routes.session_records``)."""
     operation(app, "GET", RECORDS, record_ops.list_records, name="list_session_records",
                summary="A page of the sessions the caller reaches, with the store's column names "
-               "(roundtable sessions list --json's). A token bound to several workspaces names "
-               "one.", model=schemas.SessionRecordPage,
+               "(roundtable sessions list --json's). A token bound to workspaces reads one at a "
+               "time: workspace_id, else its first.", model=schemas.SessionRecordPage,
                parameters=[schemas.LIMIT, schemas.OPTIONAL_CURSOR, *LIST_PARAMETERS[2:],
                            WORKSPACE_PARAMETER])  # fmt: skip
     operation(app, "GET", RECORDS + "/{session_id}", record_ops.read_record,

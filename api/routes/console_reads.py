@@ -17,7 +17,7 @@ from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes.bodies import decoded_object
-from roundtable_console.api.routes.session_records import person
+from roundtable_console.api.routes.session_records import person, within_reach
 from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
 from roundtable_console.store.safety.credentials import redact_output_value
 from roundtable_console.store.validation import has_control_characters
@@ -33,17 +33,6 @@ def _question(
     caller = person(ctx, call)
     body = decoded_object(call.body, fields=fields, code="invalid_request_body", optional=False)
     return caller, body
-
-
-def within_reach(caller: Caller, filters: SessionFilter) -> SessionFilter:
-    """``filters`` as the caller may read them: behind a wall, narrowed to the workspace they
-    name (one the caller reaches), else to the caller's first."""
-    if caller.workspaces is None:
-        return filters
-    chosen = filters.workspace_id or caller.workspaces[0]
-    if filters.without_workspace or not caller.reaches(chosen):
-        raise Problem("workspace_not_found", f"No workspace has the id {chosen!r}.")
-    return replace(filters, workspace_id=chosen)
 
 
 def _refused(error: ValueError) -> Problem:

@@ -12,6 +12,7 @@ agent's token is refused (its routes are the reference's), a host's is refused e
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 
 from roundtable_console.api.context import Answer, Call, ServerContext
@@ -21,6 +22,7 @@ from roundtable_console.api.routes import actions, wire
 from roundtable_console.api.routes.sessions import listing
 from roundtable_console.store import service
 from roundtable_console.store.errors import InvalidCursor
+from roundtable_console.store.reads.listing import SessionFilter
 from roundtable_console.store.reads.overview import overview_json, read_overview, session_heartbeats
 from roundtable_console.store.reads.projections import PAGED, PROJECTIONS
 from roundtable_console.store.reads.sessions import get_session
@@ -42,19 +44,15 @@ def person(ctx: ServerContext, call: Call) -> Caller:
     return caller
 
 
-def _workspace(caller: Caller, call: Call) -> str | None:
-    """The workspace the list is narrowed to: the one asked for; for a token bound to one
-    workspace, that one; a token bound to several must choose."""
-    asked = (call.arg("workspace_id") or "").strip() or None
-    if asked is not None or caller.workspaces is None:
-        return asked
-    if len(caller.workspaces) == 1:
-        return caller.workspaces[0]
-    raise Problem(
-        "invalid_request",
-        f"The token {caller.name!r} reaches the workspaces {', '.join(caller.workspaces)}: "
-        "choose one with workspace_id.",
-    )
+def within_reach(caller: Caller, filters: SessionFilter) -> SessionFilter:
+    """``filters`` as the caller may read them: behind a wall, narrowed to the workspace they
+    name (one the caller reaches), else to the caller's first, as the web console's list is."""
+    if caller.workspaces is None:
+        return filters
+    chosen = filters.workspace_id or caller.workspaces[0]
+    if filters.without_workspace or not caller.reaches(chosen):
+        raise Problem("workspace_not_found", f"No workspace has the id {chosen!r}.")
+    return replace(filters, workspace_id=chosen)
 
 
 # The list's text filters, as its document says them: at most this long, no NUL (this route is
@@ -85,7 +83,8 @@ def list_records(ctx: ServerContext, call: Call) -> Answer:
     _check_filters(call)
     if call.arg("limit") == "":  # ours: the reference's empty limit= is not carried over
         raise Problem("invalid_limit", "limit must be between 1 and 200")
-    asked = listing(ctx, call, _workspace(caller, call))
+    asked = listing(ctx, call, (call.arg("workspace_id") or "").strip() or None)
+    asked = asked._replace(filters=within_reach(caller, asked.filters))
     workspace = asked.filters.workspace_id
     with ctx.store.read() as db:
         if workspace is not None:
