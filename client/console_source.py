@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from roundtable_console.client.calls import ServerCalls, checked_answers
-from roundtable_console.client.server_source import SESSIONS
+from roundtable_console.client.server_source import path_part, session_path
 from roundtable_console.store.errors import NotThroughServer
 from roundtable_console.store.reads.paging import Page
 from roundtable_console.store.records import SessionFields, SessionRecord
@@ -49,10 +49,6 @@ def _not_yet(what: str) -> NotThroughServer:
         f"Through a server, the console does not {what} yet: open the console on the store "
         "(roundtable tui --db URL), or use the web console."
     )
-
-
-def _one(session_id: str, *rest: str) -> str:
-    return "/".join([SESSIONS, quote(session_id, safe=""), *rest])
 
 
 @checked_answers
@@ -91,7 +87,7 @@ class ServerConsole:
     # -- one session --------------------------------------------------------------------------
 
     def load_session(self, session_id: str) -> SessionFields:
-        return SessionRecord.from_json(self.calls.get(_one(session_id)))
+        return SessionRecord.from_json(self.calls.get(session_path(session_id)))
 
     def perform_action(
         self,
@@ -108,14 +104,16 @@ class ServerConsole:
         if idempotency_key is not None:
             headers["Idempotency-Key"] = idempotency_key
         body = {"impact_details": impact_details} if impact_details is not None else None
-        answer = self.calls.post(_one(session.id, action), body=body, headers=headers)
+        answer = self.calls.post(session_path(session.id, action), body=body, headers=headers)
         replayed = answer.headers.get("idempotent-replayed") == "true"
         return ActionOutcome.from_json(answer.json(), replayed=replayed)
 
     def termination_impact(self, session_id: str) -> TerminationImpact:
         from roundtable_console.store.writes.lifecycle_outcomes import TerminationImpact
 
-        return TerminationImpact.from_json(self.calls.get(_one(session_id, "termination-impact")))
+        return TerminationImpact.from_json(
+            self.calls.get(session_path(session_id, "termination-impact"))
+        )
 
     def read_projection(
         self, name: str, session_id: str, limit: int, cursor: str | None
@@ -123,7 +121,7 @@ class ServerConsole:
         from roundtable_console.store.reads.projections import PAGED
 
         params = {"limit": str(limit), "cursor": cursor or ""}
-        body = self.calls.get(_one(session_id, "projections", name), params)
+        body = self.calls.get(session_path(session_id, "projections", name), params)
         if name not in PAGED:
             return dict(body)
         return Page(list(body["items"]), body.get("next_cursor"))
@@ -132,7 +130,7 @@ class ServerConsole:
         from roundtable_console.store.service import LogBatch
 
         params = {"after": "" if last_id is None else str(last_id)}
-        body = self.calls.get(_one(session_id, "history"), params)
+        body = self.calls.get(session_path(session_id, "history"), params)
         return LogBatch(list(body["items"]), body.get("last_id"), bool(body.get("more_waiting")))
 
     def read_briefing(self, session_id: str) -> BriefingView:
@@ -141,7 +139,7 @@ class ServerConsole:
         from roundtable_console.store.resume.plan import ResumePlan
         from roundtable_console.store.service import BriefingView
 
-        body = self.calls.get(_one(session_id, "briefing"))
+        body = self.calls.get(session_path(session_id, "briefing"))
         plan = body["plan"]
         return BriefingView(
             briefing=Briefing.from_json(body["briefing"]),
@@ -153,7 +151,7 @@ class ServerConsole:
         )
 
     def session_heartbeats(self, session_id: str) -> list[int]:
-        return [int(n) for n in self.calls.get(_one(session_id, "heartbeats"))["hours"]]
+        return [int(n) for n in self.calls.get(session_path(session_id, "heartbeats"))["hours"]]
 
     def _in_workspace(self, session: SessionFields, *rest: str) -> str:
         """A workspace route of the session (the reference's are by workspace)."""
@@ -164,7 +162,7 @@ class ServerConsole:
                 "an agent's questions, replies and transcript by workspace."
             )
         return "/".join(["/api/v1/workspaces", quote(workspace, safe=""), "sessions",
-                         quote(session.id, safe=""), *rest])  # fmt: skip
+                         path_part(session.id), *rest])  # fmt: skip
 
     def read_transcript(self, session: SessionFields, before: int | None) -> Any:
         from roundtable_console.agents.transcripts import Page as TranscriptPage

@@ -10,8 +10,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from roundtable_console.client.calls import ServerCalls, checked_answers
+from roundtable_console.store.errors import NotThroughServer
 from roundtable_console.store.reads.paging import Page
 from roundtable_console.store.records import SessionFields, SessionRecord
+from roundtable_console.store.safety.display import printable
 
 if TYPE_CHECKING:
     from roundtable_console.store.reads.audit import AuditFilter
@@ -22,8 +24,19 @@ if TYPE_CHECKING:
 SESSIONS = "/api/v1/sessions"
 
 
-def _session_path(session_id: str, *rest: str) -> str:
-    return "/".join([SESSIONS, quote(session_id, safe=""), *rest])
+def path_part(session_id: str) -> str:
+    """A session's id as a part of a URL's path. An id holding "/" cannot be one: the server
+    reads an encoded "/" as the end of a part too (``api.routes.documented.PATH_ID``)."""
+    if "/" in session_id:
+        raise NotThroughServer(
+            f"The session {printable(session_id[:80])!r} has a '/' in its id, which no address "
+            "of the server can carry: read it on the store (--db URL)."
+        )
+    return quote(session_id, safe="")
+
+
+def session_path(session_id: str, *rest: str) -> str:
+    return "/".join([SESSIONS, path_part(session_id), *rest])
 
 
 def list_parameters(
@@ -62,7 +75,7 @@ class ServerSource:
         return Page(items, body.get("next_cursor"))
 
     def read_session(self, session_id: str) -> SessionFields:
-        return SessionRecord.from_json(self.calls.get(_session_path(session_id)))
+        return SessionRecord.from_json(self.calls.get(session_path(session_id)))
 
     def act(
         self,
@@ -79,7 +92,7 @@ class ServerSource:
         if expected_version is not None:
             headers["If-Match"] = str(expected_version)
         body = {"impact_details": impact_details} if impact_details is not None else None
-        answer = self.calls.post(_session_path(session_id, action), body=body, headers=headers)
+        answer = self.calls.post(session_path(session_id, action), body=body, headers=headers)
         from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
 
         replayed = answer.headers.get("idempotent-replayed") == "true"
@@ -113,7 +126,7 @@ class ServerSource:
         )
 
     def projection(self, name: str, session_id: str) -> dict[str, Any]:
-        return dict(self.calls.get(_session_path(session_id, "projections", name)))
+        return dict(self.calls.get(session_path(session_id, "projections", name)))
 
     def projection_page(
         self, name: str, session_id: str, limit: int | None, cursor: str | None
@@ -121,7 +134,7 @@ class ServerSource:
         params = {"cursor": cursor or ""}
         if limit is not None:
             params["limit"] = str(limit)
-        body = self.calls.get(_session_path(session_id, "projections", name), params)
+        body = self.calls.get(session_path(session_id, "projections", name), params)
         return Page(list(body["items"]), body.get("next_cursor"))
 
     def audit(

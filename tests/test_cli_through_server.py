@@ -406,3 +406,14 @@ def test_requests_are_listed_and_answered_through_the_server(team: Team) -> None
     assert {item["id"] for item in everything["items"]} == {"req-1", "req-2"}
     refused = team.run("requests", "allow", "req-2", "--operator", "mallory")
     assert refused.exit_code == 2 and "Through a server" in refused.stderr
+
+
+def test_a_session_whose_id_holds_a_slash_is_said_not_reachable_through_a_server(
+    team: Team,
+) -> None:
+    register(team.store, "a/b")
+    listed = team.json("sessions", "list", role="viewer")
+    assert "a/b" in [s["id"] for s in listed["items"]]  # listed: its id is in a body
+    code, error = team.refused("sessions", "show", "--session", "a/b", role="viewer")
+    assert (code, error["code"]) == (1, "not_through_server")
+    assert "has a '/' in its id" in error["message"]
