@@ -86,3 +86,18 @@ def reply(
         type_keys=panes.type_keys,
         **options,
     )
+
+
+class StoreReplies(NamedTuple):
+    """``store.replies.sending.Replies`` on the store itself, as ``actor``, a pane of this
+    machine typed into from here (the command line's ``reply``)."""
+
+    store: Store
+    actor: str
+    clock: Clock = system_clock
+
+    def route_to(self, session_id: str) -> ReplyRoute:
+        return reply_route(self.store, session_id, clock=self.clock)
+
+    def send_to(self, session_id: str, message: str) -> SentReply:
+        return reply(self.store, session_id, message, self.actor, clock=self.clock)

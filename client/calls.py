@@ -177,8 +177,8 @@ def refusal(server: str, response: httpx.Response) -> StoreError:
     if status == 401:
         return ServerRefused(
             code or "unauthorized",
-            f"roundtable serve at {server} did not accept your token: it is wrong, revoked or "
-            "expired. Ask an admin for a new one (roundtable tokens create).",
+            f"roundtable serve at {server} did not accept your token, which is wrong, "
+            "revoked or expired. Ask an admin for a new one (roundtable tokens create).",
             status=status,
         )
     if status == 429:

@@ -1,11 +1,12 @@
 """The terminal console through ``roundtable serve`` (``screens.source.ConsoleSource``'s second
 implementation): the list's reads are the server's console routes, answered by the very read
 functions a console on the store calls (``store.window``, in their JSON); one session, its
-actions, its agent's questions and the audit trail are the server's routes for people's clients
-and its workspace routes. Who acts is the token's name: the server records it.
+actions, its agent's questions, replies, transcript and the audit trail are the server's routes
+for people's clients. Who acts is the token's name: the server records it.
 
-What the console does not offer through a server yet is refused in words
-(``NotThroughServer``): ``R``'s launches."""
+``R`` starts the agent where the store's console would: by the session's host through the
+server, or here after the server resumed it. A session whose id no path of the server can carry
+(a "/" in it) is refused in words (``NotThroughServer``)."""
 
 from __future__ import annotations
 
@@ -14,20 +15,22 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from roundtable_console.client.calls import ServerCalls, checked_answers
-from roundtable_console.client.server_source import path_part, session_path
-from roundtable_console.store.errors import NotThroughServer
+from roundtable_console.client.server_source import ServerSource, session_path
+from roundtable_console.store.errors import HostUnavailable
 from roundtable_console.store.reads.paging import Page
 from roundtable_console.store.records import SessionFields, SessionRecord
 from roundtable_console.store.window import wire
 
 if TYPE_CHECKING:
     from roundtable_console.agents.stopping import AgentStopped
+    from roundtable_console.store.hosts.launches import HostLaunch
     from roundtable_console.store.hosts.registry import HostRow
     from roundtable_console.store.reads.audit import AuditEntry
     from roundtable_console.store.reads.listing import Selection, SessionFilter
     from roundtable_console.store.reads.overview import Overview
     from roundtable_console.store.replies.sending import ReplyRoute, SentReply
     from roundtable_console.store.requests.records import PermissionRequestRecord
+    from roundtable_console.store.resume.launch import LaunchPlan
     from roundtable_console.store.service import BriefingView, LogBatch
     from roundtable_console.store.window.layout import Groups
     from roundtable_console.store.window.questions import ClockMoved, ReadResult, RowsAsked
@@ -44,18 +47,13 @@ CONSOLE = "/api/v1/console"
 BULK_SECONDS = 600.0
 
 
-def _not_yet(what: str) -> NotThroughServer:
-    return NotThroughServer(
-        f"Through a server, the console does not {what} yet: open the console on the store "
-        "(roundtable tui --db URL), or use the web console."
-    )
-
-
 @checked_answers
 class ServerConsole:
     def __init__(self, calls: ServerCalls, page_size: int) -> None:
         self.calls = calls
         self.page_size = page_size
+        # The reads and actions the command line makes through a server too.
+        self.sessions = ServerSource(calls)
 
     @property
     def ready(self) -> bool:
@@ -135,40 +133,16 @@ class ServerConsole:
 
     def read_briefing(self, session_id: str) -> BriefingView:
         """The briefing and the plan the server makes (with the server's adapters)."""
-        from roundtable_console.store.resume.briefing import Briefing
-        from roundtable_console.store.resume.plan import ResumePlan
-        from roundtable_console.store.service import BriefingView
-
-        body = self.calls.get(session_path(session_id, "briefing"))
-        plan = body["plan"]
-        return BriefingView(
-            briefing=Briefing.from_json(body["briefing"]),
-            plan=ResumePlan(
-                bool(plan["resumable"]),
-                [str(arg) for arg in plan["resume_argv"]],
-                plan.get("reason"),
-            ),  # fmt: skip
-        )
+        return self.sessions.briefing(session_id)
 
     def session_heartbeats(self, session_id: str) -> list[int]:
         return [int(n) for n in self.calls.get(session_path(session_id, "heartbeats"))["hours"]]
-
-    def _in_workspace(self, session: SessionFields, *rest: str) -> str:
-        """A workspace route of the session (the reference's are by workspace)."""
-        workspace = session.effective_workspace_id
-        if workspace is None:
-            raise NotThroughServer(
-                f"The session {session.id!r} belongs to no workspace, and the server reaches "
-                "an agent's questions, replies and transcript by workspace."
-            )
-        return "/".join(["/api/v1/workspaces", quote(workspace, safe=""), "sessions",
-                         path_part(session.id), *rest])  # fmt: skip
 
     def read_transcript(self, session: SessionFields, before: int | None) -> Any:
         from roundtable_console.agents.transcripts import Page as TranscriptPage
 
         params = {} if before is None else {"before": str(before)}
-        body = self.calls.get(self._in_workspace(session, "transcript"), params)
+        body = self.calls.get(session_path(session.id, "transcript"), params)
         if not body.get("available"):
             return str(body.get("reason") or "The transcript is not available.")
         return TranscriptPage.from_json(body)
@@ -176,25 +150,42 @@ class ServerConsole:
     def stop_agent(self, session_id: str) -> AgentStopped:
         from roundtable_console.agents.stopping import AgentStopped
 
-        path = self._in_workspace(self.load_session(session_id), "stop-agent")
-        body = self.calls.post(path, body={}, headers={}).json()
+        body = self.calls.post(session_path(session_id, "stop-agent"), body={}, headers={}).json()
         return AgentStopped(str(body["signal"]), bool(body["exited"]), body.get("via_host"))
 
     # -- resuming with its agent --------------------------------------------------------------
 
-    def read_launch_anywhere(self, session_id: str) -> Any:
-        raise _not_yet("start an agent with R")
+    def read_launch_anywhere(self, session_id: str) -> LaunchPlan | HostLaunch:
+        """``R``'s plan, by the store's rule: by the session's host when it runs on another
+        machine whose host the server holds, else here, from the server's briefing and plan."""
+        import os
 
-    def launch_on_host(self, plan: Any, idempotency_key: str) -> ActionOutcome:
-        raise _not_yet("start an agent with R")
+        from roundtable_console.agents.operations import machine_name
+        from roundtable_console.store.hosts.launches import HostLaunch, offline_words
+        from roundtable_console.store.resume.launch import plan_launch
 
-    def resume_for_launch(self, plan: Any, idempotency_key: str) -> ActionOutcome:
-        raise _not_yet("start an agent with R")
+        view, host = self.sessions.launch_view(session_id, machine_name())
+        if host is None:
+            return plan_launch(view, path=os.environ.get("PATH"))
+        if not host.online:
+            raise HostUnavailable(offline_words(view.session.id, host))
+        return HostLaunch(session=view.session, host=host.name, prompt=view.briefing.markdown)
+
+    def launch_on_host(self, plan: HostLaunch, idempotency_key: str) -> ActionOutcome:
+        """The server checks again, resumes the session as it was read and asks its host."""
+        return self.sessions.launch_by_host(plan.session, idempotency_key).outcome
+
+    def resume_for_launch(self, plan: LaunchPlan, idempotency_key: str) -> ActionOutcome:
+        """The lifecycle resume of the row the plan was read from (If-Match), before the agent
+        starts here."""
+        return self.perform_action("resume", plan.session, idempotency_key=idempotency_key)
 
     def record_launch(
         self, session_id: str, pane: str, socket: str | None, server_pid: str | None
     ) -> None:
-        raise _not_yet("start an agent with R")
+        """Nothing is recorded: a pane on this machine is not the server's to reach, and a
+        pane it recorded as its own would be looked for on the server's machine. The agent's
+        hooks report the session; its replies go through them."""
 
     # -- many sessions ------------------------------------------------------------------------
 
@@ -235,13 +226,7 @@ class ServerConsole:
     # -- the agents' questions ----------------------------------------------------------------
 
     def pending_requests(self, session_id: str | None) -> list[PermissionRequestRecord]:
-        from roundtable_console.store.requests.records import PermissionRequestRecord
-
-        if session_id is None:
-            body = self.calls.get("/api/v1/requests")
-        else:
-            body = self.calls.get(self._in_workspace(self.load_session(session_id), "requests"))
-        return [PermissionRequestRecord.from_json(item) for item in body["items"]]
+        return self.sessions.requests(session_id, everything=False)
 
     def decide_request(
         self,
@@ -253,8 +238,7 @@ class ServerConsole:
     ) -> PermissionRequestRecord:
         from roundtable_console.store.requests.records import PermissionRequestRecord
 
-        session = self.load_session(record.session_id)
-        path = self._in_workspace(session, "requests", quote(record.id, safe=""), "decision")
+        path = f"/api/v1/requests/{quote(record.id, safe='')}/decision"
         body = {"decision": decision, "message": message, "suggestion": suggestion,
                 "despite_hidden": hidden_seen}  # fmt: skip
         headers = {"Idempotency-Key": f"decide-{record.id}-{decision}"}
@@ -262,26 +246,11 @@ class ServerConsole:
         return PermissionRequestRecord.from_json(answer)
 
     def reply_route(self, session_id: str) -> tuple[SessionFields, ReplyRoute]:
-        from roundtable_console.store.replies.sending import ReplyRoute
-
         session = self.load_session(session_id)
-        body = self.calls.get(self._in_workspace(session, "reply"))
-        return session, ReplyRoute(via=body.get("via"), words=str(body.get("words") or ""))
+        return session, self.sessions.reply_route(session)
 
     def send_reply(self, session_id: str, message: str, via: str | None) -> SentReply:
-        import secrets
-
-        from roundtable_console.store.replies.sending import SentReply
-
-        path = self._in_workspace(self.load_session(session_id), "reply")
-        headers = {"Idempotency-Key": f"reply-{secrets.token_urlsafe(12)}"}
-        body = self.calls.post(path, body={"message": message, "via": via}, headers=headers)
-        sent = body.json()
-        return SentReply(
-            session_id=str(sent["session_id"]), via=str(sent["via"]), message=str(sent["message"]),
-            hidden=bool(sent["hidden"]), replied_by=str(sent["replied_by"]),
-            replied_at=str(sent["replied_at"]),
-        )  # fmt: skip
+        return self.sessions.send_reply(self.load_session(session_id), message, via)
 
     # -- the fleet ----------------------------------------------------------------------------
 
@@ -299,18 +268,4 @@ class ServerConsole:
                     body.get("next_cursor"))  # fmt: skip
 
     def list_hosts(self) -> list[HostRow]:
-        from roundtable_console.store.hosts.facts import HostFacts
-        from roundtable_console.store.hosts.registry import HostRow
-
-        return [
-            HostRow(
-                facts=HostFacts.from_json(item),
-                online=bool(item.get("online")),
-                connected_at=item.get("connected_at"),
-                last_seen_at=item.get("last_seen_at"),
-                first_seen_at=str(item.get("first_seen_at") or ""),
-                sessions=int(item.get("sessions") or 0),
-                active=int(item.get("active_sessions") or 0),
-            )  # fmt: skip
-            for item in self.calls.get("/api/v1/hosts")["hosts"]
-        ]
+        return self.sessions.hosts()

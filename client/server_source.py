@@ -6,6 +6,7 @@ who acted from the token, never from the command."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -16,12 +17,17 @@ from roundtable_console.store.records import SessionFields, SessionRecord
 from roundtable_console.store.safety.display import printable
 
 if TYPE_CHECKING:
+    from roundtable_console.store.hosts.registry import HostRow
     from roundtable_console.store.reads.audit import AuditFilter
     from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
+    from roundtable_console.store.replies.sending import ReplyRoute, SentReply
     from roundtable_console.store.requests.records import PermissionRequestRecord
+    from roundtable_console.store.service import BriefingView
     from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
 
 SESSIONS = "/api/v1/sessions"
+# A launch waits for the host twice (its check, then its start: LAUNCH_SECONDS each at most).
+LAUNCH_CALL_SECONDS = 65.0
 
 
 def path_part(session_id: str) -> str:
@@ -86,9 +92,12 @@ class ServerSource:
         expected_version: int | None = None,
         impact_details: str | None = None,
     ) -> ActionOutcome:
+        from roundtable_console.store.writes.lifecycle import checked_key
+
+        key = checked_key(action, idempotency_key)  # the store's words, before any call
         headers: dict[str, str] = {}
-        if idempotency_key is not None:
-            headers["Idempotency-Key"] = idempotency_key
+        if key is not None:
+            headers["Idempotency-Key"] = key
         if expected_version is not None:
             headers["If-Match"] = str(expected_version)
         body = {"impact_details": impact_details} if impact_details is not None else None
@@ -152,3 +161,123 @@ class ServerSource:
             params["limit"] = str(limit)
         body = self.calls.get("/api/v1/audit", params)
         return Page(list(body["items"]), body.get("next_cursor"))
+
+    def find_by_agent(self, agent_id: str) -> SessionFields:
+        """The agent's session as the store's ``find_by_agent`` orders them: an active one
+        first, then the last seen."""
+        from roundtable_console.store.errors import SessionNotFound
+        from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
+
+        newest = SessionOrder("last_seen", descending=True)
+        for statuses in (("active",), ()):
+            found = self.list_sessions(SessionFilter(statuses=statuses, agent_id=agent_id),
+                                       newest, 1, None).items  # fmt: skip
+            if found:
+                return found[0]
+        raise SessionNotFound(f"Agent {printable(agent_id[:80])!r} has no session.")
+
+    def briefing(self, session_id: str) -> BriefingView:
+        """The session's resume briefing and the plan the server makes (its adapters)."""
+        return self.launch_view(session_id, None)[0]
+
+    def launch_view(
+        self, session_id: str, here: str | None
+    ) -> tuple[BriefingView, SessionHost | None]:
+        """The briefing and plan, and the host that starts the session when it runs on another
+        machine than ``here`` whose host the server knows (the store's ``runs_elsewhere``)."""
+        from roundtable_console.store.resume.briefing import Briefing
+        from roundtable_console.store.resume.plan import ResumePlan
+        from roundtable_console.store.service import BriefingView
+
+        body = self.calls.get(session_path(session_id, "briefing"))
+        plan = body["plan"]
+        view = BriefingView(
+            briefing=Briefing.from_json(body["briefing"]),
+            plan=ResumePlan(
+                bool(plan["resumable"]),
+                [str(arg) for arg in plan["resume_argv"]],
+                plan.get("reason"),
+            ),
+        )  # fmt: skip
+        host = body.get("host")
+        if not host or view.session.host in (None, "", here):
+            return view, None
+        return view, SessionHost(str(host["name"]), bool(host["online"]), host.get("last_seen_at"))
+
+    def reply_route(self, session: SessionFields) -> ReplyRoute:
+        from roundtable_console.store.replies.sending import ReplyRoute
+
+        body = self.calls.get(session_path(session.id, "reply"))
+        return ReplyRoute(via=body.get("via"), words=str(body.get("words") or ""))
+
+    def send_reply(self, session: SessionFields, message: str, via: str | None) -> SentReply:
+        """``via``: the route the person was shown (refused when another would carry it now);
+        None: whichever can."""
+        import secrets
+
+        from roundtable_console.store.replies.sending import SentReply
+
+        headers = {"Idempotency-Key": f"reply-{secrets.token_urlsafe(12)}"}
+        body = {"message": message} if via is None else {"message": message, "via": via}
+        sent = self.calls.post(session_path(session.id, "reply"), body=body, headers=headers).json()
+        return SentReply(
+            session_id=str(sent["session_id"]), via=str(sent["via"]), message=str(sent["message"]),
+            hidden=bool(sent["hidden"]), replied_by=str(sent["replied_by"]),
+            replied_at=str(sent["replied_at"]),
+        )  # fmt: skip
+
+    def hosts(self) -> list[HostRow]:
+        from roundtable_console.store.hosts.facts import HostFacts
+        from roundtable_console.store.hosts.registry import HostRow
+
+        return [
+            HostRow(
+                facts=HostFacts.from_json(item),
+                online=bool(item.get("online")),
+                connected_at=item.get("connected_at"),
+                last_seen_at=item.get("last_seen_at"),
+                first_seen_at=str(item.get("first_seen_at") or ""),
+                sessions=int(item.get("sessions") or 0),
+                active=int(item.get("active_sessions") or 0),
+            )  # fmt: skip
+            for item in self.calls.get("/api/v1/hosts")["hosts"]
+        ]
+
+    def route_to(self, session_id: str) -> ReplyRoute:
+        return self.reply_route(self.read_session(session_id))
+
+    def send_to(self, session_id: str, message: str) -> SentReply:
+        return self.send_reply(self.read_session(session_id), message, None)
+
+    def launch_by_host(self, session: SessionFields, idempotency_key: str) -> HostStarted:
+        """The session resumed (against the version read) and its agent started by its
+        machine's host (``POST …/launch``): the server checks and asks the host."""
+        from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
+
+        headers = {"Idempotency-Key": idempotency_key, "If-Match": str(session.version)}
+        answer = self.calls.post(session_path(session.id, "launch"), body=None, headers=headers,
+                                 timeout=LAUNCH_CALL_SECONDS)  # fmt: skip
+        body = answer.json()
+        replayed = answer.headers.get("idempotent-replayed") == "true"
+        outcome = ActionOutcome.from_json({"action": "resume", "session": body["session"]},
+                                          replayed=replayed)  # fmt: skip
+        return HostStarted(outcome, str(body["host"]), str(body["attach"]))
+
+
+@dataclass(frozen=True)
+class HostStarted:
+    """A launch by a session's host, as the server told it: the resume's outcome, the host,
+    and the command that shows the agent on the host's machine."""
+
+    outcome: ActionOutcome
+    host: str
+    attach: str
+
+
+@dataclass(frozen=True)
+class SessionHost:
+    """The host of a session's machine, as the server tells a person who may read the session."""
+
+    name: str
+    online: bool
+    last_seen_at: str | None

@@ -29,6 +29,7 @@ settings.load_profile("suite")
 
 if TYPE_CHECKING:
     from tests.api_support import Api
+    from tests.console_ways import ConsoleWay
     from tests.helpers import Cli
 
 TEMPLATE_DB = "rt_template"
@@ -119,6 +120,33 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
             request.getfixturevalue("sqlite_template"), tmp_path / "roundtable.db"
         )
     return new_pg_database(request.getfixturevalue("pg_server"))
+
+
+@pytest.fixture(params=["store", "server"])
+def way(request: pytest.FixtureRequest, store_url: str, tmp_path: Path) -> Iterator[ConsoleWay]:
+    """The console on the store, and through a real ``roundtable serve`` (each engine):
+    ``way.console(...)`` builds it (tests/console_ways.py)."""
+    from tests.console_ways import ConsoleWay
+
+    chosen = ConsoleWay(request.param, store_url, tmp_path / "serve-home")
+    try:
+        yield chosen
+    finally:
+        chosen.close()
+
+
+@pytest.fixture
+def tmux_server(tmp_path: Path) -> Iterator[tuple[list[str], Path]]:
+    """A tmux server of the test's own (its socket in the test's directory), killed after it:
+    the command that reaches it, and its socket."""
+    import subprocess
+
+    tmux = shutil.which("tmux")
+    assert tmux is not None, "the pane replies need tmux (Debian's tmux package)"
+    socket = tmp_path / "tmux.sock"
+    server = [tmux, "-S", str(socket), "-f", "/dev/null"]
+    yield server, socket
+    subprocess.run([*server, "kill-server"], timeout=30, check=False)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -185,16 +184,6 @@ def test_a_secret_in_a_reply_never_travels(store: Store, store_url: str, tmp_pat
 
 # A pane that reads one line, as an agent's prompt would, and keeps what it read.
 READER = "IFS= read -r line; printf '%s' \"$line\" > {out}; sleep 30"
-
-
-@pytest.fixture
-def tmux_server(tmp_path: Path):  # noqa: ANN201
-    tmux = shutil.which("tmux")
-    assert tmux is not None, "the pane replies need tmux (Debian's tmux package)"
-    socket = tmp_path / "tmux.sock"
-    server = [tmux, "-S", str(socket), "-f", "/dev/null"]
-    yield server, socket
-    subprocess.run([*server, "kill-server"], timeout=30, check=False)
 
 
 def pane_of(server: list[str], out: Path) -> tuple[str, str]:

@@ -25,9 +25,11 @@ from roundtable_console.screens.session import launcher
 from roundtable_console.screens.session.briefing import BriefingScreen
 from roundtable_console.screens.session.detail import SessionDetailScreen
 from roundtable_console.store.db.database import Store, open_store
+from roundtable_console.store.reads.audit import audit_page
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.store.writes.lifecycle import pause
 from roundtable_console.tui.console_app import RoundtableApp
+from tests.console_ways import ConsoleWay
 from tests.helpers import history, session_row
 from tests.test_launch import FAKE, agent_bin, dump, paused_session
 from tests.test_tui_support import (
@@ -359,22 +361,27 @@ async def test_the_briefing_is_a_snapshot_and_the_dialog_judges_the_session_as_i
     assert session_row(db)["status"] == "resuming"
 
 
-async def test_r_resumes_and_launches_on_each_backend(
-    store_url: str, tmp_path: Path, record: Path, monkeypatch: pytest.MonkeyPatch
+async def test_r_resumes_and_launches_on_each_backend_and_through_a_server(
+    way: ConsoleWay, tmp_path: Path, record: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = open_store(store_url)
+    store = open_store(way.url)
     try:
         workdir = paused_session(store, tmp_path)
-        app = console(store_url, adapters=FAKE)
+        app = way.console(adapters=FAKE)
         terminal = Terminal(app, monkeypatch)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
-            await press(pilot, "R", "y")
+            await press(pilot, "R")
+            assert "fake-agent --resume •••••• <the briefing: " in screen_text(app)
+            await press(pilot, "y")
             assert "fake-agent exited with status 3" in notifications(app)[-1]
         assert terminal.suspended == 1
         assert json.loads(record.read_text())["cwd"] == str(workdir)
         assert session_row(store)["status"] == "resuming"
         assert [event for event, _ in history(store)] == ["registered", "resuming"]
+        with store.read() as db:
+            resumed = audit_page(db=db, limit=5).items[0]
+        assert (resumed.actor, resumed.action) == (OPERATOR, "resume")
     finally:
         store.dispose()
 

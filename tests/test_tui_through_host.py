@@ -20,12 +20,14 @@ from roundtable_console.screens.dialogs.launch import LaunchDialog
 from roundtable_console.screens.dialogs.stop_agent import StopAgentDialog
 from roundtable_console.screens.dialogs.terminate import TerminateDialog
 from roundtable_console.store import service
-from roundtable_console.store.db.database import Store
+from roundtable_console.store.clock import Clock, system_clock
+from roundtable_console.store.db.database import Store, open_store
 from roundtable_console.store.hosts import calls, protocol, registry
 from roundtable_console.store.hosts.facts import AgentFound, HostFacts
 from roundtable_console.store.reads.launches import last_launch
 from roundtable_console.store.resume.adapters import AGENT_RESUME_PATTERNS, PLACEHOLDER
 from tests.conftest import FakeClock
+from tests.console_ways import ConsoleWay
 from tests.helpers import history, session_row
 from tests.test_launch import paused_session
 from tests.test_tui_support import (
@@ -82,9 +84,12 @@ class StandInHost:
             time.sleep(0.02)
 
 
-def on_laptop(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def on_laptop(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, now: Clock | None = None
+) -> Path:
     """This machine is "desk"; a paused session of Claude Code on "laptop", whose host is
-    online with Claude Code."""
+    online with Claude Code (its connection at ``now``: the console's frozen clock unless a
+    server, which judges by its own, reads it)."""
     monkeypatch.setenv("ROUNDTABLE_HOST", "desk")
     workdir = paused_session(
         store, tmp_path, "s-laptop", adapter="claude", host="laptop", external_session_id=CLAUDE,
@@ -94,7 +99,7 @@ def on_laptop(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     facts = HostFacts(name="laptop", agents=(AgentFound("claude-code", "2.1.328"),),
                       projects=(str(workdir),))  # fmt: skip
     with store.write() as db:
-        registry.connect(db, facts, connection_id="laptop-1", clock=FakeClock(FROZEN))
+        registry.connect(db, facts, connection_id="laptop-1", clock=now or FakeClock(FROZEN))
     return workdir
 
 
@@ -118,10 +123,21 @@ def dialog(app: Any) -> LaunchDialog:
 
 
 async def test_r_asks_the_sessions_host_to_check_then_start_it_there(
-    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+    way: ConsoleWay, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    workdir = on_laptop(db, tmp_path, monkeypatch)
-    app = console(sqlite_url(tmp_path))
+    """On the store, and through a server (which asks the host itself: ``POST …/launch``)."""
+    db = open_store(way.url)
+    try:
+        await _r_on_laptop(way, db, tmp_path, monkeypatch)
+    finally:
+        db.dispose()
+
+
+async def _r_on_laptop(
+    way: ConsoleWay, db: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workdir = on_laptop(db, tmp_path, monkeypatch, now=system_clock if way.through_server else None)
+    app = way.console()
     with StandInHost(db, "laptop", [{"ok": {"checked": True}}, {"ok": STARTED}]) as host:
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)

@@ -21,6 +21,7 @@ from roundtable_console.store import service
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.audit import audit_page
+from roundtable_console.store.resume.launch import read_launch
 from roundtable_console.tui.app import build_app
 from roundtable_console.tui.cli import cli
 from roundtable_console.tui.cli.invocation import CliState
@@ -163,10 +164,12 @@ async def test_the_briefing_the_overview_and_a_run_on_marked_sessions(
 
 def test_the_bad_days_are_one_sentence(team: Team, monkeypatch: pytest.MonkeyPatch) -> None:
     link = team.link()
-    with pytest.raises(StoreError) as not_yet:
+    with pytest.raises(StoreError) as through:
         ServerConsole(link.calls, 50).read_launch_anywhere("s-one")
-    assert not_yet.value.code == "not_through_server"
-    assert "does not start an agent with R yet" in not_yet.value.message
+    with pytest.raises(StoreError) as direct:  # R's plan, refused in the store's own words
+        read_launch(store=team.store, adapters={}, session_id="s-one")
+    assert (through.value.code, through.value.message) == ("not_launchable", direct.value.message)
+    assert "is not resumable" in through.value.message
     link.close()
     with pytest.raises(StoreError, match="did not accept your token"):
         open_link(team.served.url, "rt_wrong")

@@ -27,13 +27,18 @@ class ServerLink:
 
     @property
     def changes_path(self) -> str:
-        """The stream of changes the console follows: every workspace's, or (a token bound to
+        """The stream of changes the console follows (``changes_of``)."""
+        return self.changes_of(None)
+
+    def changes_of(self, workspace: str | None) -> str:
+        """The stream of ``workspace``'s changes; None: every workspace's, or (a token bound to
         workspaces) its first workspace's, the one its list shows unless it chooses."""
-        if self.workspaces is None:
+        if workspace is None and self.workspaces is None:
             return "/api/v1/changes"
         from urllib.parse import quote
 
-        return f"/api/v1/workspaces/{quote(self.workspaces[0], safe='')}/sessions/changes"
+        chosen = workspace if workspace is not None else (self.workspaces or ("",))[0]
+        return f"/api/v1/workspaces/{quote(chosen, safe='')}/sessions/changes"
 
     def close(self) -> None:
         self.calls.close()
@@ -49,8 +54,8 @@ def open_link(url: str, token: str) -> ServerLink:
         me = calls.get("/api/v1/me")
         if me.get("role") not in ("viewer", "operator"):
             raise StoreError(
-                f"The token is {me.get('role')!r} {me.get('name')!r}'s: the console needs a "
-                "person's token (a viewer's or an operator's)."
+                f"The token is {me.get('role')!r} {me.get('name')!r}'s: a person's client "
+                "needs a person's token (a viewer's or an operator's)."
             )
     except StoreError:
         calls.close()

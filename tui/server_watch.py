@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import httpx
 
-from roundtable_console.client.calls import new_client
+from roundtable_console.client.calls import new_client, refusal
 from roundtable_console.store.records import Change
 
 # A stream that dropped is asked for again after this long, then twice as long, up to the most.
@@ -71,10 +71,16 @@ class ServerWatcher:
         on_link: Callable[[str], None],
         gap: float,
         path: str = "/api/v1/changes",
+        params: Sequence[tuple[str, str]] = (("heartbeats", "true"),),
+        heartbeats_news: bool = False,
     ) -> None:
         self.server = server.rstrip("/")
         # Every workspace's changes; a workspace's own for a token bound to workspaces.
         self.path = path
+        # The stream's filters (``roundtable watch``'s); a console asks for heartbeats, which
+        # wake its screen but are not news unless ``heartbeats_news``.
+        self.params = list(params)
+        self._heartbeats_news = heartbeats_news
         self._token = token
         self._headers = {"Accept": "text/event-stream"}
         self._notify = notify
@@ -94,6 +100,10 @@ class ServerWatcher:
 
     def stop(self) -> None:
         self._stopped.set()
+
+    def following(self) -> bool:
+        """Whether it still follows the stream (it ends for good when the token is refused)."""
+        return self._thread.is_alive()
 
     def _follow(self) -> None:
         wait = RETRY_SECONDS
@@ -125,14 +135,15 @@ class ServerWatcher:
         headers = dict(self._headers)
         if self._last_id is not None:
             headers["Last-Event-ID"] = self._last_id
-        with client.stream(
-            "GET", self.path, params={"heartbeats": "true"}, headers=headers
-        ) as response:
+        with client.stream("GET", self.path, params=self.params, headers=headers) as response:
             if response.status_code in (401, 403):
                 return (
                     f"{self.server} no longer takes the token ({response.status_code}): the "
                     "console stops following its changes. Open it again with a valid token."
                 )
+            if 400 <= response.status_code < 500 and response.status_code not in (408, 429):
+                response.read()  # a problem's few lines: its words end the link for good
+                return f"{self.server} refused the live link: {refusal(self.server, response)}"
             response.raise_for_status()
             for event, data, ident in events_of(capped_lines(response.iter_text())):
                 if self._stopped.is_set():
@@ -155,7 +166,7 @@ class ServerWatcher:
 
     def _changed(self, body: Any) -> None:
         change = Change.from_json(body)
-        if change.change != "heartbeat":
+        if change.change != "heartbeat" or self._heartbeats_news:
             self._on_changes([change])
         self._wake()
 

@@ -115,6 +115,47 @@ def watch(
     return 0
 
 
+def watch_through_server(
+    *,
+    server: str,
+    token: str,
+    path: str,
+    filters: ChangeFilter,
+    as_json: bool,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """``watch`` on a server's stream of changes (``tui.server_watch``, the console's own
+    follower): the same lines, a dropped link said and followed again from the last change it
+    gave. Exit 0 on SIGINT or SIGTERM, 1 when the server no longer takes the token."""
+    from roundtable_console.tui.server_watch import ServerWatcher
+
+    done = threading.Event()
+    out = LineWriter(stdout or sys.stdout, done)
+    err = LineWriter(stderr or sys.stderr, threading.Event())
+    render = change_json if as_json else change_line
+    params = [("status", status) for status in filters.statuses]
+    params += [(name, value) for name, value in (("agent_id", filters.agent_id),
+               ("run_id", filters.run_id)) if value is not None]  # fmt: skip
+    params.append(("heartbeats", "true" if filters.heartbeats else "false"))
+    watcher = ServerWatcher(
+        server, token, lambda: None,
+        on_changes=lambda changes: out.write([render(change) for change in changes]),
+        on_link=lambda words: err.write([f"roundtable watch: {words}"]),
+        gap=0.0, path=path, params=params, heartbeats_news=True,
+    )  # fmt: skip
+    err.write([f"roundtable watch: watching {one_line(server)}; Ctrl-C to stop"])
+    previous = _stop_on_signals(done)
+    try:
+        watcher.start()
+        while not done.wait(0.2) and watcher.following():
+            pass
+    finally:
+        watcher.stop()
+        _restore(previous)
+    return 0 if done.is_set() else 1
+
+
 def _stop_on_signals(done: threading.Event) -> dict[int, Any]:
     return {
         sig: signal.signal(sig, lambda _sig, _frame: done.set())

@@ -18,7 +18,7 @@ from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.hosts.activity import unreachable
 from roundtable_console.api.hosts.answers import HostRefused, HostUnreachable
-from roundtable_console.api.hosts.routed import Found, in_workspace
+from roundtable_console.api.hosts.routed import Found, by_id, in_workspace
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes import wire
 from roundtable_console.api.routes.actions import expected_version
@@ -133,3 +133,4 @@ def _resume(ctx: ServerContext, ready: Ready) -> Any:
 
 
 launch = in_workspace(start)  # the route: POST …/sessions/{id}/launch
+launch_by_id = by_id(start)  # people's: POST /api/v1/sessions/{id}/launch

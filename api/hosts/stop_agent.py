@@ -17,7 +17,7 @@ from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.hosts.activity import unreachable
 from roundtable_console.api.hosts.answers import HostRefused, HostUnreachable
-from roundtable_console.api.hosts.routed import Found, in_workspace
+from roundtable_console.api.hosts.routed import Found, by_id, in_workspace
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.routes import bodies
 from roundtable_console.store import service
@@ -101,3 +101,4 @@ def _prepare(
 
 
 stop = in_workspace(run)  # the route: POST …/sessions/{id}/stop-agent
+stop_by_id = by_id(run)  # people's: POST /api/v1/sessions/{id}/stop-agent

@@ -17,16 +17,36 @@ from roundtable_console.agents.replying import reply, reply_route
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.hosts.panes import panes_of
 from roundtable_console.api.problems import Problem
-from roundtable_console.api.routes import bodies
+from roundtable_console.api.routes import bodies, found
+from roundtable_console.api.routes.found import Found
+from roundtable_console.api.routes.session_records import person
 from roundtable_console.store.replies.sending import HOOK, PANE, SentReply
 
 REPLY_FIELDS = ("message", "via")
 
 
 def reply_way(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
+    return _reply_way(ctx, call, found.in_workspace(ctx, workspace_id, session_id))
+
+
+def reply_way_by_id(ctx: ServerContext, call: Call, session_id: str) -> Answer:
+    person(ctx, call)
+    return _reply_way(ctx, call, found.by_id(session_id))
+
+
+def send(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
+    return _send(ctx, call, session_id, found.in_workspace(ctx, workspace_id, session_id))
+
+
+def send_by_id(ctx: ServerContext, call: Call, session_id: str) -> Answer:
+    person(ctx, call)
+    return _send(ctx, call, session_id, found.by_id(session_id))
+
+
+def _reply_way(ctx: ServerContext, call: Call, session_of: Found) -> Answer:
     caller = ctx.caller(call)
     with ctx.store.read() as db:
-        session = ctx.session_in(db, caller, workspace_id, session_id)
+        session = session_of(db, caller)
     if caller.role == "agent" and caller.agent_id not in (None, session.agent_id):
         raise Problem(
             "forbidden",
@@ -39,7 +59,7 @@ def reply_way(ctx: ServerContext, call: Call, workspace_id: str, session_id: str
     return Answer(200, {"session_id": session.id, **route.to_json()})
 
 
-def send(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
+def _send(ctx: ServerContext, call: Call, session_id: str, session_of: Found) -> Answer:
     caller = ctx.caller(call)
     caller.require_human()
     if caller.mode == "header":
@@ -69,7 +89,7 @@ def send(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> 
             caller.name,
             wall=caller.wall,
             clock=ctx.clock,
-            before=lambda db: ctx.session_in(db, caller, workspace_id, session_id),
+            before=lambda db: session_of(db, caller),
             within=within,
             expected_via=via,
             panes=panes_of(ctx, look=False),

@@ -22,6 +22,7 @@ from roundtable_console.api.routes import actions, wire
 from roundtable_console.api.routes.sessions import listing
 from roundtable_console.store import service
 from roundtable_console.store.errors import InvalidCursor
+from roundtable_console.store.hosts.registry import get_host
 from roundtable_console.store.reads.listing import SessionFilter
 from roundtable_console.store.reads.overview import overview_json, read_overview, session_heartbeats
 from roundtable_console.store.reads.projections import PAGED, PROJECTIONS
@@ -190,12 +191,22 @@ def me(ctx: ServerContext, call: Call) -> Answer:
 
 def briefing(ctx: ServerContext, call: Call, session_id: str) -> Answer:
     """The session's resume briefing and the plan that resumes it (the server's adapters),
-    as ``roundtable resume --json`` reads them, with the briefing's parts."""
+    as ``roundtable resume --json`` reads them, with the briefing's parts, and the host that
+    would start it (``host``: null when the store knows none for its machine)."""
     caller = person(ctx, call)
     view = service.read_briefing(store=ctx.store, adapters=ctx.adapters, session_id=session_id,
                                  clock=ctx.clock, wall=caller.wall)  # fmt: skip
     parts = {**view.briefing.to_json(), "session": view.session.to_json()}
-    return Answer(200, {"briefing": redact_output_value(parts), "plan": view.plan.to_json()})
+    host = None
+    if view.session.host:
+        with ctx.store.read() as db:
+            host = get_host(db, view.session.host, clock=ctx.clock)
+    # Where a launch would go: the host of the session's machine, when this store knows it
+    # (its name and whether it is online; never what the host offers, which is the team's).
+    where = None if host is None else {"name": host.name, "online": host.online,
+                                       "last_seen_at": host.last_seen_at}  # fmt: skip
+    return Answer(200, {"briefing": redact_output_value(parts), "plan": view.plan.to_json(),
+                        "host": where})  # fmt: skip
 
 
 def overview(ctx: ServerContext, call: Call) -> Answer:

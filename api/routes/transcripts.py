@@ -10,12 +10,23 @@ from roundtable_console.agents.transcripts import TranscriptUnavailable
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.hosts import activity
 from roundtable_console.api.problems import Problem
-from roundtable_console.api.routes import wire
+from roundtable_console.api.routes import found, wire
+from roundtable_console.api.routes.found import Found
+from roundtable_console.api.routes.session_records import person
 from roundtable_console.store.validation import whole_number
 
 
 async def transcript(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
-    source, before, size = await ctx.in_worker(_source, ctx, call, workspace_id, session_id)
+    return await _transcript(ctx, call, found.in_workspace(ctx, workspace_id, session_id))
+
+
+async def transcript_by_id(ctx: ServerContext, call: Call, session_id: str) -> Answer:
+    await ctx.in_worker(person, ctx, call)
+    return await _transcript(ctx, call, found.by_id(session_id))
+
+
+async def _transcript(ctx: ServerContext, call: Call, session_of: Found) -> Answer:
+    source, before, size = await ctx.in_worker(_source, ctx, call, session_of)
     try:
         page = await activity.read(ctx, source, before=before, limit=size)
     except TranscriptUnavailable as unavailable:
@@ -31,7 +42,7 @@ async def transcript(ctx: ServerContext, call: Call, workspace_id: str, session_
 
 
 def _source(
-    ctx: ServerContext, call: Call, workspace_id: str, session_id: str
+    ctx: ServerContext, call: Call, session_of: Found
 ) -> tuple[activity.Source, int | None, int]:
     """Who asks (first), what they ask, and where the session's activity is read."""
     caller = ctx.caller(call)
@@ -43,7 +54,7 @@ def _source(
         if before is None:
             raise Problem("invalid_cursor", "before is a byte offset: a whole number")
     with ctx.store.read() as db:
-        session = ctx.session_in(db, caller, workspace_id, session_id)
+        session = session_of(db, caller)
         if caller.role == "agent" and caller.agent_id not in (None, session.agent_id):
             # A transcript holds what an agent was told and did: an agent token reads its own
             # agent's only (humans, viewers included, read every session's they may read).

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roundtable_console.store.access.walls import OPEN, Wall
 from roundtable_console.store.clock import Clock, system_clock
@@ -23,6 +23,9 @@ from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.errors import HostUnavailable, NotLaunchable
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.safety.display import one_line, printable
+
+if TYPE_CHECKING:
+    from roundtable_console.store.hosts.registry import HostRow
 
 LAUNCH_SECONDS = 30.0  # tmux starts the agent at once; the host answers when it has
 
@@ -158,13 +161,17 @@ def plan_launch_by_host(
     if host is None:
         return None
     if not host.online:
-        raise HostUnavailable(
-            f"Session {one_line(session.id, 60)!r} runs on {printable(host.name)}, whose host is "
-            f"offline (last seen {host.last_seen_at or 'never'}): it starts the agent there once "
-            "it is back. Nothing was started."
-        )
+        raise HostUnavailable(offline_words(session.id, host))
     return plan_host_launch(
         store=store, adapters=adapters, session_id=session.id, host=host.name, clock=clock
+    )
+
+
+def offline_words(session_id: str, host: HostRow) -> str:
+    return (
+        f"Session {one_line(session_id, 60)!r} runs on {printable(host.name)}, whose host is "
+        f"offline (last seen {host.last_seen_at or 'never'}): it starts the agent there once it "
+        "is back. Nothing was started."
     )
 
 

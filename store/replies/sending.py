@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, text, update
 
@@ -65,6 +65,17 @@ class ReplyRoute:
             "words": self.words,
             "until": self.listener.expires_at if self.listener is not None else None,
         }
+
+
+class Replies(Protocol):
+    """A reply's two steps, whichever way the sessions are reached: the store itself
+    (``agents.replying.StoreReplies``) or a server (``client.server_source.ServerSource``)."""
+
+    def route_to(self, session_id: str) -> ReplyRoute:
+        """What can carry a reply to the session now, or why nothing can."""
+
+    def send_to(self, session_id: str, message: str) -> SentReply:
+        """``message`` sent by whichever route can carry it now."""
 
 
 @dataclass(frozen=True)

@@ -147,17 +147,23 @@ class _Request:
     wall: Wall = OPEN
 
 
+def checked_key(action: str, idempotency_key: str | None) -> str | None:
+    """The action's key, stripped (None: none given); refused when the action needs one."""
+    key = (idempotency_key or "").strip() or None
+    if key is None and key_required(action):
+        raise errors.IdempotencyKeyRequired(
+            f"To {action} a session, give an idempotency key so a retry never applies twice."
+        )
+    return key
+
+
 def _apply(rule: Rule, request: _Request, check: Check | None = None) -> ActionOutcome:
     """The action in the caller's transaction. Every refusal is raised before the first write
     (the key, the row, the version, the status rule, the action's check), except a key recorded
     by another transaction at the same moment, which fails a statement: ``store.writes.bulk_run``
     relies on it to run many sessions in one PostgreSQL transaction without a savepoint each."""
     db, action, session_id, actor = request.db, rule.action, request.session_id, request.actor
-    key = (request.idempotency_key or "").strip() or None
-    if rule.key_required and key is None:
-        raise errors.IdempotencyKeyRequired(
-            f"To {action} a session, give an idempotency key so a retry never applies twice."
-        )
+    key = checked_key(action, request.idempotency_key)
     replayed = replay(db, key, action, session_id)
     if replayed is not None:
         return replayed

@@ -16,7 +16,9 @@ import click
 from roundtable_console.tui.cli.printing import print_progress
 
 if TYPE_CHECKING:
+    from roundtable_console.client.server_source import ServerSource
     from roundtable_console.store.db.database import Store
+    from roundtable_console.store.replies.sending import Replies
     from roundtable_console.store.resume.adapters import AdapterConfig
     from roundtable_console.store.source import SessionSource
     from roundtable_console.tui.config import Settings
@@ -119,23 +121,56 @@ class Invocation:
 
         return self.token_env_flag or self.settings.token_env or DEFAULT_TOKEN_ENV
 
+    def operator_through_server(self, operator: str | None, done: str = "acted") -> None:
+        """Through a server, who acts is the token's: --operator is refused there."""
+        if operator is not None and self.server is not None:
+            raise click.UsageError(
+                f"Through a server, the token's own name is recorded as who {done}: --operator "
+                "applies to a store (--db)."
+            )
+
     @contextmanager
     def source(self, operator: str | None = None) -> Iterator[SessionSource]:
         """What the command reads and acts through: the server it names (who acts: the token's
         name), else its store (who acts: ``operator``, the command's --operator, resolved)."""
-        server = self.server
-        if server is None:
-            if self.token_env_flag is not None:
-                raise click.UsageError("--token-env goes with a server (--server).")
+        if self.server is None:
             from roundtable_console.store.source import StoreSource
 
-            with self.store() as store:
+            with self._store_only() as store:
                 yield StoreSource(store, self.clock, actor=self.operator(operator))
             return
+        with self.server_source() as source:
+            yield source
+
+    @contextmanager
+    def replies(self, operator: str | None = None) -> Iterator[Replies]:
+        """A reply's route and its sending, through the server or on the store (as
+        ``operator``; a tmux pane of this machine typed into from here)."""
+        if self.server is None:
+            from roundtable_console.agents.replying import StoreReplies
+
+            with self._store_only() as store:
+                yield StoreReplies(store, self.operator(operator), self.clock)
+            return
+        with self.server_source() as source:
+            yield source
+
+    @contextmanager
+    def _store_only(self) -> Iterator[Store]:
+        if self.token_env_flag is not None:
+            raise click.UsageError("--token-env goes with a server (--server).")
+        with self.store() as store:
+            yield store
+
+    @contextmanager
+    def server_source(self) -> Iterator[ServerSource]:
+        """The server the command names, with the person's token from its variable."""
         from roundtable_console.client.calls import ServerCalls
         from roundtable_console.client.server_source import ServerSource
         from roundtable_console.tui.cli.through_server import token_from
 
+        server = self.server
+        assert server is not None
         calls = ServerCalls(server, token_from(self.token_variable, f"your token for {server}"))
         try:
             yield ServerSource(calls)

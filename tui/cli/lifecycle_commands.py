@@ -54,7 +54,7 @@ def _lifecycle_command(action: str, summary: str, *, impact: bool = False) -> cl
         filters = {name: options.pop(name) for name in FILTER_NAMES}
         stop_agent = options.pop("stop_agent", False)
         if inv.server is not None:
-            refuse_through_server(session_ids, all_matching, dry_run, stop_agent, options)
+            refuse_through_server(inv, session_ids, all_matching, dry_run, stop_agent, options)
         target = bulk_selection(inv, session_ids, all_matching, dry_run, filters)
         if target is None:
             session_id = checked_session_id(session_ids[0])
@@ -225,6 +225,7 @@ def run_bulk_action(
 
 
 def refuse_through_server(
+    inv: Invocation,
     session_ids: tuple[str, ...],
     all_matching: bool,
     dry_run: bool,
@@ -242,11 +243,7 @@ def refuse_through_server(
             "Through a server, stop the agent from the web console's session page; "
             "--stop-agent acts on a store (--db)."
         )
-    if options.get("operator") is not None:
-        raise click.UsageError(
-            "Through a server, the token's own name is recorded as who acted: --operator "
-            "applies to a store (--db)."
-        )
+    inv.operator_through_server(options.get("operator"))
 
 
 def _act_through_server(inv: Invocation, action: str, session_id: str, **options: Any) -> None:

@@ -88,11 +88,7 @@ def _decide(
 ) -> None:
     from roundtable_console.store.clock import format_ts
 
-    if operator is not None and inv.server is not None:
-        raise click.UsageError(
-            "Through a server, the token's own name is recorded as who decided: --operator "
-            "applies to a store (--db)."
-        )
+    inv.operator_through_server(operator, "decided")
     with inv.source(operator) as source:
         record = source.decide(request_id, decision, message, suggestion, hidden_seen)
     if inv.json_mode:

@@ -5,12 +5,18 @@ or with --exec the lifecycle resume and the agent launched in the process's plac
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING, NamedTuple
 
 import click
 
 from roundtable_console.tui import output
-from roundtable_console.tui.cli.invocation import Invocation, with_invocation
+from roundtable_console.tui.cli.invocation import Invocation, with_source_invocation
 from roundtable_console.tui.cli.options import operator_option
+
+if TYPE_CHECKING:
+    from roundtable_console.client.server_source import ServerSource
+    from roundtable_console.store.service import BriefingView
+    from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
 
 RESUME_HELP = """Print a session's resume briefing (Markdown), then its resume plan.
 
@@ -23,7 +29,10 @@ without resuming twice. With --json nothing is printed before the agent starts.
 
 With --launch: resume the session and have its machine's host start the agent there, in tmux,
 in the session's working directory (a session that runs on another machine, whose host the
-store knows: a server that holds the host, or on PostgreSQL the host itself, passes it on)."""
+store knows: a server that holds the host, or on PostgreSQL the host itself, passes it on).
+
+Through a server (--server, or ROUNDTABLE_SERVER): the server's briefing and plan, its resume
+as the token's person; --exec checks the plan here and runs the agent here."""
 
 
 @click.command("resume", help=RESUME_HELP)
@@ -38,7 +47,7 @@ store knows: a server that holds the host, or on PostgreSQL the host itself, pas
 )
 @click.option("--idempotency-key", metavar="K", help="With --exec or --launch: the resume's key.")
 @operator_option
-@with_invocation
+@with_source_invocation
 def resume_command(
     inv: Invocation,
     session_id: str | None,
@@ -48,7 +57,6 @@ def resume_command(
     idempotency_key: str | None,
     operator: str | None,
 ) -> None:
-    from roundtable_console.store.service import read_briefing
     from roundtable_console.store.validation import required
 
     if (session_id is None) == (agent is None):
@@ -57,24 +65,18 @@ def resume_command(
         raise click.UsageError("--exec runs the agent here, --launch on its machine: give one.")
     if not (launch or by_host) and (idempotency_key is not None or operator is not None):
         raise click.UsageError("--idempotency-key and --operator go with --exec or --launch.")
+    inv.operator_through_server(operator, "resumed")
+    chosen = Chosen(
+        session_id=None if session_id is None else required("--session", session_id),
+        agent_id=None if agent is None else required("--agent", agent),
+    )
     if launch or by_host:
         (_resume_by_host if by_host else _resume_and_exec)(
-            inv,
-            session_id=None if session_id is None else required("--session", session_id),
-            agent_id=None if agent is None else required("--agent", agent),
-            idempotency_key=(idempotency_key or "").strip() or None,
+            inv, chosen, idempotency_key=(idempotency_key or "").strip() or None,
             operator=operator,
-        )
+        )  # fmt: skip
         return
-    adapters = inv.adapters()
-    with inv.store() as store:
-        view = read_briefing(
-            store=store,
-            adapters=adapters,
-            session_id=None if session_id is None else required("--session", session_id),
-            agent_id=None if agent is None else required("--agent", agent),
-            clock=inv.clock,
-        )
+    view = _briefing(inv, chosen)
     briefing, plan = view.briefing, view.plan
     if inv.json_mode:
         output.emit_json(
@@ -96,38 +98,76 @@ def resume_command(
         click.echo(f"Not resumable: {output.cell(plan.reason)}")
 
 
+class Chosen(NamedTuple):
+    """The session the command names, or the agent whose session it is (one of the two)."""
+
+    session_id: str | None
+    agent_id: str | None
+
+
+def _briefing(inv: Invocation, chosen: Chosen) -> BriefingView:
+    """The briefing and plan: the server's (its adapters), or read from the store here."""
+    if inv.server is not None:
+        with inv.server_source() as source:
+            return source.briefing(_session_through(source, chosen))
+    from roundtable_console.store.service import read_briefing
+
+    adapters = inv.adapters()
+    with inv.store() as store:
+        return read_briefing(
+            store=store, adapters=adapters, session_id=chosen.session_id,
+            agent_id=chosen.agent_id, clock=inv.clock,
+        )  # fmt: skip
+
+
+def _session_through(source: ServerSource, chosen: Chosen) -> str:
+    if chosen.session_id is not None:
+        return chosen.session_id
+    return source.find_by_agent(str(chosen.agent_id)).id
+
+
 def _resume_and_exec(
-    inv: Invocation,
-    *,
-    session_id: str | None,
-    agent_id: str | None,
-    idempotency_key: str | None,
-    operator: str | None,
+    inv: Invocation, chosen: Chosen, *, idempotency_key: str | None, operator: str | None
 ) -> None:
-    """The launch plan (store.resume.launch: every check), the lifecycle resume, then ``execvp``."""
+    """The launch plan (store.resume.launch: every check), the lifecycle resume, then ``execvp``.
+    Through a server: its briefing and plan, checked here, and its resume of the row read."""
     import os
     from uuid import uuid4
 
     from roundtable_console.agents.operations import machine_name
     from roundtable_console.store.errors import NotLaunchable
-    from roundtable_console.store.resume.launch import exec_launch, read_launch, resume_for_launch
+    from roundtable_console.store.hosts.registry import elsewhere_words
+    from roundtable_console.store.resume.launch import (
+        exec_launch,
+        plan_launch,
+        read_launch,
+        resume_for_launch,
+    )
 
     key = idempotency_key or str(uuid4())
     path = os.environ.get("PATH")
-    adapters, actor = inv.adapters(), inv.operator(operator)
-    with inv.store() as store:
-        launch = read_launch(
-            store=store,
-            adapters=adapters,
-            session_id=session_id,
-            agent_id=agent_id,
-            clock=inv.clock,
-            path=path,
-            here=machine_name(),
-        )
-        outcome = resume_for_launch(
-            store=store, launch=launch, actor=actor, idempotency_key=key, clock=inv.clock
-        )
+    if inv.server is not None:
+        with inv.server_source() as source:
+            view, host = source.launch_view(_session_through(source, chosen), machine_name())
+            if host is not None:
+                raise NotLaunchable(
+                    f"{elsewhere_words(view.session.id, host)} Start it there: --launch. "
+                    "Nothing was started.",
+                    details={"reason": "elsewhere"},
+                )
+            launch = plan_launch(view, path=path)
+            outcome = source.act("resume", launch.session.id, idempotency_key=key,
+                                 expected_version=launch.session.version)  # fmt: skip
+    else:
+        adapters, actor = inv.adapters(), inv.operator(operator)
+        with inv.store() as store:
+            launch = read_launch(
+                store=store, adapters=adapters, session_id=chosen.session_id,
+                agent_id=chosen.agent_id, clock=inv.clock, path=path, here=machine_name(),
+            )  # fmt: skip
+            outcome = resume_for_launch(
+                store=store, launch=launch, actor=actor, idempotency_key=key, clock=inv.clock
+            )
     session = outcome.session
     if not inv.json_mode:
         done = "already resumed with this key" if outcome.replayed else "resumed"
@@ -150,28 +190,49 @@ def _resume_and_exec(
 
 
 def _resume_by_host(
-    inv: Invocation,
-    *,
-    session_id: str | None,
-    agent_id: str | None,
-    idempotency_key: str | None,
-    operator: str | None,
+    inv: Invocation, chosen: Chosen, *, idempotency_key: str | None, operator: str | None
 ) -> None:
     """The session's host asked to start it, after the lifecycle resume
-    (``store.hosts.launches``: the console's ``R`` does the same)."""
+    (``store.hosts.launches``: the console's ``R`` does the same; through a server, its
+    ``POST …/launch``)."""
     from uuid import uuid4
 
+    key = idempotency_key or str(uuid4())
+    if inv.server is not None:
+        with inv.server_source() as source:
+            session = source.read_session(_session_through(source, chosen))
+            started = source.launch_by_host(session, key)
+        outcome, host, attach = started.outcome, started.host, started.attach
+    else:
+        outcome, host, attach = _launch_from_store(inv, chosen, key, operator)
+    session = outcome.session
+    if inv.json_mode:
+        output.emit_json({
+            "session_id": session.id, "status": session.status, "host": host,
+            "attach": attach, "idempotency_key": key, "replayed": outcome.replayed,
+        })  # fmt: skip
+        return
+    done = "already resumed with this key" if outcome.replayed else "resumed"
+    output.echo_text(
+        f"Session {output.cell(session.id)} {done} (now {output.cell(session.status)}, "
+        f"idempotency key {key}) and started on {output.cell(host)}: there, {attach} shows it."
+    )
+
+
+def _launch_from_store(
+    inv: Invocation, chosen: Chosen, key: str, operator: str | None
+) -> tuple[ActionOutcome, str, str]:
     from roundtable_console.agents.operations import machine_name
     from roundtable_console.store.errors import NotLaunchable
     from roundtable_console.store.hosts.launches import launch_by_host, plan_launch_by_host
     from roundtable_console.store.reads.sessions import find_by_agent
 
-    key = idempotency_key or str(uuid4())
     adapters, actor = inv.adapters(), inv.operator(operator)
     with inv.store() as store:
+        session_id = chosen.session_id
         if session_id is None:  # the agent's session, as the briefing finds it
             with store.read() as db:
-                session_id = find_by_agent(db=db, agent_id=str(agent_id)).id
+                session_id = find_by_agent(db=db, agent_id=str(chosen.agent_id)).id
         plan = plan_launch_by_host(
             store=store, adapters=adapters, session_id=session_id, here=machine_name(),
             clock=inv.clock,
@@ -184,16 +245,4 @@ def _resume_by_host(
         outcome = launch_by_host(
             store=store, plan=plan, actor=actor, idempotency_key=key, clock=inv.clock
         )
-    session = outcome.session
-    if inv.json_mode:
-        output.emit_json({
-            "session_id": session.id, "status": session.status, "host": plan.host,
-            "attach": plan.attach, "idempotency_key": key, "replayed": outcome.replayed,
-        })  # fmt: skip
-        return
-    done = "already resumed with this key" if outcome.replayed else "resumed"
-    output.echo_text(
-        f"Session {output.cell(session.id)} {done} (now {output.cell(session.status)}, "
-        f"idempotency key {key}) and started on {output.cell(plan.host)}: there, "
-        f"{plan.attach} shows it."
-    )
+    return outcome, plan.host, plan.attach

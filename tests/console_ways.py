@@ -1,0 +1,84 @@
+"""The console's two ways in (issue 42): on the store itself, and through a real ``roundtable
+serve`` with a person's token. ``ConsoleWay.console`` builds the app either way from the same
+arguments, so a test of the console runs unchanged through both (the ``way`` fixture,
+``tests/conftest.py``): what it asserts on the screen and in the store holds on each.
+
+Through the server, the server's clock judges staleness and ages, and its configuration holds
+the adapters (the resume plans are the server's): a test that needs a frozen clock stays on the
+store."""
+
+from __future__ import annotations
+
+import json
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roundtable_console.store.access.tokens import create_token
+from roundtable_console.store.db.database import open_store
+from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.tui.app import build_app
+from roundtable_console.tui.config import Settings
+from roundtable_console.tui.console_app import RoundtableApp
+from roundtable_console.tui.console_link import open_link
+from tests.serve_support import Served, serving
+from tests.test_tui_support import OPERATOR, console
+
+WAYS = ("store", "server")
+
+
+@dataclass
+class ConsoleWay:
+    name: str
+    url: str
+    home: Path
+    stack: ExitStack = field(default_factory=ExitStack)
+    served: Served | None = None
+
+    @property
+    def through_server(self) -> bool:
+        return self.name == "server"
+
+    def console(
+        self,
+        *,
+        adapters: dict[str, AdapterConfig] | None = None,
+        role: str = "operator",
+        **options: Any,
+    ) -> RoundtableApp:
+        """The console on the store (as ``OPERATOR``), or through a server started for it with
+        ``adapters`` in its configuration, by a token of ``role`` named ``OPERATOR``."""
+        if not self.through_server:
+            return console(self.url, adapters=adapters, **options)
+        if self.served is not None:
+            raise AssertionError("one console a test through the server")
+        store = open_store(self.url)
+        try:
+            token = create_token(store=store, name=OPERATOR, role=role).token
+        finally:
+            store.dispose()
+        config = self.home / "config" / "roundtable" / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(adapters_toml(adapters or {}))
+        self.served = self.stack.enter_context(serving(self.url, self.home))
+        link = open_link(self.served.url, token)
+        self.stack.callback(link.close)
+        app = build_app(
+            url=self.served.url,
+            settings=Settings(refresh_seconds=options.get("refresh_seconds", 3600),
+                              sort=options.get("sort", "started")),
+            operator="unused", adapters={}, demo=False, link=link,
+        )  # fmt: skip
+        app.ctx.cursor_blink = False
+        return app
+
+    def close(self) -> None:
+        self.stack.close()
+
+
+def adapters_toml(adapters: dict[str, AdapterConfig]) -> str:
+    lines = []
+    for name, adapter in adapters.items():
+        lines += [f"[adapters.{name}]", f"resume_pattern = {json.dumps(adapter.resume_pattern)}"]
+    return "\n".join(lines) + "\n"

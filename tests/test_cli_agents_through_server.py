@@ -1,0 +1,201 @@
+"""The commands about an agent through a server (issue 42 point 1): ``resume`` (the briefing and
+plan the server makes, ``--exec`` here, ``--launch`` by the session's host), ``reply`` and
+``watch`` with ``--server URL --token-env VAR``: what they print is what they print on the store,
+who acted is the token's person, and every refusal is one sentence. A real ``roundtable serve``,
+a real tmux pane, each engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from roundtable_console.store import service
+from roundtable_console.store.access.tokens import create_token
+from roundtable_console.store.db.database import Store
+from roundtable_console.store.reads.audit import AuditFilter, audit_page
+from roundtable_console.store.service import record_launch
+from roundtable_console.tui.cli import cli
+from roundtable_console.tui.cli.invocation import CliState
+from tests.api_support import seed_workspace
+from tests.helpers import history, session_row
+from tests.hook_support import CLAUDE_ID
+from tests.serve_support import Served, serving
+from tests.test_cli_launch import CONFIG
+from tests.test_launch import agent_bin, paused_session
+from tests.test_replies import pane_of, turn_done
+from tests.web_support import OTHER_WORKSPACE, WORKSPACE
+
+pytestmark = pytest.mark.usefixtures("isolated_env")
+ROOT = Path(__file__).resolve().parent.parent
+HOOKED = f"claude-{CLAUDE_ID}"
+
+
+@dataclass
+class Team:
+    served: Served
+    store: Store
+    url: str
+    made: dict[str, str]
+    monkeypatch: pytest.MonkeyPatch
+
+    def run(self, *args: str, role: str = "operator", server: bool = True) -> Result:
+        self.monkeypatch.setenv("RT_TOKEN", self.made[role])
+        where = ["--server", self.served.url, "--token-env", "RT_TOKEN"] if server else [
+            "--db", self.url]  # fmt: skip
+        result = CliRunner().invoke(cli, [*args, *where], obj=CliState())
+        assert result.exception is None or isinstance(result.exception, SystemExit), (
+            result.exception
+        )
+        assert "Traceback" not in result.output + result.stderr
+        return result
+
+    def error(self, *args: str, role: str = "operator") -> tuple[int, dict[str, Any]]:
+        result = self.run(*args, "--json", role=role)
+        return result.exit_code, json.loads(result.stderr.strip().splitlines()[-1])["error"]
+
+    def process(self, *args: str, role: str = "operator", **env: str) -> subprocess.Popen[str]:
+        """The command as a person runs it: a process of its own, through the server."""
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("ROUNDTABLE_")}
+        environment.update(RT_TOKEN=self.made[role], **env)
+        return subprocess.Popen(
+            [sys.executable, "-m", "roundtable_console.tui.cli", *args,
+             "--server", self.served.url, "--token-env", "RT_TOKEN"],
+            cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+
+
+@pytest.fixture
+def team(
+    store: Store, store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Team]:
+    """A paused session of the fake adapter in a workspace; the server and this command line
+    both configured with that adapter (the server's plan is what a command through it shows)."""
+    seed_workspace(store, WORKSPACE)
+    seed_workspace(store, OTHER_WORKSPACE)
+    paused_session(store, tmp_path, workspace_id=WORKSPACE)
+    made = {
+        role: create_token(store=store, name=name, role=role).token
+        for name, role in (("olivia", "operator"), ("vic", "viewer"))
+    }
+    made["bound"] = create_token(store=store, name="bea", role="operator",
+                                 workspaces=(OTHER_WORKSPACE,)).token  # fmt: skip
+    for config in (tmp_path / "home" / "config", Path(os.environ["XDG_CONFIG_HOME"])):
+        (config / "roundtable").mkdir(parents=True, exist_ok=True)
+        (config / "roundtable" / "config.toml").write_text(CONFIG)
+    with serving(store_url, tmp_path / "home") as served:
+        yield Team(served, store, store_url, made, monkeypatch)
+        log = served.log.read_text() if served.log else ""
+        assert not any(token in log for token in made.values())
+
+
+def test_resume_shows_the_servers_briefing_and_runs_the_agent_here_as_the_token(
+    team: Team, tmp_path: Path
+) -> None:
+    through = json.loads(team.run("resume", "--session", "s1", "--json", role="viewer").stdout)
+    direct = json.loads(team.run("resume", "--session", "s1", "--json", server=False).stdout)
+    assert through == direct
+    assert through["resumable"] and through["resume_argv"][:3] == ["fake-agent", "--resume",
+                                                                  "ext-42"]  # fmt: skip
+    text = team.run("resume", "--agent", "ada", role="viewer")
+    assert text.exit_code == 0 and text.stdout == team.run("resume", "--agent", "ada",
+                                                           server=False).stdout  # fmt: skip
+    # No host on the session's machine: --launch is refused by the server, in words.
+    code, error = team.error("resume", "--session", "s1", "--launch")
+    assert (code, error["code"]) == (1, "not_launchable")
+    assert "runs on a machine with no host" in error["message"]
+    # --operator is the store's: through a server, who acts is the token's.
+    refused = team.run("resume", "--session", "s1", "--exec", "--operator", "mallory")
+    assert refused.exit_code == 2 and "token's own name is recorded" in refused.stderr
+    # --exec: the server's plan, checked here, its resume as the token, then the agent here.
+    record = tmp_path / "record.json"
+    ran = team.process(
+        "resume", "--session", "s1", "--exec",
+        PATH=f"{agent_bin(tmp_path)}{os.pathsep}{os.environ['PATH']}",
+        FAKE_AGENT_RECORD=str(record), FAKE_AGENT_EXIT="7",
+    )  # fmt: skip
+    out, err = ran.communicate(timeout=120)
+    assert ran.returncode == 7, err
+    assert json.loads(record.read_text())["argv"][1:3] == ["--resume", "ext-42"]
+    assert "Session s1 resumed (now resuming" in err and "Traceback" not in err
+    assert session_row(team.store)["status"] == "resuming"
+    events = history(team.store)
+    assert [event for event, _ in events] == ["registered", "resuming"]
+    assert events[-1][1]["actor"] == "olivia"
+    # Beyond a bound token's workspaces, the session is not there at all.
+    code, error = team.error("resume", "--session", "s1", role="bound")
+    assert (code, error["code"]) == (1, "session_not_found")
+
+
+def test_reply_goes_through_the_server_as_the_token_into_the_agents_pane(
+    team: Team, tmp_path: Path, tmux_server: Any
+) -> None:
+    code, error = team.error("reply", "s1")  # nothing can carry one: the store's words
+    direct = team.run("reply", "s1", "--json", server=False)
+    assert code == direct.exit_code == 1
+    assert error == json.loads(direct.stderr.strip().splitlines()[-1])["error"]
+    # A hooked session of no workspace, started in a tmux pane of this machine (the server's).
+    server, socket = tmux_server
+    out = tmp_path / "typed.txt"
+    pane, pid = pane_of(server, out)
+    turn_done(team.url, tmp_path)
+    record_launch(store=team.store, session_id=HOOKED, tmux_pane=pane, tmux_socket=str(socket),
+                  actor="olivia", tmux_server_pid=pid)  # fmt: skip
+    way = team.run("reply", HOOKED, role="viewer")
+    assert way.exit_code == 0 and f"typed into tmux pane {pane}" in way.stdout
+    code, error = team.error("reply", HOOKED, "go on", role="viewer")
+    assert (code, error["code"]) == (1, "forbidden")
+    assert not out.exists()
+    words = "yes, $(touch pwned) and go on"
+    sent = team.run("reply", HOOKED, words, "--json")
+    assert sent.exit_code == 0, sent.stderr
+    assert json.loads(sent.stdout)["replied_by"] == "olivia"
+    deadline = time.monotonic() + 30
+    while not (out.exists() and out.stat().st_size) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert out.read_text() == words and not (tmp_path / "pwned").exists()
+    with team.store.read() as db:
+        entries = audit_page(db=db, filters=AuditFilter(action="reply")).items
+    assert [(entry.actor, entry.session_id) for entry in entries] == [("olivia", HOOKED)]
+
+
+def test_watch_follows_the_servers_changes_the_token_may_read(team: Team) -> None:
+    watching = team.process("watch", "--json")
+    bound = team.process("watch", role="bound")
+    elsewhere = team.process("watch", "--workspace", WORKSPACE, role="bound")
+    try:
+        assert watching.stderr is not None
+        assert "watching" in watching.stderr.readline()  # said once it has started
+        time.sleep(0.5)  # its stream open (the line comes just before it)
+        service.perform_action(store=team.store, action="resume", session_id="s1",
+                               actor="olivia", idempotency_key="k-1")  # fmt: skip
+        assert watching.stdout is not None
+        line = json.loads(watching.stdout.readline())
+        assert (line["session_id"], line["change"], line["status"]) == ("s1", "status",
+                                                                        "resuming")  # fmt: skip
+        assert line["actor"] == "olivia"
+        # A token bound to another workspace: its own workspace's stream, nothing of this one;
+        # a workspace beyond it, refused for good (exit 1), in words.
+        assert elsewhere.wait(timeout=30) == 1
+        assert "No workspace has the id" in (elsewhere.stderr.read() if elsewhere.stderr else "")
+        watching.send_signal(signal.SIGINT)
+        assert watching.wait(timeout=30) == 0
+        bound.send_signal(signal.SIGINT)
+        assert bound.wait(timeout=30) == 0
+        assert bound.stdout is not None and bound.stdout.read() == ""
+    finally:
+        for process in (watching, bound, elsewhere):
+            if process.poll() is None:
+                process.kill()
+                process.wait()
