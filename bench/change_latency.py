@@ -6,13 +6,18 @@ The console's timed refresh is set an hour away, so what brings the row is the s
 change signal: on PostgreSQL a notification on the console's listening connection, on SQLite
 its data version (issue 4 point 5: "a change shows within 0.5 s without polling the table").
 
-Usage: ``change_latency.py URL [ROUNDS]``.
+With ``--server SERVE_URL`` (the token in $ROUNDTABLE_TOKEN), the console reads through that
+``roundtable serve`` of the same store, as ``roundtable tui --server`` does: what brings the row is
+the server's stream of changes (issue 42 point 2), while the commits still go to the store.
+
+Usage: ``change_latency.py URL [ROUNDS] [--server SERVE_URL]``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import threading
 import time
@@ -28,6 +33,7 @@ from roundtable_console.store.db.database import open_store  # noqa: E402
 from roundtable_console.store.writes import agent_writes  # noqa: E402
 from roundtable_console.tui.app import build_app  # noqa: E402
 from roundtable_console.tui.config import Settings  # noqa: E402
+from roundtable_console.tui.console_link import open_link  # noqa: E402
 
 SIZE = (120, 40)
 ROUNDS = 5
@@ -73,10 +79,19 @@ def commit_session(url: str, session_id: str, second: int) -> float:
 
 
 def main(argv: list[str]) -> None:
+    server = None
+    if "--server" in argv:
+        at = argv.index("--server")
+        server, argv = argv[at + 1], argv[:at] + argv[at + 2 :]
     url = argv[0]
     rounds = int(argv[1]) if len(argv) > 1 else ROUNDS
     latencies: list[float] = []
-    app = build_app(url=url, settings=Settings(refresh_seconds=3600), operator="bench", adapters={})
+    settings = Settings(refresh_seconds=3600)
+    if server is None:
+        app = build_app(url=url, settings=settings, operator="bench", adapters={})
+    else:
+        link = open_link(server, os.environ["ROUNDTABLE_TOKEN"])
+        app = build_app(url=server, settings=settings, operator="bench", adapters={}, link=link)
 
     def commit_into(committed: list[float], session_id: str, second: int) -> None:
         committed.append(commit_session(url, session_id, second))

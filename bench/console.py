@@ -233,11 +233,16 @@ def bench_jumps(store: tuple[str, str], group: str | None = None) -> list[Figure
 CHANGE_LIMIT_SECONDS = 0.5
 
 
-def bench_change_latency(url: str, label: str, rounds: int) -> list[Figure]:
+def bench_change_latency(
+    url: str, label: str, rounds: int, server: str | None = None, env: dict[str, str] | None = None
+) -> list[Figure]:
     """Commit from another connection → the row on the console's screen, with the timed
-    refresh an hour away (bench/change_latency.py)."""
+    refresh an hour away (bench/change_latency.py); through ``server`` (its token in ``env``),
+    the row comes by the server's stream of changes."""
     command = [sys.executable, str(BENCH / "change_latency.py"), url, str(rounds)]
-    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    if server is not None:
+        command += ["--server", server]
+    result = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     latencies = json.loads(result.stdout.strip().splitlines()[-1])
     return [
         Figure(

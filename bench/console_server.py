@@ -3,21 +3,28 @@ directly (issue 42 point 3), side by side in one run: whole processes until the 
 painted (``first_paint.py server URL`` against ``console URL``, in turns, medians: within
 ``FIRST_PAINT_LIMIT``), and key press -> its last frame through the server (p90 within
 ``KEY_P90_LIMIT`` times the bare app's, as on the store). A read of the list is one request (the
-server's ``POST /api/v1/console/rows``): ``requests_per_page`` counts them on a page down."""
+server's ``POST /api/v1/console/rows``): the requests each page down sends are counted (the most
+of any: within ``PAGE_REQUESTS_LIMIT``). And a session committed to the store shows on the
+console through the server within ``CHANGE_LIMIT_SECONDS``, as on the store (the server's
+stream of changes, not a poll)."""
 
 from __future__ import annotations
 
+import json
 import statistics
+import subprocess
 import tempfile
 from pathlib import Path
 
-from bench.console import first_paint_command, key_figures, key_timings
+from bench.console import bench_change_latency, first_paint_command, key_figures, key_timings
 from bench.figures import Figure, run_process, timed
 from roundtable_console.store.access.tokens import create_token
 from roundtable_console.store.db.database import open_store
 from tests.serve_support import serving
 
 FIRST_PAINT_LIMIT = 1.3
+PAGE_REQUESTS_LIMIT = 2
+PAGE_DOWNS = 12
 
 
 def bench_console_through_server(
@@ -57,4 +64,27 @@ def bench_console_through_server(
         ours = key_timings(downs, pagedowns, "server", served.url, env=through)
         floor = key_timings(downs, pagedowns, "bare")
         figures += key_figures(label, ours, floor)
+        sent = page_requests(served.url, through)
+        figures.append(Figure(f"requests per page down, most of {len(sent)} ({label})",
+                              max(sent), limit=PAGE_REQUESTS_LIMIT, unit=" req",
+                              absolute=True))  # fmt: skip
+        operator = {**env, "ROUNDTABLE_TOKEN": operator_token(store[1])}
+        figures += bench_change_latency(store[1], label, 5, served.url, operator)
     return figures
+
+
+def operator_token(url: str) -> str:
+    opened = open_store(url)
+    try:
+        return create_token(store=opened, name="bench-latency", role="operator").token
+    finally:
+        opened.dispose()
+
+
+def page_requests(server: str, env: dict[str, str]) -> list[int]:
+    """The requests each of ``PAGE_DOWNS`` page downs sent to the server (first_paint.py)."""
+    done = subprocess.run(
+        first_paint_command("pages", str(PAGE_DOWNS), "server", server),
+        check=True, capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    return [int(count) for count in json.loads(done.stdout.splitlines()[-1])]

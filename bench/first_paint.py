@@ -17,6 +17,8 @@ argument):
   the frame that shows the rows there (read from the store by then).
 - `server URL` in place of `console URL`: the console through `roundtable serve` at URL, as
   `roundtable tui --server URL` starts it, with the token in $ROUNDTABLE_TOKEN.
+- `pages N server URL`: once the console through the server is ready, press "pagedown" N times,
+  each until settled, and print the requests each press sent to the server (a JSON list).
 - `keys [DOWNS PAGEDOWNS] APP`: once the store is open, press "down" DOWNS times (default 30),
   then ``SCROLLING_DOWNS`` times more, past the view's last row, so that most of those move the
   view a row (timed apart, as "down-scrolls": every row in view is drawn again, where a cursor
@@ -388,9 +390,12 @@ async def no_script(_pilot: Pilot[Any]) -> None:
 
 def main(argv: list[str]) -> None:
     group, argv = grouping(argv)
-    modes = ("paint", "rss", "keys", "jumps")
+    modes = ("paint", "rss", "keys", "jumps", "pages")
     mode, which = (argv[0], argv[1:]) if argv[0] in modes else ("paint", argv)
     downs, pagedowns = DOWNS, PAGEDOWNS
+    pages = 0
+    if mode == "pages":
+        pages, which = int(which[0]), which[1:]
     if mode == "keys" and which[0].isdigit():
         downs, pagedowns, which = int(which[0]), int(which[1]), which[2:]
     if mode == "paint":
@@ -410,8 +415,21 @@ def main(argv: list[str]) -> None:
         await wait_until_ready(pilot)
         measured.append(await jump_timings(pilot))
 
+    async def measure_pages(pilot: Pilot[Any]) -> None:
+        await wait_until_ready(pilot)
+        calls = pilot.app.link.calls  # type: ignore[attr-defined]
+        sent = []
+        for _ in range(pages):
+            before = calls.sent
+            await pilot.press("pagedown")
+            await settle(pilot)
+            sent.append(calls.sent - before)
+        measured.append(sent)
+
     if mode == "rss":
         run_app(which, measure_rss, group=group)
+    elif mode == "pages":
+        run_app(which, measure_pages, group=group)
     elif mode == "jumps":
         run_app(which, measure_jumps, group=group)
     else:

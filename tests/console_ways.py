@@ -3,27 +3,29 @@ serve`` with a person's token. ``ConsoleWay.console`` builds the app either way 
 arguments, so a test of the console runs unchanged through both (the ``way`` fixture,
 ``tests/conftest.py``): what it asserts on the screen and in the store holds on each.
 
-Through the server, the server's clock judges staleness and ages, and its configuration holds
-the adapters (the resume plans are the server's): a test that needs a frozen clock stays on the
-store."""
+Through the server, the server's clock judges staleness, ages and expiries, and its configuration
+holds the adapters (the resume plans are the server's). A test makes its records at
+``way.moment`` (the frozen time on the store, now through a server), so that each console's
+clock judges them alike; a test that needs the clock moved stays on the store."""
 
 from __future__ import annotations
 
 import json
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from roundtable_console.store.access.tokens import create_token
-from roundtable_console.store.db.database import open_store
+from roundtable_console.store.db.database import Store, open_store
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.tui.app import build_app
 from roundtable_console.tui.config import Settings
 from roundtable_console.tui.console_app import RoundtableApp
 from roundtable_console.tui.console_link import open_link
 from tests.serve_support import Served, serving
-from tests.test_tui_support import OPERATOR, console
+from tests.test_tui_support import FROZEN, OPERATOR, console
 
 WAYS = ("store", "server")
 
@@ -35,6 +37,21 @@ class ConsoleWay:
     home: Path
     stack: ExitStack = field(default_factory=ExitStack)
     served: Served | None = None
+    opened: Store | None = None
+
+    @property
+    def store(self) -> Store:
+        """The store the console reads (opened once, closed with the way)."""
+        if self.opened is None:
+            self.opened = open_store(self.url)
+            self.stack.callback(self.opened.dispose)
+        return self.opened
+
+    @property
+    def moment(self) -> datetime:
+        """What time the console's clock reads: the frozen time (``console``'s FakeClock), or
+        the server's, now."""
+        return datetime.now(UTC) if self.through_server else FROZEN
 
     @property
     def through_server(self) -> bool:
@@ -53,11 +70,7 @@ class ConsoleWay:
             return console(self.url, adapters=adapters, **options)
         if self.served is not None:
             raise AssertionError("one console a test through the server")
-        store = open_store(self.url)
-        try:
-            token = create_token(store=store, name=OPERATOR, role=role).token
-        finally:
-            store.dispose()
+        token = create_token(store=self.store, name=OPERATOR, role=role).token
         config = self.home / "config" / "roundtable" / "config.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(adapters_toml(adapters or {}))

@@ -4,6 +4,7 @@ a host says of itself shown as text; escape goes back. Through the real app, and
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import registry
 from roundtable_console.store.hosts.facts import AgentFound, HostFacts
 from tests.conftest import FakeClock
+from tests.console_ways import ConsoleWay
 from tests.helpers import register_session
 from tests.test_tui_snapshots import SIZE, seed
 from tests.test_tui_support import (
@@ -34,13 +36,13 @@ LAPTOP = HostFacts(
 BUILDBOX = HostFacts(name="buildbox", agents=(AgentFound("gemini", "[link=x]0.9[/link]"),))
 
 
-def connect(db: Store, facts: HostFacts, *, minutes_ago: float = 0) -> None:
-    from datetime import timedelta
-
+def connect(
+    db: Store, facts: HostFacts, *, minutes_ago: float = 0, at: datetime = FROZEN
+) -> None:
     with db.write() as conn:
         registry.connect(
             conn, facts, connection_id=facts.name,
-            clock=fixed_clock(FROZEN - timedelta(minutes=minutes_ago)),
+            clock=fixed_clock(at - timedelta(minutes=minutes_ago)),
         )  # fmt: skip
 
 
@@ -49,13 +51,16 @@ def listed(app: Any) -> list[str]:
     return [session.id for session in app.list_screen.model.sessions()]
 
 
-async def test_h_shows_the_hosts_and_escape_goes_back(tmp_path: Path, db: Store) -> None:
+async def test_h_shows_the_hosts_and_escape_goes_back(way: ConsoleWay) -> None:
+    """On the store, and through a server (its hosts route)."""
+    db = way.store
     seed(db)
-    connect(db, LAPTOP)
-    connect(db, BUILDBOX, minutes_ago=5)  # not seen for longer than ONLINE_SECONDS: offline
+    connect(db, LAPTOP, at=way.moment)
+    # Not seen for longer than ONLINE_SECONDS: offline.
+    connect(db, BUILDBOX, minutes_ago=5, at=way.moment)
     with db.write() as conn:
         register_session(conn, "on-laptop", host="laptop", status="running")
-    app = console(sqlite_url(tmp_path), clock=FakeClock(FROZEN))
+    app = way.console(clock=FakeClock(FROZEN))
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
         await press(pilot, "H")
@@ -67,7 +72,7 @@ async def test_h_shows_the_hosts_and_escape_goes_back(tmp_path: Path, db: Store)
         assert "/home/ann/[bold red]x[/]" in text  # a project's name, not markup
         buildbox = next(line for line in text.splitlines() if "buildbox" in line)
         assert "offline" in buildbox and "gemini [link=x]0.9[/link]" in buildbox
-        connect(db, HostFacts(name="newbox"))
+        connect(db, HostFacts(name="newbox"), at=way.moment)
         await until(pilot, lambda: "2 of 3 online" in screen_text(app))
         assert "newbox" in screen_text(app)
         await press(pilot, "escape")

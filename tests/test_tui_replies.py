@@ -7,6 +7,7 @@ both checked, and a snapshot."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from roundtable_console.store.clock import fixed_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.replies import listeners
 from tests.conftest import FakeClock
+from tests.console_ways import ConsoleWay
 from tests.test_tui_requests import ask, until
 from tests.test_tui_snapshots import SIZE, seed
 from tests.test_tui_support import (
@@ -30,7 +32,7 @@ from tests.test_tui_support import (
 )
 
 
-def listening(db: Store, session_id: str = "sess-01") -> str:
+def listening(db: Store, session_id: str = "sess-01", at: datetime = FROZEN) -> str:
     """``session_id``'s turn done ("Shall I deploy?") and its Stop hook listening for a reply."""
     with db.write() as conn:
         conn.execute(
@@ -42,7 +44,7 @@ def listening(db: Store, session_id: str = "sess-01") -> str:
         )
     record = listeners.open_listener(
         db, session_id=session_id, agent="claude-code", wait_seconds=600,
-        clock=fixed_clock(FROZEN),
+        clock=fixed_clock(at),
     )  # fmt: skip
     return record.id
 
@@ -67,10 +69,12 @@ async def select(pilot: Any, session_id: str) -> None:
     raise AssertionError(f"{session_id} is not on the list")
 
 
-async def test_m_replies_through_the_listening_hook(tmp_path: Path, db: Store) -> None:
+async def test_m_replies_through_the_listening_hook(way: ConsoleWay) -> None:
+    """On the store, and through a server (its route for a session's reply)."""
+    db = way.store
     seed(db)
-    listener = listening(db)
-    app = console(sqlite_url(tmp_path), clock=FakeClock(FROZEN))
+    listener = listening(db, at=way.moment)
+    app = way.console(clock=FakeClock(FROZEN))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await select(pilot, "sess-01")

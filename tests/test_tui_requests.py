@@ -5,7 +5,7 @@ the store both checked, and snapshots."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from roundtable_console.store.db.database import Store
 from roundtable_console.store.requests import asking
 from roundtable_console.store.requests.deciding import decide_request
 from tests.conftest import FakeClock
+from tests.console_ways import ConsoleWay
 from tests.test_tui_snapshots import SIZE, seed
 from tests.test_tui_support import (
     FROZEN,
@@ -33,24 +34,31 @@ TEN_YEARS = 10 * 365 * 86400
 
 
 def ask(
-    db: Store, session_id: str, command: str, agent: str = "claude-code", minute: int = 0
+    db: Store,
+    session_id: str,
+    command: str,
+    agent: str = "claude-code",
+    minute: int = 0,
+    at: datetime = FROZEN,
 ) -> str:
-    """A request asked ``minute`` minutes after the frozen time (the oldest is answered first)."""
+    """A request asked ``minute`` minutes after ``at`` (the oldest is answered first)."""
     record = asking.open_request(
         db, session_id=session_id, agent=agent, tool_name="Bash",
         tool_input={"command": command, "description": "[b]bold[/b] \x1b[31mred"},
         suggestions=[SUGGESTION], reason=f"asks to run Bash: {command}",
         wait_seconds=TEN_YEARS,
-        clock=fixed_clock(FROZEN + timedelta(minutes=minute)),
+        clock=fixed_clock(at + timedelta(minutes=minute)),
     )  # fmt: skip
     return record.id
 
 
-async def test_the_fleets_requests_are_allowed_and_denied(tmp_path: Path, db: Store) -> None:
+async def test_the_fleets_requests_are_allowed_and_denied(way: ConsoleWay) -> None:
+    """On the store, and through a server (its routes for people's requests)."""
+    db = way.store
     seed(db)
-    first = ask(db, "sess-01", "make deploy")
-    second = ask(db, "sess-03", "rm -rf [red]build[/red]", minute=1)
-    app = console(sqlite_url(tmp_path), clock=FakeClock(FROZEN))
+    first = ask(db, "sess-01", "make deploy", at=way.moment)
+    second = ask(db, "sess-03", "rm -rf [red]build[/red]", minute=1, at=way.moment)
+    app = way.console(clock=FakeClock(FROZEN))
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await press(pilot, "P")

@@ -50,9 +50,9 @@ SETTING_HELP: dict[str, str] = {
     "notify": "What the console adds to its notice of a session that needs a human: "
     + ", ".join(NOTIFY_MODES)
     + ".",
-    "server": "tui, sessions, requests and audit read and act through roundtable serve at this "
-    "URL with your token (as --server; --server and $ROUNDTABLE_SERVER win over it; --db, "
-    "--root or $ROUNDTABLE_DB name a store instead).",
+    "server": "tui, sessions, requests, reply, resume, watch and audit go through roundtable "
+    "serve at this URL with your token (as --server; --server and $ROUNDTABLE_SERVER win over "
+    "it; --db, --root or $ROUNDTABLE_DB name a store instead).",
     "token_env": "The environment variable that holds your token for server (as --token-env; "
     "default ROUNDTABLE_TOKEN). The token itself is never kept in the config.",
 }
@@ -61,8 +61,8 @@ ENVIRONMENT_HELP: dict[str, str] = {
     "ROUNDTABLE_DB": "The store's URL, when --db is not given.",
     "ROUNDTABLE_OPERATOR": "The operator's name, when --operator is not given.",
     "ROUNDTABLE_READ_ONLY": "1: every store read-only, as --read-only.",
-    "ROUNDTABLE_SERVER": "The server tui, sessions, requests and audit go through, when "
-    "--server is not given and no store is named.",
+    "ROUNDTABLE_SERVER": "The server tui, sessions, requests, reply, resume, watch and audit go "
+    "through, when --server is not given and no store is named.",
     "ROUNDTABLE_TOKEN": "Your token for that server, unless --token-env or the config's "
     "token_env names another variable.",
     "ROUNDTABLE_SESSION_ID": "Set for an agent that R, resume --exec or the web's resume command "

@@ -1,7 +1,7 @@
 """The machines that run agents (``H``): each host, online or not, when it was last seen, the
 agent CLIs it found, its sessions (active of all) and projects; read again whenever the store
-changes. ``enter`` shows the list that host's sessions only, ``a`` every host's again. What a
-host says of itself is shown as text, never as markup."""
+changes, and every few seconds. ``enter`` shows the list that host's sessions only, ``a`` every
+host's again. What a host says of itself is shown as text, never as markup."""
 
 from __future__ import annotations
 
@@ -40,6 +40,10 @@ class HostsScreen(FleetTable[HostChosen | None]):
         ("agents", "Agents", 28),
     )
     REST = ("projects", "Projects")
+    # A host goes offline by the clock alone (not seen for ONLINE_SECONDS), and a host's own
+    # word is not a session's change, which alone wakes a console through a server or on
+    # PostgreSQL: read again every few seconds while shown.
+    READ_EVERY = 5.0
     AUTO_FOCUS = "#hosts"
     BINDINGS = [
         Binding("enter", "choose", "Its sessions", tooltip="The list shows this host's only"),

@@ -30,6 +30,8 @@ class FleetTable(ReportsFailures, Screen[R]):
     # The columns of a fixed width, then the one that takes the rest of the width.
     COLUMNS: ClassVar[tuple[tuple[str, str, int], ...]]
     REST: ClassVar[tuple[str, str]]
+    # Seconds between reads while shown, besides each change of the store (None: none).
+    READ_EVERY: ClassVar[float | None] = None
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("ctrl+r", "reload", "Refresh", show=False),
@@ -66,6 +68,8 @@ class FleetTable(ReportsFailures, Screen[R]):
         key, label = self.REST
         table.add_column(Text(label), key=key, width=self.rest_width)
         self.read()
+        if self.READ_EVERY is not None:
+            self.set_interval(self.READ_EVERY, self.read)
 
     @on(StoreChanged)
     def _store_changed(self) -> None:
