@@ -71,13 +71,17 @@ def grouping(argv: list[str]) -> tuple[str | None, list[str]]:
 
 def start_early() -> Any:
     """What `roundtable tui` does before it imports Textual: on PostgreSQL, a child process
-    starts reading the first rows (store.reads.first_window.prefetch)."""
-    if "console" not in sys.argv:
+    starts reading the first rows (store.reads.first_window.prefetch); through a server, one
+    asks it who the token is and for the first rows (client.first_window)."""
+    if "console" not in sys.argv and "server" not in sys.argv:
         return None
-    from roundtable_console.tui.cli.tui_command import prefetch_first_rows
+    from roundtable_console.tui.cli.tui_command import prefetch_first_rows, prefetch_through_server
     from roundtable_console.tui.config import Settings
 
     group, _argv = grouping(sys.argv)
+    if "server" in sys.argv:
+        token = os.environ["ROUNDTABLE_TOKEN"]
+        return prefetch_through_server(sys.argv[-1], token, Settings(group=group))
     return prefetch_first_rows(sys.argv[-1], Settings(group=group))
 
 
@@ -347,10 +351,11 @@ def run_app(
 
     if which[0] == "server":  # as `roundtable tui --server URL` starts it
         from roundtable_console.tui.app import run_console_through_server
-        from roundtable_console.tui.console_link import open_link
 
         run_console_through_server(
-            link=open_link(which[1], os.environ["ROUNDTABLE_TOKEN"]),
+            server=which[1],
+            token=os.environ["ROUNDTABLE_TOKEN"],
+            prefetched=EARLY,
             settings=Settings(group=group),
             headless=True,
             size=SIZE,

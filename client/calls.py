@@ -6,13 +6,15 @@ is sent in the Authorization header only: never in a URL, a message or a log."""
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from roundtable_console.store.errors import ServerUnavailable, StoreError
+
+if TYPE_CHECKING:  # imported at the first call (the console paints first: client.first_window)
+    import httpx
 
 T = TypeVar("T")
 # How long one call waits for the server (connecting, then each read).
@@ -40,6 +42,8 @@ def new_client(server: str, token: str, timeout: httpx.Timeout | float) -> httpx
     import os
     import ssl
 
+    import httpx
+
     authority = os.environ.get("SSL_CERT_FILE")
     verify: ssl.SSLContext | bool = (
         ssl.create_default_context(cafile=authority) if authority else True
@@ -59,17 +63,36 @@ def new_client(server: str, token: str, timeout: httpx.Timeout | float) -> httpx
 
 
 class ServerCalls:
-    """One server, one token, one connection pool for the command's life."""
+    """One server, one token, one connection pool for the command's life, made at the first
+    call (``connect``): the HTTP client's import is not paid before it is needed."""
 
     def __init__(self, server: str, token: str, *, timeout: float = TIMEOUT_SECONDS) -> None:
         self.server = server.rstrip("/")
-        self._client = new_client(self.server, token, timeout)
-        self._client.headers["Accept"] = "application/json"
+        self._token = token
+        self._timeout = timeout
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
         # How many requests were sent (bench/console_server.py counts a page's round trips).
         self.sent = 0
 
+    @property
+    def connected(self) -> bool:
+        """Whether the client is made (a call was made, or ``connect``)."""
+        return self._client is not None
+
+    def connect(self) -> httpx.Client:
+        """The client, made once (blocking: its import takes tens of milliseconds)."""
+        with self._lock:
+            if self._client is None:
+                client = new_client(self.server, self._token, self._timeout)
+                client.headers["Accept"] = "application/json"
+                self._client = client
+            return self._client
+
     def close(self) -> None:
-        self._client.close()
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
 
     def get(self, path: str, params: Any = None) -> Any:
         with as_expected(self.server):
@@ -91,10 +114,13 @@ class ServerCalls:
     def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
         """The answer, read whole up to ``MAX_ANSWER_BYTES`` (a server's word is not taken for
         its size)."""
+        import httpx
+
         self.sent += 1
+        client = self.connect()
         try:
-            request = self._client.build_request(method, path, **options)
-            streamed = self._client.send(request, stream=True)
+            request = client.build_request(method, path, **options)
+            streamed = client.send(request, stream=True)
             try:
                 body = bytearray()
                 for chunk in streamed.iter_bytes():
@@ -114,7 +140,7 @@ class ServerCalls:
         except httpx.TimeoutException:
             raise ServerUnavailable(
                 f"roundtable serve at {self.server} did not answer within "
-                f"{self._client.timeout.read:.0f} s: nothing was changed by this command if it "
+                f"{client.timeout.read:.0f} s: nothing was changed by this command if it "
                 "writes, unless the server finished it after; run it again to see."
             ) from None
         except httpx.TransportError as error:

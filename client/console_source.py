@@ -57,7 +57,9 @@ class ServerConsole:
 
     @property
     def ready(self) -> bool:
-        return True
+        """Whether the HTTP client is made: until then the list shows the first rows a child
+        process read (``client.first_window``), and nothing else is asked."""
+        return self.calls.connected
 
     # -- the list -----------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ Each engine."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,15 +17,17 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from roundtable_console.client.calls import ServerCalls
 from roundtable_console.client.console_source import ServerConsole
 from roundtable_console.store import service
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.audit import audit_page
 from roundtable_console.store.resume.launch import read_launch
-from roundtable_console.tui.app import build_app
+from roundtable_console.tui.app import build_app, run_console_through_server
 from roundtable_console.tui.cli import cli
 from roundtable_console.tui.cli.invocation import CliState
+from roundtable_console.tui.cli.tui_command import prefetch_through_server
 from roundtable_console.tui.config import Settings
 from roundtable_console.tui.console_app import RoundtableApp
 from roundtable_console.tui.console_link import ServerLink, open_link
@@ -96,6 +99,59 @@ async def test_the_console_reads_and_acts_through_the_server_as_the_token(team: 
     with team.store.read() as db:
         [last] = audit_page(db=db, limit=1).items
     assert (last.action, last.actor, last.session_id) == ("pause", "olivia", "s-one")
+
+
+def test_as_roundtable_tui_starts_it_the_first_rows_come_from_a_child_then_all_goes_on(
+    team: Team, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``roundtable tui --server``'s own path: a child asks who the token is and for the first
+    rows while Textual loads (client.first_window); the console paints them, then makes its
+    own client and reads and acts through it as before."""
+    seen: dict[str, Any] = {}
+    # The console's own client is held back: what it shows first came from the child.
+    gate = threading.Event()
+    connect = ServerCalls.connect
+    monkeypatch.setattr(ServerCalls, "connect", lambda calls: gate.wait(30) and connect(calls))
+
+    async def script(pilot: Any) -> None:
+        app = pilot.app
+        await until_shown(pilot, "s-three")
+        seen["first"] = (screen_text(app), app.ctx.source.ready)
+        gate.set()
+        while not app.ctx.source.ready:  # its client, made once the rows are shown
+            await asyncio.sleep(0.02)
+        await settle(pilot, 8)
+        await press(pilot, "p")
+        await settle(pilot, 8)
+        await press(pilot, "y")
+        await settle(pilot, 8)
+        seen["after"] = screen_text(app)
+        app.exit()
+
+    settings = Settings(refresh_seconds=3600, sort="started")
+    token = team.made["operator"]
+    early = prefetch_through_server(team.served.url, token, settings)
+    code = run_console_through_server(server=team.served.url, token=token, settings=settings,
+                                      prefetched=early, headless=True, size=(140, 30),
+                                      auto_pilot=script)  # fmt: skip
+    assert code == 0
+    first, ready_then = seen["first"]
+    assert f"olivia @ {team.served.url}" in first and "s-one" in first and not ready_then
+    assert "paused" in seen["after"]
+    assert service.read_session(store=team.store, session_id="s-one").status == "paused"
+    # A token the server refuses: one sentence, exit 1, the screen never taken.
+    refused = prefetch_through_server(team.served.url, "rt_wrong", settings)
+    code = run_console_through_server(server=team.served.url, token="rt_wrong",
+                                      settings=settings, prefetched=refused)  # fmt: skip
+    said = capsys.readouterr().err
+    assert code == 1 and "did not accept your token" in said and "Traceback" not in said
+
+
+async def until_shown(pilot: Any, text: str, seconds: float = 15.0) -> None:
+    deadline = time.monotonic() + seconds
+    while text not in screen_text(pilot.app):
+        assert time.monotonic() < deadline, f"{text!r} not shown within {seconds} s"
+        await asyncio.sleep(0.02)
 
 
 async def test_a_change_made_elsewhere_shows_without_a_key(team: Team) -> None:

@@ -31,6 +31,7 @@ from roundtable_console.tui.console_app import RoundtableApp
 from roundtable_console.tui.heap import hold_full_collections
 
 if TYPE_CHECKING:
+    from roundtable_console.client.first_window import ServerPrefetch
     from roundtable_console.store.db.database import Store
     from roundtable_console.tui.config import Settings
     from roundtable_console.tui.console_link import ServerLink
@@ -81,7 +82,7 @@ def build_app(
         adapters=with_demo_adapters(adapters) if demo else dict(adapters),
         read_only=read_only,
     )
-    if link is not None:  # the server reads for the console: nothing is read here first
+    if link is not None:  # the server reads for the console
         from roundtable_console.client.console_source import ServerConsole
 
         ctx.source = ServerConsole(link.calls, ctx.page_size)
@@ -194,21 +195,44 @@ def run_app(
 
 def run_console_through_server(
     *,
-    link: ServerLink,
+    server: str,
+    token: str,
     settings: Settings,
+    prefetched: ServerPrefetch | None = None,
     read_only: bool = False,
     headless: bool = False,
     size: tuple[int, int] | None = None,
     auto_pilot: AutopilotCallbackType | None = None,
 ) -> int:
-    """The console reading and acting through ``roundtable serve`` (``link``): as the token's
-    own name, with what its role may do. ``headless``, ``size`` and ``auto_pilot``: as
-    ``run_console``'s."""
+    """The console reading and acting through ``roundtable serve`` at ``server``, as the
+    token's own name, with what its role may do. ``headless``, ``size`` and ``auto_pilot``: as
+    ``run_console``'s.
+
+    Who the token is and the list's first rows come from ``prefetched`` (``client.first_window``,
+    started by ``roundtable tui`` before Textual was imported), else are asked here; a token the
+    server refuses, or a server not reached, is one sentence (exit 1) before the screen is taken
+    over. With the first rows read by the child, the HTTP client is made once they are shown."""
+    from roundtable_console.client.calls import ServerCalls
+    from roundtable_console.tui.console_link import link_of, open_link
+
+    try:
+        me = prefetched.identity() if prefetched is not None else None
+        if me is None:
+            link = open_link(server, token)
+        else:
+            link = link_of(ServerCalls(server, token), token, me)
+    except StoreError as error:
+        print(f"roundtable tui: {printable(error.message)} [{error.code}]", file=sys.stderr)
+        return 1
     app = build_app(
         url=link.url, settings=settings, operator=link.name, adapters={}, demo=False,
         read_only=read_only, link=link,
     )  # fmt: skip
+    if me is not None and prefetched is not None:  # the list's first read waits for its rows
+        app.ctx.first_read = lambda _limit, _now, _order: prefetched.window()
     try:
         return run_app(app, headless=headless, size=size, auto_pilot=auto_pilot)
     finally:
         link.close()
+
+

@@ -202,7 +202,7 @@ class RoundtableApp(App[int]):
         return self.collector.tick(time.monotonic())
 
     def on_session_list_screen_loaded(self, _message: SessionListScreen.Loaded) -> None:
-        if self.link is not None and self.server_watcher is None:
+        if self.link is not None and self.server_watcher is None and self.ctx.source.ready:
             # Once the first rows are painted: its connection does not delay them, and its
             # first event reads again whatever changed in between.
             self.follow_server(self.link)
@@ -218,11 +218,29 @@ class RoundtableApp(App[int]):
     def on_session_list_screen_first_rows_shown(
         self, _message: SessionListScreen.FirstRowsShown
     ) -> None:
+        if self.link is not None:
+            if not self.ctx.source.ready:  # the first rows came from the child: connect now
+                threading.Thread(target=self.connect_link, name="connect", daemon=True).start()
+            return
         if self.staged and self.ctx.store is None:
             # A daemon thread, not a worker: Textual's thread workers run on the event loop's
             # executor, which is joined when the app exits, so quitting at once would wait for
             # SQLAlchemy's import to finish.
             threading.Thread(target=self.open_and_seed, name="open-store", daemon=True).start()
+
+    class LinkReady(Message):
+        """The HTTP client to the server is made: the list reads through it from now on."""
+
+    def connect_link(self) -> None:
+        """Make the client (its import) away from the event loop. Runs in a thread."""
+        assert self.link is not None
+        self.link.calls.connect()
+        import roundtable_console.tui.server_watch  # noqa: F401 - its import, here too
+
+        self._deliver(self.LinkReady())
+
+    def on_roundtable_app_link_ready(self, _message: LinkReady) -> None:
+        self.list_screen.store_opened()
 
     @work(thread=True, exclusive=True, group="store-open", exit_on_error=False)
     def prepare_store(self) -> None:

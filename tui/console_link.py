@@ -7,8 +7,10 @@ down is one sentence (exit 1), never a traceback."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from roundtable_console.client.calls import ServerCalls
+from roundtable_console.store.safety.display import printable
 
 
 @dataclass(frozen=True)
@@ -47,25 +49,33 @@ class ServerLink:
 def open_link(url: str, token: str) -> ServerLink:
     """Who the token is on the server at ``url``; a ``StoreError`` in words when it cannot say
     (the token refused, the server down), or when the token is not a person's."""
-    from roundtable_console.store.errors import StoreError
-
     calls = ServerCalls(url, token)
     try:
-        me = calls.get("/api/v1/me")
-        if me.get("role") not in ("viewer", "operator"):
-            raise StoreError(
-                f"The token is {me.get('role')!r} {me.get('name')!r}'s: a person's client "
-                "needs a person's token (a viewer's or an operator's)."
-            )
-    except StoreError:
+        return link_of(calls, token, calls.get("/api/v1/me"))
+    except BaseException:
         calls.close()
         raise
-    workspaces = me.get("workspaces")
-    return ServerLink(
-        url=url.rstrip("/"),
-        name=str(me.get("name")),
-        role=str(me.get("role")),
-        workspaces=None if workspaces is None else tuple(workspaces),
-        calls=calls,
-        token=token,
-    )
+
+
+def link_of(calls: ServerCalls, token: str, me: dict[str, Any]) -> ServerLink:
+    """The link of the token the server says is ``me`` (``GET /api/v1/me``'s answer); a
+    ``StoreError`` when it is not a person's."""
+    from roundtable_console.client.calls import as_expected
+    from roundtable_console.store.errors import StoreError
+
+    if me.get("role") not in ("viewer", "operator"):
+        raise StoreError(
+            f"The token is {printable(str(me.get('role')))!r} "
+            f"{printable(str(me.get('name')))!r}'s: a person's client needs a person's token "
+            "(a viewer's or an operator's)."
+        )
+    with as_expected(calls.server):
+        workspaces = me.get("workspaces")
+        return ServerLink(
+            url=calls.server,
+            name=str(me["name"]),
+            role=str(me["role"]),
+            workspaces=None if workspaces is None else tuple(str(w) for w in workspaces),
+            calls=calls,
+            token=token,
+        )

@@ -1,9 +1,10 @@
 """``roundtable tui``: the operator console. Textual is imported here alone, once a child process
-reads the first rows meanwhile on PostgreSQL (``prefetch_first_rows``)."""
+reads the first rows meanwhile on PostgreSQL (``prefetch_first_rows``) or through a server
+(``prefetch_through_server``)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 import click
@@ -12,21 +13,29 @@ from roundtable_console.tui.cli.invocation import Invocation, with_source_invoca
 from roundtable_console.tui.cli.options import operator_option
 
 if TYPE_CHECKING:
+    from roundtable_console.client.first_window import ServerPrefetch
     from roundtable_console.store.reads.first_window import Prefetch
+    from roundtable_console.store.reads.listing import SessionOrder
     from roundtable_console.tui.config import Settings
+
+
+def first_order(settings: Settings) -> tuple[datetime, SessionOrder]:
+    """Now, and the console's first order (a grouped list is read in its grouping's)."""
+    from roundtable_console.store.clock import system_clock
+    from roundtable_console.store.reads.listing import SessionOrder
+
+    now = system_clock()
+    column = settings.group or settings.sort
+    return now, SessionOrder(column).at(now - timedelta(seconds=settings.stale_after_seconds))
 
 
 def prefetch_first_rows(url: str, settings: Settings) -> Prefetch | None:
     """On PostgreSQL, a child process that reads the console's first rows in its first order
     (``store.reads.first_window.prefetch``); None for any other store."""
     from roundtable_console.screens.context import DEFAULT_PAGE_SIZE
-    from roundtable_console.store.clock import system_clock
     from roundtable_console.store.reads.first_window import prefetch
-    from roundtable_console.store.reads.listing import SessionOrder
 
-    now = system_clock()
-    column = settings.group or settings.sort  # a grouped list is read in its grouping's order
-    order = SessionOrder(column).at(now - timedelta(seconds=settings.stale_after_seconds))
+    now, order = first_order(settings)
     return prefetch(url, limit=DEFAULT_PAGE_SIZE, now=now, order=order)
 
 
@@ -71,10 +80,6 @@ def tui_command(inv: Invocation, demo: bool, operator: str | None) -> int:
 
 def _through_server(inv: Invocation, server: str, operator: str | None) -> int:
     """The console through roundtable serve, as the token's own name and role."""
-    import sys
-
-    from roundtable_console.store.errors import StoreError
-    from roundtable_console.store.safety.display import printable
     from roundtable_console.tui.cli.through_server import token_from
 
     if operator is not None:
@@ -83,13 +88,22 @@ def _through_server(inv: Invocation, server: str, operator: str | None) -> int:
             "applies to a store (--db)."
         )
     token = token_from(inv.token_variable, f"your token for {server}")
-    from roundtable_console.tui.console_link import open_link
-
-    try:
-        link = open_link(server, token)
-    except StoreError as error:
-        print(f"roundtable tui: {printable(error.message)} [{error.code}]", file=sys.stderr)
-        return 1
+    settings = inv.settings
+    # Before Textual is imported: a child process asks the server who the token is and for the
+    # first rows meanwhile.
+    early = prefetch_through_server(server, token, settings)
     from roundtable_console.tui.app import run_console_through_server
 
-    return run_console_through_server(link=link, settings=inv.settings, read_only=inv.read_only)
+    return run_console_through_server(
+        server=server, token=token, settings=settings, prefetched=early, read_only=inv.read_only
+    )
+
+
+def prefetch_through_server(server: str, token: str, settings: Settings) -> ServerPrefetch:
+    """A child process that asks ``server`` who ``token`` is and for the console's first rows in
+    its first order (``client.first_window``)."""
+    from roundtable_console.client.first_window import prefetch
+    from roundtable_console.screens.context import DEFAULT_PAGE_SIZE
+
+    now, order = first_order(settings)
+    return prefetch(server, token, limit=DEFAULT_PAGE_SIZE, now=now, order=order)
