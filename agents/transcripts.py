@@ -32,6 +32,8 @@ READ_BUDGET = 8 * 1024 * 1024  # a page reads at most this much of the file
 MESSAGE_CUT = 4000
 RESULT_CUT = 1200
 MAX_LIMIT = 200
+# A console's page of a transcript, on the store and through a server alike.
+CONSOLE_PAGE = 100
 PAGE_MOST = 4 * MAX_LIMIT  # the oldest line read may add a few entries (read_page)
 _EXTERNAL_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 

@@ -141,9 +141,12 @@ class ServerConsole:
         return [int(n) for n in self.calls.get(session_path(session_id, "heartbeats"))["hours"]]
 
     def read_transcript(self, session: SessionFields, before: int | None) -> Any:
+        from roundtable_console.agents.transcripts import CONSOLE_PAGE
         from roundtable_console.agents.transcripts import Page as TranscriptPage
 
-        params = {} if before is None else {"before": str(before)}
+        params = {"limit": str(CONSOLE_PAGE)}
+        if before is not None:
+            params["before"] = str(before)
         body = self.calls.get(session_path(session.id, "transcript"), params)
         if not body.get("available"):
             return str(body.get("reason") or "The transcript is not available.")

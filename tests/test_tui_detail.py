@@ -14,6 +14,7 @@ from roundtable_console.store.clock import fixed_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import Event, Proposal
 from roundtable_console.store.writes import agent_writes
+from tests.console_ways import ConsoleWay
 from tests.helpers import history, session_row
 from tests.test_tui_support import (
     FROZEN,
@@ -102,8 +103,10 @@ async def test_detail_shows_every_field_masks_secrets_and_redacts_metadata(
 
 
 async def test_projection_tabs_show_history_claims_proposals_metrics_environment(
-    tmp_path: Path, db: Store
+    way: ConsoleWay,
 ) -> None:
+    """On the store, and through a server (its projections route)."""
+    db = way.store
     rich_session(db)
     add_claim(db, "c1", agent_id="ada", resource_id="src/app.py", expires_in=timedelta(hours=1))
     with db.write() as conn:
@@ -128,7 +131,7 @@ async def test_projection_tabs_show_history_claims_proposals_metrics_environment
                 created_at="2026-09-17T17:10:00Z",
             )
         )
-    app = console(sqlite_url(tmp_path))
+    app = way.console()
     async with app.run_test(size=(120, 40)) as pilot:
         await open_detail(pilot)
         await press(pilot, "2")
@@ -220,10 +223,12 @@ async def test_the_detail_follows_a_change_made_elsewhere_without_the_timer(
 
 
 async def test_the_transcript_tab_follows_the_agents_own_transcript(
-    tmp_path: Path, db: Store
+    way: ConsoleWay, tmp_path: Path
 ) -> None:
     """What the agent is doing: its transcript's tail in a tab (8), literal text, following the
-    file as it grows (each refresh), older entries with n."""
+    file as it grows (each refresh), older entries with n. On the store, and through a server
+    (which reads the transcript: the agent's machine is its own here)."""
+    db = way.store
     import json
 
     external = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
@@ -242,7 +247,7 @@ async def test_the_transcript_tab_follows_the_agents_own_transcript(
         db, "sess-t", adapter="claude", external_session_id=external,
         metadata={"transcript_path": str(path)},
     )  # fmt: skip
-    app = console(sqlite_url(tmp_path))
+    app = way.console()
     async with app.run_test(size=(120, 50)) as pilot:
         await open_detail(pilot)
         await press(pilot, "8")

@@ -103,9 +103,11 @@ def on_laptop(
     return workdir
 
 
-def launched_on_laptop(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def launched_on_laptop(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, now: Clock | None = None
+) -> None:
     """``on_laptop``, its agent started by the laptop's host in pane %7."""
-    on_laptop(store, tmp_path, monkeypatch)
+    on_laptop(store, tmp_path, monkeypatch, now=now)
     service.record_launch(
         store=store, session_id="s-laptop", tmux_pane="%7", tmux_socket=None, actor="ops",
         machine="laptop", via_host="laptop",
@@ -204,10 +206,13 @@ async def test_a_host_that_refuses_or_is_offline_changes_nothing(
 
 
 async def test_x_asks_first_then_has_the_host_stop_the_agent_it_started(
-    tmp_path: Path, db: Store, monkeypatch: pytest.MonkeyPatch
+    way: ConsoleWay, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    launched_on_laptop(db, tmp_path, monkeypatch)
-    app = console(sqlite_url(tmp_path))
+    """On the store, and through a server (which asks the host itself: ``POST …/stop-agent``)."""
+    db = way.store
+    now = system_clock if way.through_server else None
+    launched_on_laptop(db, tmp_path, monkeypatch, now=now)
+    app = way.console()
     stopped = {"ok": {"signal": "SIGINT", "exited": True}}
     with StandInHost(db, "laptop", [stopped]) as host:
         async with app.run_test(size=SIZE) as pilot:

@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from roundtable_console.agents.panes import read_activity
-from roundtable_console.agents.transcripts import Entry, Page, TranscriptUnavailable
+from roundtable_console.agents.transcripts import CONSOLE_PAGE, Entry, Page, TranscriptUnavailable
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.hosts import calls, protocol
@@ -21,7 +21,6 @@ from roundtable_console.store.reads.launches import last_launch
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.safety.display import one_line, printable
 
-PAGE_ENTRIES = 100
 LABELS = {
     "prompt": ("you   › ", "bold cyan"),
     "agent": ("agent › ", "bold green"),
@@ -49,7 +48,7 @@ def read_transcript(store: Store, session: SessionFields, before: int | None) ->
             return _through_host(store, session, launch, host.name, before)
         return elsewhere_words(session.id, host)
     try:
-        return read_activity(session, launch, before=before, limit=PAGE_ENTRIES)
+        return read_activity(session, launch, before=before, limit=CONSOLE_PAGE)
     except TranscriptUnavailable as unavailable:
         return str(unavailable)
 
@@ -59,7 +58,7 @@ def _through_host(
 ) -> Page | str:
     """The page asked of the session's host through the store: the server (or, on PostgreSQL,
     the host itself) that holds it answers (``store.hosts.calls``)."""
-    args = protocol.activity_args(session, launch, before=before, limit=PAGE_ENTRIES)
+    args = protocol.activity_args(session, launch, before=before, limit=CONSOLE_PAGE)
     try:
         answer = calls.ask_and_wait(store, host, protocol.ACTIVITY, args, seconds=HOST_SECONDS)
     except StoreError as error:  # a read-only console, a viewer's database role: it cannot ask
