@@ -104,12 +104,17 @@ def _records(app: FastAPI) -> None:
         name="session_heartbeats",
         summary="The session's heartbeats in each hour of the last day, oldest first.",
     )
-    for action in ("pause", "stop", "resume", "terminate"):
+    for action in ("heartbeat", "pause", "stop", "resume", "terminate"):
         key_needed = action in ("resume", "terminate")
+        summary = (  # the operator's heartbeat is the console's h (sessions heartbeat: an agent's)
+            "Heartbeat as a human (the console's h), answered with the whole outcome."
+            if action == "heartbeat"
+            else f"{action.capitalize()} (a human's), answered with the whole outcome "
+            f"(roundtable sessions {action} --json's)."
+        )
         operation(app, "POST", f"{RECORDS}/{{session_id}}/{action}",
                    record_ops.act_on_record(action), name=f"{action}_session_record",
-                   summary=f"{action.capitalize()} (a human's), answered with the whole outcome "
-                   f"(roundtable sessions {action} --json's).",
+                   summary=summary,
                    model=schemas.ActionOutcome, errors=(409,),
                    parameters=[schemas.idempotency(key_needed), IF_MATCH],
                    body=schemas.body_schema(bodies.TERMINATE_FIELDS)

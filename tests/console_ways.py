@@ -80,7 +80,7 @@ class ConsoleWay:
         app = build_app(
             url=self.served.url,
             settings=Settings(refresh_seconds=options.get("refresh_seconds", 3600),
-                              sort=options.get("sort", "started")),
+                              sort=options.get("sort", "started"), group=options.get("group")),
             operator="unused", adapters={}, demo=False, link=link,
         )  # fmt: skip
         app.ctx.cursor_blink = False

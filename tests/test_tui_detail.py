@@ -18,6 +18,7 @@ from tests.console_ways import ConsoleWay
 from tests.helpers import history, session_row
 from tests.test_tui_support import (
     FROZEN,
+    OPERATOR,
     add_claim,
     add_session,
     cell,
@@ -28,6 +29,7 @@ from tests.test_tui_support import (
     screen_text,
     settle,
     sqlite_url,
+    until,
 )
 
 SECRET_ID = "ext-9f8e7d"
@@ -173,11 +175,17 @@ async def test_logs_are_paged_with_n(tmp_path: Path, db: Store) -> None:
         assert "56 rows" in screen_text(app)
 
 
-async def test_actions_work_from_the_detail_screen(tmp_path: Path, db: Store) -> None:
+async def test_actions_work_from_the_detail_screen(way: ConsoleWay) -> None:
+    """On the store, and through a server (its routes for people's actions)."""
+    db = way.store
     add_session(db, "s1")
-    app = console(sqlite_url(tmp_path))
+    app = way.console()
     async with app.run_test(size=(120, 40)) as pilot:
         await open_detail(pilot)
+        await press(pilot, "h")  # the operator's heartbeat
+        await until(pilot, lambda: len(history(db, "s1")) == 2)
+        event, payload = history(db, "s1")[-1]
+        assert (event, payload["actor"]) == ("heartbeat", OPERATOR)
         await press(pilot, "p")
         assert "Paused s1 (active → paused)." in notifications(app)[-1]
         assert "paused" in screen_text(app).splitlines()[1]

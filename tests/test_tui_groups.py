@@ -18,6 +18,7 @@ from roundtable_console.store.reads.listing import Selection
 from roundtable_console.store.reads.sessions import count_selected, get_session
 from roundtable_console.store.window.layout import GroupHeader
 from roundtable_console.store.writes import lifecycle
+from tests.console_ways import ConsoleWay
 from tests.test_tui_support import (
     FROZEN,
     add_session,
@@ -89,9 +90,10 @@ def store_counts(db: Store, column: str) -> dict[str, dict[str, int]]:
     return found
 
 
-async def test_g_cycles_none_workspace_run_agent_then_none(tmp_path: Path, db: Store) -> None:
-    seed(db)
-    app = console(sqlite_url(tmp_path))
+async def test_g_cycles_none_workspace_run_agent_then_none(way: ConsoleWay) -> None:
+    """On the store, and through a server (its console routes: the groups counted there)."""
+    seed(way.store)
+    app = way.console()
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         assert headers(app) == [] and "sorted by started" in filter_line(app)
@@ -122,10 +124,12 @@ async def test_g_cycles_none_workspace_run_agent_then_none(tmp_path: Path, db: S
 
 
 async def test_headers_show_each_groups_counts_by_status_under_the_filters(
-    tmp_path: Path, db: Store
+    way: ConsoleWay,
 ) -> None:
+    """On the store, and through a server."""
+    db = way.store
     seed(db)
-    app = console(sqlite_url(tmp_path), group="agent")
+    app = way.console(group="agent")
     async with app.run_test(size=(140, 40)) as pilot:
         await settle(pilot)
         counts = store_counts(db, "agent_id")
