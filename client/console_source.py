@@ -10,7 +10,7 @@ server, or here after the server resumed it. A session whose id no path of the s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from roundtable_console.store.reads.overview import Overview
     from roundtable_console.store.replies.sending import ReplyRoute, SentReply
     from roundtable_console.store.requests.records import PermissionRequestRecord
+    from roundtable_console.store.resume.adapters import AdapterConfig
     from roundtable_console.store.resume.launch import LaunchPlan
     from roundtable_console.store.service import BriefingView, LogBatch
     from roundtable_console.store.window.layout import Groups
@@ -49,9 +50,16 @@ BULK_SECONDS = 600.0
 
 @checked_answers
 class ServerConsole:
-    def __init__(self, calls: ServerCalls, page_size: int) -> None:
+    def __init__(
+        self,
+        calls: ServerCalls,
+        page_size: int,
+        adapters: Mapping[str, AdapterConfig] | None = None,
+    ) -> None:
         self.calls = calls
         self.page_size = page_size
+        # This machine's: what R starts here is planned by them.
+        self.adapters = dict(adapters or {})
         # The reads and actions the command line makes through a server too.
         self.sessions = ServerSource(calls)
 
@@ -167,12 +175,12 @@ class ServerConsole:
 
         from roundtable_console.agents.operations import machine_name
         from roundtable_console.store.hosts.launches import HostLaunch, offline_words
-        from roundtable_console.store.resume.launch import plan_launch
+        from roundtable_console.store.resume.launch import plan_launch, planned_here
 
         view, host = self.sessions.launch_view(session_id, machine_name())
-        if host is None:
-            return plan_launch(view, path=os.environ.get("PATH"))
-        if not host.online:
+        if host is None:  # started here: by this machine's adapters, never the server's plan
+            return plan_launch(planned_here(view, self.adapters), path=os.environ.get("PATH"))
+        if host.online is False:
             raise HostUnavailable(offline_words(view.session.id, host))
         return HostLaunch(session=view.session, host=host.name, prompt=view.briefing.markdown)
 

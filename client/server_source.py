@@ -202,7 +202,9 @@ class ServerSource:
         host = body.get("host")
         if not host or view.session.host in (None, "", here):
             return view, None
-        return view, SessionHost(str(host["name"]), bool(host["online"]), host.get("last_seen_at"))
+        online = host.get("online")  # None: not told (a token bound to workspaces)
+        return view, SessionHost(str(host["name"]), None if online is None else bool(online),
+                                 host.get("last_seen_at"))  # fmt: skip
 
     def reply_route(self, session: SessionFields) -> ReplyRoute:
         from roundtable_console.store.replies.sending import ReplyRoute
@@ -279,5 +281,5 @@ class SessionHost:
     """The host of a session's machine, as the server tells a person who may read the session."""
 
     name: str
-    online: bool
+    online: bool | None  # None: the server does not tell this token (the launch finds out)
     last_seen_at: str | None

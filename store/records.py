@@ -256,6 +256,8 @@ class Change:
         """A change a server sent (``to_json``'s); ValueError when it is not one."""
         if not isinstance(body, Mapping) or not isinstance(body.get("session_id"), str):
             raise ValueError("a change is an object naming its session")
+        if not all(isinstance(body.get(name), (str, type(None))) for name in CHANGE_FIELDS):
+            raise ValueError("a change's fields are text")
         return cls(**{name: body.get(name) for name in CHANGE_FIELDS})
 
     def to_json(self) -> dict[str, Any]:

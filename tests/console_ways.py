@@ -65,7 +65,8 @@ class ConsoleWay:
         **options: Any,
     ) -> RoundtableApp:
         """The console on the store (as ``OPERATOR``), or through a server started for it with
-        ``adapters`` in its configuration, by a token of ``role`` named ``OPERATOR``."""
+        ``adapters`` in its configuration as in the console's, by a token of ``role`` named
+        ``OPERATOR``."""
         if not self.through_server:
             return console(self.url, adapters=adapters, **options)
         if self.served is not None:
@@ -81,7 +82,7 @@ class ConsoleWay:
             url=self.served.url,
             settings=Settings(refresh_seconds=options.get("refresh_seconds", 3600),
                               sort=options.get("sort", "started"), group=options.get("group")),
-            operator="unused", adapters={}, demo=False, link=link,
+            operator="unused", adapters=adapters or {}, demo=False, link=link,
         )  # fmt: skip
         app.ctx.cursor_blink = False
         return app

@@ -24,9 +24,12 @@ from roundtable_console.store import service
 from roundtable_console.store.access.tokens import create_token
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.reads.audit import AuditFilter, audit_page
+from roundtable_console.store.records import Change
 from roundtable_console.store.service import record_launch
 from roundtable_console.tui.cli import cli
 from roundtable_console.tui.cli.invocation import CliState
+from roundtable_console.tui.server_watch import ServerWatcher
+from roundtable_console.tui.watch import change_line
 from tests.api_support import seed_workspace
 from tests.helpers import history, session_row
 from tests.hook_support import CLAUDE_ID
@@ -199,3 +202,54 @@ def test_watch_follows_the_servers_changes_the_token_may_read(team: Team) -> Non
             if process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+def test_exec_runs_what_this_machines_adapters_plan_never_the_servers(
+    store: Store, store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server (or whatever answers at its address) that plans another program: --exec
+    checks and runs the plan this machine's own adapters make of the session."""
+    seed_workspace(store, WORKSPACE)
+    paused_session(store, tmp_path, workspace_id=WORKSPACE)
+    pwned = tmp_path / "pwned"
+    server_config = tmp_path / "home" / "config" / "roundtable" / "config.toml"
+    server_config.parent.mkdir(parents=True)
+    evil = f"/bin/sh -c 'touch {pwned}' {{{{external_session_id}}}}"
+    server_config.write_text(f'[adapters.fake]\nresume_pattern = "{evil}"\n')
+    local = Path(os.environ["XDG_CONFIG_HOME"]) / "roundtable"
+    local.mkdir(parents=True, exist_ok=True)
+    (local / "config.toml").write_text(CONFIG)
+    made = {"operator": create_token(store=store, name="olivia", role="operator").token}
+    with serving(store_url, tmp_path / "home") as served:
+        team = Team(served, store, store_url, made, monkeypatch)
+        shown = json.loads(team.run("resume", "--session", "s1", "--json").stdout)
+        assert shown["resume_argv"][0] == "/bin/sh"  # the server's plan, shown as it says
+        record = tmp_path / "record.json"
+        ran = team.process(
+            "resume", "--session", "s1", "--exec",
+            PATH=f"{agent_bin(tmp_path)}{os.pathsep}{os.environ['PATH']}",
+            FAKE_AGENT_RECORD=str(record), FAKE_AGENT_EXIT="0",
+        )  # fmt: skip
+        _out, err = ran.communicate(timeout=120)
+    assert ran.returncode == 0, err
+    assert Path(json.loads(record.read_text())["argv"][0]).name == "fake-agent"
+    assert not pwned.exists()
+
+
+def test_what_a_server_sends_on_its_stream_is_text_and_a_wrong_one_is_skipped() -> None:
+    """A change's words from the network print as text (no escape sequence reaches the
+    terminal); an event that is not a change is skipped, the stream going on."""
+    hostile = Change.from_json({"session_id": "s\x1b[2J", "at": "t",
+                                "change": "\x1b]52;c;aGk=\x07\x1b[2J"})  # fmt: skip
+    line = change_line(hostile)
+    assert "\x1b" not in line and "\x07" not in line
+    for wrong in ({"session_id": "s", "at": 7}, {"session_id": 1}, [], "x"):
+        with pytest.raises(ValueError):
+            Change.from_json(wrong)  # type: ignore[arg-type]
+    told: list[Any] = []
+    watcher = ServerWatcher("http://127.0.0.1:9", "rt_x", lambda: None, on_changes=told.append,
+                            on_link=told.append, gap=0.0)  # fmt: skip
+    watcher._changed('{"session_id": "s", "at": 7}')  # noqa: SLF001 - what a stream's event does
+    watcher._changed("not json")  # noqa: SLF001
+    watcher._changed('{"session_id": "s", "change": "status", "status": "paused"}')  # noqa: SLF001
+    assert [change.session_id for batch in told for change in batch] == ["s"]

@@ -21,6 +21,8 @@ from sqlalchemy import text
 
 from roundtable_console.store import service
 from roundtable_console.store.db.database import Store
+from roundtable_console.store.hosts import registry
+from roundtable_console.store.hosts.facts import HostFacts
 from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
 from roundtable_console.store.reads.sessions import get_session
 from roundtable_console.store.requests.reads import MAX_LISTED
@@ -245,6 +247,37 @@ def test_what_an_attacker_would_try_on_the_routes_is_refused(store: Store) -> No
         for query in ("status=" + "x" * 1100, "stale=maybe", "limit=", "cursor=%2F"):
             refused = site.client.get(f"/api/v1/sessions?{query}", headers=viewer)
             assert refused.status_code == 400, query
+
+
+def test_a_bound_token_reaches_no_session_beyond_its_workspaces_by_id_nor_learns_of_hosts(
+    store: Store,
+) -> None:
+    """The people's routes by a session's id (reply, transcript, launch, stop-agent, briefing):
+    a session of another workspace, or of none, is not there for a token bound to workspaces;
+    and naming a host in a session of its own tells it nothing of that host."""
+    made = tokens(store)
+    with web(store) as site:
+        register(store, "w-theirs")  # WORKSPACE: not the bound token's
+        with store.write() as db:
+            agent_writes.register(db=db, session_id="w-none", agent_id="agent-1",
+                                  run_id="run-1", adapter="codex", working_directory="/srv")
+            registry.connect(db, HostFacts(name="ceo-laptop"), connection_id="c-1")
+        register(store, "b-mine", workspace=OTHER_WORKSPACE, host="ceo-laptop")
+        bound = {"Authorization": f"Bearer {made['bound']}", "Idempotency-Key": "k-1"}
+        for session_id in ("w-theirs", "w-none", "nobody"):
+            for method, rest in (("GET", "reply"), ("POST", "reply"), ("GET", "transcript"),
+                                 ("POST", "launch"), ("POST", "stop-agent"),
+                                 ("GET", "briefing")):  # fmt: skip
+                body = {"message": "hi"} if rest == "reply" and method == "POST" else None
+                answer = site.client.request(method, f"/api/v1/sessions/{session_id}/{rest}",
+                                             headers=bound, json=body)  # fmt: skip
+                assert (answer.status_code, answer.json()["code"]) == (
+                    404, "session_not_found"), (session_id, method, rest)  # fmt: skip
+        mine = site.client.get("/api/v1/sessions/b-mine/briefing", headers=bound).json()
+        assert mine["host"] == {"name": "ceo-laptop", "online": None, "last_seen_at": None}
+        everyone = {"Authorization": f"Bearer {made['operator']}"}
+        seen = site.client.get("/api/v1/sessions/b-mine/briefing", headers=everyone).json()
+        assert seen["host"]["name"] == "ceo-laptop" and seen["host"]["online"] is True
 
 
 def test_the_consoles_questions_are_bounded_redacted_and_refused_in_words(store: Store) -> None:

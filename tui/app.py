@@ -85,7 +85,7 @@ def build_app(
     if link is not None:  # the server reads for the console
         from roundtable_console.client.console_source import ServerConsole
 
-        ctx.source = ServerConsole(link.calls, ctx.page_size)
+        ctx.source = ServerConsole(link.calls, ctx.page_size, ctx.adapters)
         ctx.read_only = read_only or link.viewer
     else:
         ctx.source = StoreConsole(ctx)
@@ -198,6 +198,7 @@ def run_console_through_server(
     server: str,
     token: str,
     settings: Settings,
+    adapters: Mapping[str, AdapterConfig] | None = None,
     prefetched: ServerPrefetch | None = None,
     read_only: bool = False,
     headless: bool = False,
@@ -206,7 +207,7 @@ def run_console_through_server(
 ) -> int:
     """The console reading and acting through ``roundtable serve`` at ``server``, as the
     token's own name, with what its role may do. ``headless``, ``size`` and ``auto_pilot``: as
-    ``run_console``'s.
+    ``run_console``'s; ``adapters``: this machine's, which plan what ``R`` starts here.
 
     Who the token is and the list's first rows come from ``prefetched`` (``client.first_window``,
     started by ``roundtable tui`` before Textual was imported), else are asked here; a token the
@@ -225,8 +226,8 @@ def run_console_through_server(
         print(f"roundtable tui: {printable(error.message)} [{error.code}]", file=sys.stderr)
         return 1
     app = build_app(
-        url=link.url, settings=settings, operator=link.name, adapters={}, demo=False,
-        read_only=read_only, link=link,
+        url=link.url, settings=settings, operator=link.name, adapters=adapters or {},
+        demo=False, read_only=read_only, link=link,
     )  # fmt: skip
     if me is not None and prefetched is not None:  # the list's first read waits for its rows
         app.ctx.first_read = lambda _limit, _now, _order: prefetched.window()

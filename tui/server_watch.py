@@ -12,12 +12,12 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
 import httpx
 
 from roundtable_console.client.calls import new_client, refusal
 from roundtable_console.store.records import Change
+from roundtable_console.store.safety.display import printable
 
 # A stream that dropped is asked for again after this long, then twice as long, up to the most.
 RETRY_SECONDS = 0.5
@@ -143,7 +143,8 @@ class ServerWatcher:
                 )
             if 400 <= response.status_code < 500 and response.status_code not in (408, 429):
                 response.read()  # a problem's few lines: its words end the link for good
-                return f"{self.server} refused the live link: {refusal(self.server, response)}"
+                said = printable(str(refusal(self.server, response)))
+                return f"{self.server} refused the live link: {said}"
             response.raise_for_status()
             for event, data, ident in events_of(capped_lines(response.iter_text())):
                 if self._stopped.is_set():
@@ -156,7 +157,7 @@ class ServerWatcher:
                         dropped = False
                     self._wake()  # whatever changed while it was down is read again
                 elif event == "change":
-                    self._changed(json.loads(data))
+                    self._changed(data)
                 elif event == "signed-out":
                     return (
                         f"{self.server} ended the live link: the token is no longer valid. "
@@ -164,8 +165,11 @@ class ServerWatcher:
                     )
         raise httpx.RemoteProtocolError("the stream ended")
 
-    def _changed(self, body: Any) -> None:
-        change = Change.from_json(body)
+    def _changed(self, data: str) -> None:
+        try:
+            change = Change.from_json(json.loads(data))
+        except (ValueError, RecursionError):  # not a change of ours: skipped, the stream goes on
+            return
         if change.change != "heartbeat" or self._heartbeats_news:
             self._on_changes([change])
         self._wake()

@@ -38,7 +38,8 @@ def change_line(change: Change) -> str:
         "ended": f"ended ({before} → {status}){by}",
         "heartbeat": f"heartbeat ({status}){by}",
     }
-    return f"{one_line(change.at)}  {sid}  {words.get(change.change, change.change)}"
+    said = words.get(change.change, one_line(change.change))  # a server's word: text only
+    return f"{one_line(change.at)}  {sid}  {said}"
 
 
 def change_json(change: Change) -> str:

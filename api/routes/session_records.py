@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.identity import Caller
@@ -197,16 +198,24 @@ def briefing(ctx: ServerContext, call: Call, session_id: str) -> Answer:
     view = service.read_briefing(store=ctx.store, adapters=ctx.adapters, session_id=session_id,
                                  clock=ctx.clock, wall=caller.wall)  # fmt: skip
     parts = {**view.briefing.to_json(), "session": view.session.to_json()}
-    host = None
-    if view.session.host:
-        with ctx.store.read() as db:
-            host = get_host(db, view.session.host, clock=ctx.clock)
-    # Where a launch would go: the host of the session's machine, when this store knows it
-    # (its name and whether it is online; never what the host offers, which is the team's).
-    where = None if host is None else {"name": host.name, "online": host.online,
-                                       "last_seen_at": host.last_seen_at}  # fmt: skip
     return Answer(200, {"briefing": redact_output_value(parts), "plan": view.plan.to_json(),
-                        "host": where})  # fmt: skip
+                        "host": launch_host(ctx, caller, view.session.host)})  # fmt: skip
+
+
+def launch_host(ctx: ServerContext, caller: Caller, name: str | None) -> dict[str, Any] | None:
+    """Where a launch would go: the host of the session's machine, when this store knows it
+    (its name, whether it is online, when last seen). The hosts are the whole team's: a caller
+    bound to workspaces is told the name its session already holds and nothing of the host
+    (null: not told), or it would learn of any host by naming it in a session of its own."""
+    if not name:
+        return None
+    if caller.workspaces is not None:
+        return {"name": name, "online": None, "last_seen_at": None}
+    with ctx.store.read() as db:
+        host = get_host(db, name, clock=ctx.clock)
+    if host is None:
+        return None
+    return {"name": host.name, "online": host.online, "last_seen_at": host.last_seen_at}
 
 
 def overview(ctx: ServerContext, call: Call) -> Answer:

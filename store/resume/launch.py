@@ -91,6 +91,18 @@ def find_program(name: str, cwd: str, path: str | None) -> str | None:
     return shutil.which(name, path=searched)
 
 
+def planned_here(view: BriefingView, adapters: Mapping[str, AdapterConfig] | None) -> BriefingView:
+    """``view`` with the plan ``adapters`` make of its session: what runs on this machine is
+    made by this machine's configuration, never taken from another's (a server's plan is shown,
+    not run: ``roundtable resume --exec`` and ``R`` through a server)."""
+    from roundtable_console.store.resume.plan import resume_plan
+    from roundtable_console.store.service import BriefingView
+
+    plan = resume_plan(session=view.session, briefing_markdown=view.briefing.markdown,
+                       adapters=adapters)  # fmt: skip
+    return BriefingView(briefing=view.briefing, plan=plan)
+
+
 def plan_launch(view: BriefingView, *, path: str | None = None) -> LaunchPlan:
     """The launch of the session ``view`` shows, or why not (``not_launchable``). ``path``: the
     $PATH the agent will get. The session's status is the lifecycle resume's to judge: under a

@@ -140,6 +140,7 @@ def _resume_and_exec(
     from roundtable_console.store.resume.launch import (
         exec_launch,
         plan_launch,
+        planned_here,
         read_launch,
         resume_for_launch,
     )
@@ -155,7 +156,7 @@ def _resume_and_exec(
                     "Nothing was started.",
                     details={"reason": "elsewhere"},
                 )
-            launch = plan_launch(view, path=path)
+            launch = plan_launch(planned_here(view, inv.adapters()), path=path)
             outcome = source.act("resume", launch.session.id, idempotency_key=key,
                                  expected_version=launch.session.version)  # fmt: skip
     else:

@@ -95,8 +95,9 @@ def _through_server(inv: Invocation, server: str, operator: str | None) -> int:
     from roundtable_console.tui.app import run_console_through_server
 
     return run_console_through_server(
-        server=server, token=token, settings=settings, prefetched=early, read_only=inv.read_only
-    )
+        server=server, token=token, settings=settings, adapters=inv.adapters(),
+        prefetched=early, read_only=inv.read_only,
+    )  # fmt: skip
 
 
 def prefetch_through_server(server: str, token: str, settings: Settings) -> ServerPrefetch:
