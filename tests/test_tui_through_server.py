@@ -10,6 +10,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,16 +25,18 @@ from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.audit import audit_page
 from roundtable_console.store.resume.launch import read_launch
+from roundtable_console.store.writes import agent_writes
 from roundtable_console.tui.app import build_app, run_console_through_server
 from roundtable_console.tui.cli import cli
 from roundtable_console.tui.cli.invocation import CliState
 from roundtable_console.tui.cli.tui_command import prefetch_through_server
 from roundtable_console.tui.config import Settings
-from roundtable_console.tui.console_app import RoundtableApp
+from roundtable_console.tui.console_app import LINK_DOWN, RoundtableApp
 from roundtable_console.tui.console_link import ServerLink, open_link
 from tests.api_support import seed_agent, seed_workspace
+from tests.pg_server import free_port
 from tests.serve_support import Served, serving
-from tests.test_tui_support import footer_keys, press, screen_text, settle
+from tests.test_tui_support import footer_keys, notifications, press, screen_text, settle, until
 from tests.web_support import OTHER_WORKSPACE, WORKSPACE, hold_claim, register, tokens
 
 pytestmark = pytest.mark.usefixtures("isolated_env")
@@ -164,6 +167,41 @@ async def test_a_change_made_elsewhere_shows_without_a_key(team: Team) -> None:
         # The stream of changes wakes the list (its timed refresh is an hour away).
         assert await shown_within(app, pilot, "paused", 10.0)
         assert "paused 1" in screen_text(app)
+
+
+async def test_a_dropped_link_is_said_then_followed_again_with_nothing_lost(
+    store: Store, store_url: str, tmp_path: Path
+) -> None:
+    """The server goes away: the header says "link down" and the console keeps what it showed;
+    a change made meanwhile arrives once the server is back (the stream resumed from the last
+    event it gave), told as news."""
+    made = tokens(store)
+    seed_workspace(store, WORKSPACE)
+    seed_agent(store, "agent-1")
+    for session_id in ("s-one", "s-two"):
+        register(store, session_id)
+    port, home = free_port(), tmp_path / "home"
+    with ExitStack() as first:
+        served = first.enter_context(serving(store_url, home, port=port))
+        app = build_app(
+            url=served.url, settings=Settings(refresh_seconds=3600, sort="started"),
+            operator="unused", adapters={}, demo=False, link=open_link(served.url,
+                                                                       made["operator"]),
+        )  # fmt: skip
+        async with app.run_test(size=(140, 30)) as pilot:
+            await settle(pilot, 8)
+            await until(pilot, lambda: app.server_watcher is not None)
+            await asyncio.sleep(0.5)  # its stream open
+            served.stop()
+            await until(pilot, lambda: app.sub_title.startswith(LINK_DOWN))
+            assert "s-two" in screen_text(app)  # what it showed, kept
+            with store.write() as db:  # news: a session that waits for a human
+                agent_writes.heartbeat(db=db, session_id="s-two", waiting="review the diff")
+            with serving(store_url, home, port=port):
+                await until(pilot, lambda: not app.sub_title.startswith(LINK_DOWN), 30)
+                await until(pilot, lambda: "waiting" in screen_text(app))
+                await until(pilot, lambda: any("s-two" in n for n in notifications(app)))
+            assert any("is back" in n for n in notifications(app))
 
 
 async def test_a_viewers_console_offers_no_action(team: Team) -> None:
