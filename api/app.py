@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.routing import Match
 
+from roundtable_console.api.agent_routes import add_agent_routes
 from roundtable_console.api.answering import (
     HotRoutes,
     call_of,
@@ -22,19 +23,15 @@ from roundtable_console.api.answering import (
 )
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.middleware import Guard
-from roundtable_console.api.hosts import launch as host_launch
 from roundtable_console.api.hosts import listing as host_ops
-from roundtable_console.api.hosts import stop_agent as host_stop
 from roundtable_console.api.people_routes import add_people_routes
 from roundtable_console.api.problems import MEDIA_TYPE, STATUSES, Problem
 from roundtable_console.api.routes import actions as action_ops
 from roundtable_console.api.routes import audit as audit_ops
 from roundtable_console.api.routes import bodies, hook_waits, schemas, wire
 from roundtable_console.api.routes import details as detail_ops
-from roundtable_console.api.routes import replies as reply_ops
 from roundtable_console.api.routes import requests as request_ops
 from roundtable_console.api.routes import sessions as session_ops
-from roundtable_console.api.routes import transcripts as transcript_ops
 from roundtable_console.api.routes.documented import PATH_ID, operation, responses
 from roundtable_console.api.routes.parameters import (
     ALL_STATES,
@@ -43,7 +40,6 @@ from roundtable_console.api.routes.parameters import (
     DECISION_BODY,
     IF_MATCH,
     LIST_PARAMETERS,
-    REPLY_BODY,
     STATUS_PARAMETER,
 )
 from roundtable_console.api.streams import events as streams
@@ -165,18 +161,6 @@ def _routes(app: FastAPI) -> None:
         operation(app, "GET", f"{ONE}/{name}", detail_ops.page_of(name),
                    name=f"session_{name.replace('-', '_')}", summary=f"A page of {name}.",
                    model=model, parameters=[schemas.LIMIT, schemas.CURSOR])  # fmt: skip
-    operation(app, "POST", f"{ONE}/launch", host_launch.launch, name="launch_session",
-               summary="Resume, then start the agent on its machine's host (an operator's).",
-               model=schemas.Launched, errors=(409,),
-               parameters=[schemas.idempotency(True), IF_MATCH])  # fmt: skip
-    operation(app, "POST", f"{ONE}/stop-agent", host_stop.stop, name="stop_agent",
-               summary="Stop the agent's process where it runs: SIGINT, then SIGTERM after "
-               "grace_seconds (an operator's).", errors=(409,),
-               body=host_stop.BODY)  # fmt: skip
-    operation(app, "GET", f"{ONE}/transcript", transcript_ops.transcript,
-               name="session_transcript",
-               summary="What the agent is doing: a page of its own transcript, newest last.",
-               model=schemas.Transcript, parameters=[schemas.LIMIT, schemas.BEFORE])  # fmt: skip
     operation(app, "GET", f"{ONE}/requests", request_ops.session_requests,
                name="session_requests",
                summary="The session's permission requests: pending, oldest first (all=true: "
@@ -188,14 +172,7 @@ def _routes(app: FastAPI) -> None:
                "is required; a request decided, expired or withdrawn already answers 409).",
                errors=(409,), parameters=[schemas.idempotency(True)],
                body=DECISION_BODY, body_required=True)  # fmt: skip
-    operation(app, "GET", f"{ONE}/reply", reply_ops.reply_way, name="reply_route",
-               summary="What can carry a reply to the session's agent now (its hook, its tmux "
-               "pane) or, in words, why nothing can.")  # fmt: skip
-    operation(app, "POST", f"{ONE}/reply", reply_ops.send, name="send_reply",
-               summary="Reply to the session's agent, which waits for a prompt (an operator's; "
-               "an Idempotency-Key is required; nothing that can carry it answers 409).",
-               errors=(409,), parameters=[schemas.idempotency(True)],
-               body=REPLY_BODY, body_required=True)  # fmt: skip
+    add_agent_routes(app, ONE, by_id=False)
     hook_waits.add_routes(app, ONE)
     operation(app, "GET", API + "/audit", audit_ops.audit, name="audit_trail",
                summary="The operators' actions across every session, newest first, a page at a "

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from roundtable_console.api.hosts import launch as host_launch
-from roundtable_console.api.hosts import stop_agent as host_stop
+from roundtable_console.api.agent_routes import add_agent_routes
 from roundtable_console.api.routes import bodies, schemas
 from roundtable_console.api.routes import bulk_runs as bulk_ops
 from roundtable_console.api.routes import console_reads as console_ops
-from roundtable_console.api.routes import replies as reply_ops
 from roundtable_console.api.routes import requests as request_ops
 from roundtable_console.api.routes import session_records as record_ops
-from roundtable_console.api.routes import transcripts as transcript_ops
 from roundtable_console.api.routes.documented import operation
 from roundtable_console.api.routes.parameters import (
     ALL_STATES,
@@ -22,7 +19,6 @@ from roundtable_console.api.routes.parameters import (
     DECISION_BODY,
     IF_MATCH,
     LIST_PARAMETERS,
-    REPLY_BODY,
     WORKSPACE_PARAMETER,
 )
 
@@ -119,30 +115,7 @@ def _records(app: FastAPI) -> None:
                    parameters=[schemas.idempotency(key_needed), IF_MATCH],
                    body=schemas.body_schema(bodies.TERMINATE_FIELDS)
                    if action == "terminate" else None)  # fmt: skip
-    # The workspace routes' own (api.hosts, api.routes.replies, .transcripts), by the session's
-    # id alone (api.routes.found): a session of no workspace is reached too.
-    operation(app, "GET", f"{one}/reply", reply_ops.reply_way_by_id, name="reply_route_of_record",
-               summary="What can carry a reply to the session's agent now (its hook, its tmux "
-               "pane) or, in words, why nothing can.")  # fmt: skip
-    operation(app, "POST", f"{one}/reply", reply_ops.send_by_id, name="send_reply_to_record",
-               summary="Reply to the session's agent, which waits for a prompt (an operator's; "
-               "an Idempotency-Key is required; nothing that can carry it answers 409).",
-               errors=(409,), parameters=[schemas.idempotency(True)],
-               body=REPLY_BODY, body_required=True)  # fmt: skip
-    operation(app, "GET", f"{one}/transcript", transcript_ops.transcript_by_id,
-               name="transcript_of_record",
-               summary="What the agent is doing: a page of its own transcript, newest last.",
-               model=schemas.Transcript, parameters=[schemas.LIMIT, schemas.BEFORE])  # fmt: skip
-    operation(app, "POST", f"{one}/launch", host_launch.launch_by_id,
-               name="launch_session_record",
-               summary="Resume, then start the agent on its machine's host (an operator's).",
-               model=schemas.Launched, errors=(409,),
-               parameters=[schemas.idempotency(True), IF_MATCH])  # fmt: skip
-    operation(app, "POST", f"{one}/stop-agent", host_stop.stop_by_id,
-               name="stop_agent_of_record",
-               summary="Stop the agent's process where it runs: SIGINT, then SIGTERM after "
-               "grace_seconds (an operator's).", errors=(409,),
-               body=host_stop.BODY)  # fmt: skip
+    add_agent_routes(app, one, by_id=True)  # a session of no workspace is reached too
 
 
 def _console(app: FastAPI) -> None:

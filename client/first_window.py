@@ -14,7 +14,6 @@ import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from datetime import datetime
@@ -23,7 +22,12 @@ from typing import Any
 from roundtable_console.client.calls import ServerCalls, ServerRefused
 from roundtable_console.store.clock import format_ts, parse_ts
 from roundtable_console.store.errors import ServerUnavailable, StoreError
-from roundtable_console.store.reads.first_window import FirstWindow, decode_window, encode_window
+from roundtable_console.store.reads.first_window import (
+    FirstWindow,
+    decode_window,
+    encode_window,
+    reader_child,
+)
 from roundtable_console.store.reads.listing import SessionOrder
 
 ASKED_VARIABLE = "ROUNDTABLE_SERVER_FIRST_WINDOW"
@@ -93,16 +97,8 @@ def prefetch(
     stale_before = None if order.stale_before is None else format_ts(order.stale_before)
     asked = {"server": server, "limit": limit, "now": format_ts(now),
              "order": [order.column, order.descending, stale_before]}  # fmt: skip
-    process = subprocess.Popen(
-        # -P: the working directory is not on the child's path (a module there would run with
-        # the token in reach).
-        [sys.executable, "-P", "-m", "roundtable_console.client.first_window"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env={**os.environ, ASKED_VARIABLE: json.dumps(asked), TOKEN_VARIABLE: token},
-    )
+    variables = {ASKED_VARIABLE: json.dumps(asked), TOKEN_VARIABLE: token}
+    process = reader_child("roundtable_console.client.first_window", variables)
     return ServerPrefetch(server, process)
 
 

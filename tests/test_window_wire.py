@@ -149,3 +149,22 @@ def test_a_bulk_preview_and_outcome_come_back_the_same() -> None:
     outcome = bulk_wire.outcome_from(through(bulk_wire.outcome_json(stopped)), "run-1")
     assert (outcome.total, outcome.tally.total, outcome.complete) == (9, 3, False)
     assert isinstance(outcome.error, DatabaseUnavailable) and outcome.error.message == "gone."
+
+
+def test_a_change_token_is_its_processs_own() -> None:
+    """Equal tokens give equal text within a process; another process (a server restarted, a
+    second server, a fork with its parent's memory) gives other text for the same value, so a
+    console that comes back to it reads again rather than trusting an old token."""
+    import os
+
+    token = (object(), 1)
+    assert wire.token_text(token) == wire.token_text(token)
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's answer is read below
+        os.write(write, (wire.token_text(token) or "").encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    with os.fdopen(read) as answer:
+        assert answer.read() not in ("", wire.token_text(token))

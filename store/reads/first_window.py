@@ -149,17 +149,24 @@ def prefetch(url: str, *, limit: int, now: datetime, order: SessionOrder) -> Pre
             "order": [order.column, order.descending, stale_before],
         }
     )
-    process = subprocess.Popen(
-        # -P: the operator's working directory is not on the child's path (a store.py there
-        # would run with the database's URL in reach).
-        [sys.executable, "-P", "-m", "roundtable_console.store.reads.first_window"],
+    module = "roundtable_console.store.reads.first_window"
+    return Prefetch(reader_child(module, {PREFETCH_VARIABLE: asked}))
+
+
+def reader_child(module: str, variables: dict[str, str]) -> subprocess.Popen[str]:
+    """``python -m module`` as a child that reads for the console: what it is asked (a URL, a
+    token) in its environment, which only its user can read, never on its command line, which
+    anyone can; its answer on its stdout."""
+    return subprocess.Popen(
+        # -P: the operator's working directory is not on the child's path (a module there
+        # would run with the database's URL or the token in reach).
+        [sys.executable, "-P", "-m", module],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-        env={**os.environ, PREFETCH_VARIABLE: asked},
+        env={**os.environ, **variables},
     )
-    return Prefetch(process)
 
 
 def encode_window(window: FirstWindow | None) -> object:

@@ -10,6 +10,8 @@ What comes in is untrusted: ``WireError`` says what is wrong with it, in words."
 from __future__ import annotations
 
 import hashlib
+import os
+import secrets
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -95,10 +97,25 @@ def _object(value: Any, name: str) -> Mapping[str, Any]:
 
 def token_text(token: object | None) -> str | None:
     """The store's change token as opaque text: equal tokens give equal text, and nothing of
-    the server's memory shows through it."""
+    the server's memory shows through it. A token is a process's own (a connection's count):
+    another server, or this one restarted, could count to the same from another start, so the
+    text holds which process made it, and a console that comes back to another reads again."""
     if token is None:
         return None
-    return hashlib.sha256(repr(token).encode()).hexdigest()[:24]
+    return hashlib.sha256(f"{_process()}:{token!r}".encode()).hexdigest()[:24]
+
+
+_made_by: tuple[int, str] | None = None
+
+
+def _process() -> str:
+    """This process's own random name, made in it (a forked child is another process, with
+    the memory of its parent: another name)."""
+    global _made_by
+    pid = os.getpid()
+    if _made_by is None or _made_by[0] != pid:
+        _made_by = (pid, secrets.token_hex(16))
+    return _made_by[1]
 
 
 # -- what the console asks ------------------------------------------------------------------
