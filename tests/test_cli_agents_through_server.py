@@ -11,9 +11,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -247,9 +250,42 @@ def test_what_a_server_sends_on_its_stream_is_text_and_a_wrong_one_is_skipped() 
         with pytest.raises(ValueError):
             Change.from_json(wrong)  # type: ignore[arg-type]
     told: list[Any] = []
-    watcher = ServerWatcher("http://127.0.0.1:9", "rt_x", lambda: None, on_changes=told.append,
-                            on_link=told.append, gap=0.0)  # fmt: skip
-    watcher._changed('{"session_id": "s", "at": 7}')  # noqa: SLF001 - what a stream's event does
-    watcher._changed("not json")  # noqa: SLF001
-    watcher._changed('{"session_id": "s", "change": "status", "status": "paused"}')  # noqa: SLF001
+    with stream_of(["event: ready\ndata: {}\n\n",
+                    'event: change\ndata: {"session_id": "s", "at": 7}\n\n',
+                    "event: change\ndata: not json\n\n",
+                    'id: 9\nevent: change\ndata: {"session_id": "s", "change": "status"}\n\n',
+                    ]) as url:  # fmt: skip
+        watcher = ServerWatcher(url, "rt_x", lambda: None, on_changes=told.append,
+                                on_link=lambda _words: None, gap=0.0)  # fmt: skip
+        watcher.start()
+        deadline = time.monotonic() + 15
+        while not told and time.monotonic() < deadline:
+            time.sleep(0.02)
+        watcher.stop()
     assert [change.session_id for batch in told for change in batch] == ["s"]
+
+
+@contextmanager
+def stream_of(events: list[str]) -> Iterator[str]:
+    """A server on loopback whose stream of changes sends ``events``, then ends."""
+
+    class Stream(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for event in events:
+                self.wfile.write(event.encode())
+                self.wfile.flush()
+
+        def log_message(self, *_args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Stream)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
