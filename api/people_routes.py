@@ -12,7 +12,7 @@ from roundtable_console.api.routes import bulk_runs as bulk_ops
 from roundtable_console.api.routes import console_reads as console_ops
 from roundtable_console.api.routes import requests as request_ops
 from roundtable_console.api.routes import session_records as record_ops
-from roundtable_console.api.routes.documented import operation
+from roundtable_console.api.routes.documented import PATH_ID, operation, responses
 from roundtable_console.api.routes.parameters import (
     ALL_STATES,
     API,
@@ -145,3 +145,24 @@ def _console(app: FastAPI) -> None:
                "Idempotency-Key is the run's: a retry replays what was done).", errors=(409,),
                parameters=[schemas.idempotency(True)], body=question,
                body_required=True)  # fmt: skip
+    app.add_api_route(
+        f"{API}/bulk/{{action}}/progress",
+        bulk_ops.run_with_progress,
+        methods=["POST"],
+        name="bulk_run_with_progress",
+        summary="The same run as server-sent events: its progress after each transaction, the "
+        "sessions each settled, then its outcome. A client that goes away stops the run (what "
+        "it did stays; the same key again does the rest).",
+        responses={
+            **responses((), None, 409),
+            200: {
+                "description": "A text/event-stream: progress, items, then outcome (or problem).",
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            },
+        },
+        openapi_extra={
+            "parameters": [PATH_ID | {"name": "action"}, schemas.idempotency(True)],
+            "requestBody": {"required": True,
+                            "content": {"application/json": {"schema": question}}},
+        },
+    )  # fmt: skip

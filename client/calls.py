@@ -111,6 +111,37 @@ class ServerCalls:
         extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
         return self._answer(self._send("POST", path, json=body, headers=dict(headers), **extra))
 
+    @contextmanager
+    def events(
+        self, path: str, *, body: Mapping[str, Any], headers: Mapping[str, str], timeout: float
+    ) -> Iterator[Iterator[tuple[str, str, str | None]]]:
+        """A POST answered with server-sent events: (event, data, id) as they come, each line
+        bounded (``client.sse``); a refusal as ``post``'s. Leaving the block closes the stream
+        (the server then stops what it streams)."""
+        import httpx
+
+        from roundtable_console.client.sse import capped_lines, events_of
+
+        self.sent += 1
+        client = self.connect()
+        asked = {**headers, "Accept": "text/event-stream"}
+        try:
+            with client.stream("POST", path, json=body, headers=asked, timeout=timeout) as answer:
+                if not answer.is_success:
+                    answer.read()
+                    raise refusal(self.server, answer)
+                yield events_of(capped_lines(answer.iter_text()))
+        except httpx.TimeoutException:
+            raise ServerUnavailable(
+                f"roundtable serve at {self.server} did not answer within {timeout:.0f} s: what "
+                "it did is kept; run it again to see."
+            ) from None
+        except httpx.TransportError as error:
+            raise ServerUnavailable(
+                f"roundtable serve at {self.server} could not be reached "
+                f"({type(error).__name__}): what it did is kept; run it again to see."
+            ) from None
+
     def _send(self, method: str, path: str, **options: Any) -> httpx.Response:
         """The answer, read whole up to ``MAX_ANSWER_BYTES`` (a server's word is not taken for
         its size)."""

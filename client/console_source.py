@@ -10,11 +10,12 @@ server, or here after the server resumed it. A session whose id no path of the s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from roundtable_console.client.calls import ServerCalls, checked_answers
+from roundtable_console.client.calls import ServerCalls, ServerRefused, checked_answers
 from roundtable_console.client.server_source import ServerSource, session_path
 from roundtable_console.store.errors import HostUnavailable
 from roundtable_console.store.reads.paging import Page
@@ -222,19 +223,36 @@ class ServerConsole:
         cancelled: Callable[[], bool],
         on_items: Callable[[Sequence[BulkItem]], None],
     ) -> BulkOutcome:
-        """One request runs the whole action on the server: its progress is told at its end,
-        and it cannot be stopped midway (a retry under the same key does the rest)."""
-        from roundtable_console.store.writes.bulk_wire import outcome_from
+        """The server runs it and tells its progress as it goes (``POST …/progress``, server-sent
+        events); ``cancelled`` is asked after each event, and closing the stream stops the run
+        (what was done stays: the same key again does the rest)."""
+        from roundtable_console.store.writes.bulk import Tally
+        from roundtable_console.store.writes.bulk_plan import PREVIEW_ITEMS
+        from roundtable_console.store.writes.bulk_run import BulkOutcome
+        from roundtable_console.store.writes.bulk_wire import item_from, outcome_from
 
         body = {"selection": wire.selection_json(selection), "impact_details": impact_details}
-        answer = self.calls.post(
-            f"/api/v1/bulk/{quote(action, safe='')}", body=body,
-            headers={"Idempotency-Key": run_key}, timeout=BULK_SECONDS,
-        )  # fmt: skip
-        outcome = outcome_from(answer.json(), run_key)
-        progress(outcome.tally.total, outcome.total)
-        on_items(outcome.tally.items)
-        return outcome
+        path = f"/api/v1/bulk/{quote(action, safe='')}/progress"
+        tally, total = Tally(PREVIEW_ITEMS), 0
+        with self.calls.events(path, body=body, headers={"Idempotency-Key": run_key},
+                               timeout=BULK_SECONDS) as events:  # fmt: skip
+            for event, data, _ident in events:
+                said = json.loads(data)
+                if event == "progress":
+                    total = int(said["total"])
+                    progress(int(said["done"]), total)
+                elif event == "items":
+                    items: list[BulkItem] = [item_from(item) for item in said]
+                    for item in items:
+                        tally.add(item)
+                    on_items(items)
+                elif event == "outcome":
+                    return outcome_from(said, run_key)
+                elif event == "problem":
+                    raise ServerRefused(str(said["code"]), str(said["message"]), status=0)
+                if cancelled():
+                    break
+        return BulkOutcome(action, run_key, total, tally, cancelled=True)
 
     # -- the agents' questions ----------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from roundtable_console.store import service
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.audit import audit_page
+from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
 from roundtable_console.store.resume.launch import read_launch
 from roundtable_console.store.writes import agent_writes
 from roundtable_console.tui.app import build_app, run_console_through_server
@@ -254,6 +255,44 @@ async def test_the_briefing_the_overview_and_a_run_on_marked_sessions(
     with team.store.read() as db:
         actors = {entry.actor for entry in audit_page(db=db, limit=5).items}
     assert actors == {"olivia"}  # each session's action is the token's
+
+
+def test_a_run_on_many_sessions_tells_its_progress_and_stops_when_told(team: Team) -> None:
+    """Through the server, a run on a filter's 450 sessions tells its progress after each of its
+    transactions (200 sessions each) and the sessions each settled; the console's cancel closes
+    the stream, the server stops, what was done stays; the same key again does the rest."""
+    with team.store.write() as db:
+        for number in range(450):
+            agent_writes.register(db=db, session_id=f"many-{number:03d}", agent_id="agent-1",
+                                  run_id="run-many", adapter="codex", working_directory="/w",
+                                  workspace_id=WORKSPACE)  # fmt: skip
+    link = team.link()
+    source = ServerConsole(link.calls, 50)
+    every = Selection(by_filter=(FilterSelection(SessionFilter(run_id="run-many")),))
+    told: list[tuple[int, int]] = []
+    settled: list[str] = []
+
+    def run(cancel_after: int | None) -> Any:
+        return source.run_bulk_action(
+            "pause", every, run_key="many-1", impact_details=None,
+            progress=lambda done, total: told.append((done, total)),
+            cancelled=lambda: cancel_after is not None and len(settled) >= cancel_after,
+            on_items=lambda items: settled.extend(item.session_id for item in items),
+        )  # fmt: skip
+
+    stopped = run(cancel_after=1)
+    assert stopped.cancelled and told[0] == (0, 450) and 200 <= len(settled) < 450
+    time.sleep(0.5)  # the server's run sees the stream closed at its next session
+    paused = sum(1 for number in range(450) if service.read_session(
+        store=team.store, session_id=f"many-{number:03d}").status == "paused")  # fmt: skip
+    assert len(settled) <= paused < 450
+    told.clear()
+    done = run(cancel_after=None)
+    assert not done.cancelled and done.total == 450 and told[-1] == (450, 450)
+    assert done.tally.counts["done"] == 450  # the first run's sessions replayed, the rest done
+    assert all(service.read_session(store=team.store, session_id=f"many-{n:03d}").status
+               == "paused" for n in range(450))  # fmt: skip
+    link.close()
 
 
 def test_the_bad_days_are_one_sentence(team: Team, monkeypatch: pytest.MonkeyPatch) -> None:

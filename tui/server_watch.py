@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import httpx
 
 from roundtable_console.client.calls import new_client, refusal
+from roundtable_console.client.sse import capped_lines, events_of
 from roundtable_console.store.records import Change
 from roundtable_console.store.safety.display import printable
 
@@ -24,42 +25,6 @@ RETRY_SECONDS = 0.5
 MOST_RETRY_SECONDS = 10.0
 # A stream quiet for this long is taken as dropped (the server sends a keepalive every 15 s).
 READ_TIMEOUT_SECONDS = 40.0
-# The longest line of the stream taken (a change is well under a kilobyte).
-MAX_LINE = 256 * 1024
-
-
-def capped_lines(chunks: Iterator[str]) -> Iterator[str]:
-    """The stream's lines; a line longer than ``MAX_LINE`` is not the server's (ValueError)."""
-    pending = ""
-    for chunk in chunks:
-        pending += chunk
-        *lines, pending = pending.split("\n")
-        yield from (line.removesuffix("\r") for line in lines)
-        if len(pending) > MAX_LINE:
-            raise ValueError("a line of the stream is too long")
-
-
-def events_of(lines: Iterator[str]) -> Iterator[tuple[str, str, str | None]]:
-    """Server-sent events as (event, data, id) from a stream's lines."""
-    event, data, ident = "message", [], None
-    for line in lines:
-        if not line:
-            if data or event != "message":
-                yield event, "\n".join(data), ident
-            event, data, ident = "message", [], None
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if name == "event":
-            event = value
-        elif name == "data":
-            data.append(value)
-        elif name == "id":
-            ident = value
-
-
 class ServerWatcher:
     def __init__(
         self,

@@ -29,10 +29,15 @@ def tally_json(tally: Tally) -> dict[str, Any]:
     }
 
 
+def item_from(body: Mapping[str, Any]) -> BulkItem:
+    code = body.get("code")
+    return BulkItem(str(body["session_id"]), str(body["outcome"]),
+                    None if code is None else str(code), str(body["message"]))  # fmt: skip
+
+
 def tally_from(body: Mapping[str, Any]) -> Tally:
     tally = Tally(keep=body.get("keep"))
-    tally.items = [BulkItem(str(item["session_id"]), str(item["outcome"]), item.get("code"),
-                            str(item["message"])) for item in body["items"]]  # fmt: skip
+    tally.items = [item_from(item) for item in body["items"]]
     tally.counts = {str(outcome): int(count) for outcome, count in body["counts"].items()}
     tally.reasons = {(str(outcome), str(reason)): int(count)
                      for outcome, reason, count in body["reasons"]}  # fmt: skip
