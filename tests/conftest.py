@@ -122,17 +122,35 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return new_pg_database(request.getfixturevalue("pg_server"))
 
 
-@pytest.fixture(params=["store", "server"])
-def way(request: pytest.FixtureRequest, store_url: str, tmp_path: Path) -> Iterator[ConsoleWay]:
-    """The console on the store, and through a real ``roundtable serve`` (each engine):
-    ``way.console(...)`` builds it (tests/console_ways.py)."""
+def _console_way(way: str, url: str, tmp_path: Path) -> Iterator[ConsoleWay]:
     from tests.console_ways import ConsoleWay
 
-    chosen = ConsoleWay(request.param, store_url, tmp_path / "serve-home")
+    chosen = ConsoleWay(way, url, tmp_path / "serve-home")
     try:
         yield chosen
     finally:
         chosen.close()
+
+
+@pytest.fixture(params=["store-sqlite", "server-sqlite", "server-postgresql"])
+def way(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ConsoleWay]:
+    """The console on a SQLite store, and through a real ``roundtable serve`` on each engine:
+    ``way.console(...)`` builds it (tests/console_ways.py). A console test on the store's
+    SQLite alone runs through a server on both engines too."""
+    kind, engine = request.param.split("-")
+    if engine == "sqlite":
+        url = new_sqlite_store(request.getfixturevalue("sqlite_template"), tmp_path / "rt.db")
+    else:
+        url = new_pg_database(request.getfixturevalue("pg_server"))
+    yield from _console_way(kind, url, tmp_path)
+
+
+@pytest.fixture(params=["store", "server"])
+def every_way(
+    request: pytest.FixtureRequest, store_url: str, tmp_path: Path
+) -> Iterator[ConsoleWay]:
+    """``way`` on the store's both engines too: for a console test that ran on each before."""
+    yield from _console_way(request.param, store_url, tmp_path)
 
 
 @pytest.fixture

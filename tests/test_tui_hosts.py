@@ -8,6 +8,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from roundtable_console.screens.fleet.hosts import HostsScreen
 from roundtable_console.store.clock import fixed_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import registry
@@ -51,8 +54,12 @@ def listed(app: Any) -> list[str]:
     return [session.id for session in app.list_screen.model.sessions()]
 
 
-async def test_h_shows_the_hosts_and_escape_goes_back(way: ConsoleWay) -> None:
-    """On the store, and through a server (its hosts route)."""
+async def test_h_shows_the_hosts_and_escape_goes_back(
+    way: ConsoleWay, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the store, and through a server (its hosts route). A host's word wakes no console
+    through a server or on PostgreSQL: the screen's own reading again brings it (sooner here)."""
+    monkeypatch.setattr(HostsScreen, "READ_EVERY", 0.5)
     db = way.store
     seed(db)
     connect(db, LAPTOP, at=way.moment)

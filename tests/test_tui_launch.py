@@ -362,8 +362,9 @@ async def test_the_briefing_is_a_snapshot_and_the_dialog_judges_the_session_as_i
 
 
 async def test_r_resumes_and_launches_on_each_backend_and_through_a_server(
-    way: ConsoleWay, tmp_path: Path, record: Path, monkeypatch: pytest.MonkeyPatch
+    every_way: ConsoleWay, tmp_path: Path, record: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    way = every_way
     store = open_store(way.url)
     try:
         workdir = paused_session(store, tmp_path)
