@@ -11,8 +11,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -237,21 +238,37 @@ def test_a_host_comes_back_by_itself_when_the_server_restarts(
     home, port = tmp_path / "home", free_port()
     url = f"http://127.0.0.1:{port}"
     process = host_started(home, "--name", "laptop", "--server", url, token=token)
+    said: list[str] = []  # what the host says, as it says it
+    assert process.stderr is not None
+
+    def read() -> None:
+        for line in process.stderr or ():
+            said.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+
+    def connected(times: int) -> Callable[[], bool]:
+        return lambda: "".join(said).count("Connected to") == times
+
     try:
         with serving(_sqlite_url(tmp_path), home, port=port):
             wait_until(lambda: _online_in_store(sqlite_store), "online at the first server")
+            wait_until(connected(1), "the host says it is connected")
         # The server stopped: the host is let go, and tries again, less and less often.
         assert not _online_in_store(sqlite_store)
         time.sleep(1.5)
         assert process.poll() is None
         with serving(_sqlite_url(tmp_path), home, port=port):
             wait_until(lambda: _online_in_store(sqlite_store), "online at the second server")
+            # The server holds it before the host hears so: its word is waited for too.
+            wait_until(connected(2), "the host says it is connected again")
             assert process.poll() is None
     finally:
         process.send_signal(signal.SIGTERM)
-    code, said = ended(process)
-    assert code == 0, said
-    assert said.count("Connected to") == 2 and "trying again" in said
+    assert process.wait(timeout=30) == 0
+    reader.join(timeout=30)
+    assert "trying again" in "".join(said)
 
 
 def _online_count(store: Store) -> int:
