@@ -278,10 +278,10 @@ class ServerConsole:
 
     def reply_route(self, session_id: str) -> tuple[SessionFields, ReplyRoute]:
         session = self.load_session(session_id)
-        return session, self.sessions.reply_route(session)
+        return session, self.sessions.route_to(session.id)
 
     def send_reply(self, session_id: str, message: str, via: str | None) -> SentReply:
-        return self.sessions.send_reply(self.load_session(session_id), message, via)
+        return self.sessions.send_to(session_id, message, via)
 
     # -- the fleet ----------------------------------------------------------------------------
 

@@ -206,13 +206,14 @@ class ServerSource:
         return view, SessionHost(str(host["name"]), None if online is None else bool(online),
                                  host.get("last_seen_at"))  # fmt: skip
 
-    def reply_route(self, session: SessionFields) -> ReplyRoute:
+    def route_to(self, session_id: str) -> ReplyRoute:
+        """What can carry a reply to the session now, or why nothing can."""
         from roundtable_console.store.replies.sending import ReplyRoute
 
-        body = self.calls.get(session_path(session.id, "reply"))
+        body = self.calls.get(session_path(session_id, "reply"))
         return ReplyRoute(via=body.get("via"), words=str(body.get("words") or ""))
 
-    def send_reply(self, session: SessionFields, message: str, via: str | None) -> SentReply:
+    def send_to(self, session_id: str, message: str, via: str | None = None) -> SentReply:
         """``via``: the route the person was shown (refused when another would carry it now);
         None: whichever can."""
         import secrets
@@ -221,7 +222,7 @@ class ServerSource:
 
         headers = {"Idempotency-Key": f"reply-{secrets.token_urlsafe(12)}"}
         body = {"message": message} if via is None else {"message": message, "via": via}
-        sent = self.calls.post(session_path(session.id, "reply"), body=body, headers=headers).json()
+        sent = self.calls.post(session_path(session_id, "reply"), body=body, headers=headers).json()
         return SentReply(
             session_id=str(sent["session_id"]), via=str(sent["via"]), message=str(sent["message"]),
             hidden=bool(sent["hidden"]), replied_by=str(sent["replied_by"]),
@@ -244,12 +245,6 @@ class ServerSource:
             )  # fmt: skip
             for item in self.calls.get("/api/v1/hosts")["hosts"]
         ]
-
-    def route_to(self, session_id: str) -> ReplyRoute:
-        return self.reply_route(self.read_session(session_id))
-
-    def send_to(self, session_id: str, message: str) -> SentReply:
-        return self.send_reply(self.read_session(session_id), message, None)
 
     def launch_by_host(self, session: SessionFields, idempotency_key: str) -> HostStarted:
         """The session resumed (against the version read) and its agent started by its

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 
 from roundtable_console.store import service
 from roundtable_console.store.access.tokens import create_token
@@ -29,14 +28,13 @@ from roundtable_console.store.db.database import Store
 from roundtable_console.store.reads.audit import AuditFilter, audit_page
 from roundtable_console.store.records import Change
 from roundtable_console.store.service import record_launch
-from roundtable_console.tui.cli import cli
-from roundtable_console.tui.cli.invocation import CliState
 from roundtable_console.tui.server_watch import ServerWatcher
 from roundtable_console.tui.watch import change_line
+from tests import test_cli_through_server as through_server
 from tests.api_support import seed_workspace
 from tests.helpers import history, session_row
 from tests.hook_support import CLAUDE_ID
-from tests.serve_support import Served, serving
+from tests.serve_support import serving
 from tests.test_cli_launch import CONFIG
 from tests.test_launch import agent_bin, paused_session
 from tests.test_replies import pane_of, turn_done
@@ -48,27 +46,8 @@ HOOKED = f"claude-{CLAUDE_ID}"
 
 
 @dataclass
-class Team:
-    served: Served
-    store: Store
-    url: str
-    made: dict[str, str]
-    monkeypatch: pytest.MonkeyPatch
-
-    def run(self, *args: str, role: str = "operator", server: bool = True) -> Result:
-        self.monkeypatch.setenv("RT_TOKEN", self.made[role])
-        where = ["--server", self.served.url, "--token-env", "RT_TOKEN"] if server else [
-            "--db", self.url]  # fmt: skip
-        result = CliRunner().invoke(cli, [*args, *where], obj=CliState())
-        assert result.exception is None or isinstance(result.exception, SystemExit), (
-            result.exception
-        )
-        assert "Traceback" not in result.output + result.stderr
-        return result
-
-    def error(self, *args: str, role: str = "operator") -> tuple[int, dict[str, Any]]:
-        result = self.run(*args, "--json", role=role)
-        return result.exit_code, json.loads(result.stderr.strip().splitlines()[-1])["error"]
+class Team(through_server.Team):
+    """``tests.test_cli_through_server``'s team, whose commands may also run as processes."""
 
     def process(self, *args: str, role: str = "operator", **env: str) -> subprocess.Popen[str]:
         """The command as a person runs it: a process of its own, through the server."""
@@ -80,6 +59,18 @@ class Team:
             cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True,
         )  # fmt: skip
+
+    def exec_resume(self, tmp_path: Path, exit_status: int) -> tuple[int, str, Path]:
+        """``resume --session s1 --exec`` with the fake agent on PATH: its exit status, its
+        stderr, and where the agent wrote what it was run with."""
+        record = tmp_path / "record.json"
+        ran = self.process(
+            "resume", "--session", "s1", "--exec",
+            PATH=f"{agent_bin(tmp_path)}{os.pathsep}{os.environ['PATH']}",
+            FAKE_AGENT_RECORD=str(record), FAKE_AGENT_EXIT=str(exit_status),
+        )  # fmt: skip
+        _out, err = ran.communicate(timeout=120)
+        return ran.returncode, err, record
 
 
 @pytest.fixture
@@ -118,21 +109,15 @@ def test_resume_shows_the_servers_briefing_and_runs_the_agent_here_as_the_token(
     assert text.exit_code == 0 and text.stdout == team.run("resume", "--agent", "ada",
                                                            server=False).stdout  # fmt: skip
     # No host on the session's machine: --launch is refused by the server, in words.
-    code, error = team.error("resume", "--session", "s1", "--launch")
+    code, error = team.refused("resume", "--session", "s1", "--launch")
     assert (code, error["code"]) == (1, "not_launchable")
     assert "runs on a machine with no host" in error["message"]
     # --operator is the store's: through a server, who acts is the token's.
     refused = team.run("resume", "--session", "s1", "--exec", "--operator", "mallory")
     assert refused.exit_code == 2 and "token's own name is recorded" in refused.stderr
     # --exec: the server's plan, checked here, its resume as the token, then the agent here.
-    record = tmp_path / "record.json"
-    ran = team.process(
-        "resume", "--session", "s1", "--exec",
-        PATH=f"{agent_bin(tmp_path)}{os.pathsep}{os.environ['PATH']}",
-        FAKE_AGENT_RECORD=str(record), FAKE_AGENT_EXIT="7",
-    )  # fmt: skip
-    out, err = ran.communicate(timeout=120)
-    assert ran.returncode == 7, err
+    code, err, record = team.exec_resume(tmp_path, 7)
+    assert code == 7, err
     assert json.loads(record.read_text())["argv"][1:3] == ["--resume", "ext-42"]
     assert "Session s1 resumed (now resuming" in err and "Traceback" not in err
     assert session_row(team.store)["status"] == "resuming"
@@ -140,14 +125,14 @@ def test_resume_shows_the_servers_briefing_and_runs_the_agent_here_as_the_token(
     assert [event for event, _ in events] == ["registered", "resuming"]
     assert events[-1][1]["actor"] == "olivia"
     # Beyond a bound token's workspaces, the session is not there at all.
-    code, error = team.error("resume", "--session", "s1", role="bound")
+    code, error = team.refused("resume", "--session", "s1", role="bound")
     assert (code, error["code"]) == (1, "session_not_found")
 
 
 def test_reply_goes_through_the_server_as_the_token_into_the_agents_pane(
     team: Team, tmp_path: Path, tmux_server: Any
 ) -> None:
-    code, error = team.error("reply", "s1")  # nothing can carry one: the store's words
+    code, error = team.refused("reply", "s1")  # nothing can carry one: the store's words
     direct = team.run("reply", "s1", "--json", server=False)
     assert code == direct.exit_code == 1
     assert error == json.loads(direct.stderr.strip().splitlines()[-1])["error"]
@@ -160,7 +145,7 @@ def test_reply_goes_through_the_server_as_the_token_into_the_agents_pane(
                   actor="olivia", tmux_server_pid=pid)  # fmt: skip
     way = team.run("reply", HOOKED, role="viewer")
     assert way.exit_code == 0 and f"typed into tmux pane {pane}" in way.stdout
-    code, error = team.error("reply", HOOKED, "go on", role="viewer")
+    code, error = team.refused("reply", HOOKED, "go on", role="viewer")
     assert (code, error["code"]) == (1, "forbidden")
     assert not out.exists()
     words = "yes, $(touch pwned) and go on"
@@ -227,14 +212,8 @@ def test_exec_runs_what_this_machines_adapters_plan_never_the_servers(
         team = Team(served, store, store_url, made, monkeypatch)
         shown = json.loads(team.run("resume", "--session", "s1", "--json").stdout)
         assert shown["resume_argv"][0] == "/bin/sh"  # the server's plan, shown as it says
-        record = tmp_path / "record.json"
-        ran = team.process(
-            "resume", "--session", "s1", "--exec",
-            PATH=f"{agent_bin(tmp_path)}{os.pathsep}{os.environ['PATH']}",
-            FAKE_AGENT_RECORD=str(record), FAKE_AGENT_EXIT="0",
-        )  # fmt: skip
-        _out, err = ran.communicate(timeout=120)
-    assert ran.returncode == 0, err
+        code, err, record = team.exec_resume(tmp_path, 0)
+    assert code == 0, err
     assert Path(json.loads(record.read_text())["argv"][0]).name == "fake-agent"
     assert not pwned.exists()
 

@@ -12,6 +12,7 @@ import json
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 from roundtable_console.store.safety.display import one_line
@@ -67,6 +68,23 @@ class LineWriter:
                 self._done.set()
 
 
+class Printed:
+    """What a watch prints: changes on stdout (``done`` once it is closed), its own words on
+    stderr."""
+
+    def __init__(self, stdout: TextIO | None, stderr: TextIO | None, as_json: bool) -> None:
+        self.done = threading.Event()
+        self._out = LineWriter(stdout or sys.stdout, self.done)
+        self._err = LineWriter(stderr or sys.stderr, threading.Event())
+        self._render = change_json if as_json else change_line
+
+    def changes(self, changes: list[Change]) -> None:
+        self._out.write([self._render(change) for change in changes])
+
+    def said(self, words: str) -> None:
+        self._err.write([f"roundtable watch: {words}"])
+
+
 def watch(
     *,
     store: Store,
@@ -81,37 +99,19 @@ def watch(
     from roundtable_console.store.reads.changes import ChangeFeed
     from roundtable_console.tui.change_watch import ChangeWatcher
 
-    done = threading.Event()
-    out = LineWriter(stdout or sys.stdout, done)
-    err = LineWriter(stderr or sys.stderr, threading.Event())
-    render = change_json if as_json else change_line
-
-    def on_changes(changes: list[Change]) -> None:
-        out.write([render(change) for change in changes])
-
-    def on_link(message: str) -> None:
-        err.write([f"roundtable watch: {message}"])
-
-    def on_ready() -> None:
-        err.write([f"roundtable watch: watching {one_line(store.description)}; Ctrl-C to stop"])
-
+    printed = Printed(stdout, stderr, as_json)
     feed = ChangeFeed(filters=filters, stale_after_seconds=stale_after_seconds, clock=clock)
     watcher = ChangeWatcher(
         store,
         lambda: None,
         feed=feed,
-        on_changes=on_changes,
-        on_link=on_link,
-        on_ready=on_ready,
+        on_changes=printed.changes,
+        on_link=printed.said,
+        on_ready=lambda: printed.said(
+            f"watching {one_line(store.description)}; Ctrl-C to stop"
+        ),
     )
-    previous = _stop_on_signals(done)
-    try:
-        watcher.start()
-        while not done.wait(0.5):
-            pass
-    finally:
-        watcher.stop()
-        _restore(previous)
+    _until_stopped(printed.done, watcher.start, watcher.stop)
     watcher.join(2.0)
     return 0
 
@@ -131,30 +131,36 @@ def watch_through_server(
     gave. Exit 0 on SIGINT or SIGTERM, 1 when the server no longer takes the token."""
     from roundtable_console.tui.server_watch import ServerWatcher
 
-    done = threading.Event()
-    out = LineWriter(stdout or sys.stdout, done)
-    err = LineWriter(stderr or sys.stderr, threading.Event())
-    render = change_json if as_json else change_line
+    printed = Printed(stdout, stderr, as_json)
     params = [("status", status) for status in filters.statuses]
     params += [(name, value) for name, value in (("agent_id", filters.agent_id),
                ("run_id", filters.run_id)) if value is not None]  # fmt: skip
     params.append(("heartbeats", "true" if filters.heartbeats else "false"))
     watcher = ServerWatcher(
-        server, token, lambda: None,
-        on_changes=lambda changes: out.write([render(change) for change in changes]),
-        on_link=lambda words: err.write([f"roundtable watch: {words}"]),
+        server, token, lambda: None, on_changes=printed.changes, on_link=printed.said,
         gap=0.0, path=path, params=params, heartbeats_news=True,
     )  # fmt: skip
-    err.write([f"roundtable watch: watching {one_line(server)}; Ctrl-C to stop"])
+    printed.said(f"watching {one_line(server)}; Ctrl-C to stop")
+    _until_stopped(printed.done, watcher.start, watcher.stop, watcher.following)
+    return 0 if printed.done.is_set() else 1
+
+
+def _until_stopped(
+    done: threading.Event,
+    start: Callable[[], None],
+    stop: Callable[[], None],
+    following: Callable[[], bool] = lambda: True,
+) -> None:
+    """``start``, then wait for SIGINT or SIGTERM, stdout closed (``done``) or the watcher
+    given up (``following``); ``stop`` in any case, the signals' handlers put back."""
     previous = _stop_on_signals(done)
     try:
-        watcher.start()
-        while not done.wait(0.2) and watcher.following():
+        start()
+        while not done.wait(0.2) and following():
             pass
     finally:
-        watcher.stop()
+        stop()
         _restore(previous)
-    return 0 if done.is_set() else 1
 
 
 def _stop_on_signals(done: threading.Event) -> dict[int, Any]:
