@@ -11,6 +11,7 @@ laptop too (their models a loopback stand-in)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pwd
@@ -93,7 +94,22 @@ def laptop() -> Iterator[dict[str, Any]]:
            "tmux": tmux_dir, "env": env}  # fmt: skip
     subprocess.run([*AS_LAPTOP, "tmux", "-L", protocol.TMUX_LABEL, "kill-server"],
                    env={**os.environ, **env}, capture_output=True, check=False)  # fmt: skip
+    _end_what_runs_from(top)
     shutil.rmtree(top, ignore_errors=True)
+
+
+def _end_what_runs_from(top: Path) -> None:
+    """Interactive Codex leaves a daemon of its own (``codex app-server --managed-daemon``) that
+    outlives its tmux server: whatever still runs a program under the laptop's files ends with
+    it."""
+    for entry in Path("/proc").iterdir():
+        try:
+            program = (entry / "cmdline").read_bytes().split(b"\0", 1)[0].decode()
+        except (OSError, ValueError):
+            continue
+        if entry.name.isdigit() and program.startswith(f"{top}/"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
 
 
 def elsewhere(team: Team, hidden: Path, *argv: str) -> subprocess.CompletedProcess[str]:
