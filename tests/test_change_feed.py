@@ -275,3 +275,41 @@ def test_a_read_is_a_range_of_the_key_and_an_index_probe_per_row(
     assert f"{probe} (session_id=? AND id<?)" in plan, plan
     assert "SEARCH agent_sessions USING INDEX sqlite_autoindex_agent_sessions_1 (id=?)" in plan
     assert "SCAN agent_session_events" not in plan, plan
+
+
+def _ask(store: Store, clock: FakeClock, reason: str) -> str:
+    from roundtable_console.store.requests import asking
+
+    return asking.open_request(
+        store, session_id="s1", agent="claude-code", tool_name="Bash",
+        tool_input={"command": "make deploy"}, suggestions=None, reason=reason,
+        wait_seconds=60, clock=clock,
+    ).id  # fmt: skip
+
+
+def test_a_wait_starts_once_and_stops_once_when_its_request_is_decided(
+    store: Store, clock: FakeClock
+) -> None:
+    """A request asked or a reply sent says nothing of the session's wait (it is not a wait
+    that ended); the decision that answers the last request ends it, the heartbeat after it
+    does not end it again; a decision with another request pending moves the wait to it."""
+    from roundtable_console.store.requests.deciding import decide_request
+
+    with store.write() as db:
+        register_session(db, "s1", clock=clock, agent_id="agent-1")
+    feed = feed_on(store, clock)
+    beat(store, clock, waiting="asks to run Bash: make deploy")
+    first = _ask(store, clock, "asks to run Bash: make deploy")
+    second = _ask(store, clock, "asks to run Bash: make test")
+    assert [c.change for c in read(store, feed)] == ["waiting_started"]
+    decide_request(store=store, request_id=first, decision="allow", actor="olivia", clock=clock)
+    moved = read(store, feed)
+    assert [(c.change, c.reason, c.actor) for c in moved] == [
+        ("waiting_started", "asks to run Bash: make test", "olivia")
+    ]
+    decide_request(store=store, request_id=second, decision="deny", actor="olivia", clock=clock)
+    assert [(c.change, c.actor) for c in read(store, feed)] == [("waiting_stopped", "olivia")]
+    beat(store, clock)  # the agent goes on: its wait ended already
+    assert read(store, feed) == []
+    beat(store, clock, waiting="Approve the migration?")
+    assert [c.change for c in read(store, feed)] == ["waiting_started"]

@@ -296,6 +296,7 @@ def test_opening_keeps_every_reference_column_and_index(reference_path: Path):
         "push_subscriptions",
         "push_presence",
         "push_sends",
+        "push_told",
         "hosts",
         "host_calls",
         "alembic_version",

@@ -26,8 +26,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import partial
 from urllib.parse import urlsplit
 
+from roundtable_console.api.notify.follow_up import FollowUp
 from roundtable_console.api.streams.change_hub import ChangeHub
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
@@ -46,7 +48,14 @@ from roundtable_console.store.push.telling import (
     recipients,
 )
 from roundtable_console.store.push.telling import tidy as tidy_push
-from roundtable_console.store.reads.changes import ChangeFeed
+from roundtable_console.store.push.told import (
+    DEVICE,
+    WEBHOOK,
+    about_of,
+    record_told,
+    tidy_told,
+)
+from roundtable_console.store.reads.changes import ChangeFeed, ChangeFilter
 from roundtable_console.store.reads.sessions import get_session
 
 log = logging.getLogger("roundtable.serve")
@@ -54,6 +63,8 @@ log = logging.getLogger("roundtable.serve")
 WAIT_SECONDS = 1.0
 PUSH_TTL = 3600  # seconds a push service keeps a push for a device that is offline
 WEBHOOK_TIMEOUT = 5.0
+# How often the notifier looks for waits to tell again (seconds).
+AGAIN_EVERY = 1.0
 WEBHOOK_TRIES = 6
 WEBHOOK_QUEUE = 1000
 TIDY_SECONDS = 600.0
@@ -71,7 +82,7 @@ def origin_of(url: str) -> str:
 
 
 def receiver_of_webhook(url: str, kind: str) -> str:
-    return f"webhook:{hashlib.sha256(url.encode('utf-8')).hexdigest()[:32]}:{kind}"
+    return f"webhook:{Notifier.webhook_id(url)}:{kind}"
 
 
 @dataclass(frozen=True)
@@ -80,11 +91,15 @@ class NotifySettings:
     human or the agent settles at once rings nobody. ``cooling``: at most one push per session
     and device in that many seconds. ``webhooks``: ``--notify`` URLs. ``push_services``:
     origins a subscription's endpoint may have besides https push services (``--push-service``).
-    ``contact``: the VAPID ``sub`` claim a push service may write to."""
+    ``contact``: the VAPID ``sub`` claim a push service may write to. ``again``: seconds after
+    which a wait still unanswered is told once more (0: never); ``escalate``: webhooks told only
+    then (``--escalate``)."""
 
     dwell: float = 2.0
     cooling: float = 300.0
     webhooks: tuple[str, ...] = ()
+    again: float = 600.0
+    escalate: tuple[str, ...] = ()
     push_services: tuple[str, ...] = ()
     contact: str = "mailto:roundtable@localhost"
 
@@ -101,7 +116,8 @@ class Notifier:
         self.closing = threading.Event()
         self._changed = threading.Event()
         self._thread: threading.Thread | None = None
-        self._sender = PushSender(self)
+        self.sender = PushSender(self)
+        self.follow_up = FollowUp(self)
         self._keys: VapidKeys | None = None
         self._keys_lock = threading.Lock()
         self._webhooks: queue.Queue[tuple[str, bytes]] = queue.Queue(WEBHOOK_QUEUE)
@@ -112,7 +128,7 @@ class Notifier:
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="roundtable-notify", daemon=True)
         self._thread.start()
-        if self.settings.webhooks:
+        if self.settings.webhooks or self.settings.escalate:
             self._webhook_thread = threading.Thread(
                 target=self._post_webhooks, name="roundtable-webhooks", daemon=True
             )
@@ -121,7 +137,7 @@ class Notifier:
     def close(self) -> None:
         self.closing.set()
         self._changed.set()
-        self._sender.close()
+        self.sender.close()
 
     def keys(self) -> VapidKeys:
         """The store's VAPID keys, read (or made) once per server."""
@@ -131,7 +147,12 @@ class Notifier:
             return self._keys
 
     def _run(self) -> None:
-        feed = ChangeFeed(stale_after_seconds=self.stale_after_seconds, clock=self.clock)
+        # Heartbeats too: any change of a session may answer what it was told of.
+        feed = ChangeFeed(
+            filters=ChangeFilter(heartbeats=True),
+            stale_after_seconds=self.stale_after_seconds,
+            clock=self.clock,
+        )
         while not feed.started and not self.closing.is_set():
             try:
                 with self.store.read() as db:
@@ -141,7 +162,7 @@ class Notifier:
                 self.closing.wait(WAIT_SECONDS)
         self.hub.watch(self._changed)
         due: list[tuple[float, str, str]] = []  # (when, session, kind), soonest first
-        tidied = time.monotonic()
+        tidied = looked_again = time.monotonic()
         while not self.closing.is_set():
             wait = WAIT_SECONDS if not due else max(min(due[0][0] - time.monotonic(), 1.0), 0)
             self._changed.wait(wait)
@@ -155,6 +176,10 @@ class Notifier:
                 log.warning("notifications: the change feed could not be read; retrying")
                 self.closing.wait(WAIT_SECONDS)
                 continue
+            self._quietly(partial(self.follow_up.answer, changes), "closing what was answered")
+            if time.monotonic() - looked_again >= AGAIN_EVERY:
+                looked_again = time.monotonic()
+                self._quietly(self.follow_up.tell_again, "telling again")
             for change in changes:
                 kind = KIND_OF_CHANGE.get(change.change)
                 if kind is not None:
@@ -169,19 +194,20 @@ class Notifier:
                     log.warning("notifications: a notice could not be told", exc_info=True)
             if time.monotonic() - tidied > TIDY_SECONDS:
                 tidied = time.monotonic()
-                self._quietly(
-                    lambda: tidy_push(
-                        store=self.store,
-                        cooling=timedelta(seconds=self.settings.cooling),
-                        clock=self.clock,
-                    )
-                )
+                self._quietly(self._tidy)
 
-    def _quietly(self, work: Callable[[], object]) -> None:
+    def _tidy(self) -> None:
+        tidy_push(
+            store=self.store, cooling=timedelta(seconds=self.settings.cooling), clock=self.clock
+        )
+        with self.store.write() as db:
+            tidy_told(db, clock=self.clock)
+
+    def _quietly(self, work: Callable[[], object], what: str = "tidying up") -> None:
         try:
             work()
-        except Exception:  # noqa: BLE001 - a failed tidy-up is tried again later
-            log.warning("notifications: tidying up failed; trying again later")
+        except Exception:  # noqa: BLE001 - a failed step is tried again later
+            log.warning("notifications: %s failed; trying again later", what)
 
     # -- what is told -------------------------------------------------------------------------
 
@@ -201,6 +227,7 @@ class Notifier:
                 if notice is None:
                     return
                 wanted = recipients(db, session, kind, clock=self.clock)
+            about = about_of(session, kind)
             hooks = {receiver_of_webhook(url, kind): url for url in self.settings.webhooks}
             devices_receiver = f"push:{kind}"
             receivers = ([devices_receiver] if wanted else []) + list(hooks)
@@ -214,20 +241,42 @@ class Notifier:
                     cooling=cooling,
                     clock=self.clock,
                 )
-            devices = wanted if devices_receiver in taken else []
-            urls = [url for receiver, url in hooks.items() if receiver in taken]
+                devices = wanted if devices_receiver in taken else []
+                urls = [url for receiver, url in hooks.items() if receiver in taken]
+                record_told(
+                    db,
+                    receivers=[DEVICE + device.id for device in devices]
+                    + [WEBHOOK + self.webhook_id(url) for url in urls],
+                    session_id=session_id, kind=kind, about=about or "", title=notice.title,
+                    body=notice.body, url=notice.url, clock=self.clock,
+                )  # fmt: skip
         except Exception:  # noqa: BLE001 - the store is unreachable: this news is not told
             log.warning("notifications: could not read who to tell of a session; skipped")
             return
         if devices:
-            self._sender.send(devices, notice)
-        body = json.dumps(webhook_body(notice), ensure_ascii=True).encode("ascii")
+            self.sender.send(devices, notice)
+        self.post_to(urls, self.webhook_body(notice))
+
+    def webhook_body(self, notice: Notice) -> bytes:
+        return json.dumps(webhook_body(notice), ensure_ascii=True).encode("ascii")
+
+    def post_to(self, urls: list[str], body: bytes) -> None:
+        """Queue ``body`` for each webhook of ``urls`` (its own thread posts them)."""
         for url in urls:
             try:
                 self._webhooks.put_nowait((url, body))
             except queue.Full:
                 log.warning("notifications: the webhook queue is full; a notice to %s dropped",
                             origin_of(url))  # fmt: skip
+
+    @staticmethod
+    def webhook_id(url: str) -> str:
+        return hashlib.sha256(url.encode("utf-8")).hexdigest()[:32]
+
+    def webhook_urls(self) -> dict[str, str]:
+        """Each webhook of this server (told first, or only on escalation) by its receiver."""
+        every = (*self.settings.webhooks, *self.settings.escalate)
+        return {WEBHOOK + self.webhook_id(url): url for url in every}
 
     def drop(self, subscription_id: str) -> None:
         self._quietly(lambda: drop_subscription(store=self.store, subscription_id=subscription_id))
@@ -287,7 +336,11 @@ class PushSender:
 
     def send(self, devices: list[Recipient], notice: Notice) -> None:
         urgency = "high" if notice.kind == NEEDS_YOU else "normal"
-        line = json.dumps({"payload": notice.encoded(), "urgency": urgency, "ttl": PUSH_TTL,
+        self.send_text(devices, notice.encoded(), urgency)
+
+    def send_text(self, devices: list[Recipient], payload: str, urgency: str) -> None:
+        """Push ``payload`` (a notice's or an answer's JSON) to each of ``devices``."""
+        line = json.dumps({"payload": payload, "urgency": urgency, "ttl": PUSH_TTL,
                            "devices": devices}) + "\n"  # fmt: skip
         with self._lock:
             try:

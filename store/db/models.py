@@ -353,6 +353,25 @@ class PushSend(SQLModel, table=True):
     sent_at: str = _text(nullable=False)
 
 
+class PushTold(SQLModel, table=True):
+    """One piece of news told to one receiver (``push:`` a subscription, ``webhook:`` a hash),
+    until it is answered (migration 0021; ``store.push.told``)."""
+
+    __tablename__ = "push_told"
+    id: str = _text(primary_key=True, nullable=False)
+    receiver: str = _text(nullable=False)
+    session_id: str = _text(nullable=False)
+    kind: str = _text(nullable=False)
+    about: str = _text(nullable=False)
+    told_at: str = _text(nullable=False)
+    title: str = _text(nullable=False)
+    body: str = _text(nullable=False)
+    url: str = _text(nullable=False)
+    again_at: str | None = _text()
+    answered_at: str | None = _text()
+    answered_how: str | None = _text()
+
+
 class Host(SQLModel, table=True):
     """A machine that runs agents for the console (migration 0019; ``store.hosts``)."""
 

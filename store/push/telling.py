@@ -71,6 +71,22 @@ _OLD_SENDS = text("DELETE FROM push_sends WHERE sent_at <= :cooled")
 _OLD_PRESENCE = text("DELETE FROM push_presence WHERE visible_until <= :now")
 
 
+def tag_of(session_id: str) -> str:
+    """The browser shows one notification per session (a newer one replaces it; an answered
+    push closes it): its tag."""
+    if len(session_id) > 64:
+        session_id = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return "roundtable:" + session_id
+
+
+def answered_payload(session_id: str, told: str, how: str, at: str) -> str:
+    """What an answered push carries: the tag whose notice is closed, what it told, how it was
+    answered (no notice is shown for it)."""
+    payload = {"kind": "answered", "answered": told, "how": one_line(how, TITLE_WIDTH),
+               "tag": tag_of(session_id), "at": at}  # fmt: skip
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
 @dataclass(frozen=True)
 class Notice:
     """One piece of news of one session, as a push and a webhook tell it."""
@@ -93,12 +109,8 @@ class Notice:
             "body": self.body,
             "url": self.url,
             "at": self.at,
-            # The browser shows one notification per session: a newer one replaces it.
-            "tag": "roundtable:" + (
-                self.session_id if len(self.session_id) <= 64
-                else hashlib.sha256(self.session_id.encode("utf-8", "surrogatepass")).hexdigest()
-            ),
-        }  # fmt: skip
+            "tag": tag_of(self.session_id),
+        }
 
     def encoded(self) -> str:
         """As a push carries it: UTF-8, within what every push service takes (4 KiB less the
@@ -112,16 +124,18 @@ class Notice:
         return text
 
 
-def notice_of(session: SessionFields, kind: str, at: str) -> Notice | None:
+def notice_of(session: SessionFields, kind: str, at: str, *, again: bool = False) -> Notice | None:
     """The news ``session`` holds now, when it is still ``kind``'s (a wait that ended, or a
-    turn followed by another, is told no more); None otherwise."""
+    turn followed by another, is told no more); None otherwise. ``again``: a wait told before
+    and still unanswered."""
     agent = one_line(session.agent_id, TITLE_WIDTH // 2)
     where = "/sessions/" + quote(session.id, safe="")
     if len(where) > MAX_URL:  # an id so long its page's path would not fit a push
         where = "/requests" if kind == NEEDS_YOU else "/sessions"
     if kind == NEEDS_YOU and session.waiting is not None:
         reason = session.waiting.reason or "waits for a human"
-        title, anchor = f"{agent} needs you", "#requests"
+        title = f"{agent} still needs you" if again else f"{agent} needs you"
+        anchor = "#requests"
     elif kind == TURN_DONE and session.turn_done is not None:
         reason = session.turn_done
         title, anchor = f"{agent}: turn done", "#reply"

@@ -30,6 +30,7 @@ from roundtable_console.store.reads.keyset import filter_conditions
 from roundtable_console.store.reads.listing import SessionFilter
 from roundtable_console.store.reads.sessions import gone_stale, next_to_go_stale
 from roundtable_console.store.records import Change
+from roundtable_console.store.requests.records import DECIDED_EVENT, SIDE_EVENTS, WAITING_AFTER
 from roundtable_console.store.rules import QUIET_EVENTS
 from roundtable_console.store.safety.display import short_duration
 from roundtable_console.store.safety.redaction import redact_text
@@ -141,7 +142,13 @@ def changes_of_decoded(
     status = _text(now.get("status"))
     previous_status = _text(now.get("previous_status")) or _text(before.get("status"))
     actor = _text(now.get("actor")) or agent_id
-    waiting, was_waiting = _text(now.get("waiting")), _text(before.get("waiting"))
+    was_waiting = _waiting_of(before)
+    # A row that says nothing of the session's wait (a request asked, a reply, a decision
+    # written before decisions said it) changes none.
+    says_wait = event_type not in SIDE_EVENTS and (
+        event_type != DECIDED_EVENT or WAITING_AFTER in now
+    )
+    waiting = _waiting_of(now) if says_wait else was_waiting
     turn, was_turn = _text(now.get("turn_done")), _text(before.get("turn_done"))
     found: list[Change] = []
 
@@ -173,6 +180,14 @@ def changes_of_decoded(
     if waiting is not None and waiting != was_waiting:
         add("waiting_started", _reason(waiting))
     return found
+
+
+def _waiting_of(payload: dict[str, Any]) -> str | None:
+    """What a row says its session waits on: a snapshot's ``waiting``, a decision's
+    ``waiting_after``."""
+    if WAITING_AFTER in payload:
+        return _text(payload[WAITING_AFTER])
+    return _text(payload.get("waiting"))
 
 
 @dataclass(frozen=True)
@@ -309,7 +324,7 @@ class ChangeFeed:
             .where(
                 _PREVIOUS.c.session_id == _EVENTS.c.session_id,
                 _PREVIOUS.c.id < _EVENTS.c.id,
-                _PREVIOUS.c.event_type.not_in(QUIET_EVENTS),
+                _PREVIOUS.c.event_type.not_in((*QUIET_EVENTS, *SIDE_EVENTS)),
             )
             .order_by(_PREVIOUS.c.id.desc())
             .limit(1)
@@ -330,6 +345,7 @@ class ChangeFeed:
                     _EVENTS.c.event_type,
                     _EVENTS.c.payload_json,
                     _EVENTS.c.created_at,
+                    _EVENTS.c.actor,
                     SESSIONS.c.agent_id,
                     wanted.label("wanted"),
                     previous.label("previous"),
@@ -340,11 +356,16 @@ class ChangeFeed:
                 .limit(BATCH)
             )
             rows = db.execute(statement).all()
-            for row_id, session_id, event_type, payload, at, agent_id, admitted, before_raw in rows:
+            for row in rows:
+                row_id, session_id, event_type, payload, at, by, agent_id, admitted, before_raw = (
+                    row
+                )
                 self._advance(int(row_id))
                 if not admitted or event_type in QUIET_EVENTS:
                     continue
                 now = _decode(payload)
+                if by and "actor" not in now:  # a decision's or a reply's human
+                    now["actor"] = by
                 known = last.get(session_id)
                 if known is not None and known[0] == before_raw:
                     before = known[1]

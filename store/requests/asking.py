@@ -27,6 +27,7 @@ from roundtable_console.store.requests.records import (
     MAX_INPUT_CHARACTERS,
     MAX_SUGGESTIONS,
     MAX_SUGGESTIONS_CHARACTERS,
+    WAITING_AFTER,
     WITHDRAWN,
     PermissionRequestRecord,
 )
@@ -218,15 +219,16 @@ def settle(store: Store, request_id: str, state: str, clock: Clock = system_cloc
         if db.execute(_SETTLE, {"id": request_id, "state": state, "now": now}).rowcount == 0:
             return False
         record = get_request(db, request_id)
+        payload: dict[str, Any] = {"request_id": request_id, "state": state}
+        if state == WITHDRAWN:
+            payload[WAITING_AFTER] = answered(db, record, now)
         append_session_event(
             db,
             session_id=record.session_id,
             event_type=DECIDED_EVENT,
-            payload={"request_id": request_id, "state": state},
+            payload=payload,
             now=now,
         )
-        if state == WITHDRAWN:
-            answered(db, record, now)
         return True
 
 
@@ -238,9 +240,10 @@ def withdraw_pending(store: Store, session_id: str, clock: Clock = system_clock)
     return sum(settle(store, request_id, WITHDRAWN, clock) for request_id in pending)
 
 
-def answered(db: Connection, record: PermissionRequestRecord, now: str) -> None:
+def answered(db: Connection, record: PermissionRequestRecord, now: str) -> str | None:
     """The session no longer waits on ``record``: on its next pending request if it has one,
-    else on nothing (its status is the agent's to say, with its next event)."""
+    else on nothing (its status is the agent's to say, with its next event). Returns what it
+    waits on now (its reason), if anything."""
     from sqlalchemy import update
 
     from roundtable_console.store.db.session_rows import SESSIONS
@@ -257,8 +260,9 @@ def answered(db: Connection, record: PermissionRequestRecord, now: str) -> None:
         changes: dict[str, Any] = {"waiting_reason": following[0], "waiting_since": following[1]}
     else:
         changes = {"waiting_reason": None, "waiting_since": None}
-    db.execute(
+    moved = db.execute(
         update(SESSIONS)
         .where(session.id == record.session_id, session.waiting_since.is_not(None))
         .values(**changes, version=session.version + 1)
-    )
+    ).rowcount
+    return changes["waiting_reason"] if moved else None

@@ -33,6 +33,7 @@ from roundtable_console.store.requests.records import (
     DECISIONS,
     DENY,
     MAX_MESSAGE_CHARACTERS,
+    WAITING_AFTER,
     PermissionRequestRecord,
 )
 from roundtable_console.store.safety.credentials import redact_output_text
@@ -153,6 +154,7 @@ def decide_request(
             payload["message"] = redact_text(message)
         if suggestion is not None:
             payload["suggestion"] = suggestion
+        payload[WAITING_AFTER] = answered(db, record, now)
         append_session_event(
             db,
             session_id=record.session_id,
@@ -161,7 +163,6 @@ def decide_request(
             now=now,
             actor=actor,
         )
-        answered(db, record, now)
         decided = get_request(db, request_id)
         if within is not None:
             within(db, decided)

@@ -38,6 +38,11 @@ REPLY_EVENT = "replied"
 # history, so that every page following the session learns it can reply now, and now cannot.
 LISTENING_EVENT = "reply_listening"
 LISTENING_ENDED_EVENT = "reply_listening_ended"
+# Rows that say nothing of the session's own state (its status, its wait): the change feed
+# compares a row with the last one that does. A decision says what its session waits on after
+# it (``WAITING_AFTER``: the next request's reason, or null).
+SIDE_EVENTS = (ASKED_EVENT, REPLY_EVENT, LISTENING_EVENT, LISTENING_ENDED_EVENT)
+WAITING_AFTER = "waiting_after"
 
 # What each agent's hook protocol can deliver (docs/reference/agent-facts.md#how-a-hook-answers).
 ANSWERS_BY_AGENT = {"claude-code": (ALLOW, DENY), "codex": (ALLOW, DENY), "gemini": ()}

@@ -110,6 +110,24 @@ flight finish, then exits 0."""
     help="A session's news of a kind is told at most once in this long (devices, webhooks).",
 )
 @click.option(
+    "--notify-again",
+    type=click.FloatRange(0, 86400),
+    default=600.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A wait still unanswered this long after it was told is told once more, and to the "
+    "--escalate webhooks (0: never).",
+)
+@click.option(
+    "--escalate",
+    "escalations",
+    multiple=True,
+    metavar="URL",
+    envvar="ROUNDTABLE_ESCALATE",
+    help="A webhook told only of waits still unanswered after --notify-again (repeat; "
+    "space-separated in $ROUNDTABLE_ESCALATE).",
+)
+@click.option(
     "--push-service",
     "push_services",
     multiple=True,
@@ -143,6 +161,8 @@ def serve_command(
     webhooks: tuple[str, ...],
     notify_dwell: float,
     notify_cooling: float,
+    notify_again: float,
+    escalations: tuple[str, ...],
     push_services: tuple[str, ...],
     push_contact: str,
 ) -> int:
@@ -173,6 +193,8 @@ def serve_command(
             dwell=notify_dwell,
             cooling=notify_cooling,
             webhooks=tuple(checked_webhook(url) for url in webhooks),
+            again=notify_again,
+            escalate=tuple(checked_webhook(url, "--escalate") for url in escalations),
             push_services=tuple(
                 checked_origin(origin, "--push-service") for origin in push_services
             ),
@@ -232,14 +254,14 @@ def checked_name(value: str) -> str:
     return name
 
 
-def checked_webhook(value: str) -> str:
+def checked_webhook(value: str, option: str = "--notify") -> str:
     """An http(s) URL to post to; the error never repeats it (its path may be its secret)."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(value.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment:
         raise click.BadParameter(
-            "a webhook is an http or https URL (https://ntfy.sh/TOPIC).", param_hint="--notify"
+            "a webhook is an http or https URL (https://ntfy.sh/TOPIC).", param_hint=option
         )
     return value.strip()
 

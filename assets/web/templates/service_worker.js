@@ -2,7 +2,8 @@
 // app's own files, and CACHE, named after their hashes, above this). It keeps the app's shell
 // for a fast start and an honest offline page, never a session's data: every page is asked of
 // the network, and only when the network fails is the offline page shown. It shows the pushes
-// the server sends (api.notify.notifier) and opens the session a tapped notification names.
+// the server sends (api.notify.notifier), closes one when its news was answered elsewhere
+// (api.notify.follow_up), and opens the session a tapped notification names.
 "use strict";
 
 const OFFLINE = "/offline";
@@ -67,6 +68,13 @@ self.addEventListener("push", (event) => {
     news = {};
   }
   if (news === null || typeof news !== "object") news = {};
+  if (news.kind === "answered") {
+    // Answered elsewhere (the request decided, the reply sent, the wait over): the notice of
+    // that session is closed, and none is shown for it.
+    event.waitUntil(self.registration.getNotifications({tag: text(news.tag, "roundtable")})
+      .then((shown) => shown.forEach((notice) => notice.close())));
+    return;
+  }
   const shown = self.registration.showNotification(text(news.title, "Roundtable"), {
     body: text(news.body, "A session changed."),
     tag: text(news.tag, "roundtable"),

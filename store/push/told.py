@@ -1,0 +1,244 @@
+"""What was told to whom, until it is answered (issue 44; migration 0021's ``push_told``).
+
+- **Told** (``record_told``): a row per receiver as the news leaves — a device (``push:`` its
+  subscription's id) or a webhook (``webhook:`` its URL's hash) — with ``about``, what the news
+  was of: the wait's start (``needs_you``) or the turn's words (``turn_done``).
+- **Answered** (``still_holds``, ``take_answered``): a session that no longer holds that news —
+  its request decided, its reply sent, its wait over — has its open rows closed in one
+  statement that returns them, so that of several servers one closes the devices' notices and
+  tells the webhooks (``answered_how`` says by whom and how, from the session's history).
+- **Told again** (``take_due_again``): a wait still open after the notify-again period is taken
+  once (``again_at``), never twice.
+- **Seen** (``told_to_device``): what a device was told in the last day, for its page.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from typing import NamedTuple
+
+from sqlalchemy import Connection, bindparam, text
+
+from roundtable_console.store.clock import Clock, format_ts, system_clock
+from roundtable_console.store.push.telling import Recipient
+from roundtable_console.store.records import SessionFields
+from roundtable_console.store.requests.records import DECIDED_EVENT, REPLY_EVENT
+from roundtable_console.store.safety.display import one_line
+
+NEEDS_YOU_KIND = "needs_you"
+TURN_DONE_KIND = "turn_done"
+DEVICE = "push:"
+WEBHOOK = "webhook:"
+# Session ids looked up per statement.
+LOOKUP_BATCH = 500
+# What a device's page lists; told rows are kept as long.
+SEEN_FOR = timedelta(days=1)
+SEEN_MOST = 100
+
+_INSERT = text(
+    "INSERT INTO push_told (id, receiver, session_id, kind, about, told_at, title, body, url,"
+    " again_at) VALUES (:id, :receiver, :session_id, :kind, :about, :told_at, :title, :body,"
+    " :url, :again_at)"
+)
+_OPEN_OF = text(
+    "SELECT DISTINCT session_id, kind, about FROM push_told"
+    " WHERE answered_at IS NULL AND session_id IN :ids"
+).bindparams(bindparam("ids", expanding=True))
+_ANSWER = text(
+    "UPDATE push_told SET answered_at = :now, answered_how = :how"
+    " WHERE session_id = :session_id AND kind = :kind AND about = :about"
+    " AND answered_at IS NULL RETURNING receiver"
+)
+_DUE_AGAIN = text(
+    "SELECT DISTINCT session_id, about FROM push_told WHERE answered_at IS NULL"
+    " AND again_at IS NULL AND kind = 'needs_you' AND told_at <= :due"
+    " ORDER BY session_id LIMIT 200"
+)
+_TAKE_AGAIN = text(
+    "UPDATE push_told SET again_at = :now WHERE session_id = :session_id AND kind = 'needs_you'"
+    " AND about = :about AND answered_at IS NULL AND again_at IS NULL RETURNING receiver"
+)
+_SEEN = text(
+    "SELECT kind, title, body, url, told_at, again_at, answered_at, answered_how FROM push_told"
+    " WHERE receiver = :receiver AND told_at >= :since ORDER BY told_at DESC LIMIT :most"
+)
+_OLD = text("DELETE FROM push_told WHERE told_at < :before AND answered_at IS NOT NULL")
+_FORGOTTEN = text("DELETE FROM push_told WHERE told_at < :long_before")
+# The acts that answer a session: the last of them since the news was told says how.
+_LAST_ACT = text(
+    "SELECT event_type, actor, payload_json FROM agent_session_events"
+    " WHERE session_id = :session_id AND created_at >= :since"
+    " AND event_type IN ('permission_decided', 'replied', 'paused', 'stopped', 'resuming',"
+    " 'terminated', 'ended', 'heartbeat')"
+    # An agent's own heartbeat says how only when nothing else did (it often follows the act).
+    " ORDER BY CASE WHEN event_type = 'heartbeat' AND actor IS NULL THEN 1 ELSE 0 END,"
+    " id DESC LIMIT 1"
+)
+
+
+_ACTS = {"paused": "paused", "stopped": "stopped", "resuming": "resumed",
+         "terminated": "terminated", "ended": "ended"}  # fmt: skip
+
+
+class Open(NamedTuple):
+    """A session's news still open on some receiver."""
+
+    session_id: str
+    kind: str
+    about: str
+
+
+class Seen(NamedTuple):
+    """A line of what a device was told."""
+
+    kind: str
+    title: str
+    body: str
+    url: str
+    told_at: str
+    again_at: str | None
+    answered_at: str | None
+    answered_how: str | None
+
+
+def about_of(session: SessionFields, kind: str) -> str | None:
+    """What ``session``'s news of ``kind`` is about now; None when it holds none."""
+    if kind == NEEDS_YOU_KIND:
+        waiting = session.waiting
+        return None if waiting is None else waiting.since
+    if kind == TURN_DONE_KIND:
+        return session.turn_done
+    return None
+
+
+def still_holds(session: SessionFields | None, told: Open) -> bool:
+    """Whether the news ``told`` is still the session's: it still waits (a decision that moves
+    its wait to its next request leaves it waiting), or its turn is the one told."""
+    if session is None:
+        return False
+    if told.kind == NEEDS_YOU_KIND:
+        return session.waiting is not None
+    return about_of(session, told.kind) == told.about
+
+
+def record_told(
+    db: Connection,
+    *,
+    receivers: Iterable[str],
+    session_id: str,
+    kind: str,
+    about: str,
+    title: str,
+    body: str,
+    url: str,
+    again: bool = False,
+    clock: Clock = system_clock,
+) -> None:
+    """``again``: told as a wait still unanswered (an escalation webhook's first word), never
+    told again after."""
+    now = format_ts(clock())
+    rows = [
+        {"id": uuid.uuid4().hex, "receiver": receiver, "session_id": session_id, "kind": kind,
+         "about": about, "told_at": now, "title": title, "body": body, "url": url,
+         "again_at": now if again else None}
+        for receiver in receivers
+    ]  # fmt: skip
+    if rows:
+        db.execute(_INSERT, rows)
+
+
+def open_news(db: Connection, session_ids: Sequence[str]) -> list[Open]:
+    """The news still open of these sessions."""
+    found: list[Open] = []
+    unique = sorted(set(session_ids))
+    for start in range(0, len(unique), LOOKUP_BATCH):
+        batch = unique[start : start + LOOKUP_BATCH]
+        found.extend(Open(*row) for row in db.execute(_OPEN_OF, {"ids": batch}))
+    return found
+
+
+def take_answered(
+    db: Connection, told: Open, *, how: str, clock: Clock = system_clock
+) -> list[str]:
+    """Close ``told`` on every receiver; the receivers this call closed it on (none when
+    another server did first)."""
+    values = {**told._asdict(), "now": format_ts(clock()), "how": how}
+    return [row[0] for row in db.execute(_ANSWER, values)]
+
+
+def due_again(db: Connection, *, after: timedelta, clock: Clock = system_clock) -> list[Open]:
+    """Waits told at least ``after`` ago, still open, not told again."""
+    due = format_ts(clock() - after)
+    return [
+        Open(session_id, NEEDS_YOU_KIND, about)
+        for session_id, about in db.execute(_DUE_AGAIN, {"due": due})
+    ]
+
+
+def take_again(db: Connection, told: Open, *, clock: Clock = system_clock) -> list[str]:
+    """The receivers of ``told`` this call tells again (none when another server did)."""
+    values = {"session_id": told.session_id, "about": told.about, "now": format_ts(clock())}
+    return [row[0] for row in db.execute(_TAKE_AGAIN, values)]
+
+
+def answered_how(db: Connection, told: Open, since: str) -> tuple[str | None, str]:
+    """Who answered ``told`` and how, in words, from the session's last act since ``since``."""
+    import json
+
+    row = db.execute(_LAST_ACT, {"session_id": told.session_id, "since": since}).one_or_none()
+    if row is None:
+        return None, "no longer waits" if told.kind == NEEDS_YOU_KIND else "went on"
+    event_type, actor, payload_json = row
+    try:
+        payload = json.loads(payload_json or "{}")
+    except ValueError:
+        payload = {}
+    payload = payload if isinstance(payload, dict) else {}
+    by = one_line(actor, 80) if isinstance(actor, str) and actor else None
+    if event_type == DECIDED_EVENT:
+        decision = payload.get("decision") or payload.get("state")
+        how = {"allow": "allowed", "deny": "denied", "expired": "expired",
+               "withdrawn": "withdrawn by the agent"}.get(str(decision), "decided")  # fmt: skip
+    elif event_type == REPLY_EVENT:
+        how = "replied to"
+    elif event_type == "heartbeat":
+        how = "the agent went on" if by is None else "answered"
+    else:
+        how = _ACTS.get(event_type, "answered")
+    return by, how
+
+
+def told_to_device(
+    db: Connection, subscription_id: str, *, clock: Clock = system_clock
+) -> list[Seen]:
+    """What the device of ``subscription_id`` was told in the last day, newest first."""
+    values = {
+        "receiver": DEVICE + subscription_id,
+        "since": format_ts(clock() - SEEN_FOR),
+        "most": SEEN_MOST,
+    }
+    return [Seen(*row) for row in db.execute(_SEEN, values)]
+
+
+def tidy_told(db: Connection, *, clock: Clock = system_clock) -> None:
+    """Answered news older than a day, and any older than a week, are dropped."""
+    now = clock()
+    db.execute(_OLD, {"before": format_ts(now - SEEN_FOR)})
+    db.execute(_FORGOTTEN, {"long_before": format_ts(now - 7 * SEEN_FOR)})
+
+
+_DEVICES = text(
+    "SELECT id, endpoint, p256dh, auth FROM push_subscriptions WHERE id IN :ids"
+).bindparams(bindparam("ids", expanding=True))
+
+
+def devices_among(db: Connection, receivers: Iterable[str]) -> list[Recipient]:
+    """The devices (``push:`` receivers) among ``receivers`` whose subscription still holds."""
+    ids = sorted({receiver[len(DEVICE) :] for receiver in receivers if receiver.startswith(DEVICE)})
+    found: list[Recipient] = []
+    for start in range(0, len(ids), LOOKUP_BATCH):
+        batch = ids[start : start + LOOKUP_BATCH]
+        found.extend(Recipient(*row) for row in db.execute(_DEVICES, {"ids": batch}))
+    return found
