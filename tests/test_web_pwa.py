@@ -30,6 +30,7 @@ from roundtable_console.store.clock import format_ts
 from roundtable_console.store.db.database import open_store
 from roundtable_console.store.push.keys import vapid_keys
 from roundtable_console.store.requests.asking import open_request
+from roundtable_console.store.requests.deciding import decide_request
 from roundtable_console.store.writes import agent_writes
 from tests.api_support import seed_agent, seed_workspace
 from tests.push_support import Device, Receiver, verify_vapid
@@ -161,7 +162,7 @@ def test_a_push_from_the_server_is_shown_and_opens_the_request(site: dict[str, A
     register(store, "s-phone")
     with store.write() as db:  # as the agent's hook records it: the session waits, then asks
         agent_writes.heartbeat(db=db, session_id="s-phone", waiting="asks to run Bash: make deploy")
-    open_request(
+    asked = open_request(
         store, session_id="s-phone", agent="claude-code", tool_name="Bash",
         tool_input={"command": "make deploy"}, suggestions=None,
         reason="asks to run Bash: make deploy",
@@ -235,6 +236,32 @@ def test_a_push_from_the_server_is_shown_and_opens_the_request(site: dict[str, A
                     break
             page.wait_for_url(site["served"].url + "/sessions")
             page.goto(site["served"].url + "/sessions/s-phone")
+
+        # Answered elsewhere (issue 44): the server's "answered" push closes the notice of that
+        # session, and shows none in its place.
+        tags = ("(async () => { const r = await navigator.serviceWorker.ready;"
+                " return (await r.getNotifications()).map(n => n.tag); })()")  # fmt: skip
+        for _ in range(5):
+            cdp.send("ServiceWorker.deliverPushMessage", {
+                "origin": site["served"].url, "registrationId": registration,
+                "data": json.dumps(news),
+            })  # fmt: skip
+            page.wait_for_timeout(300)
+            if page.evaluate(tags) == ["roundtable:s-phone"]:
+                break
+        assert page.evaluate(tags) == ["roundtable:s-phone"]
+        decide_request(store=store, request_id=asked.id, decision="allow", actor="olivia")
+        answered = device.decrypt(service.next(timeout=15))
+        assert (answered["kind"], answered["tag"]) == ("answered", "roundtable:s-phone")
+        for _ in range(5):
+            cdp.send("ServiceWorker.deliverPushMessage", {
+                "origin": site["served"].url, "registrationId": registration,
+                "data": json.dumps(answered),
+            })  # fmt: skip
+            page.wait_for_timeout(300)
+            if page.evaluate(tags) == []:
+                break
+        assert page.evaluate(tags) == []
 
         # While this page is in view, the operator is not pushed (once it has said so).
         page.wait_for_function("() => document.visibilityState === 'visible'")
