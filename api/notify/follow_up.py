@@ -63,7 +63,9 @@ class FollowUp:
                 by, how = told_news.answered_how(db, told, since)
                 words = how if by is None else f"{how} by {by}"
                 receivers = told_news.take_answered(db, told, how=words, clock=clock)
-                devices = told_news.devices_among(db, receivers)
+                devices = []
+                if told_news.DEVICES in receivers and session is not None:
+                    devices = recipients(db, session, told.kind, in_view=True, clock=clock)
             if not receivers:
                 continue  # another server closed it
             at = format_ts(clock())
@@ -98,9 +100,9 @@ class FollowUp:
             receivers = told_news.take_again(db, told, clock=clock)
             if notice is None or not receivers or session is None:
                 return  # answered meanwhile (the next change closes it), or another server's
-            wanted = {device.id for device in recipients(db, session, told.kind, clock=clock)}
-            devices = [device for device in told_news.devices_among(db, receivers)
-                       if device.id in wanted]  # fmt: skip
+            devices = []
+            if told_news.DEVICES in receivers:
+                devices = recipients(db, session, told.kind, clock=clock)
             fresh = [receiver for receiver in escalations if receiver not in receivers]
             told_news.record_told(
                 db, receivers=fresh, session_id=told.session_id, kind=told.kind,

@@ -49,7 +49,7 @@ from roundtable_console.store.push.telling import (
 )
 from roundtable_console.store.push.telling import tidy as tidy_push
 from roundtable_console.store.push.told import (
-    DEVICE,
+    DEVICES,
     WEBHOOK,
     about_of,
     record_told,
@@ -245,7 +245,7 @@ class Notifier:
                 urls = [url for receiver, url in hooks.items() if receiver in taken]
                 record_told(
                     db,
-                    receivers=[DEVICE + device.id for device in devices]
+                    receivers=[DEVICES] * bool(devices)
                     + [WEBHOOK + self.webhook_id(url) for url in urls],
                     session_id=session_id, kind=kind, about=about or "", title=notice.title,
                     body=notice.body, url=notice.url, clock=self.clock,

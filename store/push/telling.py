@@ -49,16 +49,21 @@ _PRESENT = text(
     " WHERE push_presence.said_at IS NULL OR excluded.said_at IS NULL"
     " OR excluded.said_at >= push_presence.said_at"
 )
-_RECIPIENTS = text(
+_EVERY_RECIPIENT = (
     "SELECT s.id, s.endpoint, s.p256dh, s.auth, t.role, t.workspaces_json"
     " FROM push_subscriptions s"
     " JOIN api_web_sessions w ON w.secret_hash = s.secret_hash AND w.expires_at > :now"
     " JOIN api_tokens t ON t.token_hash = s.token_hash AND t.token_hash = w.token_hash"
     " WHERE t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > :now)"
     " AND s.kinds LIKE :kind"
-    " AND NOT EXISTS (SELECT 1 FROM push_presence p WHERE p.token_hash = s.token_hash"
-    " AND p.visible_until > :now)"
 )
+_RECIPIENTS = {
+    False: text(
+        _EVERY_RECIPIENT + " AND NOT EXISTS (SELECT 1 FROM push_presence p"
+        " WHERE p.token_hash = s.token_hash AND p.visible_until > :now)"
+    ),
+    True: text(_EVERY_RECIPIENT),
+}
 # Receivers claimed per statement (their ids are bound parameters).
 CLAIM_BATCH = 500
 # Subscriptions whose sign-in ended (expired: sign-ins are dropped when they are), and sends
@@ -192,11 +197,18 @@ class Recipient(NamedTuple):
 
 
 def recipients(
-    db: Connection, session: SessionFields, kind: str, *, clock: Clock = system_clock
+    db: Connection,
+    session: SessionFields,
+    kind: str,
+    *,
+    in_view: bool = False,
+    clock: Clock = system_clock,
 ) -> list[Recipient]:
     """The subscriptions to tell ``session``'s ``kind`` of news now (see the module's
-    docstring), before the cooling period is looked at."""
-    rows = db.execute(_RECIPIENTS, {"now": format_ts(clock()), "kind": f"%{kind}%"}).all()
+    docstring), before the cooling period is looked at. ``in_view``: those of tokens with a
+    page in view too (a notice shown before is closed on every device)."""
+    values = {"now": format_ts(clock()), "kind": f"%{kind}%"}
+    rows = db.execute(_RECIPIENTS[in_view], values).all()
     admitted: dict[tuple[str, str | None], bool] = {}  # a token's role and wall, decided once
     found: list[Recipient] = []
     for device, endpoint, p256dh, auth, role, walls in rows:

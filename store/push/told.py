@@ -1,15 +1,15 @@
 """What was told to whom, until it is answered (issue 44; migration 0021's ``push_told``).
 
-- **Told** (``record_told``): a row per receiver as the news leaves — a device (``push:`` its
-  subscription's id) or a webhook (``webhook:`` its URL's hash) — with ``about``, what the news
-  was of: the wait's start (``needs_you``) or the turn's words (``turn_done``).
+- **Told** (``record_told``): a row per receiver as the news leaves — the devices (``DEVICES``:
+  those that are told are those that want it and may read the session, found again to close
+  it) or a webhook (``webhook:`` its URL's hash) — with ``about``, what the news was of: the
+  wait's start (``needs_you``) or the turn's words (``turn_done``).
 - **Answered** (``still_holds``, ``take_answered``): a session that no longer holds that news —
   its request decided, its reply sent, its wait over — has its open rows closed in one
   statement that returns them, so that of several servers one closes the devices' notices and
   tells the webhooks (``answered_how`` says by whom and how, from the session's history).
 - **Told again** (``take_due_again``): a wait still open after the notify-again period is taken
   once (``again_at``), never twice.
-- **Seen** (``told_to_device``): what a device was told in the last day, for its page.
 """
 
 from __future__ import annotations
@@ -22,20 +22,20 @@ from typing import NamedTuple
 from sqlalchemy import Connection, bindparam, text
 
 from roundtable_console.store.clock import Clock, format_ts, system_clock
-from roundtable_console.store.push.telling import Recipient
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.requests.records import DECIDED_EVENT, REPLY_EVENT
 from roundtable_console.store.safety.display import one_line
 
 NEEDS_YOU_KIND = "needs_you"
 TURN_DONE_KIND = "turn_done"
-DEVICE = "push:"
+# Every device told of a piece of news, as one receiver: a row per device would hold the store's
+# writer for a thousand rows each time (the fleet's heartbeats wait on it).
+DEVICES = "push:devices"
 WEBHOOK = "webhook:"
 # Session ids looked up per statement.
 LOOKUP_BATCH = 500
-# What a device's page lists; told rows are kept as long.
+# Answered news is kept this long (what a device was told), any other a week.
 SEEN_FOR = timedelta(days=1)
-SEEN_MOST = 100
 
 _INSERT = text(
     "INSERT INTO push_told (id, receiver, session_id, kind, about, told_at, title, body, url,"
@@ -59,10 +59,6 @@ _DUE_AGAIN = text(
 _TAKE_AGAIN = text(
     "UPDATE push_told SET again_at = :now WHERE session_id = :session_id AND kind = 'needs_you'"
     " AND about = :about AND answered_at IS NULL AND again_at IS NULL RETURNING receiver"
-)
-_SEEN = text(
-    "SELECT kind, title, body, url, told_at, again_at, answered_at, answered_how FROM push_told"
-    " WHERE receiver = :receiver AND told_at >= :since ORDER BY told_at DESC LIMIT :most"
 )
 _OLD = text("DELETE FROM push_told WHERE told_at < :before AND answered_at IS NOT NULL")
 _FORGOTTEN = text("DELETE FROM push_told WHERE told_at < :long_before")
@@ -89,18 +85,6 @@ class Open(NamedTuple):
     kind: str
     about: str
 
-
-class Seen(NamedTuple):
-    """A line of what a device was told."""
-
-    kind: str
-    title: str
-    body: str
-    url: str
-    told_at: str
-    again_at: str | None
-    answered_at: str | None
-    answered_how: str | None
 
 
 def about_of(session: SessionFields, kind: str) -> str | None:
@@ -210,35 +194,9 @@ def answered_how(db: Connection, told: Open, since: str) -> tuple[str | None, st
     return by, how
 
 
-def told_to_device(
-    db: Connection, subscription_id: str, *, clock: Clock = system_clock
-) -> list[Seen]:
-    """What the device of ``subscription_id`` was told in the last day, newest first."""
-    values = {
-        "receiver": DEVICE + subscription_id,
-        "since": format_ts(clock() - SEEN_FOR),
-        "most": SEEN_MOST,
-    }
-    return [Seen(*row) for row in db.execute(_SEEN, values)]
-
-
 def tidy_told(db: Connection, *, clock: Clock = system_clock) -> None:
     """Answered news older than a day, and any older than a week, are dropped."""
     now = clock()
     db.execute(_OLD, {"before": format_ts(now - SEEN_FOR)})
     db.execute(_FORGOTTEN, {"long_before": format_ts(now - 7 * SEEN_FOR)})
 
-
-_DEVICES = text(
-    "SELECT id, endpoint, p256dh, auth FROM push_subscriptions WHERE id IN :ids"
-).bindparams(bindparam("ids", expanding=True))
-
-
-def devices_among(db: Connection, receivers: Iterable[str]) -> list[Recipient]:
-    """The devices (``push:`` receivers) among ``receivers`` whose subscription still holds."""
-    ids = sorted({receiver[len(DEVICE) :] for receiver in receivers if receiver.startswith(DEVICE)})
-    found: list[Recipient] = []
-    for start in range(0, len(ids), LOOKUP_BATCH):
-        batch = ids[start : start + LOOKUP_BATCH]
-        found.extend(Recipient(*row) for row in db.execute(_DEVICES, {"ids": batch}))
-    return found
