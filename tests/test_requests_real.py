@@ -201,7 +201,8 @@ def test_an_allow_from_the_command_line_runs_the_command(
     assert allowed.delivered_at is not None and 0 <= _told_after(allowed) < 10
     events = history(_url(place), sid)
     decided = [payload for kind, payload in events if kind == "permission_decided"]
-    assert decided == [{"request_id": request.id, "tool_name": "Bash", "decision": "allow"}]
+    assert decided == [{"request_id": request.id, "tool_name": "Bash", "decision": "allow",
+                        "waiting_after": None}]  # the decision says the session waits no more
     assert session(_url(place), sid).status == "ended"
     # Decided once: a second decision is refused in words, and changes nothing.
     again = _requests_cli(place, "deny", request.id, "--operator", "bob")

@@ -17,26 +17,62 @@ import json
 import logging
 from collections.abc import Iterable
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from roundtable_console.store.clock import format_ts
+from roundtable_console.api.notify.webhook_words import chat_text
+from roundtable_console.store.clock import Clock, format_ts
+from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import SessionNotFound
 from roundtable_console.store.push import told as told_news
-from roundtable_console.store.push.telling import answered_payload, notice_of, recipients
+from roundtable_console.store.push.telling import (
+    Notice,
+    Recipient,
+    answered_payload,
+    notice_of,
+    recipients,
+)
 from roundtable_console.store.reads.sessions import get_session
 from roundtable_console.store.records import Change, SessionFields
 from roundtable_console.store.safety.display import one_line
 
-if TYPE_CHECKING:
-    from roundtable_console.api.notify.notifier import Notifier
-
 log = logging.getLogger("roundtable.serve")
+
+
+class Sender(Protocol):
+    def send(self, devices: list[Recipient], notice: Notice) -> None: ...
+
+    def send_text(self, devices: list[Recipient], payload: str, urgency: str) -> None: ...
+
+
+class Telling(Protocol):
+    """What of the notifier (``api.notify.notifier.Notifier``) follows up."""
+
+    store: Store
+    clock: Clock
+    settings: NotifySettingsLike
+    sender: Sender
+
+    def post_to(self, urls: list[str], body: bytes) -> None: ...
+
+    def webhook_id(self, url: str) -> str: ...
+
+    def webhook_urls(self) -> dict[str, str]: ...
+
+    def webhook_body(self, notice: Notice) -> bytes: ...
+
+
+class NotifySettingsLike(Protocol):
+    @property
+    def again(self) -> float: ...
+
+    @property
+    def escalate(self) -> tuple[str, ...]: ...
 
 
 class FollowUp:
     """The notifier's answers and second words (its feed's thread calls them)."""
 
-    def __init__(self, notifier: Notifier) -> None:
+    def __init__(self, notifier: Telling) -> None:
         self.notifier = notifier
 
     def answer(self, changes: Iterable[Change]) -> None:
@@ -143,8 +179,6 @@ def follow_up_body(
     told: told_news.Open, agent: str | None, by: str | None, how: str, at: str
 ) -> bytes:
     """A webhook's follow-up: which news was answered, by whom, how (``text`` for chats)."""
-    from roundtable_console.api.notify.notifier import chat_text
-
     who = one_line(agent or "an agent", 40)
     words = how if by is None else f"{how} by {by}"
     message = f"{one_line(told.session_id, 40)} · {words}"

@@ -18,7 +18,6 @@ import heapq
 import json
 import logging
 import queue
-import re
 import subprocess
 import sys
 import threading
@@ -30,6 +29,7 @@ from functools import partial
 from urllib.parse import urlsplit
 
 from roundtable_console.api.notify.follow_up import FollowUp
+from roundtable_console.api.notify.webhook_words import webhook_body
 from roundtable_console.api.streams.change_hub import ChangeHub
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
@@ -402,21 +402,3 @@ class PushSender:
         except (OSError, subprocess.TimeoutExpired):
             process.kill()
 
-
-def chat_text(words: str) -> str:
-    """Words a chat shows as written: Slack's control characters escaped (no ``<!channel>``, no
-    disguised ``<url|label>`` link), and no ``@everyone`` or ``@here`` that pings a room."""
-    escaped = words.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return re.sub(r"@(everyone|here|channel)\b", "@\u200b\\1", escaped)
-
-
-def webhook_body(notice: Notice) -> dict[str, object]:
-    """A notice as a webhook posts it: ours, with ``text`` for Slack-compatible receivers and
-    ``title``/``message`` for ntfy's JSON."""
-    payload = notice.payload()
-    return {
-        **payload,
-        "text": chat_text(f"{notice.title}: {notice.body}"),
-        "message": notice.body,
-        "event": "roundtable." + notice.kind,
-    }
