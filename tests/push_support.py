@@ -25,6 +25,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from roundtable_console.store.push.subscriptions import KINDS
+
 
 def b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
@@ -129,7 +131,7 @@ class Device:
         return {
             "endpoint": self.endpoint,
             "keys": {"p256dh": b64url(point), "auth": b64url(self.auth)},
-            "kinds": kinds if kinds is not None else ["needs_you", "turn_done"],
+            "kinds": kinds if kinds is not None else list(KINDS),  # every box, as the page comes
         }
 
     def decrypt(self, delivery: Delivery) -> dict[str, Any]:

@@ -270,6 +270,26 @@ def test_a_push_from_the_server_is_shown_and_opens_the_request(site: dict[str, A
         with store.write() as db:
             agent_writes.heartbeat(db=db, session_id="s-seen", waiting="asks a question")
         assert service.none_within(DWELL + 2.0)
+
+        # What this device was told, kept by its service worker a day (issue 44 point 4): the
+        # session's notice, answered, and each of the others; the same notice delivered twice
+        # is one line. The kinds it is told of are its own choice, kept as it left them.
+        page.goto(site["served"].url + "/notifications")
+        told = page.locator("#push-told li")
+        expect(told).to_have_count(4)
+        expect(told.filter(has_text="agent-1 needs you")).to_have_count(4)
+        expect(told.filter(has_text="answered: allowed by olivia")).to_have_count(1)
+        expect(told.filter(has_text="open")).to_have_count(3)
+        link = told.filter(has_text="answered").get_by_role("link", name="agent-1 needs you")
+        assert link.get_attribute("href") == "/sessions/s-phone#requests"
+        assert told.locator('a[href*="evil"]').count() == 0
+        expect(page.locator("#push-told-none")).to_be_hidden()
+        failed = page.locator('#push-kinds input[value="failed"]')
+        expect(failed).to_be_checked()
+        failed.uncheck()
+        page.reload()
+        expect(page.locator('#push-kinds input[value="failed"]')).not_to_be_checked()
+        expect(page.locator('#push-kinds input[value="needs_you"]')).to_be_checked()
     finally:
         context.close()
 

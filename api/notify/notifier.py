@@ -36,6 +36,7 @@ from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import SessionNotFound
 from roundtable_console.store.push.keys import VapidKeys, vapid_keys
 from roundtable_console.store.push.subscriptions import (
+    FAILED,
     NEEDS_YOU,
     TURN_DONE,
     drop_subscription,
@@ -44,6 +45,7 @@ from roundtable_console.store.push.telling import (
     Notice,
     Recipient,
     claim,
+    failure_of,
     notice_of,
     recipients,
 )
@@ -57,6 +59,7 @@ from roundtable_console.store.push.told import (
 )
 from roundtable_console.store.reads.changes import ChangeFeed, ChangeFilter
 from roundtable_console.store.reads.sessions import get_session
+from roundtable_console.store.records import Change
 
 log = logging.getLogger("roundtable.serve")
 # How long the feed waits for the hub before it looks at its clock again.
@@ -71,7 +74,15 @@ TIDY_SECONDS = 600.0
 # A push service that says the subscription is gone (404, 410), or refuses it for good (400: not
 # a subscription of its own; 403: made with another server's key): it is never posted to again.
 GONE = (400, 403, 404, 410)
-KIND_OF_CHANGE = {"waiting_started": NEEDS_YOU, "turn_done": TURN_DONE}
+KIND_OF_CHANGE = {"waiting_started": NEEDS_YOU, "turn_done": TURN_DONE, "stale": FAILED}
+
+
+def kind_of(change: Change) -> str | None:
+    """The kind of news a change may be (``tell`` decides whether it is, after the dwell): a
+    session that failed, or went stale (``failed`` if its agent holds claims)."""
+    if change.change in ("status", "ended") and change.status == "failed":
+        return FAILED
+    return KIND_OF_CHANGE.get(change.change)
 
 
 def origin_of(url: str) -> str:
@@ -181,7 +192,7 @@ class Notifier:
                 looked_again = time.monotonic()
                 self._quietly(self.follow_up.tell_again, "telling again")
             for change in changes:
-                kind = KIND_OF_CHANGE.get(change.change)
+                kind = kind_of(change)
                 if kind is not None:
                     heapq.heappush(
                         due, (time.monotonic() + self.settings.dwell, change.session_id, kind)
@@ -223,7 +234,11 @@ class Notifier:
                     session = get_session(db=db, session_id=session_id)
                 except SessionNotFound:
                     return
-                notice = notice_of(session, kind, format_ts(self.clock()))
+                failure = None
+                if kind == FAILED:
+                    stale_after = timedelta(seconds=self.stale_after_seconds)
+                    failure = failure_of(db, session, stale_after=stale_after, clock=self.clock)
+                notice = notice_of(session, kind, format_ts(self.clock()), failure=failure)
                 if notice is None:
                     return
                 wanted = recipients(db, session, kind, clock=self.clock)
@@ -335,7 +350,7 @@ class PushSender:
         self._lock = threading.Lock()
 
     def send(self, devices: list[Recipient], notice: Notice) -> None:
-        urgency = "high" if notice.kind == NEEDS_YOU else "normal"
+        urgency = "normal" if notice.kind == TURN_DONE else "high"
         self.send_text(devices, notice.encoded(), urgency)
 
     def send_text(self, devices: list[Recipient], payload: str, urgency: str) -> None:

@@ -32,7 +32,9 @@ from roundtable_console.store.errors import InvalidToken
 
 NEEDS_YOU = "needs_you"  # a session waits on a human: a question, a permission request
 TURN_DONE = "turn_done"  # an agent's turn is done: it awaits a prompt
-KINDS = (NEEDS_YOU, TURN_DONE)
+# A session failed, or went stale while its agent holds claims (issue 44 point 4).
+FAILED = "failed"
+KINDS = (NEEDS_YOU, TURN_DONE, FAILED)
 MAX_ENDPOINT = 2048
 # A sign-in is one browser: it has one subscription, a few after its push service renewed it;
 # a token's sign-ins, a person's few devices.

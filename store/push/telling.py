@@ -28,7 +28,12 @@ from roundtable_console.store.access.tokens import token_hash
 from roundtable_console.store.access.walls import Wall
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
-from roundtable_console.store.push.subscriptions import NEEDS_YOU, TURN_DONE, signed_in_token
+from roundtable_console.store.push.subscriptions import (
+    FAILED,
+    NEEDS_YOU,
+    TURN_DONE,
+    signed_in_token,
+)
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.safety.display import one_line
 
@@ -129,10 +134,36 @@ class Notice:
         return text
 
 
-def notice_of(session: SessionFields, kind: str, at: str, *, again: bool = False) -> Notice | None:
+def failure_of(
+    db: Connection, session: SessionFields, *, stale_after: timedelta, clock: Clock = system_clock
+) -> str | None:
+    """Why ``session`` is news of the ``failed`` kind now, in words: it failed, or it went
+    stale while its agent holds claims (others wait on them); None otherwise."""
+    from roundtable_console.store.reads.claims import active_claims
+
+    if session.status == "failed":
+        return "failed"
+    now = clock()
+    if not session.is_stale(now, stale_after):
+        return None
+    held = active_claims(db=db, agent_id=session.agent_id, now=now)
+    if not held:
+        return None
+    return f"went stale holding {len(held)} claim{'s' if len(held) != 1 else ''}"
+
+
+def notice_of(
+    session: SessionFields,
+    kind: str,
+    at: str,
+    *,
+    again: bool = False,
+    failure: str | None = None,
+) -> Notice | None:
     """The news ``session`` holds now, when it is still ``kind``'s (a wait that ended, or a
     turn followed by another, is told no more); None otherwise. ``again``: a wait told before
-    and still unanswered."""
+    and still unanswered. ``failure``: why it is news of the ``failed`` kind
+    (``failure_of``)."""
     agent = one_line(session.agent_id, TITLE_WIDTH // 2)
     where = "/sessions/" + quote(session.id, safe="")
     if len(where) > MAX_URL:  # an id so long its page's path would not fit a push
@@ -144,6 +175,10 @@ def notice_of(session: SessionFields, kind: str, at: str, *, again: bool = False
     elif kind == TURN_DONE and session.turn_done is not None:
         reason = session.turn_done
         title, anchor = f"{agent}: turn done", "#reply"
+    elif kind == FAILED and failure is not None:
+        reason = failure
+        title = f"{agent} failed" if failure == "failed" else f"{agent} went stale"
+        anchor = ""
     else:
         return None
     body = f"{one_line(session.id, 40)} · {one_line(reason)}"

@@ -28,6 +28,7 @@ from roundtable_console.store.safety.display import one_line
 
 NEEDS_YOU_KIND = "needs_you"
 TURN_DONE_KIND = "turn_done"
+FAILED_KIND = "failed"
 # Every device told of a piece of news, as one receiver: a row per device would hold the store's
 # writer for a thousand rows each time (the fleet's heartbeats wait on it).
 DEVICES = "push:devices"
@@ -94,6 +95,10 @@ def about_of(session: SessionFields, kind: str) -> str | None:
         return None if waiting is None else waiting.since
     if kind == TURN_DONE_KIND:
         return session.turn_done
+    if kind == FAILED_KIND:  # until it is resumed, or seen again
+        if session.status == "failed":
+            return f"failed:{session.ended_at or session.last_seen_at}"
+        return f"stale:{session.last_seen_at}"
     return None
 
 

@@ -74,9 +74,17 @@
   const off = $("#push-off");
   const say = (words) => { state.textContent = words; };
 
+  // What this device is told of is its own choice: kept on the device, shown as it was left.
+  const CHOSEN = "roundtable.push.kinds";
+  const boxes = () => Array.from(document.querySelectorAll('#push-kinds input[name="kind"]'));
   function kinds() {
-    return Array.from(document.querySelectorAll('#push-kinds input[name="kind"]:checked'),
-                      (box) => box.value);
+    return boxes().filter((box) => box.checked).map((box) => box.value);
+  }
+  try {
+    const kept = JSON.parse(localStorage.getItem(CHOSEN) || "null");
+    if (Array.isArray(kept)) boxes().forEach((box) => { box.checked = kept.includes(box.value); });
+  } catch (error) {
+    // Nothing kept, or storage refused: every kind, as the page comes.
   }
 
   function keyBytes(base64url) {
@@ -157,9 +165,61 @@
   });
 
   document.querySelector("#push-kinds")?.addEventListener("change", async () => {
+    try {
+      localStorage.setItem(CHOSEN, JSON.stringify(kinds()));
+    } catch (error) {
+      // Storage refused: the server still keeps the choice for this subscription.
+    }
     const {subscription} = await current();
     if (subscription) await keep(subscription);
   });
 
+  // -- what this device was told (its service worker keeps it, a day) ------------------------
+
+  function toldLastDay() {
+    return new Promise((resolve) => {
+      navigator.serviceWorker.ready.then((registration) => {
+        const channel = new MessageChannel();
+        channel.port1.onmessage = (event) => resolve(Array.isArray(event.data) ? event.data : []);
+        registration.active.postMessage({type: "told"}, [channel.port2]);
+      }).catch(() => resolve([]));
+      setTimeout(() => resolve([]), 3000);
+    });
+  }
+
+  function ownPage(value) {
+    try {
+      const url = new URL(String(value), location.origin);
+      return url.origin === location.origin ? url.pathname + url.search + url.hash : null;
+    } catch (error) {
+      return null;
+    }
+  }
+
+  async function showTold() {
+    const list = $("#push-told");
+    if (!list || !("serviceWorker" in navigator)) return;
+    const told = await toldLastDay();
+    list.replaceChildren();
+    $("#push-told-none").hidden = told.length > 0;
+    for (const entry of told) {
+      const item = document.createElement("li");
+      const when = document.createElement("time");
+      when.dateTime = new Date(entry.at).toISOString();
+      when.textContent = new Date(entry.at).toLocaleTimeString([], {hour: "2-digit", minute: "2-digit"});
+      const title = document.createElement(ownPage(entry.url) ? "a" : "strong");
+      if (title.tagName === "A") title.href = ownPage(entry.url);
+      title.textContent = String(entry.title);
+      const body = document.createElement("span");
+      body.textContent = String(entry.body);
+      const state = document.createElement("span");
+      state.className = "sub";
+      state.textContent = entry.answered ? `answered: ${entry.answered}` : "open";
+      item.append(when, " ", title, " ", body, " ", state);
+      list.append(item);
+    }
+  }
+
   look();
+  showTold();
 })();

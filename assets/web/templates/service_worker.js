@@ -60,6 +60,75 @@ function text(value, fallback) {
   return typeof value === "string" && value ? value.slice(0, 300) : fallback;
 }
 
+// What this device was told, kept a day in its own IndexedDB (the server keeps no list per
+// device): the notifications page asks for it with a message.
+const TOLD_DB = "roundtable-told";
+const DAY_MS = 24 * 3600 * 1000;
+
+function told(mode, work) {
+  return new Promise((resolve, reject) => {
+    const opening = indexedDB.open(TOLD_DB, 1);
+    opening.onupgradeneeded = () => opening.result.createObjectStore("told", {autoIncrement: true});
+    opening.onerror = () => reject(opening.error);
+    opening.onsuccess = () => {
+      const db = opening.result;
+      const transaction = db.transaction("told", mode);
+      const request = work(transaction.objectStore("told"));
+      transaction.oncomplete = () => { db.close(); resolve(request ? request.result : undefined); };
+      transaction.onerror = () => { db.close(); reject(transaction.error); };
+    };
+  });
+}
+
+function eachTold(store, visit, done = () => {}) {
+  const walking = store.openCursor();
+  walking.onsuccess = () => {
+    const cursor = walking.result;
+    if (!cursor) {
+      done();
+      return;
+    }
+    visit(cursor);
+    cursor.continue();
+  };
+}
+
+function remember(news) {
+  const oldest = Date.now() - DAY_MS;
+  const entry = {at: Date.now(), kind: text(news.kind, ""), title: text(news.title, "Roundtable"),
+                 body: text(news.body, ""), url: ownPath(news.url),
+                 tag: text(news.tag, "roundtable"), answered: null};
+  const same = (kept) => !kept.answered && ["kind", "title", "body", "tag"].every(
+    (field) => kept[field] === entry[field]);
+  return told("readwrite", (store) => {
+    let known = false;
+    eachTold(store, (cursor) => {
+      if (!(cursor.value.at >= oldest)) cursor.delete();
+      else if (same(cursor.value)) known = true;  // the same notice again: one line
+    }, () => { if (!known) store.add(entry); });
+  }).catch(() => null);
+}
+
+function markAnswered(tag, how) {
+  return told("readwrite", (store) => {
+    eachTold(store, (cursor) => {
+      if (cursor.value.tag === tag && !cursor.value.answered) {
+        cursor.update({...cursor.value, answered: how});
+      }
+    });
+  }).catch(() => null);
+}
+
+self.addEventListener("message", (event) => {
+  const port = event.ports && event.ports[0];
+  if (!port || !event.data || event.data.type !== "told") return;
+  const oldest = Date.now() - DAY_MS;
+  event.waitUntil(told("readonly", (store) => store.getAll())
+    .then((all) => (all || []).filter((entry) => entry.at >= oldest).reverse())
+    .catch(() => [])
+    .then((list) => port.postMessage(list)));
+});
+
 self.addEventListener("push", (event) => {
   let news = {};
   try {
@@ -71,8 +140,11 @@ self.addEventListener("push", (event) => {
   if (news.kind === "answered") {
     // Answered elsewhere (the request decided, the reply sent, the wait over): the notice of
     // that session is closed, and none is shown for it.
-    event.waitUntil(self.registration.getNotifications({tag: text(news.tag, "roundtable")})
-      .then((shown) => shown.forEach((notice) => notice.close())));
+    const tag = text(news.tag, "roundtable");
+    event.waitUntil(Promise.all([
+      self.registration.getNotifications({tag}).then((shown) => shown.forEach((n) => n.close())),
+      markAnswered(tag, text(news.how, "answered")),
+    ]));
     return;
   }
   const shown = self.registration.showNotification(text(news.title, "Roundtable"), {
@@ -80,10 +152,10 @@ self.addEventListener("push", (event) => {
     tag: text(news.tag, "roundtable"),
     icon: ICON,
     badge: ICON,
-    requireInteraction: news.kind === "needs_you",
+    requireInteraction: news.kind === "needs_you" || news.kind === "failed",
     data: {url: ownPath(news.url), kind: text(news.kind, "")},
   });
-  event.waitUntil(shown);
+  event.waitUntil(Promise.all([shown, remember(news)]));
 });
 
 async function openPath(target) {
