@@ -7,6 +7,10 @@
 - **The decision -> its "answered" push leaves** (issue 44): the same session's request is
   allowed (as any surface writes it), and the time until the push that closes the device's
   notice arrives is the figure (bound: 2 s).
+- **A push, one notice to 3,000 devices, the server idle** (issue 44 point 5): a real ``serve``
+  whose senders, one per core, tell 3,000 subscriptions of one session waiting; the time from
+  the first push to reach a counting push service on loopback (bench/fast_push_service.py) to
+  the last, per push (bound: 1 ms, that is 1,000 pushes a second).
 - **1,000 subscriptions and 100 agents changing state**: bench/serve.py's fleet (100 agents
   with tokens of their own) beating over HTTP at bench/paced.py's rate, while 100 other
   agents' sessions each start waiting once in the round (as an agent's CLI writes it), with no
@@ -57,6 +61,7 @@ from tests.serve_support import serving  # noqa: E402
 DWELL = 1.0
 AFTER_DWELL_LIMIT = 1.0
 ANSWERED_LIMIT = 2.0  # issue 44 point 1: the notice closed within 2 s of the decision
+PER_PUSH_LIMIT = 0.001  # issue 44 point 5: 1,000 pushes a second at least, the server idle
 SLOWER_LIMIT = 1.5  # the heartbeats' p50 and p99 with the pushes, against without
 
 
@@ -143,6 +148,50 @@ def add_subscriptions(store: Store, origin: str, count: int) -> None:
     assert per_token * MAX_PER_SIGN_IN == MAX_PER_TOKEN
 
 
+def fanned_out(directory: Path, devices: int) -> float:
+    """Seconds a push, one notice told to ``devices`` devices by an idle server: from the first
+    push to reach the push service to the last (bench/fast_push_service.py), the second of two
+    such notices (the first starts the senders)."""
+    url = f"sqlite:///{directory / 'fanned.db'}"
+    store = open_store(url)
+    seed_workspace(store, WORKSPACE)
+    seed_agent(store, "agent-1")
+    service = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "fast_push_service.py")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert service.stdout is not None and service.stdin is not None
+    origin = f"http://127.0.0.1:{service.stdout.readline().strip()}"
+
+    def counted(word: str = "") -> tuple[int, float, float]:
+        service.stdin.write(word + "\n")  # type: ignore[union-attr]
+        service.stdin.flush()  # type: ignore[union-attr]
+        count, first, last = service.stdout.readline().split()  # type: ignore[union-attr]
+        return int(count), float(first), float(last)
+
+    seen = (0, 0.0, 0.0)
+    try:
+        add_subscriptions(store, origin, devices)
+        with serving(url, directory / "fanned", "--push-service", origin,
+                     "--notify-dwell", "0") as _served:  # fmt: skip
+            for number in range(2):
+                counted("reset")
+                session = f"fan-{number}"
+                with store.write() as db:
+                    agent_writes.register(
+                        db=db, session_id=session, agent_id="agent-1", run_id="run-1",
+                        adapter="claude-code", working_directory="/w", workspace_id=WORKSPACE,
+                    )  # fmt: skip
+                    agent_writes.heartbeat(db=db, session_id=session, waiting="asks to run Bash")
+                deadline = time.monotonic() + 120
+                while (seen := counted())[0] < devices and time.monotonic() < deadline:
+                    time.sleep(0.25)
+    finally:
+        service.kill()
+        store.dispose()
+    return (seen[2] - seen[1]) / max(seen[0] - 1, 1)
+
+
 def changing(store: Store) -> None:
     """``AGENTS`` more agents' sessions, beside the fleet's beating ones, to change state."""
     with store.write() as db:
@@ -205,6 +254,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a smoke run (CI)")
     args = parser.parse_args()
     rounds, subscriptions, seconds = (3, 100, 3.0) if args.quick else (20, 1000, 20.0)
+    fanned = 500 if args.quick else 3000
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="rt-push-bench-") as scratch:
         directory = Path(scratch)
@@ -218,6 +268,11 @@ def main() -> int:
                    percentile(took, 0.5), limit=AFTER_DWELL_LIMIT),
             Figure(f"waiting -> push leaves, after the {DWELL:g} s dwell, max of {rounds}",
                    max(took), limit=AFTER_DWELL_LIMIT),
+        ]  # fmt: skip
+        per_push = fanned_out(directory, fanned)
+        figures += [
+            Figure(f"a push, one notice to {fanned:,} devices, the server idle (at most 1 ms: "
+                   f"{1 / per_push:,.0f} pushes a second)", per_push, limit=PER_PUSH_LIMIT),
         ]  # fmt: skip
         quiet, quiet_bad, _ = loaded_round(directory, "none", 0, seconds)
         busy, busy_bad, arrived = loaded_round(directory, "told", subscriptions, seconds)

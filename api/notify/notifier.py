@@ -5,10 +5,11 @@ One thread per server follows the change feed (woken by the server's change hub,
 timer). A session that starts waiting on a human, or whose agent's turn is done, is looked at
 again after the dwell (``NotifySettings.dwell``): still so, it is told to each receiver that
 wants it and has not been told of that session within the cooling period (the claim is the
-store's, so of several servers one tells it). Pushes leave from a process of lower priority
-(``api.notify.push_sender``), webhooks from a queue of their own with retries and backoff: neither
-holds a request, the feed or each other. A push service's 404 or 410 drops the subscription.
-No log line holds a webhook's URL, a push endpoint or a key: only their origins.
+store's, so of several servers one tells it). Pushes leave from processes of lower priority,
+one per core (``api.notify.push_processes``), webhooks from a queue of their own with retries
+and backoff: neither holds a request, the feed or each other. A push service's 404 or 410
+drops the subscription. No log line holds a webhook's URL, a push endpoint or a key: only their
+origins.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import heapq
 import json
 import logging
 import queue
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from functools import partial
 from urllib.parse import urlsplit
 
 from roundtable_console.api.notify.follow_up import FollowUp
+from roundtable_console.api.notify.push_processes import PushSender
 from roundtable_console.api.notify.webhook_words import webhook_body
 from roundtable_console.api.streams.change_hub import ChangeHub
 from roundtable_console.store.clock import Clock, format_ts, system_clock
@@ -43,7 +43,6 @@ from roundtable_console.store.push.subscriptions import (
 )
 from roundtable_console.store.push.telling import (
     Notice,
-    Recipient,
     claim,
     failure_of,
     notice_of,
@@ -64,16 +63,12 @@ from roundtable_console.store.records import Change
 log = logging.getLogger("roundtable.serve")
 # How long the feed waits for the hub before it looks at its clock again.
 WAIT_SECONDS = 1.0
-PUSH_TTL = 3600  # seconds a push service keeps a push for a device that is offline
 WEBHOOK_TIMEOUT = 5.0
 # How often the notifier looks for waits to tell again (seconds).
 AGAIN_EVERY = 1.0
 WEBHOOK_TRIES = 6
 WEBHOOK_QUEUE = 1000
 TIDY_SECONDS = 600.0
-# A push service that says the subscription is gone (404, 410), or refuses it for good (400: not
-# a subscription of its own; 403: made with another server's key): it is never posted to again.
-GONE = (400, 403, 404, 410)
 KIND_OF_CHANGE = {"waiting_started": NEEDS_YOU, "turn_done": TURN_DONE, "stale": FAILED}
 
 
@@ -149,6 +144,9 @@ class Notifier:
         self.closing.set()
         self._changed.set()
         self.sender.close()
+
+    def contact(self) -> str:
+        return self.settings.contact
 
     def keys(self) -> VapidKeys:
         """The store's VAPID keys, read (or made) once per server."""
@@ -337,83 +335,3 @@ class Notifier:
             return False
         answer.close()
         return 200 <= answer.status_code < 300
-
-
-class PushSender:
-    """The process pushes leave from (``api.notify.push_sender``), started at the first push and
-    again after it ended; its answers read by a thread of its own: a push service that says a
-    subscription is gone (404, 410) has it dropped."""
-
-    def __init__(self, notifier: Notifier) -> None:
-        self.notifier = notifier
-        self._process: subprocess.Popen[str] | None = None
-        self._lock = threading.Lock()
-
-    def send(self, devices: list[Recipient], notice: Notice) -> None:
-        urgency = "normal" if notice.kind == TURN_DONE else "high"
-        self.send_text(devices, notice.encoded(), urgency)
-
-    def send_text(self, devices: list[Recipient], payload: str, urgency: str) -> None:
-        """Push ``payload`` (a notice's or an answer's JSON) to each of ``devices``."""
-        line = json.dumps({"payload": payload, "urgency": urgency, "ttl": PUSH_TTL,
-                           "devices": devices}) + "\n"  # fmt: skip
-        with self._lock:
-            try:
-                process = self._running()
-                assert process.stdin is not None
-                process.stdin.write(line)
-                process.stdin.flush()
-            except Exception:  # noqa: BLE001 - the sender (or the store's keys) unreachable
-                log.warning("notifications: the push sender could not be started or reached; "
-                            "%d pushes not sent", len(devices))  # fmt: skip
-                self._process = None
-
-    def _running(self) -> subprocess.Popen[str]:
-        if self._process is not None and self._process.poll() is None:
-            return self._process
-        keys = self.notifier.keys()
-        process = subprocess.Popen(
-            # Isolated (-I: neither the working directory nor PYTHON* variables on its path), in
-            # the root: a project's own json.py is never imported beside the private key.
-            [sys.executable, "-I", "-m", "roundtable_console.api.notify.push_sender"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            text=True, bufsize=1, cwd="/",
-        )  # fmt: skip
-        assert process.stdin is not None
-        hello = {"key": keys.private_pem, "contact": self.notifier.settings.contact}
-        process.stdin.write(json.dumps(hello) + "\n")
-        process.stdin.flush()
-        threading.Thread(target=self._read, args=(process,), name="roundtable-push-answers",
-                         daemon=True).start()  # fmt: skip
-        self._process = process
-        return process
-
-    def _read(self, process: subprocess.Popen[str]) -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            try:
-                answer = json.loads(line)
-                device, status = str(answer["id"]), answer.get("status")
-                origin = str(answer.get("origin") or "?")
-            except (ValueError, KeyError, TypeError):
-                continue
-            if isinstance(status, int) and 200 <= status < 300:
-                continue
-            if status in GONE:
-                self.notifier.drop(device)
-            else:
-                log.warning("notifications: the push service at %s did not take a push (%s)",
-                            origin, status or "no answer")  # fmt: skip
-
-    def close(self) -> None:
-        with self._lock:
-            process, self._process = self._process, None
-        if process is None:
-            return
-        try:
-            assert process.stdin is not None
-            process.stdin.close()
-            process.wait(timeout=2)
-        except (OSError, subprocess.TimeoutExpired):
-            process.kill()
-
