@@ -112,10 +112,13 @@ def app_for(tmp_path: Path, **options: Any) -> RoundtableApp:
 def driving(*keys: str) -> Callable[[Pilot[Any]], Any]:
     async def run_before(pilot: Pilot[Any]) -> None:
         await settle(pilot)
-        await press(pilot, *keys)
-        await settle(pilot)
-        # Toasts expire on a wall-clock timer; a slow run would lose them from the picture.
-        pilot.app.clear_notifications()
+        # Toasts expire on a wall-clock timer; a slow run would lose them from the picture. They
+        # are cleared after each key: one left on a screen a later key covered with a dialog
+        # showed through it, half drawn, on a loaded machine (`*` then `t`).
+        for key in keys:
+            await press(pilot, key)
+            await settle(pilot)
+            pilot.app.clear_notifications()
         await settle(pilot)
 
     return run_before
