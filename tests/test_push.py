@@ -455,14 +455,15 @@ def test_a_webhook_gets_the_same_news_and_is_retried_while_down(
 
 
 def test_serve_refuses_a_webhook_that_is_not_a_url_without_repeating_it() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "roundtable_console", "serve", "--db", "sqlite://",
-         "--notify", "ftp://hooks.example/T0KEN-SECRET"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert done.returncode == 2
-    assert "a webhook is an http or https URL" in done.stderr
-    assert "T0KEN-SECRET" not in done.stderr + done.stdout
+    for option in ("--notify", "--escalate"):  # told at once, or only of waits left unanswered
+        done = subprocess.run(
+            [sys.executable, "-m", "roundtable_console", "serve", "--db", "sqlite://",
+             option, "ftp://hooks.example/T0KEN-SECRET"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 2
+        assert option in done.stderr and "a webhook is an http or https URL" in done.stderr
+        assert "T0KEN-SECRET" not in done.stderr + done.stdout
     contact = subprocess.run(
         [sys.executable, "-m", "roundtable_console", "serve", "--db", "sqlite://",
          "--push-contact", "https://example.org/contact"],

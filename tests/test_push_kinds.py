@@ -18,7 +18,7 @@ from roundtable_console.store.writes import agent_writes
 from tests.api_support import seed_agent
 from tests.push_support import Device, Receiver
 from tests.test_push import browser, turn_on
-from tests.test_push_answered import receivers, serving  # noqa: F401 - a fixture, and its maker
+from tests.test_push_answered import device_on, receivers, serving  # noqa: F401 - a fixture
 from tests.web_support import hold_claim, register
 
 LONG_AGO = "2000-01-01T00:00:00.000000Z"
@@ -65,8 +65,7 @@ def test_stale_is_news_only_while_the_agent_holds_claims_and_ends_when_seen_agai
 ) -> None:
     service, hook = receivers
     store = told["store"]
-    device = Device(service)
-    assert turn_on(browser(told), device).status_code == 200
+    device = device_on(told, service)
     seed_agent(store, "agent-2")
     register(store, "s-quiet", agent="agent-2")
     unseen_since_long_ago(store, "s-quiet")
