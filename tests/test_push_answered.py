@@ -22,7 +22,9 @@ from sqlalchemy import text
 from roundtable_console.api.app import create_app
 from roundtable_console.api.context import ServerContext
 from roundtable_console.api.notify.notifier import NotifySettings
+from roundtable_console.api.notify.webhook_words import chat_text
 from roundtable_console.store.db.database import Store
+from roundtable_console.store.push.subscriptions import takes_silent_pushes
 from roundtable_console.store.reads.changes import ChangeFeed, ChangeFilter, FeedPosition
 from roundtable_console.store.records import Change
 from roundtable_console.store.requests import asking
@@ -217,3 +219,30 @@ def test_a_wait_ignored_is_told_once_more_then_to_the_escalation_webhooks_never_
     follow_ups = sorted(hook.next().path for _ in range(2))
     assert follow_ups == sorted([HOOK, ESCALATION])  # the on-call hears it is over too
 
+
+
+def test_a_stop_read_late_does_not_close_a_wait_told_after_it(
+    told: dict[str, Any], receivers: tuple[Receiver, Receiver]
+) -> None:
+    """Of two servers, one reading behind the other sees a wait that stopped before the other
+    told the next one: that wait is still open, and stays so."""
+    service, hook = receivers
+    store = told["store"]
+    device_on(told, service)
+    waiting(store, "s-late-read")
+    told["ctx"].notifier.tell("s-late-read", "needs_you")
+    service.next()
+    hook.next()
+    earlier = Change(at="2000-01-01T00:00:00.000000Z", session_id="s-late-read",
+                     change="waiting_stopped", status="active", previous_status="active",
+                     actor=None, reason=None)  # fmt: skip
+    told["ctx"].notifier.follow_up.answer([earlier])
+    assert service.none_within(0.5) and told_rows(store, "s-late-read")[0][2] is None
+
+
+def test_what_a_webhook_says_pings_no_room_and_apple_gets_no_silent_push() -> None:
+    assert chat_text("@ALL @Here @channel @everyone @allison") == (
+        "@\u200bALL @\u200bHere @\u200bchannel @\u200beveryone @allison"
+    )
+    assert not takes_silent_pushes("https://web.push.apple.com/QGuQyavXutnMH")
+    assert takes_silent_pushes("https://fcm.googleapis.com/fcm/send/abc")

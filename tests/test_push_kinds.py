@@ -19,7 +19,7 @@ from tests.api_support import seed_agent
 from tests.push_support import Device, Receiver
 from tests.test_push import browser, turn_on
 from tests.test_push_answered import device_on, receivers, serving  # noqa: F401 - a fixture
-from tests.web_support import hold_claim, register
+from tests.web_support import OTHER_WORKSPACE, WORKSPACE, hold_claim, register
 
 LONG_AGO = "2000-01-01T00:00:00.000000Z"
 
@@ -27,6 +27,13 @@ LONG_AGO = "2000-01-01T00:00:00.000000Z"
 @pytest.fixture
 def told(store: Store, receivers: tuple[Receiver, Receiver]) -> Iterator[dict[str, Any]]:  # noqa: F811
     yield from serving(store, *receivers, again=0)
+
+
+def claim_in(store: Store, agent: str, workspace: str, claim_id: str) -> None:
+    hold_claim(store, agent, claim_id)
+    with store.write() as db:
+        db.execute(text("UPDATE claims SET workspace_id = :w WHERE id = :id"),
+                   {"w": workspace, "id": claim_id})  # fmt: skip
 
 
 def unseen_since_long_ago(store: Store, session_id: str) -> None:
@@ -73,8 +80,11 @@ def test_stale_is_news_only_while_the_agent_holds_claims_and_ends_when_seen_agai
     assert service.none_within(0.5)  # stale, but nobody waits on what it holds
 
     register(store, "s-held")
-    hold_claim(store, "agent-1")
     unseen_since_long_ago(store, "s-held")
+    claim_in(store, "agent-1", OTHER_WORKSPACE, "claim-elsewhere")
+    told["ctx"].notifier.tell("s-held", "failed")
+    assert service.none_within(0.5)  # another workspace's claim: not this workspace's news
+    claim_in(store, "agent-1", WORKSPACE, "claim-here")
     told["ctx"].notifier.tell("s-held", "failed")
     news = device.decrypt(service.next())
     assert (news["title"], news["body"]) == (

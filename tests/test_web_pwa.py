@@ -290,6 +290,15 @@ def test_a_push_from_the_server_is_shown_and_opens_the_request(site: dict[str, A
         page.reload()
         expect(page.locator('#push-kinds input[value="failed"]')).not_to_be_checked()
         expect(page.locator('#push-kinds input[value="needs_you"]')).to_be_checked()
+
+        # Signed out, the list is forgotten: the next person to sign in on this browser does not
+        # read what the last one was told.
+        page.get_by_role("button", name="Sign out").click()
+        page.wait_for_url("**/sign-in**")
+        page = sign_in(context, site, "token")
+        page.goto(site["served"].url + "/notifications")
+        expect(page.locator("#push-told-none")).to_be_visible()
+        expect(page.locator("#push-told li")).to_have_count(0)
     finally:
         context.close()
 

@@ -24,6 +24,7 @@ from roundtable_console.store.clock import Clock, format_ts
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import SessionNotFound
 from roundtable_console.store.push import told as told_news
+from roundtable_console.store.push.subscriptions import takes_silent_pushes
 from roundtable_console.store.push.telling import (
     Notice,
     Recipient,
@@ -81,7 +82,11 @@ class FollowUp:
         store, clock = self.notifier.store, self.notifier.clock
         changes = list(changes)
         ids = [change.session_id for change in changes]
-        stopped = {c.session_id for c in changes if c.change == "waiting_stopped"}
+        # When each session's wait last stopped in this read: a wait told after it is another.
+        stopped: dict[str, str] = {}
+        for change in changes:
+            if change.change == "waiting_stopped":
+                stopped[change.session_id] = max(change.at, stopped.get(change.session_id, ""))
         if not ids:
             return
         with store.read() as db:
@@ -91,17 +96,23 @@ class FollowUp:
             sessions = {told.session_id: _session(db, told.session_id) for told in open_news}
         for told in open_news:
             session = sessions[told.session_id]
-            over = told.kind == told_news.NEEDS_YOU_KIND and told.session_id in stopped
+            over = (
+                told.kind == told_news.NEEDS_YOU_KIND
+                and stopped.get(told.session_id, "") >= told.told_at
+            )
             if not over and told_news.still_holds(session, told):
                 continue
             with store.write() as db:
-                since = _told_at(db, told)
-                by, how = told_news.answered_how(db, told, since)
+                by, how = told_news.answered_how(db, told)
                 words = how if by is None else f"{how} by {by}"
                 receivers = told_news.take_answered(db, told, how=words, clock=clock)
                 devices = []
                 if told_news.DEVICES in receivers and session is not None:
-                    devices = recipients(db, session, told.kind, in_view=True, clock=clock)
+                    devices = [
+                        device
+                        for device in recipients(db, session, told.kind, in_view=True, clock=clock)
+                        if takes_silent_pushes(device.endpoint)
+                    ]
             if not receivers:
                 continue  # another server closed it
             at = format_ts(clock())
@@ -162,17 +173,6 @@ def _session(db: object, session_id: str) -> SessionFields | None:
         return get_session(db=db, session_id=session_id)  # type: ignore[arg-type]
     except SessionNotFound:
         return None
-
-
-def _told_at(db: object, told: told_news.Open) -> str:
-    from sqlalchemy import text
-
-    row = db.execute(  # type: ignore[attr-defined]
-        text("SELECT min(told_at) FROM push_told WHERE session_id = :session_id"
-             " AND kind = :kind AND about = :about"),
-        told._asdict(),
-    ).scalar()  # fmt: skip
-    return row or ""
 
 
 def follow_up_body(

@@ -9,9 +9,10 @@ from roundtable_console.store.push.telling import Notice
 
 def chat_text(words: str) -> str:
     """Words a chat shows as written: Slack's control characters escaped (no ``<!channel>``, no
-    disguised ``<url|label>`` link), and no ``@everyone`` or ``@here`` that pings a room."""
+    disguised ``<url|label>`` link), and no ``@everyone``, ``@here``, ``@channel`` or ``@all``
+    (in any case: Mattermost's and Rocket.Chat's too) that pings a room."""
     escaped = words.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return re.sub(r"@(everyone|here|channel)\b", "@\u200b\\1", escaped)
+    return re.sub(r"@(everyone|here|channel|all)\b", "@\u200b\\1", escaped, flags=re.IGNORECASE)
 
 
 def webhook_body(notice: Notice) -> dict[str, object]:

@@ -36,6 +36,9 @@ TURN_DONE = "turn_done"  # an agent's turn is done: it awaits a prompt
 FAILED = "failed"
 KINDS = (NEEDS_YOU, TURN_DONE, FAILED)
 MAX_ENDPOINT = 2048
+# Push services that end a subscription whose pushes show nothing (WebKit's, after a few): an
+# "answered" push, which closes a notice and shows none, is not sent to them.
+SHOWN_ONLY_HOSTS = ("web.push.apple.com",)
 # A sign-in is one browser: it has one subscription, a few after its push service renewed it;
 # a token's sign-ins, a person's few devices.
 MAX_PER_SIGN_IN = 5
@@ -245,3 +248,9 @@ def drop_subscription(*, store: Store, subscription_id: str) -> None:
     """A push service said the subscription is gone (404, 410): it is never posted to again."""
     with store.write() as db:
         db.execute(_DROP, {"id": subscription_id})
+
+
+def takes_silent_pushes(endpoint: str) -> bool:
+    """Whether the push service of ``endpoint`` keeps a subscription whose pushes show nothing."""
+    host = _posted_host(endpoint) or ""
+    return not any(host == shown or host.endswith("." + shown) for shown in SHOWN_ONLY_HOSTS)

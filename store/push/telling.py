@@ -146,7 +146,14 @@ def failure_of(
     now = clock()
     if not session.is_stale(now, stale_after):
         return None
-    held = active_claims(db=db, agent_id=session.agent_id, now=now)
+    # What its workspace's humans may see: that workspace's claims, not yet expired.
+    held = [
+        claim
+        for claim in active_claims(
+            db=db, agent_id=session.agent_id, now=now, workspace_id=session.workspace_id
+        )
+        if not claim.expired
+    ]
     if not held:
         return None
     return f"went stale holding {len(held)} claim{'s' if len(held) != 1 else ''}"

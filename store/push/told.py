@@ -44,8 +44,8 @@ _INSERT = text(
     " :url, :again_at)"
 )
 _OPEN_OF = text(
-    "SELECT DISTINCT session_id, kind, about FROM push_told"
-    " WHERE answered_at IS NULL AND session_id IN :ids"
+    "SELECT session_id, kind, about, min(told_at) FROM push_told"
+    " WHERE answered_at IS NULL AND session_id IN :ids GROUP BY session_id, kind, about"
 ).bindparams(bindparam("ids", expanding=True))
 _ANSWER = text(
     "UPDATE push_told SET answered_at = :now, answered_how = :how"
@@ -53,9 +53,9 @@ _ANSWER = text(
     " AND answered_at IS NULL RETURNING receiver"
 )
 _DUE_AGAIN = text(
-    "SELECT DISTINCT session_id, about FROM push_told WHERE answered_at IS NULL"
+    "SELECT session_id, about, min(told_at) FROM push_told WHERE answered_at IS NULL"
     " AND again_at IS NULL AND kind = 'needs_you' AND told_at <= :due"
-    " ORDER BY session_id LIMIT 200"
+    " GROUP BY session_id, about ORDER BY session_id LIMIT 200"
 )
 _TAKE_AGAIN = text(
     "UPDATE push_told SET again_at = :now WHERE session_id = :session_id AND kind = 'needs_you'"
@@ -85,7 +85,7 @@ class Open(NamedTuple):
     session_id: str
     kind: str
     about: str
-
+    told_at: str  # when it was first told
 
 
 def about_of(session: SessionFields, kind: str) -> str | None:
@@ -153,7 +153,8 @@ def take_answered(
 ) -> list[str]:
     """Close ``told`` on every receiver; the receivers this call closed it on (none when
     another server did first)."""
-    values = {**told._asdict(), "now": format_ts(clock()), "how": how}
+    values = {"session_id": told.session_id, "kind": told.kind, "about": told.about,
+              "now": format_ts(clock()), "how": how}  # fmt: skip
     return [row[0] for row in db.execute(_ANSWER, values)]
 
 
@@ -161,8 +162,8 @@ def due_again(db: Connection, *, after: timedelta, clock: Clock = system_clock) 
     """Waits told at least ``after`` ago, still open, not told again."""
     due = format_ts(clock() - after)
     return [
-        Open(session_id, NEEDS_YOU_KIND, about)
-        for session_id, about in db.execute(_DUE_AGAIN, {"due": due})
+        Open(session_id, NEEDS_YOU_KIND, about, told_at)
+        for session_id, about, told_at in db.execute(_DUE_AGAIN, {"due": due})
     ]
 
 
@@ -172,11 +173,13 @@ def take_again(db: Connection, told: Open, *, clock: Clock = system_clock) -> li
     return [row[0] for row in db.execute(_TAKE_AGAIN, values)]
 
 
-def answered_how(db: Connection, told: Open, since: str) -> tuple[str | None, str]:
-    """Who answered ``told`` and how, in words, from the session's last act since ``since``."""
+def answered_how(db: Connection, told: Open) -> tuple[str | None, str]:
+    """Who answered ``told`` and how, in words, from the session's last act since it was
+    told."""
     import json
 
-    row = db.execute(_LAST_ACT, {"session_id": told.session_id, "since": since}).one_or_none()
+    values = {"session_id": told.session_id, "since": told.told_at}
+    row = db.execute(_LAST_ACT, values).one_or_none()
     if row is None:
         return None, "no longer waits" if told.kind == NEEDS_YOU_KIND else "went on"
     event_type, actor, payload_json = row
@@ -204,4 +207,3 @@ def tidy_told(db: Connection, *, clock: Clock = system_clock) -> None:
     now = clock()
     db.execute(_OLD, {"before": format_ts(now - SEEN_FOR)})
     db.execute(_FORGOTTEN, {"long_before": format_ts(now - 7 * SEEN_FOR)})
-

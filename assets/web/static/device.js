@@ -11,6 +11,13 @@
 
   if ("serviceWorker" in navigator) {
     navigator.serviceWorker.register("/sw.js").catch(() => {});
+    // What this device was told (its service worker's list) belongs to the sign-in that was
+    // told: it is forgotten on signing out, and on any page seen signed out.
+    const forget = () => navigator.serviceWorker.ready
+      .then((registration) => registration.active && registration.active.postMessage({type: "forget"}))
+      .catch(() => {});
+    if (!signedIn) forget();
+    document.querySelector('form[action="/sign-out"]')?.addEventListener("submit", forget);
   }
 
   // -- the install hint ----------------------------------------------------------------------
@@ -190,7 +197,8 @@
   function ownPage(value) {
     try {
       const url = new URL(String(value), location.origin);
-      return url.origin === location.origin ? url.pathname + url.search + url.hash : null;
+      const path = url.pathname + url.search + url.hash;
+      return url.origin === location.origin && !path.startsWith("//") ? path : null;
     } catch (error) {
       return null;
     }

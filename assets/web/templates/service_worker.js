@@ -50,7 +50,9 @@ function ownPath(value) {
   if (typeof value !== "string" || !value.startsWith("/")) return "/sessions";
   try {
     const url = new URL(value, self.location.origin);
-    return url.origin === self.location.origin ? url.pathname + url.search + url.hash : "/sessions";
+    const path = url.pathname + url.search + url.hash;
+    // "/.//evil.example" resolves to the path "//evil.example", another site once resolved again.
+    return url.origin === self.location.origin && !path.startsWith("//") ? path : "/sessions";
   } catch (error) {
     return "/sessions";
   }
@@ -120,6 +122,11 @@ function markAnswered(tag, how) {
 }
 
 self.addEventListener("message", (event) => {
+  if (event.data && event.data.type === "forget") {
+    // Signed out: what this device was told is the last person's, not the next one's.
+    event.waitUntil(told("readwrite", (store) => { store.clear(); }).catch(() => null));
+    return;
+  }
   const port = event.ports && event.ports[0];
   if (!port || !event.data || event.data.type !== "told") return;
   const oldest = Date.now() - DAY_MS;

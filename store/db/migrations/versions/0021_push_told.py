@@ -27,8 +27,8 @@ STATEMENTS = (
     # told again); what a device was told, newest first.
     "CREATE INDEX IF NOT EXISTS ix_push_told_open ON push_told (session_id)"
     " WHERE answered_at IS NULL",
-    "CREATE INDEX IF NOT EXISTS ix_push_told_unanswered_since ON push_told (told_at)"
-    " WHERE answered_at IS NULL AND again_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS ix_push_told_waits_unanswered ON push_told (told_at)"
+    " WHERE answered_at IS NULL AND again_at IS NULL AND kind = 'needs_you'",
     "CREATE INDEX IF NOT EXISTS ix_push_told_receiver ON push_told (receiver, told_at)",
 )
 
