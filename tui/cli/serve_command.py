@@ -88,7 +88,8 @@ flight finish, then exits 0."""
     multiple=True,
     metavar="URL",
     envvar="ROUNDTABLE_NOTIFY",
-    help="Post each notice (a session needs a human, a turn is done) as JSON to this webhook "
+    help="Post each notice (a session needs a human, a turn is done, a session failed) as JSON "
+    "to this webhook "
     "(ntfy, a Slack-compatible incoming webhook, any receiver; repeat). Retried with backoff. "
     "A URL holding a secret is better given in $ROUNDTABLE_NOTIFY (space-separated): the "
     "command line is visible to every user of the machine.",
