@@ -220,7 +220,6 @@ def test_a_wait_ignored_is_told_once_more_then_to_the_escalation_webhooks_never_
     assert follow_ups == sorted([HOOK, ESCALATION])  # the on-call hears it is over too
 
 
-
 def test_a_stop_read_late_does_not_close_a_wait_told_after_it(
     told: dict[str, Any], receivers: tuple[Receiver, Receiver]
 ) -> None:

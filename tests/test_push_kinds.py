@@ -43,7 +43,8 @@ def unseen_since_long_ago(store: Store, session_id: str) -> None:
 
 
 def test_a_failed_session_is_told_to_the_devices_that_chose_it(
-    told: dict[str, Any], receivers: tuple[Receiver, Receiver]  # noqa: F811
+    told: dict[str, Any],
+    receivers: tuple[Receiver, Receiver],  # noqa: F811
 ) -> None:
     service, hook = receivers
     store = told["store"]
@@ -68,7 +69,8 @@ def test_a_failed_session_is_told_to_the_devices_that_chose_it(
 
 
 def test_stale_is_news_only_while_the_agent_holds_claims_and_ends_when_seen_again(
-    told: dict[str, Any], receivers: tuple[Receiver, Receiver]  # noqa: F811
+    told: dict[str, Any],
+    receivers: tuple[Receiver, Receiver],  # noqa: F811
 ) -> None:
     service, hook = receivers
     store = told["store"]

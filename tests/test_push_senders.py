@@ -21,7 +21,8 @@ def recipient(device: Device) -> Recipient:
 
 
 def test_a_notice_to_many_devices_is_shared_among_the_processes_each_device_once(
-    told: dict[str, Any], service: Receiver  # noqa: F811
+    told: dict[str, Any],  # noqa: F811
+    service: Receiver,  # noqa: F811
 ) -> None:
     sender = PushSender(told["ctx"].notifier, processes=2)
     try:
