@@ -19,12 +19,14 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Protocol
 
+from sqlalchemy import Connection
+
 from roundtable_console.api.notify.webhook_words import chat_text
 from roundtable_console.store.clock import Clock, format_ts
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import SessionNotFound
 from roundtable_console.store.push import told as told_news
-from roundtable_console.store.push.subscriptions import takes_silent_pushes
+from roundtable_console.store.push.subscriptions import NEEDS_YOU, takes_silent_pushes
 from roundtable_console.store.push.telling import (
     Notice,
     Recipient,
@@ -96,25 +98,22 @@ class FollowUp:
             sessions = {told.session_id: _session(db, told.session_id) for told in open_news}
         for told in open_news:
             session = sessions[told.session_id]
-            over = (
-                told.kind == told_news.NEEDS_YOU_KIND
-                and stopped.get(told.session_id, "") >= told.told_at
-            )
+            over = told.kind == NEEDS_YOU and stopped.get(told.session_id, "") >= told.told_at
             if not over and told_news.still_holds(session, told):
                 continue
             with store.write() as db:
                 by, how = told_news.answered_how(db, told)
                 words = how if by is None else f"{how} by {by}"
                 receivers = told_news.take_answered(db, told, how=words, clock=clock)
-                devices = []
-                if told_news.DEVICES in receivers and session is not None:
-                    devices = [
-                        device
-                        for device in recipients(db, session, told.kind, in_view=True, clock=clock)
-                        if takes_silent_pushes(device.endpoint)
-                    ]
             if not receivers:
                 continue  # another server closed it
+            devices = []
+            if told_news.DEVICES in receivers and session is not None:
+                devices = [
+                    device
+                    for device in self._devices(session, told.kind, in_view=True)
+                    if takes_silent_pushes(device.endpoint)
+                ]
             at = format_ts(clock())
             if devices:
                 self.notifier.sender.send_text(
@@ -147,30 +146,35 @@ class FollowUp:
             receivers = told_news.take_again(db, told, clock=clock)
             if notice is None or not receivers or session is None:
                 return  # answered meanwhile (the next change closes it), or another server's
-            devices = []
-            if told_news.DEVICES in receivers:
-                devices = recipients(db, session, told.kind, clock=clock)
             fresh = [receiver for receiver in escalations if receiver not in receivers]
             told_news.record_told(
                 db, receivers=fresh, session_id=told.session_id, kind=told.kind,
                 about=told.about, title=notice.title, body=notice.body, url=notice.url,
                 again=True, clock=clock,
             )  # fmt: skip
-        if devices:
-            notifier.sender.send(devices, notice)
+        if told_news.DEVICES in receivers:
+            devices = self._devices(session, told.kind, in_view=False)
+            if devices:
+                notifier.sender.send(devices, notice)
         notifier.post_to(
             [*self._webhooks_among(receivers), *(escalations[r] for r in fresh)],
             notifier.webhook_body(notice),
         )
+
+    def _devices(self, session: SessionFields, kind: str, *, in_view: bool) -> list[Recipient]:
+        """The devices to push to, read apart from the writer (a heartbeat waits for the
+        writer, never for a thousand devices)."""
+        with self.notifier.store.read() as db:
+            return recipients(db, session, kind, in_view=in_view, clock=self.notifier.clock)
 
     def _webhooks_among(self, receivers: Iterable[str]) -> list[str]:
         known = self.notifier.webhook_urls()
         return [known[receiver] for receiver in receivers if receiver in known]
 
 
-def _session(db: object, session_id: str) -> SessionFields | None:
+def _session(db: Connection, session_id: str) -> SessionFields | None:
     try:
-        return get_session(db=db, session_id=session_id)  # type: ignore[arg-type]
+        return get_session(db=db, session_id=session_id)
     except SessionNotFound:
         return None
 

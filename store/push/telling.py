@@ -34,6 +34,7 @@ from roundtable_console.store.push.subscriptions import (
     TURN_DONE,
     signed_in_token,
 )
+from roundtable_console.store.reads.claims import active_claims
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.safety.display import one_line
 
@@ -139,8 +140,6 @@ def failure_of(
 ) -> str | None:
     """Why ``session`` is news of the ``failed`` kind now, in words: it failed, or it went
     stale while its agent holds claims (others wait on them); None otherwise."""
-    from roundtable_console.store.reads.claims import active_claims
-
     if session.status == "failed":
         return "failed"
     now = clock()

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
@@ -22,13 +23,11 @@ from typing import NamedTuple
 from sqlalchemy import Connection, bindparam, text
 
 from roundtable_console.store.clock import Clock, format_ts, system_clock
+from roundtable_console.store.push.subscriptions import FAILED, NEEDS_YOU, TURN_DONE
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.requests.records import DECIDED_EVENT, REPLY_EVENT
 from roundtable_console.store.safety.display import one_line
 
-NEEDS_YOU_KIND = "needs_you"
-TURN_DONE_KIND = "turn_done"
-FAILED_KIND = "failed"
 # Every device told of a piece of news, as one receiver: a row per device would hold the store's
 # writer for a thousand rows each time (the fleet's heartbeats wait on it).
 DEVICES = "push:devices"
@@ -63,20 +62,19 @@ _TAKE_AGAIN = text(
 )
 _OLD = text("DELETE FROM push_told WHERE told_at < :before AND answered_at IS NOT NULL")
 _FORGOTTEN = text("DELETE FROM push_told WHERE told_at < :long_before")
+# An operator's action or an agent's end, by its history event, in the follow-up's words.
+_ACTS = {"paused": "paused", "stopped": "stopped", "resuming": "resumed",
+         "terminated": "terminated", "ended": "ended"}  # fmt: skip
 # The acts that answer a session: the last of them since the news was told says how.
 _LAST_ACT = text(
     "SELECT event_type, actor, payload_json FROM agent_session_events"
-    " WHERE session_id = :session_id AND created_at >= :since"
-    " AND event_type IN ('permission_decided', 'replied', 'paused', 'stopped', 'resuming',"
-    " 'terminated', 'ended', 'heartbeat')"
+    " WHERE session_id = :session_id AND created_at >= :since AND event_type IN :answering"
     # An agent's own heartbeat says how only when nothing else did (it often follows the act).
     " ORDER BY CASE WHEN event_type = 'heartbeat' AND actor IS NULL THEN 1 ELSE 0 END,"
     " id DESC LIMIT 1"
+).bindparams(
+    bindparam("answering", value=[DECIDED_EVENT, REPLY_EVENT, *_ACTS, "heartbeat"], expanding=True)
 )
-
-
-_ACTS = {"paused": "paused", "stopped": "stopped", "resuming": "resumed",
-         "terminated": "terminated", "ended": "ended"}  # fmt: skip
 
 
 class Open(NamedTuple):
@@ -90,12 +88,12 @@ class Open(NamedTuple):
 
 def about_of(session: SessionFields, kind: str) -> str | None:
     """What ``session``'s news of ``kind`` is about now; None when it holds none."""
-    if kind == NEEDS_YOU_KIND:
+    if kind == NEEDS_YOU:
         waiting = session.waiting
         return None if waiting is None else waiting.since
-    if kind == TURN_DONE_KIND:
+    if kind == TURN_DONE:
         return session.turn_done
-    if kind == FAILED_KIND:  # until it is resumed, or seen again
+    if kind == FAILED:  # until it is resumed, or seen again
         if session.status == "failed":
             return f"failed:{session.ended_at or session.last_seen_at}"
         return f"stale:{session.last_seen_at}"
@@ -107,7 +105,7 @@ def still_holds(session: SessionFields | None, told: Open) -> bool:
     its wait to its next request leaves it waiting), or its turn is the one told."""
     if session is None:
         return False
-    if told.kind == NEEDS_YOU_KIND:
+    if told.kind == NEEDS_YOU:
         return session.waiting is not None
     return about_of(session, told.kind) == told.about
 
@@ -162,7 +160,7 @@ def due_again(db: Connection, *, after: timedelta, clock: Clock = system_clock) 
     """Waits told at least ``after`` ago, still open, not told again."""
     due = format_ts(clock() - after)
     return [
-        Open(session_id, NEEDS_YOU_KIND, about, told_at)
+        Open(session_id, NEEDS_YOU, about, told_at)
         for session_id, about, told_at in db.execute(_DUE_AGAIN, {"due": due})
     ]
 
@@ -176,12 +174,10 @@ def take_again(db: Connection, told: Open, *, clock: Clock = system_clock) -> li
 def answered_how(db: Connection, told: Open) -> tuple[str | None, str]:
     """Who answered ``told`` and how, in words, from the session's last act since it was
     told."""
-    import json
-
     values = {"session_id": told.session_id, "since": told.told_at}
     row = db.execute(_LAST_ACT, values).one_or_none()
     if row is None:
-        return None, "no longer waits" if told.kind == NEEDS_YOU_KIND else "went on"
+        return None, "no longer waits" if told.kind == NEEDS_YOU else "went on"
     event_type, actor, payload_json = row
     try:
         payload = json.loads(payload_json or "{}")
