@@ -10,6 +10,7 @@ from roundtable_console.api.agent_routes import add_agent_routes
 from roundtable_console.api.routes import bodies, schemas
 from roundtable_console.api.routes import bulk_runs as bulk_ops
 from roundtable_console.api.routes import console_reads as console_ops
+from roundtable_console.api.routes import devices as device_ops
 from roundtable_console.api.routes import requests as request_ops
 from roundtable_console.api.routes import session_records as record_ops
 from roundtable_console.api.routes.documented import PATH_ID, operation, responses
@@ -27,6 +28,7 @@ RECORDS = API + "/sessions"
 
 def add_people_routes(app: FastAPI) -> None:
     _records(app)
+    _devices(app)
     _console(app)
 
 
@@ -116,6 +118,16 @@ def _records(app: FastAPI) -> None:
                    body=schemas.body_schema(bodies.TERMINATE_FIELDS)
                    if action == "terminate" else None)  # fmt: skip
     add_agent_routes(app, one, by_id=True)  # a session of no workspace is reached too
+
+
+def _devices(app: FastAPI) -> None:
+    """The caller's device sign-ins (``api.routes.devices``)."""
+    operation(app, "GET", API + "/devices", device_ops.list_own, name="list_devices",
+               summary="The device sign-ins of the caller's token (installed apps kept signed "
+               "in while used), last used first: name, last use, end.")  # fmt: skip
+    operation(app, "POST", API + "/devices/{device_id}/revoke", device_ops.revoke_own,
+               name="revoke_device", summary="End one device sign-in of the caller's token at "
+               "once; the device is told so, once. Another token's is not found.")  # fmt: skip
 
 
 def _console(app: FastAPI) -> None:

@@ -18,6 +18,7 @@ BAD_INPUT_CODES = frozenset(
         "invalid_decision",
         "invalid_reply",
         "invalid_host",
+        "invalid_device",
     }
 )
 
@@ -84,6 +85,12 @@ InvalidTokenRequest = _error(
 )
 InvalidToken = _error("invalid_token", "A bearer token is unknown, revoked or expired.")
 TokenNotFound = _error("token_not_found", "No token has that name.")
+DeviceNotFound = _error(
+    "device_not_found", "No device sign-in has that id (within the caller's reach)."
+)
+InvalidDevice = _error(
+    "invalid_device", "A device's name, key or proof is malformed, or the proof does not hold."
+)
 WorkspaceNotFound = _error(
     "workspace_not_found", "No workspace has that id, or it is not reachable."
 )

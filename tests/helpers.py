@@ -48,6 +48,8 @@ DESIGN_ERROR_CODES = frozenset(
         "invalid_token",
         "invalid_token_request",
         "token_not_found",
+        "device_not_found",
+        "invalid_device",
         "workspace_not_found",
         "session_create_conflict",
         "invalid_event_cursor",

@@ -242,11 +242,16 @@ def test_a_device_gone_is_dropped_and_sign_out_or_revocation_ends_the_rest(
     # Signing out removes what that sign-in made.
     web.client.post("/sign-out", data={"csrf": web.csrf()})
     assert count(store) == 0
-    # Revoking the token removes what any of its sign-ins made.
-    viewer = browser(told, "viewer")
-    assert turn_on(viewer, Device(service)).status_code == 200
+    # Revoking the token ends what any of its sign-ins made: each device is told so, once.
+    viewer, device = browser(told, "viewer"), Device(service)
+    assert turn_on(viewer, device).status_code == 200
     assert count(store) == 1
     revoke_token(store=store, name="vic")
+    waiting(store, "s-2")
+    told["ctx"].notifier.tell("s-2", "needs_you")
+    assert service.none_within(0.3)  # told nothing more
+    told["ctx"].notifier.tidy()
+    assert device.decrypt(service.next())["kind"] == "signed_out"
     assert count(store) == 0
 
 

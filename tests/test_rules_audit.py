@@ -18,15 +18,20 @@ from typing import Any
 import click
 import pytest
 from click.testing import Result
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import insert, literal, select, text, union_all
 
+from roundtable_console.store.access.devices import device_key_of
+from roundtable_console.store.access.web_sessions import sign_in
 from roundtable_console.store.clock import format_ts, parse_ts
 from roundtable_console.store.db import database, drivers
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import Agent, AgentSessionEvent, Claim
 from roundtable_console.store.errors import BAD_INPUT_CODES, StoreError
+from roundtable_console.store.push.keys import b64url
 from roundtable_console.store.reads.sqlfuncs import ts_key
 from roundtable_console.store.resume.adapters import (
     BUILTIN_ADAPTERS,
@@ -561,6 +566,8 @@ def scenario(code: str, rt: Cli, tmp_path: Path) -> tuple[list[str], str | None]
         return ["tokens", "create", "--name", "no spaces", "--role", "viewer"], None
     if code == "token_not_found":
         return ["tokens", "revoke", "--name", "nobody"], None
+    if code == "device_not_found":
+        return ["tokens", "revoke-device", "dev_nobody"], None
     if code == "request_not_found":
         return ["requests", "allow", "req-ghost"], None
     if code in ("request_already_settled", "invalid_decision", "not_deliverable"):
@@ -609,6 +616,7 @@ EXPECTED_EXIT = {
     "not_launchable": 1,
     "invalid_token_request": 2,
     "token_not_found": 1,
+    "device_not_found": 1,
     "request_not_found": 1,
     "request_already_settled": 1,
     "invalid_decision": 2,
@@ -631,6 +639,8 @@ SERVER_CODES = frozenset(
         "session_create_conflict",
         "invalid_event_cursor",
         "too_many_pending_requests",
+        # An installed app's device: the web console's sign-in (tests/test_device_sign_ins.py).
+        "invalid_device",
         # A client's, through a server: tests/test_cli_through_server.py (a server down),
         # tests/test_tui_through_server.py (what the console does not do through one yet).
         "server_unavailable",
@@ -725,6 +735,8 @@ def minimal_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, "--name", "t", "--role", "viewer"], None
     if path == ("tokens", "revoke"):
         return [*path, "--name", "t"], None
+    if path == ("tokens", "revoke-device"):
+        return [*path, "dev_none"], None
     if path == ("hooks", "install"):
         return [*path, "claude-code", "--project", "."], None
     if path == ("hooks", "uninstall"):
@@ -1008,6 +1020,8 @@ def success_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, "--name", "new-viewer", "--role", "viewer"], None
     if path == ("tokens", "revoke"):
         return [*path, "--name", "viewer-1"], None
+    if path == ("tokens", "revoke-device"):
+        return [*path, SEEDED_DEVICE], None
     if path[:1] == ("hooks",) and path != ("hooks", "status"):
         return [*path, "claude-code", "--dry-run"], None  # never your own settings, in a test
     return list(path), None
@@ -1019,12 +1033,29 @@ def json_ready(rt: Cli) -> Cli:
     for session_id in ("s1", "p", "st", "t"):
         rt.register(session_id)
     rt.register("rs", "--status", "paused")
-    assert rt("tokens", "create", "--name", "viewer-1", "--role", "viewer").exit_code == 0
+    made = rt("tokens", "create", "--name", "viewer-1", "--role", "viewer")
+    assert made.exit_code == 0
+    rt.with_store(lambda store: seed_device(store, made.stdout.strip()))
     seed_request(rt.url, "req-1", "s1")
     seed_request(rt.url, "req-2", "s1")
     rt.register("w")
     seed_listener(rt.url, "w")
     return rt
+
+
+SEEDED_DEVICE = "dev_seeded"
+
+
+def seed_device(store: Store, token: str) -> None:
+    """A device sign-in of ``token`` whose id is known (``tokens revoke-device`` ends it)."""
+    public = (
+        ec.generate_private_key(ec.SECP256R1())
+        .public_key()
+        .public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    sign_in(store=store, token=token, device=device_key_of("phone", b64url(public)))
+    with store.write() as db:
+        db.execute(text("UPDATE api_web_sessions SET device_id = :id"), {"id": SEEDED_DEVICE})
 
 
 # `watch`, `serve` and `host run` answer until they are signalled: watch's JSON lines are

@@ -15,7 +15,9 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 from sqlalchemy import text
 
+from roundtable_console.store.access.devices import device_key_of
 from roundtable_console.store.access.tokens import create_token
+from roundtable_console.store.access.web_sessions import sign_in
 from roundtable_console.store.db.database import open_store
 from roundtable_console.store.hosts.facts import AgentFound, HostFacts
 from roundtable_console.store.hosts.registry import connect as connect_host
@@ -25,6 +27,7 @@ from roundtable_console.store.requests.asking import open_request
 from roundtable_console.store.writes.agent_writes import heartbeat
 from tests.api_support import seed_agent, seed_workspace
 from tests.serve_support import ROOT, serving
+from tests.test_device_sign_ins import AppKey
 from tests.web_support import WORKSPACE, hold_claim, register
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -90,6 +93,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         role: create_token(store=store, name=name, role=role).token
         for role, name in (("operator", "olivia"), ("viewer", "vic"))
     }
+    # The operator's phone is kept signed in: the notifications page lists it.
+    sign_in(
+        store=store, token=made["operator"], device=device_key_of("Olivia's phone", AppKey().public)
+    )
     with serving(url, home) as served, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:

@@ -29,6 +29,7 @@ from roundtable_console.store.access.tokens import create_token
 from roundtable_console.store.clock import format_ts
 from roundtable_console.store.db.database import open_store
 from roundtable_console.store.push.keys import vapid_keys
+from roundtable_console.store.push.telling import signed_out_payload
 from roundtable_console.store.requests.asking import open_request
 from roundtable_console.store.requests.deciding import decide_request
 from roundtable_console.store.writes import agent_writes
@@ -298,6 +299,32 @@ def test_a_push_from_the_server_is_shown_and_opens_the_request(site: dict[str, A
         page = sign_in(context, site, "token")
         page.goto(site["served"].url + "/notifications")
         expect(page.locator("#push-told-none")).to_be_visible()
+
+        # The sign-in ended elsewhere (expired, revoked): the device is told so, with a notice
+        # that opens the sign-in, and what it was told (that sign-in's) is forgotten.
+        for _ in range(5):  # as above: a worker busy starting may miss one
+            cdp.send("ServiceWorker.deliverPushMessage", {
+                "origin": site["served"].url, "registrationId": registration,
+                "data": json.dumps(news),
+            })  # fmt: skip
+            page.reload()
+            try:
+                expect(page.locator("#push-told li")).to_have_count(1, timeout=2000)
+                break
+            except AssertionError:
+                continue
+        expect(page.locator("#push-told li")).to_have_count(1)
+        ended = signed_out_payload(format_ts(datetime.now(UTC)))
+        for _ in range(5):
+            cdp.send("ServiceWorker.deliverPushMessage", {
+                "origin": site["served"].url, "registrationId": registration, "data": ended,
+            })  # fmt: skip
+            page.wait_for_timeout(300)
+            if "roundtable:signed-out" in page.evaluate(tags):
+                break
+        assert "roundtable:signed-out" in page.evaluate(tags)
+        page.reload()
+        expect(page.locator("#push-told-none")).to_be_visible()
         expect(page.locator("#push-told li")).to_have_count(0)
     finally:
         context.close()
@@ -323,5 +350,88 @@ def test_the_permission_is_asked_only_on_the_button(site: dict[str, Any]) -> Non
             "Notifications were not allowed; nothing was turned on."
         )
         assert page.evaluate("window.asked") >= 1
+    finally:
+        context.close()
+
+
+# The installed app, as Chromium shows it: what the page's script asks of display-mode answers
+# "standalone" (headless Chromium installs no app, and emulates no display-mode).
+INSTALLED = """
+const asked = window.matchMedia.bind(window);
+window.matchMedia = (query) => query.includes("display-mode: standalone")
+  ? {matches: true, media: query, onchange: null, addListener() {}, removeListener() {},
+     addEventListener() {}, removeEventListener() {}, dispatchEvent() { return false; }}
+  : asked(query);
+"""
+# The device's key as the page keeps it: its public half (SPKI, base64url) and whether its private
+# half can be taken out of the browser.
+KEPT_KEY = """async () => {
+  const pair = await new Promise((done, failed) => {
+    const opening = indexedDB.open("roundtable-device", 1);
+    opening.onerror = () => failed(opening.error);
+    opening.onsuccess = () => {
+      const asking = opening.result.transaction("keys").objectStore("keys").get("device");
+      asking.onsuccess = () => done(asking.result);
+    };
+  });
+  const spki = new Uint8Array(await crypto.subtle.exportKey("spki", pair.publicKey));
+  const text = btoa(String.fromCharCode(...spki));
+  return [text.replace(/\\+/g, "-").replace(/\\//g, "_").replace(/=+$/, ""),
+          pair.privateKey.extractable];
+}"""
+
+
+def device_sign_in(store: Any) -> dict[str, Any] | None:
+    with store.read() as db:
+        row = (
+            db.execute(text("SELECT * FROM api_web_sessions WHERE device_id IS NOT NULL"))
+            .mappings()
+            .first()
+        )
+    return dict(row) if row is not None else None
+
+
+def test_the_installed_app_stays_signed_in_by_proving_its_devices_key(
+    site: dict[str, Any],
+) -> None:
+    context = app(site, "installed")
+    context.add_init_script(INSTALLED)
+    try:
+        page = context.pages[0] if context.pages else context.new_page()
+        page.set_default_timeout(10_000)
+        page.goto(site["served"].url + "/sign-in?next=/notifications")
+        expect(page.locator("#device-fields")).to_be_visible()
+        expect(page.locator("#device-name")).to_have_value("Linux: the Roundtable app")
+        expect(page.locator("#device-key")).not_to_have_value("")
+        page.fill("#device-name", "Olivia's <b>phone</b>")
+        page.fill("#token", site["token"])
+        page.click("button[type=submit]")
+        page.wait_for_url("**/notifications")
+        row = device_sign_in(site["store"])
+        assert row is not None and row["device_name"] == "Olivia's <b>phone</b>"
+        public, extractable = page.evaluate(KEPT_KEY)
+        assert row["device_key"] == public and extractable is False
+        (cookie,) = [c for c in context.cookies() if c["name"] == "roundtable_web"]
+        assert cookie["httpOnly"] and 29.9 * 86400 < cookie["expires"] - time.time() <= 30 * 86400
+        # The page lists it, as this device, its name shown as text.
+        mine = page.locator("#devices tr", has_text="this device")
+        expect(mine).to_contain_text("Olivia's <b>phone</b>")
+        # An hour on, a page proves the device's use: the server checks the browser's signature
+        # and draws a new challenge.
+        page.evaluate("localStorage.removeItem('roundtable.device.proved')")
+        page.reload()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            now = device_sign_in(site["store"])
+            if now is not None and now["device_nonce"] != row["device_nonce"]:
+                break
+            time.sleep(0.1)
+        assert now is not None and now["device_nonce"] != row["device_nonce"]
+        assert now["expires_at"] >= row["expires_at"]
+        # Revoked from its own page (after a confirmation): signed out at once.
+        page.once("dialog", lambda dialog: dialog.accept())
+        mine.get_by_role("button", name="Revoke").click()
+        page.wait_for_url("**/sign-in")
+        assert device_sign_in(site["store"]) is None
     finally:
         context.close()

@@ -47,6 +47,7 @@ from roundtable_console.store.push.telling import (
     failure_of,
     notice_of,
     recipients,
+    signed_out_payload,
 )
 from roundtable_console.store.push.telling import tidy as tidy_push
 from roundtable_console.store.push.told import (
@@ -68,7 +69,8 @@ WEBHOOK_TIMEOUT = 5.0
 AGAIN_EVERY = 1.0
 WEBHOOK_TRIES = 6
 WEBHOOK_QUEUE = 1000
-TIDY_SECONDS = 600.0
+# How often the notifier tidies (seconds): a device whose sign-in ended is told within it.
+TIDY_SECONDS = 60.0
 KIND_OF_CHANGE = {"waiting_started": NEEDS_YOU, "turn_done": TURN_DONE, "stale": FAILED}
 
 
@@ -203,14 +205,17 @@ class Notifier:
                     log.warning("notifications: a notice could not be told", exc_info=True)
             if time.monotonic() - tidied > TIDY_SECONDS:
                 tidied = time.monotonic()
-                self._quietly(self._tidy)
+                self._quietly(self.tidy)
 
-    def _tidy(self) -> None:
-        tidy_push(
+    def tidy(self) -> None:
+        """Drop what can no longer matter; tell each device whose sign-in ended that it is
+        signed out (once: its subscription is gone after)."""
+        ended = tidy_push(
             store=self.store, cooling=timedelta(seconds=self.settings.cooling), clock=self.clock
         )
         with self.store.write() as db:
             tidy_told(db, clock=self.clock)
+        self.sender.send_text(ended, signed_out_payload(format_ts(self.clock())), "normal")
 
     def _quietly(self, work: Callable[[], object], what: str = "tidying up") -> None:
         try:

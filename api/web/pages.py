@@ -162,7 +162,8 @@ class WebPages:
         fields: dict[str, str] = {}
         try:
             fields = form_fields(body)
-            made = await self.ctx.in_worker(try_sign_in, self.ctx, call, fields.get("token", ""))
+            token = fields.get("token", "")
+            made = await self.ctx.in_worker(try_sign_in, self.ctx, call, token, fields)
         except Problem as problem:
             status = problem_status(problem.code)
             return await self._sign_in_form(call, fields.get("next"), error=problem, status=status)

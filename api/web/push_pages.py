@@ -3,7 +3,10 @@ for this device (``/notifications``; the browser's permission is asked only on t
 click, by the page's script), and what its script posts: the device's push subscription with
 the kinds of news it wants (``/actions/push/subscribe``), its removal
 (``/actions/push/unsubscribe``), and whether a page of the console is in view
-(``/actions/presence``: no push goes to the token's devices meanwhile).
+(``/actions/presence``: no push goes to the token's devices meanwhile). The page lists the
+token's device sign-ins (``store.access.devices``); an installed app's script proves its device's
+use (``/actions/device/challenge``, ``/actions/device/proof``: the sign-in and its cookie then
+last 30 days more), and a device sign-in of the token is revoked (``/actions/device/revoke``).
 
 Each post is a script's: JSON, the page's CSRF proof in ``X-CSRF-Token`` (``api.edge.identity``),
 from a page of this server (``api.edge.middleware``), by a signed-in browser of a human's token. The
@@ -25,7 +28,15 @@ from roundtable_console.api.edge.middleware import TOO_LARGE, BodyTooLarge
 from roundtable_console.api.problems import Problem
 from roundtable_console.api.web.fragments import WebFragments
 from roundtable_console.api.web.pages import WebPages
-from roundtable_console.api.web.signin import browser_secret
+from roundtable_console.api.web.signin import browser_secret, cookie_header
+from roundtable_console.api.web.views import moment
+from roundtable_console.store.access.devices import (
+    DeviceSignIn,
+    device_challenge,
+    list_devices,
+    prove_device,
+    revoke_device,
+)
 from roundtable_console.store.push.subscriptions import (
     InvalidPushSubscription,
     devices_of,
@@ -76,22 +87,32 @@ class WebPush:
                 return self.page.problem_page(call, agent, caller)
             secret = browser_secret(call) or ""
 
-            def read() -> tuple[str, int]:
+            def read() -> tuple[str, int, list[DeviceSignIn]]:
                 key = self.ctx.notifier.keys().public_key if not self.page.read_only else ""
-                return key, devices_of(store=self.ctx.store, secret=secret)
+                signed_in = list_devices(
+                    store=self.ctx.store, token=caller.name, secret=secret, clock=self.ctx.clock
+                )
+                return key, devices_of(store=self.ctx.store, secret=secret), signed_in
 
-            key, devices = await self.ctx.in_worker(read)
+            key, devices, signed_in = await self.ctx.in_worker(read)
+            now = self.ctx.clock()
+            kept = [
+                {"device": device, "last": moment(device.last_used_at, now),
+                 "until": moment(device.expires_at, now)}
+                for device in signed_in
+            ]  # fmt: skip
             return self.pages.page(
                 "notifications.html",
                 push_key=key,
                 devices=devices,
+                signed_in=kept,
                 cooling=short_duration(self.ctx.notify.cooling),
                 **self.page.common(call, caller, "notifications"),
             )
 
         return await self.page.signed_in(request, "notifications", work)
 
-    async def _json_post(self, request: Request, act: Any) -> Response:
+    async def _json_post(self, request: Request, act: Any, *, cookie: bool = False) -> Response:
         try:
             body = await request.body()
         except BodyTooLarge:
@@ -105,15 +126,20 @@ class WebPush:
             secret = browser_secret(call) or ""
             fields = _decoded(body)
             try:
-                answer = await self.ctx.in_worker(act, secret, fields)
+                answer = await self.ctx.in_worker(act, caller, secret, fields)
             except InvalidPushSubscription as error:
                 raise Problem("invalid_request", str(error)) from None
-            return as_response(Reply(200, rendered(answer), "application/json", {}))
+            headers = {}
+            if cookie:  # the sign-in lasts longer now: so does its cookie
+                headers["set-cookie"] = cookie_header(
+                    request, secret, answer["expires_at"], self.ctx.clock()
+                )
+            return as_response(Reply(200, rendered(answer), "application/json", headers))
 
         return await self.part.answer(request, work, body)
 
     async def subscribe(self, request: Request) -> Response:
-        def act(secret: str, fields: dict[str, Any]) -> dict[str, Any]:
+        def act(caller: Caller, secret: str, fields: dict[str, Any]) -> dict[str, Any]:
             keys = fields.get("keys") if isinstance(fields.get("keys"), dict) else {}
             kinds = fields.get("kinds")
             if not isinstance(kinds, list):
@@ -133,7 +159,7 @@ class WebPush:
         return await self._json_post(request, act)
 
     async def unsubscribe(self, request: Request) -> Response:
-        def act(secret: str, fields: dict[str, Any]) -> dict[str, Any]:
+        def act(caller: Caller, secret: str, fields: dict[str, Any]) -> dict[str, Any]:
             endpoint = fields.get("endpoint")
             if not isinstance(endpoint, str):
                 raise InvalidPushSubscription("Give the subscription's endpoint.")
@@ -143,7 +169,7 @@ class WebPush:
         return await self._json_post(request, act)
 
     async def presence(self, request: Request) -> Response:
-        def act(secret: str, fields: dict[str, Any]) -> dict[str, Any]:
+        def act(caller: Caller, secret: str, fields: dict[str, Any]) -> dict[str, Any]:
             visible, said_at = fields.get("visible"), fields.get("at")
             if not isinstance(visible, bool):
                 raise InvalidPushSubscription("Say whether the page is visible (true, false).")
@@ -159,5 +185,38 @@ class WebPush:
                 clock=self.ctx.clock,
             )
             return {"visible": visible}
+
+        return await self._json_post(request, act)
+
+    # -- device sign-ins (store.access.devices) -------------------------------------------------
+
+    async def device_challenge(self, request: Request) -> Response:
+        def act(caller: Caller, secret: str, fields: dict[str, Any]) -> dict[str, Any]:
+            challenge = device_challenge(store=self.ctx.store, secret=secret, clock=self.ctx.clock)
+            return {"device": challenge is not None, "challenge": challenge}
+
+        return await self._json_post(request, act)
+
+    async def device_proof(self, request: Request) -> Response:
+        def act(caller: Caller, secret: str, fields: dict[str, Any]) -> dict[str, Any]:
+            ends = prove_device(
+                store=self.ctx.store,
+                secret=secret,
+                signature=fields.get("signature"),
+                clock=self.ctx.clock,
+            )
+            return {"proven": True, "expires_at": ends}
+
+        return await self._json_post(request, act, cookie=True)
+
+    async def device_revoke(self, request: Request) -> Response:
+        def act(caller: Caller, secret: str, fields: dict[str, Any]) -> dict[str, Any]:
+            gone = revoke_device(
+                store=self.ctx.store,
+                device_id=fields.get("device_id"),  # type: ignore[arg-type]
+                token=caller.name,
+                clock=self.ctx.clock,
+            )
+            return {"revoked": gone.to_json()}
 
         return await self._json_post(request, act)

@@ -18,9 +18,10 @@ from starlette.requests import Request
 from roundtable_console.api.context import Call, ServerContext
 from roundtable_console.api.edge.identity import BROWSER_COOKIE, Caller
 from roundtable_console.api.problems import Problem
+from roundtable_console.store.access.devices import device_key_of
 from roundtable_console.store.access.web_sessions import WebSignIn, csrf_holds, sign_in, sign_out
 from roundtable_console.store.clock import parse_ts
-from roundtable_console.store.errors import InvalidToken
+from roundtable_console.store.errors import InvalidDevice, InvalidToken
 
 MAX_TOKEN = 512
 REFUSED = "That token is not valid: unknown, revoked or expired."
@@ -65,16 +66,26 @@ def page_caller(ctx: ServerContext, call: Call) -> Caller | None:
     return caller if caller.mode == "browser" else None
 
 
-def try_sign_in(ctx: ServerContext, call: Call, token: str) -> WebSignIn:
+def try_sign_in(
+    ctx: ServerContext, call: Call, token: str, fields: dict[str, str] | None = None
+) -> WebSignIn:
     """``token`` exchanged for a sign-in; ``Problem`` (counted as a failure, 429 past the limit)
-    when it is none. A valid token signs in whatever others failed from the same address."""
+    when it is none. A valid token signs in whatever others failed from the same address.
+    ``fields``: the form's; an installed app's carry its device's name and key
+    (``device_name``, ``device_key``), and its sign-in is a device's."""
     token = token.strip()
     if not token or len(token) > MAX_TOKEN:
         raise ctx.failures.refuse(
             call.address, Problem("invalid_token", "Give one of the server's tokens.")
         )
+    device = None
+    if fields and fields.get("device_key"):
+        try:
+            device = device_key_of(fields.get("device_name"), fields["device_key"])
+        except InvalidDevice as error:
+            raise Problem("invalid_device", error.message) from None
     try:
-        return sign_in(store=ctx.store, token=token, clock=ctx.clock)
+        return sign_in(store=ctx.store, token=token, clock=ctx.clock, device=device)
     except InvalidToken:
         raise ctx.failures.refuse(call.address, Problem("invalid_token", REFUSED)) from None
 

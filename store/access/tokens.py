@@ -20,17 +20,16 @@ from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, literal, select, update
+from sqlalchemy import Connection, bindparam, insert, literal, select, update
 from sqlalchemy.exc import IntegrityError
 
 from roundtable_console.store import errors
 from roundtable_console.store.clock import Clock, format_ts, parse_ts, system_clock
 from roundtable_console.store.db.database import Store
-from roundtable_console.store.db.models import ApiToken, PushSubscription
+from roundtable_console.store.db.models import ApiToken
 from roundtable_console.store.writes.history import Prepared
 
 _TOKENS = ApiToken.__table__  # type: ignore[attr-defined]
-_SUBSCRIPTIONS = PushSubscription.__table__  # type: ignore[attr-defined]
 
 # viewer: reads. operator: the human authorization (create, pause, stop, resume, terminate,
 # bulk), and reads. agent: registers, beats and ends its own agent's sessions, and reads.
@@ -184,16 +183,15 @@ def list_tokens(*, store: Store) -> list[TokenRecord]:
 
 
 def revoke_token(*, store: Store, name: str, clock: Clock = system_clock) -> TokenRecord:
-    """Revoke the token named ``name`` at once, and drop the push subscriptions of its
-    sign-ins; revoking it again keeps the first time."""
+    """Revoke the token named ``name`` at once: its sign-ins end with it (their push
+    subscriptions are told so once, then dropped: ``store.push.telling.tidy``); revoking it
+    again keeps the first time."""
     with store.write(durable=True) as db:
         db.execute(
             update(_TOKENS)
             .where(_TOKENS.c.name == name.strip(), _TOKENS.c.revoked_at.is_(None))
             .values(revoked_at=format_ts(clock()))
         )
-        revoked = select(_TOKENS.c.token_hash).where(_TOKENS.c.name == name.strip())
-        db.execute(delete(_SUBSCRIPTIONS).where(_SUBSCRIPTIONS.c.token_hash.in_(revoked)))
         row = db.execute(select(_TOKENS).where(_TOKENS.c.name == name.strip())).one_or_none()
     if row is None:
         raise errors.TokenNotFound(

@@ -21,6 +21,7 @@ from datetime import timedelta
 
 from sqlalchemy import Connection, bindparam, delete, insert, select
 
+from roundtable_console.store.access.devices import DEVICE_LIFETIME, DeviceKey, device_columns
 from roundtable_console.store.access.tokens import (
     Identity,
     identify,
@@ -59,12 +60,21 @@ class WebSignIn:
 
 
 def sign_in(
-    *, store: Store, token: str, clock: Clock = system_clock, lifetime: timedelta = LIFETIME
+    *,
+    store: Store,
+    token: str,
+    clock: Clock = system_clock,
+    lifetime: timedelta = LIFETIME,
+    device: DeviceKey | None = None,
 ) -> WebSignIn:
     """Exchange ``token`` for a browser's secret, in one durable transaction that also drops
     the sign-ins already expired; ``invalid_token`` (nothing written) for a token the store
-    does not hold, or holds revoked or expired."""
+    does not hold, or holds revoked or expired. ``device``: the installed app's, whose sign-in
+    is a device's (``store.access.devices``: it lasts ``DEVICE_LIFETIME`` from each proven
+    use)."""
     now = clock()
+    if device is not None:
+        lifetime = DEVICE_LIFETIME
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
     with store.write(durable=True) as db:
         identity = identify(db, token.strip(), clock=clock)
@@ -87,6 +97,7 @@ def sign_in(
                 token_hash=token_hash(token.strip()),
                 created_at=format_ts(now),
                 expires_at=expires_at,
+                **(device_columns(device, format_ts(now)) if device is not None else {}),
             )
         )
     return WebSignIn(secret=secret, identity=identity, expires_at=expires_at)

@@ -206,6 +206,12 @@ class ApiWebSession(SQLModel, table=True):
     token_hash: str = _text(nullable=False)
     created_at: str = _text(nullable=False)
     expires_at: str = Field(sa_type=Text, nullable=False, index=True)
+    # An installed app's sign-in (migration 0022, ``store.access.devices``); null for a tab's.
+    device_id: str | None = _text()
+    device_name: str | None = _text()
+    device_key: str | None = _text()
+    last_used_at: str | None = _text()
+    device_nonce: str | None = _text()
 
 
 class PermissionRequest(SQLModel, table=True):

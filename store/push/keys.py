@@ -10,6 +10,7 @@ or tables can sign pushes as the servers do); it never reaches a page, a log or 
 from __future__ import annotations
 
 import base64
+import binascii
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,15 @@ _INSERT = text(
 
 def b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def b64url_bytes(value: str) -> bytes:
+    """What base64url ``value`` holds, padded or not; ``ValueError`` when it is not that."""
+    bare = value.rstrip("=")
+    try:
+        return base64.b64decode(bare + "=" * (-len(bare) % 4), altchars=b"-_", validate=True)
+    except binascii.Error:
+        raise ValueError("not base64url") from None
 
 
 @dataclass(frozen=True)

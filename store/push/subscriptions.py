@@ -3,9 +3,10 @@
 What a browser's ``PushManager.subscribe`` gives (its push service's endpoint, the P-256 public
 key and the auth secret the payload is encrypted to) is kept with the sign-in's secret hash and
 its token's hash, and the kinds of news it wants. A subscription goes with its sign-in: signing
-out (``store.access.web_sessions.sign_out``) or revoking the token
-(``store.access.tokens.revoke_token``) removes it; a push service that says it is gone (404,
-410) has it removed too (``drop_subscription``).
+out on the device (``store.access.web_sessions.sign_out``) removes it; a sign-in that ends
+otherwise (expired, revoked, its token revoked) has its subscriptions told so once, then
+removed (``store.push.telling.tidy``); a push service that says it is gone (404, 410) has it
+removed too (``drop_subscription``).
 
 The endpoint is where the servers will post: only an ``https`` URL of a browser's push service
 (Google's, Mozilla's, Apple's, Microsoft's: ``PUSH_SERVICE_HOSTS``), or one under an origin the
@@ -15,8 +16,6 @@ an address of their own network.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 import secrets
 from collections.abc import Iterable
@@ -29,6 +28,7 @@ from roundtable_console.store.access.tokens import token_hash
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import InvalidToken
+from roundtable_console.store.push.keys import b64url_bytes
 
 NEEDS_YOU = "needs_you"  # a session waits on a human: a question, a permission request
 TURN_DONE = "turn_done"  # an agent's turn is done: it awaits a prompt
@@ -125,9 +125,8 @@ def _decoded(value: object, what: str, size: int) -> str:
     if not isinstance(value, str) or not 0 < len(value) <= 256:
         raise InvalidPushSubscription(f"The subscription's {what} is missing.")
     try:
-        padded = value.rstrip("=") + "=" * (-len(value.rstrip("=")) % 4)
-        raw = base64.b64decode(padded, altchars=b"-_", validate=True)
-    except (binascii.Error, ValueError):
+        raw = b64url_bytes(value)
+    except ValueError:
         raise InvalidPushSubscription(f"The subscription's {what} is not base64url.") from None
     if len(raw) != size or (what == "p256dh key" and raw[0] != 4):
         raise InvalidPushSubscription(f"The subscription's {what} is not one a browser makes.")

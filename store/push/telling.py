@@ -72,12 +72,16 @@ _RECIPIENTS = {
 }
 # Receivers claimed per statement (their ids are bound parameters).
 CLAIM_BATCH = 500
-# Subscriptions whose sign-in ended (expired: sign-ins are dropped when they are), and sends
-# older than any cooling period.
+# Subscriptions whose sign-in ended (expired, revoked, its token revoked or expired), each
+# returned once: to be told so. Sends older than any cooling period.
 _ORPHANS = text(
     "DELETE FROM push_subscriptions WHERE NOT EXISTS (SELECT 1 FROM api_web_sessions w"
-    " WHERE w.secret_hash = push_subscriptions.secret_hash AND w.expires_at > :now)"
+    " JOIN api_tokens t ON t.token_hash = w.token_hash"
+    " WHERE w.secret_hash = push_subscriptions.secret_hash AND w.expires_at > :now"
+    " AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > :now))"
+    " RETURNING id, endpoint, p256dh, auth"
 )
+SIGNED_OUT_TAG = "roundtable:signed-out"
 _OLD_SENDS = text("DELETE FROM push_sends WHERE sent_at <= :cooled")
 _OLD_PRESENCE = text("DELETE FROM push_presence WHERE visible_until <= :now")
 
@@ -299,11 +303,21 @@ def claim(
     return taken
 
 
-def tidy(*, store: Store, cooling: timedelta, clock: Clock = system_clock) -> None:
-    """Drop what can no longer matter: subscriptions of ended sign-ins, old sends and
-    presences."""
+def signed_out_payload(at: str) -> str:
+    """What a device whose sign-in ended is told, once: a notice that opens the sign-in."""
+    payload = {"kind": "signed_out", "title": "Roundtable: signed out",
+               "body": "Signed out: open the app to keep being told.",
+               "url": "/sign-in?next=%2Fnotifications", "tag": SIGNED_OUT_TAG,
+               "at": at}  # fmt: skip
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def tidy(*, store: Store, cooling: timedelta, clock: Clock = system_clock) -> list[Recipient]:
+    """Drop what can no longer matter: subscriptions of ended sign-ins (returned, to be told
+    they are signed out: once, since they are gone after), old sends and presences."""
     now = clock()
     with store.write() as db:
-        db.execute(_ORPHANS, {"now": format_ts(now)})
+        ended = [Recipient(*row) for row in db.execute(_ORPHANS, {"now": format_ts(now)})]
         db.execute(_OLD_SENDS, {"cooled": format_ts(now - cooling)})
         db.execute(_OLD_PRESENCE, {"now": format_ts(now)})
+    return ended

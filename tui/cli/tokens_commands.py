@@ -116,3 +116,42 @@ def revoke_command(inv: Invocation, name: str) -> None:
         output.emit_json(record.to_json(inv.clock))
         return
     click.echo(f"Revoked {output.cell(record.name)} at {record.revoked_at}.")
+
+
+@tokens_group.command(
+    "devices", help="The device sign-ins that hold: installed apps kept signed in while used."
+)
+@click.option("--token", "token", metavar="NAME", help="Only this token's.")
+@with_invocation
+def devices_command(inv: Invocation, token: str | None) -> None:
+    from roundtable_console.store.access.devices import list_devices
+
+    with inv.store() as store:
+        found = list_devices(store=store, token=token, clock=inv.clock)
+    if inv.json_mode:
+        output.emit_json({"items": [device.to_json() for device in found]})
+        return
+    rows = [
+        (device.id, device.name, device.token, device.last_used_at, device.expires_at)
+        for device in found
+    ]
+    table = output.Table(("id", "device", "token", "last used", "signed in until"))
+    table.write(rows)
+    table.finish("No device is kept signed in: an installed app signs in as one.")
+
+
+@tokens_group.command(
+    "revoke-device", help="End a device sign-in at once, on every server; the device is told so."
+)
+@click.argument("device_id", metavar="DEVICE_ID")
+@with_invocation
+def revoke_device_command(inv: Invocation, device_id: str) -> None:
+    from roundtable_console.store.access.devices import revoke_device
+
+    with inv.store() as store:
+        gone = revoke_device(store=store, device_id=device_id, clock=inv.clock)
+    if inv.json_mode:
+        output.emit_json(gone.to_json())
+        return
+    name, token = output.cell(gone.name), output.cell(gone.token)
+    click.echo(f"Revoked the sign-in of {name} ({gone.id}, token {token}).")

@@ -1,6 +1,7 @@
 // The web console on a device (issue 31): the service worker that makes it an installable app,
 // the "Install" hint where the browser offers one, telling the server while a page is in view
-// (no push comes meanwhile), and the notifications page, where this device asks to be told.
+// (no push comes meanwhile), the installed app's device sign-in, and the notifications page,
+// where this device asks to be told and the token's devices are listed.
 // The browser's permission to notify is asked only on that page's button.
 "use strict";
 
@@ -72,7 +73,97 @@
     setInterval(() => { if (document.visibilityState === "visible") present(); }, PRESENCE_MS);
   }
 
+  // -- the device's sign-in (store.access.devices) ----------------------------------------------
+
+  // The installed app signs in as a device: a key pair made here, its private half kept by this
+  // browser and never handed out (not extractable), its public half given with the token. A page
+  // proves the device's use at most hourly by signing the server's challenge; each proof keeps
+  // the sign-in 30 days more. A cookie copied elsewhere has no key, and proves nothing.
+  const KEYS_DB = "roundtable-device";
+  const PROVED = "roundtable.device.proved";
+  const PROVE_EVERY_MS = 3600 * 1000;
+  const CHALLENGE_PREFIX = "roundtable device proof ";  // store.access.devices.CHALLENGE_PREFIX
+  const ECDSA = {name: "ECDSA", namedCurve: "P-256"};
+
+  const installed = () => ["standalone", "minimal-ui", "fullscreen"].some(
+    (mode) => window.matchMedia(`(display-mode: ${mode})`).matches) || navigator.standalone === true;
+
+  function deviceKeys(mode, work) {
+    return new Promise((resolve, reject) => {
+      const opening = indexedDB.open(KEYS_DB, 1);
+      opening.onupgradeneeded = () => opening.result.createObjectStore("keys");
+      opening.onerror = () => reject(opening.error);
+      opening.onsuccess = () => {
+        const db = opening.result;
+        const transaction = db.transaction("keys", mode);
+        const request = work(transaction.objectStore("keys"));
+        transaction.oncomplete = () => { db.close(); resolve(request ? request.result : undefined); };
+        transaction.onerror = () => { db.close(); reject(transaction.error); };
+      };
+    });
+  }
+
+  const b64url = (buffer) => btoa(String.fromCharCode(...new Uint8Array(buffer)))
+    .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+
+  function deviceName() {
+    const agent = navigator.userAgent;
+    const known = [[/iPhone/, "iPhone"], [/iPad/, "iPad"], [/Android/, "Android"],
+                   [/Macintosh/, "Mac"], [/Windows/, "Windows"], [/Linux/, "Linux"]];
+    const found = known.find(([pattern]) => pattern.test(agent));
+    return `${found ? found[1] : "This device"}: the Roundtable app`;
+  }
+
+  const canKeep = () => window.indexedDB && window.crypto && window.crypto.subtle;
+  const signingIn = document.querySelector('form[action="/sign-in"]');
+  if (signingIn && installed() && canKeep()) {
+    $("#device-fields").hidden = false;
+    $("#device-name").value = deviceName();
+    (async () => {
+      const pair = await crypto.subtle.generateKey(ECDSA, false, ["sign", "verify"]);
+      await deviceKeys("readwrite", (store) => store.put(pair, "device"));
+      $("#device-key").value = b64url(await crypto.subtle.exportKey("spki", pair.publicKey));
+      localStorage.setItem(PROVED, String(Date.now()));  // the sign-in it makes is a proof
+    })().catch(() => {});  // no key: the sign-in is a tab's
+  }
+
+  async function proveUse() {
+    const pair = await deviceKeys("readonly", (store) => store.get("device"));
+    if (!pair || !pair.privateKey) return;
+    const asked = await post("/actions/device/challenge", {});
+    if (!asked.ok || !asked.data.device) return;  // a tab's sign-in: nothing to prove
+    const words = new TextEncoder().encode(CHALLENGE_PREFIX + asked.data.challenge);
+    const signature = await crypto.subtle.sign({name: "ECDSA", hash: "SHA-256"}, pair.privateKey, words);
+    const proven = await post("/actions/device/proof", {signature: b64url(signature)});
+    if (proven.ok) localStorage.setItem(PROVED, String(Date.now()));
+  }
+  if (signedIn && csrf && canKeep()
+      && Date.now() - Number(localStorage.getItem(PROVED) || 0) > PROVE_EVERY_MS) {
+    proveUse().catch(() => {});
+  }
+
   // -- the notifications page ----------------------------------------------------------------
+
+  const revokeState = $("#devices-state");
+  document.querySelectorAll("[data-revoke-device]").forEach((button) => {
+    button.addEventListener("click", async () => {
+      const own = button.dataset.thisDevice === "1";
+      const asked = own ? "Revoke this device's sign-in? It is signed out at once."
+        : "Revoke that device's sign-in? It is signed out at once, and told so.";
+      if (!window.confirm(asked)) return;
+      const {ok, data} = await post("/actions/device/revoke", {device_id: button.dataset.revokeDevice});
+      if (!ok) {
+        revokeState.textContent = data.detail || "The sign-in was not revoked.";
+        return;
+      }
+      if (own) {
+        location.assign("/sign-in");
+        return;
+      }
+      button.closest("tr").remove();
+      revokeState.textContent = `Revoked the sign-in of ${data.revoked.name}.`;
+    });
+  });
 
   const panel = $("#push");
   if (!panel) return;

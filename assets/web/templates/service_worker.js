@@ -3,7 +3,8 @@
 // for a fast start and an honest offline page, never a session's data: every page is asked of
 // the network, and only when the network fails is the offline page shown. It shows the pushes
 // the server sends (api.notify.notifier), closes one when its news was answered elsewhere
-// (api.notify.follow_up), and opens the session a tapped notification names.
+// (api.notify.follow_up), says once when the device's sign-in ended, and opens the session a
+// tapped notification names.
 "use strict";
 
 const OFFLINE = "/offline";
@@ -159,10 +160,14 @@ self.addEventListener("push", (event) => {
     tag: text(news.tag, "roundtable"),
     icon: ICON,
     badge: ICON,
-    requireInteraction: news.kind === "needs_you" || news.kind === "failed",
+    requireInteraction: ["needs_you", "failed", "signed_out"].includes(news.kind),
     data: {url: ownPath(news.url), kind: text(news.kind, "")},
   });
-  event.waitUntil(Promise.all([shown, remember(news)]));
+  // Signed out (the sign-in ended: expired, revoked): told once, and what this device was told
+  // belonged to that sign-in.
+  const kept = news.kind === "signed_out"
+    ? told("readwrite", (store) => { store.clear(); }).catch(() => null) : remember(news);
+  event.waitUntil(Promise.all([shown, kept]));
 });
 
 async function openPath(target) {
