@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from fastapi.testclient import TestClient
 from sqlalchemy import text
@@ -35,13 +35,22 @@ from roundtable_console.store.access.web_sessions import identify_browser, sign_
 from roundtable_console.store.clock import fixed_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import DeviceNotFound, InvalidDevice, InvalidToken
-from roundtable_console.store.push.keys import b64url
+from roundtable_console.store.push.keys import b64url, b64url_bytes
 from tests.helpers import Cli, last_stderr_line
 from tests.push_support import Device
-from tests.test_push import browser, count, hook, service, told, turn_on  # noqa: F401 - fixtures
+from tests.test_push import (  # noqa: F401 - fixtures
+    browser,
+    count,
+    hook,
+    service,
+    told,
+    turn_on,
+    waiting,
+)
 from tests.web_support import ORIGIN, Web, tokens, web
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
+SPKI = serialization.PublicFormat.SubjectPublicKeyInfo
 
 
 class AppKey:
@@ -96,21 +105,22 @@ def test_a_device_sign_in_lasts_thirty_days_from_each_proof_and_a_tab_twelve_hou
     day20 = NOW + timedelta(days=20)
     challenge = device_challenge(store=store, secret=phone.secret, clock=at(day20))
     assert challenge == row["device_nonce"]
-    ends = prove_device(store=store, secret=phone.secret, signature=key.sign(challenge),
-                        clock=at(day20))  # fmt: skip
-    assert ends.startswith("2027-01-20T12:00:00")
+    proven = prove_device(store=store, secret=phone.secret, signature=key.sign(challenge),
+                          clock=at(day20))  # fmt: skip
+    assert proven.expires_at.startswith("2027-01-20T12:00:00")
     with store.read() as db:
-        assert (
-            identify_browser(db, phone.secret, clock=at(NOW + timedelta(days=45))).name == "olivia"
-        )
+        day45, day51 = at(NOW + timedelta(days=45)), at(NOW + timedelta(days=51))
+        assert identify_browser(db, proven.secret, clock=day45).name == "olivia"
         with pytest.raises(InvalidToken):
-            identify_browser(db, phone.secret, clock=at(NOW + timedelta(days=51)))
+            identify_browser(db, proven.secret, clock=day51)
+        with pytest.raises(InvalidToken):  # the secret the proof came with is worth nothing now
+            identify_browser(db, phone.secret, clock=at(day20))
         with pytest.raises(InvalidToken):  # the tab's ended after 12 hours
             identify_browser(db, tab.secret, clock=at(NOW + timedelta(hours=13)))
     assert device_row(store)["last_used_at"].startswith("2026-12-21T12:00:00")
     # Unused for 30 days, it is over: nothing to prove any more.
     with pytest.raises(InvalidDevice):
-        device_challenge_or_refused(store, phone.secret, key, NOW + timedelta(days=51))
+        device_challenge_or_refused(store, proven.secret, key, NOW + timedelta(days=51))
 
 
 def device_challenge_or_refused(store: Store, secret: str, key: AppKey, moment: datetime) -> None:
@@ -135,11 +145,14 @@ def test_a_cookie_taken_elsewhere_cannot_make_the_sign_in_last(store: Store) -> 
             prove_device(store=store, secret=phone.secret, signature=signature, clock=at(later))
     assert device_row(store) == before  # nothing moved
     proof = key.sign(challenge)
-    prove_device(store=store, secret=phone.secret, signature=proof, clock=at(later))
+    proven = prove_device(store=store, secret=phone.secret, signature=proof, clock=at(later))
     moved = device_row(store)
+    # The device's proof renewed its secret: the copy taken elsewhere is signed out with it.
+    with store.read() as db, pytest.raises(InvalidToken):
+        identify_browser(db, phone.secret, clock=at(later))
     # A proof seen once (on the wire, in a log) does not serve again: the challenge changed.
     with pytest.raises(InvalidDevice, match="not its challenge"):
-        prove_device(store=store, secret=phone.secret, signature=proof, clock=at(later))
+        prove_device(store=store, secret=proven.secret, signature=proof, clock=at(later))
     assert device_row(store) == moved and moved["device_nonce"] != challenge
     # A tab's sign-in has nothing to prove.
     tab = sign_in(store=store, token=made.token, clock=at(NOW))
@@ -156,9 +169,15 @@ def test_a_device_sign_in_never_outlasts_its_token(store: Store) -> None:
                     clock=at(NOW))  # fmt: skip
     assert phone.expires_at.startswith("2026-12-04T12:00:00")
     challenge = device_challenge(store=store, secret=phone.secret, clock=at(NOW)) or ""
-    ends = prove_device(store=store, secret=phone.secret, signature=key.sign(challenge),
-                        clock=at(NOW + timedelta(days=1)))  # fmt: skip
-    assert ends.startswith("2026-12-04T12:00:00")
+    proven = prove_device(store=store, secret=phone.secret, signature=key.sign(challenge),
+                          clock=at(NOW + timedelta(days=1)))  # fmt: skip
+    assert proven.expires_at.startswith("2026-12-04T12:00:00")
+    # An agent's token signs in as a tab does, whatever its page gives.
+    agent = create_token(store=store, name="bot", role="agent", agent_id="a1", clock=at(NOW))
+    robot = sign_in(store=store, token=agent.token, device=device_key_of("bot", key.public),
+                    clock=at(NOW))  # fmt: skip
+    assert robot.expires_at.startswith("2026-12-02T00:00:00")
+    assert device_challenge(store=store, secret=robot.secret, clock=at(NOW)) is None
     lasting = create_token(store=store, name="olivia", role="operator", clock=at(NOW))
     other = AppKey()
     kept = sign_in(store=store, token=lasting.token, device=device_key_of("tablet", other.public),
@@ -182,8 +201,10 @@ def test_a_device_sign_in_never_outlasts_its_token(store: Store) -> None:
         ("phone", "A" * 300, "missing"),
         ("phone", "not base64url!", "not a public key"),
         ("phone", b64url(b"\x30\x03\x02\x01\x00"), "not a public key"),
-        # A key of another curve, or not an elliptic curve's.
+        # A key of another curve, of a curve nobody knows, or not an elliptic curve's.
         ("phone", "p384", "not a P-256"),
+        ("phone", "unknown curve", "not a public key"),
+        ("phone", "ed25519", "not a P-256"),
     ],
 )
 def test_what_an_app_gives_is_checked(name: Any, public_key: str | None, words: str) -> None:
@@ -198,6 +219,13 @@ def test_what_an_app_gives_is_checked(name: Any, public_key: str | None, words: 
             )
         )
         public_key = b64url(der)
+    elif public_key == "unknown curve":  # P-256's object id, its last number changed
+        der = b64url_bytes(AppKey().public)
+        public_key = b64url(der.replace(bytes.fromhex("2a8648ce3d030107"),
+                                        bytes.fromhex("2a8648ce3d030163")))  # fmt: skip
+    elif public_key == "ed25519":
+        other = ed25519.Ed25519PrivateKey.generate().public_key()
+        public_key = b64url(other.public_bytes(serialization.Encoding.DER, SPKI))
     with pytest.raises(InvalidDevice, match=words):
         device_key_of(name, public_key)
 
@@ -238,12 +266,23 @@ def test_the_app_signs_in_as_a_device_proves_its_use_and_its_cookie_lasts(
     csrf = {"X-CSRF-Token": page.csrf("/notifications")}
     asked = page.client.post("/actions/device/challenge", json={}, headers=csrf)
     assert asked.status_code == 200 and asked.json()["device"] is True
+    copied = Web(store=page.store, client=TestClient(page.client.app, base_url=ORIGIN))
+    copied.client.cookies.update(page.client.cookies)  # a copy of the cookie, taken elsewhere
+    assert copied.client.get("/notifications", follow_redirects=False).status_code == 200
     proven = page.client.post("/actions/device/proof", headers=csrf,
                               json={"signature": key.sign(asked.json()["challenge"])})  # fmt: skip
     assert proven.status_code == 200, proven.text
     assert proven.json()["proven"] is True and 30 * 86400 - 60 < max_age(proven)
-    # The same proof again, or one without the page's CSRF proof, is refused.
-    again = page.client.post("/actions/device/proof", headers=csrf,
+    # The cookie is the sign-in's new secret: the copy is signed out, the device is not, and
+    # its page's writes carry the new secret's proof.
+    assert copied.client.get("/notifications", follow_redirects=False).status_code == 303
+    assert page.client.get("/notifications", follow_redirects=False).status_code == 200
+    assert page.csrf("/notifications") == proven.json()["csrf"] != csrf["X-CSRF-Token"]
+    stale = page.client.post("/actions/device/challenge", json={}, headers=csrf)
+    assert stale.status_code == 403
+    renewed = {"X-CSRF-Token": proven.json()["csrf"]}
+    # The same proof again is refused: its challenge is gone.
+    again = page.client.post("/actions/device/proof", headers=renewed,
                              json={"signature": key.sign(asked.json()["challenge"])})  # fmt: skip
     assert again.status_code == 400 and again.json()["code"] == "invalid_device"
     cross = page.client.post("/actions/device/challenge", json={})
@@ -347,8 +386,17 @@ def test_a_device_whose_sign_in_ends_is_told_so_once(
     tab_device, app_device = Device(service), Device(service)
     assert turn_on(phone, tab_device).status_code == 200
     assert turn_on(app, app_device).status_code == 200
+    # The app proves its use: its sign-in's secret is renewed, and its subscription goes with it.
+    csrf = {"X-CSRF-Token": app.csrf("/notifications")}
+    challenge = app.client.post("/actions/device/challenge", json={}, headers=csrf).json()
+    proof = {"signature": key.sign(challenge["challenge"])}
+    assert app.client.post("/actions/device/proof", json=proof, headers=csrf).status_code == 200
     told["ctx"].notifier.tidy()
     assert service.none_within(0.3)  # both sign-ins hold: nothing to say
+    waiting(store, "s-1")
+    told["ctx"].notifier.tell("s-1", "needs_you")
+    paths = {service.next().path, service.next().path}
+    assert paths == {app_device.path, tab_device.path}  # both still told
     (device,) = list_devices(store=store)
     revoke_device(store=store, device_id=device.id)
     # The tab's sign-in expires (12 hours gone by).
@@ -398,3 +446,17 @@ def test_the_command_line_lists_and_revokes_device_sign_ins(rt: Cli) -> None:
     assert rt.json("tokens", "devices") == {"items": []}
     with pytest.raises(DeviceNotFound):
         rt.with_store(lambda store: revoke_device(store=store, device_id=item["id"]))
+
+
+def test_a_device_of_a_revoked_token_is_free_at_once_for_another(
+    told: dict[str, Any],  # noqa: F811 - the fixture
+    service: Any,  # noqa: F811 - the fixture
+) -> None:
+    """Its subscription waits for the tidy to be told it is signed out, but holds nothing: the
+    next person to sign in on that browser turns it on at once."""
+    device = Device(service)
+    assert turn_on(browser(told, "viewer"), device).status_code == 200
+    revoke_token(store=told["store"], name="vic")
+    assert turn_on(browser(told), device).status_code == 200
+    told["ctx"].notifier.tidy()
+    assert service.none_within(0.3)  # it is olivia's now: nothing ended

@@ -428,6 +428,14 @@ def test_the_installed_app_stays_signed_in_by_proving_its_devices_key(
             time.sleep(0.1)
         assert now is not None and now["device_nonce"] != row["device_nonce"]
         assert now["expires_at"] >= row["expires_at"]
+        # The proof renewed the sign-in's secret: the browser holds the new cookie, and the page
+        # goes on (its live stream opened again, its writes carrying the new CSRF proof).
+        renewed = [c for c in context.cookies() if c["name"] == "roundtable_web"]
+        assert renewed and renewed[0]["value"] != cookie["value"]
+        assert now["secret_hash"] != row["secret_hash"]
+        page.wait_for_timeout(3000)  # past the servers' check of open streams (2 s)
+        expect(page.locator("#live-state")).to_have_text("Live")
+        expect(page.locator("#notice")).not_to_contain_text("sign-in ended")
         # Revoked from its own page (after a confirmation): signed out at once.
         page.once("dialog", lambda dialog: dialog.accept())
         mine.get_by_role("button", name="Revoke").click()

@@ -213,9 +213,10 @@ class Notifier:
         ended = tidy_push(
             store=self.store, cooling=timedelta(seconds=self.settings.cooling), clock=self.clock
         )
+        # Told at once: the subscriptions are gone, and a later step's failure must not lose it.
+        self.sender.send_text(ended, signed_out_payload(format_ts(self.clock())), "normal")
         with self.store.write() as db:
             tidy_told(db, clock=self.clock)
-        self.sender.send_text(ended, signed_out_payload(format_ts(self.clock())), "normal")
 
     def _quietly(self, work: Callable[[], object], what: str = "tidying up") -> None:
         try:

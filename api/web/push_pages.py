@@ -37,6 +37,7 @@ from roundtable_console.store.access.devices import (
     prove_device,
     revoke_device,
 )
+from roundtable_console.store.access.web_sessions import csrf_proof
 from roundtable_console.store.push.subscriptions import (
     InvalidPushSubscription,
     devices_of,
@@ -112,7 +113,9 @@ class WebPush:
 
         return await self.page.signed_in(request, "notifications", work)
 
-    async def _json_post(self, request: Request, act: Any, *, cookie: bool = False) -> Response:
+    async def _json_post(self, request: Request, act: Any, *, renews: bool = False) -> Response:
+        """``act``'s answer as JSON; ``renews``: it answers the sign-in's new secret too, which
+        the cookie is set to."""
         try:
             body = await request.body()
         except BodyTooLarge:
@@ -130,9 +133,10 @@ class WebPush:
             except InvalidPushSubscription as error:
                 raise Problem("invalid_request", str(error)) from None
             headers = {}
-            if cookie:  # the sign-in lasts longer now: so does its cookie
+            if renews:
+                answer, renewed = answer
                 headers["set-cookie"] = cookie_header(
-                    request, secret, answer["expires_at"], self.ctx.clock()
+                    request, renewed, answer["expires_at"], self.ctx.clock()
                 )
             return as_response(Reply(200, rendered(answer), "application/json", headers))
 
@@ -198,16 +202,19 @@ class WebPush:
         return await self._json_post(request, act)
 
     async def device_proof(self, request: Request) -> Response:
-        def act(caller: Caller, secret: str, fields: dict[str, Any]) -> dict[str, Any]:
-            ends = prove_device(
+        def act(caller: Caller, secret: str, fields: dict[str, Any]) -> tuple[dict[str, Any], str]:
+            proven = prove_device(
                 store=self.ctx.store,
                 secret=secret,
                 signature=fields.get("signature"),
                 clock=self.ctx.clock,
             )
-            return {"proven": True, "expires_at": ends}
+            # The page's writes carry the new secret's proof from now on (static/device.js).
+            answer = {"proven": True, "expires_at": proven.expires_at,
+                      "csrf": csrf_proof(proven.secret)}  # fmt: skip
+            return answer, proven.secret
 
-        return await self._json_post(request, act, cookie=True)
+        return await self._json_post(request, act, renews=True)
 
     async def device_revoke(self, request: Request) -> Response:
         def act(caller: Caller, secret: str, fields: dict[str, Any]) -> dict[str, Any]:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
@@ -55,9 +55,18 @@ _HELD = text(
     " AND t.revoked_at IS NULL"
 )
 _PROVEN = text(
-    "UPDATE api_web_sessions SET last_used_at = :now, expires_at = :ends, device_nonce = :next"
-    " WHERE secret_hash = :secret_hash AND device_nonce = :nonce"
+    "UPDATE api_web_sessions SET secret_hash = :new, last_used_at = :now, expires_at = :ends,"
+    " device_nonce = :next WHERE secret_hash = :old AND device_nonce = :nonce"
 )
+_MOVED = (
+    text("UPDATE push_subscriptions SET secret_hash = :new WHERE secret_hash = :old"),
+    text("UPDATE push_presence SET secret_hash = :new WHERE secret_hash = :old"),
+)
+# How a browser's secret begins (a sign-in's, and a device's after each proof).
+SECRET_PREFIX = "rtw_"
+# Who may keep a device signed in: a person (an agent's or a host's token signs in for 12 hours
+# at most, if at all).
+DEVICE_ROLES = ("operator", "viewer")
 
 
 @dataclass(frozen=True)
@@ -95,7 +104,7 @@ class DeviceSignIn:
 def _public_key(value: str) -> ec.EllipticCurvePublicKey:
     try:
         key = serialization.load_der_public_key(b64url_bytes(value))
-    except ValueError:
+    except (ValueError, UnsupportedAlgorithm):
         raise InvalidDevice("The device's key is not a public key in SPKI, base64url.") from None
     if not isinstance(key, ec.EllipticCurvePublicKey) or key.curve.name != "secp256r1":
         raise InvalidDevice("The device's key is not a P-256 public key.")
@@ -192,48 +201,61 @@ def device_challenge(*, store: Store, secret: str, clock: Clock = system_clock) 
     return None if held is None else held.device_nonce
 
 
+@dataclass(frozen=True)
+class Proven:
+    """A proof taken: the sign-in's new secret (the cookie's) and when it ends now."""
+
+    secret: str = field(repr=False)
+    expires_at: str
+
+
+def _signature(value: object) -> bytes:
+    """A proof as WebCrypto's ECDSA gives it (r then s, 32 bytes each), in DER."""
+    if not isinstance(value, str) or not 0 < len(value) <= 128:
+        raise InvalidDevice("Give the proof: the challenge signed by the device's key.")
+    try:
+        raw = b64url_bytes(value)
+    except ValueError:
+        raise InvalidDevice("The proof is not base64url.") from None
+    if len(raw) != 64:
+        raise InvalidDevice("The proof is not a P-256 signature (64 bytes).")
+    return encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+
+
 def prove_device(
     *, store: Store, secret: str, signature: object, clock: Clock = system_clock
-) -> str:
-    """Take a proof of use: ``signature`` (base64url of the 64 bytes of WebCrypto's ECDSA
-    P-256 SHA-256, r then s) over the current challenge, by the device's key. The sign-in then
-    lasts ``DEVICE_LIFETIME`` from now (never past its token), with a new challenge; when it
-    ends is returned. ``InvalidDevice`` (nothing changed) for a secret that holds no device
-    sign-in, a proof of another key or of a challenge used already."""
+) -> Proven:
+    """Take a proof of use: ``signature`` (base64url of WebCrypto's ECDSA P-256 SHA-256) over
+    the current challenge, by the device's key. The sign-in then lasts ``DEVICE_LIFETIME``
+    from now (never past its token), with a new challenge and a new secret: the cookie the
+    proof came with is worth nothing after it, so a copy of it taken elsewhere ends at the
+    device's next proof. ``InvalidDevice`` (nothing changed) for a secret that holds no device
+    sign-in, a proof of another key, or of a challenge used already."""
     now = clock()
-    with store.write(durable=True) as db:
+    der = _signature(signature)
+    # Checked before the store's writer is taken: a page cannot hold it with bad proofs.
+    with store.read() as db:
         held = _held(db, secret, format_ts(now))
-        if held is None:
-            raise InvalidDevice(
-                "This browser's sign-in is not a device's: there is nothing to prove."
-            )
-        if not isinstance(signature, str) or not 0 < len(signature) <= 128:
-            raise InvalidDevice("Give the proof: the challenge signed by the device's key.")
-        try:
-            raw = b64url_bytes(signature)
-        except ValueError:
-            raise InvalidDevice("The proof is not base64url.") from None
-        if len(raw) != 64:
-            raise InvalidDevice("The proof is not a P-256 signature (64 bytes).")
-        der = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
-        message = (CHALLENGE_PREFIX + held.device_nonce).encode("ascii")
-        try:
-            _public_key(held.device_key).verify(der, message, ec.ECDSA(hashes.SHA256()))
-        except InvalidSignature:
-            raise InvalidDevice(
-                "The proof does not hold: not this device's key, or not its challenge."
-            ) from None
-        ends = now + DEVICE_LIFETIME
-        token_ends = parse_ts(held.token_ends) if held.token_ends else None
-        if token_ends is not None and token_ends < ends:
-            ends = token_ends
-        values = {
-            "now": format_ts(now),
-            "ends": format_ts(ends),
-            "next": secrets.token_urlsafe(24),
-            "secret_hash": token_hash(secret),
-            "nonce": held.device_nonce,
-        }
+    if held is None:
+        raise InvalidDevice("This browser's sign-in is not a device's: there is nothing to prove.")
+    message = (CHALLENGE_PREFIX + held.device_nonce).encode("ascii")
+    try:
+        _public_key(held.device_key).verify(der, message, ec.ECDSA(hashes.SHA256()))
+    except InvalidSignature:
+        raise InvalidDevice(
+            "The proof does not hold: not this device's key, or not its challenge."
+        ) from None
+    ends = now + DEVICE_LIFETIME
+    token_ends = parse_ts(held.token_ends) if held.token_ends else None
+    if token_ends is not None and token_ends < ends:
+        ends = token_ends
+    renewed = SECRET_PREFIX + secrets.token_urlsafe(32)
+    old, new = token_hash(secret), token_hash(renewed)
+    values = {"now": format_ts(now), "ends": format_ts(ends), "next": secrets.token_urlsafe(24),
+              "old": old, "new": new, "nonce": held.device_nonce}  # fmt: skip
+    with store.write(durable=True) as db:
         if db.execute(_PROVEN, values).rowcount != 1:  # another page of it proved it first
             raise InvalidDevice("That challenge was answered already: ask for the next one.")
-    return format_ts(ends)
+        for moved in _MOVED:  # what the sign-in made goes with it
+            db.execute(moved, {"old": old, "new": new})
+    return Proven(secret=renewed, expires_at=format_ts(ends))

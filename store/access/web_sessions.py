@@ -21,7 +21,13 @@ from datetime import timedelta
 
 from sqlalchemy import Connection, bindparam, delete, insert, select
 
-from roundtable_console.store.access.devices import DEVICE_LIFETIME, DeviceKey, device_columns
+from roundtable_console.store.access.devices import (
+    DEVICE_LIFETIME,
+    DEVICE_ROLES,
+    SECRET_PREFIX,
+    DeviceKey,
+    device_columns,
+)
 from roundtable_console.store.access.tokens import (
     Identity,
     identify,
@@ -46,7 +52,6 @@ _SUBSCRIPTIONS = PushSubscription.__table__  # type: ignore[attr-defined]
 _PRESENCE = PushPresence.__table__  # type: ignore[attr-defined]
 # How long a sign-in lasts (the token's own expiry ends it sooner).
 LIFETIME = timedelta(hours=12)
-SECRET_PREFIX = "rtw_"
 _SIGNED_OUT = "Signed out: the sign-in expired, was ended, or its token was revoked."
 
 
@@ -73,8 +78,6 @@ def sign_in(
     is a device's (``store.access.devices``: it lasts ``DEVICE_LIFETIME`` from each proven
     use)."""
     now = clock()
-    if device is not None:
-        lifetime = DEVICE_LIFETIME
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
     with store.write(durable=True) as db:
         identity = identify(db, token.strip(), clock=clock)
@@ -83,6 +86,10 @@ def sign_in(
                 f"The token {identity.name!r} is a host's: it connects its machine (roundtable "
                 "host run) and signs in nowhere."
             )
+        if identity.role not in DEVICE_ROLES:
+            device = None  # an agent's token signs in as a tab does, if at all
+        if device is not None:
+            lifetime = DEVICE_LIFETIME
         token_ends = db.execute(
             select(_TOKENS.c.expires_at).where(_TOKENS.c.token_hash == token_hash(token.strip()))
         ).scalar_one()

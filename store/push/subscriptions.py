@@ -51,6 +51,13 @@ PUSH_SERVICE_HOSTS = (
     "web.push.apple.com",
     "notify.windows.com",
 )
+# The sign-in that holds a subscription, while it and its token do (``{subscription}``: the
+# subscriptions' table or its alias).
+LIVE_SIGN_IN = (
+    "SELECT 1 FROM api_web_sessions w JOIN api_tokens t ON t.token_hash = w.token_hash"
+    " WHERE w.secret_hash = {subscription}.secret_hash AND w.expires_at > :now"
+    " AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > :now)"
+)
 _SIGNED_IN = text(
     "SELECT token_hash FROM api_web_sessions WHERE secret_hash = :secret_hash AND expires_at > :now"
 )
@@ -62,9 +69,9 @@ _UPSERT = text(
     " auth = excluded.auth, secret_hash = excluded.secret_hash,"
     " token_hash = excluded.token_hash, kinds = excluded.kinds"
     # Another token's device is not taken over (its sign-in still holds it).
-    " WHERE push_subscriptions.token_hash = excluded.token_hash OR NOT EXISTS (SELECT 1 FROM"
-    " api_web_sessions w WHERE w.secret_hash = push_subscriptions.secret_hash"
-    " AND w.expires_at > :now)"
+    " WHERE push_subscriptions.token_hash = excluded.token_hash OR NOT EXISTS ("
+    + LIVE_SIGN_IN.format(subscription="push_subscriptions")
+    + ")"
 )
 _ONE = text("SELECT * FROM push_subscriptions WHERE endpoint = :endpoint")
 _OTHERS = text(

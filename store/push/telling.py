@@ -30,6 +30,7 @@ from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.push.subscriptions import (
     FAILED,
+    LIVE_SIGN_IN,
     NEEDS_YOU,
     TURN_DONE,
     signed_in_token,
@@ -75,11 +76,9 @@ CLAIM_BATCH = 500
 # Subscriptions whose sign-in ended (expired, revoked, its token revoked or expired), each
 # returned once: to be told so. Sends older than any cooling period.
 _ORPHANS = text(
-    "DELETE FROM push_subscriptions WHERE NOT EXISTS (SELECT 1 FROM api_web_sessions w"
-    " JOIN api_tokens t ON t.token_hash = w.token_hash"
-    " WHERE w.secret_hash = push_subscriptions.secret_hash AND w.expires_at > :now"
-    " AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > :now))"
-    " RETURNING id, endpoint, p256dh, auth"
+    "DELETE FROM push_subscriptions WHERE NOT EXISTS ("
+    + LIVE_SIGN_IN.format(subscription="push_subscriptions")
+    + ") RETURNING id, endpoint, p256dh, auth"
 )
 SIGNED_OUT_TAG = "roundtable:signed-out"
 _OLD_SENDS = text("DELETE FROM push_sends WHERE sent_at <= :cooled")

@@ -6,7 +6,9 @@
 "use strict";
 
 (() => {
-  const csrf = document.querySelector('meta[name="csrf-token"]')?.content || "";
+  // Read at each write: an installed app's proof of use renews the sign-in's secret, and the
+  // proof its writes carry with it (static/device.js).
+  const csrf = () => document.querySelector('meta[name="csrf-token"]')?.content || "";
   const operator = document.body.dataset.operator === "1";
   const $ = (selector, root = document) => root.querySelector(selector);
   const $$ = (selector, root = document) => Array.from(root.querySelectorAll(selector));
@@ -148,7 +150,7 @@
       response = await fetch(`/actions/sessions/${enc(sessionId)}/${action}`, {
         method: "POST",
         headers: {"Content-Type": "application/json", "Idempotency-Key": key,
-                  "X-CSRF-Token": csrf, ...(version ? {"If-Match": String(version)} : {})},
+                  "X-CSRF-Token": csrf(), ...(version ? {"If-Match": String(version)} : {})},
         body: body ? JSON.stringify(body) : "",
       });
     } catch (error) {
@@ -305,7 +307,7 @@
   async function postJSON(url, body, key) {
     const response = await fetch(url, {
       method: "POST",
-      headers: {"Content-Type": "application/json", "Idempotency-Key": key, "X-CSRF-Token": csrf},
+      headers: {"Content-Type": "application/json", "Idempotency-Key": key, "X-CSRF-Token": csrf()},
       body: JSON.stringify(body),
     });
     const data = await response.json().catch(() => ({}));
@@ -539,15 +541,30 @@
 
   // -- live ----------------------------------------------------------------------------------
 
+  // While a proof of use renews the sign-in's secret, the stream opened with the old one ends:
+  // it is opened again with the new one, and that end is no sign-out.
+  let renewing = false;
+  let stream = null;
+  document.addEventListener("roundtable:renewing", () => { renewing = true; });
+  document.addEventListener("roundtable:renewed", () => {
+    renewing = false;
+    if (stream) {
+      stream.close();
+      live();
+    }
+  });
+
   function live() {
     const state = $("#live-state");
     if (!state || !window.EventSource) return;
     const setState = (name, words) => { state.dataset.state = name; state.textContent = words; };
     const source = new EventSource("/live");
+    stream = source;
     source.addEventListener("open", () => setState("live", "Live"));
     source.addEventListener("error", () => setState("lost", "Live: reconnecting…"));
     source.addEventListener("signed-out", () => {
       source.close();
+      if (renewing) return;
       setState("off", "Live: off");
       signedOut();
     });

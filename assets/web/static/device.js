@@ -6,7 +6,7 @@
 "use strict";
 
 (() => {
-  const csrf = document.querySelector('meta[name="csrf-token"]')?.content || "";
+  const csrf = () => document.querySelector('meta[name="csrf-token"]')?.content || "";
   const signedIn = document.body.dataset.signedIn === "1";
   const $ = (selector) => document.querySelector(selector);
 
@@ -46,7 +46,7 @@
       const response = await fetch(url, {
         method: "POST",
         keepalive,
-        headers: {"Content-Type": "application/json", "X-CSRF-Token": csrf},
+        headers: {"Content-Type": "application/json", "X-CSRF-Token": csrf()},
         body: JSON.stringify(body),
       });
       const data = await response.json().catch(() => ({}));
@@ -65,7 +65,7 @@
     post("/actions/presence", {visible: document.visibilityState === "visible", at: Date.now()},
          document.visibilityState !== "visible");
   }
-  if (signedIn && csrf) {
+  if (signedIn && csrf()) {
     present();
     document.addEventListener("visibilitychange", present);
     window.addEventListener("pagehide",
@@ -119,25 +119,53 @@
   if (signingIn && installed() && canKeep()) {
     $("#device-fields").hidden = false;
     $("#device-name").value = deviceName();
+    // Kept aside until the sign-in it is given with is made: a sign-in page left, or a wrong
+    // token, leaves the device's key as it was.
     (async () => {
       const pair = await crypto.subtle.generateKey(ECDSA, false, ["sign", "verify"]);
-      await deviceKeys("readwrite", (store) => store.put(pair, "device"));
+      await deviceKeys("readwrite", (store) => store.put(pair, "pending"));
       $("#device-key").value = b64url(await crypto.subtle.exportKey("spki", pair.publicKey));
-      localStorage.setItem(PROVED, String(Date.now()));  // the sign-in it makes is a proof
     })().catch(() => {});  // no key: the sign-in is a tab's
   }
 
+  // A new secret, and the proof the page's writes carry with it: this page's, and every other
+  // open page's of this browser (they are told on a channel).
+  const renewals = window.BroadcastChannel ? new BroadcastChannel("roundtable-sign-in") : null;
+  function renewed(proof) {
+    document.querySelector('meta[name="csrf-token"]').content = proof;
+    document.querySelectorAll('input[name="csrf"]').forEach((input) => { input.value = proof; });
+    document.dispatchEvent(new Event("roundtable:renewed"));
+  }
+  renewals?.addEventListener("message", (event) => {
+    if (event.data?.type === "renewing") document.dispatchEvent(new Event("roundtable:renewing"));
+    if (event.data?.type === "renewed" && typeof event.data.csrf === "string") renewed(event.data.csrf);
+  });
+
   async function proveUse() {
+    const pending = await deviceKeys("readonly", (store) => store.get("pending"));
+    if (pending) {  // the sign-in it was given with is made: it is the device's key now
+      await deviceKeys("readwrite", (store) => { store.put(pending, "device"); store.delete("pending"); });
+      localStorage.setItem(PROVED, String(Date.now()));
+      return;
+    }
     const pair = await deviceKeys("readonly", (store) => store.get("device"));
     if (!pair || !pair.privateKey) return;
     const asked = await post("/actions/device/challenge", {});
     if (!asked.ok || !asked.data.device) return;  // a tab's sign-in: nothing to prove
     const words = new TextEncoder().encode(CHALLENGE_PREFIX + asked.data.challenge);
     const signature = await crypto.subtle.sign({name: "ECDSA", hash: "SHA-256"}, pair.privateKey, words);
+    document.dispatchEvent(new Event("roundtable:renewing"));
+    renewals?.postMessage({type: "renewing"});
     const proven = await post("/actions/device/proof", {signature: b64url(signature)});
-    if (proven.ok) localStorage.setItem(PROVED, String(Date.now()));
+    if (proven.ok && typeof proven.data.csrf === "string") {
+      localStorage.setItem(PROVED, String(Date.now()));
+      renewed(proven.data.csrf);
+      renewals?.postMessage({type: "renewed", csrf: proven.data.csrf});
+    } else {
+      document.dispatchEvent(new Event("roundtable:renewed"));
+    }
   }
-  if (signedIn && csrf && canKeep()
+  if (signedIn && csrf() && canKeep()
       && Date.now() - Number(localStorage.getItem(PROVED) || 0) > PROVE_EVERY_MS) {
     proveUse().catch(() => {});
   }

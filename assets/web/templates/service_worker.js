@@ -160,7 +160,7 @@ self.addEventListener("push", (event) => {
     tag: text(news.tag, "roundtable"),
     icon: ICON,
     badge: ICON,
-    requireInteraction: ["needs_you", "failed", "signed_out"].includes(news.kind),
+    requireInteraction: news.kind === "needs_you" || news.kind === "failed",
     data: {url: ownPath(news.url), kind: text(news.kind, "")},
   });
   // Signed out (the sign-in ended: expired, revoked): told once, and what this device was told
