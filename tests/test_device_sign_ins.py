@@ -22,8 +22,10 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from fastapi.testclient import TestClient
 from sqlalchemy import text
 
+from roundtable_console.store.access.browser_secrets import csrf_proof
 from roundtable_console.store.access.devices import (
     CHALLENGE_PREFIX,
+    PREVIOUS_SECONDS,
     device_challenge,
     device_key_of,
     list_devices,
@@ -31,7 +33,12 @@ from roundtable_console.store.access.devices import (
     revoke_device,
 )
 from roundtable_console.store.access.tokens import create_token, revoke_token
-from roundtable_console.store.access.web_sessions import identify_browser, sign_in
+from roundtable_console.store.access.web_sessions import (
+    csrf_holds_now,
+    identify_browser,
+    sign_in,
+    sign_out,
+)
 from roundtable_console.store.clock import fixed_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import DeviceNotFound, InvalidDevice, InvalidToken
@@ -103,8 +110,9 @@ def test_a_device_sign_in_lasts_thirty_days_from_each_proof_and_a_tab_twelve_hou
     assert row["device_id"].startswith("dev_") and row["device_nonce"]
     # Proven used on day 20: it lasts to day 50; unproven, it would have ended on day 30.
     day20 = NOW + timedelta(days=20)
-    challenge = device_challenge(store=store, secret=phone.secret, clock=at(day20))
-    assert challenge == row["device_nonce"]
+    asked = device_challenge(store=store, secret=phone.secret, clock=at(day20))
+    assert asked is not None and (asked.nonce, asked.key) == (row["device_nonce"], key.public)
+    challenge = asked.nonce
     proven = prove_device(store=store, secret=phone.secret, signature=key.sign(challenge),
                           clock=at(day20))  # fmt: skip
     assert proven.expires_at.startswith("2027-01-20T12:00:00")
@@ -114,7 +122,7 @@ def test_a_device_sign_in_lasts_thirty_days_from_each_proof_and_a_tab_twelve_hou
         with pytest.raises(InvalidToken):
             identify_browser(db, proven.secret, clock=day51)
         with pytest.raises(InvalidToken):  # the secret the proof came with is worth nothing now
-            identify_browser(db, phone.secret, clock=at(day20))
+            identify_browser(db, phone.secret, clock=at(day20 + timedelta(minutes=3)))
         with pytest.raises(InvalidToken):  # the tab's ended after 12 hours
             identify_browser(db, tab.secret, clock=at(NOW + timedelta(hours=13)))
     assert device_row(store)["last_used_at"].startswith("2026-12-21T12:00:00")
@@ -123,8 +131,37 @@ def test_a_device_sign_in_lasts_thirty_days_from_each_proof_and_a_tab_twelve_hou
         device_challenge_or_refused(store, proven.secret, key, NOW + timedelta(days=51))
 
 
+def test_the_secret_a_proof_renewed_is_taken_a_short_while_then_never(store: Store) -> None:
+    made = create_token(store=store, name="olivia", role="operator", clock=at(NOW))
+    key = AppKey()
+    phone = sign_in(store=store, token=made.token, device=device_key_of("phone", key.public),
+                    clock=at(NOW))  # fmt: skip
+    asked = device_challenge(store=store, secret=phone.secret, clock=at(NOW))
+    assert asked is not None
+    proven = prove_device(store=store, secret=phone.secret, signature=key.sign(asked.nonce),
+                          clock=at(NOW))  # fmt: skip
+    old_proof = csrf_proof(phone.secret)
+    within = at(NOW + timedelta(seconds=PREVIOUS_SECONDS - 1))
+    past = at(NOW + timedelta(seconds=PREVIOUS_SECONDS + 1))
+    with store.read() as db:
+        assert identify_browser(db, phone.secret, clock=within).name == "olivia"
+        # A page not yet told of the new secret writes with the old proof and the new cookie.
+        assert csrf_holds_now(db, proven.secret, old_proof, clock=within)
+        assert not csrf_holds_now(db, proven.secret, old_proof, clock=past)
+        assert not csrf_holds_now(db, proven.secret, "0" * 64, clock=within)
+        assert csrf_holds_now(db, proven.secret, csrf_proof(proven.secret), clock=past)
+        with pytest.raises(InvalidToken):
+            identify_browser(db, phone.secret, clock=past)
+        assert identify_browser(db, proven.secret, clock=past).name == "olivia"
+    # Signing out with the old cookie, meanwhile, ends the sign-in itself.
+    assert sign_out(store=store, secret=phone.secret, clock=within)
+    with store.read() as db, pytest.raises(InvalidToken):
+        identify_browser(db, proven.secret, clock=within)
+
+
 def device_challenge_or_refused(store: Store, secret: str, key: AppKey, moment: datetime) -> None:
-    challenge = device_challenge(store=store, secret=secret, clock=at(moment)) or "none"
+    asked = device_challenge(store=store, secret=secret, clock=at(moment))
+    challenge = asked.nonce if asked is not None else "none"
     prove_device(store=store, secret=secret, signature=key.sign(challenge), clock=at(moment))
 
 
@@ -134,8 +171,9 @@ def test_a_cookie_taken_elsewhere_cannot_make_the_sign_in_last(store: Store) -> 
     phone = sign_in(store=store, token=made.token, device=device_key_of("phone", key.public),
                     clock=at(NOW))  # fmt: skip
     later = NOW + timedelta(days=10)
-    challenge = device_challenge(store=store, secret=phone.secret, clock=at(later))
-    assert challenge is not None
+    asked = device_challenge(store=store, secret=phone.secret, clock=at(later))
+    assert asked is not None
+    challenge = asked.nonce
     before = device_row(store)
     thief = AppKey()  # the cookie, without the device's key
     wrong = (thief.sign(challenge), "", "not base64!", b64url(b"x" * 64), b64url(b"x" * 10),
@@ -147,9 +185,10 @@ def test_a_cookie_taken_elsewhere_cannot_make_the_sign_in_last(store: Store) -> 
     proof = key.sign(challenge)
     proven = prove_device(store=store, secret=phone.secret, signature=proof, clock=at(later))
     moved = device_row(store)
-    # The device's proof renewed its secret: the copy taken elsewhere is signed out with it.
+    # The device's proof renewed its secret: the copy taken elsewhere is signed out with it
+    # (once what was under way as the proof was made has gone through).
     with store.read() as db, pytest.raises(InvalidToken):
-        identify_browser(db, phone.secret, clock=at(later))
+        identify_browser(db, phone.secret, clock=at(later + timedelta(minutes=3)))
     # A proof seen once (on the wire, in a log) does not serve again: the challenge changed.
     with pytest.raises(InvalidDevice, match="not its challenge"):
         prove_device(store=store, secret=proven.secret, signature=proof, clock=at(later))
@@ -168,7 +207,8 @@ def test_a_device_sign_in_never_outlasts_its_token(store: Store) -> None:
     phone = sign_in(store=store, token=brief.token, device=device_key_of("phone", key.public),
                     clock=at(NOW))  # fmt: skip
     assert phone.expires_at.startswith("2026-12-04T12:00:00")
-    challenge = device_challenge(store=store, secret=phone.secret, clock=at(NOW)) or ""
+    asked = device_challenge(store=store, secret=phone.secret, clock=at(NOW))
+    challenge = asked.nonce if asked is not None else ""
     proven = prove_device(store=store, secret=phone.secret, signature=key.sign(challenge),
                           clock=at(NOW + timedelta(days=1)))  # fmt: skip
     assert proven.expires_at.startswith("2026-12-04T12:00:00")
@@ -266,6 +306,7 @@ def test_the_app_signs_in_as_a_device_proves_its_use_and_its_cookie_lasts(
     csrf = {"X-CSRF-Token": page.csrf("/notifications")}
     asked = page.client.post("/actions/device/challenge", json={}, headers=csrf)
     assert asked.status_code == 200 and asked.json()["device"] is True
+    assert asked.json()["key"] == key.public  # the app signs with that key only
     copied = Web(store=page.store, client=TestClient(page.client.app, base_url=ORIGIN))
     copied.client.cookies.update(page.client.cookies)  # a copy of the cookie, taken elsewhere
     assert copied.client.get("/notifications", follow_redirects=False).status_code == 200
@@ -273,13 +314,17 @@ def test_the_app_signs_in_as_a_device_proves_its_use_and_its_cookie_lasts(
                               json={"signature": key.sign(asked.json()["challenge"])})  # fmt: skip
     assert proven.status_code == 200, proven.text
     assert proven.json()["proven"] is True and 30 * 86400 - 60 < max_age(proven)
-    # The cookie is the sign-in's new secret: the copy is signed out, the device is not, and
-    # its page's writes carry the new secret's proof.
-    assert copied.client.get("/notifications", follow_redirects=False).status_code == 303
+    # The cookie is the sign-in's new secret, and its pages' writes carry the new secret's proof.
+    # The old secret and its proof are still taken for a while (what was under way as the proof
+    # was made goes through); past it, the copy is signed out (the store's test above).
     assert page.client.get("/notifications", follow_redirects=False).status_code == 200
     assert page.csrf("/notifications") == proven.json()["csrf"] != csrf["X-CSRF-Token"]
-    stale = page.client.post("/actions/device/challenge", json={}, headers=csrf)
-    assert stale.status_code == 403
+    assert copied.client.get("/notifications", follow_redirects=False).status_code == 200
+    late = page.client.post("/actions/device/challenge", json={}, headers=csrf)
+    assert late.status_code == 200
+    forged = page.client.post("/actions/device/challenge", json={},
+                              headers={"X-CSRF-Token": "0" * 64})  # fmt: skip
+    assert forged.status_code == 403
     renewed = {"X-CSRF-Token": proven.json()["csrf"]}
     # The same proof again is refused: its challenge is gone.
     again = page.client.post("/actions/device/proof", headers=renewed,
@@ -293,7 +338,7 @@ def test_the_app_signs_in_as_a_device_proves_its_use_and_its_cookie_lasts(
     assert 12 * 3600 - 60 < max_age(plain) <= 12 * 3600
     answer = tab.client.post("/actions/device/challenge", json={},
                              headers={"X-CSRF-Token": tab.csrf()})  # fmt: skip
-    assert answer.json() == {"device": False, "challenge": None}
+    assert answer.json() == {"device": False, "challenge": None, "key": None}
 
 
 def test_a_sign_in_with_a_bad_device_key_is_refused_in_words(

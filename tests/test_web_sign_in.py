@@ -9,14 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
+from roundtable_console.store.access.browser_secrets import csrf_holds, csrf_proof
 from roundtable_console.store.access.tokens import create_token, revoke_token, token_hash
-from roundtable_console.store.access.web_sessions import (
-    csrf_holds,
-    csrf_proof,
-    identify_browser,
-    sign_in,
-    sign_out,
-)
+from roundtable_console.store.access.web_sessions import identify_browser, sign_in, sign_out
 from roundtable_console.store.clock import fixed_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import InvalidToken

@@ -31,7 +31,7 @@ from sqlalchemy import Connection
 from roundtable_console.api.problems import Problem
 from roundtable_console.store.access.tokens import Identity, holds_tokens, identify
 from roundtable_console.store.access.walls import Wall
-from roundtable_console.store.access.web_sessions import csrf_holds, identify_browser
+from roundtable_console.store.access.web_sessions import csrf_holds_now, identify_browser
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import InvalidToken
@@ -204,9 +204,11 @@ def authenticate(
         try:
             with _reading(store) as db:
                 identity = identify_browser(db, browser, clock=clock)
+                proof = headers.get("x-csrf-token")
+                proven = not writes or csrf_holds_now(db, browser, proof, clock=clock)
         except InvalidToken as refused:
             raise Problem("invalid_token", refused.message) from None
-        if writes and not csrf_holds(browser, headers.get("x-csrf-token")):
+        if not proven:
             raise Problem(
                 "csrf_origin_forbidden",
                 "A write from a signed-in page carries that page's CSRF proof (X-CSRF-Token).",

@@ -34,7 +34,7 @@ from roundtable_console.api.web import bulk, live, reads
 from roundtable_console.api.web.render import Pages, trusted
 from roundtable_console.api.web.shared import SingleFlight
 from roundtable_console.api.web.signin import browser_secret, page_caller
-from roundtable_console.store.access.web_sessions import csrf_proof
+from roundtable_console.store.access.browser_secrets import csrf_proof
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.rules import SENSITIVE_FIELDS
 from roundtable_console.store.safety.display import printable

@@ -34,8 +34,8 @@ from roundtable_console.api.web.signin import (
     safe_next,
     try_sign_in,
 )
+from roundtable_console.store.access.browser_secrets import csrf_proof
 from roundtable_console.store.access.tokens import holds_tokens
-from roundtable_console.store.access.web_sessions import csrf_proof
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.hosts.registry import get_host, list_hosts
 from roundtable_console.store.reads.audit import AuditFilter, audit_page

@@ -30,6 +30,7 @@ from roundtable_console.api.web.fragments import WebFragments
 from roundtable_console.api.web.pages import WebPages
 from roundtable_console.api.web.signin import browser_secret, cookie_header
 from roundtable_console.api.web.views import moment
+from roundtable_console.store.access.browser_secrets import csrf_proof
 from roundtable_console.store.access.devices import (
     DeviceSignIn,
     device_challenge,
@@ -37,7 +38,6 @@ from roundtable_console.store.access.devices import (
     prove_device,
     revoke_device,
 )
-from roundtable_console.store.access.web_sessions import csrf_proof
 from roundtable_console.store.push.subscriptions import (
     InvalidPushSubscription,
     devices_of,
@@ -196,8 +196,10 @@ class WebPush:
 
     async def device_challenge(self, request: Request) -> Response:
         def act(caller: Caller, secret: str, fields: dict[str, Any]) -> dict[str, Any]:
-            challenge = device_challenge(store=self.ctx.store, secret=secret, clock=self.ctx.clock)
-            return {"device": challenge is not None, "challenge": challenge}
+            asked = device_challenge(store=self.ctx.store, secret=secret, clock=self.ctx.clock)
+            if asked is None:
+                return {"device": False, "challenge": None, "key": None}
+            return {"device": True, "challenge": asked.nonce, "key": asked.key}
 
         return await self._json_post(request, act)
 

@@ -19,7 +19,12 @@ from roundtable_console.api.context import Call, ServerContext
 from roundtable_console.api.edge.identity import BROWSER_COOKIE, Caller
 from roundtable_console.api.problems import Problem
 from roundtable_console.store.access.devices import device_key_of
-from roundtable_console.store.access.web_sessions import WebSignIn, csrf_holds, sign_in, sign_out
+from roundtable_console.store.access.web_sessions import (
+    WebSignIn,
+    csrf_holds_now,
+    sign_in,
+    sign_out,
+)
 from roundtable_console.store.clock import parse_ts
 from roundtable_console.store.errors import InvalidDevice, InvalidToken
 
@@ -94,9 +99,11 @@ def end_sign_in(ctx: ServerContext, call: Call, proof: str | None) -> None:
     secret = browser_secret(call)
     if secret is None:
         return
-    if not csrf_holds(secret, proof):
+    with ctx.store.read() as db:
+        proven = csrf_holds_now(db, secret, proof, clock=ctx.clock)
+    if not proven:
         raise Problem("csrf_origin_forbidden", "Sign out from this server's own page.")
-    sign_out(store=ctx.store, secret=secret)
+    sign_out(store=ctx.store, secret=secret, clock=ctx.clock)
 
 
 def cookie_header(request: Request, secret: str, expires_at: str, now: datetime) -> str:

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from sqlalchemy import Connection, text
 
+from roundtable_console.store.access.browser_secrets import csrf_proof, new_secret
 from roundtable_console.store.access.tokens import token_hash
 from roundtable_console.store.clock import Clock, format_ts, parse_ts, system_clock
 from roundtable_console.store.db.database import Store
@@ -55,15 +56,18 @@ _HELD = text(
     " AND t.revoked_at IS NULL"
 )
 _PROVEN = text(
-    "UPDATE api_web_sessions SET secret_hash = :new, last_used_at = :now, expires_at = :ends,"
-    " device_nonce = :next WHERE secret_hash = :old AND device_nonce = :nonce"
+    "UPDATE api_web_sessions SET secret_hash = :new, previous_secret_hash = :old,"
+    " previous_csrf = :old_csrf, previous_until = :grace, last_used_at = :now,"
+    " expires_at = :ends, device_nonce = :next"
+    " WHERE secret_hash = :old AND device_nonce = :nonce AND expires_at > :now"
 )
 _MOVED = (
     text("UPDATE push_subscriptions SET secret_hash = :new WHERE secret_hash = :old"),
     text("UPDATE push_presence SET secret_hash = :new WHERE secret_hash = :old"),
 )
-# How a browser's secret begins (a sign-in's, and a device's after each proof).
-SECRET_PREFIX = "rtw_"
+# How long the secret a proof renewed is still taken (with its pages' CSRF proof): a page's
+# request under way as the proof was made, another page of the app not yet told.
+PREVIOUS_SECONDS = 120
 # Who may keep a device signed in: a person (an agent's or a host's token signs in for 12 hours
 # at most, if at all).
 DEVICE_ROLES = ("operator", "viewer")
@@ -193,12 +197,21 @@ def _held(db: Connection, secret: str, now: str) -> Any:
     return db.execute(_HELD, {"secret_hash": token_hash(secret), "now": now}).one_or_none()
 
 
-def device_challenge(*, store: Store, secret: str, clock: Clock = system_clock) -> str | None:
-    """What the next proof of the device sign-in held by ``secret`` signs (after
-    ``CHALLENGE_PREFIX``); None when ``secret`` holds no device sign-in."""
+@dataclass(frozen=True)
+class Challenge:
+    """What the next proof of a device sign-in signs (after ``CHALLENGE_PREFIX``), and the
+    public key it is checked with (the app signs only with the key its sign-in was given)."""
+
+    nonce: str
+    key: str
+
+
+def device_challenge(*, store: Store, secret: str, clock: Clock = system_clock) -> Challenge | None:
+    """The next proof's challenge of the device sign-in held by ``secret``; None when
+    ``secret`` holds no device sign-in."""
     with store.read() as db:
         held = _held(db, secret, format_ts(clock()))
-    return None if held is None else held.device_nonce
+    return None if held is None else Challenge(nonce=held.device_nonce, key=held.device_key)
 
 
 @dataclass(frozen=True)
@@ -228,9 +241,10 @@ def prove_device(
     """Take a proof of use: ``signature`` (base64url of WebCrypto's ECDSA P-256 SHA-256) over
     the current challenge, by the device's key. The sign-in then lasts ``DEVICE_LIFETIME``
     from now (never past its token), with a new challenge and a new secret: the cookie the
-    proof came with is worth nothing after it, so a copy of it taken elsewhere ends at the
-    device's next proof. ``InvalidDevice`` (nothing changed) for a secret that holds no device
-    sign-in, a proof of another key, or of a challenge used already."""
+    proof came with is worth nothing after it (past ``PREVIOUS_SECONDS``), so a copy of it
+    taken elsewhere ends at the device's next proof. ``InvalidDevice`` (nothing changed) for a
+    secret that holds no device sign-in, a proof of another key, or of a challenge used
+    already."""
     now = clock()
     der = _signature(signature)
     # Checked before the store's writer is taken: a page cannot hold it with bad proofs.
@@ -249,10 +263,12 @@ def prove_device(
     token_ends = parse_ts(held.token_ends) if held.token_ends else None
     if token_ends is not None and token_ends < ends:
         ends = token_ends
-    renewed = SECRET_PREFIX + secrets.token_urlsafe(32)
+    renewed = new_secret()
     old, new = token_hash(secret), token_hash(renewed)
+    grace = now + timedelta(seconds=PREVIOUS_SECONDS)
     values = {"now": format_ts(now), "ends": format_ts(ends), "next": secrets.token_urlsafe(24),
-              "old": old, "new": new, "nonce": held.device_nonce}  # fmt: skip
+              "old": old, "new": new, "nonce": held.device_nonce,
+              "old_csrf": csrf_proof(secret), "grace": format_ts(grace)}  # fmt: skip
     with store.write(durable=True) as db:
         if db.execute(_PROVEN, values).rowcount != 1:  # another page of it proved it first
             raise InvalidDevice("That challenge was answered already: ask for the next one.")

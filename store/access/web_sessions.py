@@ -6,25 +6,23 @@ opened with and when it expires, never the secret. A browser is whoever its toke
 through the token's own row on every request: a token revoked or expired signs out every
 browser it opened at once, on every server of the store. Signing out removes the row.
 
-A write from a page also carries the CSRF proof ``csrf_proof(secret)``: a page of this server
-holds it (it is in the page's ``<meta>``), another origin cannot compute it, since the cookie
-is out of its reach.
+A write from a page also carries the CSRF proof ``csrf_proof(secret)``
+(``store.access.browser_secrets``): a page of this server holds it (it is in the page's
+``<meta>``), another origin cannot compute it, since the cookie is out of its reach.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import Connection, bindparam, delete, insert, select
+from sqlalchemy import Connection, and_, bindparam, delete, insert, or_, select, text
 
+from roundtable_console.store.access.browser_secrets import csrf_holds, new_secret
 from roundtable_console.store.access.devices import (
     DEVICE_LIFETIME,
     DEVICE_ROLES,
-    SECRET_PREFIX,
     DeviceKey,
     device_columns,
 )
@@ -78,7 +76,7 @@ def sign_in(
     is a device's (``store.access.devices``: it lasts ``DEVICE_LIFETIME`` from each proven
     use)."""
     now = clock()
-    secret = SECRET_PREFIX + secrets.token_urlsafe(32)
+    secret = new_secret()
     with store.write(durable=True) as db:
         identity = identify(db, token.strip(), clock=clock)
         if identity.role == "host":
@@ -110,10 +108,16 @@ def sign_in(
     return WebSignIn(secret=secret, identity=identity, expires_at=expires_at)
 
 
-_BY_SECRET = Prepared(
-    select(_TOKENS, _BROWSERS.c.expires_at.label("signed_in_until"))
-    .select_from(_BROWSERS.join(_TOKENS, _TOKENS.c.token_hash == _BROWSERS.c.token_hash))
-    .where(_BROWSERS.c.secret_hash == bindparam("hash"))
+_SIGNED_IN = select(_TOKENS, _BROWSERS.c.expires_at.label("signed_in_until")).select_from(
+    _BROWSERS.join(_TOKENS, _TOKENS.c.token_hash == _BROWSERS.c.token_hash)
+)
+_BY_SECRET = Prepared(_SIGNED_IN.where(_BROWSERS.c.secret_hash == bindparam("hash")))
+# A secret a device's proof renewed: still taken for PREVIOUS_SECONDS (store.access.devices).
+_BY_PREVIOUS = Prepared(
+    _SIGNED_IN.where(
+        _BROWSERS.c.previous_secret_hash == bindparam("hash"),
+        _BROWSERS.c.previous_until > bindparam("now"),
+    )
 )
 
 
@@ -121,25 +125,54 @@ def identify_browser(db: Connection, secret: str, *, clock: Clock = system_clock
     """Who the browser holding ``secret`` is: its token's identity while the sign-in, and the
     token, hold; ``invalid_token`` otherwise."""
     found = _BY_SECRET.execute(db, {"hash": token_hash(secret)})
+    if found is None:
+        found = _BY_PREVIOUS.execute(db, {"hash": token_hash(secret), "now": format_ts(clock())})
     if found is not None and is_expired(found["signed_in_until"], clock):
         found = None
     return identity_of(found, clock, _SIGNED_OUT)
 
 
-def sign_out(*, store: Store, secret: str) -> bool:
-    """End the sign-in holding ``secret``, and the push subscriptions it made; whether there
-    was one."""
+def sign_out(*, store: Store, secret: str, clock: Clock = system_clock) -> bool:
+    """End the sign-in holding ``secret`` (or, for a short while, the secret a device's proof
+    renewed), and the push subscriptions it made; whether there was one."""
+    held = token_hash(secret)
     with store.write(durable=True) as db:
-        gone = db.execute(delete(_BROWSERS).where(_BROWSERS.c.secret_hash == token_hash(secret)))
+        gone = (
+            db.execute(
+                delete(_BROWSERS)
+                .where(
+                    or_(
+                        _BROWSERS.c.secret_hash == held,
+                        and_(
+                            _BROWSERS.c.previous_secret_hash == held,
+                            _BROWSERS.c.previous_until > format_ts(clock()),
+                        ),
+                    )
+                )
+                .returning(_BROWSERS.c.secret_hash)
+            )
+            .scalars()
+            .all()
+        )
         for table in (_SUBSCRIPTIONS, _PRESENCE):
-            db.execute(delete(table).where(table.c.secret_hash == token_hash(secret)))
-    return bool(gone.rowcount)
+            db.execute(delete(table).where(table.c.secret_hash.in_([held, *gone])))
+    return bool(gone)
 
 
-def csrf_proof(secret: str) -> str:
-    """What a page's writes carry beside the cookie (see the module's docstring)."""
-    return hmac.new(secret.encode("utf-8", "surrogatepass"), b"csrf", hashlib.sha256).hexdigest()
+_PROOF_BEFORE = text(
+    "SELECT previous_csrf FROM api_web_sessions WHERE secret_hash = :hash AND previous_until > :now"
+)
 
 
-def csrf_holds(secret: str, proof: str | None) -> bool:
-    return proof is not None and hmac.compare_digest(csrf_proof(secret), proof.strip())
+def csrf_holds_now(
+    db: Connection, secret: str, proof: str | None, *, clock: Clock = system_clock
+) -> bool:
+    """Whether ``proof`` is the CSRF proof of the browser holding ``secret``: its own, or, for a
+    short while after a device's proof renewed its secret, the one its pages carried before."""
+    if csrf_holds(secret, proof):
+        return True
+    if proof is None:
+        return False
+    before = db.execute(_PROOF_BEFORE, {"hash": token_hash(secret), "now": format_ts(clock())})
+    held = before.scalar()
+    return held is not None and hmac.compare_digest(held, proof.strip())

@@ -212,6 +212,9 @@ class ApiWebSession(SQLModel, table=True):
     device_key: str | None = _text()
     last_used_at: str | None = _text()
     device_nonce: str | None = _text()
+    previous_secret_hash: str | None = _text()
+    previous_csrf: str | None = _text()
+    previous_until: str | None = _text()
 
 
 class PermissionRequest(SQLModel, table=True):

@@ -543,11 +543,14 @@
 
   // While a proof of use renews the sign-in's secret, the stream opened with the old one ends:
   // it is opened again with the new one, and that end is no sign-out.
-  let renewing = false;
+  // A renewal is over within seconds: told of none, a page takes a stream's end as said.
+  const RENEWING_MS = 10000;
+  let renewingSince = 0;
   let stream = null;
-  document.addEventListener("roundtable:renewing", () => { renewing = true; });
+  const renewing = () => Date.now() - renewingSince < RENEWING_MS;
+  document.addEventListener("roundtable:renewing", () => { renewingSince = Date.now(); });
   document.addEventListener("roundtable:renewed", () => {
-    renewing = false;
+    renewingSince = 0;
     if (stream) {
       stream.close();
       live();
@@ -564,7 +567,7 @@
     source.addEventListener("error", () => setState("lost", "Live: reconnecting…"));
     source.addEventListener("signed-out", () => {
       source.close();
-      if (renewing) return;
+      if (renewing()) return;
       setState("off", "Live: off");
       signedOut();
     });

@@ -119,56 +119,76 @@
   if (signingIn && installed() && canKeep()) {
     $("#device-fields").hidden = false;
     $("#device-name").value = deviceName();
+    // Signing in waits for the key (a few milliseconds), or it would make a tab's sign-in.
+    const submit = signingIn.querySelector('button[type="submit"]');
+    submit.disabled = true;
     // Kept aside until the sign-in it is given with is made: a sign-in page left, or a wrong
     // token, leaves the device's key as it was.
     (async () => {
       const pair = await crypto.subtle.generateKey(ECDSA, false, ["sign", "verify"]);
       await deviceKeys("readwrite", (store) => store.put(pair, "pending"));
       $("#device-key").value = b64url(await crypto.subtle.exportKey("spki", pair.publicKey));
-    })().catch(() => {});  // no key: the sign-in is a tab's
+    })().catch(() => {}).finally(() => { submit.disabled = false; });  // no key: a tab's sign-in
   }
 
   // A new secret, and the proof the page's writes carry with it: this page's, and every other
-  // open page's of this browser (they are told on a channel).
+  // open page's of this browser (they are told on a channel). Told of the outcome whatever it
+  // is, so that no page waits on a renewal that is over.
   const renewals = window.BroadcastChannel ? new BroadcastChannel("roundtable-sign-in") : null;
   function renewed(proof) {
-    document.querySelector('meta[name="csrf-token"]').content = proof;
-    document.querySelectorAll('input[name="csrf"]').forEach((input) => { input.value = proof; });
+    if (typeof proof === "string") {
+      document.querySelector('meta[name="csrf-token"]').content = proof;
+      document.querySelectorAll('input[name="csrf"]').forEach((input) => { input.value = proof; });
+    }
     document.dispatchEvent(new Event("roundtable:renewed"));
   }
   renewals?.addEventListener("message", (event) => {
     if (event.data?.type === "renewing") document.dispatchEvent(new Event("roundtable:renewing"));
-    if (event.data?.type === "renewed" && typeof event.data.csrf === "string") renewed(event.data.csrf);
+    if (event.data?.type === "renewed") renewed(event.data.csrf);
   });
 
-  async function proveUse() {
+  const spkiOf = async (pair) => (pair && pair.publicKey
+    ? b64url(await crypto.subtle.exportKey("spki", pair.publicKey)) : null);
+
+  // The key the sign-in was given with is the device's (a key kept aside becomes it once its
+  // sign-in is made); at most hourly, a proof of its use keeps the sign-in 30 days more.
+  async function keepSignedIn() {
     const pending = await deviceKeys("readonly", (store) => store.get("pending"));
-    if (pending) {  // the sign-in it was given with is made: it is the device's key now
-      await deviceKeys("readwrite", (store) => { store.put(pending, "device"); store.delete("pending"); });
-      localStorage.setItem(PROVED, String(Date.now()));
-      return;
-    }
-    const pair = await deviceKeys("readonly", (store) => store.get("device"));
-    if (!pair || !pair.privateKey) return;
+    const due = Date.now() - Number(localStorage.getItem(PROVED) || 0) > PROVE_EVERY_MS;
+    if (!pending && !due) return;
     const asked = await post("/actions/device/challenge", {});
     if (!asked.ok || !asked.data.device) return;  // a tab's sign-in: nothing to prove
+    if (pending) {
+      const made = await spkiOf(pending) === asked.data.key;
+      await deviceKeys("readwrite", (store) => {
+        if (made) store.put(pending, "device");
+        store.delete("pending");  // its sign-in made, or not made at all
+      });
+      if (made) {
+        localStorage.setItem(PROVED, String(Date.now()));  // the sign-in was just made
+        return;
+      }
+    }
+    if (!due) return;
+    const pair = await deviceKeys("readonly", (store) => store.get("device"));
+    if (!pair || !pair.privateKey || await spkiOf(pair) !== asked.data.key) return;
     const words = new TextEncoder().encode(CHALLENGE_PREFIX + asked.data.challenge);
     const signature = await crypto.subtle.sign({name: "ECDSA", hash: "SHA-256"}, pair.privateKey, words);
     document.dispatchEvent(new Event("roundtable:renewing"));
     renewals?.postMessage({type: "renewing"});
-    const proven = await post("/actions/device/proof", {signature: b64url(signature)});
-    if (proven.ok && typeof proven.data.csrf === "string") {
-      localStorage.setItem(PROVED, String(Date.now()));
-      renewed(proven.data.csrf);
-      renewals?.postMessage({type: "renewed", csrf: proven.data.csrf});
-    } else {
-      document.dispatchEvent(new Event("roundtable:renewed"));
+    let proof = null;
+    try {
+      const proven = await post("/actions/device/proof", {signature: b64url(signature)});
+      if (proven.ok && typeof proven.data.csrf === "string") {
+        proof = proven.data.csrf;
+        localStorage.setItem(PROVED, String(Date.now()));
+      }
+    } finally {
+      renewed(proof);
+      renewals?.postMessage({type: "renewed", csrf: proof});
     }
   }
-  if (signedIn && csrf() && canKeep()
-      && Date.now() - Number(localStorage.getItem(PROVED) || 0) > PROVE_EVERY_MS) {
-    proveUse().catch(() => {});
-  }
+  if (signedIn && csrf() && canKeep()) keepSignedIn().catch(() => {});
 
   // -- the notifications page ----------------------------------------------------------------
 

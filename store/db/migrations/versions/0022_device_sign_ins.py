@@ -5,7 +5,10 @@ sign-in has a public id (``device_id``: what lists show and revoke), a name its 
 public key of a pair its app made and keeps (``device_key``: SPKI, base64url; the private half
 never leaves the device), when it was last proven used (``last_used_at``), and the challenge its
 next proof signs (``device_nonce``, a new one after each proof). A proof moves ``expires_at`` 30
-days on; a cookie taken to another device cannot make one.
+days on, and renews the browser's secret: the one it replaced is still taken for a short while
+(``previous_secret_hash``, with the CSRF proof its pages carry, ``previous_csrf``, until
+``previous_until``), so that what was under way as the proof was made is not refused. A cookie
+taken to another device cannot make a proof, and stops working after the device's next one.
 
 Revision ID: 0022_device_sign_ins
 """
@@ -18,7 +21,16 @@ down_revision = "0021_push_told"
 branch_labels = None
 depends_on = None
 
-COLUMNS = ("device_id", "device_name", "device_key", "last_used_at", "device_nonce")
+COLUMNS = (
+    "device_id",
+    "device_name",
+    "device_key",
+    "last_used_at",
+    "device_nonce",
+    "previous_secret_hash",
+    "previous_csrf",
+    "previous_until",
+)
 
 
 def upgrade() -> None:
@@ -30,6 +42,10 @@ def upgrade() -> None:
     op.execute(
         "CREATE UNIQUE INDEX IF NOT EXISTS ix_api_web_sessions_device ON api_web_sessions"
         " (device_id) WHERE device_id IS NOT NULL"
+    )
+    op.execute(
+        "CREATE INDEX IF NOT EXISTS ix_api_web_sessions_previous ON api_web_sessions"
+        " (previous_secret_hash) WHERE previous_secret_hash IS NOT NULL"
     )
 
 
