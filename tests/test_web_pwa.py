@@ -364,16 +364,22 @@ window.matchMedia = (query) => query.includes("display-mode: standalone")
   : asked(query);
 """
 # The device's key as the page keeps it: its public half (SPKI, base64url) and whether its private
-# half can be taken out of the browser.
+# half can be taken out of the browser. The first page after signing in makes the key kept aside
+# the device's (a round trip to the server): it is waited for.
 KEPT_KEY = """async () => {
-  const pair = await new Promise((done, failed) => {
+  const kept = () => new Promise((done, failed) => {
     const opening = indexedDB.open("roundtable-device", 1);
     opening.onerror = () => failed(opening.error);
     opening.onsuccess = () => {
       const asking = opening.result.transaction("keys").objectStore("keys").get("device");
-      asking.onsuccess = () => done(asking.result);
+      asking.onsuccess = () => { opening.result.close(); done(asking.result); };
     };
   });
+  let pair = await kept();
+  for (let i = 0; !pair && i < 100; i++) {
+    await new Promise((go) => setTimeout(go, 100));
+    pair = await kept();
+  }
   const spki = new Uint8Array(await crypto.subtle.exportKey("spki", pair.publicKey));
   const text = btoa(String.fromCharCode(...spki));
   return [text.replace(/\\+/g, "-").replace(/\\//g, "_").replace(/=+$/, ""),
