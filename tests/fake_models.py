@@ -261,7 +261,7 @@ def fake_model_api() -> Iterator[_Server]:
     server = _Server(("127.0.0.1", 0), _Handler)
     server.requests = []
     thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
     )
     thread.start()
     try:

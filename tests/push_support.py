@@ -80,7 +80,10 @@ class Receiver:
         self.server.owner = self
         self.port = self.server.server_address[1]
         self.origin = f"http://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # Polled often: closing waits for the next poll, and every push test closes two.
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self.thread.start()
 
     def answer_for(self, path: str) -> int:

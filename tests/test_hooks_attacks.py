@@ -157,7 +157,9 @@ class _Redirector(BaseHTTPRequestHandler):
 
 def test_the_token_goes_to_the_server_named_and_no_redirect(spool: Path) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Redirector)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     try:
         options = ("--server", f"http://127.0.0.1:{server.server_address[1]}",
