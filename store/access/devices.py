@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from sqlalchemy import Connection, text
 
 from roundtable_console.store.access.browser_secrets import csrf_proof, new_secret
-from roundtable_console.store.access.tokens import token_hash
+from roundtable_console.store.access.tokens import TOKEN_HOLDS, token_hash
 from roundtable_console.store.clock import Clock, format_ts, parse_ts, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import DeviceNotFound, InvalidDevice
@@ -47,7 +47,7 @@ _LISTED = (
     " w.expires_at, w.secret_hash FROM api_web_sessions w"
     " JOIN api_tokens t ON t.token_hash = w.token_hash"
     " WHERE w.device_id IS NOT NULL AND w.expires_at > :now"
-    " AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > :now)"
+    " AND " + TOKEN_HOLDS
 )
 _HELD = text(
     "SELECT w.device_key, w.device_nonce, t.expires_at AS token_ends FROM api_web_sessions w"

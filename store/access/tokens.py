@@ -36,6 +36,8 @@ _TOKENS = ApiToken.__table__  # type: ignore[attr-defined]
 # host: connects the one host of its own name (roundtable host run) and does nothing else.
 ROLES = ("viewer", "operator", "agent", "host")
 TOKEN_PREFIX = "rt_"
+# In SQL: the token aliased ``t`` holds at ``:now`` (neither revoked nor expired).
+TOKEN_HOLDS = "t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > :now)"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 _WORKSPACE = re.compile(r"^[^\x00-\x1f\x7f]{1,200}$")
 

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import Connection, text
 
-from roundtable_console.store.access.tokens import token_hash
+from roundtable_console.store.access.tokens import TOKEN_HOLDS, token_hash
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import InvalidToken
@@ -56,7 +56,7 @@ PUSH_SERVICE_HOSTS = (
 LIVE_SIGN_IN = (
     "SELECT 1 FROM api_web_sessions w JOIN api_tokens t ON t.token_hash = w.token_hash"
     " WHERE w.secret_hash = {subscription}.secret_hash AND w.expires_at > :now"
-    " AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > :now)"
+    " AND " + TOKEN_HOLDS
 )
 _SIGNED_IN = text(
     "SELECT token_hash FROM api_web_sessions WHERE secret_hash = :secret_hash AND expires_at > :now"

@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 from sqlalchemy import Connection, TextClause, text
 
-from roundtable_console.store.access.tokens import token_hash
+from roundtable_console.store.access.tokens import TOKEN_HOLDS, token_hash
 from roundtable_console.store.access.walls import Wall
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
@@ -61,8 +61,7 @@ _EVERY_RECIPIENT = (
     " FROM push_subscriptions s"
     " JOIN api_web_sessions w ON w.secret_hash = s.secret_hash AND w.expires_at > :now"
     " JOIN api_tokens t ON t.token_hash = s.token_hash AND t.token_hash = w.token_hash"
-    " WHERE t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > :now)"
-    " AND s.kinds LIKE :kind"
+    " WHERE " + TOKEN_HOLDS + " AND s.kinds LIKE :kind"
 )
 _RECIPIENTS = {
     False: text(
