@@ -17,16 +17,19 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import select
 
 from roundtable_console.client.calls import ServerCalls
 from roundtable_console.client.console_source import ServerConsole
 from roundtable_console.store import service
 from roundtable_console.store.db.database import Store
+from roundtable_console.store.db.session_rows import SESSIONS
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.reads.audit import audit_page
 from roundtable_console.store.reads.listing import FilterSelection, Selection, SessionFilter
 from roundtable_console.store.resume.launch import read_launch
 from roundtable_console.store.writes import agent_writes
+from roundtable_console.store.writes.bulk import REPLAYED
 from roundtable_console.tui.app import build_app, run_console_through_server
 from roundtable_console.tui.cli import cli
 from roundtable_console.tui.cli.invocation import CliState
@@ -271,25 +274,36 @@ def test_a_run_on_many_sessions_tells_its_progress_and_stops_when_told(team: Tea
     every = Selection(by_filter=(FilterSelection(SessionFilter(run_id="run-many")),))
     told: list[tuple[int, int]] = []
     settled: list[str] = []
+    replayed: list[str] = []
 
-    def run(cancel_after: int | None) -> Any:
+    def take(items: Any) -> None:
+        settled.extend(item.session_id for item in items)
+        replayed.extend(item.session_id for item in items if item.code == REPLAYED)
+
+    def run(cancel_when_told: bool) -> Any:
         return source.run_bulk_action(
             "pause", every, run_key="many-1", impact_details=None,
             progress=lambda done, total: told.append((done, total)),
-            cancelled=lambda: cancel_after is not None and len(settled) >= cancel_after,
-            on_items=lambda items: settled.extend(item.session_id for item in items),
+            cancelled=lambda: cancel_when_told and bool(told),
+            on_items=take,
         )  # fmt: skip
 
-    stopped = run(cancel_after=1)
-    assert stopped.cancelled and told[0] == (0, 450) and 200 <= len(settled) < 450
-    time.sleep(0.5)  # the server's run sees the stream closed at its next session
+    # The run's sessions held by another writer (SQLite's lock; PostgreSQL's rows), so that the
+    # server cannot finish before it sees the console go: then it stops at its next session.
+    with team.store.write() as db:
+        db.execute(select(SESSIONS.c.id).where(SESSIONS.c.run_id == "run-many").with_for_update())
+        stopped = run(cancel_when_told=True)
+        assert stopped.cancelled and told[0] == (0, 450) and settled == []
+        time.sleep(0.5)  # for the server to see the stream closed while it waits
+    time.sleep(1)  # for the server's transaction under way to commit
     paused = sum(1 for number in range(450) if service.read_session(
         store=team.store, session_id=f"many-{number:03d}").status == "paused")  # fmt: skip
-    assert len(settled) <= paused < 450
+    assert paused <= 200  # one transaction at most (SQLite's one session, PostgreSQL's batch)
     told.clear()
-    done = run(cancel_after=None)
+    done = run(cancel_when_told=False)
     assert not done.cancelled and done.total == 450 and told[-1] == (450, 450)
-    assert done.tally.counts["done"] == 450  # the first run's sessions replayed, the rest done
+    assert len(told) >= 4 and sorted(settled) == [f"many-{n:03d}" for n in range(450)]
+    assert done.tally.counts["done"] == 450 and len(replayed) == paused  # the first run's replayed
     assert all(service.read_session(store=team.store, session_id=f"many-{n:03d}").status
                == "paused" for n in range(450))  # fmt: skip
     link.close()
