@@ -21,6 +21,7 @@ from roundtable_console.agents.events import (
     one_line,
     permission_ask,
     text_field,
+    tool_run,
 )
 from roundtable_console.agents.spec import AgentSpec, HookEvent
 
@@ -30,6 +31,9 @@ from roundtable_console.agents.spec import AgentSpec, HookEvent
 # seconds later, would put its vaguer ones ("Claude needs your permission") in their place.
 _WAITING_NOTIFICATIONS = frozenset({"elicitation_dialog"})
 _QUESTION_TOOLS = frozenset({"AskUserQuestion"})
+# The events that tell how a tool call ended. PermissionDenied: auto mode's classifier refused it
+# (a human's denial is written with the decision, ``store.requests``).
+_TOOL_OUTCOMES = {"PostToolUse": "ok", "PostToolUseFailure": "error", "PermissionDenied": "denied"}
 
 
 def read_event(payload: Mapping[str, Any]) -> AgentEvent:
@@ -61,11 +65,13 @@ def read_event(payload: Mapping[str, Any]) -> AgentEvent:
         return event(IGNORE)
     if name == "Stop":
         return event(TURN, _last_words(payload))
+    if name in _TOOL_OUTCOMES:
+        outcome = _TOOL_OUTCOMES[name]
+        tool = tool_run(payload, outcome)
+        return AgentEvent(WORK, name, external_id, cwd, model, None, transcript, tool=tool)
     if name in {
         "UserPromptSubmit",
         "PreToolUse",
-        "PostToolUse",
-        "PostToolUseFailure",
         "SubagentStart",
         "SubagentStop",
         "PreCompact",
@@ -112,6 +118,8 @@ SPEC = AgentSpec(
         HookEvent("PreToolUse", matcher="*"),
         HookEvent("PermissionRequest", matcher="*", asks=True),
         HookEvent("PostToolUse", matcher="*"),
+        HookEvent("PostToolUseFailure", matcher="*"),
+        HookEvent("PermissionDenied", matcher="*"),
         HookEvent("Notification"),
         HookEvent("Stop", listens=True),
         HookEvent("SubagentStop"),

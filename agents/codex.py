@@ -22,6 +22,7 @@ from roundtable_console.agents.events import (
     one_line,
     permission_ask,
     text_field,
+    tool_run,
 )
 from roundtable_console.agents.spec import AgentSpec, HookEvent
 
@@ -46,10 +47,12 @@ def read_event(payload: Mapping[str, Any]) -> AgentEvent:
     if name == "Stop":
         message = text_field(payload, "last_assistant_message")
         return event(TURN, one_line(message, 200) if message else None)
+    if name == "PostToolUse":  # its response is the output as text: no outcome but ran
+        tool = tool_run(payload, "ok")
+        return AgentEvent(WORK, name, external_id, cwd, model, None, transcript, tool=tool)
     if name in {
         "UserPromptSubmit",
         "PreToolUse",
-        "PostToolUse",
         "PreCompact",
         "PostCompact",
         "SubagentStart",

@@ -11,6 +11,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from roundtable_console.store.writes.tool_calls import tool_subject
+
 # What an event does to the session (``docs/agents.md#connect-your-agents``).
 START = "start"  # register (again, on resume, clear or compact: started_at is kept)
 WORK = "work"  # a heartbeat: working
@@ -38,10 +40,6 @@ def is_external_id(value: object) -> bool:
     )
 
 
-SHELL_TOOLS = frozenset({"Bash", "run_shell_command", "exec_command", "shell", "local_shell"})
-FILE_FIELDS = ("file_path", "path", "notebook_path", "absolute_path", "dir_path")
-
-
 class Ask:
     """What an agent asks a human to allow: the tool, its input, its own suggestions (Claude
     Code's ``permission_suggestions``)."""
@@ -54,12 +52,49 @@ class Ask:
         self.suggestions = suggestions
 
 
+class ToolRun:
+    """A tool the agent ran, as its hook saw it: the tool's name, what it was about (one line,
+    ``tool_subject``), its outcome (ok, error, denied) and how long it took, where the agent
+    says (``store.writes.tool_calls`` checks it and hides credentials)."""
+
+    __slots__ = ("tool", "summary", "outcome", "duration_ms")
+
+    def __init__(self, tool: str, summary: str, outcome: str, duration_ms: float | None) -> None:
+        self.tool = tool
+        self.summary = summary
+        self.outcome = outcome
+        self.duration_ms = duration_ms
+
+    def to_json(self) -> dict[str, Any]:
+        found: dict[str, Any] = {"tool": self.tool, "summary": self.summary}
+        found["outcome"] = self.outcome
+        if self.duration_ms is not None:
+            found["duration_ms"] = self.duration_ms
+        return found
+
+
+def tool_run(payload: Mapping[str, Any], outcome: str) -> ToolRun:
+    """The tool call a tool event's payload tells of (``tool_name``, ``tool_input``,
+    ``duration_ms``: Claude Code's, Codex's and Gemini's shape)."""
+    tool_name = payload.get("tool_name")
+    name = one_line(tool_name, 100) if isinstance(tool_name, str) and tool_name else "a tool"
+    duration = payload.get("duration_ms")
+    if isinstance(duration, bool) or not isinstance(duration, int | float):
+        duration = None
+    elif not 0 <= duration <= 86_400_000:
+        duration = None
+    summary = one_line(tool_subject(name, payload.get("tool_input")), 200)
+    return ToolRun(name, summary, outcome, duration)
+
+
 class AgentEvent:
     """One hook event, read: ``kind`` (above), the agent's own session id, and what it says
-    (``ask``: a permission request a human may answer). A plain class: a NamedTuple would be
-    built (exec'd) at every hook's start."""
+    (``ask``: a permission request a human may answer; ``tool``: a tool it ran). A plain class:
+    a NamedTuple would be built (exec'd) at every hook's start."""
 
-    __slots__ = ("kind", "name", "external_id", "cwd", "model", "reason", "transcript", "ask")
+    __slots__ = (
+        "kind", "name", "external_id", "cwd", "model", "reason", "transcript", "ask", "tool",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -71,8 +106,10 @@ class AgentEvent:
         reason: str | None = None,
         transcript: str | None = None,
         ask: Ask | None = None,
+        tool: ToolRun | None = None,
     ) -> None:
         self.ask = ask
+        self.tool = tool
         self.kind = kind
         self.name = name
         self.external_id = external_id
@@ -96,25 +133,6 @@ def one_line(value: Any, limit: int = REASON_LENGTH) -> str:
 def text_field(payload: Mapping[str, Any], name: str) -> str | None:
     value = payload.get(name)
     return value if isinstance(value, str) and value.strip() else None
-
-
-def tool_subject(tool_name: str, tool_input: Any) -> str:
-    """What a tool call is about, in words: a shell tool's command, a file tool's file, else its
-    input."""
-    if isinstance(tool_input, Mapping):
-        if tool_name in SHELL_TOOLS or "command" in tool_input or "cmd" in tool_input:
-            command = tool_input.get("command", tool_input.get("cmd"))
-            if isinstance(command, list):
-                command = " ".join(str(word) for word in command)
-            if isinstance(command, str) and command.strip():
-                return command
-        for field in FILE_FIELDS:
-            value = tool_input.get(field)
-            if isinstance(value, str) and value.strip():
-                return value
-        if not tool_input:
-            return ""
-    return one_line(tool_input)
 
 
 def asks_to_run(tool_name: Any, tool_input: Any) -> str:

@@ -21,6 +21,7 @@ from roundtable_console.agents.events import (
     base_fields,
     one_line,
     text_field,
+    tool_run,
 )
 from roundtable_console.agents.spec import AgentSpec, HookEvent
 
@@ -49,7 +50,12 @@ def read_event(payload: Mapping[str, Any]) -> AgentEvent:
     if name == "AfterAgent":
         response = text_field(payload, "prompt_response")
         return event(TURN, one_line(response, 200) if response else None)
-    if name in {"BeforeAgent", "BeforeTool", "AfterTool", "PreCompress"}:
+    if name == "AfterTool":  # a failed tool's response carries its error
+        response = payload.get("tool_response")
+        failed = isinstance(response, Mapping) and bool(response.get("error"))
+        tool = tool_run(payload, "error" if failed else "ok")
+        return AgentEvent(WORK, name, external_id, cwd, None, None, transcript, tool=tool)
+    if name in {"BeforeAgent", "BeforeTool", "PreCompress"}:
         return event(WORK)
     return event(IGNORE)
 

@@ -97,6 +97,7 @@ def operation_for(
         "status": status,
         "waiting": event.reason if event.kind == events.WAIT else None,
         "turn": (event.reason or TURN_DONE) if event.kind == events.TURN else None,
+        "tool_calls": [event.tool.to_json()] if event.tool is not None else [],
         # A session first seen mid-way (hooks installed while it ran) is registered from these.
         "start": start_fields(spec, event, where),
     }
@@ -145,6 +146,5 @@ def start_fields(spec: AgentSpec, event: events.AgentEvent, where: Where) -> dic
 def machine_name() -> str | None:
     """The machine a session runs on: ``ROUNDTABLE_HOST`` (a machine's name in the team, which
     its host is given too), else its own name."""
-    import socket
-
-    return (os.environ.get(ENV_HOST, "").strip() or socket.gethostname() or "")[:255] or None
+    # os.uname's node name is socket.gethostname's, without importing socket at every hook.
+    return (os.environ.get(ENV_HOST, "").strip() or os.uname().nodename or "")[:255] or None

@@ -130,10 +130,10 @@ class LocalReporter:
             "status": fields["status"],
             "waiting": fields["waiting"],
             "turn_done": fields.get("turn"),
+            "tool_calls": fields.get("tool_calls") or None,
         }
         try:
-            quiet = {"quiet_seconds": QUIET_SECONDS}
-            self._write("heartbeat", clock, op.key, quick_only=quiet, **beat)
+            self._write("heartbeat", clock, op.key, quiet_seconds=QUIET_SECONDS, **beat)
         except SessionNotFound:
             self._write(
                 "register", clock, op.key + ":start", session_id=op.session_id, **fields["start"]
@@ -229,10 +229,15 @@ class ServerReporter:
                     self._refuse(status)
             self._register(op.session_id, fields, op.key)
             return op.session_id
-        body = {"waiting": fields["waiting"], "turn_done": fields.get("turn")}
+        body: dict[str, Any] = {"waiting": fields["waiting"], "turn_done": fields.get("turn")}
         said = [op.session_id, fields["status"], fields["waiting"], fields.get("turn")]
         if self._quiet(said, op.at):
-            return op.session_id
+            if not fields.get("tool_calls"):
+                return op.session_id
+            # The tools it ran are written, with a beat the server keeps quiet as well.
+            body["quiet_seconds"] = QUIET_SECONDS
+        if fields.get("tool_calls"):
+            body["tool_calls"] = fields["tool_calls"]
         beat = f"/heartbeat?status={quote(fields['status'])}"
         status, _ = self.call("POST", op.session_id, beat, body, op.key)
         if status == 404:

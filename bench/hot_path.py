@@ -97,8 +97,9 @@ def bench_hotpath(url: str, label: str, driver: str, repeats: int, directory: Pa
 def bench_hooks(url: str, repeats: int, directory: Path) -> list[Figure]:
     """An agent's hook event (``roundtable hooks run``, a process per event, payload on stdin)
     against ``python -c "import json, sqlite3"``, paired, within 1.5x (issue 29): a session's
-    start, a tool event (a quiet beat: nothing written within 5 s of the last), a permission
-    prompt (a wait, written) and the end."""
+    start, a tool event (a quiet beat: nothing written within 5 s of the last), a tool call's
+    end (its tool call written, the beat quiet), a permission prompt (a wait, written) and the
+    end."""
     import json
     import subprocess
 
@@ -114,6 +115,8 @@ def bench_hooks(url: str, repeats: int, directory: Path) -> list[Figure]:
     events = {
         "SessionStart": {"source": "startup"},
         "PreToolUse": {"tool_name": "Bash", "tool_input": {"command": "ls"}},
+        # A tool call written (issue 46), with the beat it comes in kept quiet.
+        "PostToolUse": {"tool_name": "Bash", "tool_input": {"command": "ls"}, "duration_ms": 4},
         "PermissionRequest": {"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}},
         "SessionEnd": {"reason": "other"},
     }

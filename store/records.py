@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -236,8 +235,9 @@ class ClaimCount(NamedTuple):
 CHANGE_FIELDS = ("at", "session_id", "change", "status", "previous_status", "actor", "reason")
 
 
-@dataclass(frozen=True)
-class Change:
+# A NamedTuple, not a dataclass: every hook imports this module, and importing dataclasses
+# costs a hook about 10 ms at its start.
+class Change(NamedTuple):
     """One change of one session. ``actor``: the operator of a lifecycle action; for what an
     agent writes itself (register, heartbeat, end), the session's agent. ``reason``: why it
     waits, the impact details of a termination, or how long a stale session went unseen;

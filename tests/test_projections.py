@@ -238,6 +238,10 @@ def test_tool_calls_select_decode_and_fall_back(store: Store, clock: FakeClock) 
         run_event(db, "tool.num", '{"tool": 5, "action": ["x"], "status": null}')
         run_event(db, "tool.leak", '{"tool":"curl token=abc","action":"Bearer xyz"}')
         run_event(db, "tool.exec", '{"tool":"bash"}', run="RUN-OTHER")
+        # Ours: a hook's tool call names its session; another session of the run is not this one.
+        run_event(db, "tool.call", '{"duration_ms":12.7,"session_id":"S-1","tool":"Bash"}')
+        run_event(db, "tool.call", '{"session_id":"S-10","tool":"Edit"}')
+        run_event(db, "tool.call", '{"duration_ms":-1,"session_id":"S-1","tool":"Read"}')
     with store.read() as db:
         page = projections.tool_calls(db=db, session_id="S-1")
     items = page.items
@@ -248,8 +252,12 @@ def test_tool_calls_select_decode_and_fall_back(store: Store, clock: FakeClock) 
         ("tool.broken", "broken"),
         ("tool.num", "num"),
         ("tool.leak", f"curl token={REDACTED}"),
+        ("tool.call", "Bash"),
+        ("tool.call", "Read"),
     ]
-    assert set(items[0]) == {"id", "type", "tool", "action", "status", "actor", "created_at"}
+    assert [item["duration_ms"] for item in items[-3:]] == [None, 12, None]
+    fields = {"id", "type", "tool", "action", "status", "duration_ms", "actor", "created_at"}
+    assert set(items[0]) == fields
     assert (items[0]["action"], items[0]["status"], items[0]["actor"]) == ("run", "ok", "agent-1")
     assert items[1]["actor"] == "agent-2"
     assert (items[1]["action"], items[1]["status"]) == (None, None)

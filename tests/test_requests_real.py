@@ -204,6 +204,9 @@ def test_an_allow_from_the_command_line_runs_the_command(
     assert decided == [{"request_id": request.id, "tool_name": "Bash", "decision": "allow",
                         "waiting_after": None}]  # the decision says the session waits no more
     assert session(_url(place), sid).status == "ended"
+    # The command it ran is the session's tool call (issue 46), with the time Claude Code gave.
+    [(tool, action, outcome, took)] = _tool_calls(place, sid)
+    assert (tool, action, outcome) == ("Bash", SHELL_COMMAND, "ok") and isinstance(took, int)
     # Decided once: a second decision is refused in words, and changes nothing.
     again = _requests_cli(place, "deny", request.id, "--operator", "bob")
     assert again.returncode != 0 and "allowed by alice" in again.stderr, again.stderr
@@ -230,6 +233,19 @@ def test_a_deny_with_a_message_is_what_the_model_reads(
     denied = _settled(place, request.id)
     assert (denied.state, denied.decided_by, denied.message) == ("denied", "alice", message)
     assert denied.delivered_at is not None and 0 <= _told_after(denied) < 10
+    assert _tool_calls(place, request.session_id) == [("Bash", SHELL_COMMAND, "denied", None)]
+
+
+def _tool_calls(place: dict[str, Path], session_id: str) -> list[tuple[Any, ...]]:
+    from roundtable_console.store.reads.projections import tool_calls
+
+    store = open_store(_url(place))
+    try:
+        with store.read() as db:
+            items = tool_calls(db=db, session_id=session_id).items
+    finally:
+        store.dispose()
+    return [(i["tool"], i["action"], i["status"], i["duration_ms"]) for i in items]
 
 
 def test_no_answer_expires_and_claude_p_denies_by_itself(

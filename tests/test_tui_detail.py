@@ -140,7 +140,7 @@ async def test_projection_tabs_show_history_claims_proposals_metrics_environment
         assert table_rows(app, "logs")[0][2] == "registered"
         assert '"adapter":"codex"' in table_rows(app, "logs")[0][3]
         await press(pilot, "3")
-        assert table_rows(app, "tool-calls")[0][2:6] == ["shell", "run", "ok", "ada"]
+        assert table_rows(app, "tool-calls")[0][2:7] == ["shell", "run", "ok", "—", "ada"]
         await press(pilot, "4")
         assert table_rows(app, "claims")[0][:3] == ["src/app.py", "task-1", "write"]
         await press(pilot, "5")

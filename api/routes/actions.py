@@ -89,6 +89,8 @@ def _beat(
         turn_done=body.get("turn_done"),  # type: ignore[arg-type]
         actor=caller.name if caller.role == "operator" else None,
         clock=ctx.clock,
+        quiet_seconds=body.get("quiet_seconds"),  # type: ignore[arg-type]
+        tool_calls=body.get("tool_calls"),  # type: ignore[arg-type]
     )
     if session is not None:
         return session

@@ -30,10 +30,14 @@ REGISTER_FIELDS = (
     "metadata",
     "host",
 )
-HEARTBEAT_FIELDS = ("external_session_id", "waiting", "turn_done")
+HEARTBEAT_FIELDS = ("external_session_id", "waiting", "turn_done", "tool_calls", "quiet_seconds")
 END_FIELDS = ("status",)
 TERMINATE_FIELDS = ("impact_details",)
 OBJECT_FIELDS = frozenset({"metadata"})
+# Ours, a hook's beat: the tools its agent ran (a list, checked by the store) and how long a
+# beat that changes nothing writes no heartbeat row (seconds, at most a minute).
+LIST_FIELDS = frozenset({"tool_calls"})
+NUMBER_FIELDS = {"quiet_seconds": 60.0}
 # Names and states: printable text (every other text field: anything but NUL).
 PRINTABLE_FIELDS = frozenset(
     {"agent_id", "run_id", "adapter", "status", "waiting", "turn_done", "host"}
@@ -47,6 +51,19 @@ def read_object(
     ``OBJECT_FIELDS`` says so) or null; an empty body is ``{}`` when the body is ``optional``."""
     decoded = decoded_object(raw, fields=fields, code=code, optional=optional)
     for name, value in decoded.items():
+        if name in LIST_FIELDS:
+            if value is not None and not isinstance(value, list):
+                raise Problem(code, f"The field {name!r} must be a list, or null.")
+            continue
+        if name in NUMBER_FIELDS:
+            if value is not None and not (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and 0 <= value <= NUMBER_FIELDS[name]
+            ):
+                limit = NUMBER_FIELDS[name]
+                raise Problem(code, f"The field {name!r} is a number from 0 to {limit:g}, or null.")
+            continue
         allowed: tuple[type, ...] = (str, dict) if name in OBJECT_FIELDS else (str,)
         if value is not None and not isinstance(value, allowed):
             kind = "a string or an object" if name in OBJECT_FIELDS else "a string"

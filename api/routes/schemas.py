@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from roundtable_console.store.reads.audit import ACTIONS, EVENT_ACTIONS
+from roundtable_console.store.writes.tool_calls import MAX_CALLS, MAX_DURATION_MS, OUTCOMES
 
 
 class Waiting(BaseModel):
@@ -72,6 +73,7 @@ class ToolCallItem(BaseModel):
     tool: str
     action: str | None = None
     status: str | None = None
+    duration_ms: int | None = None
     actor: str | None = None
     created_at: str
 
@@ -277,7 +279,26 @@ PRINTABLE_LENGTHS = {
 }
 
 
+# Ours, a hook's beat: the tools its agent ran (store.writes.tool_calls says what each holds).
+TOOL_CALL = {
+    "type": "object",
+    "properties": {
+        "tool": {"type": "string", "minLength": 1, "pattern": "\\S"},
+        "summary": {"type": "string"},
+        "outcome": {"enum": list(OUTCOMES)},
+        "duration_ms": {"type": ["number", "null"], "minimum": 0, "maximum": MAX_DURATION_MS},
+    },
+    "required": ["tool", "outcome"],
+}
+SPECIAL_FIELDS: dict[str, dict[str, Any]] = {
+    "tool_calls": {"type": ["array", "null"], "items": TOOL_CALL, "maxItems": MAX_CALLS},
+    "quiet_seconds": {"type": ["number", "null"], "minimum": 0, "maximum": 60},
+}
+
+
 def _field(name: str, *, required: bool, objects: tuple[str, ...]) -> dict[str, Any]:
+    if name in SPECIAL_FIELDS:
+        return SPECIAL_FIELDS[name]
     if name in objects:
         return {"type": "object"} if required else {"type": ["object", "null"]}
     if name in PRINTABLE_LENGTHS:

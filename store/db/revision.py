@@ -9,6 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-HEAD_REVISION = "0022_device_sign_ins"
+HEAD_REVISION = "0023_tool_call_events"
 # Each migration file is named after its revision id (tests/test_database.py checks this).
 KNOWN_REVISIONS = frozenset(path.stem for path in (MIGRATIONS_DIR / "versions").glob("0*.py"))

@@ -131,21 +131,39 @@ def _tool_call(row: Any) -> dict[str, Any]:
         "tool": _payload_string(payload, "tool") or redact_output_text(fallback),
         "action": _payload_string(payload, "action"),
         "status": _payload_string(payload, "status"),
+        "duration_ms": _payload_duration(payload),
         "actor": row.actor_id,
         "created_at": row.created_at,
     }
 
 
+def _payload_duration(payload: dict[str, Any]) -> int | None:
+    value = payload.get("duration_ms")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return int(value) if value >= 0 else None
+
+
+# How a hook's tool call names its session (store.writes.tool_calls: compact JSON, keys sorted).
+_NAMES_A_SESSION = '"session_id":'
+
+
 def _is_tool_call(session: AgentSession, within: str | None) -> ColumnElement[bool]:
     """Events of the session's run that look like tool calls (ref heuristic): a type starting
-    with exactly ``tool.``, or a payload mentioning "tool" in any case; ``within``: only while
-    the run belongs to that workspace."""
+    with exactly ``tool.``, or a payload mentioning "tool" in any case; (ours) not those whose
+    payload names another session (the hooks' tool calls name theirs, and sessions of one
+    project share its run); ``within``: only while the run belongs to that workspace."""
     # substr, not LIKE: SQLite's LIKE ignores case, and the reference's prefix is exact.
+    payload = _EVENTS.c.payload_json
     found = and_(
         _EVENTS.c.run_id == session.run_id,
         or_(
             func.substr(_EVENTS.c.type, 1, 5) == "tool.",
-            func.lower(_EVENTS.c.payload_json).contains("tool", autoescape=True),
+            func.lower(payload).contains("tool", autoescape=True),
+        ),
+        or_(
+            ~payload.contains(_NAMES_A_SESSION, autoescape=True),
+            payload.contains(_NAMES_A_SESSION + json.dumps(session.id), autoescape=True),
         ),
     )
     return found if within is None else and_(found, in_workspace(within))

@@ -3,8 +3,9 @@ if it offered any) or deny (with a message the model reads). The first decision 
 from another operator or screen, is told who decided and how.
 
 One durable transaction: the access check (``before``), the request's compare-and-set from
-pending, the session's wait answered, the history row with its actor (the audit trail), and the
-caller's idempotency record (``within``).
+pending, the session's wait answered, the history row with its actor (the audit trail), a denied
+tool call among the session's tool calls (``store.writes.tool_calls``), and the caller's
+idempotency record (``within``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ from roundtable_console.store.safety.credentials import redact_output_text
 from roundtable_console.store.safety.redaction import redact_text
 from roundtable_console.store.validation import has_control_characters
 from roundtable_console.store.writes.history import append_session_event
+from roundtable_console.store.writes.tool_calls import (
+    INSERT_TOOL_CALL,
+    tool_call_rows,
+    tool_subject,
+)
 
 _DECIDE = text(
     "UPDATE permission_requests SET state = :state, decided_by = :actor, decided_at = :now,"
@@ -111,7 +117,7 @@ def decide_request(
         if before is not None:
             before(db)
         now = format_ts(clock())
-        record, _session = reach(db, request_id, wall, session_id)
+        record, session = reach(db, request_id, wall, session_id)
         why_not = record.why_not(decision)
         if why_not is not None:
             raise NotDeliverable(why_not)
@@ -155,6 +161,12 @@ def decide_request(
         if suggestion is not None:
             payload["suggestion"] = suggestion
         payload[WAITING_AFTER] = answered(db, record, now)
+        if decision == DENY:  # a tool call the agent does not make: one of its tool calls
+            denied = {"tool": record.tool_name, "outcome": "denied",
+                      "summary": tool_subject(record.tool_name, record.tool_input)}  # fmt: skip
+            rows = tool_call_rows([denied], session_id=session.id, run_id=session.run_id,
+                                  agent_id=session.agent_id, now=now)  # fmt: skip
+            db.execute(text(INSERT_TOOL_CALL), rows)
         append_session_event(
             db,
             session_id=record.session_id,

@@ -8,7 +8,7 @@ Each write is one statement on the row plus its history row, in the caller's tra
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -28,7 +28,13 @@ from roundtable_console.store.reads.sqlfuncs import effective_workspace
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.store.rules import ACTIVE_STATES
 from roundtable_console.store.writes.history import Prepared, append_session_event
+from roundtable_console.store.writes.tool_calls import (
+    INSERT_TOOL_CALL,
+    checked_tool_calls,
+    tool_call_rows,
+)
 from roundtable_console.store.writes.write_values import (
+    beat_is_quiet,
     end_values,
     heartbeat_values,
     register_values,
@@ -142,6 +148,19 @@ _BEAT_OF_AGENT = _prebuilt_update(
     _LIVE, _OF_WORKSPACE, _C.agent_id == bindparam("agent_id"), **_BEAT_VALUES
 )
 
+
+def _prebuilt_read(*conditions: ColumnElement[bool]) -> Prepared:
+    """The session a prebuilt update of the same ``conditions`` would change, as it is."""
+    return Prepared(select(*SESSIONS.c).where(_C.id == bindparam("session_id"), *conditions))
+
+
+# What a quiet beat reads instead of writing, for each beat's update.
+_QUIET_READS = {
+    _HEARTBEAT: _prebuilt_read(),
+    _BEAT_IN_WORKSPACE: _prebuilt_read(_LIVE, _OF_WORKSPACE),
+    _BEAT_OF_AGENT: _prebuilt_read(_LIVE, _OF_WORKSPACE, _C.agent_id == bindparam("agent_id")),
+}
+
 _END = _prebuilt_update(
     status=bindparam("status"),
     ended_at=bindparam("now"),
@@ -160,11 +179,13 @@ def heartbeat(
     waiting: str | None = None,
     turn_done: str | None = None,
     clock: Clock = system_clock,
+    quiet_seconds: float | None = None,
+    tool_calls: Sequence[Any] | None = None,
 ) -> AgentSession:
     """An agent's heartbeat (ref): non-empty values replace, ``last_seen_at`` always moves,
     ``ended_at`` is never cleared. ``waiting`` (ours): the session waits for a human, for that
     reason; a heartbeat without it ends the wait. ``turn_done`` (ours): its turn is done, in its
-    words."""
+    words. ``quiet_seconds`` and ``tool_calls`` (ours, a hook's): see ``beat_in_workspace``."""
     values = heartbeat_values(
         session_id=session_id,
         status=status,
@@ -172,7 +193,7 @@ def heartbeat(
         waiting=waiting,
         turn_done=turn_done,
     )
-    return _update_one(db, _HEARTBEAT, values, clock=clock, event=("heartbeat", "last_seen_at"))
+    return _beat(db, _HEARTBEAT, values, clock, None, quiet_seconds, tool_calls)
 
 
 def checked_heartbeat(
@@ -227,10 +248,15 @@ def beat_in_workspace(
     actor: str | None = None,
     clock: Clock = system_clock,
     turn_done: str | None = None,
+    quiet_seconds: float | None = None,
+    tool_calls: Sequence[Any] | None = None,
 ) -> AgentSession | None:
     """``checked_heartbeat`` of a session of ``workspace_id`` (and of ``agent_id``, when given)
     in one statement: the session, or None when no such live session matched (the caller reads
-    why: not there, another workspace's or agent's, or not live)."""
+    why: not there, another workspace's or agent's, or not live). ``quiet_seconds`` (a hook's):
+    a beat that would change nothing but the last-seen time within that many seconds of it
+    writes no heartbeat row. ``tool_calls``: the tools the agent ran, written in the same
+    transaction, quiet or not (``store.writes.tool_calls``)."""
     if status is not None and status.strip() and status.strip() not in ACTIVE_STATES:
         raise InvalidSessionStatus(
             f"A heartbeat's status must be an active state ({', '.join(ACTIVE_STATES)}); "
@@ -249,11 +275,40 @@ def beat_in_workspace(
         values["agent_id"] = agent_id
         statement = _BEAT_OF_AGENT
     try:
-        return _update_one(
-            db, statement, values, clock=clock, event=("heartbeat", "last_seen_at"), actor=actor
-        )
+        return _beat(db, statement, values, clock, actor, quiet_seconds, tool_calls)
     except SessionNotFound:
         return None
+
+
+def _beat(
+    db: Connection,
+    statement: Prepared,
+    values: dict[str, Any],
+    clock: Clock,
+    actor: str | None,
+    quiet_seconds: float | None,
+    tool_calls: Sequence[Any] | None,
+) -> AgentSession:
+    """The heartbeat ``statement`` (or, quiet, none: the session as it is, if the statement's
+    conditions hold), then the tool calls it carries."""
+    checked_tool_calls(tool_calls)
+    session = None
+    if quiet_seconds is not None:
+        row = _QUIET_READS[statement].execute(db, values)
+        current = None if row is None else as_session(row)
+        if current is not None and beat_is_quiet(
+            current, values, format_ts(clock()), quiet_seconds
+        ):
+            session = current
+    if session is None:
+        session = _update_one(
+            db, statement, values, clock=clock, event=("heartbeat", "last_seen_at"), actor=actor
+        )
+    rows = tool_call_rows(tool_calls, session_id=session.id, run_id=session.run_id,
+                          agent_id=session.agent_id, now=format_ts(clock()))  # fmt: skip
+    if rows:
+        db.execute(text(INSERT_TOOL_CALL), rows)
+    return session
 
 
 def end(

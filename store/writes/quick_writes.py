@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 from typing import Any, Protocol
@@ -30,7 +30,9 @@ from roundtable_console.store.db.revision import HEAD_REVISION
 from roundtable_console.store.errors import DatabaseUnavailable, SessionNotFound
 from roundtable_console.store.records import SESSION_COLUMNS, SessionRecord
 from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.writes.tool_calls import INSERT_TOOL_CALL, tool_call_rows
 from roundtable_console.store.writes.write_values import (
+    beat_is_quiet,
     end_values,
     heartbeat_values,
     register_values,
@@ -141,11 +143,13 @@ def heartbeat(
     quiet_seconds: float | None = None,
     idempotency_key: str | None = None,
     wait_seconds: float | None = None,
+    tool_calls: Sequence[Any] | None = None,
 ) -> SessionRecord | None:
     """``store.writes.agent_writes.heartbeat`` on the store at ``url``, in a transaction of its
     own. ``quiet_seconds`` (the hooks'): a beat that changes neither status nor waiting reason
     within that many seconds of the last one writes nothing. ``idempotency_key``: written once.
-    ``wait_seconds``: how long a locked or unreachable store is waited for."""
+    ``wait_seconds``: how long a locked or unreachable store is waited for. ``tool_calls``: the
+    tools the agent ran, written with the beat, quiet or not (``store.writes.tool_calls``)."""
 
     def write(run: _Run) -> SessionRecord:
         values = heartbeat_values(
@@ -156,34 +160,20 @@ def heartbeat(
             turn_done=turn_done,
         )
         now = format_ts(clock())
+        session = None
         if quiet_seconds is not None:
             current = _session(run(_CURRENT, {"session_id": session_id}))
-            if current is not None and _unchanged(current, values, now, quiet_seconds):
-                return current
-        return _update_one(run, _HEARTBEAT, values, now, "heartbeat", "last_seen_at")
+            if current is not None and beat_is_quiet(current, values, now, quiet_seconds):
+                session = current
+        if session is None:
+            session = _update_one(run, _HEARTBEAT, values, now, "heartbeat", "last_seen_at")
+        rows = tool_call_rows(tool_calls, session_id=session.id, run_id=session.run_id,
+                              agent_id=session.agent_id, now=now)  # fmt: skip
+        for row in rows:
+            run(INSERT_TOOL_CALL, row)
+        return session
 
     return _write(url, _once(write, idempotency_key, "heartbeat", session_id, clock), wait_seconds)
-
-
-def _unchanged(
-    current: SessionRecord, values: Mapping[str, Any], now: str, quiet_seconds: float
-) -> bool:
-    from datetime import datetime
-
-    if values["status"] not in (None, current.status):
-        return False
-    if current.ended_at is not None or (values["waiting"] is None) != (current.waiting is None):
-        return False
-    if (values["waiting"] or values["turn_done"]) != current.waiting_reason:
-        return False
-    if values["external_session_id"] not in (None, current.external_session_id):
-        return False
-    try:
-        seen = datetime.fromisoformat(current.last_seen_at or "")
-        elapsed = (datetime.fromisoformat(now) - seen).total_seconds()
-    except ValueError:
-        return False
-    return 0 <= elapsed < quiet_seconds
 
 
 def _once(

@@ -120,3 +120,25 @@ def update_payload(
     if turn_done is not None:
         payload["turn_done"] = turn_done
     return payload
+
+
+def beat_is_quiet(current: Any, values: Mapping[str, Any], now: str, quiet_seconds: float) -> bool:
+    """Whether a hook's beat ``values`` would change nothing of the ``current`` session (a
+    ``SessionRecord`` or an ``AgentSession``) but its last-seen time, within ``quiet_seconds``
+    of it: then it writes no heartbeat row (a burst of tool events is one beat)."""
+    from datetime import datetime
+
+    if values["status"] not in (None, current.status):
+        return False
+    if current.ended_at is not None or (values["waiting"] is None) != (current.waiting is None):
+        return False
+    if (values["waiting"] or values["turn_done"]) != current.waiting_reason:
+        return False
+    if values["external_session_id"] not in (None, current.external_session_id):
+        return False
+    try:
+        seen = datetime.fromisoformat(current.last_seen_at or "")
+        elapsed = (datetime.fromisoformat(now) - seen).total_seconds()
+    except ValueError:
+        return False
+    return 0 <= elapsed < quiet_seconds
