@@ -168,9 +168,14 @@ def test_an_operator_anywhere_starts_a_sessions_agent_on_its_host(
         assert len(launched) == 1 and launched[0]["via_host"] == "laptop"
         # What it shows is read through the host, from the pane it started.
         base = f"{team.served.url}/api/v1/workspaces/ws-1/sessions"
-        page = http_calls.get(f"{base}/s-laptop/transcript", headers=team.bearer("vic")).json()
-        assert page["available"] is True, page
-        assert any("the agent is ready" in item["text"] for item in page["items"])
+
+        def shown() -> dict[str, Any] | None:  # it says so just after writing FAKE_OUT
+            page = http_calls.get(f"{base}/s-laptop/transcript", headers=team.bearer("vic")).json()
+            assert page["available"] is True, page
+            ready = any("the agent is ready" in item["text"] for item in page["items"])
+            return page if ready else None
+
+        wait_until(shown, "the pane's words read through the host")
         # Its turn done, a reply is typed into that pane by the host.
         with team.store.write() as db:
             db.execute(text(
