@@ -104,6 +104,10 @@ def run(argv: Sequence[str], stdin: Any) -> None:
     operation = operation_for(spec, event, where, at=format_ts(system_clock()), key=key)
     if operation is None:
         return
+    if operation.op in ("beat", "end"):
+        spent = usage_so_far(spec.adapter, event.transcript, options.get("spool"))
+        if spent is not None:
+            operation.fields["usage"] = spent
     reporter = reporter_for(options)
     written = deliver(operation, reporter, options.get("spool"))
     if written is None:
@@ -126,6 +130,24 @@ def run(argv: Sequence[str], stdin: Any) -> None:
             from roundtable_console.agents.listening import listen_for_reply
 
             answer(listen_for_reply(listens_through(reporter), spec.name, written, wait))
+
+
+def usage_so_far(adapter: str, transcript: str | None, spool_file: str | None) -> Any:
+    """What the session spent so far, from its transcript (only one in the agent's own home),
+    when it changed since the last hook told it; else None. Never in the agent's way: a
+    transcript it cannot read reports nothing."""
+    from roundtable_console.agents.operations import in_agents_home
+
+    if transcript is None or not in_agents_home(transcript):
+        return None
+    from roundtable_console.agents.spool import spool_path
+    from roundtable_console.agents.usage import read_usage
+
+    try:
+        return read_usage(adapter, transcript, spool_path(spool_file).with_name("hook-usage"))
+    except (OSError, ValueError, MemoryError) as error:
+        say(f"usage not read ({type(error).__name__})")
+        return None
 
 
 def answer(output: dict[str, Any] | None) -> None:

@@ -104,7 +104,7 @@ def operation_for(
     return Operation("beat", session_id, fields, at, key, given, **extra)
 
 
-def _in_agents_home(path: str) -> bool:
+def in_agents_home(path: str) -> bool:
     """Whether ``path`` lies in the agent's own home (its user's, or $CODEX_HOME): a payload
     naming a file anywhere else is not kept (a reader would be shown that file)."""
     from pathlib import Path
@@ -126,7 +126,7 @@ def start_fields(spec: AgentSpec, event: events.AgentEvent, where: Where) -> dic
     metadata: dict[str, Any] = {"hooks": spec.name}
     if where.workspace_id:
         metadata["workspace_id"] = where.workspace_id
-    if event.transcript and _in_agents_home(event.transcript):
+    if event.transcript and in_agents_home(event.transcript):
         metadata["transcript_path"] = event.transcript
     return {
         "agent_id": agent_id,

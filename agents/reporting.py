@@ -106,6 +106,7 @@ class LocalReporter:
                 session_id=op.session_id,
                 status=fields["status"],
                 quick_only={"once_ended": True},
+                **self._usage(fields),
             )
             return op.session_id
         if op.op == "start":
@@ -131,6 +132,7 @@ class LocalReporter:
             "waiting": fields["waiting"],
             "turn_done": fields.get("turn"),
             "tool_calls": fields.get("tool_calls") or None,
+            **self._usage(fields),
         }
         try:
             self._write("heartbeat", clock, op.key, quiet_seconds=QUIET_SECONDS, **beat)
@@ -140,6 +142,16 @@ class LocalReporter:
             )
             self._write("heartbeat", clock, op.key, **beat)
         return op.session_id
+
+    def _usage(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The usage a write carries, with the prices of the user's configuration to estimate
+        its cost by (read only when there is usage to write)."""
+        if not fields.get("usage"):
+            return {}
+        from roundtable_console.agents.hook_run import say
+        from roundtable_console.agents.prices import user_prices
+
+        return {"usage": fields["usage"], "prices": user_prices(say)}
 
     def _given_is_ours(self, op: Operation) -> bool:
         """Whether the session ROUNDTABLE_SESSION_ID names is this agent's: it has no agent id
@@ -211,9 +223,10 @@ class ServerReporter:
             op = op.for_itself()
         fields = op.fields
         if op.op == "end":
-            status, _ = self.call(
-                "POST", op.session_id, "/end", {"status": fields["status"]}, op.key
-            )
+            ended = {"status": fields["status"]}
+            if fields.get("usage"):
+                ended["usage"] = fields["usage"]
+            status, _ = self.call("POST", op.session_id, "/end", ended, op.key)
             if status not in (200, 404):
                 self._refuse(status)
             return op.session_id
@@ -231,13 +244,13 @@ class ServerReporter:
             return op.session_id
         body: dict[str, Any] = {"waiting": fields["waiting"], "turn_done": fields.get("turn")}
         said = [op.session_id, fields["status"], fields["waiting"], fields.get("turn")]
+        carried = {name: fields[name] for name in ("tool_calls", "usage") if fields.get(name)}
         if self._quiet(said, op.at):
-            if not fields.get("tool_calls"):
+            if not carried:
                 return op.session_id
-            # The tools it ran are written, with a beat the server keeps quiet as well.
+            # What it carries is written, with a beat the server keeps quiet as well.
             body["quiet_seconds"] = QUIET_SECONDS
-        if fields.get("tool_calls"):
-            body["tool_calls"] = fields["tool_calls"]
+        body.update(carried)
         beat = f"/heartbeat?status={quote(fields['status'])}"
         status, _ = self.call("POST", op.session_id, beat, body, op.key)
         if status == 404:

@@ -47,6 +47,7 @@ from roundtable_console.store.writes.request_keys import (
     request_key,
     stored_answer,
 )
+from roundtable_console.store.writes.usage_values import SHIPPED, Prices
 
 T = TypeVar("T")
 
@@ -106,6 +107,8 @@ class ServerContext:
     exposure: Exposure = field(default_factory=Exposure)
     # The configured adapters: whether a session can be resumed, and its plan (the web console).
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
+    # What models' tokens cost, for the usage hooks report (the configuration's [prices]).
+    prices: Prices = SHIPPED
     # Wakes the open streams when the store changes (api.streams.events).
     # What the server tells operators, and how (serve --notify, --push-service, …).
     notify: NotifySettings = field(default_factory=NotifySettings)

@@ -35,6 +35,7 @@ from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.resume.adapters import AdapterConfig
+from roundtable_console.store.writes.usage_values import SHIPPED, Prices
 
 GRACE_SECONDS = 5
 # The largest message a WebSocket client may send: a host's answer (a transcript page) is the
@@ -72,6 +73,7 @@ class ServeOptions:
     max_streams: int = Exposure.streams_in_all
     stale_after_seconds: float = 300.0
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
+    prices: Prices = SHIPPED
     notify: NotifySettings = field(default_factory=NotifySettings)
 
     @property
@@ -156,6 +158,7 @@ def run(
         clock=clock,
         stale_after_seconds=options.stale_after_seconds,
         adapters=options.adapters,
+        prices=options.prices,
         header_mode=HeaderMode(granted=not tokens),
         exposure=exposure,
         notify=options.notify,

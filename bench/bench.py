@@ -58,7 +58,7 @@ from bench.stores import (  # noqa: E402
     build_reference_store,
     seed,
 )
-from bench.transcript_tail import bench_transcript_tail  # noqa: E402
+from bench.transcript_tail import bench_transcript_tail, bench_usage_reads  # noqa: E402
 from roundtable_console.store.db.database import open_store  # noqa: E402
 
 # ------------------------------------------------------------------------------- PostgreSQL
@@ -269,6 +269,7 @@ def main() -> int:
             figures += bench_import(directory, 10_000 if quick else 100_000, 3 if quick else 5)
             figures += bench_bulk(sqlite_target(directory).new_url, "", bulk_size, 3)
             figures += bench_transcript_tail(directory, 4 * repeats + 1, 20 if quick else 200)
+            figures += bench_usage_reads(directory, 4 * repeats + 1, 20 if quick else 200)
         tui = TuiRuns(
             *((10, 2) if quick else (30, 12)),
             paint_repeats=None if args.skip_first_paint else 3 if quick else repeats,

@@ -98,8 +98,9 @@ def bench_hooks(url: str, repeats: int, directory: Path) -> list[Figure]:
     """An agent's hook event (``roundtable hooks run``, a process per event, payload on stdin)
     against ``python -c "import json, sqlite3"``, paired, within 1.5x (issue 29): a session's
     start, a tool event (a quiet beat: nothing written within 5 s of the last), a tool call's
-    end (its tool call written, the beat quiet), a permission prompt (a wait, written) and the
-    end."""
+    end (its tool call written, the beat quiet), a permission prompt (a wait, written), a turn
+    done and the end. Before each, an answer is appended to the agent's transcript: every hook
+    reads it and writes the session's usage (issue 46)."""
     import json
     import subprocess
 
@@ -118,10 +119,22 @@ def bench_hooks(url: str, repeats: int, directory: Path) -> list[Figure]:
         # A tool call written (issue 46), with the beat it comes in kept quiet.
         "PostToolUse": {"tool_name": "Bash", "tool_input": {"command": "ls"}, "duration_ms": 4},
         "PermissionRequest": {"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}},
+        # A turn done, the usage of the answer appended since the last hook read and written.
+        "Stop": {"last_assistant_message": "done"},
         "SessionEnd": {"reason": "other"},
     }
 
+    # The transcript in the agent's own home, as the hooks read it (agents.usage).
+    env["HOME"] = str(directory)
+    transcript = directory / ".claude" / "projects" / "-w" / f"{base['session_id']}.jsonl"
+    transcript.parent.mkdir(parents=True, exist_ok=True)
+    base["transcript_path"] = str(transcript)
+    answers = iter(range(10**9))
+
     def run(payload: bytes) -> None:
+        usage = {"input_tokens": 10, "output_tokens": next(answers) + 1}
+        with transcript.open("a") as handle:
+            handle.write(json.dumps({"type": "assistant", "message": {"usage": usage}}) + "\n")
         subprocess.run(hook, input=payload, check=True, capture_output=True, env=env)
 
     run_process(floor, env)

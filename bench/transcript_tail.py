@@ -1,6 +1,9 @@
 """What the agent is doing (issue 29): a page of its transcript read from the end. The newest 50
 entries of a 200 MB Claude Code transcript against the same page of a small one (the whole of
-which is read), paired: a big transcript opens as fast as a small one (within 1.5x)."""
+which is read), paired: a big transcript opens as fast as a small one (within 1.5x).
+
+What it spent (issue 46): a hook adds the usage of an answer appended to a 200 MB transcript
+(read before, up to its end) in the time it does for a small one (within 1.5x)."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from typing import Any
 
 from bench.figures import Figure, paired_medians
 from roundtable_console.agents.transcripts import read_page
+from roundtable_console.agents.usage import read_usage
 from roundtable_console.store.records import SESSION_COLUMNS, SessionRecord
 
 EXTERNAL_ID = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
@@ -89,6 +93,42 @@ def bench_transcript_tail(directory: Path, repeats: int, big_mb: int) -> list[Fi
             f"transcript: newest 50 entries of {big_mb} MB",
             ours,
             "the same of a 60 KB transcript",
+            floor,
+            limit=1.5,
+        )
+    ]
+
+
+def bench_usage_reads(directory: Path, repeats: int, big_mb: int) -> list[Figure]:
+    """``agents.usage.read_usage`` after one more answer is appended, on a transcript read up
+    to its end before: the big one against the small one, paired."""
+    places = {}
+    for name, size in (("small-usage", 60 * 1024), ("big-usage", big_mb * 1024 * 1024)):
+        path = _transcript(directory, name, size)
+        state = directory / f"{name}-state"
+        while read_usage("claude", str(path), state) is None:
+            pass  # caught up: a few reads of at most 16 MiB each
+        while read_usage("claude", str(path), state) is not None:
+            pass
+        places[name] = (path, state)
+    answers = iter(range(10**9))
+
+    def answered(name: str) -> None:
+        path, state = places[name]
+        usage = {"input_tokens": 10, "output_tokens": next(answers) % 97 + 1}
+        line = {"type": "assistant", "message": {"id": f"m{next(answers)}", "usage": usage}}
+        with path.open("a") as handle:
+            handle.write(json.dumps(line) + "\n")
+        assert read_usage("claude", str(path), state) is not None
+
+    ours, floor = paired_medians(
+        lambda: answered("big-usage"), lambda: answered("small-usage"), repeats
+    )
+    return [
+        Figure(
+            f"usage: one answer added to {big_mb} MB read before",
+            ours,
+            "the same on a 60 KB transcript",
             floor,
             limit=1.5,
         )

@@ -78,15 +78,17 @@ class _Handler(BaseHTTPRequestHandler):
         # A human's reply through the Stop hook (tests/test_replies_real.py) is answered in words.
         replied = REPLY_MARK in json.dumps(last)
         use_tool = "Bash" in tools and not answered and not replied
+        # What each answer used: the test's figures (the server's ``usage``), else 10 in, 5 out.
+        spent = {"input_tokens": 10, "output_tokens": 5, **(self.server.usage or {})}
         message = {
-            "id": "msg_fake",
+            "id": f"msg_fake{len(self.server.requests)}",
             "type": "message",
             "role": "assistant",
             "model": body.get("model", "fake"),
             "content": [],
             "stop_reason": None,
             "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 1},
+            "usage": {**spent, "output_tokens": 1},
         }
         if use_tool:
             block = {
@@ -131,7 +133,7 @@ class _Handler(BaseHTTPRequestHandler):
                     {
                         "type": "message_delta",
                         "delta": {"stop_reason": stop, "stop_sequence": None},
-                        "usage": {"output_tokens": 5},
+                        "usage": {"output_tokens": spent["output_tokens"]},
                     },
                 ),
                 _sse("message_stop", {"type": "message_stop"}),
@@ -254,6 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     requests: list[tuple[str, dict[str, Any]]]
+    usage: dict[str, int] | None = None  # Anthropic's usage fields each answer reports
 
 
 @contextmanager

@@ -27,7 +27,7 @@ from roundtable_console.store.db.database import (
 )
 from roundtable_console.store.db.models import AgentSession
 from roundtable_console.store.db.notifications import CHANNEL
-from roundtable_console.store.db.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
+from roundtable_console.store.db.revision import HEAD_REVISION, MIGRATIONS_DIR, known_revisions
 from roundtable_console.store.db.schema import current_revision, ensure_schema
 from roundtable_console.store.errors import DatabaseUnavailable
 from roundtable_console.store.reads.listing import PG_STORED_KEYS
@@ -311,7 +311,7 @@ def test_every_migration_file_is_named_after_its_revision():
         assert match is not None, path
         found[path.stem] = match.group(1)
     assert found and all(stem == revision for stem, revision in found.items())
-    assert HEAD_REVISION == max(found) and set(found) == KNOWN_REVISIONS
+    assert HEAD_REVISION == max(found) and set(found) == known_revisions()
 
 
 def test_the_store_queries_the_expressions_migration_0002_indexed():

@@ -244,3 +244,21 @@ def test_json_without_sensitive_content_is_unchanged(value: Any) -> None:
 def test_a_value_is_never_a_bearer_nor_an_assignment(text: str, redacted: str) -> None:
     assert redact_text(text) == redacted
     assert redact_text(redacted) == redacted
+
+
+_PIECES = st.sampled_from(
+    ["token", "TOKEN", "Token", "password", "secret", "api_key", "Authorization", "bearer",
+     "BEARER", "=", ":", " ", "abc123", '"', "'", "ſ", "K", "İ", "\n", "&", "x"]
+)  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=6)), max_size=12).map("".join))
+@example("TOKEN=abc")
+@example("Kelvin: TOKEN = x")
+def test_a_text_skipped_unsearched_is_one_the_pattern_leaves_alone(text: str) -> None:
+    """``redact_text`` skips the search when no marker is in the text: never a text the
+    pattern would have changed."""
+    from roundtable_console.store.safety.redaction import _replace, _secret
+
+    assert redact_text(text) == _secret().sub(_replace, text)

@@ -181,6 +181,9 @@ def _tool_results(api: Any) -> list[dict[str, Any]]:
 def test_an_allow_from_the_command_line_runs_the_command(
     place: dict[str, Path], api: Any, asking_claude: Any
 ) -> None:
+    # What each of the model's two answers used, as the test chooses (issue 46).
+    api.usage = {"input_tokens": 1200, "output_tokens": 34, "cache_read_input_tokens": 5000,
+                 "cache_creation_input_tokens": 70}  # fmt: skip
     claude = asking_claude(60)
     request = _asked(place, claude)
     sid = _only_session(place)
@@ -207,6 +210,12 @@ def test_an_allow_from_the_command_line_runs_the_command(
     # The command it ran is the session's tool call (issue 46), with the time Claude Code gave.
     [(tool, action, outcome, took)] = _tool_calls(place, sid)
     assert (tool, action, outcome) == ("Bash", SHELL_COMMAND, "ok") and isinstance(took, int)
+    # What it spent, summed from its transcript: both answers, and Claude Code's own cost.
+    ended = session(_url(place), sid)
+    usage = json.loads(ended.metadata_json)["usage"]
+    assert [usage[key] for key in ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                                   "cache_creation_input_tokens")] == [2400, 68, 10000, 140]
+    assert usage["cost_basis"] == "stated" and usage["cost_usd"] > 0
     # Decided once: a second decision is refused in words, and changes nothing.
     again = _requests_cli(place, "deny", request.id, "--operator", "bob")
     assert again.returncode != 0 and "allowed by alice" in again.stderr, again.stderr

@@ -155,6 +155,21 @@ async def test_projection_tabs_show_history_claims_proposals_metrics_environment
         assert "python_version" in shown and "viewer's own process" in shown
 
 
+async def test_the_metrics_tab_says_what_the_cost_is(way: ConsoleWay) -> None:
+    """A hook's usage (issue 46): its tokens, and its cost said as an estimate (tab 6)."""
+    rich_session(way.store)
+    with way.store.write() as conn:
+        usage = {"input_tokens": 2_000_000, "output_tokens": 100_000, "model": "claude-haiku-4-5"}
+        agent_writes.heartbeat(db=conn, session_id="sess-42", usage=usage)
+    app = way.console()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_detail(pilot)
+        await press(pilot, "6")
+        shown = screen_text(app)
+        assert "total_tokens" in shown and "2100000" in shown and "2.5" in shown
+        assert "cost: an estimate, from the prices of 2026-12" in shown
+
+
 async def test_logs_are_paged_with_n(tmp_path: Path, db: Store) -> None:
     add_session(db, "s1")
     with db.write() as conn:

@@ -18,6 +18,7 @@ from roundtable_console.store.db.database import Store
 from roundtable_console.store.reads.listing import SessionOrder
 from roundtable_console.store.reads.sessions import list_sessions
 from roundtable_console.store.safety.display import printable
+from roundtable_console.store.writes import agent_writes
 from tests.web_support import HOSTILE, OTHER_WORKSPACE, WORKSPACE, hold_claim, register, tokens, web
 
 ROW_IDS = re.compile(r'<tr class="row[^"]*" data-session="([^"]*)"')
@@ -99,6 +100,22 @@ def test_the_whole_list_is_reachable_a_keyset_page_at_a_time(store: Store) -> No
         assert "The end of the list." in page.text
         forged = site.client.get("/sessions?cursor=25")
         assert forged.status_code == 400 and "Invalid cursor" in forged.text
+
+
+def test_a_session_page_shows_its_tool_calls_and_what_it_spent(store: Store) -> None:
+    """Issue 46: the hooks' tool calls (with their time) and usage, its cost said for what it
+    is; a tool's summary is text, never markup."""
+    register(store, "s1")
+    with store.write() as db:
+        calls = [{"tool": "Bash", "summary": "<b>ls</b> -la", "outcome": "ok", "duration_ms": 35}]
+        agent_writes.heartbeat(db=db, session_id="s1", tool_calls=calls,
+                               usage={"input_tokens": 40, "model": "unpriced-model"})  # fmt: skip
+    with web(store) as site:
+        site.sign_in(tokens(store)["viewer"])
+        page = site.client.get("/sessions/s1").text
+    assert "Tool calls <span class=\"count\">1</span>" in page
+    assert "&lt;b&gt;ls&lt;/b&gt; -la" in page and "<b>ls</b>" not in page and "35 ms" in page
+    assert "Cost: cost unknown: no price for the model unpriced-model." in page
 
 
 def test_a_session_page_shows_every_field_with_the_sensitive_ones_masked(store: Store) -> None:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.store.rules import GROUP_COLUMNS, SORT_COLUMNS
+from roundtable_console.store.writes.usage_values import SHIPPED, Prices, configured_prices
 
 APP_NAME = "roundtable"
 DEFAULT_REFRESH_SECONDS = 2.0
@@ -89,10 +90,9 @@ class ConfigError(Exception):
 
 
 def config_dir() -> Path:
-    # platformdirs honours XDG_CONFIG_HOME on Linux.
-    import platformdirs
+    from roundtable_console.agents.config_file import config_dir as found
 
-    return Path(platformdirs.user_config_dir(APP_NAME))
+    return found()
 
 
 def data_dir() -> Path:
@@ -145,6 +145,16 @@ class Settings(NamedTuple):
     # token held by the variable token_env names.
     server: str | None = None
     token_env: str | None = None
+    # What a model's tokens cost, for a session whose agent states no cost ([prices]): the
+    # shipped list prices, with the configured ones over them.
+    prices: Prices = SHIPPED
+
+
+def _prices(values: Mapping[str, Any], source: Path) -> Prices:
+    try:
+        return configured_prices(values)
+    except ValueError as error:
+        raise ConfigError(f"{source}: {error}") from None
 
 
 def _positive_number(values: Mapping[str, Any], key: str, default: float, source: Path) -> float:
@@ -275,6 +285,7 @@ def load_settings(path: Path | None = None) -> Settings:
         notify=_notify(values, source),
         server=_optional_text(values, "server", source),
         token_env=_optional_text(values, "token_env", source),
+        prices=_prices(values, source),
     )
 
 

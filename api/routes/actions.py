@@ -91,6 +91,8 @@ def _beat(
         clock=ctx.clock,
         quiet_seconds=body.get("quiet_seconds"),  # type: ignore[arg-type]
         tool_calls=body.get("tool_calls"),  # type: ignore[arg-type]
+        usage=body.get("usage"),  # type: ignore[arg-type]
+        prices=ctx.prices,
     )
     if session is not None:
         return session

@@ -30,10 +30,12 @@ REGISTER_FIELDS = (
     "metadata",
     "host",
 )
-HEARTBEAT_FIELDS = ("external_session_id", "waiting", "turn_done", "tool_calls", "quiet_seconds")
-END_FIELDS = ("status",)
+HEARTBEAT_FIELDS = (
+    "external_session_id", "waiting", "turn_done", "tool_calls", "quiet_seconds", "usage",
+)  # fmt: skip
+END_FIELDS = ("status", "usage")
 TERMINATE_FIELDS = ("impact_details",)
-OBJECT_FIELDS = frozenset({"metadata"})
+OBJECT_FIELDS = frozenset({"metadata", "usage"})
 # Ours, a hook's beat: the tools its agent ran (a list, checked by the store) and how long a
 # beat that changes nothing writes no heartbeat row (seconds, at most a minute).
 LIST_FIELDS = frozenset({"tool_calls"})

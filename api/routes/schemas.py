@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict
 
 from roundtable_console.store.reads.audit import ACTIONS, EVENT_ACTIONS
 from roundtable_console.store.writes.tool_calls import MAX_CALLS, MAX_DURATION_MS, OUTCOMES
+from roundtable_console.store.writes.usage_values import MOST_DOLLARS, MOST_TOKENS
+from roundtable_console.store.writes.usage_values import TOKENS as USAGE_TOKENS
 
 
 class Waiting(BaseModel):
@@ -130,6 +132,7 @@ class Metrics(BaseModel):
     session_id: str
     usage: dict[str, float]
     source: str
+    cost: str | None = None
 
 
 class Fingerprint(BaseModel):
@@ -293,6 +296,24 @@ TOOL_CALL = {
 SPECIAL_FIELDS: dict[str, dict[str, Any]] = {
     "tool_calls": {"type": ["array", "null"], "items": TOOL_CALL, "maxItems": MAX_CALLS},
     "quiet_seconds": {"type": ["number", "null"], "minimum": 0, "maximum": 60},
+    # Ours, a hook's: what the session spent so far (store.writes.usage_values).
+    "usage": {
+        "type": ["object", "null"],
+        "properties": {
+            **{
+                name: {"type": "integer", "minimum": 0, "maximum": MOST_TOKENS}
+                for name in USAGE_TOKENS
+            },
+            "model": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 200,
+                "pattern": "^[^\\x00-\\x1f\\x7f-\\x9f]+$",
+            },  # fmt: skip
+            "cost_usd": {"type": "number", "minimum": 0, "maximum": MOST_DOLLARS},
+        },
+        "additionalProperties": False,
+    },
 }
 
 

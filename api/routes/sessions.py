@@ -204,7 +204,12 @@ def end(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> A
             current = ctx.session_in(db, caller, workspace_id, session_id)
             caller.require_writer_of(current.agent_id)
             session = agent_writes.end(
-                db=db, session_id=session_id, status=body.get("status"), clock=ctx.clock
+                db=db,
+                session_id=session_id,
+                status=body.get("status"),
+                clock=ctx.clock,
+                usage=body.get("usage"),  # type: ignore[arg-type]
+                prices=ctx.prices,
             )
             if callable(within):
                 within(db, session)

@@ -462,7 +462,9 @@ class SessionDetailScreen(SessionActionScreen):
             note.update(Text("No usage metrics in this session's metadata (metadata.usage)."))
             return
         source = Text(f"source: {one_line(str(body.get('source', '')), 60)}", style="dim")
-        note.update(Group(key_values(usage), Text(""), source))
+        cost = body.get("cost")  # what cost_usd is: the agent's, an estimate, or unknown
+        said = [Text(f"cost: {one_line(str(cost), 300)}", style="dim")] if cost else []
+        note.update(Group(key_values(usage), *said, Text(""), source))
 
     def _show_environment(self, body: dict[str, Any]) -> None:
         fingerprint = dict(body.get("fingerprint") or {})

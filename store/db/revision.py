@@ -10,5 +10,10 @@ from pathlib import Path
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 HEAD_REVISION = "0023_tool_call_events"
-# Each migration file is named after its revision id (tests/test_database.py checks this).
-KNOWN_REVISIONS = frozenset(path.stem for path in (MIGRATIONS_DIR / "versions").glob("0*.py"))
+
+
+def known_revisions() -> frozenset[str]:
+    """Every revision this code knows: each migration file is named after its revision id
+    (tests/test_database.py checks this). Listed when asked, not at import: the hooks' quick
+    writes need only ``HEAD_REVISION``."""
+    return frozenset(path.stem for path in (MIGRATIONS_DIR / "versions").glob("0*.py"))

@@ -14,7 +14,7 @@ from sqlalchemy import Connection, Engine, exc, inspect, text
 
 from roundtable_console.store.db.behind_schema import POSTGRES_READABLE_BEHIND
 from roundtable_console.store.db.permissions import refused_write
-from roundtable_console.store.db.revision import HEAD_REVISION, KNOWN_REVISIONS, MIGRATIONS_DIR
+from roundtable_console.store.db.revision import HEAD_REVISION, MIGRATIONS_DIR, known_revisions
 from roundtable_console.store.errors import DatabaseUnavailable, ReadOnly
 
 _PG_MIGRATION_LOCK = 0x526F756E64  # any fixed number; "Round"
@@ -140,7 +140,7 @@ def _upgrade_reporting(conn: Connection, progress: Callable[[str], None]) -> Non
 def _known(revision: str | None) -> str | None:
     """A revision this code can upgrade from; a newer store is refused in words, not with
     Alembic's "Can't locate revision" traceback."""
-    if revision is not None and revision not in KNOWN_REVISIONS:
+    if revision is not None and revision not in known_revisions():
         raise DatabaseUnavailable(
             f"The store's schema is at revision {revision!r}, which this roundtable does not "
             f"know (it knows up to {HEAD_REVISION!r}): a newer roundtable upgraded it. "

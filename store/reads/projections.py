@@ -328,10 +328,34 @@ def usage_metrics(session: AgentSession) -> dict[str, int | float]:
     return {str(key): value for key, value in usage.items() if _is_metric(str(key), value)}
 
 
+def cost_words(session: AgentSession) -> str | None:
+    """Ours: what ``cost_usd`` is, in words, when its hook said (``store.writes.usage_values``):
+    the agent's own figure, an estimate and from which prices, or unknown (never 0)."""
+    usage = (validation.decode_metadata(session.metadata_json) or {}).get("usage")
+    basis = usage.get("cost_basis") if isinstance(usage, dict) else None
+    if basis == "stated":
+        return "stated by the agent"
+    if basis == "estimated":
+        as_of = usage.get("priced_as_of") if isinstance(usage, dict) else None
+        dated = f" of {as_of}" if isinstance(as_of, str) and as_of.isprintable() else ""
+        return redact_output_text(f"an estimate, from the prices{dated[:40]}")
+    if basis == "unknown":
+        model = usage.get("model") if isinstance(usage, dict) else None
+        named = f" {model}" if isinstance(model, str) and model.isprintable() else ""
+        return redact_output_text(f"cost unknown: no price for the model{named[:201]}")
+    return None
+
+
 def session_metrics(*, db: Connection, session_id: str, wall: Wall = OPEN) -> dict[str, Any]:
-    """Numeric values the adapter put in ``metadata.usage``; token counts kept (ref)."""
+    """Numeric values the adapter put in ``metadata.usage``; token counts kept (ref). Ours:
+    ``cost``, what its cost is in words (``cost_words``)."""
     session = wall.checked(get_session(db=db, session_id=session_id))
-    return {"session_id": session.id, "usage": usage_metrics(session), "source": "adapter_metadata"}
+    return {
+        "session_id": session.id,
+        "usage": usage_metrics(session),
+        "source": "adapter_metadata",
+        "cost": cost_words(session),
+    }
 
 
 def session_environment(*, db: Connection, session_id: str, wall: Wall = OPEN) -> dict[str, Any]:

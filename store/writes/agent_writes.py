@@ -33,6 +33,13 @@ from roundtable_console.store.writes.tool_calls import (
     checked_tool_calls,
     tool_call_rows,
 )
+from roundtable_console.store.writes.usage_values import (
+    SHIPPED,
+    UPDATE_METADATA,
+    Prices,
+    metadata_with_usage,
+    session_usage,
+)
 from roundtable_console.store.writes.write_values import (
     beat_is_quiet,
     end_values,
@@ -181,6 +188,8 @@ def heartbeat(
     clock: Clock = system_clock,
     quiet_seconds: float | None = None,
     tool_calls: Sequence[Any] | None = None,
+    usage: Mapping[str, Any] | None = None,
+    prices: Prices = SHIPPED,
 ) -> AgentSession:
     """An agent's heartbeat (ref): non-empty values replace, ``last_seen_at`` always moves,
     ``ended_at`` is never cleared. ``waiting`` (ours): the session waits for a human, for that
@@ -193,7 +202,8 @@ def heartbeat(
         waiting=waiting,
         turn_done=turn_done,
     )
-    return _beat(db, _HEARTBEAT, values, clock, None, quiet_seconds, tool_calls)
+    spent = None if usage is None else session_usage(usage, prices)
+    return _beat(db, _HEARTBEAT, values, clock, None, quiet_seconds, tool_calls, spent)
 
 
 def checked_heartbeat(
@@ -250,6 +260,8 @@ def beat_in_workspace(
     turn_done: str | None = None,
     quiet_seconds: float | None = None,
     tool_calls: Sequence[Any] | None = None,
+    usage: Mapping[str, Any] | None = None,
+    prices: Prices = SHIPPED,
 ) -> AgentSession | None:
     """``checked_heartbeat`` of a session of ``workspace_id`` (and of ``agent_id``, when given)
     in one statement: the session, or None when no such live session matched (the caller reads
@@ -275,7 +287,8 @@ def beat_in_workspace(
         values["agent_id"] = agent_id
         statement = _BEAT_OF_AGENT
     try:
-        return _beat(db, statement, values, clock, actor, quiet_seconds, tool_calls)
+        spent = None if usage is None else session_usage(usage, prices)
+        return _beat(db, statement, values, clock, actor, quiet_seconds, tool_calls, spent)
     except SessionNotFound:
         return None
 
@@ -288,9 +301,10 @@ def _beat(
     actor: str | None,
     quiet_seconds: float | None,
     tool_calls: Sequence[Any] | None,
+    spent: dict[str, Any] | None,
 ) -> AgentSession:
     """The heartbeat ``statement`` (or, quiet, none: the session as it is, if the statement's
-    conditions hold), then the tool calls it carries."""
+    conditions hold), then the tool calls and the usage (``session_usage``'s) it carries."""
     checked_tool_calls(tool_calls)
     session = None
     if quiet_seconds is not None:
@@ -308,6 +322,7 @@ def _beat(
                           agent_id=session.agent_id, now=format_ts(clock()))  # fmt: skip
     if rows:
         db.execute(text(INSERT_TOOL_CALL), rows)
+    _keep_usage(db, session, spent)
     return session
 
 
@@ -317,10 +332,24 @@ def end(
     session_id: str,
     status: str | None = None,
     clock: Clock = system_clock,
+    usage: Mapping[str, Any] | None = None,
+    prices: Prices = SHIPPED,
 ) -> AgentSession:
-    """End (ref): status = given value or ``ended``; end and last-seen times = now."""
+    """End (ref): status = given value or ``ended``; end and last-seen times = now. ``usage``
+    (ours, a hook's): what the session spent, kept in its metadata, priced by ``prices``."""
     values = end_values(session_id=session_id, status=status)
-    return _update_one(db, _END, values, clock=clock, event=("ended", "ended_at"))
+    spent = None if usage is None else session_usage(usage, prices)
+    session = _update_one(db, _END, values, clock=clock, event=("ended", "ended_at"))
+    _keep_usage(db, session, spent)
+    return session
+
+
+def _keep_usage(db: Connection, session: AgentSession, spent: dict[str, Any] | None) -> None:
+    """The session's metadata with what it spent, when that changed."""
+    if spent is not None:
+        metadata = metadata_with_usage(session.metadata_json, spent)
+        if metadata is not None:
+            db.execute(text(UPDATE_METADATA), {"session_id": session.id, "metadata_json": metadata})
 
 
 def _update_one(

@@ -24,8 +24,9 @@ def tally_json(tally: Tally) -> dict[str, Any]:
         "keep": tally.keep,
         "items": [item.to_json() for item in tally.items],
         "counts": dict(tally.counts),
-        "reasons": [[outcome, reason, count] for (outcome, reason), count in
-                    tally.reasons.items()],  # fmt: skip
+        "reasons": [
+            [outcome, reason, count] for (outcome, reason), count in tally.reasons.items()
+        ],  # fmt: skip
     }
 
 
@@ -48,15 +49,17 @@ def plan_json(plan: BulkPlan) -> dict[str, Any]:
     return {
         "action": plan.action,
         "tally": tally_json(plan.tally),
-        "claims": {agent: [claim.to_json() for claim in held]
-                   for agent, held in plan.claims.items()},  # fmt: skip
+        "claims": {
+            agent: [claim.to_json() for claim in held] for agent, held in plan.claims.items()
+        },  # fmt: skip
     }
 
 
 def plan_from(body: Mapping[str, Any]) -> BulkPlan:
     claims = {
-        str(agent): tuple(ActiveClaim(**{name: claim[name] for name in _CLAIM_FIELDS})
-                          for claim in held)  # fmt: skip
+        str(agent): tuple(
+            ActiveClaim(**{name: claim[name] for name in _CLAIM_FIELDS}) for claim in held
+        )  # fmt: skip
         for agent, held in body["claims"].items()
     }
     return BulkPlan(action=str(body["action"]), tally=tally_from(body["tally"]), claims=claims)

@@ -22,7 +22,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager, suppress
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db import drivers
@@ -30,7 +30,6 @@ from roundtable_console.store.db.revision import HEAD_REVISION
 from roundtable_console.store.errors import DatabaseUnavailable, SessionNotFound
 from roundtable_console.store.records import SESSION_COLUMNS, SessionRecord
 from roundtable_console.store.resume.adapters import AdapterConfig
-from roundtable_console.store.writes.tool_calls import INSERT_TOOL_CALL, tool_call_rows
 from roundtable_console.store.writes.write_values import (
     beat_is_quiet,
     end_values,
@@ -40,6 +39,9 @@ from roundtable_console.store.writes.write_values import (
     to_json_text,
     update_payload,
 )
+
+if TYPE_CHECKING:
+    from roundtable_console.store.writes.usage_values import Prices
 
 # A server that does not answer within this is unavailable, as on the normal path.
 CONNECT_TIMEOUT_SECONDS = 5
@@ -144,12 +146,17 @@ def heartbeat(
     idempotency_key: str | None = None,
     wait_seconds: float | None = None,
     tool_calls: Sequence[Any] | None = None,
+    usage: Mapping[str, Any] | None = None,
+    prices: Prices | None = None,
 ) -> SessionRecord | None:
     """``store.writes.agent_writes.heartbeat`` on the store at ``url``, in a transaction of its
     own. ``quiet_seconds`` (the hooks'): a beat that changes neither status nor waiting reason
     within that many seconds of the last one writes nothing. ``idempotency_key``: written once.
     ``wait_seconds``: how long a locked or unreachable store is waited for. ``tool_calls``: the
-    tools the agent ran, written with the beat, quiet or not (``store.writes.tool_calls``)."""
+    tools the agent ran, written with the beat, quiet or not (``store.writes.tool_calls``).
+    ``usage``: what the session spent so far, kept in its metadata
+    (``store.writes.usage_values``)."""
+    spent = _spent(usage, prices)
 
     def write(run: _Run) -> SessionRecord:
         values = heartbeat_values(
@@ -167,13 +174,39 @@ def heartbeat(
                 session = current
         if session is None:
             session = _update_one(run, _HEARTBEAT, values, now, "heartbeat", "last_seen_at")
-        rows = tool_call_rows(tool_calls, session_id=session.id, run_id=session.run_id,
-                              agent_id=session.agent_id, now=now)  # fmt: skip
-        for row in rows:
-            run(INSERT_TOOL_CALL, row)
+        if tool_calls:  # imported only by the hooks that carry some
+            from roundtable_console.store.writes.tool_calls import INSERT_TOOL_CALL, tool_call_rows
+
+            rows = tool_call_rows(tool_calls, session_id=session.id, run_id=session.run_id,
+                                  agent_id=session.agent_id, now=now)  # fmt: skip
+            for row in rows:
+                run(INSERT_TOOL_CALL, row)
+        _keep_usage(run, session, spent)
         return session
 
     return _write(url, _once(write, idempotency_key, "heartbeat", session_id, clock), wait_seconds)
+
+
+def _spent(usage: Mapping[str, Any] | None, prices: Prices | None) -> dict[str, Any] | None:
+    """What ``usage`` keeps (``store.writes.usage_values``, imported only when there is some)."""
+    if usage is None:
+        return None
+    from roundtable_console.store.writes.usage_values import SHIPPED, session_usage
+
+    return session_usage(usage, prices or SHIPPED)
+
+
+def _keep_usage(run: _Run, session: SessionRecord, spent: dict[str, Any] | None) -> None:
+    """The session's metadata with what it spent, when that changed."""
+    if spent is not None:
+        from roundtable_console.store.writes.usage_values import (
+            UPDATE_METADATA,
+            metadata_with_usage,
+        )
+
+        metadata = metadata_with_usage(session.metadata_json, spent)
+        if metadata is not None:
+            run(UPDATE_METADATA, {"session_id": session.id, "metadata_json": metadata})
 
 
 def _once(
@@ -208,17 +241,25 @@ def end(
     once_ended: bool = False,
     idempotency_key: str | None = None,
     wait_seconds: float | None = None,
+    usage: Mapping[str, Any] | None = None,
+    prices: Prices | None = None,
 ) -> SessionRecord | None:
     """``store.writes.agent_writes.end`` on the store at ``url``, in a transaction of its own.
-    ``once_ended`` (the hooks'): a session already ended with that status is left as it is."""
+    ``once_ended`` (the hooks'): a session already ended with that status is left as it is.
+    ``usage``: what it spent, kept in its metadata (as ``heartbeat``'s)."""
+    spent = _spent(usage, prices)
 
     def write(run: _Run) -> SessionRecord:
         values = end_values(session_id=session_id, status=status)
+        session = None
         if once_ended:
             current = _session(run(_CURRENT, {"session_id": session_id}))
             if current is not None and current.ended_at and current.status == values["status"]:
-                return current
-        return _update_one(run, _END, values, format_ts(clock()), "ended", "ended_at")
+                session = current
+        if session is None:
+            session = _update_one(run, _END, values, format_ts(clock()), "ended", "ended_at")
+        _keep_usage(run, session, spent)
+        return session
 
     return _write(url, _once(write, idempotency_key, "end", session_id, clock), wait_seconds)
 

@@ -190,6 +190,7 @@ def serve_command(
         max_streams=max_streams,
         stale_after_seconds=inv.settings.stale_after_seconds,
         adapters=inv.adapters(),
+        prices=inv.settings.prices,
         notify=NotifySettings(
             dwell=notify_dwell,
             cooling=notify_cooling,
