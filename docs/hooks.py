@@ -114,6 +114,7 @@ def http_reference() -> str:
 
 
 def configuration_reference() -> str:
+    from roundtable_console.store.writes.usage_values import DEFAULT_PRICES, PRICES_AS_OF
     from roundtable_console.tui.config import (
         ADAPTER_FLAG_KEYS,
         ADAPTER_TEXT_KEYS,
@@ -139,6 +140,8 @@ def configuration_reference() -> str:
             continue
         default = Settings._field_defaults.get(name)
         shown = "—" if default in (None, {}) or name == "adapters" else f"`{default}`"
+        if name == "prices":
+            shown = "the shipped prices (below)"
         out.append(f"| `{name}` | {shown} | {_cell(SETTING_HELP[name])} |")
     out += [
         "",
@@ -152,6 +155,23 @@ def configuration_reference() -> str:
     ]
     out += [f"| `{key}` | text |" for key in ADAPTER_TEXT_KEYS]
     out += [f"| `{key}` | true or false |" for key in ADAPTER_FLAG_KEYS]
+    out += [
+        "",
+        '## `[prices."MODEL"]`',
+        "",
+        "Dollars per million tokens. A model takes the entry with the longest prefix of its "
+        f"name. The shipped prices below are dated {PRICES_AS_OF} "
+        "(`store/writes/usage_values.py`). They are estimates: check them against your "
+        "vendor's price list. A table of the same prefix replaces one.",
+        "",
+        "| model prefix | input | output | cache_read | cache_write |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    out += [
+        f"| `{prefix}` | {price.input:g} | {price.output:g} | {price.cache_read:g} | "
+        f"{price.cache_write:g} |"
+        for prefix, price in DEFAULT_PRICES.items()
+    ]
     out += ["", "## Environment", "", "| variable | what it does |", "| --- | --- |"]
     out += [f"| `{name}` | {_cell(words)} |" for name, words in ENVIRONMENT_HELP.items()]
     return "\n".join(out) + "\n"

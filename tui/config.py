@@ -15,7 +15,12 @@ from typing import Any, NamedTuple
 
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.store.rules import GROUP_COLUMNS, SORT_COLUMNS
-from roundtable_console.store.writes.usage_values import SHIPPED, Prices, configured_prices
+from roundtable_console.store.writes.usage_values import (
+    PRICES_AS_OF,
+    SHIPPED,
+    Prices,
+    configured_prices,
+)
 
 APP_NAME = "roundtable"
 DEFAULT_REFRESH_SECONDS = 2.0
@@ -56,6 +61,10 @@ SETTING_HELP: dict[str, str] = {
     "it; --db, --root or $ROUNDTABLE_DB name a store instead).",
     "token_env": "The environment variable that holds your token for server (as --token-env; "
     "default ROUNDTABLE_TOKEN). The token itself is never kept in the config.",
+    "prices": '[prices."MODEL"] tables: dollars per million tokens (input, output, cache_read, '
+    "cache_write) of the models whose name starts with MODEL, over the shipped list prices "
+    f"(of {PRICES_AS_OF}); prices_as_of says their date. They estimate the cost of a session "
+    "whose agent states none, for the hooks that write a store and for serve.",
 }
 # The environment variables roundtable reads, and what for (the docs' configuration reference).
 ENVIRONMENT_HELP: dict[str, str] = {

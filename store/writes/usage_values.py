@@ -42,8 +42,8 @@ class Price(NamedTuple):
     cache_write: float
 
 
-# The vendors' list prices, per million tokens, as published when this table was written: an
-# estimate, which the configuration's [prices] overrides. A model takes the longest prefix.
+# The vendors' list prices per million tokens, as known when this table was dated: estimates,
+# which the configuration's [prices] overrides. A model takes the entry of its longest prefix.
 PRICES_AS_OF = "2026-12"
 DEFAULT_PRICES: dict[str, Price] = {
     "claude-opus": Price(5.0, 25.0, 0.5, 6.25),
