@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from roundtable_console.store.writes.tool_calls import tool_subject
+from roundtable_console.store.writes.tool_calls import SENT_LENGTH, UNNAMED, tool_subject
 
 # What an event does to the session (``docs/agents.md#connect-your-agents``).
 START = "start"  # register (again, on resume, clear or compact: started_at is kept)
@@ -77,14 +77,15 @@ def tool_run(payload: Mapping[str, Any], outcome: str) -> ToolRun:
     """The tool call a tool event's payload tells of (``tool_name``, ``tool_input``,
     ``duration_ms``: Claude Code's, Codex's and Gemini's shape)."""
     tool_name = payload.get("tool_name")
-    name = one_line(tool_name, 100) if isinstance(tool_name, str) and tool_name else "a tool"
+    name = one_line(tool_name, 400) if isinstance(tool_name, str) else ""
     duration = payload.get("duration_ms")
     if isinstance(duration, bool) or not isinstance(duration, int | float):
         duration = None
     elif not 0 <= duration <= 86_400_000:
         duration = None
-    summary = one_line(tool_subject(name, payload.get("tool_input")), 200)
-    return ToolRun(name, summary, outcome, duration)
+    # Sent long: the store hides credentials in it whole, then cuts it (store.writes.tool_calls).
+    summary = one_line(tool_subject(name, payload.get("tool_input")), SENT_LENGTH)
+    return ToolRun(name or UNNAMED, summary, outcome, duration)
 
 
 class AgentEvent:

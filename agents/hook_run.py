@@ -108,6 +108,8 @@ def run(argv: Sequence[str], stdin: Any) -> None:
         spent = usage_so_far(spec.adapter, event.transcript, options.get("spool"))
         if spent is not None:
             operation.fields["usage"] = spent
+    elif operation.op == "start" and event.transcript:
+        usage_told_again(event.transcript, options.get("spool"))
     reporter = reporter_for(options)
     written = deliver(operation, reporter, options.get("spool"))
     if written is None:
@@ -145,9 +147,20 @@ def usage_so_far(adapter: str, transcript: str | None, spool_file: str | None) -
 
     try:
         return read_usage(adapter, transcript, spool_path(spool_file).with_name("hook-usage"))
-    except (OSError, ValueError, MemoryError) as error:
+    except Exception as error:  # noqa: BLE001 - the usage is extra: the beat goes on without it
         say(f"usage not read ({type(error).__name__})")
         return None
+
+
+def usage_told_again(transcript: str, spool_file: str | None) -> None:
+    """A session registered again: its next beat tells its usage, changed or not."""
+    from roundtable_console.agents.spool import spool_path
+    from roundtable_console.agents.usage import tell_again
+
+    try:
+        tell_again(transcript, spool_path(spool_file).with_name("hook-usage"))
+    except Exception as error:  # noqa: BLE001 - the usage is extra: the start goes on
+        say(f"usage not kept ({type(error).__name__})")
 
 
 def answer(output: dict[str, Any] | None) -> None:
@@ -197,7 +210,7 @@ def reporter_for(options: dict[str, str]) -> Any:
     url = options.get("db") or os.environ.get("ROUNDTABLE_DB", "").strip()
     if not url:
         raise ValueError("no store: the hook was installed without --db (reinstall it)")
-    return LocalReporter(url)
+    return LocalReporter(url, say)
 
 
 def asks_through(reporter: Any) -> Any:

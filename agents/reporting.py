@@ -47,10 +47,11 @@ def _clock_at(at: str) -> Callable[[], datetime]:
 class LocalReporter:
     """Writes to the store at ``url`` (SQLite or PostgreSQL) as ``roundtable sessions`` would."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, say: Callable[[str], None] = lambda _said: None) -> None:
         from roundtable_console.store.db import drivers
 
         self.url = url
+        self.say = say  # a line on the hook's stderr (what it cannot do, never in the way)
         self._path = drivers.sqlite_path(url)
 
     @property
@@ -148,10 +149,9 @@ class LocalReporter:
         its cost by (read only when there is usage to write)."""
         if not fields.get("usage"):
             return {}
-        from roundtable_console.agents.hook_run import say
         from roundtable_console.agents.prices import user_prices
 
-        return {"usage": fields["usage"], "prices": user_prices(say)}
+        return {"usage": fields["usage"], "prices": user_prices(self.say)}
 
     def _given_is_ours(self, op: Operation) -> bool:
         """Whether the session ROUNDTABLE_SESSION_ID names is this agent's: it has no agent id
@@ -185,18 +185,23 @@ class LocalReporter:
             **values, **(quick_only or {}),
         )  # fmt: skip
         if done is None:
-            self._write_full(name, clock, **values)
+            self._write_full(name, clock, key, **values)
 
-    def _write_full(self, name: str, clock: Callable[[], datetime], **values: Any) -> None:
+    def _write_full(
+        self, name: str, clock: Callable[[], datetime], key: str, **values: Any
+    ) -> None:
         """A store the quick writes do not take (a schema behind, say): the normal path, which
-        migrates it first."""
+        migrates it first; under the same key, so a replay is written once."""
         from roundtable_console.store.db.database import open_store
         from roundtable_console.store.writes import agent_writes
 
         store = open_store(self.url)
         try:
             with store.write() as db:
-                getattr(agent_writes, name)(db=db, clock=clock, **values)
+                if agent_writes.take_hook_key(
+                    db=db, key=key, action=name, session_id=values["session_id"], clock=clock
+                ):
+                    getattr(agent_writes, name)(db=db, clock=clock, **values)
         finally:
             store.dispose()
 

@@ -95,5 +95,9 @@ def _line(operation: Operation) -> bytes:
     for name in ("waiting", "turn"):
         if isinstance(fields.get(name), str):
             fields[name] = redact_text(fields[name])
+    if fields.get("tool_calls"):  # what a tool was run on may carry a credential as well
+        from roundtable_console.store.safety.credentials import redact_output_value
+
+        fields["tool_calls"] = redact_output_value(fields["tool_calls"])
     values["fields"] = fields
     return (json.dumps(values, ensure_ascii=True) + "\n").encode()

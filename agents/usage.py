@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 READ_BUDGET = 16 * 1024 * 1024
+MOST_TOKENS = 10**15  # store.writes.usage_values.MOST_TOKENS
 LONGEST_LINE = 4 * 1024 * 1024  # a longer line is skipped, not parsed
 TOKENS = (
     "input_tokens",
@@ -59,6 +60,7 @@ def _fresh() -> dict[str, Any]:
         "stated_runs": 0,
         "unstated": False,  # usage read since the agent last stated a cost
         "told": None,  # what the last hook reported
+        "skipping": False,  # inside a line longer than READ_BUDGET: read on past its end
     }
 
 
@@ -152,14 +154,39 @@ def _state_file(place: Path, transcript: str) -> Path:
 
 
 def _load(path: Path) -> dict[str, Any]:
+    """What was read of the transcript before; anything else than that (a file damaged or of
+    another version) starts it again from the beginning."""
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return _fresh()
+    return state if _sound(state) else _fresh()
+
+
+def _sound(state: Any) -> bool:
     fresh = _fresh()
     if not isinstance(state, dict) or set(state) != set(fresh):
-        return fresh
-    return state
+        return False
+
+    def counts(value: Any) -> bool:
+        return (
+            isinstance(value, dict)
+            and set(value) == set(TOKENS)
+            and all(type(value[key]) is int and value[key] >= 0 for key in TOKENS)
+        )
+
+    return (
+        all(counts(state[name]) for name in ("sums", "last", "base"))
+        and type(state["offset"]) is int
+        and state["offset"] >= 0
+        and (state["identity"] is None or isinstance(state["identity"], list))
+        and isinstance(state["stated_cost"], int | float)
+        and type(state["stated_runs"]) is int
+        and all(type(state[name]) is bool for name in ("unstated", "skipping"))
+        and (state["model"] is None or isinstance(state["model"], str))
+        and (state["last_id"] is None or isinstance(state["last_id"], str))
+        and (state["told"] is None or isinstance(state["told"], dict))
+    )
 
 
 def _save(path: Path, state: dict[str, Any]) -> None:
@@ -194,11 +221,23 @@ def read_usage(adapter: str, transcript: str, place: Path) -> dict[str, Any] | N
         if state["identity"] != identity or found.st_size < state["offset"]:
             state = _fresh()  # another file, or the same one written anew
             state["identity"] = identity
-        start = state["offset"]
+        start = read_from = state["offset"]
         data = os.pread(fd, min(found.st_size - start, READ_BUDGET), start)
     finally:
         os.close(fd)
+    if state["skipping"]:  # the rest of a line too long to read: on to the next one
+        past = data.find(b"\n") + 1
+        if not past:
+            state["offset"] = start + len(data)
+            _save(kept, state)
+            return None
+        state["skipping"] = False
+        data, start = data[past:], start + past
     end = data.rfind(b"\n") + 1  # whole lines only: the last may still be being written
+    if not end and len(data) == READ_BUDGET:  # no line ends in a whole window: skip it
+        state["offset"], state["skipping"] = start + len(data), True
+        _save(kept, state)
+        return None
     wanted = _WANTED[adapter]
     for raw in data[:end].split(b"\n"):
         if len(raw) > LONGEST_LINE or not any(mark in raw for mark in wanted):
@@ -209,15 +248,26 @@ def read_usage(adapter: str, transcript: str, place: Path) -> dict[str, Any] | N
             continue
         if isinstance(line, dict):
             reader(state, line)
+    moved = start + end != read_from  # past what was read, or past a long line's end
     state["offset"] = start + end
     usage = reported(state)
     if usage == state["told"]:
-        if end:
+        if moved:
             _save(kept, state)
         return None  # told already
     state["told"] = usage
     _save(kept, state)
     return usage
+
+
+def tell_again(transcript: str, place: Path) -> None:
+    """The next hook tells the usage even if unchanged: a session registered again (a resume,
+    a compaction) has its metadata, and the usage in it, written anew without it."""
+    kept = _state_file(place, transcript)
+    state = _load(kept)
+    if state["told"] is not None:
+        state["told"] = None
+        _save(kept, state)
 
 
 def reported(state: dict[str, Any]) -> dict[str, Any] | None:
@@ -226,9 +276,12 @@ def reported(state: dict[str, Any]) -> dict[str, Any] | None:
     sums = state["sums"]
     if not any(sums.values()) and not state["stated_runs"]:
         return None
-    usage: dict[str, Any] = dict(sums)
-    if state["model"]:
-        usage["model"] = state["model"][:200]
-    if state["stated_runs"] and not state["unstated"]:
+    # Within what the store takes (store.writes.usage_values): a report it refused would cost
+    # the beat that carries it.
+    usage: dict[str, Any] = {key: min(sums[key], MOST_TOKENS) for key in TOKENS}
+    model = state["model"]
+    if model and len(model) <= 200 and model.isprintable():
+        usage["model"] = model
+    if state["stated_runs"] and not state["unstated"] and 0 <= state["stated_cost"] < 1e9:
         usage["cost_usd"] = round(state["stated_cost"], 6)
     return usage

@@ -61,4 +61,7 @@ REVEAL_EVENT = "revealed"
 LAUNCH_EVENT = "launched"
 # Ours: an operator stopped the agent's process (``stop-agent``); its hooks say the rest.
 AGENT_STOP_EVENT = "agent_stopped"
-QUIET_EVENTS: tuple[str, ...] = (REVEAL_EVENT, LAUNCH_EVENT, AGENT_STOP_EVENT)
+# Ours: a tool the agent ran, as its hook told (store.writes.tool_calls): the session's own
+# history, not a change of it.
+TOOL_CALL_EVENT = "tool.call"
+QUIET_EVENTS: tuple[str, ...] = (REVEAL_EVENT, LAUNCH_EVENT, AGENT_STOP_EVENT, TOOL_CALL_EVENT)

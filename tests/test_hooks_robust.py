@@ -262,13 +262,15 @@ def test_through_the_server_with_an_agent_token(store_url: str, tmp_path: Path, 
         assert found.waiting_reason == "asks to run Bash: rm -rf /tmp/x"
         assert found.external_resume_command == f"claude --resume {CLAUDE_ID}"
 
-        # A burst of tool events: one beat sent in 5 s (the first, which ends the wait).
+        # A burst of tool events: one beat sent in 5 s (the first, which ends the wait), and
+        # each of its tool calls.
         rows = len(history(store_url, SID))
         for _ in range(5):
             burst = claude("PostToolUse", tool_name="Bash", tool_input={})
             done = _run(burst, *options, spool=spool, env={"RT_TOKEN": token})
             assert done.returncode == 0 and done.stderr == "", done.stderr
-        assert len(history(store_url, SID)) == rows + 1
+        kinds = [kind for kind, _ in history(store_url, SID)[rows:]]
+        assert kinds.count("heartbeat") == 1 and kinds.count("tool.call") == 5
         # Another agent's token cannot touch this session: said, and not kept (a 403 is a good
         # token refused: trying it again would only hold the spool up), nothing written.
         done = _run(claude("Stop"), *options, spool=spool, env={"RT_TOKEN": other})

@@ -200,20 +200,21 @@ def test_foreign_and_garbage_cursors_are_refused(store: Store, clock: FakeClock,
         register(db, clock)
         register(db, clock, "S-2")
     other_kind = "claims" if name != "claims" else "logs"
-    key: Any = 1 if name in ("logs", "tool-calls") else "C-1"
+    # Tool calls are keyed by where they come from (the run's events, the session's history).
+    key: tuple[Any, ...] = {"logs": (1,), "tool-calls": (0, 1)}.get(name, ("C-1",))
     bad_cursors = [
         "not-a-cursor!",
-        encode_cursor(other_kind, "S-1", key),
-        encode_cursor(name, "S-2", key),  # another session's cursor
+        encode_cursor(other_kind, "S-1", *key),
+        encode_cursor(name, "S-2", *key),  # another session's cursor
         encode_cursor(name, "S-1"),  # wrong arity
-        encode_cursor(name, "S-1", [key]),  # wrong key type
+        encode_cursor(name, "S-1", *([part] for part in key)),  # wrong key type
     ]
     fetch = projections.PROJECTIONS[name]
     with store.read() as db:
         for cursor in bad_cursors:
             with pytest.raises(InvalidCursor):
                 fetch(db=db, session_id="S-1", cursor=cursor)
-        assert fetch(db=db, session_id="S-1", cursor=encode_cursor(name, "S-1", key)).items == []
+        assert fetch(db=db, session_id="S-1", cursor=encode_cursor(name, "S-1", *key)).items == []
 
 
 @pytest.mark.parametrize("name", list(projections.PROJECTIONS))
@@ -238,10 +239,8 @@ def test_tool_calls_select_decode_and_fall_back(store: Store, clock: FakeClock) 
         run_event(db, "tool.num", '{"tool": 5, "action": ["x"], "status": null}')
         run_event(db, "tool.leak", '{"tool":"curl token=abc","action":"Bearer xyz"}')
         run_event(db, "tool.exec", '{"tool":"bash"}', run="RUN-OTHER")
-        # Ours: a hook's tool call names its session; another session of the run is not this one.
-        run_event(db, "tool.call", '{"duration_ms":12.7,"session_id":"S-1","tool":"Bash"}')
-        run_event(db, "tool.call", '{"session_id":"S-10","tool":"Edit"}')
-        run_event(db, "tool.call", '{"duration_ms":-1,"session_id":"S-1","tool":"Read"}')
+        run_event(db, "tool.call", '{"duration_ms":12.7,"tool":"Bash"}')
+        run_event(db, "tool.call", '{"duration_ms":-1,"tool":"Read"}')
     with store.read() as db:
         page = projections.tool_calls(db=db, session_id="S-1")
     items = page.items
@@ -265,6 +264,32 @@ def test_tool_calls_select_decode_and_fall_back(store: Store, clock: FakeClock) 
     assert (items[4]["action"], items[4]["status"]) == (None, None)
     assert items[5]["action"] == f"Bearer {REDACTED}"
     assert "abc" not in json.dumps(items) and "xyz" not in json.dumps(items)
+
+
+def test_a_sessions_own_tool_calls_follow_its_runs_and_are_paged_with_them(
+    store: Store, clock: FakeClock
+) -> None:
+    """Ours: the tool calls a session's hooks told (its own history) after the reference's tool
+    events of its run, one keyset across both; another session's own are not its."""
+    with store.write() as db:
+        register(db, clock)
+        register(db, clock, "S-2")  # the same run
+        for index in range(3):
+            run_event(db, f"tool.t{index}", "{}")
+        for session_id, tool in (("S-1", "Bash"), ("S-2", "Edit"), ("S-1", "Read")):
+            agent_writes.heartbeat(db=db, session_id=session_id, clock=clock,
+                                   tool_calls=[{"tool": tool, "outcome": "ok"}])  # fmt: skip
+    with store.read() as db:
+
+        def fetch(**kw: Any) -> Page[dict[str, Any]]:
+            return projections.tool_calls(db=db, session_id="S-1", **kw)
+
+        pages = all_pages(fetch, 2)
+        items = fetch(limit=200).items
+    assert [len(page) for page in pages] == [2, 2, 1]
+    assert [item["tool"] for item in items] == ["t0", "t1", "t2", "Bash", "Read"]
+    assert {item["actor"] for item in items[3:]} == {"agent-1"}  # the session's agent
+    assert {item["type"] for item in items[3:]} == {"tool.call"}
 
 
 def test_tool_calls_page_in_sql(store: Store, clock: FakeClock) -> None:

@@ -299,7 +299,9 @@ def test_the_cost_is_said_for_what_it_is_wherever_shown(store: Store) -> None:
         agent_writes.register(db=db, session_id="s-none", agent_id="a", run_id="r",
                               adapter="codex", working_directory="/w")  # fmt: skip
     with store.read() as db:
-        said = {sid: session_metrics(db=db, session_id=sid)["cost"] for sid in [*reports, "s-none"]}
+        said = {
+            sid: session_metrics(db=db, session_id=sid).get("cost") for sid in [*reports, "s-none"]
+        }
         metrics = session_metrics(db=db, session_id="s-unknown")["usage"]
     assert said == {
         "s-stated": "stated by the agent",
@@ -373,3 +375,84 @@ def test_a_bad_price_table_is_a_clear_error(tmp_path: Path, toml: str, said: str
     config.write_text(toml)
     with pytest.raises(ConfigError, match=said):
         load_settings(config)
+
+
+def test_the_usage_is_merged_into_metadata_written_in_between(
+    pg_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A register that lands between a quiet beat's read and its usage write is kept: the
+    usage is merged into the metadata as it is then. PostgreSQL's READ COMMITTED lets such a
+    write through; SQLite's write lock keeps it out."""
+    store = pg_store
+    from roundtable_console.store.writes import usage_values
+
+    with store.write() as db:
+        agent_writes.register(db=db, session_id="s-1", agent_id="a", run_id="r",
+                              adapter="claude", working_directory="/w",
+                              metadata={"transcript_path": "/old"})  # fmt: skip
+    merge = usage_values.metadata_with_usage
+    raced: list[int] = []
+
+    def meanwhile(metadata_json: str | None, usage: dict[str, Any]) -> str | None:
+        if not raced:  # another writer's register, committed before this write's update
+            raced.append(1)
+            with store.engine.begin() as other:
+                written = '{"transcript_path":"/new","workspace_id":"ws-x"}'
+                other.execute(
+                    text("UPDATE agent_sessions SET metadata_json = :m WHERE id = 's-1'"),
+                    {"m": written},
+                )
+        return merge(metadata_json, usage)
+
+    monkeypatch.setattr(agent_writes, "metadata_with_usage", meanwhile)
+    with store.write() as db:  # a quiet beat (no update of its own, so no lock on the row)
+        agent_writes.heartbeat(db=db, session_id="s-1", quiet_seconds=5.0,
+                               usage={"input_tokens": 5})  # fmt: skip
+    with store.read() as db:
+        kept = json.loads(get_session(db=db, session_id="s-1").metadata_json or "{}")
+    assert kept["transcript_path"] == "/new" and kept["workspace_id"] == "ws-x"
+    assert kept["usage"]["input_tokens"] == 5
+
+
+def test_a_line_longer_than_a_read_is_passed_over_and_a_damaged_record_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from roundtable_console.agents import usage
+
+    monkeypatch.setattr(usage, "READ_BUDGET", 1024)
+    transcript = tmp_path / "t.jsonl"
+    place = tmp_path / "state"
+    transcript.write_text(
+        assistant("m1", input_tokens=1, output_tokens=1)
+        + line(type="user", message={"content": "x" * 5000})  # an attachment, say
+        + assistant("m2", input_tokens=2, output_tokens=2)
+    )
+    told = [read_usage("claude", str(transcript), place) for _ in range(8)]
+    assert tokens(told[0]) == (1, 1, 0, 0)
+    assert tokens(next(found for found in told[1:] if found)) == (3, 3, 0, 0)
+    for state in place.iterdir():  # a record damaged (or of another version): read again
+        state.write_text('{"offset": "x"}')
+    again = [read_usage("claude", str(transcript), place) for _ in range(8)]
+    assert tokens(again[0]) == (1, 1, 0, 0)  # from the start, the sums as they were
+    assert tokens(next(found for found in again[1:] if found)) == (3, 3, 0, 0)
+
+
+def test_a_session_registered_again_is_told_its_usage_again(
+    store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resume registers the session again, whose metadata is written anew: the next beat
+    tells the usage even though the transcript has not changed since."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("ROUNDTABLE_HOOK_SPOOL", str(tmp_path / "state" / "spool.jsonl"))
+    transcript = claude_transcript(home)
+    transcript.write_text(assistant("m1", input_tokens=3, output_tokens=4))
+    where = {"transcript_path": str(transcript)}
+    db = ("--db", store_url)
+    hook("claude-code", claude("SessionStart", **where), *db)
+    hook("claude-code", claude("Stop", **where), *db)
+    assert tokens(metadata_usage(store_url, CLAUDE)) == (3, 4, 0, 0)
+    hook("claude-code", claude("SessionStart", source="resume", **where), *db)
+    assert metadata_usage(store_url, CLAUDE) is None  # the register's metadata, written anew
+    hook("claude-code", claude("UserPromptSubmit", prompt="go on", **where), *db)
+    assert tokens(metadata_usage(store_url, CLAUDE)) == (3, 4, 0, 0)

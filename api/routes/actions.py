@@ -26,6 +26,9 @@ from roundtable_console.store.writes import agent_writes
 from roundtable_console.store.writes.lifecycle import key_required
 from roundtable_console.store.writes.lifecycle_outcomes import ActionOutcome
 
+# Ours: what only an agent's hooks send with a beat (store.writes.tool_calls, usage_values).
+HOOK_FIELDS = ("tool_calls", "usage", "quiet_seconds")
+
 
 def heartbeat(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
     """An operator's plain heartbeat is the lifecycle action; anyone else's (or one with a body
@@ -78,6 +81,10 @@ def _beat(
 ) -> AgentSession:
     ctx.workspace(db, caller, workspace_id)
     caller.require_writer_of(None)
+    if caller.role == "operator" and any(body.get(name) is not None for name in HOOK_FIELDS):
+        # What an agent did and spent is its hooks' to tell: a person's would be recorded as
+        # the agent's own, with no row naming who wrote it.
+        raise Problem("forbidden", "tool_calls, usage and quiet_seconds are an agent's to send.")
     session = agent_writes.beat_in_workspace(
         db=db,
         session_id=session_id,

@@ -102,6 +102,8 @@ def decoded_object(
             "invalid_request_body",
             f"The body is not JSON: {error.msg} (line {error.lineno}, column {error.colno}).",
         ) from None
+    except ValueError:  # an integer of more digits than Python reads (sys.int_info)
+        raise Problem("invalid_request_body", "The body holds a number too long to read.") from None
     if not isinstance(decoded, dict):
         raise Problem(code, "The body must be one JSON object.")
     unknown = sorted(name for name in decoded if name not in fields)

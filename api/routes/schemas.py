@@ -286,12 +286,13 @@ PRINTABLE_LENGTHS = {
 TOOL_CALL = {
     "type": "object",
     "properties": {
-        "tool": {"type": "string", "minLength": 1, "pattern": "\\S"},
+        "tool": {"type": "string"},
         "summary": {"type": "string"},
         "outcome": {"enum": list(OUTCOMES)},
         "duration_ms": {"type": ["number", "null"], "minimum": 0, "maximum": MAX_DURATION_MS},
     },
     "required": ["tool", "outcome"],
+    "additionalProperties": False,
 }
 SPECIAL_FIELDS: dict[str, dict[str, Any]] = {
     "tool_calls": {"type": ["array", "null"], "items": TOOL_CALL, "maxItems": MAX_CALLS},

@@ -198,6 +198,8 @@ def end(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> A
         call.body, fields=bodies.END_FIELDS, code="invalid_request_body", optional=True
     )
     key = ctx.request_key(call, caller, required=False)
+    if caller.role == "operator" and body.get("usage") is not None:
+        raise Problem("forbidden", "usage is an agent's to send.")  # as a heartbeat's
 
     def write(within: object) -> AgentSession:
         with ctx.store.write() as db:

@@ -18,7 +18,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Table, and_, func, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Table,
+    Text,
+    and_,
+    cast,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    union_all,
+)
 
 from roundtable_console.store import validation
 from roundtable_console.store.access.walls import OPEN, Wall
@@ -33,7 +46,7 @@ from roundtable_console.store.errors import InvalidCursor
 from roundtable_console.store.reads.events import in_workspace
 from roundtable_console.store.reads.paging import Page, decode_cursor, encode_cursor
 from roundtable_console.store.reads.sessions import get_session
-from roundtable_console.store.rules import PAGED_PROJECTIONS, UNPAGED_PROJECTIONS
+from roundtable_console.store.rules import PAGED_PROJECTIONS, TOOL_CALL_EVENT, UNPAGED_PROJECTIONS
 from roundtable_console.store.safety.credentials import redact_output_json_text, redact_output_text
 
 _SESSION_EVENTS = AgentSessionEvent.__table__  # type: ignore[attr-defined]
@@ -144,29 +157,64 @@ def _payload_duration(payload: dict[str, Any]) -> int | None:
     return int(value) if value >= 0 else None
 
 
-# How a hook's tool call names its session (store.writes.tool_calls: compact JSON, keys sorted).
-_NAMES_A_SESSION = '"session_id":'
-
-
 def _is_tool_call(session: AgentSession, within: str | None) -> ColumnElement[bool]:
     """Events of the session's run that look like tool calls (ref heuristic): a type starting
-    with exactly ``tool.``, or a payload mentioning "tool" in any case; (ours) not those whose
-    payload names another session (the hooks' tool calls name theirs, and sessions of one
-    project share its run); ``within``: only while the run belongs to that workspace."""
+    with exactly ``tool.``, or a payload mentioning "tool" in any case; ``within``: only while
+    the run belongs to that workspace."""
     # substr, not LIKE: SQLite's LIKE ignores case, and the reference's prefix is exact.
-    payload = _EVENTS.c.payload_json
     found = and_(
         _EVENTS.c.run_id == session.run_id,
         or_(
             func.substr(_EVENTS.c.type, 1, 5) == "tool.",
-            func.lower(payload).contains("tool", autoescape=True),
-        ),
-        or_(
-            ~payload.contains(_NAMES_A_SESSION, autoescape=True),
-            payload.contains(_NAMES_A_SESSION + json.dumps(session.id), autoescape=True),
+            func.lower(_EVENTS.c.payload_json).contains("tool", autoescape=True),
         ),
     )
     return found if within is None else and_(found, in_workspace(within))
+
+
+class _ToolCalls:
+    """The tool-calls projection: the reference's tool events of the session's run
+    (``_is_tool_call``), then (ours) the tool calls its hooks told, rows of the session's own
+    history (``store.writes.tool_calls``), a keyset page at a time on (source, id)."""
+
+    kind = "tool-calls"
+
+    def _rows(self, session: AgentSession, within: str | None) -> Any:
+        of_run = select(
+            literal_column("0").label("source"), _EVENTS.c.id, _EVENTS.c.type, _EVENTS.c.actor_id,
+            _EVENTS.c.payload_json, _EVENTS.c.created_at,
+        ).where(_is_tool_call(session, within))  # fmt: skip
+        own = select(
+            literal_column("1").label("source"), _SESSION_EVENTS.c.id,
+            _SESSION_EVENTS.c.event_type.label("type"),
+            cast(literal(session.agent_id), Text).label("actor_id"),
+            _SESSION_EVENTS.c.payload_json, _SESSION_EVENTS.c.created_at,
+        ).where(
+            _SESSION_EVENTS.c.session_id == session.id,
+            _SESSION_EVENTS.c.event_type == TOOL_CALL_EVENT,
+        )  # fmt: skip
+        return union_all(of_run, own).subquery()
+
+    def page(
+        self, db: Connection, session_id: str, limit: int | None, cursor: str | None, wall: Wall
+    ) -> Page[dict[str, Any]]:
+        session = wall.checked(get_session(db=db, session_id=session_id))
+        size = validation.limit(limit)
+        rows = self._rows(session, wall.around(session))
+        statement = select(rows)
+        if cursor:
+            owner, source, key = decode_cursor(self.kind, cursor, 3)
+            if owner != session.id or type(source) is not int or type(key) is not int:
+                raise InvalidCursor("That cursor does not belong to this session's tool calls.")
+            statement = statement.where(
+                or_(rows.c.source > source, and_(rows.c.source == source, rows.c.id > key))
+            )
+        found = db.execute(statement.order_by(rows.c.source, rows.c.id).limit(size + 1)).all()
+        items = [_tool_call(row) for row in found[:size]]
+        more = len(found) > size
+        last = found[size - 1] if more else None
+        next_cursor = encode_cursor(self.kind, session.id, last.source, last.id) if last else None
+        return Page(items=items, next_cursor=next_cursor)
 
 
 def _of_agent(table: Table) -> Callable[[AgentSession, str | None], ColumnElement[bool]]:
@@ -191,13 +239,7 @@ _LOGS = _Paged(
         "created_at": row.created_at,
     },
 )
-_TOOL_CALLS = _Paged(
-    kind="tool-calls",
-    table=_EVENTS,
-    columns=("type", "actor_id", "payload_json", "created_at"),
-    belongs=_is_tool_call,
-    shape=_tool_call,
-)
+_TOOL_CALLS = _ToolCalls()
 _CLAIMS_OF_AGENT = _Paged(
     kind="claims",
     table=_CLAIMS,
@@ -348,14 +390,15 @@ def cost_words(session: AgentSession) -> str | None:
 
 def session_metrics(*, db: Connection, session_id: str, wall: Wall = OPEN) -> dict[str, Any]:
     """Numeric values the adapter put in ``metadata.usage``; token counts kept (ref). Ours:
-    ``cost``, what its cost is in words (``cost_words``)."""
+    ``cost``, what its cost is in words (``cost_words``), when its hook said."""
     session = wall.checked(get_session(db=db, session_id=session_id))
-    return {
+    metrics = {
         "session_id": session.id,
         "usage": usage_metrics(session),
         "source": "adapter_metadata",
-        "cost": cost_words(session),
     }
+    cost = cost_words(session)
+    return metrics if cost is None else {**metrics, "cost": cost}
 
 
 def session_environment(*, db: Connection, session_id: str, wall: Wall = OPEN) -> dict[str, Any]:

@@ -117,7 +117,7 @@ def decide_request(
         if before is not None:
             before(db)
         now = format_ts(clock())
-        record, session = reach(db, request_id, wall, session_id)
+        record, _session = reach(db, request_id, wall, session_id)
         why_not = record.why_not(decision)
         if why_not is not None:
             raise NotDeliverable(why_not)
@@ -164,8 +164,7 @@ def decide_request(
         if decision == DENY:  # a tool call the agent does not make: one of its tool calls
             denied = {"tool": record.tool_name, "outcome": "denied",
                       "summary": tool_subject(record.tool_name, record.tool_input)}  # fmt: skip
-            rows = tool_call_rows([denied], session_id=session.id, run_id=session.run_id,
-                                  agent_id=session.agent_id, now=now)  # fmt: skip
+            rows = tool_call_rows([denied], session_id=record.session_id, now=now)
             db.execute(text(INSERT_TOOL_CALL), rows)
         append_session_event(
             db,

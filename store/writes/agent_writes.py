@@ -34,6 +34,8 @@ from roundtable_console.store.writes.tool_calls import (
     tool_call_rows,
 )
 from roundtable_console.store.writes.usage_values import (
+    MERGE_TRIES,
+    READ_METADATA,
     SHIPPED,
     UPDATE_METADATA,
     Prices,
@@ -41,6 +43,7 @@ from roundtable_console.store.writes.usage_values import (
     session_usage,
 )
 from roundtable_console.store.writes.write_values import (
+    TAKE_HOOK_KEY,
     beat_is_quiet,
     end_values,
     heartbeat_values,
@@ -318,8 +321,7 @@ def _beat(
         session = _update_one(
             db, statement, values, clock=clock, event=("heartbeat", "last_seen_at"), actor=actor
         )
-    rows = tool_call_rows(tool_calls, session_id=session.id, run_id=session.run_id,
-                          agent_id=session.agent_id, now=format_ts(clock()))  # fmt: skip
+    rows = tool_call_rows(tool_calls, session_id=session.id, now=format_ts(clock()))
     if rows:
         db.execute(text(INSERT_TOOL_CALL), rows)
     _keep_usage(db, session, spent)
@@ -345,11 +347,19 @@ def end(
 
 
 def _keep_usage(db: Connection, session: AgentSession, spent: dict[str, Any] | None) -> None:
-    """The session's metadata with what it spent, when that changed."""
-    if spent is not None:
-        metadata = metadata_with_usage(session.metadata_json, spent)
-        if metadata is not None:
-            db.execute(text(UPDATE_METADATA), {"session_id": session.id, "metadata_json": metadata})
+    """The session's metadata with what it spent, when that changed (merged into the metadata
+    as it is when written: ``UPDATE_METADATA``)."""
+    if spent is None:
+        return
+    current = session.metadata_json
+    for _ in range(MERGE_TRIES):
+        metadata = metadata_with_usage(current, spent)
+        if metadata is None:
+            return
+        row = {"session_id": session.id, "metadata_json": metadata, "old": current}
+        if db.execute(text(UPDATE_METADATA), row).first() is not None:
+            return
+        current = db.execute(text(READ_METADATA), {"session_id": session.id}).scalar()
 
 
 def _update_one(
@@ -383,6 +393,16 @@ def _update_one(
         db, session_id=session.id, event_type=event_type, payload=payload, now=now, actor=actor
     )
     return session
+
+
+def take_hook_key(
+    *, db: Connection, key: str, action: str, session_id: str, clock: Clock = system_clock
+) -> bool:
+    """Whether a hook's write under ``key`` is to be made now (the key taken in the caller's
+    transaction), or was made before: a spooled write replayed is written once on this path
+    too (``write_values.TAKE_HOOK_KEY``)."""
+    row = {"key": key, "action": f"hook.{action}", "session_id": session_id}
+    return db.execute(text(TAKE_HOOK_KEY), {**row, "now": format_ts(clock())}).first() is not None
 
 
 def _dialect_insert(db: Connection) -> Any:

@@ -31,6 +31,7 @@ from roundtable_console.store.errors import DatabaseUnavailable, SessionNotFound
 from roundtable_console.store.records import SESSION_COLUMNS, SessionRecord
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.store.writes.write_values import (
+    TAKE_HOOK_KEY,
     beat_is_quiet,
     end_values,
     heartbeat_values,
@@ -101,12 +102,7 @@ VALUES (:session_id, :event_type, :payload_json, :now)"""
 _REVISION = "SELECT version_num FROM alembic_version"
 
 _CURRENT = f"SELECT {', '.join(SESSION_COLUMNS)} FROM agent_sessions WHERE id = :session_id"
-# A write under an idempotency key (the hooks' spool) happens once: the key is taken in the
-# write's own transaction, and a key already taken means the write was made.
-_TAKE_KEY = """
-INSERT INTO idempotency_keys (key, action, session_id, outcome, created_at)
-VALUES (:key, :action, :session_id, '{}', :now)
-ON CONFLICT (key) DO NOTHING RETURNING key"""
+
 
 _NAMED = re.compile(r":([a-z_]+)")
 
@@ -177,8 +173,7 @@ def heartbeat(
         if tool_calls:  # imported only by the hooks that carry some
             from roundtable_console.store.writes.tool_calls import INSERT_TOOL_CALL, tool_call_rows
 
-            rows = tool_call_rows(tool_calls, session_id=session.id, run_id=session.run_id,
-                                  agent_id=session.agent_id, now=now)  # fmt: skip
+            rows = tool_call_rows(tool_calls, session_id=session.id, now=now)
             for row in rows:
                 run(INSERT_TOOL_CALL, row)
         _keep_usage(run, session, spent)
@@ -197,16 +192,29 @@ def _spent(usage: Mapping[str, Any] | None, prices: Prices | None) -> dict[str, 
 
 
 def _keep_usage(run: _Run, session: SessionRecord, spent: dict[str, Any] | None) -> None:
-    """The session's metadata with what it spent, when that changed."""
-    if spent is not None:
-        from roundtable_console.store.writes.usage_values import (
-            UPDATE_METADATA,
-            metadata_with_usage,
-        )
+    """The session's metadata with what it spent, when that changed (merged into the metadata
+    as it is when written: ``UPDATE_METADATA``)."""
+    if spent is None:
+        return
+    from roundtable_console.store.writes.usage_values import (
+        MERGE_TRIES,
+        READ_METADATA,
+        UPDATE_METADATA,
+        metadata_with_usage,
+    )
 
-        metadata = metadata_with_usage(session.metadata_json, spent)
-        if metadata is not None:
-            run(UPDATE_METADATA, {"session_id": session.id, "metadata_json": metadata})
+    current = session.metadata_json
+    for _ in range(MERGE_TRIES):
+        metadata = metadata_with_usage(current, spent)
+        if metadata is None:
+            return
+        row = {"session_id": session.id, "metadata_json": metadata, "old": current}
+        if run(UPDATE_METADATA, row) is not None:
+            return
+        found = run(READ_METADATA, {"session_id": session.id})
+        if found is None:
+            return
+        current = found[0]
 
 
 def _once(
@@ -222,7 +230,7 @@ def _once(
 
     def once(run: _Run) -> SessionRecord:
         row = {"key": key, "action": f"hook.{action}", "session_id": session_id}
-        if run(_TAKE_KEY, {**row, "now": format_ts(clock())}) is None:
+        if run(TAKE_HOOK_KEY, {**row, "now": format_ts(clock())}) is None:
             current = _session(run(_CURRENT, {"session_id": session_id}))
             if current is None:
                 raise SessionNotFound(f"No session has the id {session_id!r}.")

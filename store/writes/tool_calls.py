@@ -1,11 +1,13 @@
-"""Ours: the tools an agent ran, each an event of its session's run (``events``, type
-``tool.call``), which the reference's tool-calls projection lists
-(``store.reads.projections.tool_calls``).
+"""Ours: the tools an agent ran, each a row of its session's own history (``agent_session_events``,
+type ``tool.call``), which the tool-calls projection lists with the reference's tool events of
+the session's run (``store.reads.projections.tool_calls``). The session's, not its run's: runs
+are named freely and may be shared across workspaces, a session's history never is.
 
 A hook's beat carries the tool calls it saw (``agents.events.ToolRun``); they are written in the
 beat's own transaction, also when the beat itself writes nothing (a quiet beat of a burst), so a
 burst of tool calls is one row each and still one heartbeat row. A permission request a human
-denies is its tool call too, written with the decision (``store.requests.deciding``).
+denies is its tool call too, written with the decision (``store.requests.deciding``). What a
+call was about is redacted whole, then cut to one line.
 
 Standard library only (the hooks' quick writes use it): the statement is written here, for both
 the driver's own paths and SQLAlchemy's.
@@ -17,19 +19,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from roundtable_console.store.errors import InvalidSession
+from roundtable_console.store.rules import TOOL_CALL_EVENT
 
-TOOL_CALL_EVENT = "tool.call"
 OUTCOMES = ("ok", "error", "denied")
 # One write carries at most this many (a hook carries one; a batch replayed from a spool few).
 MAX_CALLS = 50
 TOOL_LENGTH = 100
 SUMMARY_LENGTH = 200
+UNNAMED = "a tool"
+# What a hook sends of a call's input, at most: whole enough that a credential in it is seen,
+# and hidden, before the summary is cut to SUMMARY_LENGTH.
+SENT_LENGTH = 4000
 # A tool's duration as the agent gives it: at most a day, in milliseconds.
 MAX_DURATION_MS = 86_400_000
 
-INSERT_TOOL_CALL = """
-INSERT INTO events (run_id, type, actor_id, task_id, payload_json, created_at)
-VALUES (:run_id, :type, :actor_id, NULL, :payload_json, :now)"""
+INSERT_TOOL_CALL = f"""
+INSERT INTO agent_session_events (session_id, event_type, payload_json, created_at)
+VALUES (:session_id, '{TOOL_CALL_EVENT}', :payload_json, :now)"""
 
 
 SHELL_TOOLS = frozenset({"Bash", "run_shell_command", "exec_command", "shell", "local_shell"})
@@ -53,10 +59,10 @@ def tool_subject(tool_name: str, tool_input: Any) -> str:
         if not tool_input:
             return ""
     if isinstance(tool_input, str):
-        return _one_line(tool_input, SUMMARY_LENGTH)
+        return _one_line(tool_input, SENT_LENGTH)
     import json
 
-    return _one_line(json.dumps(tool_input, ensure_ascii=False), SUMMARY_LENGTH)
+    return _one_line(json.dumps(tool_input, ensure_ascii=False), SENT_LENGTH)
 
 
 def _one_line(value: str, limit: int) -> str:
@@ -64,25 +70,28 @@ def _one_line(value: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def tool_call_payload(call: Any, session_id: str) -> dict[str, Any]:
-    """One tool call as its event's payload (``tool``, ``action``: a one-line summary of its
-    input with any credential hidden, ``status``: its outcome, ``duration_ms``), or
-    ``InvalidSession`` in words."""
+def tool_call_payload(call: Any) -> dict[str, Any]:
+    """One tool call as its history row's payload (``tool``, ``action``: a one-line summary of
+    its input, credentials hidden before it is cut, ``status``: its outcome, ``duration_ms``),
+    or ``InvalidSession`` in words. A tool with no usable name is "a tool"."""
     from roundtable_console.store.safety.credentials import redact_output_text
 
     if not isinstance(call, Mapping):
         raise InvalidSession("A tool call is an object with tool, summary and outcome.")
+    unknown = set(call) - {"tool", "summary", "outcome", "duration_ms"}
+    if unknown:
+        raise InvalidSession(f"A tool call holds no {sorted(map(str, unknown))[0][:40]!r}.")
     tool, summary, outcome = call.get("tool"), call.get("summary", ""), call.get("outcome")
-    if not isinstance(tool, str) or not tool.strip():
-        raise InvalidSession("A tool call names its tool.")
+    if not isinstance(tool, str):
+        raise InvalidSession("A tool call's tool is its name, as text.")
     if not isinstance(summary, str):
         raise InvalidSession("A tool call's summary is text.")
     if outcome not in OUTCOMES:
         raise InvalidSession(f"A tool call's outcome is one of {', '.join(OUTCOMES)}.")
+    named = _one_line(redact_output_text(tool), TOOL_LENGTH) or UNNAMED
     payload: dict[str, Any] = {
-        "session_id": session_id,
-        "tool": _one_line(tool, TOOL_LENGTH),
-        "action": redact_output_text(_one_line(summary, SUMMARY_LENGTH)),
+        "tool": named,
+        "action": _one_line(redact_output_text(summary), SUMMARY_LENGTH),
         "status": outcome,
     }
     duration = call.get("duration_ms")
@@ -96,9 +105,9 @@ def tool_call_payload(call: Any, session_id: str) -> dict[str, Any]:
 
 
 def tool_call_rows(
-    calls: Sequence[Any] | None, *, session_id: str, run_id: str, agent_id: str, now: str
+    calls: Sequence[Any] | None, *, session_id: str, now: str
 ) -> list[dict[str, Any]]:
-    """The ``events`` rows of ``calls`` for the session (checked: ``InvalidSession``)."""
+    """The history rows of ``calls`` for the session (checked: ``InvalidSession``)."""
     if not calls:
         return []
     from roundtable_console.store.writes.write_values import to_json_text
@@ -108,18 +117,13 @@ def tool_call_rows(
     if len(calls) > MAX_CALLS:
         raise InvalidSession(f"A write carries at most {MAX_CALLS} tool calls.")
     return [
-        {
-            "run_id": run_id,
-            "type": TOOL_CALL_EVENT,
-            "actor_id": agent_id,
-            "payload_json": to_json_text(tool_call_payload(call, session_id)),
-            "now": now,
-        }
+        {"session_id": session_id, "payload_json": to_json_text(tool_call_payload(call)),
+         "now": now}
         for call in calls
-    ]
+    ]  # fmt: skip
 
 
 def checked_tool_calls(calls: Any) -> list[dict[str, Any]]:
     """``calls`` checked before anything is written (the same words as at the write)."""
-    tool_call_rows(calls, session_id="-", run_id="-", agent_id="-", now="-")
+    tool_call_rows(calls, session_id="-", now="-")
     return list(calls or ())

@@ -28,9 +28,15 @@ TOKENS = (
 MOST_TOKENS = 10**15
 MOST_DOLLARS = 1e9
 STATED, ESTIMATED, UNKNOWN = "stated", "estimated", "unknown"
+# Only over the metadata it was merged into: a register committed in between (PostgreSQL's
+# READ COMMITTED lets one through) is read again and merged, never overwritten.
 UPDATE_METADATA = """
 UPDATE agent_sessions SET metadata_json = :metadata_json, version = version + 1
-WHERE id = :session_id"""
+WHERE id = :session_id
+  AND (metadata_json = CAST(:old AS TEXT) OR (metadata_json IS NULL AND CAST(:old AS TEXT) IS NULL))
+RETURNING id"""
+READ_METADATA = "SELECT metadata_json FROM agent_sessions WHERE id = :session_id"
+MERGE_TRIES = 3
 
 
 class Price(NamedTuple):
@@ -47,6 +53,8 @@ class Price(NamedTuple):
 PRICES_AS_OF = "2026-12"
 DEFAULT_PRICES: dict[str, Price] = {
     "claude-opus": Price(5.0, 25.0, 0.5, 6.25),
+    "claude-opus-4-1": Price(15.0, 75.0, 1.5, 18.75),
+    "claude-opus-4-2025": Price(15.0, 75.0, 1.5, 18.75),  # Opus 4, by its dated name
     "claude-sonnet": Price(3.0, 15.0, 0.3, 3.75),
     "claude-haiku": Price(1.0, 5.0, 0.1, 1.25),
     "gpt-5": Price(1.25, 10.0, 0.125, 0.0),
@@ -93,7 +101,12 @@ def checked_usage(usage: Any) -> dict[str, Any]:
     unknown = set(usage) - {*TOKENS, "model", "cost_usd"}
     if unknown:
         raise InvalidSession(f"usage holds no {sorted(unknown)[0][:40]!r}.")
-    checked: dict[str, Any] = {key: int(_number(usage, key, MOST_TOKENS) or 0) for key in TOKENS}
+    checked: dict[str, Any] = {}
+    for key in TOKENS:
+        count = _number(usage, key, MOST_TOKENS) or 0
+        if not float(count).is_integer():
+            raise InvalidSession(f"usage.{key} is a whole number of tokens.")
+        checked[key] = int(count)
     model = usage.get("model")
     if model is not None:
         if (

@@ -142,3 +142,12 @@ def beat_is_quiet(current: Any, values: Mapping[str, Any], now: str, quiet_secon
     except ValueError:
         return False
     return 0 <= elapsed < quiet_seconds
+
+
+# A hook's write under an idempotency key (its spool's) happens once: the key is taken in the
+# write's own transaction, and a key already taken means the write was made. The quick writes
+# and the full path (``agent_writes.take_hook_key``) take it alike.
+TAKE_HOOK_KEY = """
+INSERT INTO idempotency_keys (key, action, session_id, outcome, created_at)
+VALUES (:key, :action, :session_id, '{}', :now)
+ON CONFLICT (key) DO NOTHING RETURNING key"""

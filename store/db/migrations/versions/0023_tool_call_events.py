@@ -1,9 +1,11 @@
-"""Tool calls as events (issue 46 point 1): an index of ``events`` by run.
+"""Tool calls (issue 46 point 1): indexes for reading a session's tool calls a page at a time.
 
-Every tool an agent runs is now an ``events`` row of its session's run (``tool.call``,
-``store.writes.tool_calls``), and a session's tool calls are read a page at a time by run
-(``store.reads.projections.tool_calls``). The reference keeps no index on ``events``: without one
-a page costs the table. An index alone, which the reference's migrations leave be.
+Every tool an agent runs is now a ``tool.call`` row of its session's history
+(``store.writes.tool_calls``), and the tool-calls projection reads those with the reference's
+tool events of the session's run (``store.reads.projections.tool_calls``). A partial index finds
+a session's tool calls among its heartbeats; the reference keeps no index on ``events``, so
+without one a page of a run's events costs the table. Indexes alone, which the reference's
+migrations leave be.
 
 Revision ID: 0023_tool_call_events
 """
@@ -18,6 +20,10 @@ depends_on = None
 
 def upgrade() -> None:
     op.execute("CREATE INDEX IF NOT EXISTS ix_events_run ON events (run_id, id)")
+    op.execute(
+        "CREATE INDEX IF NOT EXISTS ix_agent_session_events_tool_calls ON agent_session_events"
+        " (session_id, id) WHERE event_type = 'tool.call'"
+    )
 
 
 def downgrade() -> None:
