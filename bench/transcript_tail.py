@@ -105,11 +105,15 @@ def bench_usage_reads(directory: Path, repeats: int, big_mb: int) -> list[Figure
     places = {}
     for name, size in (("small-usage", 60 * 1024), ("big-usage", big_mb * 1024 * 1024)):
         path = _transcript(directory, name, size)
+        first = {"type": "assistant", "message": {"id": "m0", "usage": {"input_tokens": 1}}}
+        with path.open("a") as handle:  # at its end: told once the whole file is read
+            handle.write(json.dumps(first) + "\n")
         state = directory / f"{name}-state"
-        while read_usage("claude", str(path), state) is None:
-            pass  # caught up: a few reads of at most 16 MiB each
-        while read_usage("claude", str(path), state) is not None:
-            pass
+        for _ in range(2 + size // (8 * 1024 * 1024)):  # a read is at most 16 MiB
+            if read_usage("claude", str(path), state) is not None:
+                break
+        else:
+            raise AssertionError(f"the {name} transcript was not read to its end")
         places[name] = (path, state)
     answers = iter(range(10**9))
 

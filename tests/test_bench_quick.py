@@ -432,3 +432,15 @@ async def test_a_paced_agent_opens_a_closed_connection_again_and_counts_each_ans
         server.close()
     assert (first, second, third) == (200, 200, 200)
     assert len(connections) == 3
+
+
+def test_the_usage_bench_reads_its_transcripts_to_their_end_and_adds_each_answer(
+    tmp_path: Path,
+) -> None:
+    """``bench.transcript_tail.bench_usage_reads`` catches both transcripts up before it times
+    (a transcript with no usage line once made it wait forever), then each answer is told."""
+    from bench.transcript_tail import bench_usage_reads
+
+    [figure] = bench_usage_reads(tmp_path, 3, 1)
+    assert figure.value > 0 and figure.base > 0 and figure.limit == 1.5
+    assert "1 MB" in figure.name
