@@ -404,7 +404,7 @@ def test_the_usage_is_merged_into_metadata_written_in_between(
                 )
         return merge(metadata_json, usage)
 
-    monkeypatch.setattr(agent_writes, "metadata_with_usage", meanwhile)
+    monkeypatch.setattr(usage_values, "metadata_with_usage", meanwhile)
     with store.write() as db:  # a quiet beat (no update of its own, so no lock on the row)
         agent_writes.heartbeat(db=db, session_id="s-1", quiet_seconds=5.0,
                                usage={"input_tokens": 5})  # fmt: skip

@@ -34,12 +34,9 @@ from roundtable_console.store.writes.tool_calls import (
     tool_call_rows,
 )
 from roundtable_console.store.writes.usage_values import (
-    MERGE_TRIES,
-    READ_METADATA,
     SHIPPED,
-    UPDATE_METADATA,
     Prices,
-    metadata_with_usage,
+    keep_usage,
     session_usage,
 )
 from roundtable_console.store.writes.write_values import (
@@ -347,19 +344,10 @@ def end(
 
 
 def _keep_usage(db: Connection, session: AgentSession, spent: dict[str, Any] | None) -> None:
-    """The session's metadata with what it spent, when that changed (merged into the metadata
-    as it is when written: ``UPDATE_METADATA``)."""
-    if spent is None:
-        return
-    current = session.metadata_json
-    for _ in range(MERGE_TRIES):
-        metadata = metadata_with_usage(current, spent)
-        if metadata is None:
-            return
-        row = {"session_id": session.id, "metadata_json": metadata, "old": current}
-        if db.execute(text(UPDATE_METADATA), row).first() is not None:
-            return
-        current = db.execute(text(READ_METADATA), {"session_id": session.id}).scalar()
+    def run(statement: str, values: Mapping[str, Any]) -> Any:
+        return db.execute(text(statement), dict(values)).first()
+
+    keep_usage(run, session.id, session.metadata_json, spent)
 
 
 def _update_one(

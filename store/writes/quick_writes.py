@@ -192,29 +192,10 @@ def _spent(usage: Mapping[str, Any] | None, prices: Prices | None) -> dict[str, 
 
 
 def _keep_usage(run: _Run, session: SessionRecord, spent: dict[str, Any] | None) -> None:
-    """The session's metadata with what it spent, when that changed (merged into the metadata
-    as it is when written: ``UPDATE_METADATA``)."""
-    if spent is None:
-        return
-    from roundtable_console.store.writes.usage_values import (
-        MERGE_TRIES,
-        READ_METADATA,
-        UPDATE_METADATA,
-        metadata_with_usage,
-    )
+    if spent is not None:
+        from roundtable_console.store.writes.usage_values import keep_usage
 
-    current = session.metadata_json
-    for _ in range(MERGE_TRIES):
-        metadata = metadata_with_usage(current, spent)
-        if metadata is None:
-            return
-        row = {"session_id": session.id, "metadata_json": metadata, "old": current}
-        if run(UPDATE_METADATA, row) is not None:
-            return
-        found = run(READ_METADATA, {"session_id": session.id})
-        if found is None:
-            return
-        current = found[0]
+        keep_usage(run, session.id, session.metadata_json, spent)
 
 
 def _once(

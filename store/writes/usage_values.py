@@ -14,7 +14,7 @@ Standard library only (the hooks' quick writes use it).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from roundtable_console.store.errors import InvalidSession
@@ -196,3 +196,29 @@ def configured_prices(values: Mapping[str, Any]) -> Prices:
     if not isinstance(as_of, str) or not as_of.strip() or not as_of.isprintable():
         raise ValueError("prices_as_of is the date the prices hold for, as text.")
     return Prices({**SHIPPED.table, **configured}, as_of.strip()[:40])
+
+
+# Runs a statement in the writer's transaction: its first row, or None.
+Run = Callable[[str, Mapping[str, Any]], Any]
+
+
+def keep_usage(
+    run: Run, session_id: str, metadata_json: str | None, spent: dict[str, Any] | None
+) -> None:
+    """The session's metadata with what it spent (``session_usage``'s), when that changed,
+    merged into the metadata as it is when written (``UPDATE_METADATA``): the quick writes'
+    and the store's path alike."""
+    if spent is None:
+        return
+    current = metadata_json
+    for _ in range(MERGE_TRIES):
+        metadata = metadata_with_usage(current, spent)
+        if metadata is None:
+            return
+        row = {"session_id": session_id, "metadata_json": metadata, "old": current}
+        if run(UPDATE_METADATA, row) is not None:
+            return
+        found = run(READ_METADATA, {"session_id": session_id})
+        if found is None:
+            return
+        current = found[0]
