@@ -28,11 +28,7 @@ from roundtable_console.store.reads.sqlfuncs import effective_workspace
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.store.rules import ACTIVE_STATES
 from roundtable_console.store.writes.history import Prepared, append_session_event
-from roundtable_console.store.writes.tool_calls import (
-    INSERT_TOOL_CALL,
-    checked_tool_calls,
-    tool_call_rows,
-)
+from roundtable_console.store.writes.tool_calls import INSERT_TOOL_CALL, tool_call_rows
 from roundtable_console.store.writes.usage_values import (
     SHIPPED,
     Prices,
@@ -305,20 +301,19 @@ def _beat(
 ) -> AgentSession:
     """The heartbeat ``statement`` (or, quiet, none: the session as it is, if the statement's
     conditions hold), then the tool calls and the usage (``session_usage``'s) it carries."""
-    checked_tool_calls(tool_calls)
+    now = format_ts(clock())
+    # Checked (InvalidSession) before anything is written.
+    rows = tool_call_rows(tool_calls, session_id=values["session_id"], now=now)
     session = None
     if quiet_seconds is not None:
         row = _QUIET_READS[statement].execute(db, values)
         current = None if row is None else as_session(row)
-        if current is not None and beat_is_quiet(
-            current, values, format_ts(clock()), quiet_seconds
-        ):
+        if current is not None and beat_is_quiet(current, values, now, quiet_seconds):
             session = current
     if session is None:
         session = _update_one(
             db, statement, values, clock=clock, event=("heartbeat", "last_seen_at"), actor=actor
         )
-    rows = tool_call_rows(tool_calls, session_id=session.id, now=format_ts(clock()))
     if rows:
         db.execute(text(INSERT_TOOL_CALL), rows)
     _keep_usage(db, session, spent)

@@ -121,9 +121,3 @@ def tool_call_rows(
          "now": now}
         for call in calls
     ]  # fmt: skip
-
-
-def checked_tool_calls(calls: Any) -> list[dict[str, Any]]:
-    """``calls`` checked before anything is written (the same words as at the write)."""
-    tool_call_rows(calls, session_id="-", now="-")
-    return list(calls or ())
