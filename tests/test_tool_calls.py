@@ -225,6 +225,10 @@ def test_through_the_server_with_an_agent_token(store: Store, store_url: str, tm
         ]
         url = f"{served.url}/api/v1/workspaces/ws-t/sessions/{CLAUDE}/heartbeat"
         auth = {"Authorization": f"Bearer {made['agent']}"}
+        listed = httpx.get(url.replace("/heartbeat", "/tool-calls"), headers=auth, timeout=10)
+        assert [(i["tool"], i["action"], i.get("duration_ms")) for i in listed.json()["items"]] == [
+            ("Edit", f"/w/{n}.py", n) for n in range(4)
+        ]  # the reference's route, with ours: a duration of 0 is kept
         for body, code in (
             ({"tool_calls": "Bash"}, "invalid_request_body"),
             ({"tool_calls": [{"tool": "Bash", "outcome": "maybe"}]}, "invalid_session"),

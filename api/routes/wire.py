@@ -105,6 +105,8 @@ def tool_call(item: dict[str, Any]) -> dict[str, Any]:
     for name in ("action", "status", "actor"):
         if item.get(name):
             body[name] = item[name]
+    if item.get("duration_ms") is not None:  # ours: how long it took, where the agent said
+        body["duration_ms"] = item["duration_ms"]
     body["created_at"] = item["created_at"]
     return body
 
