@@ -33,6 +33,7 @@ from roundtable_console.api.problems import Problem
 from roundtable_console.api.streams.awaited import Awaited
 from roundtable_console.api.streams.change_hub import ChangeHub
 from roundtable_console.api.streams.slots import Opening, StreamSlots
+from roundtable_console.store.budgets.limits import Budget
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import AgentSession
@@ -109,6 +110,8 @@ class ServerContext:
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
     # What models' tokens cost, for the usage hooks report (the configuration's [prices]).
     prices: Prices = SHIPPED
+    # Limits on what agents spend (the configuration's [[budgets]]): watched, shown, told.
+    budgets: tuple[Budget, ...] = ()
     # Wakes the open streams when the store changes (api.streams.events).
     # What the server tells operators, and how (serve --notify, --push-service, …).
     notify: NotifySettings = field(default_factory=NotifySettings)
@@ -133,6 +136,7 @@ class ServerContext:
             self.notify,
             clock=self.clock,
             stale_after_seconds=self.stale_after_seconds,
+            budgets=self.budgets,
         )
         self.streams = StreamSlots(
             per_holder=self.exposure.streams_per_token,

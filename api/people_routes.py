@@ -8,11 +8,13 @@ from fastapi import FastAPI
 
 from roundtable_console.api.agent_routes import add_agent_routes
 from roundtable_console.api.routes import bodies, schemas
+from roundtable_console.api.routes import budgets as budget_ops
 from roundtable_console.api.routes import bulk_runs as bulk_ops
 from roundtable_console.api.routes import console_reads as console_ops
 from roundtable_console.api.routes import devices as device_ops
 from roundtable_console.api.routes import requests as request_ops
 from roundtable_console.api.routes import session_records as record_ops
+from roundtable_console.api.routes.budgets import SINCE as BUDGET_SINCE
 from roundtable_console.api.routes.documented import PATH_ID, operation, responses
 from roundtable_console.api.routes.parameters import (
     ALL_STATES,
@@ -51,6 +53,12 @@ def _records(app: FastAPI) -> None:
                summary="The fleet's overview: sessions by status, why they need a human, usage "
                "by agent and run, sessions started by hour. For callers bound to no "
                "workspace.")  # fmt: skip
+    operation(app, "GET", API + "/budgets", budget_ops.budgets, name="budgets",
+               summary="The configured budgets the caller may see (a workspace's: its tokens; "
+               "any other: tokens of every workspace), where each stands now, and the crossings "
+               "of 80 % and 100 % claimed since a time (roundtable budgets --json's).",
+               parameters=[schemas.text_query("since", "The crossings claimed at this UTC time "
+                                              "or later.", BUDGET_SINCE)])  # fmt: skip
     operation(app, "GET", API + "/requests", request_ops.pending, name="pending_requests",
                summary="The pending permission requests of every session the caller reaches, "
                "oldest first (session: of one; all: every state, newest first).",

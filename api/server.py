@@ -31,6 +31,7 @@ from roundtable_console.api.edge.connections import bounded_http
 from roundtable_console.api.edge.exposure import ConnectionLimits, Exposure
 from roundtable_console.api.edge.identity import HeaderMode
 from roundtable_console.api.notify.notifier import NotifySettings
+from roundtable_console.store.budgets.limits import Budget
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import protocol
@@ -74,6 +75,7 @@ class ServeOptions:
     stale_after_seconds: float = 300.0
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
     prices: Prices = SHIPPED
+    budgets: tuple[Budget, ...] = ()
     notify: NotifySettings = field(default_factory=NotifySettings)
 
     @property
@@ -159,6 +161,7 @@ def run(
         stale_after_seconds=options.stale_after_seconds,
         adapters=options.adapters,
         prices=options.prices,
+        budgets=options.budgets,
         header_mode=HeaderMode(granted=not tokens),
         exposure=exposure,
         notify=options.notify,

@@ -24,6 +24,7 @@ from roundtable_console.store.window import wire
 
 if TYPE_CHECKING:
     from roundtable_console.agents.stopping import AgentStopped
+    from roundtable_console.store.budgets.standing import Crossing
     from roundtable_console.store.hosts.launches import HostLaunch
     from roundtable_console.store.hosts.registry import HostRow
     from roundtable_console.store.reads.audit import AuditEntry
@@ -289,6 +290,12 @@ class ServerConsole:
         from roundtable_console.store.reads.overview import overview_from
 
         return overview_from(self.calls.get("/api/v1/overview"))
+
+    def budget_news(self, since: str) -> list[Crossing]:
+        from roundtable_console.store.budgets.standing import crossing_from
+
+        body = self.calls.get("/api/v1/budgets", params={"since": since})
+        return [crossing_from(crossing) for crossing in body.get("crossings", [])]
 
     def audit_page(self, cursor: str | None) -> Page[AuditEntry]:
         from roundtable_console.store.reads.audit import AuditEntry

@@ -137,6 +137,9 @@ class ServerSource:
     def projection(self, name: str, session_id: str) -> dict[str, Any]:
         return dict(self.calls.get(session_path(session_id, "projections", name)))
 
+    def budgets(self) -> list[dict[str, Any]]:
+        return list(self.calls.get("/api/v1/budgets")["budgets"])
+
     def projection_page(
         self, name: str, session_id: str, limit: int | None, cursor: str | None
     ) -> Page[dict[str, Any]]:

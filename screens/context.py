@@ -18,6 +18,7 @@ from roundtable_console.store.resume.adapters import AdapterConfig
 
 if TYPE_CHECKING:
     from roundtable_console.screens.source import ConsoleSource
+    from roundtable_console.store.budgets.limits import Budget
     from roundtable_console.store.db.database import Store
     from roundtable_console.store.reads.first_window import FirstWindow
     from roundtable_console.store.reads.listing import SessionOrder
@@ -82,6 +83,8 @@ class ConsoleContext:
     # The list's first grouping (config ``group``): workspace, run, agent, or None.
     group: str | None = None
     adapters: Mapping[str, AdapterConfig] = field(default_factory=dict)
+    # The configuration's budgets: looked at by a console on a store, shown in its overview.
+    budgets: tuple[Budget, ...] = ()
     store: Store | None = None
     # Set when the console starts before its store is open (a current SQLite store): the list's
     # first rows come from here while the store opens in the background.

@@ -18,6 +18,7 @@ from roundtable_console.store.errors import DatabaseUnavailable
 if TYPE_CHECKING:
     from roundtable_console.agents.stopping import AgentStopped
     from roundtable_console.screens.context import ConsoleContext
+    from roundtable_console.store.budgets.standing import Crossing
     from roundtable_console.store.db.database import Store
     from roundtable_console.store.hosts.launches import HostLaunch
     from roundtable_console.store.hosts.registry import HostRow
@@ -311,8 +312,24 @@ class StoreConsole:
         from roundtable_console.store.reads.overview import fleet_overview
 
         return fleet_overview(
-            store=self.store, now=self.ctx.now(), stale_after=self.ctx.stale_after
-        )
+            store=self.store, now=self.ctx.now(), stale_after=self.ctx.stale_after,
+            budgets=self.ctx.budgets,
+        )  # fmt: skip
+
+    def budget_news(self, since: str) -> list[Crossing]:
+        from roundtable_console.store.budgets.limits import OVER
+        from roundtable_console.store.budgets.standing import cross_budgets, crossings_since
+
+        budgets = {budget.key: budget for budget in self.ctx.budgets}
+        if budgets and not self.ctx.read_only:
+            for crossing in cross_budgets(self.store, list(budgets.values()), clock=self.ctx.clock):
+                budget = budgets.get(crossing.budget_key)
+                if budget is not None and budget.stop and crossing.level >= OVER:
+                    from roundtable_console.agents.budget_stops import stop_over_budget
+
+                    stop_over_budget(self.store, budget, clock=self.ctx.clock)
+        with self.store.read() as db:
+            return crossings_since(db, since)
 
     def audit_page(self, cursor: str | None) -> Page[AuditEntry]:
         from roundtable_console.store.reads.audit import audit_page

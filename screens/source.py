@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from roundtable_console.agents.stopping import AgentStopped
+    from roundtable_console.store.budgets.standing import Crossing
     from roundtable_console.store.hosts.launches import HostLaunch
     from roundtable_console.store.hosts.registry import HostRow
     from roundtable_console.store.reads.audit import AuditEntry
@@ -125,6 +126,12 @@ class ConsoleSource(Protocol):
 
     # -- the fleet ----------------------------------------------------------------------------
     def fleet_overview(self) -> Overview: ...
+
+    def budget_news(self, since: str) -> list[Crossing]:
+        """The budgets' crossings of 80 % and 100 % claimed at ``since`` (a UTC time) or later
+        that the console's operator may see, each budget's highest. On a store, the console
+        looks at its configured budgets first (claiming what they crossed, and stopping the
+        agents of a ``stop`` budget it claimed at 100 %); through a server, the server does."""
 
     def audit_page(self, cursor: str | None) -> Page[AuditEntry]: ...
 

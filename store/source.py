@@ -6,12 +6,13 @@ start-up. Both answer in the same shapes: sessions as ``SessionFields``, lifecyc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from roundtable_console.store.reads.paging import Page
 
 if TYPE_CHECKING:  # a read loads none of the actions' code (tests/test_cli_startup.py)
+    from roundtable_console.store.budgets.limits import Budget
     from roundtable_console.store.clock import Clock
     from roundtable_console.store.db.database import Store
     from roundtable_console.store.reads.audit import AuditFilter
@@ -49,6 +50,10 @@ class SessionSource(Protocol):
     def projection(self, name: str, session_id: str) -> dict[str, Any]:
         """One of a session's projections that are one record (metrics, environment)."""
 
+    def budgets(self) -> list[dict[str, Any]]:
+        """The budgets the caller may see, where each stands (``state_json``'s): the
+        configuration's on a store, the server's through it."""
+
     def requests(self, session_id: str | None, everything: bool) -> list[PermissionRequestRecord]:
         """Pending permission requests (of one session, or every one), oldest first; with
         ``everything``, every state, newest first."""
@@ -72,10 +77,13 @@ class StoreSource:
     """The store itself: each read in one snapshot, each action the service layer's, as
     ``actor`` (the operator the command names)."""
 
-    def __init__(self, store: Store, clock: Clock, actor: str) -> None:
+    def __init__(
+        self, store: Store, clock: Clock, actor: str, budgets: Sequence[Budget] = ()
+    ) -> None:
         self.store = store
         self.clock = clock
         self.actor = actor
+        self.configured_budgets = tuple(budgets)
 
     def list_sessions(
         self, filters: SessionFilter, order: SessionOrder, limit: int | None, cursor: str | None
@@ -117,6 +125,13 @@ class StoreSource:
         with self.store.read() as db:
             page = audit_page(db=db, filters=filters, limit=limit, cursor=cursor)
         return Page([entry.to_json() for entry in page.items], page.next_cursor)
+
+    def budgets(self) -> list[dict[str, Any]]:
+        from roundtable_console.store.budgets.standing import budget_states, state_json
+
+        with self.store.read() as db:
+            states = budget_states(db, self.configured_budgets, self.clock())
+        return [state_json(state) for state in states]
 
     def requests(self, session_id: str | None, everything: bool) -> list[PermissionRequestRecord]:
         from roundtable_console.store.requests.reads import list_requests

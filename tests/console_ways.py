@@ -11,6 +11,7 @@ clock judges them alike; a test that needs the clock moved stays on the store.""
 from __future__ import annotations
 
 import json
+import tomllib
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from roundtable_console.store.access.tokens import create_token
+from roundtable_console.store.budgets.limits import configured_budgets
 from roundtable_console.store.db.database import Store, open_store
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.tui.app import build_app
@@ -62,19 +64,24 @@ class ConsoleWay:
         *,
         adapters: dict[str, AdapterConfig] | None = None,
         role: str = "operator",
+        config: str = "",
         **options: Any,
     ) -> RoundtableApp:
         """The console on the store (as ``OPERATOR``), or through a server started for it with
         ``adapters`` in its configuration as in the console's, by a token of ``role`` named
-        ``OPERATOR``."""
+        ``OPERATOR``. ``config``: more of the configuration (its budgets), the console's or the
+        server's."""
         if not self.through_server:
-            return console(self.url, adapters=adapters, **options)
+            app = console(self.url, adapters=adapters, **options)
+            app.ctx.budgets = configured_budgets(tomllib.loads(config))
+            return app
         if self.served is not None:
             raise AssertionError("one console a test through the server")
         token = create_token(store=self.store, name=OPERATOR, role=role).token
+        config_text = config
         config = self.home / "config" / "roundtable" / "config.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(adapters_toml(adapters or {}))
+        config.write_text(adapters_toml(adapters or {}) + config_text)
         self.served = self.stack.enter_context(serving(self.url, self.home))
         link = open_link(self.served.url, token)
         self.stack.callback(link.close)

@@ -95,7 +95,10 @@ def test_a_push_is_encrypted_to_the_device_and_signed_with_the_stores_key(
     device = Device(service)
     answer = turn_on(web, device)
     assert answer.status_code == 200, answer.text
-    assert answer.json() == {"subscribed": True, "kinds": ["needs_you", "turn_done", "failed"]}
+    assert answer.json() == {
+        "subscribed": True,
+        "kinds": ["needs_you", "turn_done", "failed", "budget"],
+    }
     waiting(told["store"], "s-wait", "asks to run Bash: make deploy token=hunter2")
     told["ctx"].notifier.tell("s-wait", "needs_you")
     delivery = service.next()

@@ -47,7 +47,9 @@ def receivers() -> Iterator[tuple[Receiver, Receiver]]:
     hook.close()
 
 
-def serving(store: Store, service: Receiver, hook: Receiver, **settings: Any) -> Iterator[Any]:
+def serving(
+    store: Store, service: Receiver, hook: Receiver, budgets: tuple[Any, ...] = (), **settings: Any
+) -> Iterator[Any]:
     seed_workspace(store, WORKSPACE)
     seed_workspace(store, OTHER_WORKSPACE)
     seed_agent(store, "agent-1")
@@ -55,7 +57,7 @@ def serving(store: Store, service: Receiver, hook: Receiver, **settings: Any) ->
         dwell=0, cooling=60, push_services=(service.origin,), contact=CONTACT,
         webhooks=(hook.origin + HOOK,), **settings,
     )  # fmt: skip
-    ctx = ServerContext(store=store, notify=notify)
+    ctx = ServerContext(store=store, notify=notify, budgets=budgets)
     made = tokens(store)
     with TestClient(create_app(ctx, read_only=False), base_url="http://127.0.0.1:8080") as client:
         ctx.notifier.start()

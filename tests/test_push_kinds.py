@@ -51,7 +51,7 @@ def test_a_failed_session_is_told_to_the_devices_that_chose_it(
     web = browser(told)
     every, waits_only = Device(service), Device(service)
     answer = turn_on(web, every)
-    assert answer.json()["kinds"] == ["needs_you", "turn_done", "failed"]
+    assert answer.json()["kinds"] == ["needs_you", "turn_done", "failed", "budget"]
     assert turn_on(web, waits_only, ["needs_you"]).status_code == 200
     register(store, "s-fail")
     with store.write() as db:

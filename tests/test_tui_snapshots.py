@@ -11,10 +11,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import text
 from textual.pilot import Pilot
 
 from roundtable_console.store import service
-from roundtable_console.store.clock import fixed_clock
+from roundtable_console.store.budgets.limits import Budget
+from roundtable_console.store.budgets.spend_days import ADD_SPEND
+from roundtable_console.store.clock import fixed_clock, format_ts
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.store.writes.agent_writes import heartbeat
@@ -318,7 +321,45 @@ def test_fleet_overview(snap_compare: Any, tmp_path: Path, db: Store) -> None:
             at=FROZEN - timedelta(hours=5 * number + 1),
             metadata={"usage": {"total_tokens": tokens, "cost_usd": cost}},
         )
-    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving("O"))
+        spent_today(db, f"sess-u{number}", agent, run, tokens, cost)
+    app = app_for(tmp_path)
+    app.ctx.budgets = BUDGETS
+    told_before(db, BUDGETS, [(0, 80), (1, 80), (1, 100)])  # no notice over the picture
+    assert snap_compare(app, terminal_size=SIZE, run_before=driving("O"))
+
+
+# Ada at 92 % of her day, the harbor run past its limit, the fleet well within its own.
+BUDGETS = (
+    Budget("ada daily", "dollars", 20.0, per="day", agent="ada", stop=True),
+    Budget("harbor run", "tokens", 500_000, run="run-harbor"),
+    Budget("fleet", "tokens", 10_000_000),
+)
+
+
+def spent_today(db: Store, session_id: str, agent: str, run: str, tokens: int, cost: float) -> None:
+    with db.write() as write:
+        write.execute(text(ADD_SPEND), spent_row(session_id, agent, run, tokens, cost))
+
+
+def spent_row(session_id: str, agent: str, run: str, tokens: int, cost: float) -> dict[str, Any]:
+    return {"session_id": session_id, "day": format_ts(FROZEN)[:10], "agent_id": agent,
+            "run_id": run, "workspace_id": None, "tokens": tokens, "cost_usd": cost,
+            "unpriced_tokens": 0, "changed_at": format_ts(FROZEN)}  # fmt: skip
+
+
+def told_before(db: Store, budgets: tuple[Budget, ...], levels: list[tuple[int, int]]) -> None:
+    """Crossings claimed an hour before the console opened: it tells none of them again."""
+    with db.write() as write:
+        for index, level in levels:
+            budget = budgets[index]
+            write.execute(
+                text("INSERT INTO budget_crossings (id, budget_key, period, level, name,"
+                     " workspace_id, unit, limit_amount, spent, stop, crossed_at) VALUES"
+                     " (:id, :key, :period, :level, :name, NULL, :unit, :limit, 0, :stop, :at)"),
+                {"id": f"c-{index}-{level}", "key": budget.key, "period": budget.period(FROZEN),
+                 "level": level, "name": budget.name, "unit": budget.unit, "limit": budget.limit,
+                 "stop": budget.stop, "at": format_ts(FROZEN - timedelta(hours=1))},
+            )  # fmt: skip
 
 
 def launchable(db: Store, monkeypatch: Any, **values: Any) -> dict[str, AdapterConfig]:

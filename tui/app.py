@@ -81,6 +81,7 @@ def build_app(
         group=settings.group,
         adapters=with_demo_adapters(adapters) if demo else dict(adapters),
         read_only=read_only,
+        budgets=settings.budgets,
     )
     if link is not None:  # the server reads for the console
         from roundtable_console.client.console_source import ServerConsole
@@ -235,5 +236,3 @@ def run_console_through_server(
         return run_app(app, headless=headless, size=size, auto_pilot=auto_pilot)
     finally:
         link.close()
-
-

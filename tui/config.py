@@ -13,6 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from roundtable_console.store.budgets.limits import Budget, configured_budgets
 from roundtable_console.store.resume.adapters import AdapterConfig
 from roundtable_console.store.rules import GROUP_COLUMNS, SORT_COLUMNS
 from roundtable_console.store.writes.usage_values import (
@@ -56,23 +57,28 @@ SETTING_HELP: dict[str, str] = {
     "notify": "What the console adds to its notice of a session that needs a human: "
     + ", ".join(NOTIFY_MODES)
     + ".",
-    "server": "tui, sessions, requests, reply, resume, watch and audit go through roundtable "
-    "serve at this URL with your token (as --server; --server and $ROUNDTABLE_SERVER win over "
-    "it; --db, --root or $ROUNDTABLE_DB name a store instead).",
+    "server": "tui, sessions, requests, reply, resume, watch, audit and budgets go through "
+    "roundtable serve at this URL with your token (as --server; --server and $ROUNDTABLE_SERVER "
+    "win over it; --db, --root or $ROUNDTABLE_DB name a store instead).",
     "token_env": "The environment variable that holds your token for server (as --token-env; "
     "default ROUNDTABLE_TOKEN). The token itself is never kept in the config.",
     "prices": '[prices."MODEL"] tables: dollars per million tokens (input, output, cache_read, '
     "cache_write) of the models whose name starts with MODEL, over the shipped list prices "
     f"(of {PRICES_AS_OF}); prices_as_of says their date. They estimate the cost of a session "
     "whose agent states none, for the hooks that write a store and for serve.",
+    "budgets": "[[budgets]] tables: a limit on what agents spend, in tokens = N or dollars = N, "
+    "on one agent, run or workspace (agent, run, workspace: all given must match; none, the "
+    'whole fleet), per = "day" (UTC) or "all", an optional name, and stop = true to stop its '
+    "agents at 100 %. At 80 % and at 100 % the people who may see it are told once: by the "
+    "console, and by serve through Web Push and webhooks.",
 }
 # The environment variables roundtable reads, and what for (the docs' configuration reference).
 ENVIRONMENT_HELP: dict[str, str] = {
     "ROUNDTABLE_DB": "The store's URL, when --db is not given.",
     "ROUNDTABLE_OPERATOR": "The operator's name, when --operator is not given.",
     "ROUNDTABLE_READ_ONLY": "1: every store read-only, as --read-only.",
-    "ROUNDTABLE_SERVER": "The server tui, sessions, requests, reply, resume, watch and audit go "
-    "through, when --server is not given and no store is named.",
+    "ROUNDTABLE_SERVER": "The server tui, sessions, requests, reply, resume, watch, audit and "
+    "budgets go through, when --server is not given and no store is named.",
     "ROUNDTABLE_TOKEN": "Your token for that server, unless --token-env or the config's "
     "token_env names another variable.",
     "ROUNDTABLE_SESSION_ID": "Set for an agent that R, resume --exec or the web's resume command "
@@ -157,6 +163,15 @@ class Settings(NamedTuple):
     # What a model's tokens cost, for a session whose agent states no cost ([prices]): the
     # shipped list prices, with the configured ones over them.
     prices: Prices = SHIPPED
+    # Limits on what agents spend ([[budgets]]): told at 80 % and 100 %, a stop at 100 %.
+    budgets: tuple[Budget, ...] = ()
+
+
+def _budgets(values: Mapping[str, Any], source: Path) -> tuple[Budget, ...]:
+    try:
+        return configured_budgets(values)
+    except ValueError as error:
+        raise ConfigError(f"{source}: {error}") from None
 
 
 def _prices(values: Mapping[str, Any], source: Path) -> Prices:
@@ -295,6 +310,7 @@ def load_settings(path: Path | None = None) -> Settings:
         server=_optional_text(values, "server", source),
         token_env=_optional_text(values, "token_env", source),
         prices=_prices(values, source),
+        budgets=_budgets(values, source),
     )
 
 

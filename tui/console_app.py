@@ -18,6 +18,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,15 +36,18 @@ from roundtable_console.screens.failures import Failure, report_failure
 from roundtable_console.screens.list.screen import SessionListScreen
 from roundtable_console.screens.live import StoreChanged
 from roundtable_console.screens.session.actions import SessionActionScreen
-from roundtable_console.store.clock import Clock
+from roundtable_console.store.clock import format_ts
 from roundtable_console.store.errors import StoreError
 from roundtable_console.store.safety.display import one_line, printable
+from roundtable_console.tui.budget_news import LOOK_SECONDS, BudgetLooks, notice_words
 from roundtable_console.tui.change_watch import ChangeWatcher
 from roundtable_console.tui.heap import QuietCollector
 from roundtable_console.tui.notices import desktop_sequence, notice_for, write_to_terminal
+from roundtable_console.tui.store_opening import seed_demo_if_empty, store_exposure
 
 if TYPE_CHECKING:
     from roundtable_console.screens.fleet.hosts import HostChosen
+    from roundtable_console.store.budgets.standing import Crossing
     from roundtable_console.store.db.database import Store
     from roundtable_console.store.reads.changes import Change
     from roundtable_console.tui.console_link import ServerLink
@@ -156,6 +160,8 @@ class RoundtableApp(App[int]):
         self.notified: deque[tuple[str, str]] = deque(maxlen=NOTIFICATIONS_KEPT)
         # The last unexpected failure to open the store, said once however often it recurs.
         self.open_failure: str | None = None
+        # The budgets' crossings told so far (tui.budget_news), once the source is ready.
+        self.budget_looks: BudgetLooks | None = None
 
     def notify(
         self,
@@ -277,9 +283,32 @@ class RoundtableApp(App[int]):
         except RuntimeError:  # the event loop closed while the store was opening
             return False
 
+    def look_at_budgets_from_now(self) -> None:
+        """Budget news from now on: on a store with budgets configured, or through a server."""
+        if self.budget_looks is None and (self.link is not None or self.ctx.budgets):
+            self.budget_looks = BudgetLooks(format_ts(self.ctx.now()))
+            self.set_interval(LOOK_SECONDS, self.look_at_budgets)
+
+    @work(thread=True, group="budgets", exit_on_error=False)
+    def look_at_budgets(self) -> None:
+        if self.budget_looks is not None and self.ctx.source.ready:
+            tell = partial(self.call_from_thread, self.tell_budgets)
+            self.budget_looks.look(self.ctx.source, tell)
+
+    def tell_budgets(self, crossings: list[Crossing]) -> None:
+        for crossing in crossings:
+            title, message, reached = notice_words(crossing)
+            self.notify(message, title=title, severity="error" if reached else "warning",
+                        timeout=ATTENTION_NOTICE_SECONDS, markup=False)  # fmt: skip
+            if self.notify_mode == "bell":
+                self.bell()
+            elif self.notify_mode == "desktop":
+                self.terminal_writer(desktop_sequence(title, message))
+
     def on_roundtable_app_store_ready(self, message: StoreReady) -> None:
         self.ctx.store = self.opened_store = message.store
         self.open_failure = None
+        self.look_at_budgets_from_now()
         if message.seeded:
             self.notify(f"Seeded the demo store with {message.seeded} sessions.", markup=False)
         if message.problem:
@@ -327,6 +356,7 @@ class RoundtableApp(App[int]):
             gap=CHANGE_GAP_SECONDS, path=link.changes_path,
         )  # fmt: skip
         self.server_watcher.start()
+        self.look_at_budgets_from_now()
 
     def on_roundtable_app_link_said(self, message: LinkSaid) -> None:
         back = message.words.endswith("is back.")
@@ -471,21 +501,3 @@ class RoundtableApp(App[int]):
         store = self.ctx.store or self.opened_store
         if store is not None:
             store.dispose()
-
-
-def store_exposure(url: str) -> str | None:
-    """What the console says when other users of the machine may read the SQLite store at
-    ``url`` (store.db.private_files.exposure); None for any other store."""
-    from roundtable_console.store.db.drivers import sqlite_file
-    from roundtable_console.store.db.private_files import exposure
-
-    path = sqlite_file(url)
-    return None if path is None else exposure(path)
-
-
-def seed_demo_if_empty(store: Store, clock: Clock, url: str) -> int:
-    """The demo seeded into an empty store, its transcripts beside the store ``url`` names."""
-    from roundtable_console.store.writes.demo import seed_if_empty
-    from roundtable_console.tui.config import demo_agent_home
-
-    return seed_if_empty(store, clock=clock, agent_home=demo_agent_home(url))

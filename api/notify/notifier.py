@@ -27,10 +27,12 @@ from datetime import timedelta
 from functools import partial
 from urllib.parse import urlsplit
 
+from roundtable_console.api.notify.budget_watch import LOOK_EVERY, BudgetWatch
 from roundtable_console.api.notify.follow_up import FollowUp
 from roundtable_console.api.notify.push_processes import PushSender
 from roundtable_console.api.notify.webhook_words import webhook_body
 from roundtable_console.api.streams.change_hub import ChangeHub
+from roundtable_console.store.budgets.limits import Budget
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import SessionNotFound
@@ -119,6 +121,8 @@ class Notifier:
     settings: NotifySettings = field(default_factory=NotifySettings)
     clock: Clock = system_clock
     stale_after_seconds: float = 300.0
+    # The configuration's budgets, watched here (api.notify.budget_watch).
+    budgets: tuple[Budget, ...] = ()
 
     def __post_init__(self) -> None:
         self.closing = threading.Event()
@@ -126,6 +130,7 @@ class Notifier:
         self._thread: threading.Thread | None = None
         self.sender = PushSender(self)
         self.follow_up = FollowUp(self)
+        self.budget_watch = BudgetWatch(self, self.budgets)
         self._keys: VapidKeys | None = None
         self._keys_lock = threading.Lock()
         self._webhooks: queue.Queue[tuple[str, bytes]] = queue.Queue(WEBHOOK_QUEUE)
@@ -173,7 +178,7 @@ class Notifier:
                 self.closing.wait(WAIT_SECONDS)
         self.hub.watch(self._changed)
         due: list[tuple[float, str, str]] = []  # (when, session, kind), soonest first
-        tidied = looked_again = time.monotonic()
+        tidied = looked_again = budgets_looked = time.monotonic()
         while not self.closing.is_set():
             wait = WAIT_SECONDS if not due else max(min(due[0][0] - time.monotonic(), 1.0), 0)
             self._changed.wait(wait)
@@ -191,6 +196,9 @@ class Notifier:
             if time.monotonic() - looked_again >= AGAIN_EVERY:
                 looked_again = time.monotonic()
                 self._quietly(self.follow_up.tell_again, "telling again")
+            if self.budgets and time.monotonic() - budgets_looked >= LOOK_EVERY:
+                budgets_looked = time.monotonic()
+                self._quietly(self.budget_watch.look, "looking at the budgets")
             for change in changes:
                 kind = kind_of(change)
                 if kind is not None:

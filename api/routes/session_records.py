@@ -224,6 +224,7 @@ def overview(ctx: ServerContext, call: Call) -> Answer:
     now = ctx.clock()
     with ctx.store.read() as db:
         found = read_overview(
-            db=db, now=now, stale_after=timedelta(seconds=ctx.stale_after_seconds)
-        )
+            db=db, now=now, stale_after=timedelta(seconds=ctx.stale_after_seconds),
+            budgets=ctx.budgets,
+        )  # fmt: skip
     return Answer(200, redact_output_value(overview_json(found)))

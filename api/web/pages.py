@@ -285,7 +285,9 @@ class WebPages:
                 now = self.ctx.clock()
                 stale = timedelta(seconds=self.ctx.stale_after_seconds)
                 with self.ctx.store.read() as db:
-                    return read_overview(db=db, now=now, stale_after=stale)
+                    return read_overview(
+                        db=db, now=now, stale_after=stale, budgets=self.ctx.budgets
+                    )
 
             overview = await self.ctx.in_worker(read)
             return self.pages.page(

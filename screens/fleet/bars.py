@@ -40,9 +40,15 @@ def bar_cells(value: float, largest: float, width: int = BAR_WIDTH) -> str:
 
 
 def bar_chart(
-    title: str, bars: Sequence[Bar], *, empty: str, width: int = BAR_WIDTH
+    title: str,
+    bars: Sequence[Bar],
+    *,
+    empty: str,
+    width: int = BAR_WIDTH,
+    largest: float | None = None,
 ) -> RenderableType:
-    """A titled chart, a row per bar; ``empty`` is said when there are none."""
+    """A titled chart, a row per bar; ``empty`` is said when there are none. ``largest``: the
+    value of a full bar (else the largest bar's)."""
     if not bars:
         return Group(Text(title, style="bold"), Text(empty, style="dim"))
     table = Table(
@@ -56,7 +62,7 @@ def bar_chart(
     table.add_column("label", no_wrap=True, width=LABEL_WIDTH, overflow="ellipsis")
     table.add_column("bar", no_wrap=True, width=width)
     table.add_column("value", no_wrap=True, justify="right")
-    largest = max(bar.value for bar in bars)
+    largest = max(bar.value for bar in bars) if largest is None else largest
     for bar in bars:
         table.add_row(
             Text(one_line(bar.label, LABEL_WIDTH * 2), style=bar.label_style),

@@ -32,6 +32,7 @@ from roundtable_console.screens.fleet.bars import (
 from roundtable_console.screens.footer import ConsoleFooter
 from roundtable_console.screens.live import StoreChanged
 from roundtable_console.screens.text import STATUS_STYLES
+from roundtable_console.store.budgets.standing import BudgetState
 from roundtable_console.store.reads.overview import (
     HOURS,
     USAGE_GROUPINGS,
@@ -47,6 +48,7 @@ from roundtable_console.store.reads.overview import (
 CLOCK_READ_SECONDS = 30.0
 REASON_STYLES = ("bold yellow", "magenta", "bold dark_orange", "yellow")
 MEASURE_WORDS = {"tokens": token_words, "cost": cost_words}
+BUDGET_STYLES = {None: "green", 80: "bold yellow", 100: "bold red"}
 
 
 def status_bars(statuses: dict[str, int]) -> RenderableType:
@@ -97,6 +99,23 @@ def usage_chart(bars: UsageBars) -> RenderableType:
     return bar_chart(title, rows, empty=empty)
 
 
+def budget_bars(states: list[BudgetState]) -> RenderableType:
+    """Each budget's share spent (a full bar: its limit), what it spent and what is left."""
+    bars = [
+        Bar(
+            state.budget.name + (" ■" if state.budget.stop else ""),
+            min(state.percent, 100.0),
+            state.words(),
+            BUDGET_STYLES[state.level],
+        )
+        for state in states
+    ]
+    stops = any(state.budget.stop for state in states)
+    title = "Budgets" + (" · ■ stops its agents at 100 %" if stops else "")
+    return bar_chart(title, bars, empty="No budgets ([[budgets]] in config.toml sets them).",
+                     largest=100.0)  # fmt: skip
+
+
 def started_caption(started: list[int]) -> Text:
     total, peak = sum(started), max(started, default=0)
     text = Text("Sessions started per hour, last 24 h", style="bold")
@@ -126,6 +145,7 @@ class OverviewScreen(ReportsFailures, Screen[None]):
         yield Static(Text("The fleet at a glance · loading…"), id="overview-summary")
         yield StoreBanner()
         with VerticalScroll(id="overview-body"):
+            yield Static("", id="overview-budgets")
             with Horizontal(classes="overview-row"):
                 yield Static("", id="overview-statuses", classes="overview-chart")
                 yield Static("", id="overview-attention", classes="overview-chart")
@@ -206,6 +226,9 @@ class OverviewScreen(ReportsFailures, Screen[None]):
         summary.append(f" · {cost_words(tokens.cost)}")
         summary.append(f" over {_sessions(tokens.sessions)} with usage", style="dim")
         self.query_one("#overview-summary", Static).update(summary)
+        self.query_one("#overview-budgets", Static).update(
+            Group(budget_bars(overview.budgets), Text(""))
+        )
         self.query_one("#overview-statuses", Static).update(status_bars(overview.statuses))
         self.query_one("#overview-attention", Static).update(attention_bars(overview))
         for measure in USAGE_MEASURES:

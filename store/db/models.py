@@ -411,3 +411,38 @@ class HostCall(SQLModel, table=True):
     taken_by: str | None = _text()
     answer_json: str | None = _text()
     answered_at: str | None = _text()
+
+
+class UsageDay(SQLModel, table=True):
+    """What a session spent on one UTC day, as its hooks reported it (migration 0024;
+    ``store.budgets``)."""
+
+    __tablename__ = "usage_days"
+    session_id: str = _text(primary_key=True, nullable=False)
+    day: str = _text(primary_key=True, nullable=False)
+    agent_id: str = _text(nullable=False)
+    run_id: str | None = _text()
+    workspace_id: str | None = _text()
+    tokens: int = Field(default=0, sa_type=BigInteger, nullable=False)
+    cost_usd: float = Field(default=0, sa_type=Double, nullable=False)
+    unpriced_tokens: int = Field(default=0, sa_type=BigInteger, nullable=False)
+    changed_at: str = _text(nullable=False)
+
+
+class BudgetCrossing(SQLModel, table=True):
+    """A budget that reached a level (80 or 100 %) of its limit in a period, told once
+    (migration 0024; ``store.budgets``)."""
+
+    __tablename__ = "budget_crossings"
+    id: str = _text(primary_key=True, nullable=False)
+    budget_key: str = _text(nullable=False)
+    period: str = _text(nullable=False)
+    level: int = Field(sa_type=Integer, nullable=False)
+    name: str = _text(nullable=False)
+    workspace_id: str | None = _text()
+    unit: str = _text(nullable=False)
+    limit_amount: float = Field(sa_type=Double, nullable=False)
+    spent: float = Field(sa_type=Double, nullable=False)
+    stop: bool = Field(nullable=False)
+    crossed_at: str = _text(nullable=False)
+    told_at: str | None = _text()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-HEAD_REVISION = "0023_tool_call_events"
+HEAD_REVISION = "0024_budgets"
 
 
 def known_revisions() -> frozenset[str]:

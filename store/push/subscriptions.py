@@ -34,7 +34,9 @@ NEEDS_YOU = "needs_you"  # a session waits on a human: a question, a permission 
 TURN_DONE = "turn_done"  # an agent's turn is done: it awaits a prompt
 # A session failed, or went stale while its agent holds claims (issue 44 point 4).
 FAILED = "failed"
-KINDS = (NEEDS_YOU, TURN_DONE, FAILED)
+# A budget reached 80 % or 100 % of its limit (issue 46 point 3; store.budgets).
+BUDGET = "budget"
+KINDS = (NEEDS_YOU, TURN_DONE, FAILED, BUDGET)
 MAX_ENDPOINT = 2048
 # Push services that end a subscription whose pushes show nothing (WebKit's, after a few): an
 # "answered" push, which closes a notice and shows none, is not sent to them.

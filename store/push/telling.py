@@ -29,6 +29,7 @@ from roundtable_console.store.access.walls import Wall
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.push.subscriptions import (
+    BUDGET,
     FAILED,
     LIVE_SIGN_IN,
     NEEDS_YOU,
@@ -111,6 +112,8 @@ class Notice:
     body: str
     url: str
     at: str
+    # The browser's tag, when the news is not of one session (a budget's).
+    tag: str | None = None
 
     def payload(self) -> dict[str, Any]:
         """What a push carries (encrypted) and a webhook posts."""
@@ -122,7 +125,7 @@ class Notice:
             "body": self.body,
             "url": self.url,
             "at": self.at,
-            "tag": tag_of(self.session_id),
+            "tag": self.tag or tag_of(self.session_id),
         }
 
     def encoded(self) -> str:
@@ -260,6 +263,22 @@ def recipients(
             workspaces = json.loads(walls) if walls else None
             admitted[token] = role in HUMAN_ROLES and Wall.of(workspaces).admits(session)
         if admitted[token]:
+            found.append(Recipient(device, endpoint, p256dh, auth))
+    return found
+
+
+def budget_recipients(
+    db: Connection, workspace_id: str | None, *, clock: Clock = system_clock
+) -> list[Recipient]:
+    """The subscriptions to tell of a budget's crossing: those that want ``budget`` news, of
+    humans' tokens that may see the budget (``store.budgets.limits``: its workspace, or every
+    workspace for a budget of none), whether a page is in view or not (no page shows it)."""
+    values = {"now": format_ts(clock()), "kind": f"%{BUDGET}%"}
+    found: list[Recipient] = []
+    for device, endpoint, p256dh, auth, role, walls in db.execute(_RECIPIENTS[True], values):
+        wall = Wall.of(json.loads(walls) if walls else None)
+        seen = wall.reaches(workspace_id) if workspace_id is not None else not wall.bound
+        if role in HUMAN_ROLES and seen:
             found.append(Recipient(device, endpoint, p256dh, auth))
     return found
 

@@ -24,6 +24,13 @@ from typing import Any, Literal
 
 from sqlalchemy import Connection, func, literal, select
 
+from roundtable_console.store.budgets.limits import Budget
+from roundtable_console.store.budgets.standing import (
+    BudgetState,
+    budget_states,
+    state_from,
+    state_json,
+)
 from roundtable_console.store.clock import format_ts, parse_ts
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import AgentSessionEvent, SessionUsageTotal
@@ -123,6 +130,8 @@ class Overview:
     usage: dict[tuple[Grouping, Measure], UsageBars] = field(default_factory=dict)
     # Sessions started in each of the last ``HOURS`` hours, the oldest hour first.
     started: list[int] = field(default_factory=list)
+    # The configured budgets, where each stands now (store.budgets).
+    budgets: list[BudgetState] = field(default_factory=list)
 
 
 def attention_counts(
@@ -314,7 +323,12 @@ def heartbeats_per_hour(
 
 
 def read_overview(
-    *, db: Connection, now: datetime, stale_after: timedelta, top: int = TOP_GROUPS
+    *,
+    db: Connection,
+    now: datetime,
+    stale_after: timedelta,
+    top: int = TOP_GROUPS,
+    budgets: Sequence[Budget] = (),
 ) -> Overview:
     """Everything the overview shows, in the caller's read transaction (one snapshot)."""
     statuses = count_by_status(db=db)
@@ -328,13 +342,16 @@ def read_overview(
             for measure in USAGE_MEASURES
         },
         started=started_per_hour(db=db, now=now),
+        budgets=budget_states(db, budgets, now),
     )
 
 
-def fleet_overview(*, store: Store, now: datetime, stale_after: timedelta) -> Overview:
+def fleet_overview(
+    *, store: Store, now: datetime, stale_after: timedelta, budgets: Sequence[Budget] = ()
+) -> Overview:
     """``read_overview`` in a read transaction of its own: what the console's worker calls."""
     with store.read() as db:
-        return read_overview(db=db, now=now, stale_after=stale_after)
+        return read_overview(db=db, now=now, stale_after=stale_after, budgets=budgets)
 
 
 def session_heartbeats(*, store: Store, session_id: str, now: datetime) -> list[int]:
@@ -351,6 +368,7 @@ def overview_json(overview: Overview) -> dict[str, Any]:
         "attention": [asdict(count) for count in overview.attention],
         "usage": [asdict(bars) for bars in overview.usage.values()],
         "started": list(overview.started),
+        "budgets": [state_json(state) for state in overview.budgets],
     }
 
 
@@ -378,4 +396,5 @@ def overview_from(body: Mapping[str, Any]) -> Overview:
         attention=[AttentionCount(**count) for count in body.get("attention", [])],
         usage=usage,
         started=[int(count) for count in body.get("started", [])],
+        budgets=[state_from(state) for state in body.get("budgets", [])],
     )

@@ -316,7 +316,7 @@ def _beat(
         )
     if rows:
         db.execute(text(INSERT_TOOL_CALL), rows)
-    _keep_usage(db, session, spent)
+    _keep_usage(db, session, spent, now)
     return session
 
 
@@ -334,15 +334,17 @@ def end(
     values = end_values(session_id=session_id, status=status)
     spent = None if usage is None else session_usage(usage, prices)
     session = _update_one(db, _END, values, clock=clock, event=("ended", "ended_at"))
-    _keep_usage(db, session, spent)
+    _keep_usage(db, session, spent, format_ts(clock()))
     return session
 
 
-def _keep_usage(db: Connection, session: AgentSession, spent: dict[str, Any] | None) -> None:
+def _keep_usage(
+    db: Connection, session: AgentSession, spent: dict[str, Any] | None, now: str
+) -> None:
     def run(statement: str, values: Mapping[str, Any]) -> Any:
         return db.execute(text(statement), dict(values)).first()
 
-    keep_usage(run, session.id, session.metadata_json, spent)
+    keep_usage(run, session, spent, now)
 
 
 def _update_one(

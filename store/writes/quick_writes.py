@@ -176,7 +176,7 @@ def heartbeat(
             rows = tool_call_rows(tool_calls, session_id=session.id, now=now)
             for row in rows:
                 run(INSERT_TOOL_CALL, row)
-        _keep_usage(run, session, spent)
+        _keep_usage(run, session, spent, now)
         return session
 
     return _write(url, _once(write, idempotency_key, "heartbeat", session_id, clock), wait_seconds)
@@ -191,11 +191,11 @@ def _spent(usage: Mapping[str, Any] | None, prices: Prices | None) -> dict[str, 
     return session_usage(usage, prices or SHIPPED)
 
 
-def _keep_usage(run: _Run, session: SessionRecord, spent: dict[str, Any] | None) -> None:
+def _keep_usage(run: _Run, session: SessionRecord, spent: dict[str, Any] | None, now: str) -> None:
     if spent is not None:
         from roundtable_console.store.writes.usage_values import keep_usage
 
-        keep_usage(run, session.id, session.metadata_json, spent)
+        keep_usage(run, session, spent, now)
 
 
 def _once(
@@ -245,9 +245,10 @@ def end(
             current = _session(run(_CURRENT, {"session_id": session_id}))
             if current is not None and current.ended_at and current.status == values["status"]:
                 session = current
+        now = format_ts(clock())
         if session is None:
-            session = _update_one(run, _END, values, format_ts(clock()), "ended", "ended_at")
-        _keep_usage(run, session, spent)
+            session = _update_one(run, _END, values, now, "ended", "ended_at")
+        _keep_usage(run, session, spent, now)
         return session
 
     return _write(url, _once(write, idempotency_key, "end", session_id, clock), wait_seconds)

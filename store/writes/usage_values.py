@@ -202,23 +202,29 @@ def configured_prices(values: Mapping[str, Any]) -> Prices:
 Run = Callable[[str, Mapping[str, Any]], Any]
 
 
-def keep_usage(
-    run: Run, session_id: str, metadata_json: str | None, spent: dict[str, Any] | None
-) -> None:
-    """The session's metadata with what it spent (``session_usage``'s), when that changed,
-    merged into the metadata as it is when written (``UPDATE_METADATA``): the quick writes'
-    and the store's path alike."""
+def keep_usage(run: Run, session: Any, spent: dict[str, Any] | None, now: str) -> None:
+    """``session``'s metadata with what it spent (``session_usage``'s), when that changed,
+    merged into the metadata as it is when written (``UPDATE_METADATA``), and what it grew by
+    added to the day's spending (``store.budgets.spend_days``): the quick writes' and the
+    store's path alike. ``now``: the write's time, as stored."""
     if spent is None:
         return
-    current = metadata_json
+    from roundtable_console.store import validation
+    from roundtable_console.store.budgets.spend_days import ADD_SPEND, grown_by, spend_row
+
+    current = session.metadata_json
     for _ in range(MERGE_TRIES):
         metadata = metadata_with_usage(current, spent)
         if metadata is None:
             return
-        row = {"session_id": session_id, "metadata_json": metadata, "old": current}
+        row = {"session_id": session.id, "metadata_json": metadata, "old": current}
         if run(UPDATE_METADATA, row) is not None:
+            before = (validation.decode_metadata(current) or {}).get("usage")
+            grown = grown_by(before, spent)
+            if grown is not None:
+                run(ADD_SPEND, spend_row(session, grown, now))
             return
-        found = run(READ_METADATA, {"session_id": session_id})
+        found = run(READ_METADATA, {"session_id": session.id})
         if found is None:
             return
         current = found[0]

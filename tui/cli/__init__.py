@@ -18,7 +18,8 @@ added, so this module imports them all):
 - ``agent_commands``: the agents' writes, ``sessions register``, ``heartbeat`` and ``end``;
 - ``lifecycle_commands``: ``sessions pause``, ``stop``, ``resume`` and ``terminate``, on one
   session or several (bulk selections and runs);
-- ``resume_command``, ``tui_command``, ``watch_command``, ``audit_command``: one command each;
+- ``resume_command``, ``tui_command``, ``watch_command``, ``audit_command``,
+  ``budgets_command``: one command each;
 - ``db_commands``: ``db upgrade``, ``db grants``, ``db prune``, ``demo``, ``import``, ``export``.
 
 What they share: ``invocation`` (the options every command takes, resolved, and read-only
@@ -42,6 +43,7 @@ from roundtable_console.tui.cli.agent_commands import (
     register_command,
 )
 from roundtable_console.tui.cli.audit_command import audit_command
+from roundtable_console.tui.cli.budgets_command import budgets_command
 from roundtable_console.tui.cli.db_commands import (
     db_group,
     demo_command,
@@ -212,6 +214,7 @@ for _command in (
     demo_command,
     db_group,
     audit_command,
+    budgets_command,
     import_command,
     export_command,
     serve_command,

@@ -137,7 +137,9 @@ class Invocation:
             from roundtable_console.store.source import StoreSource
 
             with self._store_only() as store:
-                yield StoreSource(store, self.clock, actor=self.operator(operator))
+                yield StoreSource(
+                    store, self.clock, actor=self.operator(operator), budgets=self.settings.budgets
+                )
             return
         with self.server_source() as source:
             yield source

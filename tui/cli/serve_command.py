@@ -191,6 +191,7 @@ def serve_command(
         stale_after_seconds=inv.settings.stale_after_seconds,
         adapters=inv.adapters(),
         prices=inv.settings.prices,
+        budgets=inv.settings.budgets,
         notify=NotifySettings(
             dwell=notify_dwell,
             cooling=notify_cooling,
