@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from roundtable_console.store.errors import DatabaseUnavailable
 
 if TYPE_CHECKING:
+    from roundtable_console.agents.budget_stops import BudgetStopper
     from roundtable_console.agents.stopping import AgentStopped
     from roundtable_console.screens.context import ConsoleContext
     from roundtable_console.store.budgets.standing import Crossing
@@ -55,6 +56,8 @@ class StoreConsole:
         # The counts by status and by group, kept while the store does not change.
         self._counts: StatusCounts | None = None
         self._groups: GroupCounts | None = None
+        # Stops what the console's stop budgets at 100 % count (agents.budget_stops).
+        self.budget_stopper: BudgetStopper | None = None
 
     @property
     def ready(self) -> bool:
@@ -317,17 +320,16 @@ class StoreConsole:
         )  # fmt: skip
 
     def budget_news(self, since: str) -> list[Crossing]:
-        from roundtable_console.store.budgets.limits import OVER
         from roundtable_console.store.budgets.standing import cross_budgets, crossings_since
 
-        budgets = {budget.key: budget for budget in self.ctx.budgets}
-        if budgets and not self.ctx.read_only:
-            for crossing in cross_budgets(self.store, list(budgets.values()), clock=self.ctx.clock):
-                budget = budgets.get(crossing.budget_key)
-                if budget is not None and budget.stop and crossing.level >= OVER:
-                    from roundtable_console.agents.budget_stops import stop_over_budget
+        if self.ctx.budgets and not self.ctx.read_only:
+            cross_budgets(self.store, self.ctx.budgets, clock=self.ctx.clock)
+            if any(budget.stop for budget in self.ctx.budgets):
+                from roundtable_console.agents.budget_stops import BudgetStopper
 
-                    stop_over_budget(self.store, budget, clock=self.ctx.clock)
+                if self.budget_stopper is None:
+                    self.budget_stopper = BudgetStopper(self.store, clock=self.ctx.clock)
+                self.budget_stopper.stop_due(self.ctx.budgets)
         with self.store.read() as db:
             return crossings_since(db, since)
 

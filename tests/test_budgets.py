@@ -139,13 +139,34 @@ def test_what_a_session_spent_is_counted_on_the_day_it_grew(store: Store) -> Non
     assert days(store)[-1][5:] == (500, 0.0, 500)
 
 
-def test_what_grew_is_the_difference_and_never_less_than_nothing() -> None:
-    before = {"total_tokens": 100, "cost_usd": 0.5}
-    assert grown_by(before, {"total_tokens": 150, "cost_usd": 0.75}) == (50, 0.25, 0)
+def test_what_grew_is_measured_from_what_was_counted_never_less_than_nothing() -> None:
+    assert grown_by((100, 0.5), {"total_tokens": 150, "cost_usd": 0.75}) == (50, 0.25, 0)
     assert grown_by(None, {"total_tokens": 150, "cost_basis": "unknown"}) == (150, 0.0, 150)
-    assert grown_by(before, {"total_tokens": 100, "cost_usd": 0.5}) is None
-    assert grown_by(before, {"total_tokens": 10, "cost_usd": 0.1}) is None
-    assert grown_by("not an object", {"total_tokens": 7}) == (7, 0.0, 7)
+    assert grown_by((100, 0.5), {"total_tokens": 100, "cost_usd": 0.5}) is None
+    assert grown_by((100, 0.5), {"total_tokens": 10, "cost_usd": 0.1}) is None
+
+
+def test_what_the_agent_writes_in_its_metadata_never_moves_the_count(store: Store) -> None:
+    """The count grows from its own rows: a register that replaces the metadata (the hook then
+    tells the whole total again), a total told down then up, a baseline planted in the
+    metadata, none of them counts anything twice or takes anything back."""
+    register(store, "s-1")
+    clock = Clock(DAY_TWO)
+    spend(store, "s-1", clock, input_tokens=1000)
+    for _ in range(3):  # resumed: registered again, its hook tells the total again
+        register(store, "s-1")
+        spend(store, "s-1", clock, input_tokens=1000)
+    for _ in range(3):  # down and up again
+        spend(store, "s-1", clock, input_tokens=0)
+        spend(store, "s-1", clock, input_tokens=1200)
+    with store.write() as db:  # a baseline planted far below zero, then a small report
+        db.execute(text("UPDATE agent_sessions SET metadata_json = :m WHERE id = 's-1'"),
+                   {"m": '{"usage": {"total_tokens": -4e18, "cost_usd": -1e308}}'})  # fmt: skip
+    spend(store, "s-1", clock, input_tokens=1201, cost_usd=1.0)
+    assert [row[5:] for row in days(store)] == [(1201, 1.0, 1200)]  # 1,200 told with no price
+    register(store, "s-1", run="r-2")  # registered again under another run: counted there
+    spend(store, "s-1", clock, input_tokens=1500, cost_usd=1.0)
+    assert [(row[3], row[5]) for row in days(store)] == [("r-1", 1201), ("r-2", 299)]
 
 
 def test_a_budget_counts_its_agent_run_or_workspace_per_day_or_in_all(store: Store) -> None:
@@ -286,14 +307,27 @@ def test_sessions_that_spent_before_the_migration_are_counted(store: Store, stor
         db.execute(text("DELETE FROM usage_days"))
         db.execute(text("UPDATE agent_sessions SET metadata_json = :m WHERE id = 's-2'"),
                    {"m": '{"usage": {"input_tokens": 7, "output_tokens": 3}}'})  # fmt: skip
+        for session_id, metadata in (  # what no hook could report is left out
+            ("s-3", '{"usage": {"total_tokens": 1e300, "cost_usd": -5}}'),
+            ("s-4", '{"usage": {"total_tokens": 1e16, "output_tokens": 4}}'),
+            ("s-5", "[1, 2]"),
+        ):
+            agent_writes.register(db=db, session_id=session_id, agent_id="a-1", run_id="r-1",
+                                  adapter="codex", working_directory="/w")  # fmt: skip
+            db.execute(text("UPDATE agent_sessions SET metadata_json = :m WHERE id = :id"),
+                       {"m": metadata, "id": session_id})  # fmt: skip
         db.execute(text("UPDATE alembic_version SET version_num = '0023_tool_call_events'"))
     store.dispose()
     upgraded = open_store(store_url)
     try:
-        assert days(upgraded) == [
-            ("s-1", "2026-12-06", "a-1", "r-1", "ws-1", 1005, 0.5, 0),
-            ("s-2", days(upgraded)[1][1], "a-1", "r-1", "ws-1", 10, 0.0, 10),
+        seeded = days(upgraded)
+        assert [row[:1] + row[2:] for row in seeded] == [
+            ("s-1", "a-1", "r-1", "ws-1", 1005, 0.5, 0),
+            ("s-2", "a-1", "r-1", "ws-1", 10, 0.0, 10),
+            ("s-3", "a-1", "r-1", "", 0, 0.0, 0),
+            ("s-4", "a-1", "r-1", "", 4, 0.0, 4),  # its total out of bounds: its parts
         ]
+        assert seeded[0][1] == "2026-12-06"
     finally:
         upgraded.dispose()
 
@@ -353,3 +387,75 @@ def test_roundtable_budgets_lists_each_on_the_store_and_through_a_server(
 
 def format_day(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d")
+
+
+def test_the_newest_crossings_are_read_however_many_came_before(store: Store) -> None:
+    with store.write() as db:
+        for number in range(600):
+            db.execute(text(
+                "INSERT INTO budget_crossings (id, budget_key, period, level, name, workspace_id,"
+                " unit, limit_amount, spent, stop, crossed_at) VALUES (:id, :id, 'all', 80, :id,"
+                " 'ws-2', 'tokens', 10, 9, false, :at)"),
+                {"id": f"old-{number:03}", "at": f"2026-12-07T01:{number:06}Z"},
+            )  # fmt: skip
+        db.execute(text(
+            "INSERT INTO budget_crossings (id, budget_key, period, level, name, workspace_id, unit,"
+            " limit_amount, spent, stop, crossed_at) VALUES ('new', 'new', 'all', 100, 'new',"
+            " 'ws-1', 'tokens', 10, 11, false, '2026-12-07T02:00:00Z')"))  # fmt: skip
+    with store.read() as db:
+        every = crossings_since(db, "2026-12-07")
+        own = crossings_since(db, "2026-12-07", Wall.of(["ws-1"]))
+        none = crossings_since(db, "2026-12-07", Wall.of([]))
+    assert len(every) == 500 and every[-1].id == "new"
+    assert [crossing.id for crossing in own] == ["new"] and none == []
+
+
+def test_a_stop_budget_stops_each_session_it_counts_once_while_it_stays_over(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Look after look: the live sessions it counts, each asked once (a stopped one is in the
+    audit; one no stop reaches is passed over); a session that starts later in its scope is
+    stopped at the next look; a budget under its limit, or of another scope, stops nothing."""
+    from roundtable_console.agents import budget_stops
+    from roundtable_console.store import service
+    from roundtable_console.store.errors import AgentNotRunning
+
+    asked: list[str] = []
+
+    def stop(store_: Store, session_id: str, *, actor: str, **_: Any) -> None:
+        asked.append(session_id)
+        if session_id.startswith("by-hand"):
+            raise AgentNotRunning("started by hand")
+        service.record_agent_stopped(store=store_, session_id=session_id, actor=actor,
+                                     payload={"signal": "SIGINT", "exited": True})  # fmt: skip
+
+    monkeypatch.setattr(budget_stops, "stop_session_agent", stop)
+    clock = Clock(DAY_TWO)
+    for session_id, agent in (("s-1", "a-1"), ("by-hand", "a-1"), ("other", "a-2")):
+        register(store, session_id, agent=agent)
+    register(store, "s-ended", agent="a-1")
+    with store.write() as db:
+        agent_writes.end(db=db, session_id="s-ended")
+    budget = Budget("hard", "tokens", 100, agent="a-1", stop=True)
+    stopper = budget_stops.BudgetStopper(store, clock=clock)
+    spend(store, "s-1", clock, input_tokens=99)
+    assert stopper.stop_due([budget]) == {} and asked == []  # under its limit
+    spend(store, "s-1", clock, input_tokens=100)
+    assert stopper.stop_due([budget, budget._replace(stop=False, name="x")]) == {
+        "hard": (("s-1",), ("by-hand",))
+    }
+    assert stopper.stop_due([budget]) == {"hard": ((), ())}  # each asked once
+    register(store, "s-late", agent="a-1")
+    assert stopper.stop_due([budget]) == {"hard": (("s-late",), ())}
+    assert sorted(asked) == ["by-hand", "s-1", "s-late"]
+    with store.read() as db:
+        audited = db.execute(
+            text(
+                "SELECT session_id, actor FROM agent_session_events"
+                " WHERE event_type = 'agent_stopped' ORDER BY session_id"
+            )
+        )
+        assert [tuple(row) for row in audited] == [
+            ("s-1", "budget:hard"),
+            ("s-late", "budget:hard"),
+        ]

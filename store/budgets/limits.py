@@ -135,4 +135,12 @@ def configured_budgets(values: Mapping[str, Any]) -> tuple[Budget, ...]:
     for name in names:
         if names.count(name) > 1:
             raise ValueError(f"Two budgets are named {name!r}: give each its own name.")
+    keys: dict[str, str] = {}
+    for budget in budgets:
+        if budget.key in keys:
+            raise ValueError(
+                f"The budgets {keys[budget.key]!r} and {budget.name!r} count the same sessions "
+                "with the same limit: keep one."
+            )
+        keys[budget.key] = budget.name
     return budgets

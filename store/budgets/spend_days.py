@@ -3,6 +3,12 @@
 day's row takes what it grew by, in the transaction that keeps the new total
 (``store.writes.usage_values.keep_usage``).
 
+What it grew by is measured from what its rows count already, never from its metadata: an agent
+writes its metadata as it likes (a register replaces it, and the hook tells the whole total
+again), but the rows only grow. A total that went down adds nothing until it passes what was
+counted. A row is the session's spend under one agent, run and workspace (no workspace: ''):
+a session registered again under another run counts its new spend there.
+
 Standard library only (the hooks' quick writes use it).
 """
 
@@ -17,12 +23,18 @@ INSERT INTO usage_days (session_id, day, agent_id, run_id, workspace_id, tokens,
                         unpriced_tokens, changed_at)
 VALUES (:session_id, :day, :agent_id, :run_id, :workspace_id, :tokens, :cost_usd,
         :unpriced_tokens, :changed_at)
-ON CONFLICT (session_id, day) DO UPDATE SET
+ON CONFLICT (session_id, day, agent_id, run_id, workspace_id) DO UPDATE SET
   tokens = usage_days.tokens + excluded.tokens,
   cost_usd = usage_days.cost_usd + excluded.cost_usd,
   unpriced_tokens = usage_days.unpriced_tokens + excluded.unpriced_tokens,
   changed_at = excluded.changed_at
 RETURNING session_id"""
+
+
+# What a session's rows count so far, the baseline of what its next report grew by.
+COUNTED = """
+SELECT COALESCE(sum(tokens), 0), COALESCE(sum(cost_usd), 0) FROM usage_days
+WHERE session_id = :session_id"""
 
 
 class Spend(NamedTuple):
@@ -40,15 +52,14 @@ def _figure(usage: Mapping[str, Any] | None, key: str) -> float | None:
     return float(value)
 
 
-def grown_by(before: Any, after: Mapping[str, Any]) -> Spend | None:
-    """What a session's usage grew by from ``before`` (the ``metadata.usage`` it had, if any) to
-    ``after`` (``session_usage``'s); None when nothing grew. Totals that went down (an agent
-    that counts again from zero) add nothing: what was spent stays spent."""
-    old = before if isinstance(before, Mapping) else None
-    grown = (_figure(after, "total_tokens") or 0) - (_figure(old, "total_tokens") or 0)
-    tokens = max(int(grown), 0)
+def grown_by(counted: Any, after: Mapping[str, Any]) -> Spend | None:
+    """What a session's usage grew by: ``after`` (``session_usage``'s: checked, within bounds)
+    past ``counted`` (``COUNTED``'s row: the tokens and dollars its rows hold); None when
+    nothing grew."""
+    tokens_counted, dollars_counted = (float(value or 0) for value in counted or (0, 0))
+    tokens = max(int((_figure(after, "total_tokens") or 0) - tokens_counted), 0)
     cost = _figure(after, "cost_usd")
-    dollars = 0.0 if cost is None else max(cost - (_figure(old, "cost_usd") or 0.0), 0.0)
+    dollars = 0.0 if cost is None else max(cost - dollars_counted, 0.0)
     unpriced = tokens if cost is None else 0
     if not tokens and not dollars:
         return None
@@ -63,7 +74,7 @@ def spend_row(session: Any, spend: Spend, now: str) -> dict[str, Any]:
         "day": now[:10],
         "agent_id": session.agent_id,
         "run_id": session.run_id,
-        "workspace_id": session.workspace_id,
+        "workspace_id": session.workspace_id or "",
         "tokens": spend.tokens,
         "cost_usd": spend.dollars,
         "unpriced_tokens": spend.unpriced_tokens,

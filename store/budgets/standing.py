@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, bindparam, text
 
 from roundtable_console.store.access.walls import Wall
 from roundtable_console.store.budgets.limits import ALL, OVER, TOKENS, WARN, Budget
@@ -38,9 +38,14 @@ _CLAIM = text(
 _CROSSING_COLUMNS = (
     "id, budget_key, period, level, name, workspace_id, unit, limit_amount, spent, stop, crossed_at"
 )
-_SINCE = text(
-    f"SELECT {_CROSSING_COLUMNS} FROM budget_crossings WHERE crossed_at >= :since"
-    " ORDER BY crossed_at, id LIMIT 500"
+# The newest first: however many were claimed since, the latest are read.
+_SINCE = (
+    f"SELECT {_CROSSING_COLUMNS} FROM budget_crossings WHERE crossed_at >= :since{{walled}}"
+    " ORDER BY crossed_at DESC, id DESC LIMIT 500"
+)
+_SINCE_OPEN = text(_SINCE.format(walled=""))
+_SINCE_WALLED = text(_SINCE.format(walled=" AND workspace_id IN :workspaces")).bindparams(
+    bindparam("workspaces", expanding=True)
 )
 _UNTOLD = text(
     f"UPDATE budget_crossings SET told_at = :now WHERE told_at IS NULL AND crossed_at >= :since"
@@ -213,8 +218,14 @@ def crossings_since(db: Connection, since: str, wall: Wall | None = None) -> lis
     """The crossings claimed at ``since`` or later that a caller behind ``wall`` may see, each
     budget's highest, oldest first."""
     seen = Wall.of(None) if wall is None else wall
-    found = [_crossing(row) for row in db.execute(_SINCE, {"since": since})]
-    return highest(crossing for crossing in found if crossing.seen_by(seen))
+    if seen.workspaces is None:
+        rows = db.execute(_SINCE_OPEN, {"since": since})
+    elif not seen.workspaces:
+        return []
+    else:
+        values = {"since": since, "workspaces": sorted(seen.workspaces)}
+        rows = db.execute(_SINCE_WALLED, values)
+    return highest(crossing for crossing in map(_crossing, rows) if crossing.seen_by(seen))
 
 
 def take_untold(store: Store, *, clock: Clock = system_clock) -> list[Crossing]:

@@ -420,9 +420,10 @@ class UsageDay(SQLModel, table=True):
     __tablename__ = "usage_days"
     session_id: str = _text(primary_key=True, nullable=False)
     day: str = _text(primary_key=True, nullable=False)
-    agent_id: str = _text(nullable=False)
-    run_id: str | None = _text()
-    workspace_id: str | None = _text()
+    agent_id: str = _text(primary_key=True, nullable=False)
+    run_id: str = _text(primary_key=True, nullable=False)
+    # '' for a session of no workspace.
+    workspace_id: str = _text(primary_key=True, nullable=False)
     tokens: int = Field(default=0, sa_type=BigInteger, nullable=False)
     cost_usd: float = Field(default=0, sa_type=Double, nullable=False)
     unpriced_tokens: int = Field(default=0, sa_type=BigInteger, nullable=False)

@@ -205,12 +205,11 @@ Run = Callable[[str, Mapping[str, Any]], Any]
 def keep_usage(run: Run, session: Any, spent: dict[str, Any] | None, now: str) -> None:
     """``session``'s metadata with what it spent (``session_usage``'s), when that changed,
     merged into the metadata as it is when written (``UPDATE_METADATA``), and what it grew by
-    added to the day's spending (``store.budgets.spend_days``): the quick writes' and the
-    store's path alike. ``now``: the write's time, as stored."""
+    past what was counted added to the day's spending (``store.budgets.spend_days``): the
+    quick writes' and the store's path alike. ``now``: the write's time, as stored."""
     if spent is None:
         return
-    from roundtable_console.store import validation
-    from roundtable_console.store.budgets.spend_days import ADD_SPEND, grown_by, spend_row
+    from roundtable_console.store.budgets.spend_days import ADD_SPEND, COUNTED, grown_by, spend_row
 
     current = session.metadata_json
     for _ in range(MERGE_TRIES):
@@ -219,8 +218,8 @@ def keep_usage(run: Run, session: Any, spent: dict[str, Any] | None, now: str) -
             return
         row = {"session_id": session.id, "metadata_json": metadata, "old": current}
         if run(UPDATE_METADATA, row) is not None:
-            before = (validation.decode_metadata(current) or {}).get("usage")
-            grown = grown_by(before, spent)
+            # After the update: the session's row is held, so what is counted stays so.
+            grown = grown_by(run(COUNTED, {"session_id": session.id}), spent)
             if grown is not None:
                 run(ADD_SPEND, spend_row(session, grown, now))
             return

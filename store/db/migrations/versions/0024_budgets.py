@@ -1,10 +1,11 @@
 """Budgets (issue 46 point 3): what each session spent on each day, and the crossings told.
 
-- ``usage_days``: per session and UTC day, the tokens its hooks reported, the dollars they cost
-  where known and the tokens of no known price, with the session's agent, run and workspace, so
-  that a budget's spending is one sum on an index (``store.budgets``). Written beside the
-  session's usage total (``store.writes.usage_values.keep_usage``). Sessions that carry a usage
-  total already are counted on the day they were last seen.
+- ``usage_days``: per session, UTC day, and the agent, run and workspace ('' for none) it spent
+  under, the tokens its hooks reported, the dollars they cost where known and the tokens of no
+  known price, so that a budget's spending is one sum on an index (``store.budgets``). Written
+  beside the session's usage total (``store.writes.usage_values.keep_usage``). Sessions that
+  carry a usage total already are counted on the day they were last seen, figures beyond what a
+  hook may report left out (an agent wrote that metadata as it liked).
 - ``budget_crossings``: a budget that reached 80 % or 100 % of its limit in a period (a day, or
   ``all``), one row each, so that of every server and console reading the same store the crossing
   is told once; ``told_at`` when a server told it to devices and webhooks.
@@ -26,11 +27,11 @@ depends_on = None
 
 STATEMENTS = (
     "CREATE TABLE IF NOT EXISTS usage_days ("
-    "session_id TEXT NOT NULL, day TEXT NOT NULL, agent_id TEXT NOT NULL, run_id TEXT,"
-    " workspace_id TEXT, tokens BIGINT NOT NULL DEFAULT 0,"
+    "session_id TEXT NOT NULL, day TEXT NOT NULL, agent_id TEXT NOT NULL,"
+    " run_id TEXT NOT NULL, workspace_id TEXT NOT NULL, tokens BIGINT NOT NULL DEFAULT 0,"
     " cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,"
     " unpriced_tokens BIGINT NOT NULL DEFAULT 0, changed_at TEXT NOT NULL,"
-    " PRIMARY KEY (session_id, day))",
+    " PRIMARY KEY (session_id, day, agent_id, run_id, workspace_id))",
     "CREATE INDEX IF NOT EXISTS ix_usage_days_day ON usage_days (day)",
     "CREATE INDEX IF NOT EXISTS ix_usage_days_agent ON usage_days (agent_id, day)",
     "CREATE INDEX IF NOT EXISTS ix_usage_days_run ON usage_days (run_id, day)",
@@ -53,15 +54,19 @@ _ADD = text(
     "INSERT INTO usage_days (session_id, day, agent_id, run_id, workspace_id, tokens, cost_usd,"
     " unpriced_tokens, changed_at) VALUES (:session_id, :day, :agent_id, :run_id,"
     " :workspace_id, :tokens, :cost_usd, :unpriced_tokens, :changed_at)"
-    " ON CONFLICT (session_id, day) DO NOTHING"
+    " ON CONFLICT (session_id, day, agent_id, run_id, workspace_id) DO NOTHING"
 )
 
 
-def _number(usage: dict, key: str) -> float | None:
+# What a hook may report at most (store.writes.usage_values' MOST_TOKENS and MOST_DOLLARS).
+MOST = {"tokens": 10**15, "dollars": 1e9}
+
+
+def _number(usage: dict, key: str, most: float) -> float | None:
     value = usage.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    return float(value) if 0 <= value <= most else None
 
 
 def _seed_row(row: tuple) -> dict | None:
@@ -72,14 +77,16 @@ def _seed_row(row: tuple) -> dict | None:
         return None
     if not isinstance(usage, dict) or not isinstance(seen, str) or len(seen) < 10:
         return None
-    total = _number(usage, "total_tokens")
+    most = MOST["tokens"]
+    total = _number(usage, "total_tokens", most)
     if total is None:
-        total = (_number(usage, "input_tokens") or 0) + (_number(usage, "output_tokens") or 0)
-    cost = _number(usage, "cost_usd")
-    tokens = max(int(total), 0)
+        parts = (_number(usage, "input_tokens", most), _number(usage, "output_tokens", most))
+        total = min(sum(part or 0 for part in parts), most)
+    cost = _number(usage, "cost_usd", MOST["dollars"])
+    tokens = int(total)
     return {
         "session_id": session_id, "day": seen[:10], "agent_id": agent_id, "run_id": run_id,
-        "workspace_id": workspace_id, "tokens": tokens, "cost_usd": max(cost or 0.0, 0.0),
+        "workspace_id": workspace_id or "", "tokens": tokens, "cost_usd": cost or 0.0,
         "unpriced_tokens": tokens if cost is None else 0, "changed_at": seen,
     }  # fmt: skip
 
