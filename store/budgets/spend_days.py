@@ -15,7 +15,7 @@ Standard library only (the hooks' quick writes use it).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 # Returns a row on both engines, so that every writer can take its first row.
 ADD_SPEND = """
@@ -37,14 +37,6 @@ SELECT COALESCE(sum(tokens), 0), COALESCE(sum(cost_usd), 0) FROM usage_days
 WHERE session_id = :session_id"""
 
 
-class Spend(NamedTuple):
-    """Tokens, the dollars they cost where known, and the tokens of no known price."""
-
-    tokens: int
-    dollars: float
-    unpriced_tokens: int
-
-
 def _figure(usage: Mapping[str, Any] | None, key: str) -> float | None:
     value = None if usage is None else usage.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -52,9 +44,10 @@ def _figure(usage: Mapping[str, Any] | None, key: str) -> float | None:
     return float(value)
 
 
-def grown_by(counted: Any, after: Mapping[str, Any]) -> Spend | None:
+def grown_by(counted: Any, after: Mapping[str, Any]) -> tuple[int, float, int] | None:
     """What a session's usage grew by: ``after`` (``session_usage``'s: checked, within bounds)
-    past ``counted`` (``COUNTED``'s row: the tokens and dollars its rows hold); None when
+    past ``counted`` (``COUNTED``'s row: the tokens and dollars its rows hold), as tokens,
+    dollars and tokens of no known price (a plain tuple: a hook builds no class); None when
     nothing grew."""
     tokens_counted, dollars_counted = (float(value or 0) for value in counted or (0, 0))
     tokens = max(int((_figure(after, "total_tokens") or 0) - tokens_counted), 0)
@@ -63,10 +56,10 @@ def grown_by(counted: Any, after: Mapping[str, Any]) -> Spend | None:
     unpriced = tokens if cost is None else 0
     if not tokens and not dollars:
         return None
-    return Spend(tokens, round(dollars, 9), unpriced)
+    return tokens, round(dollars, 9), unpriced
 
 
-def spend_row(session: Any, spend: Spend, now: str) -> dict[str, Any]:
+def spend_row(session: Any, spend: tuple[int, float, int], now: str) -> dict[str, Any]:
     """``ADD_SPEND``'s values: ``session``'s (any session record), on the day of ``now`` (the
     store's time text, UTC)."""
     return {
@@ -75,8 +68,8 @@ def spend_row(session: Any, spend: Spend, now: str) -> dict[str, Any]:
         "agent_id": session.agent_id,
         "run_id": session.run_id,
         "workspace_id": session.workspace_id or "",
-        "tokens": spend.tokens,
-        "cost_usd": spend.dollars,
-        "unpriced_tokens": spend.unpriced_tokens,
+        "tokens": spend[0],
+        "cost_usd": spend[1],
+        "unpriced_tokens": spend[2],
         "changed_at": now,
     }

@@ -16,13 +16,12 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, bindparam, text
 
 from roundtable_console.store.access.walls import Wall
 from roundtable_console.store.budgets.limits import ALL, OVER, TOKENS, WARN, Budget
-from roundtable_console.store.budgets.spend_days import Spend
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
 
@@ -51,6 +50,14 @@ _UNTOLD = text(
     f"UPDATE budget_crossings SET told_at = :now WHERE told_at IS NULL AND crossed_at >= :since"
     f" RETURNING {_CROSSING_COLUMNS}"
 )
+
+
+class Spend(NamedTuple):
+    """Tokens, the dollars they cost where known, and the tokens of no known price."""
+
+    tokens: int
+    dollars: float
+    unpriced_tokens: int
 
 
 def _spend_statement(budget: Budget) -> str:
