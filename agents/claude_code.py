@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from roundtable_console.agents.answers import answer_permission, continue_with
 from roundtable_console.agents.events import (
@@ -24,6 +23,11 @@ from roundtable_console.agents.events import (
     tool_run,
 )
 from roundtable_console.agents.spec import AgentSpec, HookEvent
+
+# typing is not imported at run time: every hook's process would pay ~3 ms for it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Interactive sessions tell these while they wait on a human; the others are not a wait. A
 # permission prompt's notification is not among them: the PermissionRequest before it has made

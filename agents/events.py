@@ -9,9 +9,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from roundtable_console.store.writes.tool_calls import SENT_LENGTH, UNNAMED, tool_subject
+
+# typing is not imported at run time: every hook's process would pay ~3 ms for it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # What an event does to the session (``docs/agents.md#connect-your-agents``).
 START = "start"  # register (again, on resume, clear or compact: started_at is kept)

@@ -4,10 +4,15 @@ as plain JSON so that the spool can hold it and a later hook replay it."""
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple
+from collections import namedtuple
 
 from roundtable_console.agents import events
 from roundtable_console.agents.spec import AgentSpec
+
+# typing is not imported at run time: every hook's process would pay ~3 ms for it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _SESSION_CHARACTERS = frozenset(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:@-"
@@ -37,19 +42,29 @@ class Where:
         self.workspace_id = workspace_id
 
 
-class Operation(NamedTuple):
+# A named tuple without typing.NamedTuple (see TYPE_CHECKING above).
+_OPERATION = namedtuple(
+    "Operation",
+    ("op", "session_id", "fields", "at", "key", "given_session", "own_session", "external_id",
+     "target"),
+    defaults=(False, "", "", ""),
+)  # fmt: skip
+
+
+class Operation(_OPERATION):
     """``op``: ``start`` (register, or a heartbeat of a session the console launched), ``beat``,
     ``end``. ``at``: when the event came (RFC 3339), ``key``: its idempotency key."""
 
+    __slots__ = ()
     op: str
     session_id: str
     fields: dict[str, Any]
     at: str
     key: str
-    given_session: bool = False  # the session id came from ROUNDTABLE_SESSION_ID
-    own_session: str = ""  # the id derived from the agent's own: where it goes if not given
-    external_id: str = ""  # the agent's own session id
-    target: str = ""  # which store or server it is for (a digest): a spool holds several
+    given_session: bool  # the session id came from ROUNDTABLE_SESSION_ID (default False)
+    own_session: str  # the id derived from the agent's own: where it goes if not given
+    external_id: str  # the agent's own session id
+    target: str  # which store or server it is for (a digest): a spool holds several
 
     def for_itself(self) -> Operation:
         """This write on the session derived from the agent's own id (a session given by

@@ -5,9 +5,12 @@ prices are used."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from roundtable_console.agents.config_file import config_dir
+
+# typing is not imported at run time: every hook's process would pay ~3 ms for it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def user_prices(say: Any) -> Any:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+# typing is not imported at run time: every hook's process would pay ~3 ms for it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 # Codes that mean "the input was bad" (CLI exit 2); every other code is a refusal (exit 1).
 BAD_INPUT_CODES = frozenset(

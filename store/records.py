@@ -10,12 +10,18 @@ console paints its first rows from ``SessionRecord``s read with ``sqlite3`` alon
 from __future__ import annotations
 
 import json
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from roundtable_console.store.clock import parse_ts
 from roundtable_console.store.rules import ACTIVE_STATES
+
+# typing is not imported at run time: every hook's process would pay ~3 ms for it. The named
+# tuples below are collections' own for the same reason.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # The columns of agent_sessions, in table order (tests check them against the table).
 SESSION_COLUMNS: tuple[str, ...] = (
@@ -49,9 +55,10 @@ SESSION_JSON_COLUMNS: tuple[str, ...] = tuple(
 )
 
 
-class Waiting(NamedTuple):
+class Waiting(namedtuple("Waiting", ("reason", "since"))):
     """Why and since when a session waits for a human (its reason is stored redacted)."""
 
+    __slots__ = ()
     reason: str
     since: str
 
@@ -218,13 +225,14 @@ class SessionRecord(SessionFields):
         return f"SessionRecord(id={self.id!r}, status={self.status!r}, version={self.version!r})"
 
 
-class ClaimCount(NamedTuple):
+class ClaimCount(namedtuple("ClaimCount", ("live", "expired", "proposals"), defaults=(0, 0, 0))):
     """How many ``active``-status claims an agent holds: still live, and expired but unreleased;
     and how many of its proposals wait for a decision (neither accepted nor rejected)."""
 
-    live: int = 0
-    expired: int = 0
-    proposals: int = 0
+    __slots__ = ()
+    live: int
+    expired: int
+    proposals: int
 
     @property
     def total(self) -> int:
@@ -235,21 +243,22 @@ class ClaimCount(NamedTuple):
 CHANGE_FIELDS = ("at", "session_id", "change", "status", "previous_status", "actor", "reason")
 
 
-# A NamedTuple, not a dataclass: every hook imports this module, and importing dataclasses
+# A named tuple, not a dataclass: every hook imports this module, and importing dataclasses
 # costs a hook about 10 ms at its start.
-class Change(NamedTuple):
+class Change(namedtuple("Change", CHANGE_FIELDS, defaults=(None, None, None))):
     """One change of one session. ``actor``: the operator of a lifecycle action; for what an
     agent writes itself (register, heartbeat, end), the session's agent. ``reason``: why it
     waits, the impact details of a termination, or how long a stale session went unseen;
     redacted like any text from the store."""
 
+    __slots__ = ()
     at: str
     session_id: str
     change: str
     status: str | None
-    previous_status: str | None = None
-    actor: str | None = None
-    reason: str | None = None
+    previous_status: str | None
+    actor: str | None
+    reason: str | None
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> Change:

@@ -305,3 +305,49 @@ def test_what_the_quick_path_does_not_read_goes_to_the_full_cli(
     assert found["code"] == 0
     assert json.loads(found["stdout"])["done"] == 1  # the operator's heartbeat of several
     assert "sqlalchemy" in found["modules"]
+
+
+# What a hook's process never loads: each costs every event of every agent its import (typing
+# about 3 ms of a 30 ms floor; dataclasses, platformdirs, click 10 ms or more).
+NOT_IN_A_HOOK = ("typing", "dataclasses", "platformdirs", "click", *DATABASE_LAYER)
+
+
+def test_no_hook_event_loads_typing_or_any_heavy_module(db_url: str, tmp_path: Path) -> None:
+    """Each event of a Claude Code session, its transcript's usage read and its tool calls and
+    spend written, through the console script's own entry (``tui.entry``)."""
+    transcript = tmp_path / "t.jsonl"
+    answer = {"type": "assistant", "message": {"id": "m", "model": "claude-sonnet-4",
+                                                "usage": {"input_tokens": 5}}}  # fmt: skip
+    transcript.write_text(json.dumps(answer) + "\n")
+    base = {"session_id": "0d3c1a52-7c1e-4b8e-9a57-2f1d7c0e9b11", "cwd": str(tmp_path),
+            "transcript_path": str(transcript)}  # fmt: skip
+    events = {
+        "SessionStart": {"source": "startup"},
+        "PreToolUse": {"tool_name": "Bash", "tool_input": {"command": "ls"}},
+        "PostToolUse": {"tool_name": "Bash", "tool_input": {"command": "ls"}, "duration_ms": 4},
+        "Stop": {"last_assistant_message": "done"},
+        "SessionEnd": {"reason": "other"},
+    }
+    env = {**_env(tmp_path), "ROUNDTABLE_HOOK_SPOOL": str(tmp_path / "spool.jsonl"),
+           "HOME": str(tmp_path)}  # fmt: skip
+    script = (
+        "import json, sys\n"
+        "from roundtable_console.tui.entry import main\n"
+        "try:\n"
+        f"    main(['hooks', 'run', 'claude-code', '--db', {db_url!r}])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})), file=sys.stderr)\n"
+    )
+    for name, fields in events.items():
+        payload = json.dumps({**base, "hook_event_name": name, **fields})
+        done = subprocess.run([sys.executable, "-c", script], input=payload, capture_output=True,
+                              text=True, cwd=PROJECT, env=env, timeout=60)  # fmt: skip
+        loaded = json.loads(done.stderr.splitlines()[-1])
+        assert "sqlite3" in loaded and "json" in loaded, (name, done.stderr)  # really recorded
+        assert set(loaded).isdisjoint(NOT_IN_A_HOOK), (name, set(loaded) & set(NOT_IN_A_HOOK))
+    with sqlite3.connect(db_url.removeprefix("sqlite:///")) as db:
+        written = db.execute("SELECT count(*) FROM usage_days").fetchone()[0]
+        calls = db.execute("SELECT count(*) FROM agent_session_events"
+                           " WHERE event_type = 'tool.call'").fetchone()[0]  # fmt: skip
+    assert (written, calls) == (1, 1)

@@ -15,7 +15,11 @@ Standard library only (the hooks' quick writes use it).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+
+# typing is not imported at run time: every hook's process would pay ~3 ms for it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Returns a row on both engines, so that every writer can take its first row.
 ADD_SPEND = """

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections import namedtuple
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+
+# typing is not imported at run time: every hook's process would pay ~3 ms for it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 BUILTIN_ADAPTERS: tuple[str, ...] = ("codex", "claude", "gemini", "opencode", "generic")
 PLACEHOLDER = "{{external_session_id}}"
@@ -21,20 +26,35 @@ AGENT_RESUME_PATTERNS: dict[str, str] = {
 }
 
 
-# A NamedTuple, not a dataclass: an agent's heartbeat imports this, and building a dataclass
+# A named tuple, not a dataclass: an agent's heartbeat imports this, and building a dataclass
 # compiles its methods at every start (about 1 ms each on the hot path).
-class AdapterConfig(NamedTuple):
-    """One adapter as configured. ``explicit`` is False for the built-in disposable defaults."""
+_ADAPTER_FIELDS = (
+    "name", "command", "supports_resume", "resume_pattern", "supports_mcp",
+    "supports_readonly_workspace", "captures_session_id", "external_session_id_pattern",
+    "explicit",
+)  # fmt: skip
 
+
+class AdapterConfig(
+    namedtuple(
+        "AdapterConfig",
+        _ADAPTER_FIELDS,
+        defaults=(None, False, None, False, False, False, None, True),
+    )  # fmt: skip
+):
+    """One adapter as configured. ``explicit`` is False for the built-in disposable defaults
+    (every other field defaults to None or False)."""
+
+    __slots__ = ()
     name: str
-    command: str | None = None
-    supports_resume: bool = False
-    resume_pattern: str | None = None
-    supports_mcp: bool = False
-    supports_readonly_workspace: bool = False
-    captures_session_id: bool = False
-    external_session_id_pattern: str | None = None
-    explicit: bool = True
+    command: str | None
+    supports_resume: bool
+    resume_pattern: str | None
+    supports_mcp: bool
+    supports_readonly_workspace: bool
+    captures_session_id: bool
+    external_session_id_pattern: str | None
+    explicit: bool
 
     @classmethod
     def from_mapping(cls, name: str, values: Mapping[str, Any]) -> AdapterConfig:

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections import namedtuple
 from functools import cache, lru_cache
-from typing import Any, NamedTuple
 
 from roundtable_console.store.safety.redaction import (
     REDACTED,
@@ -45,12 +45,18 @@ from roundtable_console.store.safety.redaction import (
     redact_text,
 )
 
+# typing is not imported at run time: every hook's process would pay ~3 ms for it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-class Shape(NamedTuple):
+
+class Shape(namedtuple("Shape", ("name", "triggers", "pattern"))):
     """One kind of credential: ``pattern`` is tried only on text holding one of ``triggers``
     (plain substrings, so text without any costs a few ``in`` tests). A group
     ``keep`` in the pattern is context that stays shown; the rest of the match is hidden."""
 
+    __slots__ = ()
     name: str
     triggers: tuple[str, ...]
     pattern: str

@@ -22,7 +22,6 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
 
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db import drivers
@@ -41,8 +40,16 @@ from roundtable_console.store.writes.write_values import (
     update_payload,
 )
 
+# typing is not imported at run time: every hook's process would pay ~3 ms for it.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, Protocol
+
     from roundtable_console.store.writes.usage_values import Prices
+
+    class _Cursor(Protocol):
+        def execute(self, query: Any, params: Any = ..., /) -> Any: ...
+
 
 # A server that does not answer within this is unavailable, as on the normal path.
 CONNECT_TIMEOUT_SECONDS = 5
@@ -111,10 +118,6 @@ def _postgres(statement: str) -> str:
     """A statement in psycopg's parameter style; each parameter typed as text, which the server
     could not always infer (``:waiting IS NULL``)."""
     return _NAMED.sub(r"CAST(%(\1)s AS TEXT)", statement)
-
-
-class _Cursor(Protocol):
-    def execute(self, query: Any, params: Any = ..., /) -> Any: ...
 
 
 class _Unavailable(Exception):
@@ -330,8 +333,9 @@ class _Nothing(Exception):
     """A read-only use of the write path: nothing to commit (rolled back)."""
 
 
-# Runs one statement (with :name parameters) in the write's transaction; its first row.
-_Run = Callable[[str, Mapping[str, Any]], Any]
+if TYPE_CHECKING:
+    # Runs one statement (with :name parameters) in the write's transaction; its first row.
+    _Run = Callable[[str, Mapping[str, Any]], Any]
 
 
 def _update_one(

@@ -14,10 +14,15 @@ Standard library only (the hooks' quick writes use it).
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
 
 from roundtable_console.store.errors import InvalidSession
+
+# typing is not imported at run time: every hook's process would pay ~3 ms for it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TOKENS = (
     "input_tokens",
@@ -39,9 +44,10 @@ READ_METADATA = "SELECT metadata_json FROM agent_sessions WHERE id = :session_id
 MERGE_TRIES = 3
 
 
-class Price(NamedTuple):
+class Price(namedtuple("Price", ("input", "output", "cache_read", "cache_write"))):
     """Dollars per million tokens of each kind."""
 
+    __slots__ = ()
     input: float
     output: float
     cache_read: float
@@ -66,9 +72,10 @@ DEFAULT_PRICES: dict[str, Price] = {
 }
 
 
-class Prices(NamedTuple):
+class Prices(namedtuple("Prices", ("table", "as_of"))):
     """A price table and the date it holds for (the configuration's, or the defaults)."""
 
+    __slots__ = ()
     table: Mapping[str, Price]
     as_of: str
 
@@ -198,8 +205,9 @@ def configured_prices(values: Mapping[str, Any]) -> Prices:
     return Prices({**SHIPPED.table, **configured}, as_of.strip()[:40])
 
 
-# Runs a statement in the writer's transaction: its first row, or None.
-Run = Callable[[str, Mapping[str, Any]], Any]
+if TYPE_CHECKING:
+    # Runs a statement in the writer's transaction: its first row, or None.
+    Run = Callable[[str, Mapping[str, Any]], Any]
 
 
 def keep_usage(run: Run, session: Any, spent: dict[str, Any] | None, now: str) -> None:

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from roundtable_console.store import validation
 from roundtable_console.store.resume.adapters import AdapterConfig, resolve
+
+# typing is not imported at run time: every hook's process would pay ~3 ms for it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # json.dumps with these options builds a new encoder on every call; one shared encoder does not.
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
