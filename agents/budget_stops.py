@@ -17,7 +17,7 @@ from typing import NamedTuple
 from sqlalchemy import text
 
 from roundtable_console.agents.stopping import stop_session_agent
-from roundtable_console.store.budgets.limits import OVER, Budget
+from roundtable_console.store.budgets.limits import OVER, SCOPE_COLUMNS, Budget
 from roundtable_console.store.budgets.standing import budget_state
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
@@ -26,7 +26,6 @@ from roundtable_console.store.errors import StoreError
 # The live sessions a budget's stop reaches in one look at most, and how many are stopped at once.
 MOST_SESSIONS = 200
 AT_ONCE = 4
-_COLUMNS = {"agent": "agent_id", "run": "run_id", "workspace": "workspace_id"}
 
 
 class BudgetStops(NamedTuple):
@@ -45,7 +44,7 @@ def live_sessions(store: Store, budget: Budget) -> list[str]:
     """The sessions ``budget`` counts that have not ended and that it has not stopped."""
     where = [
         "s.ended_at IS NULL",
-        *(f"s.{_COLUMNS[name]} = :{name}" for name, _ in budget.scoped()),
+        *(f"s.{SCOPE_COLUMNS[name]} = :{name}" for name, _ in budget.scoped()),
         "NOT EXISTS (SELECT 1 FROM agent_session_events e WHERE e.session_id = s.id"
         " AND e.event_type = 'agent_stopped' AND e.actor = :actor)",
     ]

@@ -21,6 +21,8 @@ TOKENS, DOLLARS = "tokens", "dollars"
 WARN, OVER = 80, 100
 LEVELS = (WARN, OVER)
 SCOPES = ("agent", "run", "workspace")
+# The column of a session (and of its spend) each scope matches.
+SCOPE_COLUMNS = {"agent": "agent_id", "run": "run_id", "workspace": "workspace_id"}
 KEYS = frozenset({"name", *SCOPES, TOKENS, DOLLARS, "per", "stop"})
 MOST_TOKENS = 10**15
 MOST_DOLLARS = 1e9

@@ -21,13 +21,12 @@ from typing import Any, NamedTuple
 from sqlalchemy import Connection, bindparam, text
 
 from roundtable_console.store.access.walls import Wall
-from roundtable_console.store.budgets.limits import ALL, OVER, TOKENS, WARN, Budget
+from roundtable_console.store.budgets.limits import ALL, OVER, SCOPE_COLUMNS, TOKENS, WARN, Budget
 from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
 
 # A crossing older than this is not told to devices and webhooks by a server that starts later.
 TELL_WITHIN = timedelta(hours=1)
-_COLUMNS = {"agent": "agent_id", "run": "run_id", "workspace": "workspace_id"}
 _CLAIM = text(
     "INSERT INTO budget_crossings (id, budget_key, period, level, name, workspace_id, unit,"
     " limit_amount, spent, stop, crossed_at) VALUES (:id, :budget_key, :period, :level, :name,"
@@ -61,7 +60,7 @@ class Spend(NamedTuple):
 
 
 def _spend_statement(budget: Budget) -> str:
-    where = [f"{_COLUMNS[name]} = :{name}" for name, _value in budget.scoped()]
+    where = [f"{SCOPE_COLUMNS[name]} = :{name}" for name, _value in budget.scoped()]
     if budget.per != ALL:
         where.append("day = :day")
     condition = (" WHERE " + " AND ".join(where)) if where else ""
