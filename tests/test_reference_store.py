@@ -299,6 +299,8 @@ def test_opening_keeps_every_reference_column_and_index(reference_path: Path):
         "push_told",
         "hosts",
         "host_calls",
+        "usage_days",
+        "budget_crossings",
         "alembic_version",
     }
     assert tables == {*REFERENCE_TABLES, "sqlite_sequence", *ours}

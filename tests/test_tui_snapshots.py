@@ -343,7 +343,7 @@ def spent_today(db: Store, session_id: str, agent: str, run: str, tokens: int, c
 
 def spent_row(session_id: str, agent: str, run: str, tokens: int, cost: float) -> dict[str, Any]:
     return {"session_id": session_id, "day": format_ts(FROZEN)[:10], "agent_id": agent,
-            "run_id": run, "workspace_id": None, "tokens": tokens, "cost_usd": cost,
+            "run_id": run, "workspace_id": "", "tokens": tokens, "cost_usd": cost,
             "unpriced_tokens": 0, "changed_at": format_ts(FROZEN)}  # fmt: skip
 
 
