@@ -115,6 +115,8 @@ def run(argv: Sequence[str], stdin: Any) -> None:
     elif operation.op == "start" and event.transcript:
         usage_told_again(event.transcript, options.get("spool"))
     reporter = reporter_for(options)
+    if operation.op == "end" or operation.fields.get("turn"):
+        reporter.withdraw_with = operation.key  # where the writer can, with the write itself
     written = deliver(operation, reporter, options.get("spool"))
     if written is None:
         return

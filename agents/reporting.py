@@ -57,6 +57,11 @@ class LocalReporter:
         self.url = url
         self.say = say  # a line on the hook's stderr (what it cannot do, never in the way)
         self._path = drivers.sqlite_path(url)
+        # The write (its key) after which the session's waits are withdrawn: done in its own
+        # transaction where the quick path takes it (one transaction, not two, for a turn's
+        # end), and the sessions so done.
+        self.withdraw_with: str | None = None
+        self.withdrawn: set[str] = set()
 
     @property
     def target(self) -> str:
@@ -90,6 +95,8 @@ class LocalReporter:
         not retried, when the store cannot be written: they expire anyway)."""
         from roundtable_console.store.writes import quick_writes
 
+        if session_id in self.withdrawn:
+            return
         try:
             quick_writes.withdraw_requests(self.url, session_id=session_id,
                                            wait_seconds=WAIT_SECONDS)  # fmt: skip
@@ -110,7 +117,7 @@ class LocalReporter:
                 op.key,
                 session_id=op.session_id,
                 status=fields["status"],
-                quick_only={"once_ended": True},
+                quick_only={"once_ended": True, **self._withdrawing(op)},
                 **self._usage(fields),
             )
             return op.session_id
@@ -140,13 +147,19 @@ class LocalReporter:
             **self._usage(fields),
         }
         try:
-            self._write("heartbeat", clock, op.key, quiet_seconds=QUIET_SECONDS, **beat)
+            self._write("heartbeat", clock, op.key, quiet_seconds=QUIET_SECONDS,
+                        quick_only=self._withdrawing(op), **beat)  # fmt: skip
         except SessionNotFound:
             self._write(
                 "register", clock, op.key + ":start", session_id=op.session_id, **fields["start"]
             )
             self._write("heartbeat", clock, op.key, **beat)
         return op.session_id
+
+    def _withdrawing(self, op: Operation) -> dict[str, Any]:
+        """The quick write's option that withdraws the session's waits with ``op``, when the
+        hook withdraws them after it."""
+        return {"withdraw": True} if op.key == self.withdraw_with else {}
 
     def _usage(self, fields: dict[str, Any]) -> dict[str, Any]:
         """The usage a write carries, with the prices of the user's configuration to estimate
@@ -190,6 +203,8 @@ class LocalReporter:
         )  # fmt: skip
         if done is None:
             self._write_full(name, clock, key, **values)
+        elif (quick_only or {}).get("withdraw"):
+            self.withdrawn.add(values["session_id"])
 
     def _write_full(
         self, name: str, clock: Callable[[], datetime], key: str, **values: Any
@@ -220,6 +235,9 @@ class ServerReporter:
         self.base = server.rstrip("/")
         self.token = token
         self.workspace_id = workspace_id
+        # The store's writes withdraw a session's waits with a turn's end; the server is asked
+        # for it on its own (``withdraw_requests``).
+        self.withdraw_with: str | None = None
         # The last beat sent per session (a file of its owner's, beside the spool): a burst of
         # tool events sends one beat in QUIET_SECONDS, as the store's quiet beat writes one.
         self.beats = beats

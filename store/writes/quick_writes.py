@@ -111,13 +111,14 @@ _REVISION = "SELECT version_num FROM alembic_version"
 _CURRENT = f"SELECT {', '.join(SESSION_COLUMNS)} FROM agent_sessions WHERE id = :session_id"
 
 
-_NAMED = re.compile(r":([a-z_]+)")
+# Compiled on first use (re's own cache): a write to SQLite never needs it.
+_NAMED = r":([a-z_]+)"
 
 
 def _postgres(statement: str) -> str:
     """A statement in psycopg's parameter style; each parameter typed as text, which the server
     could not always infer (``:waiting IS NULL``)."""
-    return _NAMED.sub(r"CAST(%(\1)s AS TEXT)", statement)
+    return re.sub(_NAMED, r"CAST(%(\1)s AS TEXT)", statement)
 
 
 class _Unavailable(Exception):
@@ -147,6 +148,7 @@ def heartbeat(
     tool_calls: Sequence[Any] | None = None,
     usage: Mapping[str, Any] | None = None,
     prices: Prices | None = None,
+    withdraw: bool = False,
 ) -> SessionRecord | None:
     """``store.writes.agent_writes.heartbeat`` on the store at ``url``, in a transaction of its
     own. ``quiet_seconds`` (the hooks'): a beat that changes neither status nor waiting reason
@@ -154,7 +156,9 @@ def heartbeat(
     ``wait_seconds``: how long a locked or unreachable store is waited for. ``tool_calls``: the
     tools the agent ran, written with the beat, quiet or not (``store.writes.tool_calls``).
     ``usage``: what the session spent so far, kept in its metadata
-    (``store.writes.usage_values``)."""
+    (``store.writes.usage_values``). ``withdraw``: its agent moved on (its turn is done), so
+    its pending requests and listening hook are withdrawn in the same transaction
+    (``withdraw_requests``)."""
     spent = _spent(usage, prices)
 
     def write(run: _Run) -> SessionRecord:
@@ -180,6 +184,8 @@ def heartbeat(
             for row in rows:
                 run(INSERT_TOOL_CALL, row)
         _keep_usage(run, session, spent, now)
+        if withdraw:
+            _withdraw(run, session.id, now)
         return session
 
     return _write(url, _once(write, idempotency_key, "heartbeat", session_id, clock), wait_seconds)
@@ -235,10 +241,12 @@ def end(
     wait_seconds: float | None = None,
     usage: Mapping[str, Any] | None = None,
     prices: Prices | None = None,
+    withdraw: bool = False,
 ) -> SessionRecord | None:
     """``store.writes.agent_writes.end`` on the store at ``url``, in a transaction of its own.
     ``once_ended`` (the hooks'): a session already ended with that status is left as it is.
-    ``usage``: what it spent, kept in its metadata (as ``heartbeat``'s)."""
+    ``usage``: what it spent, kept in its metadata (as ``heartbeat``'s). ``withdraw``: as
+    ``heartbeat``'s."""
     spent = _spent(usage, prices)
 
     def write(run: _Run) -> SessionRecord:
@@ -252,6 +260,8 @@ def end(
         if session is None:
             session = _update_one(run, _END, values, now, "ended", "ended_at")
         _keep_usage(run, session, spent, now)
+        if withdraw:
+            _withdraw(run, session.id, now)
         return session
 
     return _write(url, _once(write, idempotency_key, "end", session_id, clock), wait_seconds)
@@ -290,6 +300,12 @@ UPDATE reply_listeners SET state = 'withdrawn', ended_at = :now
 WHERE session_id = :session_id AND state = 'listening' RETURNING id"""
 
 
+def _withdraw(run: _Run, session_id: str, now: str) -> None:
+    values = {"session_id": session_id, "now": now}
+    run(_WITHDRAW, values)
+    run(_STOP_LISTENING, values)
+
+
 def withdraw_requests(
     url: str,
     *,
@@ -303,9 +319,7 @@ def withdraw_requests(
     take the store."""
 
     def write(run: _Run) -> SessionRecord:
-        values = {"session_id": session_id, "now": format_ts(clock())}
-        run(_WITHDRAW, values)
-        run(_STOP_LISTENING, values)
+        _withdraw(run, session_id, format_ts(clock()))
         return True  # type: ignore[return-value]
 
     return None if _write(url, write, wait_seconds) is None else True
