@@ -545,3 +545,32 @@ def test_a_config_that_says_read_only_sends_the_write_to_the_full_path_which_ref
     assert run_quick(argv, clock) is None
     refused = run_full(argv, clock)
     assert refused.code == 1 and '"read_only"' in refused.stderr
+
+
+def test_a_turns_end_withdraws_its_waits_in_the_same_write(
+    quick_store: str, clock: FakeClock
+) -> None:
+    """``withdraw``: the beat and the withdrawal of the session's pending requests are one
+    transaction (a hook's turn end opens the store once); a beat already written under its key
+    withdraws nothing again."""
+    from roundtable_console.store.requests.asking import open_request
+
+    _register(quick_store, clock)
+    store = open_store(quick_store)
+    try:
+        asked = open_request(store, session_id="s1", agent="claude-code", tool_name="Bash",
+                             tool_input={"command": "ls"}, suggestions=None, reason="asks",
+                             wait_seconds=60)  # fmt: skip
+    finally:
+        store.dispose()
+    beat = {"session_id": "s1", "status": "active", "turn_done": "done", "withdraw": True}
+    done = quick_writes.heartbeat(quick_store, idempotency_key="k1", **beat)
+    assert done is not None
+    with sqlite3.connect(quick_store.removeprefix("sqlite:///")) as db:
+        state = db.execute("SELECT state FROM permission_requests WHERE id = ?", (asked.id,))
+        assert state.fetchone() == ("withdrawn",)
+        db.execute("UPDATE permission_requests SET state = 'pending' WHERE id = ?", (asked.id,))
+    quick_writes.heartbeat(quick_store, idempotency_key="k1", **beat)
+    with sqlite3.connect(quick_store.removeprefix("sqlite:///")) as db:
+        state = db.execute("SELECT state FROM permission_requests WHERE id = ?", (asked.id,))
+        assert state.fetchone() == ("pending",)
