@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from roundtable_console.api.notify.budget_watch import LOOK_EVERY
 from roundtable_console.store import service
 from roundtable_console.store.budgets.limits import Budget
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.writes import agent_writes
+from roundtable_console.tui.budget_news import LOOK_SECONDS as CONSOLE_LOOK
 from tests.console_ways import ConsoleWay
 from tests.push_support import Device, Receiver
 from tests.test_agent_stop import AGENT, pane_running
@@ -75,7 +77,7 @@ async def test_the_console_tells_a_budget_once_at_80_and_once_at_100(way: Consol
         assert told()[1][0] == "Budget agent-x budget reached"
         assert told()[1][1].startswith("1,200 tokens of 1,000 tokens spent.")
         beat(store, "s-x", 5000)
-        await pilot.pause(5)  # two more looks at least: nothing more is told
+        await pilot.pause(CONSOLE_LOOK + 1)  # another look at least: nothing more is told
         assert len(told()) == 2
         await pilot.press("O")
         assert await wait_for(
@@ -115,14 +117,15 @@ def test_a_server_tells_the_devices_and_webhooks_once_at_80_and_once_at_100(
     assert pushed["url"] == "/overview#budgets" and pushed["tag"].startswith("roundtable:budget:")
     assert posted["event"] == "roundtable.budget"
     assert posted["text"] == "Budget agent-1 budget at 80 %: 820 tokens of 1,000 tokens spent."
-    assert service_.none_within(3) and hook.none_within(0.1)  # told once, to one device
+    # Told once, to one device: nothing more at the next look (every LOOK_EVERY seconds).
+    assert service_.none_within(LOOK_EVERY + 0.5) and hook.none_within(0.1)
     beat(store, "s-1", 1100)
     pushed_again = service_.next()
     assert pushed_again.path == every.path
     assert every.decrypt(pushed_again)["title"] == "Budget agent-1 budget reached"
     assert json.loads(hook.next().body)["title"] == "Budget agent-1 budget reached"
     beat(store, "s-1", 3000)
-    assert service_.none_within(4) and hook.none_within(0.1)
+    assert service_.none_within(LOOK_EVERY + 0.5) and hook.none_within(0.1)
     # A budget of the other workspace: told to its token's device too (and to every workspace's).
     register(store, "s-2", workspace=OTHER_WORKSPACE)
     beat(store, "s-2", 900)
