@@ -75,12 +75,18 @@ def median_seconds(action: Callable[[], object], repeats: int) -> float:
 def paired_medians(
     ours: Callable[[], object], floor: Callable[[], object], rounds: int
 ) -> tuple[float, float]:
-    """Medians of ``rounds`` runs of each, taken in turns."""
-    mine, theirs = [], []
+    """``rounds`` runs of each, taken in turns: the floor's median, and ours as that median
+    times the median of the pairs' ratios. A pair runs side by side in time, so its ratio holds
+    while the machine's speed drifts; two medians taken apart would each catch a different
+    moment of it (a figure's ratio is then the pairs' own)."""
+    ratios, theirs = [], []
     for _ in range(rounds):
-        mine.append(timed(ours))
-        theirs.append(timed(floor))
-    return statistics.median(mine), statistics.median(theirs)
+        mine = timed(ours)
+        base = timed(floor)
+        theirs.append(base)
+        ratios.append(mine / base if base > 0 else float("inf"))
+    base_median = statistics.median(theirs)
+    return base_median * statistics.median(ratios), base_median
 
 
 def run_process(argv: list[str], env: dict[str, str] | None = None) -> None:
