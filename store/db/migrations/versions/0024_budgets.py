@@ -15,10 +15,9 @@ Self-contained: the SQL it runs is written here.
 Revision ID: 0024_budgets
 """
 
-import json
+from collections.abc import Callable
 
 from alembic import op
-from sqlalchemy import text
 
 revision = "0024_budgets"
 down_revision = "0023_tool_call_events"
@@ -45,65 +44,105 @@ STATEMENTS = (
     " UNIQUE (budget_key, period, level))",
     "CREATE INDEX IF NOT EXISTS ix_budget_crossings_crossed ON budget_crossings (crossed_at)",
 )
-_WITH_USAGE = text(
-    "SELECT id, agent_id, run_id, workspace_id, metadata_json,"
-    " COALESCE(last_seen_at, started_at) FROM agent_sessions"
-    " WHERE metadata_json LIKE '%usage%' AND id > :after ORDER BY id LIMIT 1000"
+# What a hook may report at most (store.writes.usage_values' MOST_TOKENS and MOST_DOLLARS):
+# a figure beyond it, or not a number, is left out (an agent wrote that metadata as it liked).
+MOST_TOKENS = 10**15
+MOST_DOLLARS = 10**9
+COLUMNS = (
+    "session_id, day, agent_id, run_id, workspace_id, tokens, cost_usd, unpriced_tokens, changed_at"
 )
-_ADD = text(
-    "INSERT INTO usage_days (session_id, day, agent_id, run_id, workspace_id, tokens, cost_usd,"
-    " unpriced_tokens, changed_at) VALUES (:session_id, :day, :agent_id, :run_id,"
-    " :workspace_id, :tokens, :cost_usd, :unpriced_tokens, :changed_at)"
+
+
+def _sqlite_number(key: str, most: int) -> str:
+    path = f"'$.usage.{key}'"
+    return (
+        f"CASE WHEN json_type(metadata_json, {path}) IN ('integer', 'real')"
+        f" AND json_extract(metadata_json, {path}) BETWEEN 0 AND {most}"
+        f" THEN json_extract(metadata_json, {path}) END"
+    )
+
+
+def _sqlite_seed() -> str:
+    parts = " + ".join(
+        f"COALESCE({_sqlite_number(key, MOST_TOKENS)}, 0)"
+        for key in ("input_tokens", "output_tokens")
+    )
+    total = _sqlite_number("total_tokens", MOST_TOKENS)
+    tokens = f"CAST(COALESCE({total}, min({parts}, {MOST_TOKENS})) AS INTEGER)"
+    return (
+        f"INSERT INTO usage_days ({COLUMNS})"
+        " SELECT id, substr(seen, 1, 10), agent_id, COALESCE(run_id, ''),"
+        " COALESCE(workspace_id, ''), tokens, COALESCE(cost, 0),"
+        " CASE WHEN cost IS NULL THEN tokens ELSE 0 END, seen FROM ("
+        " SELECT id, agent_id, run_id, workspace_id, COALESCE(last_seen_at, started_at) AS seen,"
+        f" {tokens} AS tokens, {_sqlite_number('cost_usd', MOST_DOLLARS)} AS cost"
+        " FROM agent_sessions WHERE metadata_json LIKE '%usage%' AND json_valid(metadata_json)"
+        " AND json_type(metadata_json, '$.usage') = 'object') AS used"
+        " WHERE length(seen) >= 10"
+        " ON CONFLICT (session_id, day, agent_id, run_id, workspace_id) DO NOTHING"
+    )
+
+
+# A session's usage as (tokens, dollars or NULL), or NULL without a usage object; malformed JSON
+# is no usage rather than an error.
+PG_FUNCTIONS = f"""
+CREATE OR REPLACE FUNCTION rt_seed_number(v jsonb, most double precision)
+RETURNS double precision LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN jsonb_typeof(v) = 'number' AND v::text::double precision BETWEEN 0 AND most
+    THEN v::text::double precision END
+$$;
+CREATE OR REPLACE FUNCTION rt_seed_usage(t text) RETURNS double precision[]
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  u jsonb;
+BEGIN
+  IF t IS NULL OR t NOT LIKE '%usage%' THEN
+    RETURN NULL;
+  END IF;
+  u := (t::jsonb) -> 'usage';
+  IF u IS NULL OR jsonb_typeof(u) <> 'object' THEN
+    RETURN NULL;
+  END IF;
+  RETURN ARRAY[
+    floor(COALESCE(rt_seed_number(u -> 'total_tokens', {MOST_TOKENS}),
+      least(COALESCE(rt_seed_number(u -> 'input_tokens', {MOST_TOKENS}), 0)
+            + COALESCE(rt_seed_number(u -> 'output_tokens', {MOST_TOKENS}), 0), {MOST_TOKENS}))),
+    rt_seed_number(u -> 'cost_usd', {MOST_DOLLARS})
+  ];
+EXCEPTION WHEN others THEN
+  RETURN NULL;
+END
+$$;
+"""
+PG_SEED = (
+    f"INSERT INTO usage_days ({COLUMNS})"
+    " SELECT id, substr(seen, 1, 10), agent_id, COALESCE(run_id, ''), COALESCE(workspace_id, ''),"
+    " u[1]::bigint, COALESCE(u[2], 0), CASE WHEN u[2] IS NULL THEN u[1]::bigint ELSE 0 END, seen"
+    " FROM (SELECT id, agent_id, run_id, workspace_id, COALESCE(last_seen_at, started_at) AS seen,"
+    " rt_seed_usage(metadata_json) AS u FROM agent_sessions WHERE metadata_json LIKE '%usage%')"
+    " AS used WHERE u IS NOT NULL AND length(seen) >= 10"
     " ON CONFLICT (session_id, day, agent_id, run_id, workspace_id) DO NOTHING"
 )
 
 
-# What a hook may report at most (store.writes.usage_values' MOST_TOKENS and MOST_DOLLARS).
-MOST = {"tokens": 10**15, "dollars": 1e9}
-
-
-def _number(usage: dict, key: str, most: float) -> float | None:
-    value = usage.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if 0 <= value <= most else None
-
-
-def _seed_row(row: tuple) -> dict | None:
-    session_id, agent_id, run_id, workspace_id, metadata_json, seen = row
-    try:
-        usage = json.loads(metadata_json).get("usage")
-    except (ValueError, AttributeError):
-        return None
-    if not isinstance(usage, dict) or not isinstance(seen, str) or len(seen) < 10:
-        return None
-    most = MOST["tokens"]
-    total = _number(usage, "total_tokens", most)
-    if total is None:
-        parts = (_number(usage, "input_tokens", most), _number(usage, "output_tokens", most))
-        total = min(sum(part or 0 for part in parts), most)
-    cost = _number(usage, "cost_usd", MOST["dollars"])
-    tokens = int(total)
-    return {
-        "session_id": session_id, "day": seen[:10], "agent_id": agent_id, "run_id": run_id,
-        "workspace_id": workspace_id or "", "tokens": tokens, "cost_usd": cost or 0.0,
-        "unpriced_tokens": tokens if cost is None else 0, "changed_at": seen,
-    }  # fmt: skip
+def _progress() -> Callable[[str], None]:
+    config = op.get_context().config
+    report = config.attributes.get("progress") if config is not None else None
+    return report if callable(report) else (lambda _message: None)
 
 
 def upgrade() -> None:
     bind = op.get_bind()
     for statement in STATEMENTS:
         op.execute(statement)
-    after = ""
-    while True:
-        rows = bind.execute(_WITH_USAGE, {"after": after}).all()
-        if not rows:
-            return
-        seeded = [found for found in map(_seed_row, rows) if found is not None]
-        if seeded:
-            bind.execute(_ADD, seeded)
-        after = rows[-1][0]
+    _progress()("  what each session spent, by day, for the budgets…")
+    if bind.dialect.name == "postgresql":
+        op.execute(PG_FUNCTIONS)
+        op.execute(PG_SEED)
+        op.execute("DROP FUNCTION rt_seed_usage(text)")
+        op.execute("DROP FUNCTION rt_seed_number(jsonb, double precision)")
+    else:
+        op.execute(_sqlite_seed())
 
 
 def downgrade() -> None:
