@@ -12,12 +12,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import NamedTuple
 
 from sqlalchemy import text
 
 from roundtable_console.agents.stopping import stop_session_agent
-from roundtable_console.store.budgets.limits import OVER, SCOPE_COLUMNS, Budget
+from roundtable_console.store.budgets.limits import ALL, OVER, SCOPE_COLUMNS, Budget
 from roundtable_console.store.budgets.standing import budget_state
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
@@ -40,18 +41,20 @@ def actor_of(budget: Budget) -> str:
     return f"budget:{budget.name}"
 
 
-def live_sessions(store: Store, budget: Budget) -> list[str]:
-    """The sessions ``budget`` counts that have not ended and that it has not stopped."""
+def live_sessions(store: Store, budget: Budget, since: str = "") -> list[str]:
+    """The sessions ``budget`` counts that have not ended and that it has not stopped since
+    ``since`` (its period's start: a day's budget stops a session again the next day)."""
     where = [
         "s.ended_at IS NULL",
         *(f"s.{SCOPE_COLUMNS[name]} = :{name}" for name, _ in budget.scoped()),
         "NOT EXISTS (SELECT 1 FROM agent_session_events e WHERE e.session_id = s.id"
-        " AND e.event_type = 'agent_stopped' AND e.actor = :actor)",
+        " AND e.event_type = 'agent_stopped' AND e.actor = :actor AND e.created_at >= :since)",
     ]
     statement = text(
         f"SELECT s.id FROM agent_sessions s WHERE {' AND '.join(where)} ORDER BY s.id LIMIT :most"
     )
-    values = {**dict(budget.scoped()), "actor": actor_of(budget), "most": MOST_SESSIONS}
+    values = {**dict(budget.scoped()), "actor": actor_of(budget), "since": since,
+              "most": MOST_SESSIONS}  # fmt: skip
     with store.read() as db:
         return list(db.execute(statement, values).scalars())
 
@@ -79,13 +82,16 @@ class BudgetStopper:
             now = self.clock()
             with self.store.read() as db:
                 over = [b for b in stopping if (budget_state(db, b, now).level or 0) >= OVER]
-            return {budget.name: self.stop(budget) for budget in over}
+            return {budget.name: self.stop(budget, now) for budget in over}
         finally:
             self._busy.release()
 
-    def stop(self, budget: Budget) -> BudgetStops:
-        passed = self.unreachable.setdefault(budget.key, set())
-        sessions = [found for found in live_sessions(self.store, budget) if found not in passed]
+    def stop(self, budget: Budget, now: datetime) -> BudgetStops:
+        period = budget.period(now)
+        passed = self.unreachable.setdefault(f"{budget.key}:{period}", set())
+        since = "" if budget.per == ALL else period
+        found = live_sessions(self.store, budget, since)
+        sessions = [session for session in found if session not in passed]
 
         def stop(session_id: str) -> bool:
             try:

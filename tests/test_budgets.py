@@ -459,3 +459,28 @@ def test_a_stop_budget_stops_each_session_it_counts_once_while_it_stays_over(
             ("s-1", "budget:hard"),
             ("s-late", "budget:hard"),
         ]
+
+
+def test_a_days_stop_budget_stops_a_session_again_the_next_day(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from roundtable_console.agents import budget_stops
+    from roundtable_console.store import service
+
+    asked: list[str] = []
+
+    def stop(store_: Store, session_id: str, *, actor: str, clock: Any, **_: Any) -> None:
+        asked.append(f"{session_id}@{clock():%d}")
+        service.record_agent_stopped(store=store_, session_id=session_id, actor=actor,
+                                     payload={"signal": "SIGINT", "exited": False},
+                                     clock=clock)  # fmt: skip
+
+    monkeypatch.setattr(budget_stops, "stop_session_agent", stop)
+    budget = Budget("daily stop", "tokens", 100, per="day", stop=True)
+    register(store, "s-1")
+    day_three = DAY_TWO + timedelta(days=1)
+    for moment in (DAY_TWO, DAY_TWO, day_three, day_three):
+        clock = Clock(moment)
+        spend(store, "s-1", clock, input_tokens=150 * (moment.day - 6))
+        budget_stops.BudgetStopper(store, clock=clock).stop_due([budget])
+    assert asked == ["s-1@07", "s-1@08"]  # once a day while over
