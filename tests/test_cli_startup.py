@@ -203,6 +203,7 @@ def test_first_open_of_a_large_store_reports_each_index_later_opens_are_silent(
         "session counts by group…",  # 0008: the grouped list's counts
         "usage totals by agent and run…",  # 0009: the overview's tokens and cost
         "index ix_agent_sessions_attention_started on agent_sessions…",  # 0011: fresh by start
+        "what each session spent, by day, for the budgets…",  # 0024: the budgets' spend
     ]
     assert steps[0].endswith("ix_agent_sessions_started on agent_sessions…")
     assert lines[-1].startswith("The store's schema is up to date (")

@@ -18,6 +18,7 @@ Revision ID: 0024_budgets
 from collections.abc import Callable
 
 from alembic import op
+from sqlalchemy import Connection, text
 
 revision = "0024_budgets"
 down_revision = "0023_tool_call_events"
@@ -47,6 +48,7 @@ INDEXES = (
     "CREATE INDEX IF NOT EXISTS ix_usage_days_run ON usage_days (run_id, day)",
     "CREATE INDEX IF NOT EXISTS ix_usage_days_workspace ON usage_days (workspace_id, day)",
 )
+LARGE_TABLE_ROWS = 10_000
 # What a hook may report at most (store.writes.usage_values' MOST_TOKENS and MOST_DOLLARS):
 # a figure beyond it, or not a number, is left out (an agent wrote that metadata as it liked).
 MOST_TOKENS = 10**15
@@ -134,11 +136,20 @@ def _progress() -> Callable[[str], None]:
     return report if callable(report) else (lambda _message: None)
 
 
+def _large(bind: Connection) -> bool:
+    found = bind.execute(
+        text("SELECT count(*) FROM (SELECT 1 FROM agent_sessions LIMIT :rows) AS sample"),
+        {"rows": LARGE_TABLE_ROWS},
+    ).scalar()
+    return bool(found == LARGE_TABLE_ROWS)
+
+
 def upgrade() -> None:
     bind = op.get_bind()
     for statement in STATEMENTS:
         op.execute(statement)
-    _progress()("  what each session spent, by day, for the budgets…")
+    if _large(bind):  # a store this size says what takes its time, as the CLI shows it
+        _progress()("  what each session spent, by day, for the budgets…")
     if bind.dialect.name == "postgresql":
         op.execute(PG_FUNCTIONS)
         op.execute(PG_SEED)
