@@ -66,11 +66,11 @@ SETTING_HELP: dict[str, str] = {
     "cache_write) of the models whose name starts with MODEL, over the shipped list prices "
     f"(of {PRICES_AS_OF}); prices_as_of says their date. They estimate the cost of a session "
     "whose agent states none, for the hooks that write a store and for serve.",
-    "budgets": "[[budgets]] tables: a limit on what agents spend, in tokens = N or dollars = N, "
-    "on one agent, run or workspace (agent, run, workspace: all given must match; none, the "
-    'whole fleet), per = "day" (UTC) or "all", an optional name, and stop = true to stop its '
-    "agents at 100 %. At 80 % and at 100 % the people who may see it are told once: by the "
-    "console, and by serve through Web Push and webhooks.",
+    "budgets": "[[budgets]] tables, each a limit on what agents spend: tokens = N or dollars = "
+    "N. agent, run and workspace scope it (all given must match; none: every session). per is "
+    '"day" (a UTC day) or "all" (the default). stop = true stops its agents at 100 %. At 80 % '
+    "and at 100 % the people who may see it are told once: by the console, and by serve "
+    "through Web Push and webhooks. An optional name.",
 }
 # The environment variables roundtable reads, and what for (the docs' configuration reference).
 ENVIRONMENT_HELP: dict[str, str] = {
