@@ -24,6 +24,7 @@ from roundtable_console.api.answering import (
 from roundtable_console.api.context import Answer, Call, ServerContext
 from roundtable_console.api.edge.middleware import Guard
 from roundtable_console.api.hosts import listing as host_ops
+from roundtable_console.api.hosts import new_sessions
 from roundtable_console.api.people_routes import add_people_routes
 from roundtable_console.api.problems import MEDIA_TYPE, STATUSES, Problem
 from roundtable_console.api.routes import actions as action_ops
@@ -185,6 +186,13 @@ def _routes(app: FastAPI) -> None:
                summary="The machines that run agents (roundtable host run): what each found, "
                "whether it is online, its sessions. For callers bound to no workspace.",
                model=schemas.HostList)  # fmt: skip
+    operation(app, "POST", API + "/hosts/{name}/sessions", new_sessions.start,
+               name="start_new_session", success=201, model=schemas.NewSessionStarted,
+               summary="Start a new session on the host: in a project it was given, optionally "
+               "in a git worktree of its own, with an agent it found and a first prompt (an "
+               "operator's; an Idempotency-Key is required and names the session).",
+               errors=(409,), parameters=[schemas.idempotency(True)],
+               body=new_sessions.BODY, body_required=True)  # fmt: skip
     for name, model in (("metrics", schemas.Metrics), ("environment", schemas.Environment)):
         operation(app, "GET", f"{ONE}/{name}", detail_ops.record_of(name),
                    name=f"session_{name}", summary=f"The session's {name}.",

@@ -17,6 +17,7 @@ from roundtable_console.store.records import SessionFields, SessionRecord
 from roundtable_console.store.safety.display import printable
 
 if TYPE_CHECKING:
+    from roundtable_console.store.hosts.new_work import NewWork
     from roundtable_console.store.hosts.registry import HostRow
     from roundtable_console.store.reads.audit import AuditFilter
     from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
@@ -248,6 +249,22 @@ class ServerSource:
             )  # fmt: skip
             for item in self.calls.get("/api/v1/hosts")["hosts"]
         ]
+
+    def start_new(self, work: NewWork) -> dict[str, Any]:
+        """``POST /api/v1/hosts/{name}/sessions``: the server checks and asks the host."""
+        import secrets
+
+        body = {
+            "project": work.project, "agent": work.agent, "prompt": work.prompt,
+            "worktree": work.worktree, "branch": work.branch, "base": work.base,
+            "model": work.model, "ask": work.ask, "workspace_id": work.workspace_id,
+        }  # fmt: skip
+        headers = {"Idempotency-Key": f"new-{secrets.token_urlsafe(16)}"}
+        path = f"/api/v1/hosts/{quote(work.host, safe='')}/sessions"
+        answer = self.calls.post(path, body=body, headers=headers, timeout=LAUNCH_CALL_SECONDS)
+        started = dict(answer.json())
+        started.pop("session", None)
+        return started
 
     def launch_by_host(self, session: SessionFields, idempotency_key: str) -> HostStarted:
         """The session resumed (against the version read) and its agent started by its

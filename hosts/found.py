@@ -5,6 +5,8 @@ the directory it names is what the host serves), each bound to a workspace or no
 
 from __future__ import annotations
 
+import hashlib
+import os
 import platform
 import re
 import shutil
@@ -30,13 +32,42 @@ class Project(NamedTuple):
     path: str  # real
     workspace: str | None  # only this workspace's sessions, when bound
 
+    @property
+    def name(self) -> str:
+        """How a new session names it (the directory's last part)."""
+        return os.path.basename(self.path) or self.path
+
+    def worktrees(self, root: str) -> str:
+        """Where the host makes this project's worktrees: under ``root``, one folder per
+        project (its name and a digest of its path: two projects of one name never share)."""
+        digest = hashlib.sha256(self.path.encode()).hexdigest()[:8]
+        return os.path.join(root, f"{self.name}-{digest}")
+
+
+def default_worktrees() -> str:
+    """Where a host makes worktrees unless told (``host run --worktrees DIR``)."""
+    from platformdirs import user_data_dir
+
+    return os.path.join(user_data_dir("roundtable"), "worktrees")
+
 
 class Machine(NamedTuple):
     """What the host says of itself (``facts``), and what it keeps to itself: which workspace
-    each project serves."""
+    each project serves, and where it makes worktrees (``worktrees``: a real path, made when
+    first needed)."""
 
     facts: HostFacts
     projects: tuple[Project, ...]
+    worktrees: str = ""
+
+    def served_in(self, real: Path) -> list[Project]:
+        """The projects ``real`` (a real path) lies in: the project itself, or one of its
+        worktrees."""
+        return [
+            project for project in self.projects
+            if real.is_relative_to(project.path)
+            or (self.worktrees and real.is_relative_to(project.worktrees(self.worktrees)))
+        ]  # fmt: skip
 
 
 def bound_projects(given: Iterable[str]) -> tuple[Project, ...]:
@@ -93,10 +124,12 @@ def tmux_found() -> str | None:
     return version_of([path, "-V"]) or "unknown"
 
 
-def machine_of(name: str, projects: Iterable[str]) -> Machine:
-    """The host: what it says as it connects, and its projects' workspaces."""
+def machine_of(name: str, projects: Iterable[str], worktrees: str | None = None) -> Machine:
+    """The host: what it says as it connects, its projects' workspaces, where it makes
+    worktrees (its real path, when it exists already)."""
     bound = bound_projects(projects)
-    return Machine(facts_of(name, [project.path for project in bound]), bound)
+    root = os.path.realpath(os.path.expanduser(worktrees or default_worktrees()))
+    return Machine(facts_of(name, [project.path for project in bound]), bound, root)
 
 
 def facts_of(name: str, projects: Iterable[str]) -> HostFacts:

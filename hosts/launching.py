@@ -26,6 +26,7 @@ from roundtable_console.agents.operations import ENV_HOST, ENV_SESSION
 from roundtable_console.hosts.found import Machine
 from roundtable_console.hosts.refusals import Failed, Refused
 from roundtable_console.store.hosts import protocol
+from roundtable_console.store.hosts.facts import HostFacts
 from roundtable_console.store.records import SessionRecord
 from roundtable_console.store.resume.adapters import AGENT_RESUME_PATTERNS, PLACEHOLDER
 from roundtable_console.store.resume.launch import tmux_refusal
@@ -55,12 +56,10 @@ def checked_directory(machine: Machine, session: SessionRecord) -> str:
         raise Refused(f"The working directory {where!r} is not an absolute path.")
     real = Path(os.path.realpath(raw))
     workspace = session.effective_workspace_id
-    served = [
-        project for project in machine.projects
-        if real.is_relative_to(project.path) and project.workspace in (None, workspace)
-    ]  # fmt: skip
+    within = machine.served_in(real)
+    served = [project for project in within if project.workspace in (None, workspace)]
     if not served:
-        bound = any(real.is_relative_to(project.path) for project in machine.projects)
+        bound = bool(within)
         raise Refused(
             f"The working directory {where} is in a project the host {name} serves for another "
             "workspace."
@@ -94,21 +93,29 @@ def command(
         raise Refused("The session has no agent id its agent's resume accepts.")
     if len(prompt.encode()) > protocol.PROMPT_MOST_BYTES:
         raise Refused(f"The briefing is longer than {protocol.PROMPT_MOST_BYTES // 1024} KiB.")
+    name = protocol.tmux_session_name(session.id)
+    argv = [program, *(word.replace(PLACEHOLDER, external) for word in words[1:]), prompt]
+    return tmux_command(facts, name, cwd, session.id, argv), name
+
+
+def tmux_command(
+    facts: HostFacts, name: str, cwd: str, session_id: str, argv: list[str]
+) -> list[str]:
+    """The tmux command that starts ``argv`` in ``cwd``, in the tmux session ``name`` of the
+    host's own tmux server, with the session's id and the host's name in its environment."""
     tmux = shutil.which("tmux")
     if tmux is None:
         raise Refused(f"The host {facts.name} has no tmux to start the agent in.")
-    name = protocol.tmux_session_name(session.id)
-    argv = [program, *(word.replace(PLACEHOLDER, external) for word in words[1:]), prompt]
     started = [tmux, "-L", TMUX_LABEL, "new-session", "-d", "-P"]
     # tmux expands formats in -c ("#(cmd)" runs cmd): "##" is a "#" to it.
     started += ["-F", "#{pane_id} #{pid} #{socket_path}", "-s", name]
     started += ["-c", cwd.replace("#", "##"), "-x", "200", "-y", "50"]
-    started += ["-e", f"{ENV_SESSION}={session.id}", "-e", f"{ENV_HOST}={facts.name}"]
+    started += ["-e", f"{ENV_SESSION}={session_id}", "-e", f"{ENV_HOST}={facts.name}"]
     started += ["--", *argv]
     refusal = tmux_refusal(started)
     if refusal is not None:
         raise Refused(refusal)
-    return started, name
+    return started
 
 
 def launch(
@@ -122,6 +129,12 @@ def launch(
     started, name = command(machine, session, cwd, prompt)
     if args.get("check") is True:
         return {"checked": True}
+    return run_tmux(facts, started, name)
+
+
+def run_tmux(facts: HostFacts, started: list[str], name: str) -> dict[str, Any]:
+    """``tmux_command``'s command run: where the agent runs (its pane, the tmux server's pid
+    and socket, this machine's name)."""
     try:
         done = subprocess.run(
             started, capture_output=True, text=True, timeout=TMUX_SECONDS, check=False,

@@ -8,7 +8,8 @@ host's name); what it then reads goes through the same checks as a read on the a
 machine: a transcript only where its agent keeps that session's transcript, a regular file of
 this user reached by no link (``agents.transcripts``); a pane only in the host's own tmux
 server (``hosts.launching``: where it starts agents), as the session's launch names it
-(``agents.panes``). It starts agents as ``hosts.launching`` says.
+(``agents.panes``). It starts agents as ``hosts.launching`` says, and new sessions as
+``hosts.starting`` does.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from roundtable_console.agents.panes import (
     verified_pane,
 )
 from roundtable_console.agents.transcripts import MAX_LIMIT, TranscriptUnavailable
-from roundtable_console.hosts import launching
+from roundtable_console.hosts import launching, starting
 from roundtable_console.hosts.found import Machine
 from roundtable_console.hosts.refusals import Failed, Refused
 from roundtable_console.store.errors import InvalidReply
@@ -48,6 +49,8 @@ def answer(machine: Machine, op: Any, args: Any) -> dict[str, Any]:
             raise Refused("The call's arguments are not an object.")
         if op in (protocol.PANE, protocol.TYPE, protocol.STOP_AGENT):
             return {"ok": pane(machine.facts, op, args)}
+        if op == protocol.START:
+            return {"ok": starting.start(machine, args)}
         session = session_of(machine.facts.name, args)
         cwd = launching.checked_directory(machine, session)
         if op == protocol.LAUNCH:

@@ -23,6 +23,7 @@ BAD_INPUT_CODES = frozenset(
         "invalid_reply",
         "invalid_host",
         "invalid_device",
+        "invalid_new_session",
     }
 )
 
@@ -122,6 +123,12 @@ InvalidHost = _error(
 )
 HostUnavailable = _error(
     "host_unavailable", "The session's host is offline, or did not answer in time."
+)
+InvalidNewSession = _error(
+    "invalid_new_session", "A new session's host, project, agent, branch or prompt is malformed."
+)
+NotStarted = _error(
+    "not_started", "The host would not start the new session (its project, agent, branch, base)."
 )
 # A client of the server (the command line and the console through roundtable serve).
 ServerUnavailable = _error(

@@ -118,6 +118,7 @@ def record_launch(
     clock: Clock = system_clock,
     machine: str | None = None,
     via_host: str | None = None,
+    new: dict[str, Any] | None = None,
 ) -> None:
     """That an operator started the session's agent in tmux pane ``tmux_pane`` (of the tmux
     server at ``tmux_socket``, whose process is ``tmux_server_pid``, on the machine named
@@ -133,6 +134,8 @@ def record_launch(
         payload["tmux_socket"] = tmux_socket
     if tmux_server_pid:
         payload["tmux_server_pid"] = tmux_server_pid
+    if new:  # a new session (``store.hosts.new_work``): what it was started as
+        payload["new"] = new
     _record_quiet(store, session_id, LAUNCH_EVENT, payload, actor, clock)
 
 

@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # a read loads none of the actions' code (tests/test_cli_star
     from roundtable_console.store.budgets.limits import Budget
     from roundtable_console.store.clock import Clock
     from roundtable_console.store.db.database import Store
+    from roundtable_console.store.hosts.new_work import NewWork
     from roundtable_console.store.reads.audit import AuditFilter
     from roundtable_console.store.reads.listing import SessionFilter, SessionOrder
     from roundtable_console.store.records import SessionFields
@@ -53,6 +54,10 @@ class SessionSource(Protocol):
     def budgets(self) -> list[dict[str, Any]]:
         """The budgets the caller may see, where each stands (``state_json``'s): the
         configuration's on a store, the server's through it."""
+
+    def start_new(self, work: NewWork) -> dict[str, Any]:
+        """A new session started on its host (``store.hosts.new_work``): its id and where it
+        runs (``Started.to_json``)."""
 
     def requests(self, session_id: str | None, everything: bool) -> list[PermissionRequestRecord]:
         """Pending permission requests (of one session, or every one), oldest first; with
@@ -125,6 +130,16 @@ class StoreSource:
         with self.store.read() as db:
             page = audit_page(db=db, filters=filters, limit=limit, cursor=cursor)
         return Page([entry.to_json() for entry in page.items], page.next_cursor)
+
+    def start_new(self, work: NewWork) -> dict[str, Any]:
+        from roundtable_console.store.hosts import new_work
+
+        new_work.host_ready(self.store, work.host, self.clock)
+        started = new_work.start_new_session(
+            store=self.store, work=work, ask=new_work.ask_through_store(self.store, work.host),
+            actor=self.actor, session_id=new_work.session_id_for(None), clock=self.clock,
+        )  # fmt: skip
+        return started.to_json()
 
     def budgets(self) -> list[dict[str, Any]]:
         from roundtable_console.store.budgets.standing import budget_states, state_json

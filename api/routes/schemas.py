@@ -243,6 +243,17 @@ class Launched(BaseModel):
     attach: str
 
 
+class NewSessionStarted(BaseModel):
+    session_id: str
+    session: Session
+    host: str | None
+    directory: str
+    branch: str | None
+    base: str | None
+    tmux_session: str
+    attach: str
+
+
 class Capabilities(BaseModel):
     authentication: str
     agent_boundary: str

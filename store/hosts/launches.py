@@ -96,26 +96,29 @@ def record_host_launch(
     not say where."""
     from roundtable_console.store.service import record_launch
 
+    record_launch(
+        store=store, session_id=launch.session.id, actor=actor, clock=clock,
+        via_host=launch.host, **shaped_launch(started, launch.host),
+    )  # fmt: skip
+
+
+def shaped_launch(started: Mapping[str, Any], host: str) -> dict[str, str | None]:
+    """Where a host said it started an agent, each value only in its own shape (a host's words
+    are not trusted): ``record_launch``'s pane, socket, server pid and machine."""
+
     def shaped(key: str, pattern: re.Pattern[str]) -> str | None:
         value = started.get(key)
         return value if isinstance(value, str) and pattern.fullmatch(value) else None
 
     pane = shaped("tmux_pane", _PANE)
     if pane is None:
-        raise HostUnavailable(
-            f"The host {printable(launch.host)} did not say where it started the agent."
-        )
-    record_launch(
-        store=store,
-        session_id=launch.session.id,
-        tmux_pane=pane,
-        tmux_socket=shaped("tmux_socket", _SOCKET),
-        tmux_server_pid=shaped("tmux_server_pid", _PID),
-        actor=actor,
-        clock=clock,
-        machine=shaped("machine", _MACHINE),
-        via_host=launch.host,
-    )
+        raise HostUnavailable(f"The host {printable(host)} did not say where it started the agent.")
+    return {
+        "tmux_pane": pane,
+        "tmux_socket": shaped("tmux_socket", _SOCKET),
+        "tmux_server_pid": shaped("tmux_server_pid", _PID),
+        "machine": shaped("machine", _MACHINE),
+    }
 
 
 _PANE = re.compile(r"%[0-9]{1,9}")

@@ -19,7 +19,7 @@ added, so this module imports them all):
 - ``lifecycle_commands``: ``sessions pause``, ``stop``, ``resume`` and ``terminate``, on one
   session or several (bulk selections and runs);
 - ``resume_command``, ``tui_command``, ``watch_command``, ``audit_command``,
-  ``budgets_command``: one command each;
+  ``budgets_command``, ``new_command``: one command each;
 - ``db_commands``: ``db upgrade``, ``db grants``, ``db prune``, ``demo``, ``import``, ``export``.
 
 What they share: ``invocation`` (the options every command takes, resolved, and read-only
@@ -54,6 +54,7 @@ from roundtable_console.tui.cli.hooks_commands import hooks_group
 from roundtable_console.tui.cli.host_commands import host_group, hosts_command
 from roundtable_console.tui.cli.invocation import CliState
 from roundtable_console.tui.cli.lifecycle_commands import LIFECYCLE_COMMANDS, stop_agent_command
+from roundtable_console.tui.cli.new_command import new_command
 from roundtable_console.tui.cli.printing import (
     EXIT_INTERRUPTED,
     EXIT_REFUSED,
@@ -224,6 +225,7 @@ for _command in (
     reply_command,
     host_group,
     hosts_command,
+    new_command,
 ):
     cli.add_command(_command)
 

@@ -42,6 +42,12 @@ def _host_options(func: Any) -> Any:
                 help="A project directory the host serves (repeat); DIR=WORKSPACE serves "
                 "only that workspace's sessions in it.",
             ),
+            click.option(
+                "--worktrees",
+                metavar="DIR",
+                help="Where the host makes new sessions' git worktrees, a folder per project "
+                "(default: roundtable's data directory, worktrees/).",
+            ),
         )
     ):
         func = option(func)
@@ -78,6 +84,7 @@ def run_command(
     server: str | None,
     token_env: str | None,
     projects: tuple[str, ...],
+    worktrees: str | None,
 ) -> None:
     from roundtable_console.agents.operations import machine_name
     from roundtable_console.hosts.found import ProjectMissing, machine_of
@@ -86,7 +93,7 @@ def run_command(
     token = _token(server, token_env)
     url = None if server else inv.url()  # a bad --root or store is said before anything else
     try:
-        machine = machine_of(host, projects)
+        machine = machine_of(host, projects, worktrees)
     except ProjectMissing as missing:
         raise click.BadParameter(str(missing), param_hint="'--project'") from None
     facts = machine.facts
@@ -154,6 +161,7 @@ def service_command(
     server: str | None,
     token_env: str | None,
     projects: tuple[str, ...],
+    worktrees: str | None,
     launchd: bool,
 ) -> None:
     from roundtable_console.hosts.found import ProjectMissing, projects_of
@@ -176,6 +184,8 @@ def service_command(
         argv += ["--db", inv.db]
     for project in real:
         argv += ["--project", project]
+    if worktrees:
+        argv += ["--worktrees", str(Path(worktrees).expanduser().resolve())]
     made = launchd_plist if launchd else systemd_unit
     text = made(argv, token_env=token_env)
     if inv.json_mode:

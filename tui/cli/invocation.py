@@ -225,6 +225,7 @@ WRITING_COMMANDS = frozenset(
         "requests allow",
         "requests deny",
         "host run",
+        "new",
     }
 )
 
