@@ -35,7 +35,7 @@ class Project(NamedTuple):
     @property
     def name(self) -> str:
         """How a new session names it (the directory's last part)."""
-        return os.path.basename(self.path) or self.path
+        return os.path.basename(self.path) or "root"
 
     def worktrees(self, root: str) -> str:
         """Where the host makes this project's worktrees: under ``root``, one folder per

@@ -8,7 +8,9 @@ everything itself: the project is one it was given (by its real path or its name
 lies under the host's worktrees directory (``host run --worktrees``) in that project's folder,
 reached by no link; the branch and base are checked by our rules and then by git's own; the
 agent's command is the host's (``AGENT_COMMANDS``) with its permission mode from
-``ASK_WORDS``, and the prompt always an operand, never an option. A start that fails after the
+``ASK_WORDS``, and the prompt always an operand, never an option (``store.hosts.new_work``
+refuses a prompt an agent would read as its own command: ``/…``, ``!…``, or one lowercase word,
+which Claude Code's parser takes for a subcommand even after ``--``). A start that fails after the
 worktree was made removes it and its branch (both made a moment ago, holding nothing).
 """
 
@@ -18,6 +20,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,7 +31,7 @@ from roundtable_console.hosts.refusals import Failed, Refused
 from roundtable_console.store.hosts import new_work, protocol
 from roundtable_console.store.safety.display import one_line
 
-GIT_SECONDS = 60
+GIT_SECONDS = 20
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
 # How much each agent asks a human, by ``--ask``: its own permission mode (docs/operators-guide).
 ASK_WORDS = {
@@ -72,7 +75,10 @@ def start(machine: Machine, args: Mapping[str, Any]) -> dict[str, Any]:
         work = new_work.new_work_of(asked)
     except Exception as bad:  # noqa: BLE001 - its words, as a refusal
         raise Refused(getattr(bad, "message", "The new session is malformed.")) from None
-    project = project_of(machine, work.project, work.workspace_id)
+    begun = time.monotonic()
+    within = args.get("within_seconds")
+    within = float(within) if type(within) in (int, float) and within > 0 else GIT_SECONDS
+    project = project_of(machine, work.project, work.workspace_id, bound=args.get("bound") is True)
     if work.agent not in {found.name for found in facts.agents}:
         raise Refused(
             f"The host {facts.name} has no {work.agent} (it was not on its PATH at start)."
@@ -92,16 +98,17 @@ def start(machine: Machine, args: Mapping[str, Any]) -> dict[str, Any]:
         place["directory"] = project.path
     name = protocol.tmux_session_name(session_id)
     argv = [program, *agent_words(work.agent, work.ask, work.model, work.prompt)]
-    tmux = tmux_command(facts, name, place["directory"] if not work.worktree else project.path,
-                        session_id, argv)  # fmt: skip
+    tmux_command(facts, name, project.path, session_id, argv)  # its refusals, before anything
     if args.get("check") is True:
         return place
     if work.worktree:
         _add_worktree(machine, project, place["branch"], place["directory"], place["base"])
-        tmux = tmux_command(facts, name, place["directory"], session_id, argv)
-        if work.agent == "claude-code":
-            carry_claude_trust(project.path, place["directory"])
     try:
+        if time.monotonic() - begun > within:
+            raise Failed(f"Making the worktree took longer than {within:.0f} s: nothing started.")
+        tmux = tmux_command(facts, name, place["directory"], session_id, argv)
+        if work.worktree and work.agent == "claude-code" and place["base"] == _head(project):
+            carry_claude_trust(project.path, place["directory"])
         return {**place, **run_tmux(facts, tmux, name)}
     except (Refused, Failed):
         if work.worktree:
@@ -120,28 +127,34 @@ def agent_words(agent: str, ask: str, model: str | None, prompt: str) -> list[st
     return words
 
 
-def project_of(machine: Machine, asked: str, workspace: str | None) -> Project:
-    """The project ``asked`` names (its real path, or its name when one project has it), when
-    it serves ``workspace``."""
+def project_of(
+    machine: Machine, asked: str, workspace: str | None, *, bound: bool = False
+) -> Project:
+    """The project ``asked`` names (its real path, or its name when one project has it), among
+    those serving ``workspace`` (``bound``: bound to it; a caller reaching some workspaces only
+    starts nothing in a project every workspace shares). Others are not named in a refusal."""
     name = machine.facts.name
     shown = one_line(asked, 80)
+    serving = [
+        project for project in machine.projects
+        if project.workspace == workspace or (project.workspace is None and not bound)
+    ]  # fmt: skip
     if asked.startswith("/"):
         real = os.path.realpath(asked)
-        found = [project for project in machine.projects if project.path == real]
+        found = [project for project in serving if project.path == real]
     else:
-        found = [project for project in machine.projects if project.name == asked]
+        found = [project for project in serving if project.name == asked]
     if len(found) > 1:
         raise Refused(
             f"The host {name} has {len(found)} projects named {shown}: give its directory."
         )
     if not found:
-        given = ", ".join(project.name for project in machine.projects) or "none"
-        raise Refused(f"The host {name} was not given the project {shown} (it serves: {given}).")
-    project = found[0]
-    if project.workspace is not None and project.workspace != workspace:
+        given = ", ".join(project.name for project in serving) or "none"
         raise Refused(
-            f"The project {project.name} on {name} serves the workspace {project.workspace} only."
+            f"The host {name} was not given the project {shown} for this workspace (it serves "
+            f"it: {given})."
         )
+    project = found[0]
     if not Path(project.path).is_dir():
         raise Refused(f"The project {project.name} is no longer a directory on {name}.")
     return project
@@ -169,11 +182,21 @@ def _commit(project: Project, base: str, host: str) -> str:
     return found.stdout.strip()
 
 
+def _head(project: Project) -> str | None:
+    found = _git(project, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    return found.stdout.strip() if found.returncode == 0 else None
+
+
 def _new_branch(project: Project, branch: str) -> None:
     if _git(project, "check-ref-format", "--branch", branch).returncode != 0:
         raise Refused(f"The branch {one_line(branch, 60)!r} is not a name git takes for a branch.")
     if _git(project, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}").returncode == 0:
         raise Refused(f"The branch {branch} exists already in {project.name}: choose another name.")
+    if _git(project, "rev-parse", "--verify", "--quiet", branch).returncode == 0:
+        raise Refused(
+            f"The name {branch} already names something in {project.name} (a tag, a remote's "
+            "branch, a commit): choose another name."
+        )
 
 
 def _worktree_path(machine: Machine, project: Project, branch: str) -> str:
@@ -185,7 +208,23 @@ def _worktree_path(machine: Machine, project: Project, branch: str) -> str:
         raise Refused(f"The worktree {path} exists already on {machine.facts.name}.")
     if os.path.lexists(folder) and os.path.realpath(folder) != folder:
         raise Refused(f"The worktrees folder {folder} is a link: the host does not follow it.")
+    for kept in (machine.worktrees, folder):
+        _own_folder(kept, machine.facts.name)
     return path
+
+
+def _own_folder(folder: str, host: str) -> None:
+    """A folder the worktrees go in is this user's, and no one else's to write (another user
+    could swap a worktree for their own before the agent starts in it)."""
+    try:
+        found = os.lstat(folder)
+    except FileNotFoundError:
+        return  # made by the host, its own
+    if found.st_uid != os.geteuid() or found.st_mode & 0o022:
+        raise Refused(
+            f"The worktrees folder {folder} on {host} is another user's, or others can write "
+            "in it: the host makes worktrees only in a folder of its own."
+        )
 
 
 def _add_worktree(machine: Machine, project: Project, branch: str, path: str, base: str) -> None:
@@ -213,7 +252,8 @@ def carry_claude_trust(project: str, worktree: str) -> bool:
     import tempfile
 
     folder = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.expanduser("~")
-    path = os.path.join(folder, ".claude.json")
+    path = os.path.realpath(os.path.join(folder, ".claude.json"))  # a linked file, kept linked
+    folder = os.path.dirname(path)
     try:
         with open(path, encoding="utf-8") as kept:
             profile = json.load(kept)
@@ -222,7 +262,9 @@ def carry_claude_trust(project: str, worktree: str) -> bool:
             return False
         if projects[project].get("hasTrustDialogAccepted") is not True:
             return False
-        projects[worktree] = {**projects.get(worktree, {}), "hasTrustDialogAccepted": True}
+        kept = projects.get(worktree)
+        projects[worktree] = {**(kept if isinstance(kept, dict) else {}),
+                              "hasTrustDialogAccepted": True}  # fmt: skip
         mode = os.stat(path).st_mode & 0o777
         made, temporary = tempfile.mkstemp(dir=folder, prefix=".claude.json.")
         with os.fdopen(made, "w", encoding="utf-8") as written:
@@ -230,5 +272,5 @@ def carry_claude_trust(project: str, worktree: str) -> bool:
         os.chmod(temporary, mode)
         os.replace(temporary, path)
         return True
-    except (OSError, ValueError, AttributeError):
+    except Exception:  # noqa: BLE001 - it asks in its terminal, as it would have
         return False

@@ -20,6 +20,32 @@ from tests.serve_support import ROOT, Served, serve_env, serving
 WAIT_SECONDS = 30.0
 
 
+def stand_in_machine(tmp_path: Path, stand_in: str, out: str) -> Iterator[dict[str, str]]:
+    """A machine's environment: ``stand_in`` as its ``claude`` on its PATH (it writes to
+    ``FAKE_OUT``, ``tmp_path / out``), its own tmux directory (short: a socket's path is at
+    most 107 bytes); its host's tmux server ended after."""
+    import os
+    import shutil
+    import tempfile
+
+    from roundtable_console.hosts import launching
+
+    bin_dir = tmp_path / "laptop-bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text(stand_in)
+    (bin_dir / "claude").chmod(0o755)
+    tmux_dir = tempfile.mkdtemp(prefix="rt-tmux-", dir="/tmp")
+    env = {
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "TMUX_TMPDIR": tmux_dir,
+        "FAKE_OUT": str(tmp_path / out),
+    }
+    yield env
+    subprocess.run(["tmux", "-L", launching.TMUX_LABEL, "kill-server"],
+                   env={**os.environ, **env}, capture_output=True, check=False)  # fmt: skip
+    shutil.rmtree(tmux_dir, ignore_errors=True)
+
+
 def wait_until(check: Callable[[], Any], what: str, seconds: float = WAIT_SECONDS) -> Any:
     deadline = time.monotonic() + seconds
     while True:

@@ -8,12 +8,9 @@ directory outside the host's projects, an agent it does not have, a host that is
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,14 +21,13 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from roundtable_console.hosts import launching
 from roundtable_console.store import service
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.resume.adapters import AGENT_RESUME_PATTERNS, PLACEHOLDER
 from tests import http_calls
 from tests.helpers import history, register_session
-from tests.hosts_support import Team, ended, team_serving, wait_until
+from tests.hosts_support import Team, ended, stand_in_machine, team_serving, wait_until
 from tests.serve_support import ROOT, serve_env
 
 CLAUDE_ID = "3f0c8a52-7c1e-4b8e-9a57-2f1d7c0e9b11"
@@ -54,22 +50,8 @@ def team(sqlite_store: Store, tmp_path: Path) -> Iterator[Team]:
 
 @pytest.fixture
 def machine(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """The laptop's environment: Claude Code (a stand-in) on its PATH, its own tmux directory
-    (short: a socket's path is at most 107 bytes)."""
-    bin_dir = tmp_path / "laptop-bin"
-    bin_dir.mkdir()
-    (bin_dir / "claude").write_text(FAKE_CLAUDE)
-    (bin_dir / "claude").chmod(0o755)
-    tmux_dir = tempfile.mkdtemp(prefix="rt-tmux-", dir="/tmp")
-    env = {
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "TMUX_TMPDIR": tmux_dir,
-        "FAKE_OUT": str(tmp_path / "started.json"),
-    }
-    yield env
-    subprocess.run(["tmux", "-L", launching.TMUX_LABEL, "kill-server"], env={**os.environ, **env},
-                   capture_output=True, check=False)  # fmt: skip
-    shutil.rmtree(tmux_dir, ignore_errors=True)
+    """The laptop's environment: Claude Code (a stand-in) on its PATH, its own tmux directory."""
+    yield from stand_in_machine(tmp_path, FAKE_CLAUDE, "started.json")
 
 
 def stopped_session(

@@ -28,6 +28,7 @@ from sqlalchemy import text
 from roundtable_console.hosts import launching
 from roundtable_console.hosts.found import Project
 from roundtable_console.hosts.starting import ASK_WORDS, agent_words
+from roundtable_console.store.access.tokens import create_token
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import InvalidNewSession
 from roundtable_console.store.hosts import new_work, protocol
@@ -35,7 +36,7 @@ from tests import http_calls
 from tests import test_agents_real as real
 from tests.fake_models import SHELL_COMMAND
 from tests.helpers import history
-from tests.hosts_support import Team, ended, team_serving, wait_until
+from tests.hosts_support import Team, ended, stand_in_machine, team_serving, wait_until
 from tests.serve_support import ROOT, serve_env
 
 api = real.api  # the agents' model stand-in (a fixture), shared
@@ -45,7 +46,8 @@ python3 -c 'import json, os, sys
 with open(os.environ["FAKE_OUT"], "a") as out:
     out.write(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(),
                           "session": os.environ.get("ROUNDTABLE_SESSION_ID"),
-                          "host": os.environ.get("ROUNDTABLE_HOST")}) + "\\n")' "$@"
+                          "host": os.environ.get("ROUNDTABLE_HOST"),
+                          "token": os.environ.get("RT_HOST_TOKEN")}) + "\\n")' "$@"
 exec sleep 120
 """
 
@@ -58,20 +60,8 @@ def team(sqlite_store: Store, tmp_path: Path) -> Iterator[Team]:
 
 @pytest.fixture
 def machine(tmp_path: Path) -> Iterator[dict[str, str]]:
-    bin_dir = tmp_path / "laptop-bin"
-    bin_dir.mkdir()
-    (bin_dir / "claude").write_text(STAND_IN)
-    (bin_dir / "claude").chmod(0o755)
-    tmux_dir = tempfile.mkdtemp(prefix="rt-tmux-", dir="/tmp")
-    env = {
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "TMUX_TMPDIR": tmux_dir,
-        "FAKE_OUT": str(tmp_path / "started.jsonl"),
-    }
-    yield env
-    subprocess.run(["tmux", "-L", launching.TMUX_LABEL, "kill-server"],
-                   env={**os.environ, **env}, capture_output=True, check=False)  # fmt: skip
-    shutil.rmtree(tmux_dir, ignore_errors=True)
+    """The laptop's environment: Claude Code (a stand-in) on its PATH, its own tmux directory."""
+    yield from stand_in_machine(tmp_path, STAND_IN, "started.jsonl")
 
 
 def git(cwd: Path, *words: str) -> str:
@@ -141,7 +131,7 @@ def test_a_new_session_starts_in_a_worktree_of_its_own_on_its_host(
         assert run["argv"] == ["--permission-mode", "acceptEdits", "--",
                                "Fix the login form, please"]  # fmt: skip
         assert run["cwd"] == str(directory) and run["session"] == session_id
-        assert run["host"] == "laptop"
+        assert run["host"] == "laptop" and run["token"] is None  # the host's token stays its own
         name = protocol.tmux_session_name(session_id)
         assert shown["tmux_session"] == name and shown["attach"].endswith(f"-t ={name}")
         # The session: starting, on its host, in its worktree; who started it, in its history.
@@ -190,6 +180,7 @@ def test_a_new_session_refused_changes_nothing(
     outside = repository(tmp_path / "outside")
     (tmp_path / "link").symlink_to(outside)  # a link to a project the host was not given
     git(project, "branch", "taken")
+    git(project, "tag", "v1")
     worktrees = tmp_path / "worktrees"
     host = team.host("--project", str(project), "--project", f"{theirs}=ws-2",
                      "--project", str(plain), "--worktrees", str(worktrees),
@@ -203,12 +194,24 @@ def test_a_new_session_refused_changes_nothing(
             ({"project": str(tmp_path / "link"), "agent": "claude-code"}, 409, "not_started",
              "was not given the project"),
             ({"project": "theirs", "agent": "claude-code"}, 409, "not_started",
-             "serves the workspace ws-2 only"),
+             "not given the project theirs for this workspace (it serves it: api, plain)"),
+            ({"project": "theirs", "agent": "claude-code", "workspace_id": "ws-1"}, 409,
+             "not_started", "not given the project theirs"),
             ({"project": "api", "agent": "codex"}, 409, "not_started", "has no codex"),
             ({"project": "plain", "agent": "claude-code", "worktree": True}, 409, "not_started",
              "not a git repository"),
             ({**in_worktree, "base": "no-such-branch"}, 409, "not_started", "does not exist"),
             ({**in_worktree, "branch": "taken"}, 409, "not_started", "exists already"),
+            ({**in_worktree, "branch": "v1"}, 409, "not_started", "already names something"),
+            ({**in_worktree, "branch": "origin/main"}, 400, "invalid_new_session", "another ref"),
+            ({**in_worktree, "branch": "deadbeef"}, 400, "invalid_new_session", "another ref"),
+            ({**in_worktree, "branch": "FETCH_HEAD"}, 400, "invalid_new_session", "another ref"),
+            ({"project": "api", "agent": "claude-code", "prompt": "update"}, 400,
+             "invalid_new_session", "its own commands"),
+            ({"project": "api", "agent": "codex", "prompt": " /login"}, 400,
+             "invalid_new_session", "starts with / or !"),
+            ({"project": "api", "agent": "gemini", "prompt": "!rm -rf ~"}, 400,
+             "invalid_new_session", "starts with / or !"),
             ({**in_worktree, "branch": "a..b"}, 400, "invalid_new_session", "not a name git"),
             ({**in_worktree, "branch": "-D"}, 400, "invalid_new_session", "is not 1–100"),
             ({**in_worktree, "branch": "two words"}, 400, "invalid_new_session", "is not 1–100"),
@@ -233,6 +236,15 @@ def test_a_new_session_refused_changes_nothing(
             answer = new(team, body)
             assert answer.status_code == status, (body, answer.text)
             assert answer.json()["code"] == code and words in answer.json()["detail"], body
+        # An operator bound to ws-1 starts work only in a project bound to ws-1.
+        team.tokens["ops-ws1"] = create_token(
+            store=team.store, name="ops-ws1", role="operator", workspaces=["ws-1"]
+        ).token
+        unnamed = new(team, {"project": "api", "agent": "claude-code"}, token="ops-ws1")
+        assert unnamed.status_code == 403 and "workspace_id" in unnamed.json()["detail"]
+        shared = new(team, {"project": "api", "agent": "claude-code", "workspace_id": "ws-1"},
+                     token="ops-ws1")  # fmt: skip
+        assert shared.status_code == 409 and "(it serves it: none)" in shared.json()["detail"]
         viewer = new(team, {"project": "api", "agent": "claude-code"}, token="vic")
         assert viewer.status_code == 403
         bound = new(team, {"project": "api", "agent": "claude-code"}, token="bound")
@@ -256,6 +268,7 @@ def test_a_new_session_refused_changes_nothing(
     # Nothing anywhere: no session, no branch but the one made here, no worktree, no agent.
     assert sessions(team.store) == []
     assert git(project, "branch", "--format=%(refname:short)").split() == ["main", "taken"]
+    assert git(project, "tag").split() == ["v1"]
     assert git(project, "worktree", "list").count("\n") == 0
     assert started(machine) == []
 

@@ -10,6 +10,7 @@ asked over this server's link, or through the store by the server that holds it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from roundtable_console.api.context import Answer, Call, ServerContext
@@ -73,6 +74,7 @@ def _prepare(ctx: ServerContext, call: Call, name: str) -> tuple[new_work.NewWor
     body = bodies.decoded_object(call.body, fields=FIELDS, code="invalid_new_session",
                                  optional=False)  # fmt: skip
     work = new_work.new_work_of({**body, "host": name})
+    work = replace(work, bound=caller.workspaces is not None)
     if caller.workspaces is not None:
         if work.workspace_id is None:
             raise Problem(

@@ -26,7 +26,12 @@ from typing import Any
 from roundtable_console.store.clock import Clock, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.db.models import AgentSession
-from roundtable_console.store.errors import HostUnavailable, InvalidNewSession, NotStarted
+from roundtable_console.store.errors import (
+    HostUnavailable,
+    InvalidNewSession,
+    NotStarted,
+    SessionNotFound,
+)
 from roundtable_console.store.hosts import protocol
 from roundtable_console.store.safety.display import one_line, printable
 from roundtable_console.store.validation import has_control_characters
@@ -38,15 +43,21 @@ ADAPTER_OF_AGENT = {"claude-code": "claude", "codex": "codex", "gemini": "gemini
 # lets edits in its directory go ahead and asks for the rest, "agent" lets the agent decide
 # alone (Claude Code's auto mode: nothing reaches the console).
 ASK_MODES = ("always", "edits", "agent")
+_REF_PREFIXES = ("refs", "heads", "tags", "remotes", "origin", "upstream")
 DEFAULT_ASK = "edits"
 BRANCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
 BASE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/~^-]{0,199}")
 MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@\[\]-]{0,99}")
 WORKSPACE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}")
 PROJECT_MOST = 1024
-START_SECONDS = 45.0  # a worktree of a large repository takes a while; tmux starts at once
+START_SECONDS = 90.0  # a worktree of a large repository takes a while; tmux starts at once
+# What the host is given of it: past this, it undoes the worktree rather than start the agent
+# (the asker has stopped waiting, and ends the session).
+HOST_SECONDS = START_SECONDS - 15.0
 FAILED_STATUS = "failed_to_start"
 _SLUG = re.compile(r"[^a-z0-9]+")
+_ONE_WORD = re.compile(r"[a-z][a-z|-]*")
+_HEX = re.compile(r"[0-9a-fA-F]{4,64}")
 
 
 @dataclass(frozen=True)
@@ -63,14 +74,18 @@ class NewWork:
     model: str | None = None
     ask: str = DEFAULT_ASK
     workspace_id: str | None = None
+    bound: bool = False  # asked by a token bound to workspaces
 
     @property
     def adapter(self) -> str:
         return ADAPTER_OF_AGENT[self.agent]
 
     def args(self, session_id: str, *, check: bool) -> dict[str, Any]:
-        """What the host's ``START`` call says."""
+        """What the host's ``START`` call says (``bound``: the caller reaches its workspace
+        only, so the project must be bound to it)."""
         args: dict[str, Any] = {
+            "within_seconds": HOST_SECONDS,
+            "bound": self.bound,
             "session_id": session_id,
             "host": self.host,
             "workspace_id": self.workspace_id,
@@ -108,6 +123,8 @@ def branch_refusal(name: str) -> str | None:
             "with a letter or digit."
         )
     parts = name.split("/")
+    if _HEX.fullmatch(name) or name.endswith("HEAD") or parts[0] in _REF_PREFIXES:
+        return f"The branch {shown!r} would read as another ref (a commit, HEAD, refs/…)."
     if (
         ".." in name
         or "" in parts
@@ -158,6 +175,16 @@ def new_work_of(values: Mapping[str, Any]) -> NewWork:
     if len(prompt.encode()) > protocol.PROMPT_MOST_BYTES:
         raise InvalidNewSession(
             f"The prompt is longer than {protocol.PROMPT_MOST_BYTES // 1024} KiB."
+        )
+    if prompt.lstrip().startswith(("/", "!")):
+        raise InvalidNewSession(
+            "A first prompt that starts with / or ! is the agent's own command (a slash "
+            "command, a shell line): start with words."
+        )
+    if agent == "claude-code" and _ONE_WORD.fullmatch(prompt.strip()):
+        raise InvalidNewSession(
+            "A first prompt of one lowercase word can be taken by Claude Code as one of its own "
+            "commands (update, install): say a little more."
         )
     worktree = values.get("worktree", False)
     if not isinstance(worktree, bool):
@@ -219,7 +246,7 @@ class Place:
 
         directory = shaped("directory", _PATH)
         project = shaped("project", _PATH)
-        if directory is None or project is None:
+        if directory is None or project is None or has_control_characters(directory + project):
             raise HostUnavailable(
                 f"The host {printable(host)} did not say where it would start the session."
             )
@@ -255,6 +282,10 @@ class Started:
 Ask = Callable[[dict[str, Any]], dict[str, Any]]  # the host's ``ok`` answer, or raises
 
 
+class _Meanwhile(Exception):
+    """The session was written by the same request sent again, while this one asked."""
+
+
 def start_new_session(
     *,
     store: Store,
@@ -266,7 +297,6 @@ def start_new_session(
 ) -> Started:
     """The new session checked by its host, written, started, and its ``launched`` row kept.
     Blocking: for a worker. ``HostUnavailable`` / ``NotStarted`` in the host's words."""
-    from roundtable_console.store.errors import SessionNotFound
     from roundtable_console.store.reads.sessions import get_session
 
     with store.read() as db:
@@ -277,12 +307,16 @@ def start_new_session(
     if known is not None:  # asked again under the same key: what it started
         return _replayed(known)
     place = Place.of(_asked(ask, work, work.args(session_id, check=True)), work.host)
-    session = _write_starting(store, work, session_id, place, clock)
+    try:
+        session = _write_starting(store, work, session_id, place, clock)
+    except _Meanwhile:  # the same request, sent again while this one was checked: the first's
+        with store.read() as db:
+            return _replayed(get_session(db=db, session_id=session_id))
     try:
         started = _asked(ask, work, work.args(session_id, check=False))
         _record(store, session_id, work, place, started, actor, clock)
     except (HostUnavailable, NotStarted) as failed:
-        _failed(store, session_id, clock)
+        _failed(store, session, clock)
         said = failed.message.removesuffix(" Nothing was started.")
         raise type(failed)(f"{said} The session {session_id} is ended ({FAILED_STATUS}).") from None
     return Started(session, place, protocol.tmux_session_name(session_id))
@@ -310,7 +344,14 @@ def _write_starting(
             "path": place.directory, "branch": place.branch, "base": place.base,
             "project": place.project,
         }  # fmt: skip
+    from roundtable_console.store.reads.sessions import get_session
+
     with store.write() as db:
+        try:
+            get_session(db=db, session_id=session_id)
+            raise _Meanwhile(session_id)
+        except SessionNotFound:
+            pass
         return register(
             db=db, session_id=session_id, agent_id=work.agent,
             run_id=place.project.rstrip("/").rsplit("/", 1)[-1] or "new", adapter=work.adapter,
@@ -339,11 +380,15 @@ def _record(
     )  # fmt: skip
 
 
-def _failed(store: Store, session_id: str, clock: Clock) -> None:
+def _failed(store: Store, written: AgentSession, clock: Clock) -> None:
+    """The session this request wrote ended, unless something else wrote it since (its agent's
+    first event, the same request sent again): then it is theirs."""
+    from roundtable_console.store.reads.sessions import get_session
     from roundtable_console.store.writes.agent_writes import end
 
     with store.write() as db:
-        end(db=db, session_id=session_id, status=FAILED_STATUS, clock=clock)
+        if get_session(db=db, session_id=written.id).version == written.version:
+            end(db=db, session_id=written.id, status=FAILED_STATUS, clock=clock)
 
 
 def _replayed(session: AgentSession) -> Started:

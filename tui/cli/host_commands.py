@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,11 @@ def _token(server: str | None, token_env: str | None) -> str | None:
         checked_server(server)
     if not token_env:
         return None
-    return token_from(token_env, "the host's token")
+    token = token_from(token_env, "the host's token")
+    # Read once: not in the environment the host's tmux server, and every agent it starts,
+    # inherit.
+    os.environ.pop(token_env, None)
+    return token
 
 
 @host_group.command(
