@@ -67,6 +67,9 @@ DESIGN_ERROR_CODES = frozenset(
         # A client of the server: the command line and the console through it (issue 42).
         "server_unavailable",
         "not_through_server",
+        # New sessions on a host (issue 43).
+        "invalid_new_session",
+        "not_started",
     }
 )
 

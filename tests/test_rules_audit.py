@@ -587,6 +587,8 @@ def scenario(code: str, rt: Cli, tmp_path: Path) -> tuple[list[str], str | None]
         return ["reply", "s1", "go on"], None
     if code == "invalid_host":
         return ["host", "run", "--name", "not a name"], None
+    if code == "invalid_new_session":
+        return ["new", "--host", "h", "--project", "p", "--agent", "codex", "--branch", "b"], None
     if code == "agent_not_running":
         rt.register("s1")  # by hand: no pane Roundtable started
         return ["sessions", "stop-agent", "--session", "s1"], None
@@ -625,6 +627,7 @@ EXPECTED_EXIT = {
     "no_reply_path": 1,
     "invalid_host": 2,
     "agent_not_running": 1,
+    "invalid_new_session": 2,
 }
 
 
@@ -645,6 +648,9 @@ SERVER_CODES = frozenset(
         # tests/test_tui_through_server.py (what the console does not do through one yet).
         "server_unavailable",
         "not_through_server",
+        # A host's refusal of a new session: it needs a host running (tests/test_hosts_new.py:
+        # the command line's exit 1 there).
+        "not_started",
     }
 )
 
@@ -745,6 +751,8 @@ def minimal_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, "req-1" if path[1] == "allow" else "req-2"], None
     if path == ("reply",):
         return [*path, "s1"], None
+    if path == ("new",):
+        return [*path, "--host", "h", "--project", "p", "--agent", "claude-code"], None
     return list(path), None
 
 
@@ -1061,11 +1069,12 @@ def seed_device(store: Store, token: str) -> None:
 # `watch`, `serve` and `host run` answer until they are signalled: watch's JSON lines are
 # checked in a child process (tests/test_cli_watch.py), serve's answers on a real server
 # (tests/test_api_live.py), a host's in tests/test_hosts_server.py. `sessions stop-agent`
-# needs an agent in a tmux pane: its JSON is checked in tests/test_hosts_launch.py.
+# needs an agent in a tmux pane: its JSON is checked in tests/test_hosts_launch.py; `new`, a
+# host that starts one: tests/test_hosts_new.py.
 ANSWERING_COMMANDS = [
     path
     for path in CHECKED_COMMANDS
-    if path not in (("watch",), ("serve",), ("host", "run"), ("sessions", "stop-agent"))
+    if path not in (("watch",), ("serve",), ("host", "run"), ("sessions", "stop-agent"), ("new",))
 ]
 
 
