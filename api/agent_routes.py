@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from roundtable_console.api.hosts import changes as host_changes
 from roundtable_console.api.hosts import launch as host_launch
 from roundtable_console.api.hosts import stop_agent as host_stop
 from roundtable_console.api.routes import replies as reply_ops
@@ -32,6 +33,10 @@ ROUTES: tuple[tuple[str, str, str, Any, Any, dict[str, Any]], ...] = (
      transcript_ops.transcript_by_id, {
         "summary": "What the agent is doing: a page of its own transcript, newest last.",
         "model": schemas.Transcript, "parameters": [schemas.LIMIT, schemas.BEFORE]}),
+    ("GET", "changes", "session_diff", host_changes.changes, host_changes.changes_by_id, {
+        "summary": "What the session changed, read by its host: the commits on its branch since "
+        "its base, the files changed (committed or not), and a page of the patch.",
+        "model": schemas.Changes, "parameters": [schemas.OFFSET]}),
     ("GET", "reply", "reply_route", reply_ops.reply_way, reply_ops.reply_way_by_id, {
         "summary": "What can carry a reply to the session's agent now (its hook, its tmux "
         "pane) or, in words, why nothing can."}),

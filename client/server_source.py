@@ -250,6 +250,10 @@ class ServerSource:
             for item in self.calls.get("/api/v1/hosts")["hosts"]
         ]
 
+    def changes(self, session_id: str, offset: int) -> dict[str, Any]:
+        """``GET …/sessions/{id}/changes``: read by the session's host, as the server asks it."""
+        return dict(self.calls.get(session_path(session_id, "changes"), {"offset": str(offset)}))
+
     def start_new(self, work: NewWork) -> dict[str, Any]:
         """``POST /api/v1/hosts/{name}/sessions``: the server checks and asks the host."""
         import secrets

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from roundtable_console.hosts.found import AGENT_COMMANDS, Machine, Project
+from roundtable_console.hosts.git import run_git
 from roundtable_console.hosts.launching import run_tmux, tmux_command
 from roundtable_console.hosts.refusals import Failed, Refused
 from roundtable_console.store.hosts import new_work, protocol
@@ -161,16 +162,7 @@ def project_of(
 
 
 def _git(project: Project, *words: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
-    try:
-        return subprocess.run(
-            ["git", "-C", project.path, *words], capture_output=True, text=True,
-            timeout=GIT_SECONDS, check=False, stdin=subprocess.DEVNULL, env=env,
-        )  # fmt: skip
-    except FileNotFoundError:
-        raise Refused("The host has no git to make a worktree with.") from None
-    except subprocess.TimeoutExpired:
-        raise Failed(f"git took longer than {GIT_SECONDS} s in {project.name}.") from None
+    return run_git(project.path, *words, seconds=GIT_SECONDS, what=project.name)
 
 
 def _commit(project: Project, base: str, host: str) -> str:

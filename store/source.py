@@ -59,6 +59,10 @@ class SessionSource(Protocol):
         """A new session started on its host (``store.hosts.new_work``): its id and where it
         runs (``Started.to_json``)."""
 
+    def changes(self, session_id: str, offset: int) -> dict[str, Any]:
+        """A page of what the session changed, read by its host (``GET …/changes``'s answer:
+        ``available``, and the page or the ``reason`` there is none)."""
+
     def requests(self, session_id: str | None, everything: bool) -> list[PermissionRequestRecord]:
         """Pending permission requests (of one session, or every one), oldest first; with
         ``everything``, every state, newest first."""
@@ -140,6 +144,12 @@ class StoreSource:
             actor=self.actor, session_id=new_work.session_id_for(None), clock=self.clock,
         )  # fmt: skip
         return started.to_json()
+
+    def changes(self, session_id: str, offset: int) -> dict[str, Any]:
+        from roundtable_console.store.hosts.changes import changes_on_store
+
+        session = self.read_session(session_id)
+        return changes_on_store(self.store, session, offset=offset, clock=self.clock)
 
     def budgets(self) -> list[dict[str, Any]]:
         from roundtable_console.store.budgets.standing import budget_states, state_json

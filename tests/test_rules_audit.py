@@ -753,6 +753,8 @@ def minimal_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, "s1"], None
     if path == ("new",):
         return [*path, "--host", "h", "--project", "p", "--agent", "claude-code"], None
+    if path == ("changes",):
+        return [*path, "s1"], None
     return list(path), None
 
 
@@ -1069,12 +1071,21 @@ def seed_device(store: Store, token: str) -> None:
 # `watch`, `serve` and `host run` answer until they are signalled: watch's JSON lines are
 # checked in a child process (tests/test_cli_watch.py), serve's answers on a real server
 # (tests/test_api_live.py), a host's in tests/test_hosts_server.py. `sessions stop-agent`
-# needs an agent in a tmux pane: its JSON is checked in tests/test_hosts_launch.py; `new`, a
-# host that starts one: tests/test_hosts_new.py.
+# needs an agent in a tmux pane: its JSON is checked in tests/test_hosts_launch.py; `new` and
+# `changes`, a host that starts one and reads its worktree: tests/test_hosts_new.py and
+# tests/test_hosts_changes.py.
 ANSWERING_COMMANDS = [
     path
     for path in CHECKED_COMMANDS
-    if path not in (("watch",), ("serve",), ("host", "run"), ("sessions", "stop-agent"), ("new",))
+    if path
+    not in (
+        ("watch",),
+        ("serve",),
+        ("host", "run"),
+        ("sessions", "stop-agent"),
+        ("new",),
+        ("changes",),
+    )
 ]
 
 

@@ -58,6 +58,32 @@ class Transcript(BaseModel):
     size: int | None
 
 
+class ChangedFile(BaseModel):
+    path: str
+    status: str
+    added: int | None
+    deleted: int | None
+    binary: bool
+
+
+class ChangedCommit(BaseModel):
+    sha: str
+    subject: str
+
+
+class Changes(BaseModel):
+    available: bool
+    reason: str | None
+    directory: str | None = None
+    branch: str | None = None
+    base: str | None = None
+    commits: list[ChangedCommit] = []
+    files: list[ChangedFile] = []
+    patch: str | None = None
+    offset: int | None = None
+    next_offset: int | None = None
+
+
 class SessionPage(BaseModel):
     items: list[Session]
     next_cursor: str | None
@@ -374,6 +400,13 @@ BEFORE = {
     "required": False,
     "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"},
     "description": "The next_before of a page: read the entries before it.",
+}
+OFFSET = {
+    "name": "offset",
+    "in": "query",
+    "required": False,
+    "schema": {"type": "string", "pattern": "^[0-9]{1,18}$"},
+    "description": "The next_offset of a page: the patch from that byte on.",
 }
 CURSOR = {
     "name": "cursor",

@@ -24,7 +24,9 @@ from sqlalchemy import Connection, text
 from roundtable_console.store.clock import Clock, format_ts, parse_ts, system_clock
 from roundtable_console.store.hosts import protocol
 
-RELAYED = frozenset({protocol.ACTIVITY, protocol.LAUNCH, protocol.STOP_AGENT, protocol.START})
+RELAYED = frozenset(
+    {protocol.ACTIVITY, protocol.LAUNCH, protocol.STOP_AGENT, protocol.START, protocol.CHANGES}
+)
 LONGEST_SECONDS = 120.0  # no call is asked for longer (a stop's grace, 60 s, and its margin)
 ABANDONED = "abandoned"
 MARGIN_SECONDS = 1.0  # a call with less time left than this is not begun: its asker gives up

@@ -19,7 +19,7 @@ added, so this module imports them all):
 - ``lifecycle_commands``: ``sessions pause``, ``stop``, ``resume`` and ``terminate``, on one
   session or several (bulk selections and runs);
 - ``resume_command``, ``tui_command``, ``watch_command``, ``audit_command``,
-  ``budgets_command``, ``new_command``: one command each;
+  ``budgets_command``, ``new_command``, ``changes_command``: one command each;
 - ``db_commands``: ``db upgrade``, ``db grants``, ``db prune``, ``demo``, ``import``, ``export``.
 
 What they share: ``invocation`` (the options every command takes, resolved, and read-only
@@ -44,6 +44,7 @@ from roundtable_console.tui.cli.agent_commands import (
 )
 from roundtable_console.tui.cli.audit_command import audit_command
 from roundtable_console.tui.cli.budgets_command import budgets_command
+from roundtable_console.tui.cli.changes_command import changes_command
 from roundtable_console.tui.cli.db_commands import (
     db_group,
     demo_command,
@@ -226,6 +227,7 @@ for _command in (
     host_group,
     hosts_command,
     new_command,
+    changes_command,
 ):
     cli.add_command(_command)
 

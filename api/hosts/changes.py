@@ -1,0 +1,82 @@
+"""``GET …/sessions/{id}/changes``: what the session changed — the commits on its branch since
+its base, the files changed, a page of the patch (``offset``) — read by the session's host
+(``store.hosts.changes``), never from this server's disk. To whoever may read the session (an
+agent token: its own agent's only, as a transcript). A session no host can be asked for is
+said, not an error: ``{"available": false, "reason"}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roundtable_console.api.context import Answer, Call, ServerContext
+from roundtable_console.api.hosts.activity import unreachable
+from roundtable_console.api.hosts.answers import HostRefused, HostUnreachable
+from roundtable_console.api.problems import Problem
+from roundtable_console.api.routes import found
+from roundtable_console.api.routes.found import Found
+from roundtable_console.api.routes.session_records import person
+from roundtable_console.store.hosts import protocol
+from roundtable_console.store.hosts.changes import CHANGES_SECONDS, ChangesPage, changes_args
+from roundtable_console.store.hosts.registry import get_host
+from roundtable_console.store.safety.display import printable
+from roundtable_console.store.validation import whole_number
+
+
+async def changes(ctx: ServerContext, call: Call, workspace_id: str, session_id: str) -> Answer:
+    return await _changes(ctx, call, found.in_workspace(ctx, workspace_id, session_id))
+
+
+async def changes_by_id(ctx: ServerContext, call: Call, session_id: str) -> Answer:
+    await ctx.in_worker(person, ctx, call)
+    return await _changes(ctx, call, found.by_id(session_id))
+
+
+def unavailable(reason: str) -> Answer:
+    return Answer(200, {"available": False, "reason": reason})
+
+
+async def _changes(ctx: ServerContext, call: Call, session_of: Found) -> Answer:
+    args, host = await ctx.in_worker(_args, ctx, call, session_of)
+    if host is None:
+        return unavailable(
+            "The session runs on a machine with no host (roundtable host run): its changes "
+            "are read there, with git."
+        )
+    why = unreachable(ctx, host)
+    if why is not None:
+        return unavailable(f"{why} Its changes are read through it.")
+    try:
+        body = await ctx.hosts.call_anywhere(
+            host.name, protocol.CHANGES, args, timeout=CHANGES_SECONDS
+        )
+    except (HostUnreachable, HostRefused) as error:
+        return unavailable(str(error))
+    try:
+        page = await ctx.in_worker(ChangesPage.of, body)
+    except ValueError:
+        return unavailable(
+            f"The host {printable(host.name)} answered with something that is not a session's "
+            "changes."
+        )
+    return Answer(200, {"available": True, "reason": None, **page.to_json()})
+
+
+def _args(ctx: ServerContext, call: Call, session_of: Found) -> tuple[dict[str, Any], Any]:
+    caller = ctx.caller(call)
+    raw = call.arg("offset")
+    offset = 0
+    if raw is not None:
+        offset = whole_number(raw)  # type: ignore[assignment]
+        if offset is None:
+            raise Problem("invalid_cursor", "offset is a byte offset: a whole number.")
+    with ctx.store.read() as db:
+        session = session_of(db, caller)
+        if caller.role == "agent" and caller.agent_id not in (None, session.agent_id):
+            raise Problem(
+                "forbidden",
+                f"The token {caller.name!r} acts for agent {caller.agent_id!r}: it reads only "
+                "that agent's sessions' changes.",
+            )
+        host = get_host(db, session.host, clock=ctx.clock) if session.host else None
+        return changes_args(session, offset=offset), host
