@@ -11,6 +11,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from roundtable_console.api.hosts import changes as host_changes
+from roundtable_console.api.hosts import finish as host_finish
 from roundtable_console.api.hosts import launch as host_launch
 from roundtable_console.api.hosts import stop_agent as host_stop
 from roundtable_console.api.routes import replies as reply_ops
@@ -37,6 +38,10 @@ ROUTES: tuple[tuple[str, str, str, Any, Any, dict[str, Any]], ...] = (
         "summary": "What the session changed, read by its host: the commits on its branch since "
         "its base, the files changed (committed or not), and a page of the patch.",
         "model": schemas.Changes, "parameters": [schemas.OFFSET]}),
+    ("POST", "finish", "finish_session", host_finish.finish, host_finish.finish_by_id, {
+        "summary": "Remove the session's worktree on its host, keep its branch, end the session "
+        "(an operator's; what is not committed answers 409 unless discard).", "errors": (409,),
+        "body": host_finish.BODY}),
     ("GET", "reply", "reply_route", reply_ops.reply_way, reply_ops.reply_way_by_id, {
         "summary": "What can carry a reply to the session's agent now (its hook, its tmux "
         "pane) or, in words, why nothing can."}),

@@ -63,6 +63,8 @@ CODES: dict[str, tuple[int, str]] = {
     "host_unavailable": (409, "Host unavailable"),
     "agent_not_running": (409, "Agent not running"),
     "not_started": (409, "Not started"),
+    "not_finishable": (409, "Not finishable"),
+    "worktree_not_clean": (409, "Worktree not clean"),
     "invalid_reply": (400, "Invalid reply"),
     "invalid_host": (400, "Invalid host"),
     "invalid_device": (400, "Invalid device"),

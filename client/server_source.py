@@ -254,6 +254,12 @@ class ServerSource:
         """``GET …/sessions/{id}/changes``: read by the session's host, as the server asks it."""
         return dict(self.calls.get(session_path(session_id, "changes"), {"offset": str(offset)}))
 
+    def finish(self, session_id: str, discard: bool) -> dict[str, Any]:
+        """``POST …/sessions/{id}/finish``: the server asks the session's host."""
+        answer = self.calls.post(session_path(session_id, "finish"), body={"discard": discard},
+                                 headers={}, timeout=LAUNCH_CALL_SECONDS)  # fmt: skip
+        return dict(answer.json())
+
     def start_new(self, work: NewWork) -> dict[str, Any]:
         """``POST /api/v1/hosts/{name}/sessions``: the server checks and asks the host."""
         import secrets

@@ -28,7 +28,7 @@ from roundtable_console.agents.panes import (
     verified_pane,
 )
 from roundtable_console.agents.transcripts import MAX_LIMIT, TranscriptUnavailable
-from roundtable_console.hosts import changes, launching, starting
+from roundtable_console.hosts import changes, finishing, launching, starting
 from roundtable_console.hosts.found import Machine
 from roundtable_console.hosts.refusals import Failed, Refused
 from roundtable_console.store.errors import InvalidReply
@@ -57,6 +57,8 @@ def answer(machine: Machine, op: Any, args: Any) -> dict[str, Any]:
             return {"ok": launching.launch(machine, session, cwd, args)}
         if op == protocol.CHANGES:
             return {"ok": changes.read_changes(cwd, args)}
+        if op == protocol.FINISH:
+            return {"ok": finishing.finish(machine, session, cwd, args)}
         return {"ok": activity(session, args, machine.facts.name)}
     except Refused as refused:
         return {"refused": str(refused)}

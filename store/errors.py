@@ -130,6 +130,12 @@ InvalidNewSession = _error(
 NotStarted = _error(
     "not_started", "The host would not start the new session (its project, agent, branch, base)."
 )
+NotFinishable = _error(
+    "not_finishable", "The session's worktree cannot be removed (none, its agent runs, its host)."
+)
+WorktreeNotClean = _error(
+    "worktree_not_clean", "The session's worktree holds what is not committed: discard it, or not."
+)
 # A client of the server (the command line and the console through roundtable serve).
 ServerUnavailable = _error(
     "server_unavailable", "roundtable serve did not answer, or answered with something else."

@@ -63,6 +63,10 @@ class SessionSource(Protocol):
         """A page of what the session changed, read by its host (``GET …/changes``'s answer:
         ``available``, and the page or the ``reason`` there is none)."""
 
+    def finish(self, session_id: str, discard: bool) -> dict[str, Any]:
+        """The session's worktree removed by its host, its branch kept, the session ended
+        (``store.hosts.finishing``); ``WorktreeNotClean`` names what is not committed."""
+
     def requests(self, session_id: str | None, everything: bool) -> list[PermissionRequestRecord]:
         """Pending permission requests (of one session, or every one), oldest first; with
         ``everything``, every state, newest first."""
@@ -150,6 +154,17 @@ class StoreSource:
 
         session = self.read_session(session_id)
         return changes_on_store(self.store, session, offset=offset, clock=self.clock)
+
+    def finish(self, session_id: str, discard: bool) -> dict[str, Any]:
+        from roundtable_console.store.hosts import finishing, new_work
+
+        session = self.read_session(session_id)
+        if session.host:
+            new_work.host_ready(self.store, session.host, self.clock)
+        return finishing.finish_session(
+            store=self.store, session=session, actor=self.actor, discard=discard,
+            ask=finishing.ask_through_store(self.store, session.host or ""), clock=self.clock,
+        )  # fmt: skip
 
     def budgets(self) -> list[dict[str, Any]]:
         from roundtable_console.store.budgets.standing import budget_states, state_json

@@ -70,6 +70,8 @@ DESIGN_ERROR_CODES = frozenset(
         # New sessions on a host (issue 43).
         "invalid_new_session",
         "not_started",
+        "not_finishable",
+        "worktree_not_clean",
     }
 )
 

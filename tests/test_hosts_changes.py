@@ -19,7 +19,7 @@ import pytest
 
 from roundtable_console.store.db.database import Store
 from tests import http_calls
-from tests.helpers import register_session
+from tests.helpers import history, register_session
 from tests.hosts_support import Team, ended, stand_in_machine, team_serving, wait_until
 from tests.test_hosts_new import STAND_IN, git, repository, roundtable
 
@@ -158,3 +158,76 @@ def test_a_session_with_no_host_or_another_agents_says_so(team: Team) -> None:
     assert unknown["available"] is False and "no host" in unknown["reason"]
     cli = roundtable(team, "changes", "by-hand", "--db", team.url)
     assert cli.returncode == 1 and "no host" in cli.stderr and "Traceback" not in cli.stderr
+
+
+def new_session(team: Team, branch: str) -> dict[str, Any]:
+    started = http_calls.post(
+        f"{team.served.url}/api/v1/hosts/laptop/sessions",
+        json={"project": "api", "agent": "claude-code", "worktree": True, "branch": branch,
+              "prompt": "add the csv export", "workspace_id": "ws-1"},
+        headers={**team.bearer("ops"), "Idempotency-Key": uuid.uuid4().hex}, timeout=90,
+    )  # fmt: skip
+    assert started.status_code == 201, started.text
+    return dict(started.json())
+
+
+def finish(team: Team, session_id: str, token: str = "ops", **body: Any) -> Any:
+    return http_calls.post(
+        f"{team.served.url}/api/v1/workspaces/ws-1/sessions/{session_id}/finish",
+        json=body, headers=team.bearer(token), timeout=90,
+    )  # fmt: skip
+
+
+def test_finishing_removes_the_worktree_keeps_the_branch_and_ends_the_session(
+    team: Team, tmp_path: Path, machine: dict[str, str]
+) -> None:
+    project = repository(tmp_path / "api")
+    host = team.host("--project", str(project), "--worktrees", str(tmp_path / "wt"), env=machine)
+    try:
+        wait_until(lambda: team.online("laptop"), "the host online")
+        first = new_session(team, "rt/first")
+        session_id, tree = first["session_id"], Path(first["directory"])
+        base = f"{team.served.url}/api/v1/workspaces/ws-1/sessions/{session_id}"
+        running = finish(team, session_id)
+        assert running.status_code == 409 and "still runs" in running.json()["detail"]
+        assert finish(team, session_id, token="vic").status_code == 403
+        stopped = http_calls.post(f"{base}/stop-agent", json={"grace_seconds": 2},
+                                  headers=team.bearer("ops"), timeout=60)  # fmt: skip
+        assert stopped.status_code == 200, stopped.text
+        (tree / "draft.md").write_text("not committed\n")
+        unclean = finish(team, session_id)
+        assert unclean.status_code == 409 and unclean.json()["code"] == "worktree_not_clean"
+        assert "draft.md" in unclean.json()["detail"] and tree.is_dir()
+        # The command line, with no terminal to ask on: refused, then told to discard.
+        refused = roundtable(team, "finish", session_id, "--db", team.url)
+        assert refused.returncode == 1 and "--discard" in refused.stderr and tree.is_dir()
+        done = roundtable(team, "finish", session_id, "--discard", "--db", team.url,
+                          "--operator", "olivia")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert f"git -C {project.resolve()} merge rt/first" in done.stdout
+        assert not tree.exists() and "rt/first" in git(project, "branch", "--list", "rt/first")
+        shown = http_calls.get(base, headers=team.bearer("vic")).json()
+        assert shown["status"] == "finished"
+        kinds = [(kind, payload) for kind, payload in history(team.store, session_id)]
+        assert ("finished", {"worktree": str(tree), "branch": "rt/first", "discarded": 1}) in kinds
+        again = finish(team, session_id)
+        assert again.status_code == 409 and again.json()["code"] == "not_finishable"
+        # A clean worktree, through the API: removed at once; the project's HEAD unmoved.
+        second = new_session(team, "rt/second")
+        by_id = f"{team.served.url}/api/v1/sessions/{second['session_id']}"
+        http_calls.post(f"{by_id}/stop-agent", json={"grace_seconds": 2},
+                        headers=team.bearer("ops"), timeout=60)  # fmt: skip
+        clean = finish(team, second["session_id"])
+        assert clean.status_code == 200, clean.text
+        assert clean.json()["discarded"] == [] and clean.json()["branch"] == "rt/second"
+        assert git(project, "rev-parse", "--abbrev-ref", "HEAD") == "main"
+        assert git(project, "worktree", "list").count("\n") == 0  # the project's own only
+    finally:
+        host.send_signal(signal.SIGTERM)
+    assert ended(host)[0] == 0
+    with team.store.write() as db:
+        register_session(db, "plain", working_directory="/srv", workspace_id="ws-1",
+                         host="laptop")  # fmt: skip
+    plain = finish(team, "plain")
+    assert plain.status_code == 409 and plain.json()["code"] in ("not_finishable",
+                                                                 "host_unavailable")  # fmt: skip

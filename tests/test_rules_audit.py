@@ -651,6 +651,9 @@ SERVER_CODES = frozenset(
         # A host's refusal of a new session: it needs a host running (tests/test_hosts_new.py:
         # the command line's exit 1 there).
         "not_started",
+        # A session's worktree removed by its host (tests/test_hosts_changes.py).
+        "not_finishable",
+        "worktree_not_clean",
     }
 )
 
@@ -753,7 +756,7 @@ def minimal_argv(path: tuple[str, ...]) -> tuple[list[str], str | None]:
         return [*path, "s1"], None
     if path == ("new",):
         return [*path, "--host", "h", "--project", "p", "--agent", "claude-code"], None
-    if path == ("changes",):
+    if path in (("changes",), ("finish",)):
         return [*path, "s1"], None
     return list(path), None
 
@@ -1085,6 +1088,7 @@ ANSWERING_COMMANDS = [
         ("sessions", "stop-agent"),
         ("new",),
         ("changes",),
+        ("finish",),
     )
 ]
 

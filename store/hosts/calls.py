@@ -25,7 +25,14 @@ from roundtable_console.store.clock import Clock, format_ts, parse_ts, system_cl
 from roundtable_console.store.hosts import protocol
 
 RELAYED = frozenset(
-    {protocol.ACTIVITY, protocol.LAUNCH, protocol.STOP_AGENT, protocol.START, protocol.CHANGES}
+    {
+        protocol.ACTIVITY,
+        protocol.LAUNCH,
+        protocol.STOP_AGENT,
+        protocol.START,
+        protocol.CHANGES,
+        protocol.FINISH,
+    }
 )
 LONGEST_SECONDS = 120.0  # no call is asked for longer (a stop's grace, 60 s, and its margin)
 ABANDONED = "abandoned"

@@ -19,7 +19,8 @@ added, so this module imports them all):
 - ``lifecycle_commands``: ``sessions pause``, ``stop``, ``resume`` and ``terminate``, on one
   session or several (bulk selections and runs);
 - ``resume_command``, ``tui_command``, ``watch_command``, ``audit_command``,
-  ``budgets_command``, ``new_command``, ``changes_command``: one command each;
+  ``budgets_command``, ``new_command``, ``changes_command``,
+  ``finish_command``: one command each;
 - ``db_commands``: ``db upgrade``, ``db grants``, ``db prune``, ``demo``, ``import``, ``export``.
 
 What they share: ``invocation`` (the options every command takes, resolved, and read-only
@@ -51,6 +52,7 @@ from roundtable_console.tui.cli.db_commands import (
     export_command,
     import_command,
 )
+from roundtable_console.tui.cli.finish_command import finish_command
 from roundtable_console.tui.cli.hooks_commands import hooks_group
 from roundtable_console.tui.cli.host_commands import host_group, hosts_command
 from roundtable_console.tui.cli.invocation import CliState
@@ -228,6 +230,7 @@ for _command in (
     hosts_command,
     new_command,
     changes_command,
+    finish_command,
 ):
     cli.add_command(_command)
 

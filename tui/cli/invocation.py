@@ -226,6 +226,7 @@ WRITING_COMMANDS = frozenset(
         "requests deny",
         "host run",
         "new",
+        "finish",
     }
 )
 
