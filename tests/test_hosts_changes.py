@@ -11,30 +11,17 @@ from __future__ import annotations
 import json
 import signal
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from roundtable_console.store.db.database import Store
 from tests import http_calls
 from tests.helpers import history, register_session
-from tests.hosts_support import Team, ended, stand_in_machine, team_serving, wait_until
-from tests.test_hosts_new import STAND_IN, git, repository, roundtable
+from tests.hosts_support import Team, ended, wait_until
+from tests.test_hosts_new import git, machine, repository, roundtable, team
+
+__all__ = ["machine", "team"]  # the fixtures of tests/test_hosts_new.py: a server, a laptop
 
 SECRET = "sk-ant-api03-" + "Q" * 40
-
-
-@pytest.fixture
-def team(sqlite_store: Store, tmp_path: Path) -> Iterator[Team]:
-    url = f"sqlite:///{tmp_path / 'roundtable.db'}"
-    yield from team_serving(sqlite_store, url, tmp_path / "server-home")
-
-
-@pytest.fixture
-def machine(tmp_path: Path) -> Iterator[dict[str, str]]:
-    yield from stand_in_machine(tmp_path, STAND_IN, "started.jsonl")
 
 
 def changes(team: Team, session_id: str, token: str = "vic", offset: int = 0) -> dict[str, Any]:

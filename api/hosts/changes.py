@@ -72,11 +72,6 @@ def _args(ctx: ServerContext, call: Call, session_of: Found) -> tuple[dict[str, 
             raise Problem("invalid_cursor", "offset is a byte offset: a whole number.")
     with ctx.store.read() as db:
         session = session_of(db, caller)
-        if caller.role == "agent" and caller.agent_id not in (None, session.agent_id):
-            raise Problem(
-                "forbidden",
-                f"The token {caller.name!r} acts for agent {caller.agent_id!r}: it reads only "
-                "that agent's sessions' changes.",
-            )
+        found.own_agents_only(caller, session, "sessions' changes")
         host = get_host(db, session.host, clock=ctx.clock) if session.host else None
         return changes_args(session, offset=offset), host

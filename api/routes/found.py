@@ -23,3 +23,17 @@ def in_workspace(ctx: ServerContext, workspace_id: str, session_id: str) -> Foun
 
 def by_id(session_id: str) -> Found:
     return lambda db, caller: caller.wall.checked(get_session(db=db, session_id=session_id))
+
+
+def own_agents_only(caller: Caller, session: AgentSession, what: str) -> None:
+    """What an agent did and was told (its transcript, its changes: ``what``) is read by an
+    agent token for its own agent's sessions only (people, viewers too, read every session's
+    they may read)."""
+    from roundtable_console.api.problems import Problem
+
+    if caller.role == "agent" and caller.agent_id not in (None, session.agent_id):
+        raise Problem(
+            "forbidden",
+            f"The token {caller.name!r} acts for agent {caller.agent_id!r}: it reads only that "
+            f"agent's {what}.",
+        )

@@ -55,12 +55,5 @@ def _source(
             raise Problem("invalid_cursor", "before is a byte offset: a whole number")
     with ctx.store.read() as db:
         session = session_of(db, caller)
-        if caller.role == "agent" and caller.agent_id not in (None, session.agent_id):
-            # A transcript holds what an agent was told and did: an agent token reads its own
-            # agent's only (humans, viewers included, read every session's they may read).
-            raise Problem(
-                "forbidden",
-                f"The token {caller.name!r} acts for agent {caller.agent_id!r}: it reads only "
-                "that agent's transcripts.",
-            )
+        found.own_agents_only(caller, session, "transcripts")
         return activity.Source(db, session), before, size
