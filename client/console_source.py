@@ -162,6 +162,9 @@ class ServerConsole:
             return str(body.get("reason") or "The transcript is not available.")
         return TranscriptPage.from_json(body)
 
+    def read_changes(self, session: SessionFields, offset: int) -> dict[str, Any]:
+        return dict(self.calls.get(session_path(session.id, "changes"), {"offset": str(offset)}))
+
     def stop_agent(self, session_id: str) -> AgentStopped:
         from roundtable_console.agents.stopping import AgentStopped
 

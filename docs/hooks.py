@@ -18,6 +18,7 @@ SNAPSHOTS = ROOT / "tests" / "__snapshots__" / "test_tui_snapshots"
 PICTURES = (
     "test_session_detail",
     "test_session_detail_transcript_tab",
+    "test_session_detail_changes_tab",
     "test_terminate_dialog_with_claims",
     "test_briefing",
     "test_bulk_pause_preview",

@@ -166,6 +166,16 @@ class StoreConsole:
 
         return read_transcript(self.store, session, before)
 
+    def read_changes(self, session: SessionFields, offset: int) -> dict[str, Any]:
+        from roundtable_console.store.errors import StoreError
+        from roundtable_console.store.hosts.changes import changes_on_store
+
+        try:
+            return changes_on_store(self.store, session, offset=offset, clock=self.ctx.clock)
+        except StoreError as error:  # a read-only console cannot write the call for its host
+            return {"available": False, "reason": "Its changes are read through its host, by a "
+                    f"call this console could not write ({error.message})"}  # fmt: skip
+
     def stop_agent(self, session_id: str) -> AgentStopped:
         """The session's agent stopped where it runs, recorded with the operator."""
         from roundtable_console.agents.stopping import stop_session_agent

@@ -93,12 +93,17 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         (
             ("v", "reveal or mask the external session id and resume command"),
             (
-                "← → or 1…8",
+                "← → or 1…9",
                 "switch tabs: session, logs, tool calls, claims, proposals, metrics, environment, "
-                "transcript (what the agent is doing, from its own transcript)",
+                "transcript (what the agent is doing, from its own transcript), changes (what it "
+                "changed, read by its host)",
             ),
             ("tab / shift+tab", "move between the tab bar and the tab's content"),
-            ("n", "read the next page of the current tab (older entries of the transcript)"),
+            (
+                "n",
+                "read the next page of the current tab (older entries of the transcript, "
+                "the patch's next page)",
+            ),
             ("escape", "back to the list"),
         ),
     ),

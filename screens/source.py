@@ -78,6 +78,10 @@ class ConsoleSource(Protocol):
     def read_transcript(self, session: SessionFields, before: int | None) -> Any:
         """A page of what the agent is doing, else its pane, or why there is neither."""
 
+    def read_changes(self, session: SessionFields, offset: int) -> dict[str, Any]:
+        """A page of what the session changed, read by its host (``GET …/changes``'s shape),
+        or why it cannot be: ``{"available": false, "reason"}``."""
+
     def stop_agent(self, session_id: str) -> AgentStopped: ...
 
     # -- resuming with its agent --------------------------------------------------------------

@@ -423,3 +423,17 @@ def test_launch_dialog_on_a_host(
 def test_stop_agent_dialog(snap_compare: Any, tmp_path: Path, db: Store) -> None:
     seed(db)  # X on the first row: its agent's process, asked first
     assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving("X"))
+
+
+def test_session_detail_changes_tab(
+    snap_compare: Any, tmp_path: Path, db: Store, monkeypatch: Any
+) -> None:
+    """What a session changed, read by its host: branch, base, a commit, its files with their
+    counts (a binary one named), the patch coloured as a diff, the next page offered."""
+    from tests.test_tui_changes import FIRST
+    from tests.test_tui_through_host import StandInHost, on_laptop
+
+    on_laptop(db, tmp_path, monkeypatch)
+    with StandInHost(db, "laptop", [{"ok": FIRST}]):
+        run_before = driving("enter", "9")
+        assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)

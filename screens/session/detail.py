@@ -21,6 +21,7 @@ from roundtable_console.screens.failures import Failure
 from roundtable_console.screens.footer import ConsoleFooter
 from roundtable_console.screens.live import StoreChanged
 from roundtable_console.screens.session.actions import SessionActionScreen
+from roundtable_console.screens.session.changes import ChangesPane
 from roundtable_console.screens.session.tabs import SPECS, TIME_KEYS
 from roundtable_console.screens.session.transcript import TranscriptPane
 from roundtable_console.screens.text import (
@@ -141,7 +142,11 @@ def key_values(values: dict[str, Any]) -> Table:
 
 
 TAB_KEYS: tuple[tuple[str, str], ...] = tuple(
-    zip("12345678", ("session", *(spec.name for spec in SPECS), "transcript"), strict=True)
+    zip(
+        "123456789",
+        ("session", *(spec.name for spec in SPECS), "transcript", "changes"),
+        strict=True,
+    )  # fmt: skip
 )
 
 
@@ -199,6 +204,8 @@ class SessionDetailScreen(SessionActionScreen):
                             yield Static("", id=f"note-{spec.name}", classes="projection-note")
             with TabPane("Transcript", id=tab_id("transcript")):
                 yield TranscriptPane(id="transcript")
+            with TabPane("Changes", id=tab_id("changes")):
+                yield ChangesPane(id="changes")
         yield ConsoleFooter()
 
     def on_mount(self) -> None:
@@ -226,6 +233,8 @@ class SessionDetailScreen(SessionActionScreen):
         self.beats_read_at = None
         self.transcript_read_at = None
         self._load_session()
+        if self._changes_active():
+            self.query_one(ChangesPane).load(self, 0)
         for name in list(self.loaded_tabs):
             self._load_projection(name, None, append=False)
 
@@ -344,7 +353,12 @@ class SessionDetailScreen(SessionActionScreen):
             self._load_projection(name, None, append=False)
         if name == "transcript":
             self._load_transcript(older=False)
+        if name == "changes":
+            self.query_one(ChangesPane).load(self, 0)
         self.refresh_bindings()
+
+    def _changes_active(self) -> bool:
+        return self.query_one("#detail-tabs", TabbedContent).active == tab_id("changes")
 
     # -- the transcript ------------------------------------------------------------------
 
@@ -390,6 +404,8 @@ class SessionDetailScreen(SessionActionScreen):
                 session.external_session_id or session.external_resume_command
             )
         if action == "next_page":
+            if self._changes_active():
+                return self.query_one(ChangesPane).next_offset is not None
             if self._transcript_active():
                 return self.query_one(TranscriptPane).before is not None
             name = self.active_projection()
@@ -397,6 +413,10 @@ class SessionDetailScreen(SessionActionScreen):
         return super().check_action(action, parameters)
 
     def action_next_page(self) -> None:
+        following = self.query_one(ChangesPane).next_offset
+        if self._changes_active() and following is not None:
+            self.query_one(ChangesPane).load(self, following)
+            return
         if self._transcript_active():
             self._load_transcript(older=True)
             return
