@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -21,6 +22,7 @@ from roundtable_console.hosts.refusals import Failed, Refused
 from roundtable_console.store.hosts.changes import COMMIT, MOST_COMMITS, MOST_FILES, PAGE_BYTES
 
 GIT_SECONDS = 20
+PAGE_SECONDS = 15.0  # a page is read within this, however far into the patch it is
 READ_BYTES = 64 * 1024
 DIFF = ["--no-color", "--no-ext-diff", "--no-textconv", "--find-renames"]
 
@@ -148,20 +150,77 @@ def _patch(directory: str, base: str, untracked: list[str]) -> Iterator[bytes]:
             process.wait()
 
 
+def _first_line(chunk: bytes, at: int, previous: bytes, keys: _KeyBlocks) -> int | None:
+    """Where in ``chunk`` the first whole line at or after ``at`` begins that is not inside a
+    private key's block (``previous``: the byte before ``chunk``); None when none does."""
+    keys.read(chunk[:at])
+    while True:
+        if keys.inside:
+            ended = chunk.find(b"-----END", at)
+            if ended < 0:
+                keys.read(chunk[at:])
+                return None
+            keys.read(chunk[at : ended + 8])
+            at = ended + 8
+        if (chunk[at - 1 : at] if at > 0 else previous) == b"\n":
+            return at
+        newline = chunk.find(b"\n", at)
+        if newline < 0:
+            keys.read(chunk[at:])
+            return None
+        keys.read(chunk[at : newline + 1])
+        at = newline + 1
+
+
+class _KeyBlocks:
+    """Whether the patch read so far ends inside a private key's block (a ``-----BEGIN`` with
+    no ``-----END`` after it), read a piece at a time (a marker split between two pieces is
+    still seen)."""
+
+    def __init__(self) -> None:
+        self.inside = False
+        self.tail = b""
+
+    def read(self, piece: bytes) -> None:
+        window = self.tail + piece
+        opened, ended = window.rfind(b"-----BEGIN"), window.rfind(b"-----END")
+        if opened >= 0 or ended >= 0:
+            self.inside = opened > ended
+        self.tail = window[-9:]
+
+
 def _page(
     directory: str, base: str, untracked: list[str], offset: int, limit: int
 ) -> tuple[str, int | None]:
-    """The patch's bytes from ``offset``, at most ``limit``, cut at a line's end (a line longer
-    than a page is cut where the page is); the next page's offset, or None at its end."""
+    """The patch's lines from ``offset`` (moved on to a line's start: a page never begins in
+    the middle of a line, where a secret's start would be left behind), at most ``limit``
+    bytes, cut at a line's end, and not inside a private key's block (it goes whole to the
+    next page); the next page's offset, or None at its end. Reading stops at ``PAGE_SECONDS``."""
+    deadline = time.monotonic() + PAGE_SECONDS
     kept = bytearray()
-    seen = 0
-    more = False
+    started = more = False
+    seen, start = 0, offset
+    previous = b"\n"  # the byte before the patch: a line starts at 0
+    keys = _KeyBlocks()
     for chunk in _patch(directory, base, untracked):
-        start = max(offset - seen, 0)
+        if time.monotonic() > deadline:
+            raise Failed(f"The patch is too long to be read to byte {offset:,} in time.")
+        before = seen
         seen += len(chunk)
-        if seen <= offset:
+        if started:
+            kept += chunk
+        elif seen > start:
+            at = _first_line(chunk, start - before, previous, keys)
+            if at is None:  # no line outside a key's block starts in this chunk: the next one
+                start, previous = seen, chunk[-1:]
+                continue
+            start = before + at
+            started = True
+            kept += chunk[at:]
+        else:
+            keys.read(chunk)
+            previous = chunk[-1:]
             continue
-        kept += chunk[start:]
         if len(kept) > limit:
             more = True
             break
@@ -169,4 +228,7 @@ def _page(
         return kept.decode("utf-8", errors="replace"), None
     page = bytes(kept[:limit])
     cut = page.rfind(b"\n") + 1 or limit
-    return page[:cut].decode("utf-8", errors="replace"), offset + cut
+    opened = page.rfind(b"-----BEGIN", 0, cut)
+    if opened > 0 and page.find(b"-----END", opened, cut) < 0:  # a key's block: whole, next page
+        cut = page.rfind(b"\n", 0, opened) + 1 or cut
+    return page[:cut].decode("utf-8", errors="replace"), start + cut

@@ -36,8 +36,11 @@ def finish(
     path, project = os.path.realpath(tree["path"]), os.path.realpath(tree["project"])
     if cwd != path:
         raise Refused("The session's directory is not its worktree.")
-    if not machine.worktrees or not path.startswith(machine.worktrees + os.sep):
-        raise Refused(f"{path} is not where the host {machine.facts.name} makes worktrees.")
+    given = [known for known in machine.projects if known.path == project]
+    if not given or not machine.worktrees:
+        raise Refused(f"The host {machine.facts.name} was not given the project {project}.")
+    if not path.startswith(given[0].worktrees(machine.worktrees) + os.sep):
+        raise Refused(f"{path} is not where the host makes the worktrees of {project}.")
     listed = run_git(project, "worktree", "list", "--porcelain", seconds=GIT_SECONDS, what=project)
     if f"worktree {path}" not in listed.stdout.splitlines():
         raise Refused(f"{path} is not a worktree of {project}.")

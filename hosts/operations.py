@@ -30,6 +30,7 @@ from roundtable_console.agents.panes import (
 from roundtable_console.agents.transcripts import MAX_LIMIT, TranscriptUnavailable
 from roundtable_console.hosts import changes, finishing, launching, starting
 from roundtable_console.hosts.found import Machine
+from roundtable_console.hosts.git import worktree_marker
 from roundtable_console.hosts.refusals import Failed, Refused
 from roundtable_console.store.errors import InvalidReply
 from roundtable_console.store.hosts import protocol
@@ -56,8 +57,10 @@ def answer(machine: Machine, op: Any, args: Any) -> dict[str, Any]:
         if op == protocol.LAUNCH:
             return {"ok": launching.launch(machine, session, cwd, args)}
         if op == protocol.CHANGES:
+            own_worktree(machine, session, cwd, required=False)
             return {"ok": changes.read_changes(cwd, args)}
         if op == protocol.FINISH:
+            own_worktree(machine, session, cwd, required=True)
             return {"ok": finishing.finish(machine, session, cwd, args)}
         return {"ok": activity(session, args, machine.facts.name)}
     except Refused as refused:
@@ -69,6 +72,18 @@ def answer(machine: Machine, op: Any, args: Any) -> dict[str, Any]:
     except Exception as error:  # noqa: BLE001 - answered, so the server does not wait for it
         log.exception("a call went wrong")
         return {"unavailable": f"The host could not do it ({type(error).__name__})."}
+
+
+def own_worktree(machine: Machine, session: SessionRecord, cwd: str, *, required: bool) -> None:
+    """A directory where the host makes worktrees is read or removed only for the session that
+    made it there (``hosts.git.worktree_marker``): a session row another wrote naming it (an
+    agent's token writes its sessions' rows) reaches nothing. ``required``: only such a one."""
+    where = machine.worktrees
+    inside = bool(where) and (cwd == where or cwd.startswith(where + os.sep))
+    if not inside and not required:
+        return
+    if not inside or worktree_marker(cwd) != session.id:
+        raise Refused("The session's directory is not a worktree the host made for it.")
 
 
 def encoded(call_id: int, body: dict[str, Any]) -> str:

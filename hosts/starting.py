@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from roundtable_console.hosts.found import AGENT_COMMANDS, Machine, Project
-from roundtable_console.hosts.git import run_git
+from roundtable_console.hosts.git import mark_worktree, run_git
 from roundtable_console.hosts.launching import run_tmux, tmux_command
 from roundtable_console.hosts.refusals import Failed, Refused
 from roundtable_console.store.hosts import new_work, protocol
@@ -107,6 +107,8 @@ def start(machine: Machine, args: Mapping[str, Any]) -> dict[str, Any]:
     try:
         if time.monotonic() - begun > within:
             raise Failed(f"Making the worktree took longer than {within:.0f} s: nothing started.")
+        if work.worktree:
+            mark_worktree(place["directory"], session_id)
         tmux = tmux_command(facts, name, place["directory"], session_id, argv)
         if work.worktree and work.agent == "claude-code" and place["base"] == _head(project):
             carry_claude_trust(project.path, place["directory"])

@@ -17,6 +17,7 @@ from typing import Any
 from tests import http_calls
 from tests.helpers import history, register_session
 from tests.hosts_support import Team, ended, wait_until
+from tests.test_hosts_launch import operator_page
 from tests.test_hosts_new import git, machine, repository, roundtable, team
 
 __all__ = ["machine", "team"]  # the fixtures of tests/test_hosts_new.py: a server, a laptop
@@ -38,7 +39,8 @@ def test_a_sessions_changes_are_read_by_its_host(
 ) -> None:
     project = repository(tmp_path / "api")
     (project / "notes.txt").write_text("one\ntwo\n")
-    git(project, "add", "notes.txt")
+    (project / ".gitattributes").write_text("*.txt filter=x\n")
+    git(project, "add", "notes.txt", ".gitattributes")
     git(project, "commit", "-q", "-m", "notes")
     pwned = tmp_path / "pwned"
     # The repository's config names programs (the agent may write it): none of them is run.
@@ -66,6 +68,9 @@ def test_a_sessions_changes_are_read_by_its_host(
         (tree / "notes.txt").write_text("one\nTWO\n")
         (tree / "config.env").write_text(f"ANTHROPIC_API_KEY={SECRET}\ntitle=\x1b]0;owned\x07\n")
         (tree / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00" + bytes(range(256)))
+        # A filter the repository defines for its files: never run by the host.
+        git(project, "config", "filter.x.clean", f"sh -c 'touch {pwned}; cat'")
+        git(project, "config", "filter.x.process", f"touch {pwned}")
         shown = changes(team, session_id)
         assert [c["subject"] for c in shown["commits"]] == ["Add the CSV export"]
         files = {item["path"]: item for item in shown["files"]}
@@ -106,12 +111,42 @@ def test_a_sessions_changes_are_read_by_its_host(
         read = json.loads(on_store.stdout)
         assert [item for item in read["files"] if item["path"] != "big.txt"] == shown["files"]
         assert read["next_offset"] is not None
+        # The web console's page of it, in Chromium: the files, the patch coloured by line.
+        with operator_page(team) as page:
+            page.goto(f"{team.served.url}/sessions/{session_id}")
+            page.click("text=Changes")
+            page.wait_for_url(f"**/sessions/{session_id}/changes")
+            rows = page.locator(".changed-files tbody tr")
+            assert rows.count() == len(read["files"])
+            assert page.locator(".patch .add").first.inner_text().startswith("+")
+            assert SECRET not in page.content()
+            assert page.locator("text=Next page of the patch").count() == 1
+            page.screenshot(path=str(tmp_path / "changes.png"), full_page=False)
+            page.click("text=Next page of the patch")
+            assert "Patch from byte" in page.locator("h2").all_inner_texts()[-1]
         # An agent token reads its own agent's sessions' changes only.
         hooks = http_calls.get(
             f"{team.served.url}/api/v1/workspaces/ws-1/sessions/{session_id}/changes",
             headers=team.bearer("hooks"),
         )  # fmt: skip
-        assert hooks.status_code == 200  # the hooks' token acts for claude-code: its own
+        assert hooks.status_code == 403  # an agent's token: the rows it writes name anything
+        # A row an agent's token wrote, naming this session's worktree: the host reads nothing
+        # of it, and removes nothing.
+        forged = http_calls.put(
+            f"{team.served.url}/api/v1/workspaces/ws-1/sessions/forged",
+            json={"agent_id": "claude-code", "run_id": "r", "adapter": "claude",
+                  "working_directory": str(tree), "host": "laptop",
+                  "metadata": {"worktree": {"path": str(tree), "project": str(project),
+                                            "branch": "rt/csv", "base": base}}},
+            headers={**team.bearer("hooks"), "Idempotency-Key": "forge"}, timeout=30,
+        )  # fmt: skip
+        assert forged.status_code in (200, 201), forged.text
+        read_forged = changes(team, "forged")
+        assert read_forged["available"] is False and "not a worktree the host made for it" in (
+            read_forged["reason"])  # fmt: skip
+        taken = finish(team, "forged", discard=True)
+        assert taken.status_code == 409 and "not a worktree" in taken.json()["detail"]
+        assert tree.is_dir()
         bad = http_calls.get(
             f"{team.served.url}/api/v1/workspaces/ws-1/sessions/{session_id}/changes",
             params={"offset": "-1"}, headers=team.bearer("vic"),

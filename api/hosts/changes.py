@@ -1,7 +1,7 @@
 """``GET …/sessions/{id}/changes``: what the session changed — the commits on its branch since
 its base, the files changed, a page of the patch (``offset``) — read by the session's host
-(``store.hosts.changes``), never from this server's disk. To whoever may read the session (an
-agent token: its own agent's only, as a transcript). A session no host can be asked for is
+(``store.hosts.changes``), never from this server's disk. To whoever may read the session (not an
+agent's token: the rows it writes could name any directory). A session no host can be asked for is
 said, not an error: ``{"available": false, "reason"}``.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from roundtable_console.api.context import Answer, Call, ServerContext
+from roundtable_console.api.edge.identity import Caller
 from roundtable_console.api.hosts.activity import unreachable
 from roundtable_console.api.hosts.answers import HostRefused, HostUnreachable
 from roundtable_console.api.problems import Problem
@@ -32,12 +33,27 @@ async def changes_by_id(ctx: ServerContext, call: Call, session_id: str) -> Answ
     return await _changes(ctx, call, found.by_id(session_id))
 
 
-def unavailable(reason: str) -> Answer:
-    return Answer(200, {"available": False, "reason": reason})
+def unavailable(reason: str) -> dict[str, Any]:
+    return {"available": False, "reason": reason}
 
 
 async def _changes(ctx: ServerContext, call: Call, session_of: Found) -> Answer:
-    args, host = await ctx.in_worker(_args, ctx, call, session_of)
+    caller = await ctx.in_worker(ctx.caller, call)
+    raw = call.arg("offset")
+    offset = 0
+    if raw is not None:
+        offset = whole_number(raw)  # type: ignore[assignment]
+        if offset is None:
+            raise Problem("invalid_cursor", "offset is a byte offset: a whole number.")
+    return Answer(200, await read_page(ctx, caller, session_of, offset))
+
+
+async def read_page(
+    ctx: ServerContext, caller: Caller, session_of: Found, offset: int
+) -> dict[str, Any]:
+    """A page of what the session ``session_of`` finds changed, asked of its host (the route's
+    answer, and the web console's page): ``available``, and the page or why there is none."""
+    args, host = await ctx.in_worker(_args, ctx, caller, session_of, offset)
     if host is None:
         return unavailable(
             "The session runs on a machine with no host (roundtable host run): its changes "
@@ -59,19 +75,18 @@ async def _changes(ctx: ServerContext, call: Call, session_of: Found) -> Answer:
             f"The host {printable(host.name)} answered with something that is not a session's "
             "changes."
         )
-    return Answer(200, {"available": True, "reason": None, **page.to_json()})
+    return {"available": True, "reason": None, **page.to_json()}
 
 
-def _args(ctx: ServerContext, call: Call, session_of: Found) -> tuple[dict[str, Any], Any]:
-    caller = ctx.caller(call)
-    raw = call.arg("offset")
-    offset = 0
-    if raw is not None:
-        offset = whole_number(raw)  # type: ignore[assignment]
-        if offset is None:
-            raise Problem("invalid_cursor", "offset is a byte offset: a whole number.")
+def _args(
+    ctx: ServerContext, caller: Caller, session_of: Found, offset: int
+) -> tuple[dict[str, Any], Any]:
     with ctx.store.read() as db:
+        if caller.role == "agent":  # a row an agent's token wrote could name any directory
+            raise Problem(
+                "forbidden",
+                f"The token {caller.name!r} is an agent's: a session's changes are read by people.",
+            )
         session = session_of(db, caller)
-        found.own_agents_only(caller, session, "sessions' changes")
         host = get_host(db, session.host, clock=ctx.clock) if session.host else None
         return changes_args(session, offset=offset), host

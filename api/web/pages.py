@@ -260,6 +260,23 @@ class WebPages:
 
         return await self.signed_in(request, "sessions", work)
 
+    async def changes(self, request: Request) -> Response:
+        """What the session changed, a page of its patch at a time, read by its host."""
+        from roundtable_console.api.hosts.changes import read_page
+        from roundtable_console.api.routes import found
+
+        async def work(call: Call, caller: Caller) -> Response:
+            session_id = wire.path_id(request.path_params["session_id"], what="session")
+            raw = call.arg("offset")
+            offset = (whole_number(raw) if raw else None) or 0
+            page = await read_page(self.ctx, caller, found.by_id(session_id), offset)
+            return self.pages.page(
+                "changes.html", page=page, session_id=session_id,
+                **self.common(call, caller, "sessions"),
+            )  # fmt: skip
+
+        return await self.signed_in(request, "sessions", work)
+
     async def briefing_download(self, request: Request) -> Response:
         async def work(call: Call, caller: Caller) -> Response:
             session_id = wire.path_id(request.path_params["session_id"], what="session")

@@ -47,6 +47,7 @@ def install(app: FastAPI, ctx: ServerContext, *, read_only: bool) -> None:
         ("/sessions/{session_id}/briefing", page.briefing, "GET"),
         ("/sessions/{session_id}/briefing.md", page.briefing_download, "GET"),
         ("/sessions/{session_id}/transcript", page.transcript, "GET"),
+        ("/sessions/{session_id}/changes", page.changes, "GET"),
         ("/overview", page.overview, "GET"),
         ("/audit", page.audit, "GET"),
         ("/hosts", page.hosts, "GET"),

@@ -26,6 +26,16 @@ COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 STATUSES = frozenset({"added", "modified", "deleted", "renamed", "untracked"})
 
 
+def _key_tail_hidden(patch: str) -> str:
+    """A page that begins inside a private key's block (its ``-----BEGIN`` on an earlier page)
+    shows ``[REDACTED]`` up to the block's end: the redaction of a page alone would not know."""
+    ended = patch.find("-----END")
+    if ended < 0 or 0 <= patch.find("-----BEGIN") < ended:
+        return patch
+    line_end = patch.find("\n", ended)
+    return "[REDACTED]" + (patch[line_end:] if line_end >= 0 else "")
+
+
 def base_of(session: SessionFields) -> str | None:
     """The commit a session's worktree was made from (``roundtable new``), else None (its
     directory's HEAD: what is not committed)."""
@@ -131,7 +141,7 @@ class ChangesPage:
                 for item in files
                 if isinstance(item, Mapping)
             ),
-            patch=printable(patch.expandtabs(4), keep_newlines=True),
+            patch=printable(_key_tail_hidden(patch).expandtabs(4), keep_newlines=True),
             offset=offset,
             next_offset=following,
         )

@@ -15,9 +15,11 @@ from roundtable_console.store.clock import Clock, format_ts, system_clock
 from roundtable_console.store.db.database import Store
 from roundtable_console.store.errors import HostUnavailable, NotFinishable, WorktreeNotClean
 from roundtable_console.store.hosts import protocol
+from roundtable_console.store.hosts.new_work import BRANCH, PATH, branch_refusal
 from roundtable_console.store.records import SessionFields
 from roundtable_console.store.rules import ACTIVE_STATES
 from roundtable_console.store.safety.display import one_line, printable
+from roundtable_console.store.validation import has_control_characters
 
 FINISH_EVENT = "finished"
 FINISH_SECONDS = 60.0
@@ -57,9 +59,12 @@ def finish_session(
         raise NotFinishable(f"{refused} Nothing was removed.") from None
     except protocol.HostUnreachable as unreachable:
         raise HostUnavailable(f"{unreachable} Nothing was removed.") from None
-    uncommitted = [printable(str(path)) for path in answer.get("uncommitted") or []][:200]
-    count = answer.get("uncommitted_count")
-    count = count if type(count) is int else len(uncommitted)
+    listed, count = answer.get("uncommitted"), answer.get("uncommitted_count")
+    if not isinstance(listed, list) or type(count) is not int or count < 0:
+        raise HostUnavailable(
+            f"The host {printable(session.host)} answered with something that is not a finish."
+        )
+    uncommitted = [printable(path) for path in listed[:200] if isinstance(path, str)]
     if answer.get("finished") is not True:
         shown = ", ".join(uncommitted[:10]) + (f" and {count - 10} more" if count > 10 else "")
         raise WorktreeNotClean(
@@ -68,12 +73,17 @@ def finish_session(
             "Nothing was removed.",
             details={"uncommitted": uncommitted, "uncommitted_count": count},
         )
-    worktree = args["worktree"]
-    branch = worktree.get("branch") if isinstance(worktree.get("branch"), str) else None
-    project = worktree.get("project") if isinstance(worktree.get("project"), str) else None
-    _record(store, session, actor, clock, worktree["path"], branch, count if discard else 0)
+    # What the host verified, each in its shape; never the session row's words (an agent's
+    # token writes those), which the commands below would otherwise carry.
+    removed, project = _path(answer.get("directory")), _path(answer.get("project"))
+    branch = answer.get("branch")
+    if not isinstance(branch, str) or not BRANCH.fullmatch(branch) or branch_refusal(branch):
+        branch = None
+    if removed is None:
+        raise HostUnavailable(f"The host {printable(session.host)} did not say what it removed.")
+    _record(store, session, actor, clock, removed, branch, count if discard else 0)
     outcome: dict[str, Any] = {
-        "session_id": session.id, "host": session.host, "removed": worktree["path"],
+        "session_id": session.id, "host": session.host, "removed": removed,
         "branch": branch, "project": project, "discarded": uncommitted if discard else [],
         "commands": [],
     }  # fmt: skip
@@ -83,6 +93,12 @@ def finish_session(
             f"git -C {shlex.quote(project)} push origin {shlex.quote(branch)}",
         ]
     return outcome
+
+
+def _path(value: Any) -> str | None:
+    if not isinstance(value, str) or not PATH.fullmatch(value) or has_control_characters(value):
+        return None
+    return value
 
 
 def _record(

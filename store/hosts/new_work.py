@@ -244,8 +244,8 @@ class Place:
             value = answer.get(key)
             return value if isinstance(value, str) and pattern.fullmatch(value) else None
 
-        directory = shaped("directory", _PATH)
-        project = shaped("project", _PATH)
+        directory = shaped("directory", PATH)
+        project = shaped("project", PATH)
         if directory is None or project is None or has_control_characters(directory + project):
             raise HostUnavailable(
                 f"The host {printable(host)} did not say where it would start the session."
@@ -253,7 +253,7 @@ class Place:
         return cls(directory, project, shaped("branch", BRANCH), shaped("base", _COMMIT))
 
 
-_PATH = re.compile(r"/[^\x00-\x1f\x7f]{0,1023}")
+PATH = re.compile(r"/[^\x00-\x1f\x7f]{0,1023}")
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
