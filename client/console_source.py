@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from roundtable_console.agents.stopping import AgentStopped
     from roundtable_console.store.budgets.standing import Crossing
     from roundtable_console.store.hosts.launches import HostLaunch
+    from roundtable_console.store.hosts.new_work import NewWork
     from roundtable_console.store.hosts.registry import HostRow
     from roundtable_console.store.reads.audit import AuditEntry
     from roundtable_console.store.reads.listing import Selection, SessionFilter
@@ -307,6 +308,9 @@ class ServerConsole:
         body = self.calls.get("/api/v1/audit", params)
         return Page([AuditEntry.from_json(item) for item in body["items"]],
                     body.get("next_cursor"))  # fmt: skip
+
+    def start_new(self, work: NewWork) -> dict[str, Any]:
+        return self.sessions.start_new(work)
 
     def list_hosts(self) -> list[HostRow]:
         return self.sessions.hosts()

@@ -24,6 +24,7 @@ PICTURES = (
     "test_bulk_pause_preview",
     "test_fleet_overview",
     "test_launch_dialog",
+    "test_new_session_dialog",
     "test_session_list_grouped_with_a_group_folded",
 )
 

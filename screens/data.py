@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from roundtable_console.store.budgets.standing import Crossing
     from roundtable_console.store.db.database import Store
     from roundtable_console.store.hosts.launches import HostLaunch
+    from roundtable_console.store.hosts.new_work import NewWork
     from roundtable_console.store.hosts.registry import HostRow
     from roundtable_console.store.reads.audit import AuditEntry
     from roundtable_console.store.reads.listing import Selection, SessionFilter
@@ -348,6 +349,12 @@ class StoreConsole:
 
         with self.store.read() as db:
             return audit_page(db=db, limit=self.ctx.page_size, cursor=cursor)
+
+    def start_new(self, work: NewWork) -> dict[str, Any]:
+        from roundtable_console.store.source import StoreSource
+
+        source = StoreSource(require_store(self.ctx), self.ctx.clock, actor=self.ctx.operator)
+        return source.start_new(work)
 
     def list_hosts(self) -> list[HostRow]:
         from roundtable_console.store.hosts.registry import list_hosts

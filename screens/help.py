@@ -149,7 +149,13 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
             (
                 "H",
                 "the hosts: each machine that runs agents, online or not, its agents, sessions "
-                "and projects (enter: the list shows that host's sessions; a: every host's)",
+                "and projects (enter: the list shows that host's sessions; a: every host's; N: a "
+                "new session on it)",
+            ),
+            (
+                "N",
+                "a new session on a host: a project it was given, an agent it found, a worktree "
+                "and branch of its own, the first prompt, how much the agent asks",
             ),
             ("ctrl+p", "command palette: actions for the selected session, open a session, theme"),
             ("j", "after a notification of a session needing attention: jump to it"),

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from roundtable_console.agents.stopping import AgentStopped
     from roundtable_console.store.budgets.standing import Crossing
     from roundtable_console.store.hosts.launches import HostLaunch
+    from roundtable_console.store.hosts.new_work import NewWork
     from roundtable_console.store.hosts.registry import HostRow
     from roundtable_console.store.reads.audit import AuditEntry
     from roundtable_console.store.reads.listing import Selection, SessionFilter
@@ -140,3 +141,6 @@ class ConsoleSource(Protocol):
     def audit_page(self, cursor: str | None) -> Page[AuditEntry]: ...
 
     def list_hosts(self) -> list[HostRow]: ...
+
+    def start_new(self, work: NewWork) -> dict[str, Any]:
+        """A new session started on its host (``store.hosts.new_work``): where it runs."""

@@ -437,3 +437,19 @@ def test_session_detail_changes_tab(
     with StandInHost(db, "laptop", [{"ok": FIRST}]):
         run_before = driving("enter", "9")
         assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)
+
+
+def test_new_session_dialog(snap_compare: Any, tmp_path: Path, db: Store) -> None:
+    """N: the host, its projects and agents, a worktree with its branch and base, the prompt,
+    how much the agent asks, the model."""
+    from roundtable_console.store.hosts import registry
+    from roundtable_console.store.hosts.facts import AgentFound, HostFacts
+    from tests.conftest import FakeClock
+
+    seed(db)
+    facts = HostFacts(name="buildbox", agents=(AgentFound("claude-code", "2.1.328"),
+                      AgentFound("codex", "0.169.0")),
+                      projects=("/home/dev/src/api", "/home/dev/src/web"))  # fmt: skip
+    with db.write() as conn:
+        registry.connect(conn, facts, connection_id="buildbox-1", clock=FakeClock(FROZEN))
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving("N"))

@@ -5,6 +5,7 @@ the worktree, 409 ``worktree_not_clean`` names it, and nothing is removed unless
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from roundtable_console.api.context import Answer, Call, ServerContext
@@ -34,6 +35,8 @@ async def finish_by_id(ctx: ServerContext, call: Call, session_id: str) -> Answe
 
 
 async def _finish(ctx: ServerContext, call: Call, session_of: Found) -> Answer:
+    loop = asyncio.get_running_loop()
+
     def work() -> dict[str, Any]:
         caller = ctx.caller(call)
         caller.require_human()
@@ -53,7 +56,12 @@ async def _finish(ctx: ServerContext, call: Call, session_of: Found) -> Answer:
 
         def ask(args: dict[str, Any]) -> dict[str, Any]:
             return ctx.hosts.call_from_worker(
-                host.name, protocol.FINISH, args, timeout=finishing.FINISH_SECONDS, anywhere=True
+                host.name,
+                protocol.FINISH,
+                args,
+                timeout=finishing.FINISH_SECONDS,
+                anywhere=True,
+                loop=loop,
             )
 
         return finishing.finish_session(

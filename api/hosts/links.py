@@ -248,11 +248,20 @@ class HostLinks:
         return await self.relay.ask(name, op, args, timeout=timeout)
 
     def call_from_worker(
-        self, name: str, op: str, args: dict[str, Any], *, timeout: float, anywhere: bool = False
+        self,
+        name: str,
+        op: str,
+        args: dict[str, Any],
+        *,
+        timeout: float,
+        anywhere: bool = False,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> dict[str, Any]:
         """``call_anywhere`` (``anywhere``; else ``call``), from a worker thread (work that must
-        ask a host in the middle of it): the thread waits ``timeout`` at most."""
-        loop = self._loop
+        ask a host in the middle of it), on ``loop`` (the server's: a request's handler passes
+        it; else the one a host's connection was held on): the thread waits ``timeout`` at
+        most."""
+        loop = loop or self._loop
         if loop is None or loop.is_closed():
             raise HostUnreachable(f"The host {name} is not connected to this server.")
         asking = self.call_anywhere if anywhere else self.call

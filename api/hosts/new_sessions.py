@@ -10,6 +10,7 @@ asked over this server's link, or through the store by the server that holds it.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -48,10 +49,16 @@ BODY = {
 
 async def start(ctx: ServerContext, call: Call, name: str) -> Answer:
     work, session_id, actor = await ctx.in_worker(_prepare, ctx, call, name)
+    loop = asyncio.get_running_loop()
 
     def ask(args: dict[str, Any]) -> dict[str, Any]:
         return ctx.hosts.call_from_worker(
-            work.host, protocol.START, args, timeout=new_work.START_SECONDS, anywhere=True
+            work.host,
+            protocol.START,
+            args,
+            timeout=new_work.START_SECONDS,
+            anywhere=True,
+            loop=loop,
         )
 
     started = await ctx.in_worker(

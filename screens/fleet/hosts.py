@@ -48,6 +48,7 @@ class HostsScreen(FleetTable[HostChosen | None]):
     BINDINGS = [
         Binding("enter", "choose", "Its sessions", tooltip="The list shows this host's only"),
         Binding("a", "every_host", "All hosts", tooltip="The list shows every host's"),
+        Binding("N", "new_session", "New session", tooltip="Start a session on this host"),
     ]
 
     def fetch(self) -> list[HostRow]:
@@ -91,3 +92,13 @@ class HostsScreen(FleetTable[HostChosen | None]):
 
     def action_every_host(self) -> None:
         self.dismiss(HostChosen(None))
+
+    def action_new_session(self) -> None:
+        from roundtable_console.screens.dialogs.new_session import open_new_session
+
+        open_new_session(self, self.ctx, self.highlighted_key())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "new_session":
+            return not self.ctx.read_only
+        return super().check_action(action, parameters)

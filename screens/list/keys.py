@@ -68,6 +68,13 @@ class ListKeys(ScreenBase):
         shown = self.state.show_ended
         self.notify("Ended sessions shown." if shown else "Ended sessions hidden.", markup=False)
 
+    def action_new_session(self) -> None:
+        """``N``: a new session on a host (screens.dialogs.new_session)."""
+        from roundtable_console.screens.dialogs.new_session import open_new_session
+
+        if not self.ctx.read_only:
+            open_new_session(self, self.ctx)
+
     def action_toggle_stale(self) -> None:
         self.filters.change(self.state.with_stale_toggled())
 

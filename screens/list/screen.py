@@ -76,6 +76,7 @@ class SessionListScreen(ListKeys, ListReading, ListMarking, BulkActions, Session
         Binding("d", "flip_sort", "Sort direction", show=False),
         Binding("O", "overview", "Overview", show=False, tooltip="The fleet at a glance"),
         Binding("g", "cycle_group", "Group", show=False),
+        Binding("N", "new_session", "New session", show=False),
         Binding("escape", "close_filter", "Close filter", show=False),
     ]
 
