@@ -77,7 +77,14 @@ def test_a_sessions_transcript_is_read_through_its_host_and_its_absence_said(
     host = team.host("--project", str(tmp_path / "laptop-home"))
     try:
         wait_until(lambda: team.online("laptop"), "the host online")
-        page = read(team, "on-laptop", limit=1)
+
+        def first_page() -> dict[str, Any] | None:
+            # On a loaded machine a host's first hello can be late: it connects again, and a
+            # call on the link it left is said to have gone away (CI saw it once). Asked again.
+            page = read(team, "on-laptop", limit=1)
+            return None if "went away" in str(page.get("reason")) else page
+
+        page = wait_until(first_page, "a page read through the host", 15)
         assert page["available"] is True, page
         assert [item["text"] for item in page["items"]] == ["second prompt"]
         older = read(team, "on-laptop", before=page["next_before"], token="vic")
