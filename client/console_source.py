@@ -312,5 +312,8 @@ class ServerConsole:
     def start_new(self, work: NewWork) -> dict[str, Any]:
         return self.sessions.start_new(work)
 
+    def finish(self, session_id: str, discard: bool) -> dict[str, Any]:
+        return self.sessions.finish(session_id, discard)
+
     def list_hosts(self) -> list[HostRow]:
         return self.sessions.hosts()

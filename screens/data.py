@@ -351,10 +351,15 @@ class StoreConsole:
             return audit_page(db=db, limit=self.ctx.page_size, cursor=cursor)
 
     def start_new(self, work: NewWork) -> dict[str, Any]:
+        return self._as_operator().start_new(work)
+
+    def finish(self, session_id: str, discard: bool) -> dict[str, Any]:
+        return self._as_operator().finish(session_id, discard)
+
+    def _as_operator(self) -> Any:
         from roundtable_console.store.source import StoreSource
 
-        source = StoreSource(require_store(self.ctx), self.ctx.clock, actor=self.ctx.operator)
-        return source.start_new(work)
+        return StoreSource(require_store(self.ctx), self.ctx.clock, actor=self.ctx.operator)
 
     def list_hosts(self) -> list[HostRow]:
         from roundtable_console.store.hosts.registry import list_hosts

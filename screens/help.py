@@ -86,6 +86,11 @@ KEYS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
                 "stop the agent's process (asks first): SIGINT, then SIGTERM, where R or its "
                 "host started it",
             ),
+            (
+                "F",
+                "finish a session N started in a worktree (asks first): its host removes the "
+                "worktree, keeps the branch; what is not committed is named before it is lost",
+            ),
         ),
     ),
     (
@@ -188,6 +193,8 @@ READ_ONLY_LEFT_OUT = frozenset(
         "t",
         "R",
         "X",
+        "F",
+        "N",
         "y / n",
         "ctrl+s",
     }

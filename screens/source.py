@@ -144,3 +144,7 @@ class ConsoleSource(Protocol):
 
     def start_new(self, work: NewWork) -> dict[str, Any]:
         """A new session started on its host (``store.hosts.new_work``): where it runs."""
+
+    def finish(self, session_id: str, discard: bool) -> dict[str, Any]:
+        """The session's worktree removed by its host, its branch kept, the session ended
+        (``store.hosts.finishing``); ``WorktreeNotClean`` names what is not committed."""

@@ -123,7 +123,8 @@ def test_a_sessions_changes_are_read_by_its_host(
             assert page.locator("text=Next page of the patch").count() == 1
             page.screenshot(path=str(tmp_path / "changes.png"), full_page=False)
             page.click("text=Next page of the patch")
-            assert "Patch from byte" in page.locator("h2").all_inner_texts()[-1]
+            page.wait_for_url("**/changes?offset=*")
+            page.locator("h2", has_text="Patch from byte").wait_for()
         # An agent token reads its own agent's sessions' changes only.
         hooks = http_calls.get(
             f"{team.served.url}/api/v1/workspaces/ws-1/sessions/{session_id}/changes",

@@ -35,7 +35,6 @@ FIRST = {
 SECOND = {**FIRST, "patch": "+the second page\n", "offset": 150, "next_offset": None}
 
 
-
 async def test_the_changes_tab_reads_a_page_through_the_host_and_n_the_next(
     way: ConsoleWay, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -79,5 +78,50 @@ async def test_the_changes_tab_says_why_there_are_none(
                 await settle(pilot)
                 await press(pilot, "enter", "9")
                 assert "does not run on the host laptop" in screen_text(app)
+    finally:
+        db.dispose()
+
+
+async def test_f_finishes_a_worktree_session_and_asks_before_discarding(
+    way: ConsoleWay, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``F``: its host asked to remove the worktree; what is not committed is named and kept
+    until ``y`` again discards it; the session ends, its branch kept, the commands said."""
+    import json
+
+    from sqlalchemy import text
+
+    from roundtable_console.screens.dialogs.finish import FinishDialog
+    from tests.helpers import session_row
+    from tests.test_tui_support import notifications, until
+
+    db = open_store(way.url)
+    try:
+        on_laptop(db, tmp_path, monkeypatch, now=system_clock if way.through_server else None)
+        tree = {"path": "/home/dev/wt/api-1/rt-csv", "project": "/home/dev/src/api",
+                "branch": "rt/csv", "base": BASE}  # fmt: skip
+        with db.write() as conn:
+            conn.execute(text("UPDATE agent_sessions SET metadata_json = :m WHERE id = 's-laptop'"),
+                         {"m": json.dumps({"hooks": "claude-code", "worktree": tree})})  # fmt: skip
+        unclean = {"finished": False, "uncommitted": ["draft.md"], "uncommitted_count": 1,
+                   "branch": "rt/csv"}  # fmt: skip
+        done = {**unclean, "finished": True, "directory": tree["path"], "project": tree["project"]}
+        app = way.console()
+        with StandInHost(db, "laptop", [{"ok": unclean}, {"ok": done}]) as host:
+            async with app.run_test(size=SIZE) as pilot:
+                await settle(pilot)
+                await press(pilot, "F")
+                await until(pilot, lambda: isinstance(app.screen, FinishDialog))
+                assert "removes its worktree and keeps its" in screen_text(app)
+                await press(pilot, "y")
+                await until(pilot, lambda: "draft.md" in screen_text(app))
+                assert "y discards them" in screen_text(app)
+                assert isinstance(app.screen, FinishDialog)
+                await press(pilot, "y")
+                await until(pilot, lambda: not isinstance(app.screen, FinishDialog))
+                said = notifications(app)
+        assert [args["discard"] for _, args in host.asked] == [False, True]
+        assert session_row(db, "s-laptop")["status"] == "finished"
+        assert any("merge rt/csv" in line for line in said), said
     finally:
         db.dispose()

@@ -30,8 +30,10 @@ from tests.test_tui_support import (
     add_session,
     console,
     press,
+    screen_text,
     settle,
     sqlite_url,
+    until,
 )
 
 SIZE = (120, 40)
@@ -452,4 +454,13 @@ def test_new_session_dialog(snap_compare: Any, tmp_path: Path, db: Store) -> Non
                       projects=("/home/dev/src/api", "/home/dev/src/web"))  # fmt: skip
     with db.write() as conn:
         registry.connect(conn, facts, connection_id="buildbox-1", clock=FakeClock(FROZEN))
-    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=driving("N"))
+    from roundtable_console.screens.dialogs.new_session import NewSessionDialog
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await driving("N")(pilot)
+        # The hosts are read in a worker, then the dialog opens and fills in its host's choices.
+        await until(pilot, lambda: isinstance(pilot.app.screen, NewSessionDialog))
+        await until(pilot, lambda: "/home/dev/src/api" in screen_text(pilot.app))
+        await settle(pilot)
+
+    assert snap_compare(app_for(tmp_path), terminal_size=SIZE, run_before=run_before)

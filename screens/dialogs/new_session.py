@@ -81,6 +81,8 @@ class NewSessionDialog(ReportsFailures, ModalScreen[dict[str, Any] | None]):
             yield Static(Text("ctrl+s start · escape start nothing"), classes="dialog-hint")
 
     def on_mount(self) -> None:
+        for field in self.query(Input):
+            field.cursor_blink = self.ctx.cursor_blink
         if self.hosts:
             self._host_options(self.first)
             self.query_one("#new-prompt", Input).focus()

@@ -72,6 +72,7 @@ LAUNCH_BINDINGS: list[BindingType] = [
     Binding("R", "launch", "Launch", show=False, tooltip="Resume, then start the agent (asks)"),
     Binding("R", "explain('resume')", show=False),
     Binding("X", "stop_agent", "Stop agent", show=False, tooltip="Stop the agent's process (asks)"),
+    Binding("F", "finish", "Finish", show=False, tooltip="Remove its worktree, keep its branch"),
 ]
 
 
@@ -180,8 +181,12 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
         """Show a row the store just returned, before the next reload arrives."""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in (*LIFECYCLE_ACTIONS, "launch", "stop_agent") and self.ctx.read_only:
+        if action in (*LIFECYCLE_ACTIONS, "launch", "stop_agent", "finish") and self.ctx.read_only:
             return False  # not offered at all; the key says why (the explain bindings)
+        if action == "finish":
+            from roundtable_console.screens.dialogs.finish import has_worktree
+
+            return has_worktree(self.selected_session())
         if action in ("log", "briefing", "stop_agent"):
             return self.selected_session() is not None
         if action == "launch":
@@ -321,6 +326,14 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
             StopAgentDialog(ctx=self.ctx, session=session),
             lambda result: self.announce(result or ActionResult(ACTION, session)),
         )
+
+    def action_finish(self) -> None:
+        from roundtable_console.screens.dialogs.finish import ACTION, FinishDialog
+
+        self._act(ACTION, lambda session: self.app.push_screen(
+            FinishDialog(ctx=self.ctx, session=session),
+            lambda result: self.announce(result or ActionResult(ACTION, session)),
+        ))  # fmt: skip
 
     def action_answer_request(self, deny_first: bool) -> None:
         """The selected session's oldest pending permission request, read in a thread, then
