@@ -69,6 +69,14 @@ def stopped_session(
     )
 
 
+def written(out: Path) -> dict[str, Any] | None:
+    """What the stand-in wrote of how it was started, once it has written all of it."""
+    try:
+        return dict(json.loads(out.read_text()))
+    except (OSError, ValueError):
+        return None
+
+
 def launch(team: Team, session_id: str, token: str = "ops") -> httpx.Response:
     return http_calls.post(
         f"{team.served.url}/api/v1/workspaces/ws-1/sessions/{session_id}/launch",
@@ -138,8 +146,7 @@ def test_an_operator_anywhere_starts_a_sessions_agent_on_its_host(
         name = protocol.tmux_session_name("s-laptop")
         assert body["tmux_session"] == name and body["attach"].endswith(f"attach -t ={name}")
         out = Path(machine["FAKE_OUT"])
-        wait_until(out.exists, "the agent started")
-        started: dict[str, Any] = json.loads(out.read_text())
+        started: dict[str, Any] = wait_until(lambda: written(out), "the agent started")
         # The host's own resume, the briefing as the prompt, in the session's directory.
         assert started["argv"][:2] == ["--resume", CLAUDE_ID]
         assert len(started["argv"]) == 3 and "Roundtable Resume Briefing" in started["argv"][2]
@@ -416,8 +423,7 @@ def test_a_directory_named_like_a_tmux_format_is_only_a_name(
         answer = launch(team, "odd")
         assert answer.status_code == 200, answer.text
         out = Path(machine["FAKE_OUT"])
-        wait_until(out.exists, "the agent started")
-        assert json.loads(out.read_text())["cwd"] == str(odd.resolve())
+        assert wait_until(lambda: written(out), "the agent started")["cwd"] == str(odd.resolve())
     finally:
         host.send_signal(signal.SIGTERM)
     assert ended(host)[0] == 0
@@ -442,8 +448,8 @@ def test_the_command_line_on_the_store_stops_an_agent_a_host_started(
         shown = json.loads(started.stdout)
         assert (shown["status"], shown["host"], shown["replayed"]) == ("resuming", "laptop", False)
         assert shown["attach"].startswith(f"tmux -L {protocol.TMUX_LABEL} attach -t =")
-        wait_until(Path(machine["FAKE_OUT"]).exists, "the agent started")
-        assert json.loads(Path(machine["FAKE_OUT"]).read_text())["session"] == "s-cli"
+        out = Path(machine["FAKE_OUT"])
+        assert wait_until(lambda: written(out), "the agent started")["session"] == "s-cli"
         assert dict(history(team.store, "s-cli"))["launched"]["via_host"] == "laptop"
         said = cli(team, "sessions", "stop-agent", "--session", "s-cli", "--grace", "2", "--json")
         assert said.returncode == 0, said.stderr

@@ -85,8 +85,10 @@ def repository(where: Path) -> Path:
 
 
 def started(machine: dict[str, str]) -> list[dict[str, Any]]:
+    """How each agent was started, once its line is written whole."""
     out = Path(machine["FAKE_OUT"])
-    return [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    whole = out.read_text().split("\n")[:-1] if out.exists() else []
+    return [json.loads(line) for line in whole]
 
 
 def new(team: Team, body: dict[str, Any], *, token: str = "ops", key: str | None = None,

@@ -27,11 +27,6 @@ def finished_words(done: dict[str, Any]) -> str:
     return words
 
 
-def has_worktree(session: SessionFields | None) -> bool:
-    worktree = (session.metadata_dict or {}).get("worktree") if session is not None else None
-    return isinstance(worktree, dict) and bool(session and session.host)
-
-
 class FinishDialog(ConfirmActionDialog):
     """Closes with what was finished (``report``), or None (cancelled)."""
 

@@ -183,10 +183,11 @@ class SessionActionScreen(ReportsFailures, Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in (*LIFECYCLE_ACTIONS, "launch", "stop_agent", "finish") and self.ctx.read_only:
             return False  # not offered at all; the key says why (the explain bindings)
-        if action == "finish":
-            from roundtable_console.screens.dialogs.finish import has_worktree
-
-            return has_worktree(self.selected_session())
+        if action == "finish":  # a session N started in a worktree (no dialog's import here:
+            session = self.selected_session()  # this is asked before the first paint)
+            if session is None or not session.host:
+                return False
+            return isinstance((session.metadata_dict or {}).get("worktree"), dict)
         if action in ("log", "briefing", "stop_agent"):
             return self.selected_session() is not None
         if action == "launch":
