@@ -18,9 +18,14 @@ from roundtable_console.api.routes import found
 from roundtable_console.api.routes.found import Found
 from roundtable_console.api.routes.session_records import person
 from roundtable_console.store.hosts import protocol
-from roundtable_console.store.hosts.changes import CHANGES_SECONDS, ChangesPage, changes_args
+from roundtable_console.store.hosts.changes import (
+    CHANGES_SECONDS,
+    NO_HOST,
+    ChangesPage,
+    changes_args,
+    not_changes,
+)
 from roundtable_console.store.hosts.registry import get_host
-from roundtable_console.store.safety.display import printable
 from roundtable_console.store.validation import whole_number
 
 
@@ -55,10 +60,7 @@ async def read_page(
     answer, and the web console's page): ``available``, and the page or why there is none."""
     args, host = await ctx.in_worker(_args, ctx, caller, session_of, offset)
     if host is None:
-        return unavailable(
-            "The session runs on a machine with no host (roundtable host run): its changes "
-            "are read there, with git."
-        )
+        return unavailable(NO_HOST)
     why = unreachable(ctx, host)
     if why is not None:
         return unavailable(f"{why} Its changes are read through it.")
@@ -71,10 +73,7 @@ async def read_page(
     try:
         page = await ctx.in_worker(ChangesPage.of, body)
     except ValueError:
-        return unavailable(
-            f"The host {printable(host.name)} answered with something that is not a session's "
-            "changes."
-        )
+        return unavailable(not_changes(host.name))
     return {"available": True, "reason": None, **page.to_json()}
 
 

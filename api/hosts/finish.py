@@ -5,7 +5,6 @@ the worktree, 409 ``worktree_not_clean`` names it, and nothing is removed unless
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from roundtable_console.api.context import Answer, Call, ServerContext
@@ -35,7 +34,7 @@ async def finish_by_id(ctx: ServerContext, call: Call, session_id: str) -> Answe
 
 
 async def _finish(ctx: ServerContext, call: Call, session_of: Found) -> Answer:
-    loop = asyncio.get_running_loop()
+    ask_host = ctx.hosts.from_worker()
 
     def work() -> dict[str, Any]:
         caller = ctx.caller(call)
@@ -55,14 +54,7 @@ async def _finish(ctx: ServerContext, call: Call, session_of: Found) -> Answer:
             raise Problem("host_unavailable", f"{why} Nothing was removed.")
 
         def ask(args: dict[str, Any]) -> dict[str, Any]:
-            return ctx.hosts.call_from_worker(
-                host.name,
-                protocol.FINISH,
-                args,
-                timeout=finishing.FINISH_SECONDS,
-                anywhere=True,
-                loop=loop,
-            )
+            return ask_host(host.name, protocol.FINISH, args, timeout=finishing.FINISH_SECONDS)
 
         return finishing.finish_session(
             store=ctx.store, session=session, ask=ask, actor=caller.name,

@@ -17,6 +17,7 @@ import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from starlette.responses import Response
@@ -272,6 +273,11 @@ class HostLinks:
             asked.cancel()
             said = f"The host {name} did not answer within {timeout:.0f} s."
             raise HostUnreachable(said) from None
+
+    def from_worker(self) -> Callable[..., dict[str, Any]]:
+        """``call_from_worker`` wherever a server of the store holds the host, bound to the
+        loop it is made on: a request's handler makes it, its work in a worker calls it."""
+        return partial(self.call_from_worker, anywhere=True, loop=asyncio.get_running_loop())
 
     async def _hold(self, link: Link) -> None:
         async def listen() -> None:

@@ -10,7 +10,6 @@ asked over this server's link, or through the store by the server that holds it.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -49,17 +48,10 @@ BODY = {
 
 async def start(ctx: ServerContext, call: Call, name: str) -> Answer:
     work, session_id, actor = await ctx.in_worker(_prepare, ctx, call, name)
-    loop = asyncio.get_running_loop()
+    ask_host = ctx.hosts.from_worker()
 
     def ask(args: dict[str, Any]) -> dict[str, Any]:
-        return ctx.hosts.call_from_worker(
-            work.host,
-            protocol.START,
-            args,
-            timeout=new_work.START_SECONDS,
-            anywhere=True,
-            loop=loop,
-        )
+        return ask_host(work.host, protocol.START, args, timeout=new_work.START_SECONDS)
 
     started = await ctx.in_worker(
         lambda: new_work.start_new_session(

@@ -169,6 +169,14 @@ class ChangesPage:
 
 
 CHANGES_SECONDS = 30.0
+NO_HOST = (
+    "The session runs on a machine with no host (roundtable host run): its changes are read "
+    "there, with git."
+)
+
+
+def not_changes(host: str) -> str:
+    return f"The host {printable(host)} answered with something that is not a session's changes."
 
 
 def changes_on_store(
@@ -185,10 +193,7 @@ def changes_on_store(
         return {"available": False, "reason": reason}
 
     if not session.host:
-        return unavailable(
-            "The session runs on a machine with no host (roundtable host run): its changes are "
-            "read there, with git."
-        )
+        return unavailable(NO_HOST)
     with store.read() as db:
         host = get_host(db, session.host, clock=clock or system_clock)
     if host is None or not host.online:
@@ -205,7 +210,4 @@ def changes_on_store(
     except (protocol.HostUnreachable, protocol.HostRefused) as error:
         return unavailable(str(error))
     except ValueError:
-        return unavailable(
-            f"The host {printable(host.name)} answered with something that is not a session's "
-            "changes."
-        )
+        return unavailable(not_changes(host.name))
