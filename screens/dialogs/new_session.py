@@ -13,7 +13,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Checkbox, Input, Label, Select, Static
 
@@ -68,8 +68,7 @@ class NewSessionDialog(ReportsFailures, ModalScreen[dict[str, Any] | None]):
             yield Select([], id="new-project", prompt="A project the host was given")
             yield Label("Agent")
             yield Select([], id="new-agent", prompt="An agent the host found")
-            with Horizontal(classes="dialog-row"):
-                yield Checkbox("In a worktree of its own", value=True, id="new-worktree")
+            yield Checkbox("In a worktree of its own", value=True, id="new-worktree")
             yield Input(placeholder="Branch (suggested from the prompt)", id="new-branch")
             yield Input(placeholder="Base (the project's HEAD)", id="new-base")
             yield Input(placeholder="The first prompt", id="new-prompt")
